@@ -1,0 +1,20 @@
+# latdoc_library(NAME SOURCES ... DEPS ...): one module's static library. Includes are rooted
+# at src/, and a module links only what it lists.
+function(latdoc_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# latdoc_test(NAME SOURCES ... DEPS ...): one GoogleTest program, registered with ctest.
+# Tests run with the repository root as working directory, so tests/data/... paths resolve.
+function(latdoc_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    LATDOC_SOURCE_DIR="${PROJECT_SOURCE_DIR}" LATDOC_BINARY="$<TARGET_FILE:latdoc>")
+  gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+endfunction()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages latdoc builds and tests with. Idempotent: packages already
+# present are skipped, and apt is only touched when something is missing.
+set -euo pipefail
+
+pkgs=(
+  cmake ninja-build g++ pkg-config
+  libboost-dev libssl-dev libsimdjson-dev zlib1g-dev libzstd-dev libsqlite3-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  curl python3
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

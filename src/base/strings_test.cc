@@ -1,0 +1,29 @@
+#include "base/strings.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace latdoc {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(StringsTest, SplitKeepsEmptyFields) {
+  EXPECT_THAT(Split("a,,b", ','), ElementsAre("a", "", "b"));
+  EXPECT_THAT(Split("", ','), ElementsAre(""));
+  EXPECT_THAT(SplitWhitespace("  a \t b\n"), ElementsAre("a", "b"));
+}
+
+TEST(StringsTest, NumbersParseWholeStringOrNothing) {
+  EXPECT_EQ(ParseInt64(" 42 "), 42);
+  EXPECT_EQ(ParseInt64("-7"), -7);
+  EXPECT_EQ(ParseInt64("42x"), std::nullopt);
+  EXPECT_EQ(ParseInt64(""), std::nullopt);
+  EXPECT_EQ(ParseUint64("-1"), std::nullopt);
+  EXPECT_DOUBLE_EQ(*ParseDouble("1.5e3"), 1500.0);
+  EXPECT_EQ(ParseDouble("abc"), std::nullopt);
+  EXPECT_EQ(ParseDouble("1.5.2"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace latdoc

@@ -1,0 +1,23 @@
+// The subcommand registry: each subcommand lives in one file, cmd_<name>.cc, and exposes one
+// Register function that adds its CLI11 subcommand and returns the function that runs it.
+// main.cc lists every Register function explicitly (no static self-registration).
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace latdoc::cli {
+
+// Runs a parsed subcommand; returns the process exit code (base/exit_codes.h).
+using RunFn = std::function<int()>;
+
+struct Command {
+  CLI::App* app;
+  RunFn run;
+};
+
+// One line per subcommand, in the order of `latdoc --help`.
+Command RegisterSim(CLI::App& root);
+
+}  // namespace latdoc::cli

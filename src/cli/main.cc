@@ -1,0 +1,38 @@
+// latdoc: finds where the latency of an LLM inference service goes, and what to change.
+#include <cstdio>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "base/exit_codes.h"
+#include "cli/command.h"
+
+#ifndef LATDOC_VERSION
+#define LATDOC_VERSION "0.0.0"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "latdoc: finds where the latency of an LLM inference service goes (network, host, GPU\n"
+      "kernels, server configuration) and says what to change.",
+      "latdoc"};
+  app.set_version_flag("--version", "latdoc " LATDOC_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  std::vector<latdoc::cli::Command> commands = {
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return latdoc::kExitBadInput;
+  }
+  for (auto& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  return latdoc::kExitBadInput;
+}

@@ -1,0 +1,85 @@
+#include "report/findings_text.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <fmt/core.h>
+
+namespace latdoc::report {
+namespace {
+
+using rules::Finding;
+using rules::Severity;
+
+const char* SeverityColor(Severity s) {
+  switch (s) {
+    case Severity::kFail: return "\x1b[1;31m";
+    case Severity::kWarn: return "\x1b[1;33m";
+    case Severity::kInfo: return "\x1b[36m";
+    case Severity::kOk: return "\x1b[32m";
+    case Severity::kSkip: return "\x1b[2m";
+  }
+  return "";
+}
+
+std::string EvidenceLine(const rules::Evidence& e) {
+  std::string v;
+  if (e.value) {
+    v = fmt::format("{:.4g}", *e.value);
+    if (!e.unit.empty()) v += (e.unit == "%" ? "" : " ") + e.unit;
+  } else if (e.text.empty()) {
+    v = "n/a";
+  }
+  if (!e.text.empty()) v += v.empty() ? e.text : " (" + e.text + ")";
+  return fmt::format("{}: {}", e.name, v);
+}
+
+}  // namespace
+
+std::string RenderFindingsText(const std::vector<Finding>& findings, const TextOptions& opts) {
+  std::string out;
+  int shown = 0;
+  for (const Finding& f : findings) {
+    if (!opts.show_ok && (f.severity == Severity::kOk || f.severity == Severity::kSkip)) continue;
+    ++shown;
+    std::string sev = fmt::format("{:<4}", rules::SeverityName(f.severity));
+    for (char& c : sev) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (opts.color) sev = std::string(SeverityColor(f.severity)) + sev + "\x1b[0m";
+    out += fmt::format("{}  {:<7}  {}\n", sev, rules::LayerName(f.layer), f.title);
+    out += fmt::format("      id: {}\n", f.id);
+    for (const auto& e : f.evidence) out += "      - " + EvidenceLine(e) + "\n";
+    if (!f.advice.empty()) out += "      fix: " + f.advice + "\n";
+  }
+  if (shown == 0) out += "No problems found.\n";
+  return out;
+}
+
+std::string RenderFindingsMarkdown(const std::vector<Finding>& findings) {
+  std::string out = "| # | severity | layer | finding | fix |\n|---|---|---|---|---|\n";
+  int n = 0;
+  auto esc = [](std::string s) {
+    std::string r;
+    for (char c : s) {
+      if (c == '|') r += "\\|";
+      else if (c == '\n') r += "<br>";
+      else r += c;
+    }
+    return r;
+  };
+  for (const Finding& f : findings) {
+    std::string ev;
+    for (const auto& e : f.evidence) ev += "<br>" + EvidenceLine(e);
+    out += fmt::format("| {} | {} | {} | **{}** (`{}`){} | {} |\n", ++n,
+                       rules::SeverityName(f.severity), rules::LayerName(f.layer), esc(f.title),
+                       f.id, esc(ev), esc(f.advice));
+  }
+  return out;
+}
+
+bool StdoutWantsColor() {
+  const char* nc = std::getenv("NO_COLOR");
+  return ::isatty(1) && (nc == nullptr || nc[0] == '\0');
+}
+
+}  // namespace latdoc::report

@@ -1,0 +1,106 @@
+#include "rules/finding.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace latdoc::rules {
+
+std::string_view LayerName(Layer l) {
+  switch (l) {
+    case Layer::kNetwork: return "network";
+    case Layer::kSystem: return "system";
+    case Layer::kKernel: return "kernel";
+    case Layer::kConfig: return "config";
+    case Layer::kLoad: return "load";
+  }
+  return "?";
+}
+
+std::string_view SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kSkip: return "skip";
+    case Severity::kOk: return "ok";
+    case Severity::kInfo: return "info";
+    case Severity::kWarn: return "warn";
+    case Severity::kFail: return "fail";
+  }
+  return "?";
+}
+
+std::optional<Layer> ParseLayer(std::string_view s) {
+  for (Layer l : {Layer::kNetwork, Layer::kSystem, Layer::kKernel, Layer::kConfig, Layer::kLoad})
+    if (LayerName(l) == s) return l;
+  return std::nullopt;
+}
+
+std::optional<Severity> ParseSeverity(std::string_view s) {
+  for (Severity v : {Severity::kSkip, Severity::kOk, Severity::kInfo, Severity::kWarn,
+                     Severity::kFail})
+    if (SeverityName(v) == s) return v;
+  return std::nullopt;
+}
+
+nlohmann::json ToJson(const Finding& f) {
+  nlohmann::json ev = nlohmann::json::array();
+  for (const Evidence& e : f.evidence) {
+    nlohmann::json j = {{"name", e.name}};
+    if (e.value) j["value"] = *e.value; else j["value"] = nullptr;
+    if (!e.unit.empty()) j["unit"] = e.unit;
+    if (!e.text.empty()) j["text"] = e.text;
+    ev.push_back(std::move(j));
+  }
+  nlohmann::json j = {{"id", f.id},
+                      {"layer", LayerName(f.layer)},
+                      {"severity", SeverityName(f.severity)},
+                      {"title", f.title},
+                      {"evidence", std::move(ev)},
+                      {"advice", f.advice}};
+  if (f.latency_share) j["latency_share"] = *f.latency_share;
+  return j;
+}
+
+std::optional<Finding> FindingFromJson(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) return std::nullopt;
+  Finding f;
+  f.id = j["id"].get<std::string>();
+  auto layer = ParseLayer(j.value("layer", ""));
+  auto sev = ParseSeverity(j.value("severity", ""));
+  if (!layer || !sev) return std::nullopt;
+  f.layer = *layer;
+  f.severity = *sev;
+  f.title = j.value("title", "");
+  f.advice = j.value("advice", "");
+  if (j.contains("latency_share") && j["latency_share"].is_number())
+    f.latency_share = j["latency_share"].get<double>();
+  if (j.contains("evidence") && j["evidence"].is_array()) {
+    for (const auto& e : j["evidence"]) {
+      if (!e.is_object()) continue;
+      Evidence ev;
+      ev.name = e.value("name", "");
+      if (e.contains("value") && e["value"].is_number()) ev.value = e["value"].get<double>();
+      ev.unit = e.value("unit", "");
+      ev.text = e.value("text", "");
+      f.evidence.push_back(std::move(ev));
+    }
+  }
+  return f;
+}
+
+void RankFindings(std::vector<Finding>& findings) {
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    double sa = a.latency_share.value_or(-1), sb = b.latency_share.value_or(-1);
+    if (sa != sb) return sa > sb;
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.id < b.id;
+  });
+}
+
+Severity WorstSeverity(const std::vector<Finding>& findings) {
+  Severity w = Severity::kOk;
+  for (const Finding& f : findings)
+    if (f.severity > w) w = f.severity;
+  return w;
+}
+
+}  // namespace latdoc::rules
