@@ -1,0 +1,37 @@
+// Importer: one trace format read into the common model (trace/model/trace.h).
+//
+// Each format lives in its own folder under importers/ and is listed once, explicitly, in
+// registry.cc. An importer appends one SourceFile per file it reads, and its events with that
+// source index; bad records are counted in SourceFile::issues and the import goes on. A file
+// that cannot be read at all returns an error naming the path and the byte offset or row.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "trace/model/trace.h"
+
+namespace latdoc::trace {
+
+struct ImportOptions {
+  size_t chunk_bytes = 1 << 20;   // read slice for streamed formats
+};
+
+class Importer {
+ public:
+  virtual ~Importer() = default;
+  // Short format name as shown to users: "kineto", "rocpd", "nsys", ...
+  virtual std::string_view format() const = 0;
+  // How sure the importer is that `path` is its format, 0 (no) to 100 (certain). `head` holds
+  // the first bytes of the file, decompressed (up to 64 KiB).
+  virtual int Detect(const std::string& path, std::string_view head) const = 0;
+  // Reads `path` into `trace`. Paths of further files it consumed (a CSV set's siblings) are
+  // added to `consumed` so the caller does not read them twice.
+  virtual Status Import(const std::string& path, const ImportOptions& options, Trace& trace,
+                        std::vector<std::string>& consumed) const = 0;
+};
+
+}  // namespace latdoc::trace

@@ -1,0 +1,288 @@
+#include "trace/importers/kineto/json_event_scanner.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+namespace latdoc::trace {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Bytes that change the scanner's state inside a value; everything else is skipped in a
+// tight loop.
+constexpr std::array<bool, 256> MakeSpecial() {
+  std::array<bool, 256> t{};
+  t['"'] = t['\\'] = t['{'] = t['}'] = t['['] = t[']'] = true;
+  return t;
+}
+constexpr std::array<bool, 256> kSpecial = MakeSpecial();
+
+}  // namespace
+
+JsonEventScanner::JsonEventScanner(EventFn on_event, ValueFn on_value)
+    : on_event_(std::move(on_event)), on_value_(std::move(on_value)) {}
+
+Status JsonEventScanner::Error(uint64_t offset, std::string_view what) {
+  error_ = InvalidArgument(fmt::format("byte {}: {}", offset, what));
+  return error_;
+}
+
+void JsonEventScanner::Compact() {
+  size_t keep_from = pos_;
+  if (state_ == State::kArrayElem || (state_ == State::kTopValueBody && keep_value_)) {
+    keep_from = value_start_;
+  }
+  if (keep_from == 0) return;
+  buf_.erase(0, keep_from);
+  buf_offset_ += keep_from;
+  pos_ -= keep_from;
+  value_start_ = value_start_ >= keep_from ? value_start_ - keep_from : 0;
+}
+
+bool JsonEventScanner::ScanValue() {
+  const char* b = buf_.data();
+  const size_t n = buf_.size();
+  size_t p = pos_;
+  if (scalar_) {
+    while (p < n) {
+      const char c = b[p];
+      if (c == ',' || c == '}' || c == ']' || IsSpace(c)) {
+        end_ = p;
+        pos_ = p;
+        return true;
+      }
+      ++p;
+    }
+    pos_ = p;
+    return false;
+  }
+  while (p < n) {
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
+        ++p;
+        continue;
+      }
+      while (p < n && b[p] != '"' && b[p] != '\\') ++p;
+      if (p >= n) break;
+      if (b[p] == '\\') {
+        escape_ = true;
+      } else {
+        in_string_ = false;
+        if (depth_ == 0) {
+          end_ = p + 1;
+          pos_ = end_;
+          return true;
+        }
+      }
+      ++p;
+      continue;
+    }
+    while (p < n && !kSpecial[static_cast<unsigned char>(b[p])]) ++p;
+    if (p >= n) break;
+    switch (b[p]) {
+      case '"': in_string_ = true; break;
+      case '{':
+      case '[': ++depth_; break;
+      case '}':
+      case ']':
+        if (--depth_ == 0) {
+          end_ = p + 1;
+          pos_ = end_;
+          return true;
+        }
+        break;
+      default: break;  // a backslash outside a string: left to the element parser
+    }
+    ++p;
+  }
+  pos_ = p;
+  return false;
+}
+
+Status JsonEventScanner::Feed(std::string_view bytes) {
+  if (!error_.ok()) return error_;
+  Compact();
+  buf_.append(bytes);
+  auto begin_value = [&] {
+    value_start_ = pos_;
+    const char c = buf_[pos_];
+    depth_ = 0;
+    in_string_ = false;
+    escape_ = false;
+    scalar_ = false;
+    if (c == '{' || c == '[') {
+      depth_ = 1;
+      ++pos_;
+    } else if (c == '"') {
+      in_string_ = true;
+      ++pos_;
+    } else {
+      scalar_ = true;
+    }
+  };
+  while (pos_ < buf_.size()) {
+    const char c = buf_[pos_];
+    const uint64_t at = buf_offset_ + pos_;
+    switch (state_) {
+      case State::kStart:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == '{') {
+          state_ = State::kTopKeyOrEnd;
+          ++pos_;
+        } else if (c == '[') {
+          bare_array_ = true;
+          saw_trace_events_ = true;
+          state_ = State::kArrayElemOrEnd;
+          ++pos_;
+        } else {
+          return Error(at, "not a JSON trace: expected '{' or '['");
+        }
+        break;
+      case State::kTopKeyOrEnd:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == '"') {
+          key_.clear();
+          escape_ = false;
+          state_ = State::kTopKey;
+          ++pos_;
+        } else if (c == '}') {
+          state_ = State::kDone;
+          ++pos_;
+        } else {
+          return Error(at, "expected a key or '}' in the top-level object");
+        }
+        break;
+      case State::kTopKey:
+        if (escape_) {
+          key_ += c;
+          escape_ = false;
+        } else if (c == '\\') {
+          escape_ = true;
+        } else if (c == '"') {
+          state_ = State::kTopColon;
+        } else {
+          key_ += c;
+        }
+        ++pos_;
+        break;
+      case State::kTopColon:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == ':') {
+          state_ = State::kTopValue;
+          ++pos_;
+        } else {
+          return Error(at, "expected ':' after a top-level key");
+        }
+        break;
+      case State::kTopValue:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (key_ == "traceEvents" && c == '[') {
+          saw_trace_events_ = true;
+          state_ = State::kArrayElemOrEnd;
+          ++pos_;
+        } else if (key_ == "traceEvents") {
+          return Error(at, "\"traceEvents\" is not an array");
+        } else {
+          keep_value_ = std::find(keep_keys_.begin(), keep_keys_.end(), key_) != keep_keys_.end();
+          begin_value();
+          state_ = State::kTopValueBody;
+        }
+        break;
+      case State::kTopValueBody:
+        if (!ScanValue()) break;
+        if (keep_value_) {
+          on_value_(key_, std::string_view(buf_).substr(value_start_, end_ - value_start_));
+        }
+        state_ = State::kTopCommaOrEnd;
+        break;
+      case State::kTopCommaOrEnd:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == ',') {
+          state_ = State::kTopKeyOrEnd;
+          ++pos_;
+        } else if (c == '}') {
+          state_ = State::kDone;
+          ++pos_;
+        } else {
+          return Error(at, "expected ',' or '}' in the top-level object");
+        }
+        break;
+      case State::kArrayElemOrEnd:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == ']') {  // also tolerates a trailing comma
+          state_ = bare_array_ ? State::kDone : State::kTopCommaOrEnd;
+          ++pos_;
+        } else if (c == ',') {
+          return Error(at, "empty element in traceEvents");
+        } else {
+          begin_value();
+          state_ = State::kArrayElem;
+        }
+        break;
+      case State::kArrayElem:
+        if (!ScanValue()) break;
+        ++events_;
+        on_event_(std::string_view(buf_).substr(value_start_, end_ - value_start_),
+                  buf_offset_ + value_start_);
+        state_ = State::kArrayCommaOrEnd;
+        break;
+      case State::kArrayCommaOrEnd:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == ',') {
+          state_ = State::kArrayElemOrEnd;
+          ++pos_;
+        } else if (c == ']') {
+          state_ = bare_array_ ? State::kDone : State::kTopCommaOrEnd;
+          ++pos_;
+        } else {
+          return Error(at, "expected ',' or ']' in traceEvents");
+        }
+        break;
+      case State::kDone:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else {
+          return Error(at, "unexpected data after the end of the document");
+        }
+        break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status JsonEventScanner::Finish() {
+  if (!error_.ok()) return error_;
+  const uint64_t end = buf_offset_ + buf_.size();
+  switch (state_) {
+    case State::kDone:
+      return Status::Ok();
+    case State::kStart:
+      error_ = DataLoss(fmt::format("byte {}: empty document", end));
+      break;
+    case State::kArrayElem:
+      error_ = DataLoss(fmt::format("byte {}: document cut inside the event that starts at byte {}",
+                                    end, buf_offset_ + value_start_));
+      break;
+    case State::kArrayElemOrEnd:
+    case State::kArrayCommaOrEnd:
+      error_ = DataLoss(fmt::format("byte {}: document cut inside traceEvents after {} events",
+                                    end, events_));
+      break;
+    default:
+      error_ = DataLoss(fmt::format("byte {}: document cut before its closing '}}'", end));
+      break;
+  }
+  return error_;
+}
+
+}  // namespace latdoc::trace

@@ -1,0 +1,95 @@
+// JsonEventScanner: splits a Chrome-trace JSON document, fed in arbitrary slices, into the
+// elements of its top-level "traceEvents" array and its other top-level values, without ever
+// holding the whole document. Memory is bounded by the largest single event (or the largest
+// top-level value that the caller asked to keep).
+//
+// Input shape (Kineto, rocprof v1 results.json):
+//   {"schemaVersion": 1, "deviceProperties": [...], "traceEvents": [
+//     {"ph": "X", "cat": "kernel", "name": "...", "pid": 0, "tid": 7, "ts": 1.5, ...},
+//     ...
+//   ], "traceName": "..."}
+// A bare top-level array of events (`[{...}, ...]`, also valid Chrome-trace) is accepted too.
+//
+// The scanner checks structure only (brackets, strings, commas); each element's text is handed
+// to the caller to parse. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace latdoc::trace {
+
+class JsonEventScanner {
+ public:
+  // `text` is one array element (an event object, normally), valid only during the call;
+  // `offset` is its first byte's offset in the decompressed document.
+  using EventFn = std::function<void(std::string_view text, uint64_t offset)>;
+  // A top-level key whose value is kept (see KeepValue) and its complete value text.
+  using ValueFn = std::function<void(std::string_view key, std::string_view value)>;
+
+  JsonEventScanner(EventFn on_event, ValueFn on_value);
+
+  // Top-level keys whose values are delivered to ValueFn; other values are skipped without
+  // being buffered. Default: none.
+  void KeepValue(std::string key) { keep_keys_.push_back(std::move(key)); }
+
+  // Feeds the next slice. A structural error (not JSON, or not a trace) is returned with the
+  // byte offset; feeding after an error keeps returning it.
+  Status Feed(std::string_view bytes);
+  // Declares the end of input. A document cut short is kDataLoss naming the offset of the
+  // unfinished element.
+  Status Finish();
+
+  uint64_t events() const { return events_; }
+  bool saw_trace_events() const { return saw_trace_events_; }
+
+ private:
+  enum class State {
+    kStart,          // before the first '{' or '['
+    kTopKeyOrEnd,    // after '{' or ',' at depth 1: expect a key string or '}'
+    kTopKey,         // inside a key string
+    kTopColon,
+    kTopValue,       // expect a value at depth 1
+    kTopValueBody,   // scanning a (skipped or kept) value
+    kTopCommaOrEnd,
+    kArrayElemOrEnd, // inside traceEvents: expect element or ']'
+    kArrayElem,      // scanning one element
+    kArrayCommaOrEnd,
+    kDone,
+  };
+
+  Status Error(uint64_t offset, std::string_view what);
+  // Scans a value from pos_ on; returns true when it ended (end_ is one past its last byte).
+  bool ScanValue();
+  void Compact();
+
+  EventFn on_event_;
+  ValueFn on_value_;
+  std::vector<std::string> keep_keys_;
+
+  std::string buf_;
+  uint64_t buf_offset_ = 0;     // document offset of buf_[0]
+  size_t pos_ = 0;              // next byte of buf_ to look at
+  State state_ = State::kStart;
+  bool bare_array_ = false;
+  Status error_;
+
+  // Current value scan.
+  size_t value_start_ = 0;
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+  bool scalar_ = false;
+  bool keep_value_ = false;
+  size_t end_ = 0;
+
+  std::string key_;
+  bool saw_trace_events_ = false;
+  uint64_t events_ = 0;
+};
+
+}  // namespace latdoc::trace

@@ -1,0 +1,153 @@
+#include "trace/importers/kineto/kineto_importer.h"
+
+#include <gtest/gtest.h>
+
+#include <zlib.h>
+
+#include <fstream>
+
+#include "base/file_util.h"
+#include "trace/importers/registry.h"
+
+namespace latdoc::trace {
+namespace {
+
+TEST(ParseMicrosToNsTest, ExactDecimalMicroseconds) {
+  EXPECT_EQ(ParseMicrosToNs("5139252745624.543"), 5139252745624543);
+  EXPECT_EQ(ParseMicrosToNs("2.272"), 2272);
+  EXPECT_EQ(ParseMicrosToNs("12"), 12000);
+  EXPECT_EQ(ParseMicrosToNs("0.5"), 500);
+  EXPECT_EQ(ParseMicrosToNs("-1.25"), -1250);
+  EXPECT_EQ(ParseMicrosToNs("1.0005"), 1001);
+  EXPECT_EQ(ParseMicrosToNs("1e3"), 1000000);
+  EXPECT_EQ(ParseMicrosToNs("abc"), std::nullopt);
+  EXPECT_EQ(ParseMicrosToNs(""), std::nullopt);
+  EXPECT_EQ(ParseMicrosToNs("1.2x"), std::nullopt);
+}
+
+std::string WriteTemp(const std::string& name, const std::string& content) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+constexpr char kSmall[] = R"JSON({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0}],
+"traceEvents": [
+{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11, "ts": 100.000, "dur": 5.5, "args": {"correlation": 1}},
+{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 110.25, "dur": 20, "args": {"device": 0, "stream": 7, "correlation": 1}},
+{"ph": "X", "cat": "cuda_runtime", "name": "hipMemcpyWithStream", "pid": 10, "tid": 11, "ts": 140, "dur": 9, "args": {"correlation": 2, "stream": "0x0", "size": "2560", "kind": "1"}},
+{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 141, "dur": 2, "args": {"device": 0, "stream": 7, "correlation": 2, "bytes": 2560}},
+{"ph": "X", "cat": "kernel", "name": "bad", "pid": 0, "tid": 7, "ts": 150, "dur": -3, "args": {"correlation": 9}},
+{"ph": "X", "cat": "kernel", "name": "nots", "pid": 0, "tid": 7, "args": {"correlation": 9}},
+{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 11, "ts": 99, "dur": 10, "args": {"Input Dims": [[1, 2], []]}},
+{"ph": "s", "id": 1, "pid": 10, "tid": 11, "ts": 100, "cat": "ac2g", "name": "ac2g"},
+{"ph": "M", "name": "process_name", "pid": 10, "args": {"name": "python3"}}
+]})JSON";
+
+TEST(KinetoImporterTest, ReadsEveryCategoryAndCountsBadRecords) {
+  Trace trace;
+  auto results = ImportFiles({WriteTemp("small.json", kSmall)}, ImportOptions{}, trace);
+  ASSERT_TRUE(results[0].status.ok()) << results[0].status.ToString();
+  ASSERT_EQ(trace.gpu_ops.size(), 2u);
+  ASSERT_EQ(trace.api_calls.size(), 2u);
+  ASSERT_EQ(trace.cpu_ops.size(), 1u);
+  const GpuOp& k = trace.gpu_ops[0];
+  EXPECT_EQ(trace.Name(k.name), "gemm");
+  EXPECT_EQ(k.start_ns, 110250);
+  EXPECT_EQ(k.dur_ns, 20000);
+  EXPECT_EQ(k.stream, 7);
+  EXPECT_EQ(k.api, 0u);
+  const GpuOp& c = trace.gpu_ops[1];
+  EXPECT_EQ(c.kind, GpuOpKind::kMemcpy);
+  EXPECT_EQ(c.direction, CopyDirection::kHtoD);
+  EXPECT_EQ(c.src_kind, MemKind::kPageable);
+  EXPECT_EQ(c.dst_kind, MemKind::kDevice);
+  EXPECT_EQ(c.bytes, 2560);
+  EXPECT_EQ(trace.api_calls[1].kind, ApiKind::kMemcpy);
+  const SourceFile& src = trace.sources[0];
+  EXPECT_EQ(src.issues.total(), 2);
+  EXPECT_EQ(src.issues.count_by_reason.at("negative duration"), 1);
+  EXPECT_EQ(src.issues.count_by_reason.at("missing or non-numeric ts"), 1);
+  EXPECT_EQ(src.issues.examples[0].where,
+            "byte " + std::to_string(std::string_view(kSmall).find("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"bad\"")));
+  ASSERT_EQ(trace.devices.size(), 1u);
+  EXPECT_EQ(trace.devices[0].arch, "sm90");
+  EXPECT_EQ(trace.devices[0].name, "NVIDIA H200");
+}
+
+// The same events whatever the read slice size (the scanner's chunk boundaries).
+TEST(KinetoImporterTest, SameTraceForEveryChunkSize) {
+  const std::string path = WriteTemp("chunks.json", kSmall);
+  for (size_t chunk : {1, 2, 3, 7, 64, 333, 4096}) {
+    Trace trace;
+    ImportOptions o;
+    o.chunk_bytes = chunk;
+    auto r = ImportFiles({path}, o, trace);
+    ASSERT_TRUE(r[0].status.ok());
+    EXPECT_EQ(trace.gpu_ops.size(), 2u) << chunk;
+    EXPECT_EQ(trace.api_calls.size(), 2u) << chunk;
+    EXPECT_EQ(trace.sources[0].issues.total(), 2) << chunk;
+  }
+}
+
+TEST(KinetoImporterTest, JsonCutMidEventKeepsEarlierEventsAndSaysWhere) {
+  std::string cut(kSmall);
+  cut.resize(cut.find("{\"ph\": \"X\", \"cat\": \"gpu_memcpy\"") + 20);
+  Trace trace;
+  auto r = ImportFiles({WriteTemp("cut.json", cut)}, ImportOptions{}, trace);
+  EXPECT_EQ(r[0].status.code(), StatusCode::kDataLoss);
+  EXPECT_NE(r[0].status.message().find("cut.json: byte "), std::string::npos);
+  EXPECT_NE(r[0].status.message().find("document cut inside the event that starts at byte"),
+            std::string::npos);
+  EXPECT_EQ(trace.gpu_ops.size(), 1u);
+  EXPECT_EQ(trace.sources[0].issues.count_by_reason.at("file cut short"), 1);
+}
+
+TEST(KinetoImporterTest, TruncatedGzipIsDataLossWithPath) {
+  std::string data;
+  {
+    auto in = OpenInput("tests/data/trace/tracelens/vllm_rocm7_decode_fullgraph/trace.json.gz");
+    ASSERT_TRUE(in.ok());
+  }
+  auto whole = ReadFileToString("tests/data/trace/tracelens/vllm_rocm7_decode_fullgraph/trace.json.gz");
+  ASSERT_TRUE(whole.ok());
+  const std::string path = WriteTemp("trunc.json.gz", whole->substr(0, whole->size() / 2));
+  Trace trace;
+  auto r = ImportFiles({path}, ImportOptions{}, trace);
+  EXPECT_FALSE(r[0].status.ok());
+  EXPECT_NE(r[0].status.message().find(path), std::string::npos) << r[0].status.message();
+  EXPECT_GT(trace.gpu_ops.size() + trace.cpu_ops.size(), 0u);
+}
+
+TEST(KinetoImporterTest, DirectoryAndMissingFileAreErrorsNamingThePath) {
+  Trace trace;
+  auto r = ImportFiles({"tests/data/trace", "tests/data/trace/nope.json"}, ImportOptions{}, trace);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_FALSE(r[0].status.ok());
+  EXPECT_NE(r[0].status.message().find("tests/data/trace"), std::string::npos);
+  EXPECT_FALSE(r[1].status.ok());
+  EXPECT_NE(r[1].status.message().find("nope.json"), std::string::npos);
+}
+
+TEST(KinetoImporterTest, H200FixtureCounts) {
+  Trace trace;
+  auto r = ImportFiles({"tests/data/trace/kineto/h200_llama0.85b_decode_b1_eager.json.gz"},
+                       ImportOptions{}, trace);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  // Counted with Python's json module: 16975 kernels + 1 memcpy + 16 memsets; 14672
+  // cuda_runtime + 3250 cuda_driver; 59594 cpu_op.
+  EXPECT_EQ(trace.gpu_ops.size(), 16975u + 1 + 16);
+  EXPECT_EQ(trace.api_calls.size(), 14672u + 3250);
+  EXPECT_EQ(trace.cpu_ops.size(), 59594u);
+  EXPECT_EQ(trace.sources[0].issues.total(), 0);
+  ASSERT_EQ(trace.devices.size(), 1u);
+  EXPECT_EQ(trace.devices[0].arch, "sm90");
+  int pageable = 0;
+  for (const GpuOp& op : trace.gpu_ops) {
+    if (op.kind == GpuOpKind::kMemcpy && op.src_kind == MemKind::kPageable) ++pageable;
+  }
+  EXPECT_EQ(pageable, 1);
+}
+
+}  // namespace
+}  // namespace latdoc::trace

@@ -1,0 +1,35 @@
+// The list of trace importers, and reading a set of files into one Trace.
+//
+// Formats are detected from content (the first 64 KiB, decompressed), never from the name
+// alone; the importer with the highest Detect() score reads the file.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "trace/importers/importer.h"
+#include "trace/model/trace.h"
+
+namespace latdoc::trace {
+
+// Every importer, in a fixed order (ties in Detect() go to the earlier one).
+const std::vector<std::unique_ptr<Importer>>& AllImporters();
+
+// The importer for `path`, or an error naming the path (unreadable, a directory, unknown format).
+StatusOr<const Importer*> DetectFormat(const std::string& path);
+
+struct FileResult {
+  std::string path;
+  std::string format;     // empty when undetected
+  Status status;          // not OK: the file was unreadable or damaged (events before the
+                          // damage are kept in the trace)
+};
+
+// Reads every path into `trace` (one SourceFile each, siblings of a CSV set included) and
+// finalizes it. One result per path given; files a previous importer consumed are skipped.
+std::vector<FileResult> ImportFiles(const std::vector<std::string>& paths,
+                                    const ImportOptions& options, Trace& trace);
+
+}  // namespace latdoc::trace

@@ -1,0 +1,145 @@
+// The common event model every trace importer fills and every analysis reads.
+//
+// One Trace holds the events of one or more profiler files (one per rank or process). Times
+// are int64 nanoseconds on the profiler's clock; names are interned. GPU work (kernels,
+// copies, fills) is linked to the host API call that launched it through `correlation`,
+// scoped by `source` (the file index), because correlation ids are per process.
+//
+// Importers append rows and issues; Finalize() sorts the tables and resolves the links.
+// Analyses only read a finalized Trace. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trace/model/string_table.h"
+
+namespace latdoc::trace {
+
+enum class GpuOpKind : uint8_t { kKernel, kMemcpy, kMemset };
+enum class CopyDirection : uint8_t { kUnknown, kHtoD, kDtoH, kDtoD, kHtoH, kPtoP };
+// Host/device memory kind of a copy's ends, as CUDA reports it (ROCm never does).
+enum class MemKind : uint8_t { kUnknown, kPageable, kPinned, kDevice, kArray, kManaged };
+enum class ApiKind : uint8_t {
+  kOther,
+  kKernelLaunch,  // cudaLaunchKernel, cuLaunchKernel, hipLaunchKernel, hipExtModuleLaunchKernel...
+  kGraphLaunch,   // cudaGraphLaunch, hipGraphLaunch
+  kMemcpy,        // synchronous copy call (cudaMemcpy, hipMemcpy, hipMemcpyWithStream)
+  kMemcpyAsync,
+  kMemset,
+  kSync,          // *Synchronize, stream wait event
+  kMalloc,        // cudaMalloc*, hipMalloc*, hipHostMalloc, ...
+  kFree,
+};
+enum class CpuOpKind : uint8_t { kOp, kAnnotation, kPython, kMarker, kOther };
+
+std::string_view GpuOpKindName(GpuOpKind k);
+std::string_view CopyDirectionName(CopyDirection d);
+std::string_view MemKindName(MemKind k);
+std::string_view ApiKindName(ApiKind k);
+
+inline constexpr uint32_t kNoLink = UINT32_MAX;
+inline constexpr int64_t kNoCorrelation = -1;
+
+// A kernel, copy or fill executed on a GPU queue/stream.
+struct GpuOp {
+  int64_t start_ns = 0;
+  int64_t dur_ns = 0;
+  int64_t correlation = kNoCorrelation;
+  int64_t bytes = -1;            // -1: not reported
+  NameId name = 0;
+  int32_t device = 0;
+  int32_t stream = 0;            // stream or queue id as the profiler numbers it
+  uint16_t source = 0;           // index into Trace::sources
+  GpuOpKind kind = GpuOpKind::kKernel;
+  CopyDirection direction = CopyDirection::kUnknown;
+  MemKind src_kind = MemKind::kUnknown;
+  MemKind dst_kind = MemKind::kUnknown;
+  uint32_t api = kNoLink;        // index into Trace::api_calls after Finalize()
+  int64_t end_ns() const { return start_ns + dur_ns; }
+};
+
+// A host runtime/driver API call (the launching side).
+struct ApiCall {
+  int64_t start_ns = 0;
+  int64_t dur_ns = 0;
+  int64_t correlation = kNoCorrelation;
+  NameId name = 0;
+  int32_t pid = 0;
+  int32_t tid = 0;
+  uint16_t source = 0;
+  ApiKind kind = ApiKind::kOther;
+  int64_t end_ns() const { return start_ns + dur_ns; }
+};
+
+// A CPU-side range: framework op, user annotation, Python frame, marker (ROCTx/NVTX).
+struct CpuOp {
+  int64_t start_ns = 0;
+  int64_t dur_ns = 0;
+  NameId name = 0;
+  int32_t pid = 0;
+  int32_t tid = 0;
+  uint16_t source = 0;
+  CpuOpKind kind = CpuOpKind::kOp;
+  int64_t end_ns() const { return start_ns + dur_ns; }
+};
+
+struct DeviceInfo {
+  uint16_t source = 0;
+  int32_t device = 0;
+  std::string name;                // "NVIDIA H200", "AMD Instinct MI300X VF"; may be empty
+  std::string arch;                // "sm90", "gfx942"; empty when unknown
+};
+
+// Bad records of one file: counted per reason, with the first few places they occurred.
+struct ImportIssues {
+  struct Example {
+    std::string where;             // "byte 1834221", "row 17", "kernels row id=12"
+    std::string what;
+  };
+  static constexpr size_t kMaxExamples = 10;
+  std::map<std::string, int64_t> count_by_reason;
+  std::vector<Example> examples;
+  int64_t total() const;
+  void Add(std::string_view reason, std::string where, std::string what = "");
+};
+
+struct SourceFile {
+  std::string path;
+  std::string format;              // "kineto", "rocpd", "nsys", "rocprof_v1", "rocprofv3_csv"...
+  int64_t events_read = 0;         // records accepted from this file
+  ImportIssues issues;
+  // Set when the file could not be read to its end (truncated gzip, JSON cut short): the
+  // events before the break are kept.
+  std::optional<std::string> fatal_error;
+};
+
+class Trace {
+ public:
+  StringTable names;
+  std::vector<GpuOp> gpu_ops;
+  std::vector<ApiCall> api_calls;
+  std::vector<CpuOp> cpu_ops;
+  std::vector<DeviceInfo> devices;
+  std::vector<SourceFile> sources;
+
+  // Adds a source file and returns its index (the `source` of its events).
+  uint16_t AddSource(std::string path, std::string format);
+
+  // Sorts gpu_ops and api_calls by start time, cpu_ops by (source, pid, tid, start), and
+  // links each GPU op to the API call with the same (source, correlation). Call once, after
+  // every importer has run.
+  void Finalize();
+
+  std::string_view Name(NameId id) const { return names.Get(id); }
+  const DeviceInfo* FindDevice(uint16_t source, int32_t device) const;
+};
+
+// Classifies a runtime/driver API name (version suffixes such as "_v7000" are ignored).
+ApiKind ClassifyApi(std::string_view name);
+
+}  // namespace latdoc::trace
