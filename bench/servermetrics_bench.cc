@@ -1,6 +1,6 @@
 // Parse rate of a 200 KB /metrics page (vLLM V1, many engines), and the cost of mapping it
 // onto a ServerSnapshot. The scraper reads /metrics every second during `latdoc bench`, so
-// this must stay far below a millisecond of one core per scrape.
+// this must stay far below a millisecond of one core per scrape. Run from the repository root.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -13,8 +13,8 @@ namespace {
 // The synthetic vLLM page of tests/data/servermetrics, repeated with distinct engine labels
 // until it reaches 200 KB (a data-parallel deployment with many engines).
 std::string Page200K() {
-  auto page = latdoc::ReadFileToString(std::string(LATDOC_SOURCE_DIR) +
-                                       "/tests/data/servermetrics/vllm_v1_after.prom");
+  // Run from the repository root.
+  auto page = latdoc::ReadFileToString("tests/data/servermetrics/vllm_v1_after.prom");
   if (!page.ok()) return std::string();
   std::string out;
   for (int copy = 0; out.size() < 200 * 1024; ++copy) {
@@ -31,7 +31,7 @@ std::string Page200K() {
 void BM_ParsePrometheus200K(benchmark::State& state) {
   const std::string page = Page200K();
   if (page.empty()) {
-    state.SkipWithError("fixture not found");
+    state.SkipWithError("tests/data/servermetrics/vllm_v1_after.prom not found: run from the repository root");
     return;
   }
   size_t samples = 0;
