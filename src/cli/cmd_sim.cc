@@ -1,0 +1,146 @@
+// latdoc sim: runs the simulated vLLM-compatible server until SIGINT/SIGTERM.
+#include <cstdio>
+
+#include <fmt/core.h>
+
+#include "base/exit_codes.h"
+#include "cli/command.h"
+#include "http/event_loop.h"
+#include "sim/sim_server.h"
+
+namespace latdoc::cli {
+
+namespace {
+
+struct SimArgs {
+  sim::SimConfig cfg;
+  std::string chunked = "true";
+};
+
+int RunSim(SimArgs& args) {
+  sim::SimConfig& cfg = args.cfg;
+  if (args.chunked == "true" || args.chunked == "1") {
+    cfg.engine.enable_chunked_prefill = true;
+  } else if (args.chunked == "false" || args.chunked == "0") {
+    cfg.engine.enable_chunked_prefill = false;
+  } else {
+    fmt::print(stderr, "latdoc sim: --enable-chunked-prefill: expected true or false, got '{}'\n",
+               args.chunked);
+    return kExitBadInput;
+  }
+  http::RaiseFileLimit();
+  http::EventLoop loop;
+  sim::SimServer server(loop, cfg);
+  if (Status st = server.Start(); !st.ok()) {
+    fmt::print(stderr, "latdoc sim: {}\n", st.message());
+    return ExitCodeFor(st);
+  }
+  // The first line on standard output says where to connect (tests read it with --port 0).
+  fmt::print("latdoc sim listening on http://{}:{}\n", cfg.host, server.port());
+  std::fflush(stdout);
+  loop.OnTerminationSignal([&](int) {
+    server.Stop();
+    loop.Stop();
+  });
+  loop.Run();
+  return kExitOk;
+}
+
+}  // namespace
+
+Command RegisterSim(CLI::App& root) {
+  auto* app = root.add_subcommand(
+      "sim",
+      "Run a simulated OpenAI-compatible inference server that behaves like vLLM\n"
+      "(continuous batching, KV cache, /metrics, logs, injectable pathologies).");
+  auto args = std::make_shared<SimArgs>();
+  sim::SimConfig* cfg = &args->cfg;
+  sim::EngineConfig& e = cfg->engine;
+  sim::FaultRates& f = cfg->faults;
+  std::string& chunked = args->chunked;
+
+  app->add_option("--host", cfg->host, "Address to listen on")->capture_default_str();
+  app->add_option("--port", cfg->port, "Port (0: any free port)")->capture_default_str();
+  app->add_option("--served-model-name,--model", cfg->served_model_name, "Model name served")
+      ->capture_default_str();
+  app->add_option("--seed", cfg->seed, "Seed for generated text, EOS positions and faults")
+      ->capture_default_str();
+  app->add_option("--time-scale", cfg->time_scale,
+                  "Wall time per unit of model time (0.1: ten times faster)")
+      ->capture_default_str();
+
+  // vLLM's own flags.
+  auto* g = "vLLM engine flags";
+  app->add_option("--max-num-seqs", e.max_num_seqs, "Max running requests")->group(g)->capture_default_str();
+  app->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "Token budget per step")
+      ->group(g)->capture_default_str();
+  app->add_option("--enable-chunked-prefill", chunked, "true|false")->group(g)->capture_default_str();
+  app->add_option("--block-size", e.block_size, "KV block size in tokens")->group(g)->capture_default_str();
+  app->add_option("--max-model-len", e.max_model_len, "Max prompt + output tokens")->group(g)->capture_default_str();
+  app->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
+                  "Fraction of GPU memory for weights, activations and KV cache")
+      ->group(g)->capture_default_str();
+  app->add_option("--num-gpu-blocks-override", e.num_gpu_blocks_override,
+                  "KV blocks (overrides the memory model)")->group(g)->capture_default_str();
+  app->add_flag("--enable-log-requests", cfg->enable_log_requests, "Log each request (INFO)")->group(g);
+  app->add_flag("--disable-log-stats", cfg->disable_log_stats, "No periodic stats line")->group(g);
+  app->add_flag("--disable-uvicorn-access-log", cfg->disable_uvicorn_access_log,
+                "No access line per request")->group(g);
+
+  auto* m = "Simulated GPU and step-time model";
+  app->add_option("--sim-gpu-memory-gib", e.gpu_memory_gib, "GPU memory")->group(m)->capture_default_str();
+  app->add_option("--sim-weights-gib", e.weights_gib, "Model weights")->group(m)->capture_default_str();
+  app->add_option("--sim-kv-bytes-per-token", e.kv_bytes_per_token, "KV bytes per token")
+      ->group(m)->capture_default_str();
+  app->add_option("--sim-step-base-ms", e.step_base_ms, "Fixed cost per step")->group(m)->capture_default_str();
+  app->add_option("--sim-prefill-token-us", e.step_prefill_token_us, "Cost per prompt token")
+      ->group(m)->capture_default_str();
+  app->add_option("--sim-decode-seq-us", e.step_decode_seq_us, "Cost per decoding sequence")
+      ->group(m)->capture_default_str();
+  app->add_option("--sim-context-token-ns", e.step_context_token_ns, "Cost per attended KV token")
+      ->group(m)->capture_default_str();
+  app->add_option("--sim-mean-output-tokens", cfg->mean_output_tokens,
+                  "Mean tokens before EOS when ignore_eos is off (0: never)")->group(m)->capture_default_str();
+
+  auto* p = "Pathologies";
+  app->add_option("--sim-host-overhead-us", e.host_overhead_per_seq_us,
+                  "Host time per running sequence per step (GIL-bound scheduler)")->group(p);
+  app->add_option("--sim-slow-kernel-factor", e.slow_kernel_factor, "Step-time multiplier")->group(p);
+  app->add_option("--sim-slow-kernel-every", e.slow_kernel_every, "...on every k-th step")->group(p);
+  app->add_option("--sim-log-stall-every", e.log_stall_every_steps,
+                  "Synchronous log write stall every N steps")->group(p);
+  app->add_option("--sim-log-stall-ms", e.log_stall_ms, "...of this length")->group(p);
+  app->add_option("--sim-swap-stall-every-s", e.swap_stall_every_s, "Swap stall period")->group(p);
+  app->add_option("--sim-swap-stall-ms", e.swap_stall_ms, "...of this length")->group(p);
+  app->add_option("--sim-tokens-per-chunk", e.spec_tokens,
+                  "Tokens per decode step and SSE chunk (speculative decoding)")->group(p);
+  app->add_option("--sim-network-delay-ms", cfg->network_delay_ms, "Delay on every write")->group(p);
+  app->add_option("--sim-network-jitter-ms", cfg->network_jitter_ms, "Plus uniform jitter")->group(p);
+  app->add_option("--sim-fault-429", f.http_429, "Rate of HTTP 429 answers")->group(p);
+  app->add_option("--sim-fault-500", f.http_500, "Rate of HTTP 500 answers")->group(p);
+  app->add_option("--sim-fault-503", f.http_503, "Rate of HTTP 503 answers")->group(p);
+  app->add_option("--sim-fault-reset-before", f.reset_before_first_token,
+                  "Rate of connection resets before the first token")->group(p);
+  app->add_option("--sim-fault-reset-after", f.reset_after_first_token,
+                  "Rate of connection resets after the first token")->group(p);
+  app->add_option("--sim-fault-cut-stream", f.cut_stream,
+                  "Rate of streams ended half-way without [DONE]")->group(p);
+  app->add_option("--sim-fault-slow-first-byte", f.slow_first_byte,
+                  "Rate of requests held by the front end")->group(p);
+  app->add_option("--sim-slow-first-byte-ms", f.slow_first_byte_ms, "...for this long")->group(p);
+
+  auto* o = "Output";
+  app->add_option("--log-file", cfg->log_file, "Write logs here instead of standard error")->group(o);
+  app->add_option("--log-stats-interval", cfg->log_stats_interval_s,
+                  "Seconds between stats lines (VLLM_LOG_STATS_INTERVAL)")->group(o)->capture_default_str();
+  app->add_option("--trace-requests", cfg->trace_requests_file,
+                  "Write each request's true timings as JSON lines here")->group(o);
+  app->add_option("--keep-alive-timeout", cfg->keep_alive_timeout_s,
+                  "Seconds an idle kept-alive connection stays open")->group(o)->capture_default_str();
+  app->add_option("--max-body-bytes", cfg->max_body_bytes, "Larger request bodies get 413")
+      ->group(o)->capture_default_str();
+
+  return {app, [args] { return RunSim(*args); }};
+}
+
+}  // namespace latdoc::cli

@@ -1,0 +1,791 @@
+#include "sim/sim_server.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <random>
+#include <unordered_map>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "base/strings.h"
+#include "http/server.h"
+#include "sim/metrics.h"
+
+namespace latdoc::sim {
+
+using nlohmann::json;
+
+int CountPromptTokens(std::string_view text) {
+  int n = 0;
+  bool in_word = false;
+  for (char c : text) {
+    bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+    if (!space && !in_word) ++n;
+    in_word = !space;
+  }
+  return n < 1 ? 1 : n;
+}
+
+Status ValidateSimConfig(const SimConfig& c) {
+  const EngineConfig& e = c.engine;
+  if (e.max_num_seqs < 1) return InvalidArgument("--max-num-seqs must be at least 1");
+  if (e.max_num_batched_tokens < 1)
+    return InvalidArgument("--max-num-batched-tokens must be at least 1");
+  if (e.block_size < 1) return InvalidArgument("--block-size must be at least 1");
+  if (e.max_model_len < 2) return InvalidArgument("--max-model-len must be at least 2");
+  if (e.gpu_memory_utilization <= 0 || e.gpu_memory_utilization > 1)
+    return InvalidArgument("--gpu-memory-utilization must be in (0, 1]");
+  if (c.time_scale <= 0) return InvalidArgument("--time-scale must be positive");
+  if (!e.enable_chunked_prefill && e.max_num_batched_tokens < e.max_model_len) {
+    return InvalidArgument(fmt::format(
+        "max_num_batched_tokens ({}) is smaller than max_model_len ({}). This effectively limits "
+        "the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer "
+        "sequences. Please increase max_num_batched_tokens or decrease max_model_len.",
+        e.max_num_batched_tokens, e.max_model_len));
+  }
+  int64_t kv_tokens = Engine::TotalBlocks(e) * e.block_size;
+  if (kv_tokens < e.max_model_len) {
+    return InvalidArgument(fmt::format(
+        "The model's max seq len ({}) is larger than the maximum number of tokens that can be "
+        "stored in KV cache ({}). Try increasing `gpu_memory_utilization` or decreasing "
+        "`max_model_len` when initializing the engine.",
+        e.max_model_len, kv_tokens));
+  }
+  for (double r : {c.faults.http_429, c.faults.http_500, c.faults.http_503,
+                   c.faults.reset_before_first_token, c.faults.reset_after_first_token,
+                   c.faults.cut_stream, c.faults.slow_first_byte}) {
+    if (r < 0 || r > 1) return InvalidArgument("fault rates must be in [0, 1]");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The simulator's vocabulary: each generated token is one of these words, with a space before.
+constexpr std::array<std::string_view, 64> kWords = {
+    "the",    "of",     "and",   "to",     "in",      "a",      "is",     "that",
+    "for",    "it",     "as",    "was",    "with",    "be",     "by",     "on",
+    "not",    "he",     "this",  "are",    "or",      "his",    "from",   "at",
+    "which",  "but",    "have",  "an",     "had",     "they",   "you",    "were",
+    "their",  "one",    "all",   "we",     "can",     "her",    "has",    "there",
+    "been",   "if",     "more",  "when",   "will",    "would",  "who",    "so",
+    "model",  "token",  "cache", "batch",  "latency", "kernel", "queue",  "memory",
+    "stream", "server", "graph", "tensor", "layer",   "prompt", "decode", "prefill"};
+
+uint64_t Mix(uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t Fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ULL) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+std::string Escape(std::string_view s) { return json(std::string(s)).dump(); }  // with quotes
+
+// vLLM's ErrorResponse, fields in its order: {"error":{"message","type","param","code"}}.
+std::string ErrorBody(int code, std::string_view type, std::string_view message) {
+  nlohmann::ordered_json e;
+  e["message"] = message;
+  e["type"] = type;
+  e["param"] = nullptr;
+  e["code"] = code;
+  nlohmann::ordered_json j;
+  j["error"] = std::move(e);
+  return j.dump();
+}
+
+// vLLM's log line prefix: "(APIServer pid=N) INFO MM-DD HH:MM:SS [file.py:line] message".
+class VllmLog {
+ public:
+  Status Open(const std::string& path) {
+    if (path.empty()) {
+      f_ = stderr;
+      return Status::Ok();
+    }
+    f_ = std::fopen(path.c_str(), "a");
+    if (!f_) return ErrnoStatus(errno, "--log-file " + path);
+    owned_ = true;
+    return Status::Ok();
+  }
+  ~VllmLog() {
+    if (owned_ && f_) std::fclose(f_);
+  }
+  void Line(std::string_view level, std::string_view where, std::string_view msg) {
+    if (!f_) return;
+    char ts[32];
+    time_t now = ::time(nullptr);
+    tm lt;
+    localtime_r(&now, &lt);
+    strftime(ts, sizeof ts, "%m-%d %H:%M:%S", &lt);
+    std::string line = fmt::format("(APIServer pid={}) {} {} [{}] {}\n", pid_, level, ts, where, msg);
+    std::fwrite(line.data(), 1, line.size(), f_);
+    std::fflush(f_);
+  }
+  // uvicorn's access line: INFO:     127.0.0.1:PORT - "POST /v1/completions HTTP/1.1" 200 OK
+  void Access(std::string_view remote, std::string_view method, std::string_view target,
+              int status) {
+    if (!f_) return;
+    std::string line = fmt::format("(APIServer pid={}) INFO:     {} - \"{} {} HTTP/1.1\" {}\n", pid_,
+                                   remote, method, target, http::StatusText(status));
+    std::fwrite(line.data(), 1, line.size(), f_);
+    std::fflush(f_);
+  }
+
+ private:
+  FILE* f_ = nullptr;
+  bool owned_ = false;
+  int pid_ = static_cast<int>(::getpid());
+};
+
+enum class Fault { kNone, kResetAfterFirst, kCut };
+
+struct Active {
+  uint64_t id = 0;
+  std::string public_id;      // cmpl-... / chatcmpl-...
+  std::string x_request_id;
+  bool chat = false, stream = false, include_usage = false, continuous_usage = false;
+  int prompt_tokens = 0, max_tokens = 0, generated = 0, preemptions = 0;
+  uint64_t text_seed = 0;
+  int64_t created_s = 0;
+  int64_t received_ns = 0, arrival_ns = 0, scheduled_ns = -1, first_token_ns = -1,
+          last_token_ns = -1;
+  Fault fault = Fault::kNone;
+  int cut_after = 0;
+  std::string text;           // non-streamed output
+  std::vector<int64_t> token_ns;
+  std::shared_ptr<http::ResponseStream> out;
+};
+
+}  // namespace
+
+struct SimServer::Impl {
+  Impl(http::EventLoop& l, SimConfig c)
+      : loop(l),
+        cfg(std::move(c)),
+        engine(cfg.engine),
+        metrics(cfg.engine.max_model_len),
+        rng(cfg.seed),
+        step_timer(l),
+        stats_timer(l),
+        model_json(Escape(cfg.served_model_name)) {}
+
+  // --- HTTP -------------------------------------------------------------------------------
+
+  void Handle(const http::Request& req, std::shared_ptr<http::ResponseStream> out) {
+    int status = Route(req, out);
+    if (!cfg.disable_uvicorn_access_log && status > 0)
+      log.Access(req.remote, req.method, req.target, status);
+  }
+
+  // Returns the status sent (or that will be sent), 0 when the connection was reset.
+  int Route(const http::Request& req, const std::shared_ptr<http::ResponseStream>& out) {
+    const std::string& p = req.path;
+    bool get = req.method == "GET" || req.method == "HEAD";
+    bool post = req.method == "POST";
+    auto not_allowed = [&] {
+      out->Send(405, "application/json", R"({"detail":"Method Not Allowed"})");
+      return 405;
+    };
+    if (p == "/health") {
+      if (!get) return not_allowed();
+      out->Send(200, "", "");
+      return 200;
+    }
+    if (p == "/metrics") {
+      if (!get) return not_allowed();
+      out->Send(200, "text/plain; version=0.0.4; charset=utf-8",
+                metrics.Render(cfg.served_model_name));
+      return 200;
+    }
+    if (p == "/v1/models") {
+      if (!get) return not_allowed();
+      out->Send(200, "application/json", ModelsJson());
+      return 200;
+    }
+    if (p == "/v1/completions" || p == "/v1/chat/completions") {
+      if (!post) return not_allowed();
+      return Generate(req, out, p == "/v1/chat/completions");
+    }
+    out->Send(404, "application/json", R"({"detail":"Not Found"})");
+    return 404;
+  }
+
+  std::string ModelsJson() const {
+    nlohmann::ordered_json m;
+    m["id"] = cfg.served_model_name;
+    m["object"] = "model";
+    m["created"] = start_wall_s;
+    m["owned_by"] = "vllm";
+    m["root"] = cfg.served_model_name;
+    m["parent"] = nullptr;
+    m["max_model_len"] = cfg.engine.max_model_len;
+    nlohmann::ordered_json list;
+    list["object"] = "list";
+    list["data"] = nlohmann::ordered_json::array({m});
+    return list.dump();
+  }
+
+  int SendError(const std::shared_ptr<http::ResponseStream>& out, int code,
+                std::string_view type, std::string_view message) {
+    out->Send(code, "application/json", ErrorBody(code, type, message));
+    return code;
+  }
+
+  // Reads an optional integer field; a present value of another type is an error.
+  static bool OptInt(const json& j, const char* key, std::optional<int64_t>* v, std::string* err) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return true;
+    if (!it->is_number_integer()) {
+      *err = fmt::format("{}: Input should be a valid integer", key);
+      return false;
+    }
+    *v = it->get<int64_t>();
+    return true;
+  }
+  static bool OptBool(const json& j, const char* key, bool* v, std::string* err) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return true;
+    if (!it->is_boolean()) {
+      *err = fmt::format("{}: Input should be a valid boolean", key);
+      return false;
+    }
+    *v = it->get<bool>();
+    return true;
+  }
+
+  // Counts prompt tokens: text by CountPromptTokens, token ids one each.
+  static bool PromptTokens(const json& prompt, int* n, std::string* err) {
+    if (prompt.is_string()) {
+      *n = CountPromptTokens(prompt.get_ref<const std::string&>());
+      return true;
+    }
+    if (prompt.is_array()) {
+      if (prompt.empty()) {
+        *err = "prompt: the prompt cannot be empty";
+        return false;
+      }
+      if (prompt.size() == 1 && (prompt[0].is_string() || prompt[0].is_array()))
+        return PromptTokens(prompt[0], n, err);
+      for (const auto& t : prompt) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0) {
+          if (t.is_string() || t.is_array()) {
+            *err = "prompt: batched prompts are not supported by latdoc sim; send one per request";
+          } else {
+            *err = "prompt: token ids must be non-negative integers";
+          }
+          return false;
+        }
+      }
+      *n = static_cast<int>(prompt.size());
+      return true;
+    }
+    *err = "prompt: Input should be a valid string or a list of token ids";
+    return false;
+  }
+
+  static bool MessageTokens(const json& messages, int* n, std::string* err) {
+    if (!messages.is_array() || messages.empty()) {
+      *err = "messages: Input should be a non-empty list of messages";
+      return false;
+    }
+    int words = 0;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      const json& m = messages[i];
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+        *err = fmt::format("messages.{}: each message needs a string 'role'", i);
+        return false;
+      }
+      auto c = m.find("content");
+      if (c == m.end() || c->is_null()) continue;
+      if (c->is_string()) {
+        words += CountPromptTokens(c->get_ref<const std::string&>());
+      } else if (c->is_array()) {
+        for (const auto& part : *c) {
+          if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+              part["text"].is_string())
+            words += CountPromptTokens(part["text"].get_ref<const std::string&>());
+        }
+      } else {
+        *err = fmt::format("messages.{}.content: Input should be a valid string or list", i);
+        return false;
+      }
+    }
+    *n = words < 1 ? 1 : words;
+    return true;
+  }
+
+  int Generate(const http::Request& req, const std::shared_ptr<http::ResponseStream>& out,
+               bool chat) {
+    json body;
+    try {
+      body = json::parse(req.body);
+    } catch (const json::parse_error& e) {
+      std::string what = e.what();
+      if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+      return SendError(out, 400, "BadRequestError", "JSON decode error: " + what);
+    }
+    if (!body.is_object())
+      return SendError(out, 400, "BadRequestError", "Input should be a valid JSON object");
+
+    std::string err;
+    auto a = std::make_unique<Active>();
+    a->chat = chat;
+    if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
+      if (!m->is_string())
+        return SendError(out, 400, "BadRequestError", "model: Input should be a valid string");
+      if (m->get_ref<const std::string&>() != cfg.served_model_name) {
+        return SendError(out, 404, "NotFoundError",
+                         fmt::format("The model `{}` does not exist.",
+                                     m->get_ref<const std::string&>()));
+      }
+    }
+    if (chat) {
+      if (!body.contains("messages"))
+        return SendError(out, 400, "BadRequestError", "messages: Field required");
+      if (!MessageTokens(body["messages"], &a->prompt_tokens, &err))
+        return SendError(out, 400, "BadRequestError", err);
+    } else {
+      if (!body.contains("prompt") || body["prompt"].is_null())
+        return SendError(out, 400, "BadRequestError",
+                         "Either prompt or prompt_embeds must be provided and non-empty.");
+      if (!PromptTokens(body["prompt"], &a->prompt_tokens, &err))
+        return SendError(out, 400, "BadRequestError", err);
+    }
+    std::optional<int64_t> max_tokens, max_completion_tokens, n;
+    bool ignore_eos = false;
+    if (!OptInt(body, "max_tokens", &max_tokens, &err) ||
+        !OptInt(body, "max_completion_tokens", &max_completion_tokens, &err) ||
+        !OptInt(body, "n", &n, &err) || !OptBool(body, "ignore_eos", &ignore_eos, &err) ||
+        !OptBool(body, "stream", &a->stream, &err))
+      return SendError(out, 400, "BadRequestError", err);
+    if (n && *n != 1)
+      return SendError(out, 400, "BadRequestError", "n: latdoc sim supports n=1 only");
+    if (auto so = body.find("stream_options"); so != body.end() && !so->is_null()) {
+      if (!so->is_object())
+        return SendError(out, 400, "BadRequestError", "stream_options: Input should be an object");
+      a->include_usage = true;  // vLLM: include_usage defaults to true inside stream_options
+      if (!OptBool(*so, "include_usage", &a->include_usage, &err) ||
+          !OptBool(*so, "continuous_usage_stats", &a->continuous_usage, &err))
+        return SendError(out, 400, "BadRequestError", "stream_options." + err);
+      if (!a->stream)
+        return SendError(out, 400, "BadRequestError",
+                         "Stream options can only be defined when `stream=True`.");
+    }
+    const int max_len = cfg.engine.max_model_len;
+    std::optional<int64_t> want = chat && max_completion_tokens ? max_completion_tokens : max_tokens;
+    if (want && *want < 1)
+      return SendError(out, 400, "BadRequestError",
+                       fmt::format("max_tokens must be at least 1, got {}.", *want));
+    if (a->prompt_tokens >= max_len) {
+      return SendError(out, 400, "BadRequestError",
+                       fmt::format("This model's maximum context length is {} tokens. However, "
+                                   "your request has {} input tokens. Please reduce the length of "
+                                   "the input messages.",
+                                   max_len, a->prompt_tokens));
+    }
+    int64_t mt = want ? *want : (chat ? max_len - a->prompt_tokens : 16);
+    if (a->prompt_tokens + mt > max_len) {
+      return SendError(out, 400, "BadRequestError",
+                       fmt::format("This model's maximum context length is {} tokens. However, you "
+                                   "requested {} tokens ({} in the messages, {} in the completion). "
+                                   "Please reduce the length of the messages or completion.",
+                                   max_len, a->prompt_tokens + mt, a->prompt_tokens, mt));
+    }
+    a->max_tokens = static_cast<int>(mt);
+
+    // Faults are drawn once per accepted request, in arrival order, from the seeded stream.
+    const FaultRates& f = cfg.faults;
+    double r = std::uniform_real_distribution<double>(0, 1)(rng);
+    double acc = 0;
+    auto hit = [&](double rate) { acc += rate; return r < acc; };
+    if (hit(f.http_429))
+      return SendError(out, 429, "TooManyRequestsError", "Too many requests (injected by latdoc sim)");
+    if (hit(f.http_500))
+      return SendError(out, 500, "InternalServerError", "Internal server error (injected by latdoc sim)");
+    if (hit(f.http_503))
+      return SendError(out, 503, "ServiceUnavailableError", "Service unavailable (injected by latdoc sim)");
+    if (hit(f.reset_before_first_token)) {
+      out->Abort(/*reset=*/true);
+      return 0;
+    }
+    if (hit(f.reset_after_first_token)) a->fault = Fault::kResetAfterFirst;
+    else if (hit(f.cut_stream)) a->fault = Fault::kCut;
+    // A slow front end is independent of the other faults: its own draw.
+    bool slow = std::uniform_real_distribution<double>(0, 1)(rng) < f.slow_first_byte;
+    if (a->fault == Fault::kCut) a->cut_after = std::max(1, a->max_tokens / 2);
+
+    a->id = next_id++;
+    uint64_t h = Mix(cfg.seed ^ Mix(a->id));
+    a->public_id = fmt::format("{}-{:016x}{:016x}", chat ? "chatcmpl" : "cmpl", h, Mix(h));
+    a->x_request_id = std::string(req.Header("x-request-id"));
+    a->text_seed = Mix(cfg.seed ^ Fnv1a(req.body));
+    a->received_ns = req.received_ns;
+    a->created_s = ::time(nullptr);
+    a->out = out;
+    int stop_at = 0;
+    if (!ignore_eos && cfg.mean_output_tokens > 0) {
+      // Geometric with mean m: the first EOS at ceil(ln U / ln(1 - 1/m)).
+      double u = (double(Mix(a->text_seed) >> 11) + 0.5) / double(1ULL << 53);
+      double p = 1.0 / std::max(1.0, cfg.mean_output_tokens);
+      stop_at = p >= 1 ? 1 : std::max(1, int(std::ceil(std::log(u) / std::log1p(-p))));
+      if (stop_at > a->max_tokens) stop_at = 0;
+    }
+    if (cfg.enable_log_requests) {
+      log.Line("INFO", "logger.py:49",
+               fmt::format("Received request {}: params: SamplingParams(n=1, presence_penalty=0.0, "
+                           "frequency_penalty=0.0, repetition_penalty=1.0, temperature=1.0, "
+                           "top_p=1.0, top_k=0, min_p=0.0, seed=None, stop=[], stop_token_ids=[], "
+                           "ignore_eos={}, max_tokens={}, min_tokens=0, logprobs=None), "
+                           "lora_request: None.",
+                           a->public_id, ignore_eos ? "True" : "False", a->max_tokens));
+    }
+    uint64_t id = a->id;
+    out->OnPeerClosed([this, id] { OnClientGone(id); });
+    Active* raw = a.get();
+    active.emplace(id, std::move(a));
+    if (slow) {
+      auto timer = std::make_shared<http::EventLoop::Timer>(loop);
+      timer->ExpireAfterNs(Scaled(cfg.faults.slow_first_byte_ms * 1e6), [this, id, stop_at, timer] {
+        if (auto it = active.find(id); it != active.end()) Admit(*it->second, stop_at);
+      });
+    } else {
+      Admit(*raw, stop_at);
+    }
+    return 200;
+  }
+
+  // The request reaches the engine (vLLM's "arrival"): headers go out, the engine queues it.
+  void Admit(Active& a, int stop_at) {
+    a.arrival_ns = MonoNowNs();
+    if (a.stream) a.out->BeginChunked(200, "text/event-stream; charset=utf-8");
+    engine.Add({a.id, a.prompt_tokens, a.max_tokens, stop_at});
+    if (cfg.enable_log_requests)
+      log.Line("INFO", "async_llm.py:301", fmt::format("Added request {}.", a.public_id));
+    Kick();
+  }
+
+  void OnClientGone(uint64_t id) {
+    auto it = active.find(id);
+    if (it == active.end()) return;
+    engine.Abort(id);
+    ++metrics.success_abort;
+    Trace(*it->second, "client_gone");
+    active.erase(it);
+    if (cfg.enable_log_requests) log.Line("INFO", "async_llm.py:390", "Aborted request(s).");
+  }
+
+  // --- engine driver -------------------------------------------------------------------------
+
+  int64_t Scaled(double model_ns) const { return std::llround(model_ns * cfg.time_scale); }
+  int64_t ModelNs(int64_t wall_ns) const {
+    return std::llround(double(wall_ns - start_ns) / cfg.time_scale);
+  }
+
+  void Kick() {
+    if (!stepping && engine.has_work()) StartStep(MonoNowNs());
+  }
+
+  void StartStep(int64_t start_ns) {
+    stepping = true;
+    step_start_ns = start_ns;
+    StepPlan p = engine.BeginStep(ModelNs(start_ns));
+    step_prefill_tokens = p.prefill_tokens;
+    metrics.running = p.num_running;
+    metrics.waiting = p.num_waiting;
+    metrics.kv_usage = engine.kv_usage();
+    metrics.preemptions += p.new_preemptions;
+    interval_preemptions += p.new_preemptions;
+    step_due_ns = start_ns + Scaled(double(p.dur_ns));
+    step_timer.ExpireAtNs(step_due_ns, [this] { EndStep(); });
+  }
+
+  void EndStep() {
+    int64_t now = MonoNowNs();
+    metrics.step_overrun.Observe(double(std::max<int64_t>(0, now - step_due_ns)) / 1e9);
+    engine.FinishStep(&step_out);
+    for (uint64_t id : step_out.scheduled_first)
+      if (auto it = active.find(id); it != active.end()) it->second->scheduled_ns = step_start_ns;
+    for (uint64_t id : step_out.preempted)
+      if (auto it = active.find(id); it != active.end()) ++it->second->preemptions;
+    int step_tokens = step_prefill_tokens;
+    for (const TokenEvent& ev : step_out.events) {
+      step_tokens += ev.new_tokens;
+      auto it = active.find(ev.id);
+      if (it == active.end()) continue;
+      if (!Emit(*it->second, ev, now)) active.erase(ev.id);
+    }
+    metrics.iteration_tokens.Observe(step_tokens);
+    metrics.running = engine.num_running();
+    metrics.waiting = engine.num_waiting();
+    metrics.kv_usage = engine.kv_usage();
+    stepping = false;
+    if (engine.has_work()) {
+      // Keep the schedule: the next step starts when this one was due, unless we fell far
+      // behind (then start now rather than bunch steps up).
+      StartStep(now - step_due_ns > 50 * kNsPerMs ? now : step_due_ns);
+    }
+  }
+
+  std::string Words(const Active& a, int from, int count) const {
+    std::string s;
+    for (int i = from; i < from + count; ++i) {
+      s += ' ';
+      s += kWords[Mix(a.text_seed + uint64_t(i)) % kWords.size()];
+    }
+    return s;
+  }
+
+  std::string UsageJson(const Active& a) const {
+    return fmt::format(R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}})",
+                       a.prompt_tokens, a.prompt_tokens + a.generated, a.generated);
+  }
+
+  std::string ChunkHead(const Active& a) const {
+    return fmt::format(R"(data: {{"id":"{}","object":"{}","created":{},"model":{},)",
+                       a.public_id, a.chat ? "chat.completion.chunk" : "text_completion",
+                       a.created_s, model_json);
+  }
+
+  // Sends the tokens of one step. Returns false when the request is over (finished or cut).
+  bool Emit(Active& a, const TokenEvent& ev, int64_t now) {
+    int from = a.generated;
+    a.generated = ev.total_tokens;
+    metrics.generation_tokens += ev.new_tokens;
+    interval_generation_tokens += ev.new_tokens;
+    if (ev.first || a.first_token_ns < 0) {
+      a.first_token_ns = now;
+      metrics.ttft.Observe(double(now - a.arrival_ns) / 1e9);
+      metrics.prompt_tokens += a.prompt_tokens;
+      interval_prompt_tokens += a.prompt_tokens;
+    } else {
+      metrics.itl.Observe(double(now - a.last_token_ns) / 1e9);
+    }
+    a.last_token_ns = now;
+    if (!cfg.trace_requests_file.empty()) a.token_ns.push_back(now);
+    std::string text = Words(a, from, ev.new_tokens);
+    const char* finish = ev.finish == FinishReason::kStop     ? "\"stop\""
+                         : ev.finish == FinishReason::kLength ? "\"length\""
+                                                              : "null";
+    bool cut = a.fault == Fault::kCut && a.generated >= a.cut_after;
+    if (cut) finish = "null";
+    if (!a.stream) {
+      a.text += text;
+    } else {
+      std::string chunk;
+      std::string usage = a.continuous_usage ? UsageJson(a) : "null";
+      if (a.chat) {
+        if (ev.first) {
+          chunk += ChunkHead(a) +
+                   R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":)" +
+                   usage + "}\n\n";
+        }
+        chunk += ChunkHead(a) + R"("choices":[{"index":0,"delta":{"content":)" + Escape(text) +
+                 R"(},"logprobs":null,"finish_reason":)" + finish +
+                 R"(,"stop_reason":null}],"usage":)" + usage + "}\n\n";
+      } else {
+        chunk += ChunkHead(a) + R"("choices":[{"index":0,"text":)" + Escape(text) +
+                 R"(,"logprobs":null,"finish_reason":)" + finish +
+                 R"(,"stop_reason":null}],"usage":)" + usage + "}\n\n";
+      }
+      a.out->WriteChunk(chunk);
+    }
+    if (a.fault == Fault::kResetAfterFirst) {
+      a.out->Abort(/*reset=*/true);
+      return Drop(a, "reset_after_first_token");
+    }
+    if (cut) {
+      a.out->EndChunked();  // a clean HTTP end, but no finish_reason and no [DONE]
+      return Drop(a, "cut_stream");
+    }
+    if (ev.finish == FinishReason::kNone) return true;
+    Finish(a, ev.finish, now);
+    return false;
+  }
+
+  bool Drop(Active& a, const char* why) {
+    engine.Abort(a.id);
+    ++metrics.success_abort;
+    Trace(a, why);
+    return false;
+  }
+
+  void Finish(Active& a, FinishReason reason, int64_t now) {
+    (reason == FinishReason::kStop ? metrics.success_stop : metrics.success_length)++;
+    double e2e = double(now - a.arrival_ns) / 1e9;
+    metrics.e2e.Observe(e2e);
+    if (a.scheduled_ns >= 0) {
+      metrics.queue.Observe(double(a.scheduled_ns - a.arrival_ns) / 1e9);
+      metrics.prefill.Observe(double(a.first_token_ns - a.scheduled_ns) / 1e9);
+      metrics.inference.Observe(double(a.last_token_ns - a.scheduled_ns) / 1e9);
+    }
+    double decode_s = double(a.last_token_ns - a.first_token_ns) / 1e9;
+    metrics.decode.Observe(decode_s);
+    metrics.tpot_request.Observe(a.generated > 1 ? decode_s / (a.generated - 1) : 0.0);
+    metrics.request_prompt_tokens.Observe(a.prompt_tokens);
+    metrics.request_generation_tokens.Observe(a.generated);
+    const char* fin = reason == FinishReason::kStop ? "stop" : "length";
+    if (a.stream) {
+      std::string tail;
+      if (a.include_usage) {
+        tail += ChunkHead(a) + R"("choices":[],"usage":)" + UsageJson(a) + "}\n\n";
+      }
+      tail += "data: [DONE]\n\n";
+      a.out->WriteChunk(tail);
+      a.out->EndChunked();
+    } else {
+      std::string body;
+      if (a.chat) {
+        body = fmt::format(
+            R"({{"id":"{}","object":"chat.completion","created":{},"model":{},"choices":[{{"index":0,"message":{{"role":"assistant","content":{},"tool_calls":[]}},"logprobs":null,"finish_reason":"{}","stop_reason":null}}],"usage":{},"prompt_logprobs":null}})",
+            a.public_id, a.created_s, model_json, Escape(a.text), fin, UsageJson(a));
+      } else {
+        body = fmt::format(
+            R"({{"id":"{}","object":"text_completion","created":{},"model":{},"choices":[{{"index":0,"text":{},"logprobs":null,"finish_reason":"{}","stop_reason":null,"prompt_logprobs":null}}],"usage":{}}})",
+            a.public_id, a.created_s, model_json, Escape(a.text), fin, UsageJson(a));
+      }
+      a.out->Send(200, "application/json", body);
+    }
+    Trace(a, fin);
+  }
+
+  // One JSON line per request with its true timings (monotonic ns), for measurement tests.
+  void Trace(const Active& a, std::string_view status) {
+    if (!trace) return;
+    json j = {{"id", a.public_id},         {"x_request_id", a.x_request_id},
+              {"status", status},          {"received_ns", a.received_ns},
+              {"arrival_ns", a.arrival_ns}, {"scheduled_ns", a.scheduled_ns},
+              {"first_token_ns", a.first_token_ns}, {"last_token_ns", a.last_token_ns},
+              {"end_ns", MonoNowNs()},     {"prompt_tokens", a.prompt_tokens},
+              {"completion_tokens", a.generated}, {"preemptions", a.preemptions},
+              {"token_ns", a.token_ns}};
+    std::string line = j.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), trace);
+    std::fflush(trace);
+  }
+
+  // --- periodic stats line (vLLM V1 LoggingStatLogger.log) ------------------------------------
+
+  void ArmStats() {
+    stats_timer.ExpireAfterNs(SecToNs(cfg.log_stats_interval_s), [this] {
+      LogStats();
+      ArmStats();
+    });
+  }
+
+  void LogStats() {
+    int64_t now = MonoNowNs();
+    double secs = std::max(1e-9, double(now - last_stats_ns) / 1e9);
+    double prompt_tput = double(interval_prompt_tokens) / secs;
+    double gen_tput = double(interval_generation_tokens) / secs;
+    bool idle = prompt_tput == 0 && gen_tput == 0 && prev_prompt_tput == 0 && prev_gen_tput == 0;
+    if (!idle) {  // vLLM logs the idle line at DEBUG, which the default INFO level hides
+      std::string msg = fmt::format(
+          "Engine 000: Avg prompt throughput: {:.1f} tokens/s, Avg generation throughput: {:.1f} "
+          "tokens/s, Running: {} reqs, Waiting: {} reqs, ",
+          prompt_tput, gen_tput, engine.num_running(), engine.num_waiting());
+      if (interval_preemptions > 0) msg += fmt::format("Preemptions: {}, ", interval_preemptions);
+      msg += fmt::format("GPU KV cache usage: {:.1f}%, Prefix cache hit rate: 0.0%",
+                         engine.kv_usage() * 100);
+      log.Line("INFO", "loggers.py:123", msg);
+    }
+    prev_prompt_tput = prompt_tput;
+    prev_gen_tput = gen_tput;
+    interval_prompt_tokens = interval_generation_tokens = interval_preemptions = 0;
+    last_stats_ns = now;
+  }
+
+  http::EventLoop& loop;
+  SimConfig cfg;
+  Engine engine;
+  SimMetrics metrics;
+  std::mt19937_64 rng;
+  http::EventLoop::Timer step_timer, stats_timer;
+  std::string model_json;
+  std::unique_ptr<http::Server> server;
+  std::unordered_map<uint64_t, std::unique_ptr<Active>> active;
+  VllmLog log;
+  FILE* trace = nullptr;
+  uint64_t next_id = 1;
+  int64_t start_ns = MonoNowNs();
+  int64_t start_wall_s = ::time(nullptr);
+  bool stepping = false;
+  int64_t step_start_ns = 0, step_due_ns = 0;
+  int step_prefill_tokens = 0;
+  StepOutput step_out;
+  uint64_t interval_prompt_tokens = 0, interval_generation_tokens = 0, interval_preemptions = 0;
+  int64_t last_stats_ns = MonoNowNs();
+  double prev_prompt_tput = 0, prev_gen_tput = 0;
+};
+
+SimServer::SimServer(http::EventLoop& loop, SimConfig config)
+    : impl_(std::make_unique<Impl>(loop, std::move(config))) {}
+
+SimServer::~SimServer() {
+  Stop();
+  if (impl_->trace) std::fclose(impl_->trace);
+}
+
+Status SimServer::Start() {
+  Impl& s = *impl_;
+  RETURN_IF_ERROR(ValidateSimConfig(s.cfg));
+  RETURN_IF_ERROR(s.log.Open(s.cfg.log_file));
+  if (!s.cfg.trace_requests_file.empty()) {
+    s.trace = std::fopen(s.cfg.trace_requests_file.c_str(), "w");
+    if (!s.trace) return ErrnoStatus(errno, "--trace-requests " + s.cfg.trace_requests_file);
+  }
+  http::ServerOptions o;
+  o.host = s.cfg.host;
+  o.port = s.cfg.port;
+  o.max_body_bytes = s.cfg.max_body_bytes;
+  o.keep_alive_timeout_ns = SecToNs(s.cfg.keep_alive_timeout_s);
+  if (s.cfg.network_delay_ms > 0 || s.cfg.network_jitter_ms > 0) {
+    o.write_delay_ns = [&s] {
+      double j = s.cfg.network_jitter_ms > 0
+                     ? std::uniform_real_distribution<double>(0, s.cfg.network_jitter_ms)(s.rng)
+                     : 0;
+      return s.Scaled((s.cfg.network_delay_ms + j) * 1e6);
+    };
+  }
+  s.server = std::make_unique<http::Server>(
+      s.loop, o, [&s](const http::Request& r, std::shared_ptr<http::ResponseStream> w) {
+        s.Handle(r, std::move(w));
+      });
+  RETURN_IF_ERROR(s.server->Listen());
+  const EngineConfig& e = s.cfg.engine;
+  s.log.Line("INFO", "api_server.py:1880",
+             fmt::format("latdoc sim (vLLM-compatible) serving model {}", s.cfg.served_model_name));
+  s.log.Line("INFO", "scheduler.py:220",
+             fmt::format("Chunked prefill is {} with max_num_batched_tokens={}.",
+                         e.enable_chunked_prefill ? "enabled" : "disabled",
+                         e.max_num_batched_tokens));
+  s.log.Line("INFO", "kv_cache_utils.py:1100",
+             fmt::format("GPU KV cache size: {} tokens", int64_t(s.engine.total_blocks()) * e.block_size));
+  s.log.Line("INFO", "api_server.py:1950",
+             fmt::format("Starting vLLM API server 0 on http://{}:{}", s.cfg.host, port()));
+  if (!s.cfg.disable_log_stats && s.cfg.log_stats_interval_s > 0) s.ArmStats();
+  return Status::Ok();
+}
+
+uint16_t SimServer::port() const { return impl_->server ? impl_->server->port() : 0; }
+
+void SimServer::Stop() {
+  Impl& s = *impl_;
+  if (!s.server) return;
+  s.stats_timer.Cancel();
+  s.step_timer.Cancel();
+  s.server->Stop();
+  s.server.reset();
+  s.active.clear();
+}
+
+}  // namespace latdoc::sim
