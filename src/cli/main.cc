@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   std::vector<latdoc::cli::Command> commands = {
+      latdoc::cli::RegisterDoctor(app),
+      latdoc::cli::RegisterNumaExec(app),
   };
 
   try {

@@ -1,0 +1,143 @@
+// latdoc doctor [--sysroot DIR] [--pid PID] [--collect facts.json] [--facts facts.json]
+//               [--json FILE] [--sweep sweep.json] [--interval-ms N] [--all] [--no-color]
+// Host, stack and server-configuration checks. Collects facts (host/collector.h) or reads them
+// (--facts), judges them (rules/host_rules.h), prints findings. Writes nothing unless asked
+// (--collect, --json), and then atomically. Exit: 0 ok, 1 a `fail` finding, 2 bad input.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/exit_codes.h"
+#include "base/file_util.h"
+#include "cli/command.h"
+#include "host/collector.h"
+#include "host/host_facts.h"
+#include "report/findings_text.h"
+#include "rules/host_rules.h"
+
+namespace latdoc::cli {
+namespace {
+
+struct DoctorArgs {
+  std::string sysroot = "/";
+  int64_t pid = 0;
+  std::string collect_path;
+  std::string facts_path;
+  std::string json_path;
+  std::string sweep_path;
+  int64_t interval_ms = 300;
+  bool show_all = false;
+  bool no_color = false;
+};
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "latdoc doctor: %s\n", st.message().c_str());
+  return ExitCodeFor(st);
+}
+
+int RunDoctor(const DoctorArgs& a) {
+  if (!a.facts_path.empty() && (a.sysroot != "/" || a.pid != 0 || !a.collect_path.empty())) {
+    return Fail(InvalidArgument("--facts judges recorded facts; it cannot be combined with "
+                                "--sysroot, --pid or --collect"));
+  }
+  if (a.interval_ms < 0 || a.interval_ms > 10000) {
+    return Fail(InvalidArgument("--interval-ms must be 0..10000"));
+  }
+  rules::HostRuleOptions opts;
+  if (!a.sweep_path.empty()) {
+    auto text = ReadFileToString(a.sweep_path);
+    if (!text.ok()) return Fail(text.status());
+    auto knee = rules::SweepKneeFromJson(*text, a.sweep_path);
+    if (!knee.ok()) return Fail(knee.status());
+    opts.sweep_knee_concurrency = *knee;
+  }
+
+  host::HostFacts facts;
+  if (!a.facts_path.empty()) {
+    auto text = ReadFileToString(a.facts_path);
+    if (!text.ok()) return Fail(text.status());
+    auto f = host::FactsFromJson(*text, a.facts_path);
+    if (!f.ok()) return Fail(f.status());
+    facts = std::move(*f);
+  } else {
+    host::CollectOptions co;
+    co.sysroot = a.sysroot;
+    if (a.pid != 0) co.pid = a.pid;
+    co.sample_interval_ns = a.interval_ms * 1'000'000;
+    facts = host::CollectHostFacts(co);
+    if (a.pid != 0 && !facts.server) {
+      return Fail(NotFound("--pid " + std::to_string(a.pid) + ": " + facts.server_note));
+    }
+    if (!a.collect_path.empty()) {
+      Status st = WriteFileAtomic(a.collect_path, host::FactsToJson(facts));
+      if (!st.ok()) return Fail(st);
+      std::fprintf(stderr, "latdoc doctor: facts written to %s\n", a.collect_path.c_str());
+      return kExitOk;
+    }
+  }
+
+  std::vector<rules::Finding> findings = rules::JudgeHost(facts, opts);
+  if (!a.json_path.empty()) {
+    nlohmann::json doc;
+    doc["schema"] = "latdoc.doctor/1";
+    doc["facts"] = nlohmann::json::parse(host::FactsToJson(facts));
+    nlohmann::json fj = nlohmann::json::array();
+    for (const auto& f : findings) fj.push_back(rules::ToJson(f));
+    doc["findings"] = std::move(fj);
+    Status st = WriteFileAtomic(a.json_path, doc.dump(2) + "\n");
+    if (!st.ok()) return Fail(st);
+  }
+
+  std::string out;
+  for (const auto& g : facts.gpus) {
+    out += "GPU " + std::to_string(g.index) + "  " + g.bdf + "  " +
+           (g.name.known() ? *g.name : g.vendor + " (name n/a)") + "  [" +
+           (g.vendor_source.empty() ? std::string("sysfs only") : g.vendor_source) + "]\n";
+  }
+  for (const auto& n : facts.gpu_notes) out += "note: " + n + "\n";
+  if (facts.server) {
+    out += "server: pid " + std::to_string(facts.server->pid) + " (" + facts.server->kind + ")\n";
+  } else {
+    out += "server: none found (" + facts.server_note + ")\n";
+  }
+  out += "\n";
+  report::TextOptions to;
+  to.color = !a.no_color && report::StdoutWantsColor();
+  to.show_ok = a.show_all;
+  out += report::RenderFindingsText(findings, to);
+  if (!a.show_all) {
+    int hidden = 0, skipped = 0;
+    for (const auto& f : findings) {
+      hidden += f.severity == rules::Severity::kOk;
+      skipped += f.severity == rules::Severity::kSkip;
+    }
+    out += "(" + std::to_string(hidden) + " checks ok, " + std::to_string(skipped) +
+           " skipped; --all shows them)\n";
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+Command RegisterDoctor(CLI::App& root) {
+  auto args = std::make_shared<DoctorArgs>();
+  CLI::App* app = root.add_subcommand(
+      "doctor", "Host, network-stack and server-configuration checks (read-only)");
+  app->add_option("--sysroot", args->sysroot,
+                  "read /sys, /proc and recorded command outputs from this directory");
+  app->add_option("--pid", args->pid, "the server process (default: found by command line)");
+  app->add_option("--collect", args->collect_path, "write the collected facts to this file and stop");
+  app->add_option("--facts", args->facts_path, "judge facts written by --collect");
+  app->add_option("--json", args->json_path, "also write facts and findings as JSON");
+  app->add_option("--sweep", args->sweep_path, "latdoc sweep JSON: compare --max-num-seqs to the knee");
+  app->add_option("--interval-ms", args->interval_ms, "gap between the two counter samples (300)");
+  app->add_flag("--all", args->show_all, "list ok and skipped checks too");
+  app->add_flag("--no-color", args->no_color, "no ANSI colours");
+  return Command{app, [args]() { return RunDoctor(*args); }};
+}
+
+}  // namespace latdoc::cli

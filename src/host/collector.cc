@@ -1,0 +1,423 @@
+#include "host/collector.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "base/strings.h"
+#include "host/pci.h"
+#include "host/proc_parsers.h"
+#include "host/server_process.h"
+
+namespace latdoc::host {
+namespace {
+
+// Everything sampled twice.
+struct Counters {
+  int64_t t_ns = 0;
+  std::map<int64_t, TaskStat> tasks;  // tid -> stat
+  Status tasks_status;
+  std::optional<int64_t> write_bytes;
+  Status io_status;
+  std::map<std::string, int64_t> tcp;  // ParseCounterPairs of netstat + snmp
+  Status tcp_status;
+  Interrupts irqs;
+  Status irq_status;
+  std::map<std::string, int64_t> disk_ticks;
+  Status disk_status;
+};
+
+Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid) {
+  Counters c;
+  c.t_ns = MonoNowNs();
+  if (pid) {
+    const std::string base = "/proc/" + std::to_string(*pid);
+    auto tids = fs.List(base + "/task");
+    if (!tids.ok()) {
+      c.tasks_status = tids.status();
+    } else {
+      for (const auto& t : *tids) {
+        auto tid = ParseInt64(t);
+        if (!tid) continue;
+        auto text = fs.Read(base + "/task/" + t + "/stat");
+        if (!text.ok()) continue;  // the thread ended between listing and reading
+        if (auto st = ParseTaskStat(*text)) c.tasks[*tid] = *st;
+      }
+    }
+    auto io = fs.Read(base + "/io");
+    if (!io.ok()) {
+      c.io_status = io.status();
+    } else if (!(c.write_bytes = ParseIoWriteBytes(*io))) {
+      c.io_status = DataLoss(base + "/io: no write_bytes line");
+    }
+  }
+  auto netstat = fs.Read("/proc/net/netstat");
+  auto snmp = fs.Read("/proc/net/snmp");
+  if (netstat.ok()) c.tcp = ParseCounterPairs(*netstat);
+  else c.tcp_status = netstat.status();
+  if (snmp.ok()) {
+    for (auto& [k, v] : ParseCounterPairs(*snmp)) c.tcp[k] = v;
+  } else {
+    c.tcp_status = snmp.status();
+  }
+  auto irq = fs.Read("/proc/interrupts");
+  if (irq.ok()) c.irqs = ParseInterrupts(*irq);
+  else c.irq_status = irq.status();
+  auto disk = fs.Read("/proc/diskstats");
+  if (disk.ok()) c.disk_ticks = ParseDiskIoTicks(*disk);
+  else c.disk_status = disk.status();
+  return c;
+}
+
+template <typename T>
+Fact<T> FromOptional(const std::optional<T>& v, const std::string& source,
+                     const std::string& missing) {
+  return v ? Fact<T>::Known(*v, source) : Fact<T>::Unknown(missing);
+}
+
+void CollectCpu(const SysRoot& fs, CpuFacts* cpu) {
+  auto online = fs.ReadTrimmed("/sys/devices/system/cpu/online");
+  if (online.ok()) {
+    auto cpus = ParseCpuList(*online);
+    cpu->online_cpus = cpus ? Fact<int64_t>::Known(static_cast<int64_t>(cpus->size()),
+                                                    "/sys/devices/system/cpu/online")
+                            : Fact<int64_t>::Unknown("/sys/devices/system/cpu/online: garbage");
+  } else {
+    cpu->online_cpus = Fact<int64_t>::Unknown(online.status().message());
+  }
+  auto nodes = fs.List("/sys/devices/system/node");
+  if (nodes.ok()) {
+    for (const auto& n : *nodes) {
+      if (n.rfind("node", 0) != 0) continue;
+      auto id = ParseInt64(std::string_view(n).substr(4));
+      if (!id) continue;
+      auto list = fs.ReadTrimmed("/sys/devices/system/node/" + n + "/cpulist");
+      cpu->numa_nodes.push_back({*id, list.ok() ? *list : std::string()});
+    }
+    std::sort(cpu->numa_nodes.begin(), cpu->numa_nodes.end(),
+              [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  }
+  cpu->governor = ReadStringFact(fs, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+  cpu->numa_balancing = ReadIntFact(fs, "/proc/sys/kernel/numa_balancing");
+  auto thp = fs.ReadTrimmed("/sys/kernel/mm/transparent_hugepage/enabled");
+  if (thp.ok()) {
+    cpu->transparent_hugepage =
+        FromOptional(BracketedChoice(*thp), "/sys/kernel/mm/transparent_hugepage/enabled",
+                     "/sys/kernel/mm/transparent_hugepage/enabled: no [choice]");
+  } else {
+    cpu->transparent_hugepage = Fact<std::string>::Unknown(thp.status().message());
+  }
+}
+
+int64_t DefaultPort(const std::string& kind) {
+  if (kind == "llama.cpp") return 8080;
+  if (kind == "sglang") return 30000;
+  if (kind == "tgi") return 3000;
+  return 8000;  // vLLM
+}
+
+std::optional<int64_t> PortFromArgv(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--port" && i + 1 < argv.size()) return ParseInt64(argv[i + 1]);
+    if (argv[i].rfind("--port=", 0) == 0) return ParseInt64(argv[i].substr(7));
+  }
+  return std::nullopt;
+}
+
+void CollectServerStatic(const SysRoot& fs, ServerProcess* s) {
+  const std::string base = "/proc/" + std::to_string(s->pid);
+  auto env = fs.Read(base + "/environ");
+  if (env.ok()) {
+    s->env = Fact<std::map<std::string, std::string>>::Known(FilterEnv(SplitNul(*env)),
+                                                              base + "/environ");
+  } else {
+    s->env = Fact<std::map<std::string, std::string>>::Unknown(
+        env.status().message() + " (run as the server's user or root)");
+  }
+  auto status = fs.Read(base + "/status");
+  if (status.ok()) {
+    s->cpus_allowed_list = FromOptional(StatusField(*status, "Cpus_allowed_list"),
+                                        base + "/status", base + "/status: no Cpus_allowed_list");
+    s->mems_allowed_list = FromOptional(StatusField(*status, "Mems_allowed_list"),
+                                        base + "/status", base + "/status: no Mems_allowed_list");
+  } else {
+    s->cpus_allowed_list = s->mems_allowed_list = Fact<std::string>::Unknown(
+        status.status().message());
+  }
+}
+
+// Per-NIC IRQ lines: by /sys/class/net/<if>/device/msi_irqs, else by the queue names drivers
+// give their vectors ("eth0-TxRx-3", "mlx5_comp3@pci:0000:3b:00.0", "virtio2-input.0").
+std::map<std::string, std::set<std::string>> NicIrqLines(const SysRoot& fs, const Interrupts& irqs) {
+  std::map<std::string, std::set<std::string>> out;
+  std::vector<std::string> nics;
+  if (auto names = fs.List("/sys/class/net"); names.ok()) {
+    for (const auto& n : *names) {
+      if (n == "lo") continue;
+      nics.push_back(n);
+      if (auto msi = fs.List("/sys/class/net/" + n + "/device/msi_irqs"); msi.ok()) {
+        for (const auto& irq : *msi) out[n].insert(irq);
+      }
+    }
+  }
+  for (const auto& row : irqs.rows) {
+    const std::string& a = row.action;
+    bool claimed = false;
+    for (const auto& [nic, lines] : out) claimed |= lines.count(row.irq) > 0;
+    if (claimed) continue;
+    for (const auto& n : nics) {
+      if (a.rfind(n + "-", 0) == 0 || a.rfind(n + "_", 0) == 0) {
+        out[n].insert(row.irq);
+        claimed = true;
+        break;
+      }
+    }
+    if (claimed) continue;
+    if (a.rfind("mlx5_comp", 0) == 0) {
+      auto at = a.find('@');
+      out["mlx5" + (at == std::string::npos ? std::string() : a.substr(at))].insert(row.irq);
+    } else if (a.rfind("virtio", 0) == 0 &&
+               (a.find("-input.") != std::string::npos || a.find("-output.") != std::string::npos)) {
+      out[a.substr(0, a.find('-'))].insert(row.irq);
+    }
+  }
+  return out;
+}
+
+void CollectNicIrqs(const SysRoot& fs, const Counters& a, const Counters& b, NetFacts* net) {
+  if (!b.irq_status.ok()) {
+    net->nic_irqs = Fact<std::vector<NicIrqs>>::Unknown(b.irq_status.message());
+    return;
+  }
+  const bool have_delta = a.irq_status.ok() && a.irqs.cpu_columns == b.irqs.cpu_columns;
+  std::map<std::string, const IrqRow*> before;
+  for (const auto& r : a.irqs.rows) before[r.irq] = &r;
+  std::vector<NicIrqs> out;
+  for (const auto& [nic, lines] : NicIrqLines(fs, b.irqs)) {
+    NicIrqs n;
+    n.nic = nic;
+    n.since_boot = !have_delta;
+    n.per_cpu.assign(static_cast<size_t>(b.irqs.cpu_columns), 0);
+    for (const auto& r : b.irqs.rows) {
+      if (!lines.count(r.irq)) continue;
+      ++n.irq_count;
+      const IrqRow* prev = have_delta && before.count(r.irq) ? before[r.irq] : nullptr;
+      for (size_t c = 0; c < r.per_cpu.size(); ++c) {
+        int64_t v = r.per_cpu[c] - (prev ? prev->per_cpu[c] : 0);
+        n.per_cpu[c] += std::max<int64_t>(v, 0);
+      }
+    }
+    if (n.irq_count > 0) out.push_back(std::move(n));
+  }
+  net->nic_irqs = Fact<std::vector<NicIrqs>>::Known(std::move(out), "/proc/interrupts");
+}
+
+// `nft -j list ruleset` (JSON: {"nftables": [{"metainfo": ...}, {"rule": {...}}, ...]}), else
+// `iptables-save` ("-A INPUT -p tcp ..." lines). Both need root (CAP_NET_ADMIN).
+Fact<int64_t> CountFirewallRules(CommandRunner& runner, int64_t timeout_ns) {
+  std::string why;
+  auto nft = runner.Run({"nft", "-j", "list", "ruleset"}, timeout_ns);
+  if (nft.ok() && nft->exit_code == 0) {
+    auto j = nlohmann::json::parse(nft->stdout_text, nullptr, false);
+    if (j.is_object() && j.contains("nftables") && j["nftables"].is_array()) {
+      int64_t n = 0;
+      for (const auto& e : j["nftables"]) n += e.is_object() && e.contains("rule");
+      if (n > 0) return Fact<int64_t>::Known(n, "nft -j list ruleset");
+      why = "nft: no rules";
+    } else {
+      why = "nft -j list ruleset: output is not nftables JSON";
+    }
+  } else {
+    why = nft.ok() ? "nft exited with " + std::to_string(nft->exit_code) + " (needs root)"
+                   : nft.status().message();
+  }
+  auto ipt = runner.Run({"iptables-save"}, timeout_ns);
+  if (ipt.ok() && ipt->exit_code == 0) {
+    int64_t n = 0;
+    for (auto line : Split(ipt->stdout_text, '\n')) n += line.rfind("-A ", 0) == 0;
+    // nft found no rules and iptables-save counted its own: the iptables count stands.
+    return Fact<int64_t>::Known(n, "iptables-save");
+  }
+  why += "; " + (ipt.ok() ? "iptables-save exited with " + std::to_string(ipt->exit_code) +
+                                " (needs root)"
+                          : ipt.status().message());
+  if (why.rfind("nft: no rules", 0) == 0) return Fact<int64_t>::Known(0, "nft -j list ruleset");
+  return Fact<int64_t>::Unknown(why);
+}
+
+void CollectNetStatic(const SysRoot& fs, const std::optional<ServerProcess>& server,
+                      NetFacts* net) {
+  auto sock = fs.Read("/proc/net/sockstat");
+  if (sock.ok()) {
+    Sockstat s = ParseSockstat(*sock);
+    net->tcp_inuse = FromOptional(s.tcp_inuse, "/proc/net/sockstat",
+                                  "/proc/net/sockstat: no TCP inuse");
+    net->tcp_time_wait = FromOptional(s.tcp_time_wait, "/proc/net/sockstat",
+                                      "/proc/net/sockstat: no TCP tw");
+  } else {
+    net->tcp_inuse = net->tcp_time_wait = Fact<int64_t>::Unknown(sock.status().message());
+  }
+  if (server) {
+    auto port = PortFromArgv(server->argv).value_or(DefaultPort(server->kind));
+    net->server_port = Fact<int64_t>::Known(port, "server command line");
+    int64_t tw = 0;
+    Status err;
+    int files = 0;
+    for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+      auto t = fs.Read(f, 64 << 20);
+      if (!t.ok()) {
+        err = t.status();
+        continue;
+      }
+      ++files;
+      tw += CountTimeWaitOnPort(*t, port);
+    }
+    net->server_port_time_wait = files > 0 ? Fact<int64_t>::Known(tw, "/proc/net/tcp{,6}")
+                                           : Fact<int64_t>::Unknown(err.message());
+  } else {
+    net->server_port = net->server_port_time_wait =
+        Fact<int64_t>::Unknown("no server process found");
+  }
+  const std::string ct = "/proc/sys/net/netfilter/nf_conntrack_";
+  net->conntrack_count = ReadIntFact(fs, ct + "count");
+  net->conntrack_max = ReadIntFact(fs, ct + "max");
+  if (!net->conntrack_count.known() && !fs.Exists("/proc/sys/net/netfilter")) {
+    net->conntrack_count = net->conntrack_max =
+        Fact<int64_t>::Unknown("nf_conntrack is not loaded (no /proc/sys/net/netfilter)");
+  }
+}
+
+Fact<int64_t> CounterDelta(const Counters& a, const Counters& b, const std::string& key) {
+  if (!a.tcp_status.ok()) return Fact<int64_t>::Unknown(a.tcp_status.message());
+  if (!b.tcp_status.ok()) return Fact<int64_t>::Unknown(b.tcp_status.message());
+  auto x = a.tcp.find(key);
+  auto y = b.tcp.find(key);
+  if (x == a.tcp.end() || y == b.tcp.end()) return Fact<int64_t>::Unknown(key + ": not reported");
+  return Fact<int64_t>::Known(y->second - x->second, "/proc/net/netstat,/proc/net/snmp");
+}
+
+}  // namespace
+
+HostFacts CollectHostFacts(const CollectOptions& options) {
+  HostFacts facts;
+  SysRoot fs(options.sysroot);
+  facts.sysroot = fs.root();
+  std::unique_ptr<CommandRunner> own_runner;
+  CommandRunner* runner = options.runner;
+  if (runner == nullptr) {
+    own_runner = fs.live() ? MakeExecCommandRunner()
+                           : MakeReplayCommandRunner(fs.Resolve("/.commands"));
+    runner = own_runner.get();
+  }
+
+  // The server process first: the counters need its pid.
+  auto found = FindServerProcess(fs, options.pid);
+  if (found.ok()) {
+    ServerProcess s;
+    s.pid = found->pid;
+    s.kind = found->kind;
+    s.argv = found->argv;
+    facts.server = std::move(s);
+  } else {
+    facts.server_note = found.status().message();
+  }
+  std::optional<int64_t> pid;
+  if (facts.server) pid = facts.server->pid;
+
+  Counters first = SampleCounters(fs, pid);
+
+  // Static probes, between the two samples.
+  ProbeContext ctx;
+  ctx.fs = &fs;
+  ctx.runner = runner;
+  if (options.nvml) {
+    ctx.nvml = *options.nvml;
+  } else if (fs.live() && !ListPciGpus(fs, kPciVendorNvidia).empty()) {
+    ctx.nvml = OpenSystemNvml();
+  }
+  for (auto& vendor : AllGpuVendors()) vendor->Collect(ctx, &facts.gpus, &facts.gpu_notes);
+  std::sort(facts.gpus.begin(), facts.gpus.end(),
+            [](const GpuFacts& a, const GpuFacts& b) { return a.bdf < b.bdf; });
+  for (size_t i = 0; i < facts.gpus.size(); ++i) facts.gpus[i].index = static_cast<int64_t>(i);
+  if (facts.gpus.empty()) facts.gpu_notes.push_back("no NVIDIA or AMD GPU in /sys/bus/pci/devices");
+  CollectCpu(fs, &facts.cpu);
+  if (facts.server) CollectServerStatic(fs, &*facts.server);
+  CollectNetStatic(fs, facts.server, &facts.net);
+  facts.net.firewall_rules = CountFirewallRules(*runner, ctx.command_timeout_ns);
+
+  if (options.between_samples) options.between_samples();
+  const int64_t wait_ns = options.sample_interval_ns - (MonoNowNs() - first.t_ns);
+  if (wait_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
+  Counters second = SampleCounters(fs, pid);
+  const int64_t dt_ns = std::max<int64_t>(second.t_ns - first.t_ns, 1);
+  facts.sample_interval_ns = dt_ns;
+  const double dt_s = static_cast<double>(dt_ns) / 1e9;
+
+  if (facts.server) {
+    ServerProcess& s = *facts.server;
+    const std::string base = "/proc/" + std::to_string(s.pid);
+    if (!first.tasks_status.ok()) {
+      s.threads = Fact<std::vector<ThreadCpu>>::Unknown(first.tasks_status.message());
+    } else if (!second.tasks_status.ok() || second.tasks.empty()) {
+      s.threads = Fact<std::vector<ThreadCpu>>::Unknown(
+          "process " + std::to_string(s.pid) + " exited during sampling");
+    } else {
+      static const double ticks_per_s = static_cast<double>(::sysconf(_SC_CLK_TCK));
+      std::vector<ThreadCpu> threads;
+      for (const auto& [tid, b] : second.tasks) {
+        auto it = first.tasks.find(tid);
+        if (it == first.tasks.end()) continue;  // started during the interval
+        const TaskStat& a = it->second;
+        int64_t ticks = (b.utime_ticks + b.stime_ticks) - (a.utime_ticks + a.stime_ticks);
+        threads.push_back({tid, b.comm, std::max<int64_t>(ticks, 0) / ticks_per_s / dt_s * 100.0,
+                           b.processor});
+      }
+      std::sort(threads.begin(), threads.end(), [](const ThreadCpu& x, const ThreadCpu& y) {
+        return x.cpu_pct != y.cpu_pct ? x.cpu_pct > y.cpu_pct : x.tid < y.tid;
+      });
+      if (threads.size() > 16) threads.resize(16);
+      s.threads = Fact<std::vector<ThreadCpu>>::Known(std::move(threads), base + "/task/*/stat");
+    }
+    if (first.write_bytes && second.write_bytes) {
+      s.write_bytes_per_s = Fact<double>::Known(
+          static_cast<double>(*second.write_bytes - *first.write_bytes) / dt_s, base + "/io");
+    } else {
+      const Status& st = !first.io_status.ok() ? first.io_status : second.io_status;
+      s.write_bytes_per_s = Fact<double>::Unknown(
+          st.ok() ? "process exited during sampling" : st.message() + " (needs same uid or root)");
+    }
+  }
+
+  facts.net.listen_overflows_delta = CounterDelta(first, second, "TcpExt.ListenOverflows");
+  facts.net.retrans_segs_delta = CounterDelta(first, second, "Tcp.RetransSegs");
+  facts.net.out_segs_delta = CounterDelta(first, second, "Tcp.OutSegs");
+  CollectNicIrqs(fs, first, second, &facts.net);
+
+  if (!second.disk_status.ok() || !first.disk_status.ok()) {
+    facts.disk.busiest_util_pct = Fact<double>::Unknown(
+        (!first.disk_status.ok() ? first.disk_status : second.disk_status).message());
+  } else {
+    double best = -1;
+    for (const auto& [dev, ticks] : second.disk_ticks) {
+      auto it = first.disk_ticks.find(dev);
+      if (it == first.disk_ticks.end()) continue;
+      double util = static_cast<double>(ticks - it->second) / (dt_s * 1000.0) * 100.0;
+      util = std::clamp(util, 0.0, 100.0);
+      if (util > best) {
+        best = util;
+        facts.disk.busiest_device = dev;
+      }
+    }
+    facts.disk.busiest_util_pct = best >= 0 ? Fact<double>::Known(best, "/proc/diskstats")
+                                            : Fact<double>::Unknown("/proc/diskstats: no disks");
+  }
+  return facts;
+}
+
+}  // namespace latdoc::host

@@ -1,0 +1,167 @@
+// AMD GPUs: enumerated from PCI sysfs (vendor 0x1002), filled from amdgpu sysfs attributes
+// (drivers/gpu/drm/amd/pm/amdgpu_pm.c), the hwmon power cap, the KFD topology for the
+// architecture name, and `amd-smi metric --json` for what sysfs did not give (when installed).
+// Reference: ../shared/reference/host-checks.md sections 1-2.
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "base/strings.h"
+#include "host/gpu/gpu_vendor.h"
+#include "host/pci.h"
+#include "host/proc_parsers.h"
+
+namespace latdoc::host {
+namespace {
+
+// PCI device ids (amdgpu_drv.c pciidlist; ROCm gpu-arch-specs) of the parts latdoc knows.
+const std::map<std::string, std::string>& AmdDeviceNames() {
+  static const auto* m = new std::map<std::string, std::string>{
+      {"0x74a1", "AMD Instinct MI300X"}, {"0x74a5", "AMD Instinct MI325X"},
+      {"0x74a0", "AMD Instinct MI300A"}, {"0x740c", "AMD Instinct MI250X/MI250"},
+      {"0x740f", "AMD Instinct MI210"}};
+  return *m;
+}
+
+// KFD topology node properties ("key value" lines, kfd_topology.c node_show):
+//   gfx_target_version 90402
+//   simd_count 1216
+//   location_id 3072
+//   domain 0
+// Returns {gfx name, CU count} for the KFD node whose domain/location_id is `bdf`.
+std::optional<std::string> KfdArch(const SysRoot& fs, const std::string& bdf) {
+  auto nodes = fs.List("/sys/class/kfd/kfd/topology/nodes");
+  if (!nodes.ok()) return std::nullopt;
+  // bdf "0000:0c:00.0" -> domain 0, location_id = bus << 8 | dev << 3 | fn.
+  auto dom = ParseUint64("0x" + bdf.substr(0, 4));
+  unsigned long bus = std::strtoul(bdf.substr(5, 2).c_str(), nullptr, 16);
+  unsigned long dev = std::strtoul(bdf.substr(8, 2).c_str(), nullptr, 16);
+  unsigned long fn = std::strtoul(bdf.substr(11, 1).c_str(), nullptr, 16);
+  const int64_t location = static_cast<int64_t>(bus << 8 | dev << 3 | fn);
+  for (const auto& n : *nodes) {
+    auto props = fs.Read("/sys/class/kfd/kfd/topology/nodes/" + n + "/properties");
+    if (!props.ok()) continue;
+    std::map<std::string, int64_t> kv;
+    for (auto line : Split(*props, '\n')) {
+      auto w = SplitWhitespace(line);
+      if (w.size() == 2) {
+        if (auto v = ParseInt64(w[1])) kv[std::string(w[0])] = *v;
+      }
+    }
+    if (kv["simd_count"] == 0 || kv["location_id"] != location) continue;
+    if (dom && kv.count("domain") && kv["domain"] != static_cast<int64_t>(*dom)) continue;
+    int64_t gfx = kv["gfx_target_version"];  // MMmmss decimal: 90402 -> gfx942
+    char name[32];
+    std::snprintf(name, sizeof(name), "gfx%lld%llx%llx", static_cast<long long>(gfx / 10000),
+                  static_cast<long long>(gfx / 100 % 100), static_cast<long long>(gfx % 100));
+    int64_t simd_per_cu = kv.count("simd_per_cu") && kv["simd_per_cu"] > 0 ? kv["simd_per_cu"] : 4;
+    return std::string(name) + ", " + std::to_string(kv["simd_count"] / simd_per_cu) + " CU";
+  }
+  return std::nullopt;
+}
+
+// hwmon power1_cap / power1_cap_default are in microwatts.
+Fact<double> ReadMicrowatts(const SysRoot& fs, const std::string& dir, const char* file) {
+  auto names = fs.List(dir + "/hwmon");
+  if (!names.ok()) return Fact<double>::Unknown(names.status().message());
+  for (const auto& h : *names) {
+    Fact<int64_t> uw = ReadIntFact(fs, dir + "/hwmon/" + h + "/" + file);
+    if (uw.known()) return Fact<double>::Known(*uw / 1e6, uw.source);
+    return Fact<double>::Unknown(uw.reason);
+  }
+  return Fact<double>::Unknown(dir + "/hwmon: no hwmon device");
+}
+
+// `amd-smi metric --json`: a list of per-GPU objects (older) or {"gpu_data": [...]} (newer):
+//   [{"gpu": 0, "usage": {"gfx_activity": {"value": 0, "unit": "%"}, ...},
+//     "perf_level": "AMDSMI_DEV_PERF_LEVEL_AUTO", ...}]
+// amd-smi numbers GPUs in its own order; they are matched to sysfs by position, which is the
+// PCI order on the hosts checked (an assumption, stated in the note when used).
+void FillFromAmdSmi(const ProbeContext& ctx, std::vector<GpuFacts>& gpus,
+                    std::vector<std::string>* notes) {
+  bool need = false;
+  for (const auto& g : gpus) need |= !g.perf_level.known() || !g.util_pct.known();
+  if (!need) return;
+  auto r = ctx.runner->Run({"amd-smi", "metric", "--json"}, ctx.command_timeout_ns);
+  if (!r.ok() || r->exit_code != 0) return;
+  nlohmann::json j = nlohmann::json::parse(r->stdout_text, nullptr, false);
+  if (j.is_object() && j.contains("gpu_data")) j = j["gpu_data"];
+  if (!j.is_array()) {
+    notes->push_back("amd: amd-smi metric --json: not a list of GPUs");
+    return;
+  }
+  for (size_t i = 0; i < gpus.size() && i < j.size(); ++i) {
+    const auto& e = j[i];
+    GpuFacts& g = gpus[i];
+    if (!g.perf_level.known() && e.contains("perf_level") && e["perf_level"].is_string()) {
+      std::string p = ToLower(e["perf_level"].get<std::string>());
+      const std::string prefix = "amdsmi_dev_perf_level_";
+      if (p.rfind(prefix, 0) == 0) p = p.substr(prefix.size());
+      g.perf_level = Fact<std::string>::Known(p, "amd-smi metric --json");
+    }
+    if (!g.util_pct.known() && e.contains("usage") && e["usage"].contains("gfx_activity")) {
+      const auto& a = e["usage"]["gfx_activity"];
+      const auto& v = a.is_object() ? a.value("value", nlohmann::json()) : a;
+      if (v.is_number()) {
+        g.util_pct = Fact<int64_t>::Known(v.get<int64_t>(), "amd-smi metric --json");
+      }
+    }
+    g.vendor_source = "amdgpu-sysfs+amd-smi";
+  }
+}
+
+class AmdGpuVendor : public GpuVendor {
+ public:
+  std::string_view name() const override { return "amd"; }
+
+  void Collect(const ProbeContext& ctx, std::vector<GpuFacts>* out,
+               std::vector<std::string>* notes) override {
+    std::vector<GpuFacts> gpus = ListPciGpus(*ctx.fs, kPciVendorAmd);
+    if (gpus.empty()) return;
+    for (auto& g : gpus) {
+      const std::string dir = "/sys/bus/pci/devices/" + g.bdf;
+      const SysRoot& fs = *ctx.fs;
+      g.vendor_source = "amdgpu-sysfs";
+      auto dev = fs.ReadTrimmed(dir + "/device");
+      std::string name = "AMD GPU";
+      if (dev.ok() && AmdDeviceNames().count(*dev)) name = AmdDeviceNames().at(*dev);
+      if (auto arch = KfdArch(fs, g.bdf)) name += " (" + *arch + ")";
+      g.name = Fact<std::string>::Known(name, dir + "/device");
+      g.perf_level = ReadStringFact(fs, dir + "/power_dpm_force_performance_level");
+      g.util_pct = ReadIntFact(fs, dir + "/gpu_busy_percent");
+      auto sclk_text = fs.Read(dir + "/pp_dpm_sclk");
+      if (!sclk_text.ok()) {
+        g.sm_clock_mhz = g.max_sm_clock_mhz = Fact<int64_t>::Unknown(sclk_text.status().message());
+        g.sclk_deep_sleep = Fact<bool>::Unknown(sclk_text.status().message());
+      } else if (auto s = ParsePpDpmSclk(*sclk_text)) {
+        const std::string src = dir + "/pp_dpm_sclk";
+        g.sm_clock_mhz = s->cur_mhz ? Fact<int64_t>::Known(*s->cur_mhz, src)
+                                    : Fact<int64_t>::Unknown(src + ": no level marked '*'");
+        g.max_sm_clock_mhz = s->max_mhz ? Fact<int64_t>::Known(*s->max_mhz, src)
+                                        : Fact<int64_t>::Unknown(src + ": no numbered level");
+        g.sclk_deep_sleep = s->cur_mhz ? Fact<bool>::Known(s->deep_sleep, src)
+                                       : Fact<bool>::Unknown(src + ": no level marked '*'");
+      } else {
+        const std::string why = dir + "/pp_dpm_sclk: unrecognised format";
+        g.sm_clock_mhz = g.max_sm_clock_mhz = Fact<int64_t>::Unknown(why);
+        g.sclk_deep_sleep = Fact<bool>::Unknown(why);
+      }
+      g.power_limit_w = ReadMicrowatts(fs, dir, "power1_cap");
+      g.power_default_limit_w = ReadMicrowatts(fs, dir, "power1_cap_default");
+      Fact<int64_t> vram = ReadIntFact(fs, dir + "/mem_info_vram_total");
+      g.memory_total_mib = vram.known() ? Fact<int64_t>::Known(*vram >> 20, vram.source)
+                                        : Fact<int64_t>::Unknown(vram.reason);
+      const std::string nvidia_only = "not applicable to AMD";
+      g.clocks_event_reasons = Fact<uint64_t>::Unknown(nvidia_only);
+      g.persistence_mode = Fact<bool>::Unknown(nvidia_only);
+    }
+    FillFromAmdSmi(ctx, gpus, notes);
+    for (auto& g : gpus) out->push_back(std::move(g));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<GpuVendor> MakeAmdGpuVendor() { return std::make_unique<AmdGpuVendor>(); }
+
+}  // namespace latdoc::host

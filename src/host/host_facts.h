@@ -1,0 +1,139 @@
+// HostFacts: everything `latdoc doctor` reads from a host, as plain typed structs (DESIGN.md:
+// collect -> facts -> rules). Collectors (collector.h) fill them; rules (rules/host_rules.h)
+// read them; FactsToJson/FactsFromJson let facts be collected on the server and judged
+// anywhere. Every field a probe may fail to read is a Fact<T> ("unknown" with a reason).
+//
+// Units are in the names. Counter deltas are over `sample_interval_ns` (two samples).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "host/fact.h"
+
+namespace latdoc::host {
+
+inline constexpr const char* kFactsSchema = "latdoc.host_facts/1";
+
+// One PCIe link: the GPU function itself or a bridge / switch port above it.
+struct PcieLink {
+  std::string bdf;   // "0000:00:06.0"
+  std::string role;  // "gpu" or "bridge"
+  Fact<double> cur_speed_gts;  // from current_link_speed ("32.0 GT/s PCIe")
+  Fact<double> max_speed_gts;
+  Fact<int64_t> cur_width;
+  Fact<int64_t> max_width;
+};
+
+struct GpuFacts {
+  int64_t index = 0;         // position among GPUs sorted by PCI address (CUDA_DEVICE_ORDER=PCI_BUS_ID)
+  std::string vendor;        // "nvidia" or "amd"
+  std::string bdf;           // "0000:00:06.0"
+  Fact<std::string> name;    // "NVIDIA H200", "AMD MI300X (gfx942)"
+  Fact<std::string> driver;  // sysfs driver link name: "nvidia", "amdgpu"
+  Fact<int64_t> numa_node;   // -1: the platform gave no NUMA information (normal on one node)
+  Fact<std::string> local_cpulist;
+  std::vector<PcieLink> pcie_path;  // the GPU first, then each bridge up to the root port
+
+  Fact<int64_t> util_pct;            // NVML utilization.gpu / amdgpu gpu_busy_percent
+  Fact<int64_t> sm_clock_mhz;        // current graphics/SM clock
+  Fact<int64_t> max_sm_clock_mhz;
+  Fact<int64_t> memory_total_mib;
+  Fact<double> power_limit_w;        // enforced limit / hwmon power1_cap
+  Fact<double> power_default_limit_w;
+
+  // NVIDIA only.
+  Fact<uint64_t> clocks_event_reasons;  // nvmlClocksEventReasons bitmask; 0x1 = GpuIdle
+  Fact<bool> persistence_mode;
+  Fact<int64_t> pcie_gen_cur;           // the driver's view of the link (NVML / nvidia-smi)
+  Fact<int64_t> pcie_gen_max;
+  Fact<int64_t> pcie_width_cur;
+  Fact<int64_t> pcie_width_max;
+
+  // AMD only.
+  Fact<std::string> perf_level;  // power_dpm_force_performance_level: auto, manual, low, ...
+  Fact<bool> sclk_deep_sleep;    // pp_dpm_sclk shows an "S:" line marked current
+
+  std::string vendor_source;  // "nvml", "nvidia-smi", "amdgpu-sysfs", "amdgpu-sysfs+amd-smi"
+};
+
+struct NumaNode {
+  int64_t id = 0;
+  std::string cpulist;  // "0-15"
+};
+
+struct CpuFacts {
+  Fact<int64_t> online_cpus;
+  std::vector<NumaNode> numa_nodes;       // empty when /sys/devices/system/node is absent
+  Fact<std::string> governor;             // cpu0 scaling_governor; unknown in most VMs
+  Fact<int64_t> numa_balancing;           // /proc/sys/kernel/numa_balancing
+  Fact<std::string> transparent_hugepage; // the bracketed choice: "always", "madvise", "never"
+};
+
+struct ThreadCpu {
+  int64_t tid = 0;
+  std::string comm;
+  double cpu_pct = 0;   // of one core, over the sample interval
+  int64_t last_cpu = -1;
+};
+
+// The inference server process, found by its command line.
+struct ServerProcess {
+  int64_t pid = 0;
+  std::string kind;                     // "vllm", "llama.cpp", "sglang", "tgi"
+  std::vector<std::string> argv;        // --api-key (and similar) values replaced by "<redacted>"
+  Fact<std::map<std::string, std::string>> env;  // only variables the lint reads
+  Fact<std::string> cpus_allowed_list;
+  Fact<std::string> mems_allowed_list;
+  Fact<std::vector<ThreadCpu>> threads;  // busiest first, at most 16
+  Fact<double> write_bytes_per_s;        // /proc/PID/io write_bytes delta (needs same uid)
+};
+
+struct NicIrqs {
+  std::string nic;                  // interface or queue-name prefix ("eth0", "virtio3")
+  int64_t irq_count = 0;            // IRQ lines of this NIC
+  std::vector<int64_t> per_cpu;     // interrupts per CPU over the interval (or since boot)
+  bool since_boot = false;          // true when no second sample was taken
+};
+
+struct NetFacts {
+  Fact<int64_t> tcp_inuse;
+  Fact<int64_t> tcp_time_wait;                 // sockstat "tw"
+  Fact<int64_t> server_port;                   // the server's listen port (from its argv)
+  Fact<int64_t> server_port_time_wait;         // TIME_WAIT sockets on that local port
+  Fact<int64_t> conntrack_count;
+  Fact<int64_t> conntrack_max;
+  Fact<int64_t> listen_overflows_delta;
+  Fact<int64_t> retrans_segs_delta;
+  Fact<int64_t> out_segs_delta;
+  Fact<std::vector<NicIrqs>> nic_irqs;
+  Fact<int64_t> firewall_rules;                // nft rules or iptables "-A" lines
+};
+
+struct DiskFacts {
+  Fact<double> busiest_util_pct;  // max over block devices of Δio_ticks / interval
+  std::string busiest_device;
+};
+
+struct HostFacts {
+  std::string schema = kFactsSchema;
+  std::string sysroot = "/";
+  int64_t sample_interval_ns = 0;
+  std::vector<GpuFacts> gpus;
+  std::vector<std::string> gpu_notes;  // why a vendor found nothing or fell back
+  CpuFacts cpu;
+  std::optional<ServerProcess> server;
+  std::string server_note;             // why no server was found
+  NetFacts net;
+  DiskFacts disk;
+};
+
+std::string FactsToJson(const HostFacts& facts);  // pretty-printed, ends in '\n'
+// Errors: not JSON, wrong schema, a field of the wrong type (named with its JSON path).
+StatusOr<HostFacts> FactsFromJson(std::string_view text, std::string_view name);
+
+}  // namespace latdoc::host

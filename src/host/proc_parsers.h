@@ -1,0 +1,82 @@
+// Parsers for the /proc and /sys text the host collectors read. Pure functions: text in,
+// values out; a malformed field gives nullopt (never 0), a malformed line is skipped and
+// counted where the format has lines. Each parser's .cc comment pastes a sample of its input.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace latdoc::host {
+
+// "32.0 GT/s PCIe" (kernel >= 5.7) or "8 GT/s" (older) -> 32.0 / 8.0. "Unknown" -> nullopt.
+std::optional<double> ParseLinkSpeedGts(std::string_view s);
+// 2.5 -> 1, 5 -> 2, 8 -> 3, 16 -> 4, 32 -> 5, 64 -> 6; anything else nullopt.
+std::optional<int64_t> PcieGenFromGts(double gts);
+
+// "0-3,8,10-11" -> {0,1,2,3,8,10,11}. Empty string -> empty list. Garbage -> nullopt.
+std::optional<std::vector<int64_t>> ParseCpuList(std::string_view s);
+
+struct Sockstat {
+  std::optional<int64_t> tcp_inuse;
+  std::optional<int64_t> tcp_time_wait;
+};
+Sockstat ParseSockstat(std::string_view text);
+
+// TIME_WAIT (st 06) sockets whose local port is `port`, in /proc/net/tcp or tcp6 text.
+// `bad_lines` (optional) counts lines that did not parse.
+int64_t CountTimeWaitOnPort(std::string_view text, int64_t port, int64_t* bad_lines = nullptr);
+
+// /proc/net/netstat and /proc/net/snmp: "Prefix: names..." / "Prefix: values..." line pairs,
+// flattened to {"TcpExt.ListenOverflows": 0, "Tcp.RetransSegs": 12, ...}.
+std::map<std::string, int64_t> ParseCounterPairs(std::string_view text);
+
+struct IrqRow {
+  std::string irq;               // "42", or "LOC" for the per-CPU rows
+  std::vector<int64_t> per_cpu;  // one count per CPU column
+  std::string action;            // last field(s): "nvidia", "virtio3-rx", "mlx5_comp3@pci:..."
+};
+struct Interrupts {
+  int64_t cpu_columns = 0;
+  std::vector<IrqRow> rows;  // numbered IRQs only
+  int64_t bad_lines = 0;
+};
+Interrupts ParseInterrupts(std::string_view text);
+
+struct TaskStat {
+  std::string comm;
+  char state = '?';
+  int64_t utime_ticks = 0;  // field 14
+  int64_t stime_ticks = 0;  // field 15
+  int64_t processor = -1;   // field 39: CPU last run on
+};
+std::optional<TaskStat> ParseTaskStat(std::string_view text);
+
+// The value of "Key:\tvalue" in /proc/PID/status ("Cpus_allowed_list" -> "0-15").
+std::optional<std::string> StatusField(std::string_view text, std::string_view key);
+
+// "write_bytes: N" from /proc/PID/io.
+std::optional<int64_t> ParseIoWriteBytes(std::string_view text);
+
+// /proc/diskstats -> {device: io_ticks_ms}; partitions and loop/ram devices left out.
+std::map<std::string, int64_t> ParseDiskIoTicks(std::string_view text);
+
+// "always [madvise] never" -> "madvise".
+std::optional<std::string> BracketedChoice(std::string_view text);
+
+// amdgpu pp_dpm_sclk: current and highest level in MHz, and whether the current level is the
+// deep-sleep "S:" line.
+struct SclkLevels {
+  std::optional<int64_t> cur_mhz;
+  std::optional<int64_t> max_mhz;
+  bool deep_sleep = false;
+};
+std::optional<SclkLevels> ParsePpDpmSclk(std::string_view text);
+
+// NUL-separated /proc/PID/cmdline or environ -> words (a trailing NUL makes no empty word).
+std::vector<std::string> SplitNul(std::string_view bytes);
+
+}  // namespace latdoc::host

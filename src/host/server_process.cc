@@ -1,0 +1,116 @@
+#include "host/server_process.h"
+
+#include <algorithm>
+
+#include "base/strings.h"
+#include "host/proc_parsers.h"
+
+namespace latdoc::host {
+namespace {
+
+std::string_view Basename(std::string_view p) {
+  auto slash = p.rfind('/');
+  return slash == std::string_view::npos ? p : p.substr(slash + 1);
+}
+
+}  // namespace
+
+// /proc/<pid>/cmdline samples (NUL-separated words):
+//   /usr/bin/python3 /usr/local/bin/vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000
+//   python3 -m vllm.entrypoints.openai.api_server --model m
+//   /opt/llama.cpp/build/bin/llama-server -m model.gguf --port 8080
+//   python3 -m sglang.launch_server --model-path m
+//   text-generation-launcher --model-id m
+std::optional<std::string> ServerKindFromArgv(const std::vector<std::string>& argv) {
+  if (argv.empty()) return std::nullopt;
+  if (argv[0].rfind("VLLM::", 0) == 0) return std::nullopt;
+  for (size_t i = 0; i < argv.size() && i < 4; ++i) {
+    std::string_view base = Basename(argv[i]);
+    const bool has_next = i + 1 < argv.size();
+    if (base == "vllm" && has_next && argv[i + 1] == "serve") return "vllm";
+    if (base == "-m" && has_next) {
+      std::string_view mod = argv[i + 1];
+      if (mod.rfind("vllm.entrypoints", 0) == 0) return "vllm";
+      if (mod.rfind("sglang.launch_server", 0) == 0) return "sglang";
+    }
+    if (base == "sglang" && has_next && argv[i + 1] == "serve") return "sglang";
+    if (base == "llama-server") return "llama.cpp";
+    if (base == "text-generation-launcher") return "tgi";
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> RedactArgv(std::vector<std::string> argv) {
+  static constexpr std::string_view kSecretFlags[] = {"--api-key", "--admin-api-key",
+                                                      "--hf-token", "--token"};
+  for (size_t i = 0; i < argv.size(); ++i) {
+    for (std::string_view f : kSecretFlags) {
+      if (argv[i] == f && i + 1 < argv.size()) {
+        argv[i + 1] = "<redacted>";
+      } else if (argv[i].size() > f.size() && argv[i].compare(0, f.size(), f) == 0 &&
+                 argv[i][f.size()] == '=') {
+        argv[i] = std::string(f) + "=<redacted>";
+      }
+    }
+  }
+  return argv;
+}
+
+std::map<std::string, std::string> FilterEnv(const std::vector<std::string>& environ_words) {
+  static constexpr std::string_view kPrefixes[] = {"VLLM_", "HIP_",   "ROCM_", "HSA_",
+                                                   "NCCL_", "CUDA_",  "PYTORCH_", "TORCH_",
+                                                   "OMP_",  "SGLANG_", "LLAMA_"};
+  static constexpr std::string_view kSecretWords[] = {"KEY", "TOKEN", "SECRET", "PASSWORD"};
+  std::map<std::string, std::string> out;
+  for (const auto& w : environ_words) {
+    auto eq = w.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    std::string name = w.substr(0, eq);
+    bool keep = std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
+                            [&](std::string_view p) { return name.rfind(p, 0) == 0; });
+    if (!keep) continue;
+    bool secret = std::any_of(std::begin(kSecretWords), std::end(kSecretWords),
+                              [&](std::string_view s) { return name.find(s) != std::string::npos; });
+    out[name] = secret ? "<redacted>" : w.substr(eq + 1);
+  }
+  return out;
+}
+
+StatusOr<FoundServer> FindServerProcess(const SysRoot& fs, std::optional<int64_t> pid) {
+  if (pid) {
+    const std::string path = "/proc/" + std::to_string(*pid) + "/cmdline";
+    auto cmd = fs.Read(path);
+    if (!cmd.ok()) return cmd.status();
+    FoundServer s;
+    s.pid = *pid;
+    auto argv = SplitNul(*cmd);
+    if (argv.empty()) return NotFound(path + ": empty (a kernel thread or a zombie)");
+    s.kind = ServerKindFromArgv(argv).value_or("unknown");
+    s.argv = RedactArgv(std::move(argv));
+    return s;
+  }
+  auto names = fs.List("/proc");
+  if (!names.ok()) return names.status();
+  std::vector<int64_t> pids;
+  for (const auto& n : *names) {
+    if (auto p = ParseInt64(n)) pids.push_back(*p);
+  }
+  std::sort(pids.begin(), pids.end());
+  for (int64_t p : pids) {
+    auto cmd = fs.Read("/proc/" + std::to_string(p) + "/cmdline", 64 << 10);
+    if (!cmd.ok()) continue;  // exited or not ours to read: keep looking
+    auto argv = SplitNul(*cmd);
+    auto kind = ServerKindFromArgv(argv);
+    if (!kind) continue;
+    FoundServer s;
+    s.pid = p;
+    s.kind = *kind;
+    s.argv = RedactArgv(std::move(argv));
+    return s;
+  }
+  return NotFound(
+      "no server process found (looked for `vllm serve`, `python -m vllm.entrypoints...`, "
+      "llama-server, sglang, text-generation-launcher); give --pid PID");
+}
+
+}  // namespace latdoc::host

@@ -1,0 +1,916 @@
+#include "rules/host_rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/strings.h"
+#include "host/proc_parsers.h"
+
+namespace latdoc::rules {
+namespace {
+
+using host::Fact;
+using host::GpuFacts;
+using host::HostFacts;
+
+// NVML clocks-event reason bits (nvml.h nvmlClocksEventReasons).
+constexpr uint64_t kReasonGpuIdle = 0x1;
+constexpr uint64_t kReasonSwPowerCap = 0x4;
+constexpr uint64_t kReasonHwSlowdown = 0x8;
+constexpr uint64_t kReasonSwThermal = 0x20;
+constexpr uint64_t kReasonHwThermal = 0x40;
+constexpr uint64_t kReasonHwPowerBrake = 0x80;
+constexpr uint64_t kReasonsHard =
+    kReasonHwSlowdown | kReasonSwThermal | kReasonHwThermal | kReasonHwPowerBrake;
+
+constexpr int64_t kBusyUtilPct = 50;  // "under load" for clock and link checks
+
+Evidence Num(std::string name, double v, std::string unit) {
+  return Evidence{std::move(name), v, std::move(unit), ""};
+}
+Evidence Text(std::string name, std::string text) {
+  return Evidence{std::move(name), std::nullopt, "", std::move(text)};
+}
+template <typename T>
+Evidence FactNum(std::string name, const Fact<T>& f, std::string unit) {
+  if (f.known()) return Num(std::move(name), static_cast<double>(*f), std::move(unit));
+  return Evidence{std::move(name), std::nullopt, std::move(unit), "unknown: " + f.reason};
+}
+
+Finding Make(std::string id, Layer layer, Severity sev, std::string title) {
+  Finding f;
+  f.id = std::move(id);
+  f.layer = layer;
+  f.severity = sev;
+  f.title = std::move(title);
+  return f;
+}
+
+Finding Skip(std::string id, Layer layer, std::string subject, const std::string& reason) {
+  Finding f = Make(std::move(id), layer, Severity::kSkip, subject + ": not checked");
+  f.evidence.push_back(Text("reason", reason));
+  return f;
+}
+
+std::string GpuLabel(const GpuFacts& g) {
+  return fmt::format("GPU {} ({}{})", g.index, g.bdf,
+                     g.name.known() ? ", " + *g.name : std::string());
+}
+
+bool GpuBusy(const GpuFacts& g) { return g.util_pct.known() && *g.util_pct >= kBusyUtilPct; }
+
+// ---------------------------------------------------------------------------------------------
+// GPU clocks: configured policy (AMD) and clocks observed under load (both vendors).
+
+Finding ClockPolicy(const GpuFacts& g) {
+  const std::string id = "gpu.clock_policy";
+  const std::string who = GpuLabel(g);
+  Finding f = Make(id, Layer::kSystem, Severity::kOk, who + ": clocks as expected");
+  f.evidence.push_back(FactNum("sm_clock", g.sm_clock_mhz, "MHz"));
+  f.evidence.push_back(FactNum("max_sm_clock", g.max_sm_clock_mhz, "MHz"));
+  f.evidence.push_back(FactNum("gpu_util", g.util_pct, "%"));
+  if (g.vendor == "amd") {
+    if (!g.perf_level.known()) return Skip(id, Layer::kSystem, who, g.perf_level.reason);
+    const std::string& lvl = *g.perf_level;
+    f.evidence.push_back(Text("performance_level", lvl));
+    if (g.sclk_deep_sleep.known() && *g.sclk_deep_sleep) {
+      f.evidence.push_back(Text("sclk", "deep sleep (S: level current): normal at idle"));
+    }
+    const std::string reset =
+        fmt::format("amd-smi set -g {} -l AUTO   (or: echo auto > /sys/bus/pci/devices/{}/"
+                    "power_dpm_force_performance_level)", g.index, g.bdf);
+    if (lvl == "low" || lvl == "profile_min_sclk" || lvl == "profile_min_mclk") {
+      f.severity = Severity::kFail;
+      f.title = who + ": performance level '" + lvl + "' pins clocks low";
+      f.advice = reset;
+      return f;
+    }
+    if (lvl == "profile_standard") {
+      f.severity = Severity::kWarn;
+      f.title = who + ": performance level 'profile_standard' fixes clocks below peak";
+      f.advice = reset;
+      return f;
+    }
+    if (lvl == "manual") {
+      f.severity = Severity::kWarn;
+      f.title = who + ": performance level 'manual': the enabled sclk levels may cap the clock";
+      f.advice = "check pp_dpm_sclk / pp_od_clk_voltage; to undo: " + reset;
+      return f;
+    }
+    if (lvl == "perf_determinism") {
+      f.severity = Severity::kInfo;
+      f.title = who + ": determinism mode caps sclk (AMD's advice for steadier clocks)";
+      f.advice = "intentional on MI300X (rocm-smi --setperfdeterminism 1900); revert with rocm-smi -r";
+      return f;
+    }
+  }
+  if (GpuBusy(g) && g.sm_clock_mhz.known() && g.max_sm_clock_mhz.known() &&
+      *g.sm_clock_mhz < 0.8 * static_cast<double>(*g.max_sm_clock_mhz)) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("{}: {} of {} MHz while {}% busy", who, *g.sm_clock_mhz,
+                          *g.max_sm_clock_mhz, *g.util_pct);
+    f.advice = g.vendor == "nvidia"
+                   ? "see gpu.throttle and gpu.power_cap; nvidia-smi -q -d PERFORMANCE"
+                   : "see gpu.power_cap; amd-smi metric --clock --power";
+    return f;
+  }
+  if (!g.sm_clock_mhz.known() && g.vendor == "nvidia") {
+    return Skip(id, Layer::kSystem, who, g.sm_clock_mhz.reason);
+  }
+  if (!GpuBusy(g)) {
+    bool idle_reason = g.clocks_event_reasons.known() && (*g.clocks_event_reasons & kReasonGpuIdle);
+    bool deep_sleep = g.sclk_deep_sleep.known() && *g.sclk_deep_sleep;
+    if (idle_reason || deep_sleep) {
+      f.title = who + ": idle, low clock is normal power management";
+    } else if (!g.util_pct.known()) {
+      f.title = who + ": clock policy normal; load unknown, clocks not judged";
+    } else {
+      f.title = who + ": idle; clocks not judged";
+    }
+  }
+  return f;
+}
+
+std::string ReasonNames(uint64_t r) {
+  static const std::pair<uint64_t, const char*> kNames[] = {
+      {0x1, "GpuIdle"}, {0x2, "ApplicationsClocksSetting"}, {0x4, "SwPowerCap"},
+      {0x8, "HwSlowdown"}, {0x10, "SyncBoost"}, {0x20, "SwThermalSlowdown"},
+      {0x40, "HwThermalSlowdown"}, {0x80, "HwPowerBrakeSlowdown"}, {0x100, "DisplayClockSetting"}};
+  std::string s;
+  for (auto [bit, name] : kNames) {
+    if (r & bit) s += (s.empty() ? "" : ", ") + std::string(name);
+  }
+  return s.empty() ? "None" : s;
+}
+
+std::optional<Finding> Throttle(const GpuFacts& g) {
+  if (g.vendor != "nvidia") return std::nullopt;
+  const std::string id = "gpu.throttle";
+  const std::string who = GpuLabel(g);
+  if (!g.clocks_event_reasons.known()) {
+    return Skip(id, Layer::kSystem, who, g.clocks_event_reasons.reason);
+  }
+  const uint64_t r = *g.clocks_event_reasons;
+  Finding f = Make(id, Layer::kSystem, Severity::kOk, who + ": no clock slowdown reason active");
+  f.evidence.push_back(Text("clocks_event_reasons", fmt::format("0x{:x} ({})", r, ReasonNames(r))));
+  f.evidence.push_back(FactNum("gpu_util", g.util_pct, "%"));
+  if (r & kReasonsHard) {
+    f.severity = Severity::kFail;
+    f.title = who + ": clocks cut by " + ReasonNames(r & kReasonsHard);
+    f.advice = "check cooling and the PSU / power brake (nvidia-smi -q -d PERFORMANCE,TEMPERATURE)";
+  } else if ((r & kReasonSwPowerCap) && GpuBusy(g)) {
+    f.severity = Severity::kWarn;
+    f.title = who + ": held to the power limit while busy (SwPowerCap)";
+    f.advice = "compare the power limit with the default (gpu.power_cap); nvidia-smi -pl <default W>";
+  } else if (r == kReasonGpuIdle) {
+    f.title = who + ": idle (GpuIdle): normal";
+  }
+  return f;
+}
+
+Finding PowerCap(const GpuFacts& g) {
+  const std::string id = "gpu.power_cap";
+  const std::string who = GpuLabel(g);
+  if (!g.power_limit_w.known()) return Skip(id, Layer::kSystem, who, g.power_limit_w.reason);
+  if (!g.power_default_limit_w.known()) {
+    return Skip(id, Layer::kSystem, who, g.power_default_limit_w.reason);
+  }
+  Finding f = Make(id, Layer::kSystem, Severity::kOk,
+                   fmt::format("{}: power limit {:.0f} W (default)", who, *g.power_limit_w));
+  f.evidence.push_back(Num("power_limit", *g.power_limit_w, "W"));
+  f.evidence.push_back(Num("power_default_limit", *g.power_default_limit_w, "W"));
+  if (*g.power_limit_w < 0.95 * *g.power_default_limit_w) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("{}: power limit {:.0f} W below the default {:.0f} W", who,
+                          *g.power_limit_w, *g.power_default_limit_w);
+    f.advice = g.vendor == "nvidia"
+                   ? fmt::format("nvidia-smi -i {} -pl {:.0f}", g.index, *g.power_default_limit_w)
+                   : fmt::format("amd-smi set -g {} -o {:.0f}", g.index, *g.power_default_limit_w);
+  }
+  return f;
+}
+
+// The PCIe generation each model is built for (host-checks.md section 8).
+std::optional<double> ExpectedMaxGts(const GpuFacts& g) {
+  if (!g.name.known()) return std::nullopt;
+  const std::string& n = *g.name;
+  for (const char* m : {"H100", "H200", "B200", "MI300", "MI325", "MI355"}) {
+    if (n.find(m) != std::string::npos) return 32.0;
+  }
+  for (const char* m : {"A100", "L40S", "MI210", "MI250"}) {
+    if (n.find(m) != std::string::npos) return 16.0;
+  }
+  return std::nullopt;
+}
+
+Finding PcieLink(const GpuFacts& g) {
+  const std::string id = "gpu.pcie_link";
+  const std::string who = GpuLabel(g);
+  if (g.pcie_path.empty()) return Skip(id, Layer::kSystem, who, "no PCI link information");
+  Finding f = Make(id, Layer::kSystem, Severity::kOk, who + ": PCIe links at full width and speed");
+  std::string worst_width, worst_speed;
+  bool any_known = false;
+  for (const auto& l : g.pcie_path) {
+    std::string text;
+    if (l.cur_speed_gts.known() && l.max_speed_gts.known() && l.cur_width.known() &&
+        l.max_width.known()) {
+      any_known = true;
+      auto gen = [](double gts) {
+        auto n = host::PcieGenFromGts(gts);
+        return n ? fmt::format("Gen{}", *n) : fmt::format("{} GT/s", gts);
+      };
+      text = fmt::format("{} x{} of {} x{}", gen(*l.cur_speed_gts), *l.cur_width,
+                         gen(*l.max_speed_gts), *l.max_width);
+      if (*l.cur_width < *l.max_width && worst_width.empty()) {
+        worst_width = l.role + " " + l.bdf + ": " + text;
+      }
+      if (*l.cur_speed_gts + 0.01 < *l.max_speed_gts && worst_speed.empty()) {
+        worst_speed = l.role + " " + l.bdf + ": " + text;
+      }
+    } else {
+      text = "unknown: " + (!l.cur_width.known() ? l.cur_width.reason : l.cur_speed_gts.reason);
+    }
+    f.evidence.push_back(Text(l.role + " " + l.bdf, text));
+  }
+  if (!any_known) return Skip(id, Layer::kSystem, who, f.evidence.front().text);
+  if (!worst_width.empty()) {
+    f.severity = Severity::kFail;
+    f.title = who + ": PCIe link trained narrower than it can: " + worst_width;
+    f.advice = "reseat the GPU / riser, check the slot's lane wiring and BIOS bifurcation; "
+               "lspci -vv -s " + g.bdf + " | grep -E 'LnkCap|LnkSta'";
+    return f;
+  }
+  if (!worst_speed.empty()) {
+    // NVIDIA lowers the link generation at idle; only a slow link under load is a fault.
+    if (g.vendor == "nvidia" && !GpuBusy(g)) {
+      f.severity = Severity::kOk;
+      f.title = who + ": PCIe speed below max while idle (normal power saving): " + worst_speed;
+      return f;
+    }
+    f.severity = Severity::kWarn;
+    f.title = who + ": PCIe link below its max speed: " + worst_speed;
+    f.advice = "check under load (nvidia-smi -q -d PCIE / amd-smi metric --pcie); BIOS PCIe "
+               "speed setting; lspci -vv -s " + g.bdf;
+    return f;
+  }
+  auto expected = ExpectedMaxGts(g);
+  const auto& gpu_link = g.pcie_path.front();
+  if (expected && gpu_link.max_speed_gts.known() && *gpu_link.max_speed_gts + 0.01 < *expected) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("{}: slot allows only {} GT/s; this GPU is built for {} GT/s", who,
+                          *gpu_link.max_speed_gts, *expected);
+    f.advice = "move the GPU to a Gen5 slot or check the BIOS link speed setting";
+  }
+  return f;
+}
+
+std::optional<Finding> Persistence(const GpuFacts& g) {
+  if (g.vendor != "nvidia") return std::nullopt;
+  const std::string id = "gpu.persistence";
+  const std::string who = GpuLabel(g);
+  if (!g.persistence_mode.known()) return Skip(id, Layer::kSystem, who, g.persistence_mode.reason);
+  if (*g.persistence_mode) return Make(id, Layer::kSystem, Severity::kOk, who + ": persistence mode on");
+  Finding f = Make(id, Layer::kSystem, Severity::kWarn,
+                   who + ": persistence mode off: the first CUDA client pays driver start-up");
+  f.advice = "systemctl enable --now nvidia-persistenced   (or: nvidia-smi -pm 1)";
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// NUMA.
+
+std::set<int64_t> CpuSet(const std::string& list) {
+  auto v = host::ParseCpuList(list);
+  return v ? std::set<int64_t>(v->begin(), v->end()) : std::set<int64_t>();
+}
+
+// GPU indices the server uses: *_VISIBLE_DEVICES when set to plain indices, else all.
+std::vector<const GpuFacts*> ServerGpus(const HostFacts& facts) {
+  std::vector<const GpuFacts*> all;
+  for (const auto& g : facts.gpus) all.push_back(&g);
+  if (!facts.server || !facts.server->env.known()) return all;
+  const auto& env = *facts.server->env;
+  for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}) {
+    auto it = env.find(var);
+    if (it == env.end()) continue;
+    std::vector<const GpuFacts*> picked;
+    for (auto word : Split(it->second, ',')) {
+      auto idx = ParseInt64(word);
+      if (!idx) return all;  // UUIDs or MIG ids: not mapped here
+      for (const auto& g : facts.gpus) {
+        if (g.index == *idx) picked.push_back(&g);
+      }
+    }
+    return picked;
+  }
+  return all;
+}
+
+std::string ShellJoin(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    bool plain = !a.empty() && a.find_first_of(" \t'\"$`\\*?;&|<>(){}") == std::string::npos;
+    s += plain ? a : "'" + a + "'";
+  }
+  return s;
+}
+
+Finding GpuNuma(const HostFacts& facts) {
+  const std::string id = "gpu.numa";
+  const size_t nodes = facts.cpu.numa_nodes.size();
+  if (facts.gpus.empty()) return Skip(id, Layer::kSystem, "GPU NUMA locality", "no GPU found");
+  if (nodes <= 1) {
+    Finding f = Make(id, Layer::kSystem, Severity::kOk,
+                     "one NUMA node: every CPU is local to the GPUs");
+    for (const auto& g : facts.gpus) {
+      f.evidence.push_back(FactNum(fmt::format("gpu{}_numa_node", g.index), g.numa_node, ""));
+    }
+    return f;
+  }
+  auto gpus = ServerGpus(facts);
+  std::set<int64_t> local;
+  std::vector<int64_t> gpu_nodes;
+  for (const auto* g : gpus) {
+    if (!g->numa_node.known()) {
+      return Skip(id, Layer::kSystem, GpuLabel(*g), g->numa_node.reason);
+    }
+    if (*g->numa_node < 0) {
+      Finding f = Make(id, Layer::kSystem, Severity::kInfo,
+                       GpuLabel(*g) + ": the platform reports no NUMA node (numa_node -1) on a "
+                                      "multi-node host");
+      f.advice = "enable NUMA / ACPI SRAT reporting in the BIOS (NPS setting) so binding can be "
+                 "checked; nvidia-smi topo -m shows the affinity the driver assumes";
+      return f;
+    }
+    gpu_nodes.push_back(*g->numa_node);
+    for (const auto& n : facts.cpu.numa_nodes) {
+      if (n.id == *g->numa_node) {
+        for (int64_t c : CpuSet(n.cpulist)) local.insert(c);
+      }
+    }
+  }
+  if (!facts.server) {
+    return Skip(id, Layer::kSystem, "server NUMA binding",
+                facts.server_note.empty() ? "no server process" : facts.server_note);
+  }
+  const auto& s = *facts.server;
+  if (!s.cpus_allowed_list.known()) {
+    return Skip(id, Layer::kSystem, "server NUMA binding", s.cpus_allowed_list.reason);
+  }
+  std::set<int64_t> allowed = CpuSet(*s.cpus_allowed_list);
+  size_t remote = 0;
+  for (int64_t c : allowed) remote += local.count(c) == 0;
+  Finding f = Make(id, Layer::kSystem, Severity::kOk,
+                   fmt::format("server pid {} runs on CPUs local to its GPUs", s.pid));
+  f.evidence.push_back(Text("cpus_allowed_list", *s.cpus_allowed_list));
+  if (s.mems_allowed_list.known()) f.evidence.push_back(Text("mems_allowed_list", *s.mems_allowed_list));
+  std::string node_list;
+  for (int64_t n : gpu_nodes) node_list += (node_list.empty() ? "" : ",") + std::to_string(n);
+  f.evidence.push_back(Text("gpu_numa_nodes", node_list));
+  if (remote > 0) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("server pid {} may run on {} CPUs of another NUMA node than its GPUs",
+                          s.pid, remote);
+    if (gpus.size() == 1) {
+      f.advice = fmt::format("latdoc numa-exec --gpu {} -- {}", gpus[0]->index, ShellJoin(s.argv));
+    } else {
+      f.advice = fmt::format("numactl --cpunodebind={0} --membind={0} {1}", node_list,
+                             ShellJoin(s.argv));
+    }
+  }
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host CPU and kernel settings.
+
+Finding NumaBalancing(const HostFacts& facts) {
+  const std::string id = "host.numa_balancing";
+  const auto& nb = facts.cpu.numa_balancing;
+  if (!nb.known()) return Skip(id, Layer::kSystem, "automatic NUMA balancing", nb.reason);
+  Finding f = Make(id, Layer::kSystem, Severity::kOk,
+                   *nb == 0 ? "automatic NUMA balancing off"
+                            : "automatic NUMA balancing on, harmless with one NUMA node");
+  f.evidence.push_back(Num("kernel.numa_balancing", static_cast<double>(*nb), ""));
+  f.evidence.push_back(Num("numa_nodes", static_cast<double>(facts.cpu.numa_nodes.size()), ""));
+  if (*nb != 0 && facts.cpu.numa_nodes.size() > 1) {
+    f.severity = Severity::kWarn;
+    f.title = "automatic NUMA balancing on: page migrations stall GPU host threads";
+    f.advice = "sysctl -w kernel.numa_balancing=0   (persist in /etc/sysctl.d/)";
+  }
+  return f;
+}
+
+Finding Thp(const HostFacts& facts) {
+  const std::string id = "host.thp";
+  const auto& t = facts.cpu.transparent_hugepage;
+  if (!t.known()) return Skip(id, Layer::kSystem, "transparent huge pages", t.reason);
+  Finding f = Make(id, Layer::kSystem, Severity::kOk, "transparent huge pages: " + *t);
+  if (*t == "always") {
+    f.severity = Severity::kInfo;
+    f.title = "transparent huge pages 'always': khugepaged compaction can add CPU stalls";
+    f.advice = "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled";
+  }
+  return f;
+}
+
+Finding Governor(const HostFacts& facts) {
+  const std::string id = "cpu.governor";
+  const auto& g = facts.cpu.governor;
+  if (!g.known()) return Skip(id, Layer::kSystem, "CPU frequency governor", g.reason + " (no cpufreq: typical in a VM)");
+  Finding f = Make(id, Layer::kSystem, Severity::kOk, "CPU governor: " + *g);
+  if (*g != "performance") {
+    f.severity = Severity::kWarn;
+    f.title = "CPU governor '" + *g + "': slower kernel launches and tokenization";
+    f.advice = "cpupower frequency-set -g performance";
+  }
+  return f;
+}
+
+bool HasFlag(const std::vector<std::string>& argv, std::string_view flag) {
+  for (const auto& a : argv) {
+    if (a == flag) return true;
+    if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0 && a[flag.size()] == '=') {
+      return true;
+    }
+  }
+  return false;
+}
+
+Finding Saturation(const HostFacts& facts) {
+  const std::string id = "cpu.saturation";
+  if (!facts.server) return Skip(id, Layer::kSystem, "server threads", facts.server_note);
+  const auto& s = *facts.server;
+  if (!s.threads.known()) return Skip(id, Layer::kSystem, "server threads", s.threads.reason);
+  if (s.threads->empty()) return Skip(id, Layer::kSystem, "server threads", "no thread sampled");
+  const auto& top = s.threads->front();
+  Finding f = Make(id, Layer::kSystem, Severity::kOk,
+                   fmt::format("busiest server thread at {:.0f}% of a core", top.cpu_pct));
+  f.evidence.push_back(Num("busiest_thread_cpu", top.cpu_pct, "%"));
+  f.evidence.push_back(Text("busiest_thread", fmt::format("tid {} ({}), on CPU {}", top.tid,
+                                                          top.comm, top.last_cpu)));
+  f.evidence.push_back(Num("sample_interval", static_cast<double>(facts.sample_interval_ns) / 1e6, "ms"));
+  if (top.cpu_pct >= 95) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("server thread {} ({}) pinned at {:.0f}% of a core: a GIL-bound front end",
+                          top.tid, top.comm, top.cpu_pct);
+    f.advice = s.kind == "vllm"
+                   ? "run more API-server processes: vllm serve ... --api-server-count 4 "
+                     "(or data parallelism); --stream-interval 2+ cuts per-token work"
+                   : "spread the HTTP front end over more processes / threads";
+  }
+  return f;
+}
+
+Finding LogWrite(const HostFacts& facts) {
+  const std::string id = "disk.log_write";
+  if (!facts.server) return Skip(id, Layer::kSystem, "server disk writes", facts.server_note);
+  const auto& s = *facts.server;
+  if (!s.write_bytes_per_s.known()) {
+    return Skip(id, Layer::kSystem, "server disk writes", s.write_bytes_per_s.reason);
+  }
+  if (!facts.disk.busiest_util_pct.known()) {
+    return Skip(id, Layer::kSystem, "disk utilisation", facts.disk.busiest_util_pct.reason);
+  }
+  const double mb_s = *s.write_bytes_per_s / 1e6;
+  const double util = *facts.disk.busiest_util_pct;
+  Finding f = Make(id, Layer::kSystem, Severity::kOk,
+                   fmt::format("server writes {:.2f} MB/s; busiest disk {:.0f}% busy", mb_s, util));
+  f.evidence.push_back(Num("server_write_rate", mb_s, "MB/s"));
+  f.evidence.push_back(Num("disk_util", util, "%"));
+  f.evidence.push_back(Text("busiest_disk", facts.disk.busiest_device));
+  if (util >= 90 && mb_s >= 1.0) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("server writes {:.1f} MB/s to a disk {:.0f}% busy: log writes can block "
+                          "the event loop", mb_s, util);
+    f.advice = "--disable-uvicorn-access-log, drop --enable-log-requests, VLLM_LOGGING_LEVEL=INFO; "
+               "or send logs to a faster disk / journald with rate limits";
+  }
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Network.
+
+Finding TimeWait(const HostFacts& facts) {
+  const std::string id = "net.time_wait";
+  const auto& n = facts.net;
+  if (!n.tcp_time_wait.known()) return Skip(id, Layer::kNetwork, "TIME_WAIT sockets", n.tcp_time_wait.reason);
+  Finding f = Make(id, Layer::kNetwork, Severity::kOk,
+                   fmt::format("{} TIME_WAIT sockets", *n.tcp_time_wait));
+  f.evidence.push_back(Num("tcp_time_wait", static_cast<double>(*n.tcp_time_wait), ""));
+  if (n.server_port.known()) {
+    f.evidence.push_back(FactNum(fmt::format("time_wait_on_port_{}", *n.server_port),
+                                 n.server_port_time_wait, ""));
+  }
+  if (*n.tcp_time_wait >= 10000) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("{} TIME_WAIT sockets: clients open a new connection per request",
+                          *n.tcp_time_wait);
+    f.advice = "reuse connections (HTTP keep-alive / a client pool); raise the server idle timeout "
+               "(VLLM_HTTP_TIMEOUT_KEEP_ALIVE=30); on client hosts sysctl -w net.ipv4.tcp_tw_reuse=1";
+  }
+  return f;
+}
+
+Finding Conntrack(const HostFacts& facts) {
+  const std::string id = "net.conntrack";
+  const auto& n = facts.net;
+  if (!n.conntrack_count.known()) return Skip(id, Layer::kNetwork, "conntrack table", n.conntrack_count.reason);
+  if (!n.conntrack_max.known() || *n.conntrack_max <= 0) {
+    return Skip(id, Layer::kNetwork, "conntrack table",
+                n.conntrack_max.known() ? "nf_conntrack_max is 0" : n.conntrack_max.reason);
+  }
+  const double fill = static_cast<double>(*n.conntrack_count) / static_cast<double>(*n.conntrack_max);
+  Finding f = Make(id, Layer::kNetwork, Severity::kOk,
+                   fmt::format("conntrack table {:.0f}% full", fill * 100));
+  f.evidence.push_back(Num("nf_conntrack_count", static_cast<double>(*n.conntrack_count), ""));
+  f.evidence.push_back(Num("nf_conntrack_max", static_cast<double>(*n.conntrack_max), ""));
+  if (fill > 0.8) {
+    f.severity = fill > 0.95 ? Severity::kFail : Severity::kWarn;
+    f.title = fmt::format("conntrack table {:.0f}% full: new connections get dropped when full", fill * 100);
+    f.advice = fmt::format("sysctl -w net.netfilter.nf_conntrack_max={}; and reuse connections",
+                           *n.conntrack_max * 4);
+  }
+  return f;
+}
+
+Finding ListenOverflow(const HostFacts& facts) {
+  const std::string id = "net.listen_overflow";
+  const auto& d = facts.net.listen_overflows_delta;
+  if (!d.known()) return Skip(id, Layer::kNetwork, "listen queue overflows", d.reason);
+  Finding f = Make(id, Layer::kNetwork, Severity::kOk, "no accept-queue overflow during the sample");
+  f.evidence.push_back(Num("ListenOverflows_delta", static_cast<double>(*d), ""));
+  if (*d > 0) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("{} accept-queue overflows in {:.1f} s: connections wait for a SYN retry",
+                          *d, static_cast<double>(facts.sample_interval_ns) / 1e9);
+    f.advice = "sysctl -w net.core.somaxconn=4096; more API-server processes (--api-server-count)";
+  }
+  return f;
+}
+
+Finding Retrans(const HostFacts& facts) {
+  const std::string id = "net.retrans";
+  const auto& r = facts.net.retrans_segs_delta;
+  const auto& o = facts.net.out_segs_delta;
+  if (!r.known()) return Skip(id, Layer::kNetwork, "TCP retransmits", r.reason);
+  if (!o.known()) return Skip(id, Layer::kNetwork, "TCP retransmits", o.reason);
+  Finding f = Make(id, Layer::kNetwork, Severity::kOk, "TCP retransmits low");
+  f.evidence.push_back(Num("RetransSegs_delta", static_cast<double>(*r), ""));
+  f.evidence.push_back(Num("OutSegs_delta", static_cast<double>(*o), ""));
+  if (*o < 1000) {
+    f.title = "too little TCP traffic in the sample to judge retransmits";
+    return f;
+  }
+  const double pct = 100.0 * static_cast<double>(*r) / static_cast<double>(*o);
+  f.evidence.push_back(Num("retransmit_rate", pct, "%"));
+  f.title = fmt::format("TCP retransmits {:.2f}% of segments", pct);
+  if (pct > 1.0) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("TCP retransmits {:.1f}% of segments: each costs at least one RTO", pct);
+    f.advice = "check NIC drops (ethtool -S), MTU mismatches and the path to the clients "
+               "(latdoc net)";
+  }
+  return f;
+}
+
+std::vector<Finding> Irq(const HostFacts& facts) {
+  const std::string id = "net.irq";
+  const auto& n = facts.net.nic_irqs;
+  if (!n.known()) return {Skip(id, Layer::kNetwork, "NIC interrupts", n.reason)};
+  std::vector<Finding> out;
+  for (const auto& nic : *n) {
+    int64_t total = 0, top = 0;
+    size_t top_cpu = 0;
+    for (size_t c = 0; c < nic.per_cpu.size(); ++c) {
+      total += nic.per_cpu[c];
+      if (nic.per_cpu[c] > top) {
+        top = nic.per_cpu[c];
+        top_cpu = c;
+      }
+    }
+    Finding f = Make(id, Layer::kNetwork, Severity::kOk,
+                     fmt::format("{}: interrupts spread over CPUs", nic.nic));
+    f.evidence.push_back(Num("interrupts", static_cast<double>(total), ""));
+    f.evidence.push_back(Num("irq_lines", static_cast<double>(nic.irq_count), ""));
+    f.evidence.push_back(Text("window", nic.since_boot ? "since boot" : "sample interval"));
+    if (nic.per_cpu.size() < 2 || total < 1000) {
+      f.title = fmt::format("{}: too few interrupts ({}) to judge their spread", nic.nic, total);
+      out.push_back(std::move(f));
+      continue;
+    }
+    const double share = static_cast<double>(top) / static_cast<double>(total);
+    f.evidence.push_back(Num("busiest_cpu_share", share * 100, "%"));
+    if (share > 0.8) {
+      f.severity = Severity::kWarn;
+      f.title = fmt::format("{}: {:.0f}% of its interrupts land on CPU {}", nic.nic, share * 100, top_cpu);
+      f.advice = "systemctl enable --now irqbalance, or spread /proc/irq/<n>/smp_affinity_list "
+                 "over the NIC's NUMA node; with one queue enable RPS "
+                 "(/sys/class/net/<if>/queues/rx-0/rps_cpus)";
+    }
+    out.push_back(std::move(f));
+  }
+  if (out.empty()) {
+    out.push_back(Skip(id, Layer::kNetwork, "NIC interrupts", "no NIC interrupt lines recognised"));
+  }
+  return out;
+}
+
+Finding Firewall(const HostFacts& facts) {
+  const std::string id = "net.firewall";
+  const auto& r = facts.net.firewall_rules;
+  if (!r.known()) return Skip(id, Layer::kNetwork, "firewall rules", r.reason);
+  Finding f = Make(id, Layer::kNetwork, Severity::kOk, fmt::format("{} firewall rules", *r));
+  f.evidence.push_back(Num("rules", static_cast<double>(*r), ""));
+  f.evidence.push_back(Text("source", r.source));
+  if (*r > 1000) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("{} firewall rules are walked per connection", *r);
+    f.advice = "consolidate rules (ipset / nft sets); kube-proxy: use IPVS or nftables mode";
+  }
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// vLLM flag lint (vllm.md sections 6-7).
+
+std::optional<double> FlagDouble(const std::vector<std::string>& argv, std::string_view flag) {
+  auto v = FlagValue(argv, flag);
+  return v ? ParseDouble(*v) : std::nullopt;
+}
+
+std::string EnvValue(const host::ServerProcess& s, const std::string& name) {
+  if (!s.env.known()) return "";
+  auto it = s.env->find(name);
+  return it == s.env->end() ? "" : it->second;
+}
+
+std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& options) {
+  std::vector<Finding> out;
+  const auto& s = *facts.server;
+  const auto& a = s.argv;
+  const Layer L = Layer::kConfig;
+  const std::string who = fmt::format("vLLM pid {}", s.pid);
+
+  {  // config.enforce_eager
+    Finding f = Make("config.enforce_eager", L, Severity::kOk, who + ": CUDA/HIP graphs on");
+    auto opt = FlagValue(a, "-O");
+    auto cc = FlagValue(a, "--compilation-config");
+    bool o0 = (opt && *opt == "0") || HasFlag(a, "-O0");
+    bool cg_none = cc && cc->find("NONE") != std::string::npos;
+    if (HasFlag(a, "--enforce-eager") || o0 || cg_none) {
+      f.severity = Severity::kFail;
+      f.title = who + ": graphs disabled (" +
+                (HasFlag(a, "--enforce-eager") ? std::string("--enforce-eager")
+                 : o0 ? std::string("-O0") : std::string("cudagraph_mode NONE")) +
+                "): every decode step launches kernels one by one";
+      f.advice = "remove --enforce-eager / -O0 (keep the default -O2, cudagraph_mode FULL_AND_PIECEWISE)";
+    }
+    out.push_back(std::move(f));
+  }
+
+  // GPU memory of the server's GPUs (for the batch defaults and the KV budget).
+  std::optional<int64_t> mem_mib;
+  for (const auto* g : ServerGpus(facts)) {
+    if (g->memory_total_mib.known()) mem_mib = std::max(mem_mib.value_or(0), *g->memory_total_mib);
+  }
+  const bool big_gpu = mem_mib && *mem_mib >= 70 * 1024;
+
+  {  // config.gpu_memory_utilization
+    auto gmu = FlagDouble(a, "--gpu-memory-utilization");
+    const double v = gmu.value_or(0.9);
+    Finding f = Make("config.gpu_memory_utilization", L, Severity::kOk,
+                     fmt::format("{}: --gpu-memory-utilization {:.2f}{}", who, v, gmu ? "" : " (default)"));
+    f.evidence.push_back(Num("gpu_memory_utilization", v, ""));
+    if (mem_mib) {
+      f.evidence.push_back(Num("gpu_memory", static_cast<double>(*mem_mib) / 1024.0, "GiB"));
+      f.evidence.push_back(Num("vllm_memory_budget", v * static_cast<double>(*mem_mib) / 1024.0, "GiB"));
+    }
+    if (v < 0.8) {
+      f.severity = Severity::kWarn;
+      f.title = fmt::format("{}: --gpu-memory-utilization {:.2f} leaves a small KV cache: "
+                            "preemption and queueing under load", who, v);
+      f.advice = "--gpu-memory-utilization 0.9 (up to 0.95 when nothing else uses the GPU)";
+    } else if (v > 0.95) {
+      f.severity = Severity::kWarn;
+      f.title = fmt::format("{}: --gpu-memory-utilization {:.2f} leaves under {:.0f}% for "
+                            "activations and other processes: OOM or KV preemption when memory "
+                            "runs short", who, v, (1 - v) * 100);
+      f.advice = "--gpu-memory-utilization 0.92";
+    }
+    out.push_back(std::move(f));
+  }
+
+  {  // config.max_num_seqs
+    auto flag = FlagDouble(a, "--max-num-seqs");
+    std::optional<int64_t> eff;
+    std::string basis;
+    if (flag) {
+      eff = static_cast<int64_t>(*flag);
+      basis = "--max-num-seqs";
+    } else if (mem_mib) {
+      eff = big_gpu ? 1024 : 256;
+      basis = big_gpu ? "default for >= 70 GiB GPUs" : "default";
+    }
+    if (!eff) {
+      out.push_back(Skip("config.max_num_seqs", L, who, "GPU memory unknown, so the default is unknown"));
+    } else {
+      Finding f = Make("config.max_num_seqs", L, Severity::kOk,
+                       fmt::format("{}: max_num_seqs {} ({})", who, *eff, basis));
+      f.evidence.push_back(Num("max_num_seqs", static_cast<double>(*eff), ""));
+      if (options.sweep_knee_concurrency) {
+        const int64_t knee = *options.sweep_knee_concurrency;
+        f.evidence.push_back(Num("sweep_knee_concurrency", static_cast<double>(knee), ""));
+        if (*eff > 2 * knee) {
+          f.severity = Severity::kWarn;
+          f.title = fmt::format("{}: max_num_seqs {} is far above the latency knee at {} concurrent "
+                                "requests: past the knee p99 grows with no throughput gain", who, *eff, knee);
+          f.advice = fmt::format("--max-num-seqs {}", knee);
+        }
+      } else {
+        f.title += "; no sweep given (latdoc sweep finds the knee)";
+      }
+      out.push_back(std::move(f));
+    }
+  }
+
+  {  // config.max_num_batched_tokens
+    auto mbt = FlagDouble(a, "--max-num-batched-tokens");
+    Finding f = Make("config.max_num_batched_tokens", L, Severity::kOk,
+                     mbt ? fmt::format("{}: --max-num-batched-tokens {:.0f}", who, *mbt)
+                         : who + ": --max-num-batched-tokens default");
+    if (mbt) f.evidence.push_back(Num("max_num_batched_tokens", *mbt, ""));
+    if (mbt && *mbt > 16384) {
+      f.severity = Severity::kWarn;
+      f.title = fmt::format("{}: --max-num-batched-tokens {:.0f}: long prefill chunks stall "
+                            "running decodes (inter-token latency spikes)", who, *mbt);
+      f.advice = "--max-num-batched-tokens 8192 for interactive serving (16384 at most)";
+    }
+    out.push_back(std::move(f));
+  }
+
+  {  // config.block_size
+    auto bs = FlagDouble(a, "--block-size");
+    Finding f = Make("config.block_size", L, Severity::kOk,
+                     bs ? fmt::format("{}: --block-size {:.0f}", who, *bs) : who + ": default block size");
+    if (bs && *bs != 16) {
+      f.severity = Severity::kInfo;
+      f.title = fmt::format("{}: --block-size {:.0f} (default 16): some attention kernels need "
+                            "their own size; others may fall back", who, *bs);
+      f.advice = "drop --block-size unless the attention backend asks for it (AITER MLA: 1)";
+    }
+    out.push_back(std::move(f));
+  }
+
+  {  // config.logging
+    std::vector<std::string> warn, fail;
+    if (HasFlag(a, "--enable-log-requests")) warn.push_back("--enable-log-requests");
+    if (HasFlag(a, "--enable-log-outputs")) warn.push_back("--enable-log-outputs");
+    auto uv = FlagValue(a, "--uvicorn-log-level");
+    if (uv && (*uv == "debug" || *uv == "trace")) warn.push_back("--uvicorn-log-level " + *uv);
+    if (ToLower(EnvValue(s, "VLLM_LOGGING_LEVEL")) == "debug") warn.push_back("VLLM_LOGGING_LEVEL=DEBUG");
+    auto resp = ToLower(EnvValue(s, "VLLM_DEBUG_LOG_API_SERVER_RESPONSE"));
+    if (resp == "1" || resp == "true") warn.push_back("VLLM_DEBUG_LOG_API_SERVER_RESPONSE");
+    if (EnvValue(s, "VLLM_TRACE_FUNCTION") == "1") fail.push_back("VLLM_TRACE_FUNCTION=1");
+    Finding f = Make("config.logging", L, Severity::kOk, who + ": logging at normal levels");
+    if (!s.env.known()) f.evidence.push_back(Text("environment", "unknown: " + s.env.reason));
+    if (!fail.empty() || !warn.empty()) {
+      std::string all;
+      for (const auto& v : fail) all += (all.empty() ? "" : ", ") + v;
+      for (const auto& v : warn) all += (all.empty() ? "" : ", ") + v;
+      f.severity = fail.empty() ? Severity::kWarn : Severity::kFail;
+      f.title = who + ": verbose logging on the request path: " + all;
+      f.evidence.push_back(Text("settings", all));
+      f.advice = "unset VLLM_TRACE_FUNCTION; VLLM_LOGGING_LEVEL=INFO; drop --enable-log-requests / "
+                 "--enable-log-outputs; --uvicorn-log-level info";
+    } else if (!HasFlag(a, "--disable-uvicorn-access-log")) {
+      f.severity = Severity::kInfo;
+      f.title = who + ": one access-log line per request (the default)";
+      f.advice = "at high request rates: --disable-uvicorn-access-log (or "
+                 "--disable-access-log-for-endpoints /health,/metrics)";
+    }
+    out.push_back(std::move(f));
+  }
+
+  {  // config.async_scheduling
+    Finding f = Make("config.async_scheduling", L, Severity::kOk, who + ": --async-scheduling on");
+    const bool pp = FlagDouble(a, "--pipeline-parallel-size").value_or(1) > 1 ||
+                    FlagDouble(a, "-pp").value_or(1) > 1;
+    const bool spec = FlagValue(a, "--speculative-config").has_value();
+    if (HasFlag(a, "--async-scheduling")) {
+      // on
+    } else if (pp || spec) {
+      f.title = who + ": async scheduling not available with " +
+                std::string(pp ? "pipeline parallelism" : "speculative decoding");
+    } else if (HasFlag(a, "--no-async-scheduling")) {
+      f.severity = Severity::kInfo;
+      f.title = who + ": async scheduling turned off: the GPU idles while the CPU schedules";
+      f.advice = "drop --no-async-scheduling";
+    } else {
+      f.severity = Severity::kInfo;
+      f.title = who + ": --async-scheduling not given: on by default only in recent vLLM";
+      f.advice = "--async-scheduling (vLLM >= 0.11; check the startup log for 'async scheduling')";
+    }
+    out.push_back(std::move(f));
+  }
+
+  {  // config.v1_multiprocessing
+    Finding f = Make("config.v1_multiprocessing", L, Severity::kOk,
+                     who + ": engine core in its own process");
+    if (!s.env.known()) {
+      out.push_back(Skip("config.v1_multiprocessing", L, who, s.env.reason));
+    } else {
+      if (EnvValue(s, "VLLM_ENABLE_V1_MULTIPROCESSING") == "0") {
+        f.severity = Severity::kWarn;
+        f.title = who + ": VLLM_ENABLE_V1_MULTIPROCESSING=0 puts the engine in the API-server "
+                        "process: both share one GIL";
+        f.advice = "unset VLLM_ENABLE_V1_MULTIPROCESSING";
+      }
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> FlagValue(const std::vector<std::string>& argv, std::string_view flag) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& w = argv[i];
+    if (w == flag) {
+      if (i + 1 < argv.size() && (argv[i + 1].empty() || argv[i + 1][0] != '-' ||
+                                  ParseDouble(argv[i + 1]))) {
+        return argv[i + 1];
+      }
+      return std::string();
+    }
+    if (w.size() > flag.size() && w.compare(0, flag.size(), flag) == 0 && w[flag.size()] == '=') {
+      return w.substr(flag.size() + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+StatusOr<int64_t> SweepKneeFromJson(std::string_view text, std::string_view name) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgument(std::string(name) + ": not a JSON object");
+  }
+  auto pick = [](const nlohmann::json& o, const char* k) -> std::optional<int64_t> {
+    if (o.is_object() && o.contains(k) && o[k].is_number()) {
+      return static_cast<int64_t>(std::llround(o[k].get<double>()));
+    }
+    return std::nullopt;
+  };
+  std::optional<int64_t> v;
+  if (j.contains("knee")) v = pick(j["knee"], "concurrency");
+  if (!v && j.contains("knee")) v = pick(j["knee"], "max_num_seqs");
+  if (!v && j.contains("recommendation")) v = pick(j["recommendation"], "max_num_seqs");
+  if (!v) v = pick(j, "knee_concurrency");
+  if (!v || *v <= 0) {
+    return InvalidArgument(std::string(name) +
+                           ": no knee found (expected knee.concurrency, knee.max_num_seqs, "
+                           "recommendation.max_num_seqs or knee_concurrency)");
+  }
+  return *v;
+}
+
+std::vector<Finding> JudgeHost(const HostFacts& facts, const HostRuleOptions& options) {
+  std::vector<Finding> out;
+  for (const auto& g : facts.gpus) {
+    out.push_back(ClockPolicy(g));
+    if (auto f = Throttle(g)) out.push_back(std::move(*f));
+    out.push_back(PowerCap(g));
+    out.push_back(PcieLink(g));
+    if (auto f = Persistence(g)) out.push_back(std::move(*f));
+  }
+  out.push_back(GpuNuma(facts));
+  out.push_back(NumaBalancing(facts));
+  out.push_back(Thp(facts));
+  out.push_back(Governor(facts));
+  out.push_back(Saturation(facts));
+  out.push_back(LogWrite(facts));
+  out.push_back(TimeWait(facts));
+  out.push_back(Conntrack(facts));
+  out.push_back(ListenOverflow(facts));
+  out.push_back(Retrans(facts));
+  for (auto& f : Irq(facts)) out.push_back(std::move(f));
+  out.push_back(Firewall(facts));
+  if (facts.server && facts.server->kind == "vllm") {
+    for (auto& f : VllmLint(facts, options)) out.push_back(std::move(f));
+  } else {
+    out.push_back(Skip("config.vllm_flags", Layer::kConfig, "vLLM flags",
+                       facts.server ? "server is " + facts.server->kind + ", not vLLM"
+                                    : (facts.server_note.empty() ? "no server process" : facts.server_note)));
+  }
+  return out;
+}
+
+}  // namespace latdoc::rules

@@ -1,0 +1,44 @@
+// Host, stack and server-configuration rules of `latdoc doctor`: pure functions from HostFacts
+// to findings (no I/O, no clock). Every check yields one finding per subject (per GPU, per NIC,
+// or one for the host), with severity ok / info / warn / fail, or skip with the reason when a
+// fact it needs is unknown. Rules never flag what is normal: a low clock at idle (NVIDIA reason
+// 0x1 GpuIdle, AMD deep sleep), numa_node -1 on a one-node machine, MI300's `auto` level.
+//
+// Ids: gpu.clock_policy, gpu.throttle, gpu.power_cap, gpu.pcie_link, gpu.persistence,
+// gpu.numa, host.numa_balancing, host.thp, cpu.governor, cpu.saturation, disk.log_write,
+// net.time_wait, net.conntrack, net.listen_overflow, net.retrans, net.irq, net.firewall,
+// config.enforce_eager, config.gpu_memory_utilization, config.max_num_seqs,
+// config.max_num_batched_tokens, config.block_size, config.logging, config.async_scheduling,
+// config.v1_multiprocessing. Thresholds: ../shared/reference/host-checks.md sections 3, 5-7, 10.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "host/host_facts.h"
+#include "rules/finding.h"
+
+namespace latdoc::rules {
+
+struct HostRuleOptions {
+  // The concurrency at the latency knee that `latdoc sweep` found (SweepKneeFromJson).
+  std::optional<int64_t> sweep_knee_concurrency;
+};
+
+std::vector<Finding> JudgeHost(const host::HostFacts& facts, const HostRuleOptions& options);
+
+// Reads the knee from a `latdoc sweep` JSON file. Accepted (first found wins):
+//   {"knee": {"concurrency": 48}}, {"knee": {"max_num_seqs": 48}},
+//   {"recommendation": {"max_num_seqs": 48}}, {"knee_concurrency": 48}.
+// Error: not JSON, or none of those keys (message names the file).
+StatusOr<int64_t> SweepKneeFromJson(std::string_view text, std::string_view name);
+
+// The value of a command-line flag: "--max-num-seqs 256" or "--max-num-seqs=256". For a
+// boolean flag present without a value, returns "". nullopt when absent.
+std::optional<std::string> FlagValue(const std::vector<std::string>& argv, std::string_view flag);
+
+}  // namespace latdoc::rules

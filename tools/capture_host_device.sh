@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# capture_host_device.sh: what was run on the device machine (one NVIDIA H200) to record
+# tests/data/host/h200_recorded/. Starts a stand-in "server" process whose command line has the
+# shape of a real `vllm serve` launch (python3 <bin>/vllm serve ...) and one thread spinning at
+# 100% of a core, so the process finder, the flag lint and the thread sampler have something
+# real to read; it is NOT vLLM (no vLLM on that machine). Then runs capture_host.sh.
+set -u
+out=${1:?usage: capture_host_device.sh OUT_DIR}
+mkdir -p /tmp/standin/bin
+cat >/tmp/standin/bin/vllm <<'PY'
+#!/usr/bin/env python3
+import threading, time
+def spin():
+    while True:
+        pass
+threading.Thread(target=spin, name="spin", daemon=True).start()
+time.sleep(60)
+PY
+chmod +x /tmp/standin/bin/vllm
+VLLM_LOGGING_LEVEL=DEBUG VLLM_API_KEY=do-not-record /tmp/standin/bin/vllm serve \
+  Qwen/Qwen2.5-7B-Instruct --enforce-eager --gpu-memory-utilization 0.97 --max-num-seqs 512 \
+  --api-key sk-secret-value --port 8000 &
+spid=$!
+sleep 2
+"$(dirname "$0")/capture_host.sh" "$out" "$spid"
+kill "$spid"
