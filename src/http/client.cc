@@ -1,0 +1,419 @@
+#include "http/client.h"
+
+#include <openssl/ssl.h>
+
+#include <optional>
+#include <type_traits>
+#include <unordered_map>
+
+#include <fmt/core.h>
+
+#include "base/clock.h"
+#include "base/strings.h"
+#include "http/asio.h"
+
+namespace latdoc::http {
+
+std::string Url::Origin() const { return fmt::format("{}://{}:{}", scheme, host, port); }
+
+StatusOr<Url> ParseUrl(std::string_view text) {
+  Url u;
+  std::string_view rest = text;
+  if (auto p = rest.find("://"); p != std::string_view::npos) {
+    u.scheme = ToLower(rest.substr(0, p));
+    rest.remove_prefix(p + 3);
+  } else {
+    return InvalidArgument(fmt::format("'{}': not a URL (expected http://host:port)", text));
+  }
+  if (u.scheme != "http" && u.scheme != "https")
+    return InvalidArgument(fmt::format("'{}': scheme must be http or https", text));
+  std::string_view hostport = rest.substr(0, rest.find('/'));
+  if (rest.size() > hostport.size()) {
+    std::string_view path = rest.substr(hostport.size());
+    while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+    u.base_path = std::string(path);
+  }
+  u.port = u.tls() ? 443 : 80;
+  if (!hostport.empty() && hostport.front() == '[') {  // [::1]:8000
+    auto close = hostport.find(']');
+    if (close == std::string_view::npos) return InvalidArgument(fmt::format("'{}': bad IPv6 host", text));
+    u.host = std::string(hostport.substr(1, close - 1));
+    hostport.remove_prefix(close + 1);
+    if (!hostport.empty() && hostport.front() == ':') {
+      auto port = ParseUint64(hostport.substr(1));
+      if (!port || *port == 0 || *port > 65535)
+        return InvalidArgument(fmt::format("'{}': bad port", text));
+      u.port = static_cast<uint16_t>(*port);
+    }
+  } else if (auto c = hostport.rfind(':'); c != std::string_view::npos) {
+    auto port = ParseUint64(hostport.substr(c + 1));
+    if (!port || *port == 0 || *port > 65535)
+      return InvalidArgument(fmt::format("'{}': bad port", text));
+    u.port = static_cast<uint16_t>(*port);
+    u.host = std::string(hostport.substr(0, c));
+  } else {
+    u.host = std::string(hostport);
+  }
+  if (u.host.empty()) return InvalidArgument(fmt::format("'{}': no host", text));
+  return u;
+}
+
+std::string_view FailureKindName(FailureKind k) {
+  switch (k) {
+    case FailureKind::kNone: return "none";
+    case FailureKind::kConnect: return "connect";
+    case FailureKind::kTimeout: return "timeout";
+    case FailureKind::kReset: return "reset";
+    case FailureKind::kProtocol: return "protocol";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Exchange {
+  ClientRequest req;
+  ExchangeObserver* obs = nullptr;
+  ExchangeResult res;
+  bool retried = false;
+};
+
+class ConnBase : public std::enable_shared_from_this<ConnBase> {
+ public:
+  virtual ~ConnBase() = default;
+  virtual void Run(std::unique_ptr<Exchange> ex) = 0;
+  virtual void Close() = 0;
+};
+
+}  // namespace
+
+struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
+  Impl(EventLoop& l, Url u, ClientOptions o)
+      : io(*static_cast<asio::io_context*>(l.native())),
+        url(std::move(u)),
+        opts(o),
+        ssl_ctx(asio::ssl::context::tls_client) {
+    if (url.tls()) {
+      ssl_ctx.set_default_verify_paths();
+      ssl_ctx.set_verify_mode(opts.insecure ? asio::ssl::verify_none : asio::ssl::verify_peer);
+    }
+  }
+
+  void StartNew(std::unique_ptr<Exchange> ex);
+  void Release(const std::shared_ptr<ConnBase>& c) { idle.push_back(c); }
+  void Forget(ConnBase* c) { live.erase(c); }
+
+  asio::io_context& io;
+  Url url;
+  ClientOptions opts;
+  asio::ssl::context ssl_ctx;
+  std::vector<std::shared_ptr<ConnBase>> idle;  // LIFO: the warmest connection first
+  std::unordered_map<ConnBase*, std::weak_ptr<ConnBase>> live;
+  uint64_t opened = 0;
+  std::string host_header;
+};
+
+namespace {
+
+// One connection, plain or TLS. Plan of an exchange: (new connection: resolve, connect,
+// handshake) -> write the request -> read_some until the parser is done, handing each read's
+// body bytes to the observer -> back to the pool (keep-alive) or closed.
+template <bool kTls>
+class Conn final : public ConnBase {
+  using Stream =
+      std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+
+ public:
+  explicit Conn(std::shared_ptr<HttpClient::Impl> client)
+      : client_(std::move(client)), stream_(MakeStream()), resolver_(client_->io) {}
+
+  ~Conn() override { client_->Forget(this); }
+
+  void Run(std::unique_ptr<Exchange> ex) override {
+    ex_ = std::move(ex);
+    ex_->res.times.reused = connected_;
+    if (connected_) return Write();
+    Resolve();
+  }
+
+  void Close() override {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ec;
+    resolver_.cancel();
+    beast::get_lowest_layer(stream_).socket().close(ec);
+    if (ex_) Fail(FailureKind::kReset, "cancelled");
+  }
+
+ private:
+  Stream MakeStream() {
+    if constexpr (kTls) {
+      return Stream(client_->io, client_->ssl_ctx);
+    } else {
+      return Stream(client_->io);
+    }
+  }
+  auto& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  void Resolve() {
+    const Url& u = client_->url;
+    resolver_.async_resolve(
+        u.host, std::to_string(u.port),
+        [self = Self()](boost::system::error_code ec, tcp::resolver::results_type results) {
+          if (self->closed_ || !self->ex_) return;
+          if (ec) {
+            return self->Fail(FailureKind::kConnect,
+                              fmt::format("resolve {}: {}", self->client_->url.host, ec.message()));
+          }
+          self->ex_->res.times.dns_ns = MonoNowNs();
+          self->Connect(results);
+        });
+  }
+
+  void Connect(const tcp::resolver::results_type& results) {
+    Lowest().expires_after(std::chrono::nanoseconds(client_->opts.connect_timeout_ns));
+    Lowest().async_connect(results, [self = Self()](boost::system::error_code ec,
+                                                    const tcp::endpoint&) {
+      if (self->closed_ || !self->ex_) return;
+      if (ec) {
+        return self->Fail(ec == beast::error::timeout ? FailureKind::kTimeout : FailureKind::kConnect,
+                          fmt::format("connect {}: {}", self->client_->url.Origin(),
+                                      ec == beast::error::timeout ? "timed out" : ec.message()));
+      }
+      self->ex_->res.times.connect_ns = MonoNowNs();
+      boost::system::error_code ignored;
+      self->Lowest().socket().set_option(tcp::no_delay(true), ignored);
+      if constexpr (kTls) {
+        self->Handshake();
+      } else {
+        self->connected_ = true;
+        self->Write();
+      }
+    });
+  }
+
+  void Handshake() {
+    if constexpr (kTls) {
+      const std::string& host = client_->url.host;
+      SSL_set_tlsext_host_name(stream_.native_handle(), host.c_str());
+      if (!client_->opts.insecure) stream_.set_verify_callback(asio::ssl::host_name_verification(host));
+      stream_.async_handshake(asio::ssl::stream_base::client,
+                              [self = Self()](boost::system::error_code ec) {
+                                if (self->closed_ || !self->ex_) return;
+                                if (ec) {
+                                  return self->Fail(
+                                      ec == beast::error::timeout ? FailureKind::kTimeout
+                                                                  : FailureKind::kConnect,
+                                      fmt::format("TLS handshake with {}: {}",
+                                                  self->client_->url.Origin(), ec.message()));
+                                }
+                                self->ex_->res.times.tls_ns = MonoNowNs();
+                                self->connected_ = true;
+                                self->Write();
+                              });
+    }
+  }
+
+  void Write() {
+    const ClientRequest& r = ex_->req;
+    const Url& u = client_->url;
+    out_.clear();
+    out_ += fmt::format("{} {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: latdoc\r\nAccept: */*\r\n",
+                        r.method, u.base_path, r.target, client_->host_header);
+    if (!client_->opts.keep_alive) out_ += "Connection: close\r\n";
+    for (const auto& [k, v] : r.headers) out_ += fmt::format("{}: {}\r\n", k, v);
+    if (!r.body.empty() || r.method == "POST")
+      out_ += fmt::format("Content-Length: {}\r\n", r.body.size());
+    out_ += "\r\n";
+    out_ += r.body;
+    Lowest().expires_after(std::chrono::nanoseconds(client_->opts.first_byte_timeout_ns));
+    asio::async_write(stream_, asio::buffer(out_), [self = Self()](boost::system::error_code ec, size_t) {
+      if (self->closed_ || !self->ex_) return;
+      if (ec) return self->OnReadError(ec);
+      self->ex_->res.times.sent_ns = MonoNowNs();
+      self->parser_.emplace();
+      self->parser_->body_limit(uint64_t{1} << 50);  // streams are consumed as they arrive
+      self->parser_->header_limit(64 * 1024);
+      self->headers_seen_ = false;
+      self->ReadSome();
+    });
+  }
+
+  void ReadSome() {
+    const ClientOptions& o = client_->opts;
+    Lowest().expires_after(
+        std::chrono::nanoseconds(headers_seen_ ? o.idle_timeout_ns : o.first_byte_timeout_ns));
+    bhttp::async_read_some(stream_, buf_, *parser_,
+                           [self = Self()](boost::system::error_code ec, size_t) {
+                             self->OnRead(ec);
+                           });
+  }
+
+  void OnRead(boost::system::error_code ec) {
+    if (closed_ || !ex_) return;
+    int64_t now = MonoNowNs();
+    if (!headers_seen_ && parser_->is_header_done()) {
+      headers_seen_ = true;
+      ex_->res.times.headers_ns = now;
+      ex_->res.status = static_cast<int>(parser_->get().result_int());
+      ex_->obs->OnHeaders(ex_->res.status, now);
+      if (closed_ || !ex_) return;
+    }
+    std::string& body = parser_->get().body();
+    if (!body.empty()) {
+      ex_->obs->OnBody(body, now);
+      if (closed_ || !ex_) return;
+      body.clear();
+    }
+    if (parser_->is_done()) return Done(now);
+    if (ec) return OnReadError(ec);
+    ReadSome();
+  }
+
+  void OnReadError(boost::system::error_code ec) {
+    bool got_some = parser_ && parser_->got_some();
+    bool closed_by_peer = ec == asio::error::eof || ec == bhttp::error::end_of_stream ||
+                          ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+                          ec == asio::ssl::error::stream_truncated;
+    if (closed_by_peer && !got_some && ex_->res.times.reused && !ex_->retried) {
+      // A stale kept-alive connection: the server closed it while it sat in the pool.
+      auto ex = std::move(ex_);
+      ex->retried = true;
+      ex->res.times = ExchangeTimes{ex->res.times.start_ns};
+      CloseQuietly();
+      client_->StartNew(std::move(ex));
+      return;
+    }
+    if (ec == beast::error::timeout) {
+      return Fail(FailureKind::kTimeout,
+                  headers_seen_ ? "stream idle timeout" : "no response before the first-byte timeout");
+    }
+    if (closed_by_peer || ec == bhttp::error::partial_message) {
+      return Fail(FailureKind::kReset,
+                  headers_seen_ ? fmt::format("connection {} before the body was complete",
+                                              ec == asio::error::connection_reset ? "reset" : "closed")
+                                : fmt::format("connection {} before any response",
+                                              ec == asio::error::connection_reset ? "reset" : "closed"));
+    }
+    if (ec.category() == bhttp::make_error_code(bhttp::error::end_of_stream).category())
+      return Fail(FailureKind::kProtocol, "invalid HTTP response: " + ec.message());
+    Fail(FailureKind::kReset, ec.message());
+  }
+
+  void Done(int64_t now) {
+    auto ex = std::move(ex_);
+    ex->res.times.end_ns = now;
+    ex->res.body_complete = true;
+    bool keep = client_->opts.keep_alive && parser_->keep_alive();
+    if (keep) {
+      Lowest().expires_never();
+      client_->Release(shared_from_this());
+    } else {
+      CloseQuietly();
+    }
+    ex->obs->OnComplete(ex->res);
+  }
+
+  void Fail(FailureKind kind, std::string msg) {
+    auto ex = std::move(ex_);
+    ex->res.failure = kind;
+    ex->res.error = std::move(msg);
+    ex->res.times.end_ns = MonoNowNs();
+    CloseQuietly();
+    ex->obs->OnComplete(ex->res);
+  }
+
+  void CloseQuietly() {
+    closed_ = true;
+    boost::system::error_code ec;
+    beast::get_lowest_layer(stream_).socket().close(ec);
+  }
+
+  std::shared_ptr<Conn> Self() { return std::static_pointer_cast<Conn>(shared_from_this()); }
+
+  std::shared_ptr<HttpClient::Impl> client_;
+  Stream stream_;
+  tcp::resolver resolver_;
+  beast::flat_buffer buf_;
+  std::optional<bhttp::response_parser<bhttp::string_body>> parser_;
+  std::unique_ptr<Exchange> ex_;
+  std::string out_;
+  bool connected_ = false;
+  bool closed_ = false;
+  bool headers_seen_ = false;
+};
+
+}  // namespace
+
+void HttpClient::Impl::StartNew(std::unique_ptr<Exchange> ex) {
+  std::shared_ptr<ConnBase> c;
+  if (url.tls()) {
+    c = std::make_shared<Conn<true>>(shared_from_this());
+  } else {
+    c = std::make_shared<Conn<false>>(shared_from_this());
+  }
+  live[c.get()] = c;
+  ++opened;
+  c->Run(std::move(ex));
+}
+
+HttpClient::HttpClient(EventLoop& loop, Url url, ClientOptions options)
+    : impl_(std::make_shared<Impl>(loop, std::move(url), options)) {
+  const Url& u = impl_->url;
+  bool default_port = (u.tls() && u.port == 443) || (!u.tls() && u.port == 80);
+  std::string host = u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
+  impl_->host_header = default_port ? host : fmt::format("{}:{}", host, u.port);
+}
+
+HttpClient::~HttpClient() { Shutdown(); }
+
+void HttpClient::Send(ClientRequest request, ExchangeObserver* observer) {
+  auto ex = std::make_unique<Exchange>();
+  ex->req = std::move(request);
+  ex->obs = observer;
+  ex->res.times.start_ns = MonoNowNs();
+  if (impl_->opts.keep_alive && !impl_->idle.empty()) {
+    auto c = std::move(impl_->idle.back());
+    impl_->idle.pop_back();
+    c->Run(std::move(ex));
+    return;
+  }
+  impl_->StartNew(std::move(ex));
+}
+
+void HttpClient::Shutdown() {
+  impl_->idle.clear();
+  auto live = impl_->live;
+  for (auto& [p, w] : live)
+    if (auto c = w.lock()) c->Close();
+}
+
+const Url& HttpClient::url() const { return impl_->url; }
+uint64_t HttpClient::connections_opened() const { return impl_->opened; }
+size_t HttpClient::idle_connections() const { return impl_->idle.size(); }
+
+namespace {
+class Collector final : public ExchangeObserver {
+ public:
+  explicit Collector(std::function<void(const ExchangeResult&, std::string)> done)
+      : done_(std::move(done)) {}
+  void OnBody(std::string_view data, int64_t) override { body_.append(data); }
+  void OnComplete(const ExchangeResult& r) override {
+    auto done = std::move(done_);
+    std::string body = std::move(body_);
+    delete this;
+    done(r, std::move(body));
+  }
+
+ private:
+  std::function<void(const ExchangeResult&, std::string)> done_;
+  std::string body_;
+};
+}  // namespace
+
+void FetchAll(HttpClient& client, ClientRequest request,
+              std::function<void(const ExchangeResult&, std::string body)> done) {
+  client.Send(std::move(request), new Collector(std::move(done)));
+}
+
+}  // namespace latdoc::http

@@ -1,0 +1,121 @@
+// HttpClient: an HTTP/1.1 client on Boost.Asio/Beast for latdoc's load generator and probes.
+//
+// One client talks to one origin (scheme, host, port). It keeps a pool of kept-alive
+// connections sized by demand (no upper bound: a load test at concurrency N needs N), or opens
+// a new connection per request when keep-alive is off, so the handshake cost can be measured.
+// TLS goes through OpenSSL (certificates verified unless `insecure`). Each exchange reports
+// timestamps for every phase (DNS, connect, TLS, request written, headers, each body read,
+// end) and streams the decoded body (chunked framing removed) to its observer as it arrives.
+//
+// A reused connection that the server had already closed (a stale keep-alive) is retried once
+// on a new connection, as browsers and HTTP libraries do, when no response byte was received.
+//
+// Threading: everything runs on the EventLoop's thread; Send() must be called there, and the
+// observer is called there. Beast stays in client.cc.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "http/event_loop.h"
+
+namespace latdoc::http {
+
+struct Url {
+  std::string scheme;     // "http" or "https"
+  std::string host;
+  uint16_t port = 0;
+  std::string base_path;  // "" or "/prefix" (no trailing slash)
+  bool tls() const { return scheme == "https"; }
+  std::string Origin() const;  // "http://host:port"
+};
+
+// Parses "http://host[:port][/path]"; the port defaults to 80/443. Errors say what is wrong.
+StatusOr<Url> ParseUrl(std::string_view text);
+
+struct ClientOptions {
+  bool keep_alive = true;
+  bool insecure = false;                         // skip TLS certificate verification
+  int64_t connect_timeout_ns = 10'000'000'000;   // DNS + TCP + TLS
+  int64_t first_byte_timeout_ns = 600'000'000'000;
+  int64_t idle_timeout_ns = 60'000'000'000;      // between body reads
+};
+
+struct ClientRequest {
+  std::string method = "POST";
+  std::string target;  // path and query; the URL's base path is put in front
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+enum class FailureKind {
+  kNone,
+  kConnect,   // DNS, TCP connect or TLS handshake failed
+  kTimeout,   // connect, first byte or idle timeout
+  kReset,     // the connection was reset or closed before the response completed
+  kProtocol,  // not a valid HTTP response
+};
+std::string_view FailureKindName(FailureKind k);
+
+struct ExchangeTimes {
+  int64_t start_ns = 0;          // Send() was called
+  int64_t dns_ns = -1;           // name resolved (new connections only)
+  int64_t connect_ns = -1;       // TCP connected
+  int64_t tls_ns = -1;           // TLS handshake done
+  int64_t sent_ns = -1;          // request fully written
+  int64_t headers_ns = -1;       // response headers parsed (the first byte is no later)
+  int64_t end_ns = -1;
+  bool reused = false;           // served on a kept-alive connection
+};
+
+struct ExchangeResult {
+  FailureKind failure = FailureKind::kNone;
+  std::string error;             // what went wrong, for humans
+  int status = 0;                // HTTP status, 0 when none arrived
+  bool body_complete = false;    // the body ended as framed
+  ExchangeTimes times;
+};
+
+class ExchangeObserver {
+ public:
+  virtual ~ExchangeObserver() = default;
+  virtual void OnHeaders(int /*status*/, int64_t /*now_ns*/) {}
+  // Decoded body bytes, valid only during the call. `now_ns`: when the read completed.
+  virtual void OnBody(std::string_view data, int64_t now_ns) = 0;
+  // Called exactly once, last.
+  virtual void OnComplete(const ExchangeResult& result) = 0;
+};
+
+class HttpClient {
+ public:
+  HttpClient(EventLoop& loop, Url url, ClientOptions options);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Starts one exchange. `observer` must stay valid until its OnComplete().
+  void Send(ClientRequest request, ExchangeObserver* observer);
+  // Closes idle pooled connections and fails exchanges in flight (kReset, "cancelled").
+  void Shutdown();
+
+  const Url& url() const;
+  uint64_t connections_opened() const;
+  size_t idle_connections() const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// A one-shot GET/POST that collects the whole body (for /metrics, /v1/models). Runs on `loop`;
+// `done` gets the status and body, or the failure.
+void FetchAll(HttpClient& client, ClientRequest request,
+              std::function<void(const ExchangeResult&, std::string body)> done);
+
+}  // namespace latdoc::http

@@ -1,0 +1,231 @@
+#include "http/client.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "http/server.h"
+
+namespace latdoc::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ParseUrlTest, Forms) {
+  auto u = ParseUrl("http://127.0.0.1:8000/v1/");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->host, "127.0.0.1");
+  EXPECT_EQ(u->port, 8000);
+  EXPECT_EQ(u->base_path, "/v1");
+  EXPECT_EQ(ParseUrl("https://example.com")->port, 443);
+  EXPECT_EQ(ParseUrl("http://[::1]:9/")->host, "::1");
+  EXPECT_EQ(ParseUrl("localhost:8000").status().message(),
+            "'localhost:8000': not a URL (expected http://host:port)");
+  EXPECT_EQ(ParseUrl("ftp://x").status().message(), "'ftp://x': scheme must be http or https");
+  EXPECT_EQ(ParseUrl("http://x:99999").status().message(), "'http://x:99999': bad port");
+}
+
+// Records what an exchange saw.
+struct Recorder : ExchangeObserver {
+  void OnHeaders(int s, int64_t) override { status = s; }
+  void OnBody(std::string_view d, int64_t) override {
+    body.append(d);
+    ++reads;
+  }
+  void OnComplete(const ExchangeResult& r) override {
+    result = r;
+    done = true;
+  }
+  int status = 0;
+  std::string body;
+  int reads = 0;
+  bool done = false;
+  ExchangeResult result;
+};
+
+// A server and a client on one loop, driven from the test thread.
+class Harness {
+ public:
+  Harness(Handler h, ServerOptions so = {}, ClientOptions co = {}) : server_(loop_, so, std::move(h)) {
+    EXPECT_TRUE(server_.Listen().ok());
+    client_ = std::make_unique<HttpClient>(
+        loop_, *ParseUrl("http://127.0.0.1:" + std::to_string(server_.port())), co);
+  }
+  ~Harness() {
+    client_.reset();
+    server_.Stop();
+    loop_.RunFor(10 * kNsPerMs);
+  }
+  Recorder Send(ClientRequest r, int64_t budget_ns = 5 * kNsPerSec) {
+    Recorder rec;
+    client_->Send(std::move(r), &rec);
+    int64_t end = MonoNowNs() + budget_ns;
+    while (!rec.done && MonoNowNs() < end) loop_.RunFor(5 * kNsPerMs);
+    return rec;
+  }
+  HttpClient& client() { return *client_; }
+  EventLoop& loop() { return loop_; }
+  uint16_t port() const { return server_.port(); }
+
+ private:
+  EventLoop loop_;
+  Server server_;
+  std::unique_ptr<HttpClient> client_;
+};
+
+Handler Echo() {
+  return [](const Request& r, std::shared_ptr<ResponseStream> w) {
+    w->Send(200, "text/plain", r.method + " " + r.target + " " + r.body + " " +
+                                   std::string(r.Header("authorization")));
+  };
+}
+
+TEST(HttpClientTest, KeepAliveReusesOneConnection) {
+  Harness h(Echo());
+  for (int i = 0; i < 3; ++i) {
+    Recorder r = h.Send({"POST", "/x", "hi", {{"Authorization", "Bearer k"}}});
+    ASSERT_TRUE(r.done);
+    EXPECT_EQ(r.result.failure, FailureKind::kNone) << r.result.error;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "POST /x hi Bearer k");
+    EXPECT_EQ(r.result.times.reused, i > 0);
+    EXPECT_TRUE(r.result.body_complete);
+  }
+  EXPECT_EQ(h.client().connections_opened(), 1u);
+}
+
+TEST(HttpClientTest, NoKeepAliveOpensAConnectionPerRequest) {
+  ClientOptions co;
+  co.keep_alive = false;
+  Harness h(Echo(), {}, co);
+  for (int i = 0; i < 3; ++i) {
+    Recorder r = h.Send({"GET", "/", "", {}});
+    EXPECT_EQ(r.status, 200);
+    EXPECT_FALSE(r.result.times.reused);
+    EXPECT_GE(r.result.times.connect_ns, r.result.times.start_ns);
+    EXPECT_GE(r.result.times.headers_ns, r.result.times.sent_ns);
+  }
+  EXPECT_EQ(h.client().connections_opened(), 3u);
+}
+
+TEST(HttpClientTest, ChunkedStreamArrivesDecodedAndInPieces) {
+  ServerOptions so;
+  so.write_delay_ns = [] { return 5 * kNsPerMs; };
+  int64_t i = 0;
+  so.write_delay_ns = [&i] { return (i++) * 5 * kNsPerMs; };  // each write later than the last
+  Harness h([](const Request&, std::shared_ptr<ResponseStream> w) {
+    w->BeginChunked(200, "text/event-stream");
+    for (int k = 0; k < 4; ++k) w->WriteChunk("data: " + std::to_string(k) + "\n\n");
+    w->EndChunked();
+  }, so);
+  Recorder r = h.Send({"GET", "/s", "", {}});
+  EXPECT_EQ(r.body, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\n");
+  EXPECT_GE(r.reads, 3);
+  EXPECT_TRUE(r.result.body_complete);
+}
+
+TEST(HttpClientTest, StaleKeptAliveConnectionIsRetriedOnce) {
+  ServerOptions so;
+  so.keep_alive_timeout_ns = 50 * kNsPerMs;
+  Harness h(Echo(), so);
+  EXPECT_EQ(h.Send({"GET", "/a", "", {}}).status, 200);
+  h.loop().RunFor(150 * kNsPerMs);  // the server closes the idle connection
+  Recorder r = h.Send({"GET", "/b", "", {}});
+  EXPECT_EQ(r.result.failure, FailureKind::kNone) << r.result.error;
+  EXPECT_EQ(r.body, "GET /b  ");
+  EXPECT_EQ(h.client().connections_opened(), 2u);
+}
+
+TEST(HttpClientTest, RefusedConnectionIsAConnectFailure) {
+  EventLoop loop;
+  // Bind a port and close it, so nothing listens there.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  HttpClient c(loop, *ParseUrl("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port))), {});
+  Recorder r;
+  c.Send({"GET", "/", "", {}}, &r);
+  while (!r.done) loop.RunFor(5 * kNsPerMs);
+  EXPECT_EQ(r.result.failure, FailureKind::kConnect);
+  EXPECT_THAT(r.result.error, HasSubstr("Connection refused"));
+}
+
+TEST(HttpClientTest, UnresolvableHostIsAConnectFailure) {
+  EventLoop loop;
+  HttpClient c(loop, *ParseUrl("http://no-such-host.invalid:80"), {});
+  Recorder r;
+  c.Send({"GET", "/", "", {}}, &r);
+  int64_t end = MonoNowNs() + 20 * kNsPerSec;
+  while (!r.done && MonoNowNs() < end) loop.RunFor(5 * kNsPerMs);
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.result.failure, FailureKind::kConnect);
+  EXPECT_THAT(r.result.error, HasSubstr("resolve no-such-host.invalid"));
+}
+
+TEST(HttpClientTest, FirstByteTimeout) {
+  std::shared_ptr<ResponseStream> held;
+  ClientOptions co;
+  co.first_byte_timeout_ns = 100 * kNsPerMs;
+  Harness h([&](const Request&, std::shared_ptr<ResponseStream> w) { held = w; }, {}, co);
+  Recorder r = h.Send({"GET", "/", "", {}});
+  EXPECT_EQ(r.result.failure, FailureKind::kTimeout);
+  EXPECT_EQ(r.result.error, "no response before the first-byte timeout");
+  held.reset();
+}
+
+TEST(HttpClientTest, BodyCutShortIsAReset) {
+  Harness h([](const Request&, std::shared_ptr<ResponseStream> w) {
+    w->BeginChunked(200, "text/plain");
+    w->WriteChunk("partial");
+    w->Abort(/*reset=*/false);
+  });
+  Recorder r = h.Send({"GET", "/", "", {}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "partial");
+  EXPECT_EQ(r.result.failure, FailureKind::kReset);
+  EXPECT_FALSE(r.result.body_complete);
+  EXPECT_EQ(r.result.error, "connection closed before the body was complete");
+}
+
+TEST(HttpClientTest, GarbageResponseIsAProtocolError) {
+  // A raw TCP server that answers with something that is not HTTP.
+  int ls = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::listen(ls, 1);
+  socklen_t len = sizeof a;
+  ::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len);
+  std::thread t([ls] {
+    int c = ::accept(ls, nullptr, nullptr);
+    char buf[1024];
+    ::recv(c, buf, sizeof buf, 0);
+    const char* junk = "<html>hello</html>\r\n\r\n";
+    ::send(c, junk, strlen(junk), 0);
+    ::close(c);
+  });
+  EventLoop loop;
+  HttpClient c(loop, *ParseUrl("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port))), {});
+  Recorder r;
+  c.Send({"GET", "/", "", {}}, &r);
+  while (!r.done) loop.RunFor(5 * kNsPerMs);
+  t.join();
+  ::close(ls);
+  EXPECT_EQ(r.result.failure, FailureKind::kProtocol);
+}
+
+}  // namespace
+}  // namespace latdoc::http
