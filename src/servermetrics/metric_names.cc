@@ -9,6 +9,19 @@
 //        requests_deferred, kv_cache_usage_ratio (absent in some recent builds),
 //        n_busy_slots_per_decode, prompt_tokens_seconds, predicted_tokens_seconds. All with the
 //        "llamacpp:" prefix, no labels, no histograms.
+//  SGLang: python/sglang/srt/metrics/collector.py (SchedulerMetricsCollector gauges
+//        num_running_reqs, num_queue_reqs, token_usage (fraction of the KV pool); counter
+//        num_retracted_requests_total (SGLang's preemption); TokenizerMetricsCollector counters
+//        prompt_tokens_total, generation_tokens_total, cached_tokens_total, num_requests_total
+//        and histograms time_to_first_token_seconds, inter_token_latency_seconds (older:
+//        time_per_output_token_seconds), e2e_request_latency_seconds; queue_time_seconds).
+//        Labels include model_name.
+//  TGI: text-generation-inference router metrics (docs "reference/metrics"): gauges
+//        tgi_batch_current_size, tgi_queue_size; counter tgi_request_success (no _total);
+//        histograms tgi_request_duration, tgi_request_queue_duration,
+//        tgi_request_inference_duration, tgi_request_mean_time_per_token_duration (seconds),
+//        tgi_request_input_length, tgi_request_generated_tokens (tokens; their _sum is the
+//        token total). No model label.
 #include "servermetrics/metric_names.h"
 
 namespace latdoc::servermetrics {
@@ -57,9 +70,45 @@ constexpr ScalarName kLlamaCppScalars[] = {
     {"llamacpp:n_decode_total", &S::engine_steps_total},
 };
 
+constexpr ScalarName kSglangScalars[] = {
+    {"sglang:num_running_reqs", &S::requests_running},
+    {"sglang:num_queue_reqs", &S::requests_waiting},
+    {"sglang:token_usage", &S::kv_cache_usage_fraction, Combine::kMax},
+    {"sglang:num_retracted_requests_total", &S::preemptions_total},
+    {"sglang:prompt_tokens_total", &S::prompt_tokens_total},
+    {"sglang:generation_tokens_total", &S::generation_tokens_total},
+    {"sglang:num_requests_total", &S::request_success_total},  // finished requests
+    {"sglang:cached_tokens_total", &S::prefix_cache_hits_total},
+};
+
+constexpr HistogramName kSglangHistograms[] = {
+    {"sglang:time_to_first_token_seconds", &S::ttft_s},
+    {"sglang:inter_token_latency_seconds", &S::itl_s},
+    {"sglang:time_per_output_token_seconds", &S::itl_s},  // older name
+    {"sglang:e2e_request_latency_seconds", &S::e2e_s},
+    {"sglang:queue_time_seconds", &S::queue_s},
+};
+
+constexpr ScalarName kTgiScalars[] = {
+    {"tgi_batch_current_size", &S::requests_running},
+    {"tgi_queue_size", &S::requests_waiting},
+    {"tgi_request_success", &S::request_success_total},
+    {"tgi_request_input_length_sum", &S::prompt_tokens_total},
+    {"tgi_request_generated_tokens_sum", &S::generation_tokens_total},
+};
+
+constexpr HistogramName kTgiHistograms[] = {
+    {"tgi_request_duration", &S::e2e_s},
+    {"tgi_request_queue_duration", &S::queue_s},
+    {"tgi_request_inference_duration", &S::inference_s},
+    {"tgi_request_mean_time_per_token_duration", &S::request_tpot_s},
+};
+
 constexpr ServerMetricTable kServers[] = {
     {"vllm", "vllm:", "model_name", kVllmScalars, kVllmHistograms},
     {"llamacpp", "llamacpp:", "", kLlamaCppScalars, {}},
+    {"sglang", "sglang:", "model_name", kSglangScalars, kSglangHistograms},
+    {"tgi", "tgi_", "", kTgiScalars, kTgiHistograms},
 };
 
 }  // namespace

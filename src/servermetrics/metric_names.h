@@ -1,6 +1,7 @@
 // Which exposed metric of which server fills which ServerSnapshot field: one table per
-// server. Adding a server (SGLang `sglang:`, TGI `tgi_`) is adding one table in
-// metric_names.cc and one line in KnownServers(); nothing else changes.
+// server (vLLM `vllm:`, llama.cpp `llamacpp:`, SGLang `sglang:`, TGI `tgi_`). Adding a
+// server is adding one table in metric_names.cc and one row in kServers; nothing else
+// changes.
 //
 // Within a table, entries for the same field are in order of preference: the first name that
 // has samples on the page wins (so vLLM's `kv_cache_usage_perc` beats the deprecated

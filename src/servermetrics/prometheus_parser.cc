@@ -291,6 +291,10 @@ void PrometheusParser::ParseLine(std::string_view line) {
   }
   s.value = *value;
   SkipBlanks(line, &i);
+  if (i < line.size() && line[i] == '#') {
+    // An OpenMetrics exemplar (" # {trace_id=\"..\"} 1.0"): not ours to read.
+    i = line.size();
+  }
   if (i < line.size()) {
     const std::string_view ts_tok = Token(line, &i);
     int64_t ts = 0;
@@ -301,7 +305,7 @@ void PrometheusParser::ParseLine(std::string_view line) {
     }
     s.timestamp_ms = ts;
     SkipBlanks(line, &i);
-    if (i < line.size()) {
+    if (i < line.size() && line[i] != '#') {
       Bad(fmt::format("{}: unexpected text after the timestamp", s.name));
       return;
     }

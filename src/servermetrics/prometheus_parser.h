@@ -9,7 +9,8 @@
 //   <name>[{<label>="<value with \\ \" \n escapes>",...}] <value> [<timestamp ms>]
 // Values are floats, "+Inf", "-Inf" or "NaN"; a trailing comma inside the braces and blanks
 // (spaces, tabs) between tokens are allowed; lines end with "\n" (a "\r" before it is
-// dropped). A line that does not parse is counted with its line number and skipped.
+// dropped). An OpenMetrics exemplar after the value (" # {...} v") is ignored, as is
+// "# EOF". A line that does not parse is counted with its line number and skipped.
 //
 // The parser is incremental: Feed() any slices of the page, then Finish(). It keeps a copy
 // of one partial line between slices, and the samples it has parsed. Not thread-safe.

@@ -164,6 +164,17 @@ TEST(PrometheusParserTest, KeepsOnlyTheFirstHundredBadLinesButCountsAll) {
   EXPECT_EQ(page.bad_lines.back().message, "line 100: x: bad value 'y'");
 }
 
+TEST(PrometheusParserTest, OpenMetricsExemplarsAndEofAreIgnored) {
+  PrometheusPage page = ParsePrometheusText(
+      "foo_bucket{le=\"0.01\"} 0 # {trace_id=\"KOO5S4vxi0o\"} 0.67\n"
+      "foo_bucket{le=\"+Inf\"} 17 1520879607789 # {trace_id=\"x\"} 1.5\n"
+      "# EOF\n");
+  EXPECT_EQ(page.bad_line_count, 0u) << page.DebugString();
+  ASSERT_EQ(page.samples.size(), 2u);
+  EXPECT_EQ(page.samples[1].value, 17);
+  EXPECT_EQ(page.samples[1].timestamp_ms, 1520879607789);
+}
+
 TEST(PrometheusParserTest, LastLineWithoutNewline) {
   PrometheusParser p;
   p.Feed("a 1\nb 2");

@@ -202,3 +202,60 @@ TEST(HistogramDeltaTest, QuantileEdgeCases) {
 
 }  // namespace
 }  // namespace latdoc::servermetrics
+
+namespace latdoc::servermetrics {
+namespace {
+
+// Written from sglang/srt/metrics/collector.py (names, labels); not captured.
+TEST(ServerSnapshotTest, SglangTable) {
+  const char kPage[] =
+      "sglang:num_running_reqs{model_name=\"m\"} 162.0\n"
+      "sglang:num_queue_reqs{model_name=\"m\"} 2826.0\n"
+      "sglang:token_usage{model_name=\"m\"} 0.28\n"
+      "sglang:num_retracted_requests_total{model_name=\"m\"} 4.0\n"
+      "sglang:prompt_tokens_total{model_name=\"m\"} 8.128902e+06\n"
+      "sglang:generation_tokens_total{model_name=\"m\"} 7.557572e+06\n"
+      "sglang:time_to_first_token_seconds_sum{model_name=\"m\"} 30.0\n"
+      "sglang:time_to_first_token_seconds_bucket{le=\"0.1\",model_name=\"m\"} 5.0\n"
+      "sglang:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=\"m\"} 10.0\n"
+      "sglang:time_to_first_token_seconds_count{model_name=\"m\"} 10.0\n";
+  ServerSnapshot s = SnapshotFromText(kPage);
+  EXPECT_EQ(s.server, "sglang");
+  EXPECT_EQ(s.requests_running, 162);
+  EXPECT_EQ(s.requests_waiting, 2826);
+  EXPECT_EQ(s.kv_cache_usage_fraction, 0.28);
+  EXPECT_EQ(s.preemptions_total, 4);
+  EXPECT_EQ(s.prompt_tokens_total, 8128902);
+  ASSERT_TRUE(s.ttft_s.has_value());
+  EXPECT_EQ(s.ttft_s->count, 10);
+  EXPECT_THAT(s.ttft_s->cumulative_counts, ElementsAre(5, 10));
+}
+
+// Written from TGI's metrics reference (names; counters without _total); not captured.
+TEST(ServerSnapshotTest, TgiTable) {
+  const char kPage[] =
+      "# TYPE tgi_queue_size gauge\n"
+      "tgi_queue_size 5\n"
+      "tgi_batch_current_size 8\n"
+      "tgi_request_success 250\n"
+      "tgi_request_input_length_sum 32000\n"
+      "tgi_request_input_length_count 250\n"
+      "tgi_request_generated_tokens_sum 64000\n"
+      "tgi_request_queue_duration_bucket{le=\"0.05\"} 200\n"
+      "tgi_request_queue_duration_bucket{le=\"+Inf\"} 250\n"
+      "tgi_request_queue_duration_sum 9.5\n"
+      "tgi_request_queue_duration_count 250\n";
+  ServerSnapshot s = SnapshotFromText(kPage);
+  EXPECT_EQ(s.server, "tgi");
+  EXPECT_EQ(s.requests_running, 8);
+  EXPECT_EQ(s.requests_waiting, 5);
+  EXPECT_EQ(s.request_success_total, 250);
+  EXPECT_EQ(s.prompt_tokens_total, 32000);
+  EXPECT_EQ(s.generation_tokens_total, 64000);
+  ASSERT_TRUE(s.queue_s.has_value());
+  EXPECT_EQ(s.queue_s->count, 250);
+  EXPECT_FALSE(s.kv_cache_usage_fraction.has_value());
+}
+
+}  // namespace
+}  // namespace latdoc::servermetrics

@@ -15,7 +15,11 @@ void TimeSeries::Add(int64_t t_ns, double value) {
     ++dropped_;
     return;
   }
-  const size_t i = static_cast<size_t>((t_ns - start_ns_) / interval_ns_);
+  const uint64_t i = static_cast<uint64_t>(t_ns - start_ns_) / static_cast<uint64_t>(interval_ns_);
+  if (i >= kMaxBuckets) {
+    ++dropped_after_end_;
+    return;
+  }
   if (i >= buckets_.size()) buckets_.resize(i + 1);
   Bucket& b = buckets_[i];
   if (b.count == 0) {
@@ -30,7 +34,9 @@ void TimeSeries::Add(int64_t t_ns, double value) {
 
 void TimeSeries::Reserve(int64_t until_ns) {
   if (until_ns <= start_ns_) return;
-  buckets_.reserve(static_cast<size_t>((until_ns - start_ns_ + interval_ns_ - 1) / interval_ns_));
+  const uint64_t n = (static_cast<uint64_t>(until_ns - start_ns_) + interval_ns_ - 1) /
+                     static_cast<uint64_t>(interval_ns_);
+  buckets_.reserve(std::min<uint64_t>(n, kMaxBuckets));
 }
 
 void TimeSeries::Merge(const TimeSeries& other) {
@@ -50,6 +56,7 @@ void TimeSeries::Merge(const TimeSeries& other) {
     b.max = std::max(b.max, o.max);
   }
   dropped_ += other.dropped_;
+  dropped_after_end_ += other.dropped_after_end_;
 }
 
 std::vector<double> TimeSeries::RatesPerSec() const {

@@ -23,6 +23,9 @@ class TimeSeries {
     double max = 0;
   };
 
+  // A bound on memory against a wild timestamp: 4 Mi buckets (1 s buckets: 48 days).
+  static constexpr size_t kMaxBuckets = size_t{1} << 22;
+
   // REQUIRES: interval_ns > 0.
   TimeSeries(int64_t start_ns, int64_t interval_ns);
 
@@ -39,6 +42,7 @@ class TimeSeries {
   const Bucket& bucket(size_t i) const { return buckets_[i]; }
   int64_t bucket_start_ns(size_t i) const { return start_ns_ + static_cast<int64_t>(i) * interval_ns_; }
   uint64_t dropped_before_start() const { return dropped_; }
+  uint64_t dropped_after_end() const { return dropped_after_end_; }
 
   // sum / interval in seconds for every bucket (e.g. tokens/s per second of the run).
   std::vector<double> RatesPerSec() const;
@@ -52,6 +56,7 @@ class TimeSeries {
   int64_t interval_ns_;
   std::vector<Bucket> buckets_;
   uint64_t dropped_ = 0;
+  uint64_t dropped_after_end_ = 0;
 };
 
 }  // namespace latdoc::stats

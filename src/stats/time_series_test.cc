@@ -27,6 +27,16 @@ TEST(TimeSeriesTest, BucketsByIntervalAndPeakRate) {
   EXPECT_EQ(ts.bucket_start_ns(3), 13 * kSec);
 }
 
+TEST(TimeSeriesTest, WildTimestampIsDroppedNotAllocated) {
+  TimeSeries ts(0, kSec);
+  ts.Add(INT64_MAX, 1);
+  ts.Add(static_cast<int64_t>(TimeSeries::kMaxBuckets) * kSec, 1);
+  EXPECT_EQ(ts.size(), 0u);
+  EXPECT_EQ(ts.dropped_after_end(), 2u);
+  ts.Add(5 * kSec, 1);
+  EXPECT_EQ(ts.size(), 6u);
+}
+
 TEST(TimeSeriesTest, RateUsesTheInterval) {
   TimeSeries ts(0, kSec / 4);
   ts.Add(0, 10);
