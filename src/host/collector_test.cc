@@ -1,1 +1,212 @@
+#include "host/collector.h"
+
+#include <unistd.h>
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "host/test_tree.h"
+
+namespace latdoc::host {
+namespace {
+
+CollectOptions Recorded(const std::string& root) {
+  CollectOptions o;
+  o.sysroot = root;
+  o.sample_interval_ns = 0;
+  return o;
+}
+
+// The real H200 host recorded by tools/capture_host_device.sh.
+TEST(CollectorTest, RecordedH200) {
+  HostFacts f = CollectHostFacts(Recorded("tests/data/host/h200_recorded/tree"));
+  ASSERT_EQ(f.gpus.size(), 1u);
+  const GpuFacts& g = f.gpus[0];
+  EXPECT_EQ(g.vendor, "nvidia");
+  EXPECT_EQ(g.bdf, "0000:00:06.0");
+  EXPECT_EQ(g.name.value_or(""), "NVIDIA H200");
+  EXPECT_EQ(g.driver.value_or(""), "nvidia");
+  EXPECT_EQ(g.vendor_source, "nvidia-smi");
+  EXPECT_EQ(g.numa_node.value_or(99), -1);
+  EXPECT_EQ(g.local_cpulist.value_or(""), "0-15");
+  EXPECT_EQ(g.sm_clock_mhz.value_or(0), 345);
+  EXPECT_EQ(g.max_sm_clock_mhz.value_or(0), 1980);
+  EXPECT_EQ(g.util_pct.value_or(-1), 0);
+  EXPECT_EQ(g.clocks_event_reasons.value_or(0), 0x1u);
+  EXPECT_EQ(g.persistence_mode.value_or(false), true);
+  EXPECT_EQ(g.memory_total_mib.value_or(0), 143771);
+  EXPECT_EQ(g.power_limit_w.value_or(0), 700.0);
+  ASSERT_EQ(g.pcie_path.size(), 1u);  // attached straight to the root bus in this VM
+  EXPECT_EQ(g.pcie_path[0].cur_speed_gts.value_or(0), 32.0);
+  EXPECT_EQ(g.pcie_path[0].max_width.value_or(0), 16);
+  EXPECT_THAT(f.gpu_notes, testing::ElementsAre(
+                               "nvidia: NVML not consulted for a recorded tree; used nvidia-smi"));
+  ASSERT_EQ(f.cpu.numa_nodes.size(), 1u);
+  EXPECT_EQ(f.cpu.numa_nodes[0].cpulist, "0-15");
+  EXPECT_EQ(f.cpu.online_cpus.value_or(0), 16);
+  EXPECT_FALSE(f.cpu.governor.known());
+  EXPECT_EQ(f.cpu.governor.reason,
+            "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor: No such file or directory");
+  ASSERT_TRUE(f.server.has_value());
+  EXPECT_EQ(f.server->pid, 623);
+  EXPECT_EQ(f.server->kind, "vllm");
+  EXPECT_THAT(f.server->argv, testing::Contains("--enforce-eager"));
+  EXPECT_THAT(f.server->argv, testing::Contains("<redacted>"));
+  ASSERT_TRUE(f.server->env.known());
+  EXPECT_EQ(f.server->env->at("VLLM_LOGGING_LEVEL"), "DEBUG");
+  EXPECT_EQ(f.server->env->count("VLLM_API_KEY"), 0u);  // the capture left it out
+  EXPECT_EQ(f.server->cpus_allowed_list.value_or(""), "0-15");
+  ASSERT_TRUE(f.server->threads.known());
+  EXPECT_EQ(f.server->threads->size(), 2u);
+  EXPECT_EQ(f.net.tcp_time_wait.value_or(-1), 2);
+  EXPECT_EQ(f.net.server_port.value_or(0), 8000);
+  EXPECT_EQ(f.net.conntrack_max.value_or(0), 262144);
+  EXPECT_EQ(f.net.listen_overflows_delta.value_or(-1), 0);
+  ASSERT_TRUE(f.net.nic_irqs.known());
+  ASSERT_EQ(f.net.nic_irqs->size(), 1u);
+  EXPECT_EQ(f.net.nic_irqs->at(0).nic, "virtio2");
+  EXPECT_FALSE(f.net.firewall_rules.known());
+}
+
+TEST(CollectorTest, BuiltMi300xWalksTheSwitchAndReadsAmdgpuSysfs) {
+  HostFacts f = CollectHostFacts(Recorded("tests/data/host/mi300x_built/tree"));
+  ASSERT_EQ(f.gpus.size(), 2u);
+  const GpuFacts& g = f.gpus[0];
+  EXPECT_EQ(g.vendor, "amd");
+  EXPECT_EQ(g.name.value_or(""), "AMD Instinct MI300X (gfx942, 304 CU)");
+  EXPECT_EQ(g.perf_level.value_or(""), "auto");
+  EXPECT_EQ(g.sclk_deep_sleep.value_or(false), true);
+  EXPECT_EQ(g.sm_clock_mhz.value_or(0), 19);
+  EXPECT_EQ(g.max_sm_clock_mhz.value_or(0), 2100);
+  EXPECT_EQ(g.power_limit_w.value_or(0), 750.0);
+  EXPECT_EQ(g.memory_total_mib.value_or(0), 192 * 1024);
+  EXPECT_EQ(g.numa_node.value_or(-5), 0);
+  EXPECT_EQ(f.gpus[1].numa_node.value_or(-5), 1);
+  std::vector<std::string> hops;
+  for (const auto& l : g.pcie_path) hops.push_back(l.role + " " + l.bdf);
+  EXPECT_THAT(hops, testing::ElementsAre("gpu 0000:0c:00.0", "bridge 0000:0b:00.0",
+                                         "bridge 0000:0a:00.0", "bridge 0000:00:01.1"));
+  EXPECT_FALSE(g.clocks_event_reasons.known());
+  EXPECT_EQ(f.cpu.numa_nodes.size(), 2u);
+  EXPECT_EQ(f.cpu.governor.value_or(""), "performance");
+  EXPECT_EQ(f.net.firewall_rules.value_or(-1), 12);
+  EXPECT_EQ(f.net.firewall_rules.source, "iptables-save");
+  EXPECT_EQ(f.net.server_port_time_wait.value_or(-1), 2);
+}
+
+// Counters come from two samples; the hook changes the tree between them.
+TEST(CollectorTest, DeltasAreTakenBetweenTheTwoSamples) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  CollectOptions o = Recorded(t.root());
+  o.sample_interval_ns = 200'000'000;
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  o.between_samples = [&] {
+    // Thread 4242 gains hz/5 ticks (= 0.2 s of CPU: ~100% over a 0.2 s interval).
+    t.Write("/proc/4242/task/4242/stat",
+            "4242 (python3) R 1 4242 4242 0 -1 4194304 1 0 0 0 " + std::to_string(500 + hz / 5) +
+                " 20 0 0 20 0 2 0 100 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 5 0 0 0 0 0\n");
+    t.Write("/proc/4242/io", "write_bytes: " + std::to_string(4096 + 2'000'000) + "\n");
+    t.Write("/proc/net/netstat", "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 7 7\n");
+    t.Write("/proc/net/snmp", "Tcp: RtoAlgorithm ActiveOpens PassiveOpens OutSegs RetransSegs\nTcp: 1 10 900 110000 203\n");
+    t.Write("/proc/interrupts",
+            "           CPU0       CPU1       CPU2       CPU3\n"
+            " 120:   20000900   21000000   19000000   20500000  IR-PCI-MSIX-0000:41:00.0    0-edge      eth0-TxRx-0\n"
+            " 121:   19000100   20000000   21000000   20000000  IR-PCI-MSIX-0000:41:00.0    1-edge      eth0-TxRx-1\n");
+  };
+  const int64_t t0 = MonoNowNs();
+  HostFacts f = CollectHostFacts(o);
+  EXPECT_GE(MonoNowNs() - t0, 200'000'000);
+  EXPECT_GE(f.sample_interval_ns, 200'000'000);
+  ASSERT_TRUE(f.server.has_value());
+  ASSERT_TRUE(f.server->threads.known()) << f.server->threads.reason;
+  const ThreadCpu& top = f.server->threads->front();
+  EXPECT_EQ(top.tid, 4242);
+  EXPECT_EQ(top.last_cpu, 5);
+  const double expect_pct = 0.2 / (static_cast<double>(f.sample_interval_ns) / 1e9) * 100;
+  EXPECT_NEAR(top.cpu_pct, expect_pct, 0.5);
+  EXPECT_EQ(f.server->threads->at(1).cpu_pct, 0.0);
+  EXPECT_NEAR(*f.server->write_bytes_per_s, 2e6 / (static_cast<double>(f.sample_interval_ns) / 1e9), 1);
+  EXPECT_EQ(f.net.listen_overflows_delta.value_or(-1), 7);
+  EXPECT_EQ(f.net.retrans_segs_delta.value_or(-1), 200);
+  EXPECT_EQ(f.net.out_segs_delta.value_or(-1), 10000);
+  ASSERT_TRUE(f.net.nic_irqs.known());
+  ASSERT_EQ(f.net.nic_irqs->size(), 1u);
+  EXPECT_THAT(f.net.nic_irqs->at(0).per_cpu, testing::ElementsAre(1000, 0, 0, 0));
+  EXPECT_FALSE(f.net.nic_irqs->at(0).since_boot);
+}
+
+TEST(CollectorTest, ProcessThatExitsMidSampleLeavesThreadsUnknown) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  CollectOptions o = Recorded(t.root());
+  o.between_samples = [&] { t.Remove("/proc/4242"); };
+  HostFacts f = CollectHostFacts(o);
+  ASSERT_TRUE(f.server.has_value());
+  EXPECT_FALSE(f.server->threads.known());
+  EXPECT_EQ(f.server->threads.reason, "process 4242 exited during sampling");
+  EXPECT_FALSE(f.server->write_bytes_per_s.known());
+  EXPECT_EQ(f.server->write_bytes_per_s.reason,
+            "/proc/4242/io: No such file or directory (needs same uid or root)");
+}
+
+TEST(CollectorTest, GarbageAndMissingSysfsValuesBecomeUnknownWithTheReason) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  const std::string dev = "/sys/devices/pci0000:00/0000:00:01.1/0000:0a:00.0/0000:0b:00.0/0000:0c:00.0";
+  t.Write(dev + "/numa_node", "banana\n");
+  t.Write(dev + "/current_link_speed", "Unknown\n");
+  t.Remove(dev + "/max_link_width");
+  t.Write(dev + "/pp_dpm_sclk", "\x01\x02 not a table\n");
+  t.Remove("/proc/sys/kernel/numa_balancing");
+  HostFacts f = CollectHostFacts(Recorded(t.root()));
+  const GpuFacts& g = f.gpus.at(0);
+  EXPECT_FALSE(g.numa_node.known());
+  EXPECT_EQ(g.numa_node.reason, "/sys/bus/pci/devices/0000:0c:00.0/numa_node: not an integer: 'banana'");
+  EXPECT_FALSE(g.pcie_path.at(0).cur_speed_gts.known());
+  EXPECT_EQ(g.pcie_path.at(0).cur_speed_gts.reason, dev + "/current_link_speed: no link speed in 'Unknown'");
+  EXPECT_EQ(g.pcie_path.at(0).max_width.reason, dev + "/max_link_width: No such file or directory");
+  EXPECT_EQ(g.sm_clock_mhz.reason, "/sys/bus/pci/devices/0000:0c:00.0/pp_dpm_sclk: unrecognised format");
+  EXPECT_EQ(f.cpu.numa_balancing.reason, "/proc/sys/kernel/numa_balancing: No such file or directory");
+}
+
+TEST(CollectorTest, FirewallPrefersNftAndSaysWhyWhenNeitherAnswers) {
+  FakeCommandRunner runner;
+  runner.Set("nft -j list ruleset",
+             {0, R"({"nftables": [{"metainfo": {}}, {"table": {}}, {"rule": {}}, {"rule": {}}]})"});
+  CollectOptions o = Recorded("tests/data/host/h200_snapshot/tree");
+  o.runner = &runner;
+  HostFacts f = CollectHostFacts(o);
+  EXPECT_EQ(f.net.firewall_rules.value_or(-1), 2);
+  EXPECT_EQ(f.net.firewall_rules.source, "nft -j list ruleset");
+
+  FakeCommandRunner denied;
+  denied.Set("nft -j list ruleset", {1, ""});
+  o.runner = &denied;
+  f = CollectHostFacts(o);
+  EXPECT_FALSE(f.net.firewall_rules.known());
+  EXPECT_EQ(f.net.firewall_rules.reason,
+            "nft exited with 1 (needs root); iptables-save: not installed");
+}
+
+// The machine the tests run on: whatever it has, collection finishes well inside a second
+// and every GPU-less, server-less fact is explained rather than zero.
+TEST(CollectorTest, LiveHostIsReadInsideOneSecond) {
+  CollectOptions o;
+  o.sample_interval_ns = 300'000'000;
+  const int64_t t0 = MonoNowNs();
+  HostFacts f = CollectHostFacts(o);
+  const int64_t took_ns = MonoNowNs() - t0;
+  EXPECT_LT(took_ns, 1'000'000'000);
+  EXPECT_GE(took_ns, 300'000'000);
+  EXPECT_EQ(f.sysroot, "/");
+  EXPECT_TRUE(f.cpu.online_cpus.known()) << f.cpu.online_cpus.reason;
+  EXPECT_TRUE(f.net.tcp_inuse.known()) << f.net.tcp_inuse.reason;
+  if (f.gpus.empty()) {
+    EXPECT_THAT(f.gpu_notes, testing::Contains("no NVIDIA or AMD GPU in /sys/bus/pci/devices"));
+  }
+  if (!f.server) {
+    EXPECT_FALSE(f.server_note.empty());
+  }
+}
+
+}  // namespace
+}  // namespace latdoc::host

@@ -1,1 +1,148 @@
+#include "host/proc_parsers.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+namespace latdoc::host {
+namespace {
+
+using testing::ElementsAre;
+
+TEST(ProcParsersTest, LinkSpeedBothKernelFormsAndUnknown) {
+  EXPECT_EQ(ParseLinkSpeedGts("32.0 GT/s PCIe"), 32.0);
+  EXPECT_EQ(ParseLinkSpeedGts("8 GT/s"), 8.0);
+  EXPECT_EQ(ParseLinkSpeedGts("2.5 GT/s PCIe\n"), 2.5);
+  EXPECT_EQ(ParseLinkSpeedGts("Unknown"), std::nullopt);
+  EXPECT_EQ(ParseLinkSpeedGts("fast GT/s"), std::nullopt);
+  EXPECT_EQ(PcieGenFromGts(32.0), 5);
+  EXPECT_EQ(PcieGenFromGts(2.5), 1);
+  EXPECT_EQ(PcieGenFromGts(7.0), std::nullopt);
+}
+
+TEST(ProcParsersTest, CpuList) {
+  EXPECT_THAT(*ParseCpuList("0-3,8,10-11\n"), ElementsAre(0, 1, 2, 3, 8, 10, 11));
+  EXPECT_TRUE(ParseCpuList("")->empty());
+  EXPECT_EQ(ParseCpuList("3-1"), std::nullopt);
+  EXPECT_EQ(ParseCpuList("a-b"), std::nullopt);
+  EXPECT_EQ(ParseCpuList("0,,1"), std::nullopt);
+}
+
+TEST(ProcParsersTest, SockstatTcpLine) {
+  Sockstat s = ParseSockstat("sockets: used 8\nTCP: inuse 1 orphan 0 tw 2 alloc 1 mem 0\nUDP: inuse 0 mem 0\n");
+  EXPECT_EQ(s.tcp_inuse, 1);
+  EXPECT_EQ(s.tcp_time_wait, 2);
+  Sockstat none = ParseSockstat("garbage\n");
+  EXPECT_EQ(none.tcp_time_wait, std::nullopt);
+}
+
+TEST(ProcParsersTest, TimeWaitOnPortCountsOnlyState06OnThatLocalPort) {
+  const std::string tcp =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 00000000:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4711 1\n"
+      "   1: 0100007F:1F40 0100007F:A2C4 06 00000000:00000000 03:00000F9A 00000000     0        0 0 3\n"
+      "   2: 0100007F:A2C4 0100007F:1F40 06 00000000:00000000 03:00000F9A 00000000     0        0 0 3\n"
+      "   3: 0100007F:1F40 0100007F:A2C5 01 00000000:00000000 00:00000000 00000000     0        0 9 1\n"
+      "   4: broken\n";
+  int64_t bad = 0;
+  EXPECT_EQ(CountTimeWaitOnPort(tcp, 8000, &bad), 1);
+  EXPECT_EQ(bad, 1);
+  const std::string tcp6 =
+      "  sl  local_address                         remote_address                        st\n"
+      "   0: 00000000000000000000000001000000:1F40 00000000000000000000000001000000:D431 06 0\n";
+  EXPECT_EQ(CountTimeWaitOnPort(tcp6, 8000), 1);
+}
+
+TEST(ProcParsersTest, CounterPairsFlattenPrefixAndName) {
+  auto m = ParseCounterPairs(
+      "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 37 38\n"
+      "IpExt: InNoRoutes\nIpExt: 4\n"
+      "Tcp: RtoAlgorithm OutSegs RetransSegs\nTcp: 1 100000 5000\n");
+  EXPECT_EQ(m["TcpExt.ListenOverflows"], 37);
+  EXPECT_EQ(m["IpExt.InNoRoutes"], 4);
+  EXPECT_EQ(m["Tcp.RetransSegs"], 5000);
+  EXPECT_EQ(m.count("TcpExt.TcpExt:"), 0u);
+  // A values line with a field count that does not match its names is ignored.
+  auto bad = ParseCounterPairs("Tcp: A B\nTcp: 1\n");
+  EXPECT_TRUE(bad.empty());
+}
+
+TEST(ProcParsersTest, InterruptsKeepNumberedRowsWithTheirAction) {
+  const std::string text =
+      "           CPU0       CPU1\n"
+      "  42:          0        117  PCI-MSIX-0000:00:06.0    0-edge      nvidia\n"
+      "  38:         12          0  PCI-MSIX-0000:00:04.0    1-edge      virtio2-input.0\n"
+      " LOC:       1386       1428   Local timer interrupts\n"
+      " ERR:          0\n"
+      "  77:          1\n";
+  Interrupts irq = ParseInterrupts(text);
+  EXPECT_EQ(irq.cpu_columns, 2);
+  ASSERT_EQ(irq.rows.size(), 2u);
+  EXPECT_EQ(irq.rows[0].irq, "42");
+  EXPECT_THAT(irq.rows[0].per_cpu, ElementsAre(0, 117));
+  EXPECT_EQ(irq.rows[0].action, "nvidia");
+  EXPECT_EQ(irq.rows[1].action, "virtio2-input.0");
+  EXPECT_EQ(irq.bad_lines, 1);  // "77:" has too few columns
+}
+
+TEST(ProcParsersTest, TaskStatCountsFieldsFromTheLastParenthesis) {
+  const std::string stat =
+      "625 (py thon) (x)) R 618 616 616 0 -1 4194368 4 0 0 0 210 7 0 0 20 0 2 0 4420 99188736 3932 "
+      "18446744073709551615 4325376 7352253 140736240478224 0 0 0 0 16781318 0 0 0 0 -1 12 0 0 0 0 0";
+  auto t = ParseTaskStat(stat);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->comm, "py thon) (x)");
+  EXPECT_EQ(t->state, 'R');
+  EXPECT_EQ(t->utime_ticks, 210);
+  EXPECT_EQ(t->stime_ticks, 7);
+  EXPECT_EQ(t->processor, 12);
+  EXPECT_EQ(ParseTaskStat("625 (python3) R 1 2 3"), std::nullopt);
+  EXPECT_EQ(ParseTaskStat("no parens"), std::nullopt);
+}
+
+TEST(ProcParsersTest, StatusIoAndBracketedChoice) {
+  const std::string status = "Name:\tpython3\nCpus_allowed_list:\t0-15\nMems_allowed_list:\t0\n";
+  EXPECT_EQ(StatusField(status, "Cpus_allowed_list"), "0-15");
+  EXPECT_EQ(StatusField(status, "Cpus_allowed"), std::nullopt);
+  EXPECT_EQ(ParseIoWriteBytes("rchar: 1\nwrite_bytes: 4096\n"), 4096);
+  EXPECT_EQ(ParseIoWriteBytes("rchar: 1\n"), std::nullopt);
+  EXPECT_EQ(BracketedChoice("always [madvise] never\n"), "madvise");
+  EXPECT_EQ(BracketedChoice("madvise"), std::nullopt);
+}
+
+TEST(ProcParsersTest, DiskIoTicksSkipsPartitionsAndLoopDevices) {
+  auto m = ParseDiskIoTicks(
+      "   7       0 loop0 0 0 0 0 0 0 0 0 0 5 0 0 0 0 0\n"
+      " 259       0 nvme0n1 9121 0 532118 1764 26113 0 1 1 0 24092 31200 0 0 0 0\n"
+      " 259       1 nvme0n1p1 9000 0 532000 1700 26000 0 1 1 0 24000 31000 0 0 0 0\n"
+      " 253       0 vda 1 0 0 0 0 0 0 0 0 77 0\n"
+      " 253       1 vda1 1 0 0 0 0 0 0 0 0 70 0\n"
+      " 254       0 dm-0 1 0 0 0 0 0 0 0 0 9 0\n");
+  EXPECT_EQ(m.size(), 3u);
+  EXPECT_EQ(m["nvme0n1"], 24092);
+  EXPECT_EQ(m["vda"], 77);
+  EXPECT_EQ(m["dm-0"], 9);
+}
+
+TEST(ProcParsersTest, PpDpmSclkRunningAndDeepSleep) {
+  auto run = ParsePpDpmSclk("0: 500Mhz\n1: 1300Mhz *\n2: 2100Mhz\n");
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(run->cur_mhz, 1300);
+  EXPECT_EQ(run->max_mhz, 2100);
+  EXPECT_FALSE(run->deep_sleep);
+  auto sleep = ParsePpDpmSclk("S: 19Mhz *\n0: 500Mhz\n1: 2100Mhz\n");
+  ASSERT_TRUE(sleep.has_value());
+  EXPECT_EQ(sleep->cur_mhz, 19);
+  EXPECT_EQ(sleep->max_mhz, 2100);
+  EXPECT_TRUE(sleep->deep_sleep);
+  EXPECT_EQ(ParsePpDpmSclk("garbage\n"), std::nullopt);
+  EXPECT_EQ(ParsePpDpmSclk("0: fastMhz *\n"), std::nullopt);
+  EXPECT_EQ(ParsePpDpmSclk(""), std::nullopt);
+}
+
+TEST(ProcParsersTest, SplitNulHasNoTrailingEmptyWord) {
+  EXPECT_THAT(SplitNul(std::string("a\0b c\0", 6)), ElementsAre("a", "b c"));
+  EXPECT_TRUE(SplitNul("").empty());
+}
+
+}  // namespace
+}  // namespace latdoc::host

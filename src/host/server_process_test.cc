@@ -1,1 +1,67 @@
+#include "host/server_process.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+namespace latdoc::host {
+namespace {
+
+using V = std::vector<std::string>;
+
+TEST(ServerProcessTest, KindFromCommandLine) {
+  EXPECT_EQ(ServerKindFromArgv(V{"/usr/bin/python3", "/usr/local/bin/vllm", "serve", "m"}), "vllm");
+  EXPECT_EQ(ServerKindFromArgv(V{"vllm", "serve", "m"}), "vllm");
+  EXPECT_EQ(ServerKindFromArgv(V{"python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"}),
+            "vllm");
+  EXPECT_EQ(ServerKindFromArgv(V{"/opt/llama.cpp/bin/llama-server", "-m", "x.gguf"}), "llama.cpp");
+  EXPECT_EQ(ServerKindFromArgv(V{"python", "-m", "sglang.launch_server", "--model-path", "m"}), "sglang");
+  EXPECT_EQ(ServerKindFromArgv(V{"text-generation-launcher", "--model-id", "m"}), "tgi");
+  EXPECT_EQ(ServerKindFromArgv(V{"VLLM::EngineCore"}), std::nullopt);
+  EXPECT_EQ(ServerKindFromArgv(V{"vllm", "bench", "serve"}), std::nullopt);
+  EXPECT_EQ(ServerKindFromArgv(V{"grep", "vllm serve"}), std::nullopt);
+  EXPECT_EQ(ServerKindFromArgv(V{}), std::nullopt);
+}
+
+TEST(ServerProcessTest, RedactsApiKeyInBothForms) {
+  EXPECT_EQ(RedactArgv(V{"vllm", "serve", "--api-key", "sk-1", "--api-key=sk-2", "--hf-token", "h",
+                         "--api-keys-file", "f"}),
+            (V{"vllm", "serve", "--api-key", "<redacted>", "--api-key=<redacted>", "--hf-token",
+               "<redacted>", "--api-keys-file", "f"}));
+}
+
+TEST(ServerProcessTest, EnvKeepsLintedNamesAndRedactsSecrets) {
+  auto env = FilterEnv(V{"VLLM_LOGGING_LEVEL=DEBUG", "VLLM_API_KEY=sk", "HF_TOKEN=h", "PATH=/bin",
+                         "HIP_VISIBLE_DEVICES=0,1", "NOEQUALS"});
+  EXPECT_THAT(env, testing::UnorderedElementsAre(testing::Pair("VLLM_LOGGING_LEVEL", "DEBUG"),
+                                                 testing::Pair("VLLM_API_KEY", "<redacted>"),
+                                                 testing::Pair("HIP_VISIBLE_DEVICES", "0,1")));
+}
+
+TEST(ServerProcessTest, FindsTheServerInARecordedTree) {
+  SysRoot fs("tests/data/host/mi300x_unhealthy_built/tree");
+  auto s = FindServerProcess(fs, std::nullopt);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->pid, 4242);
+  EXPECT_EQ(s->kind, "vllm");
+  EXPECT_THAT(s->argv, testing::Contains("<redacted>"));
+  EXPECT_THAT(s->argv, testing::Not(testing::Contains("sk-test-secret-1234")));
+}
+
+TEST(ServerProcessTest, NoServerAndBadPidAreErrorsWithReasons) {
+  SysRoot fs("tests/data/host/h200_snapshot/tree");
+  auto none = FindServerProcess(fs, std::nullopt);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(),
+            "no server process found (looked for `vllm serve`, `python -m vllm.entrypoints...`, "
+            "llama-server, sglang, text-generation-launcher); give --pid PID");
+  SysRoot fs2("tests/data/host/mi300x_built/tree");
+  auto pid1 = FindServerProcess(fs2, 1);
+  ASSERT_TRUE(pid1.ok());
+  EXPECT_EQ(pid1->kind, "unknown");
+  auto gone = FindServerProcess(fs2, 999);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.status().message(), "/proc/999/cmdline: No such file or directory");
+}
+
+}  // namespace
+}  // namespace latdoc::host

@@ -1,1 +1,271 @@
+#include "rules/host_rules.h"
+
+#include <map>
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "base/file_util.h"
+
+namespace latdoc::rules {
+namespace {
+
+using host::Fact;
+using host::HostFacts;
+
+HostFacts Load(const std::string& name) {
+  const std::string path = "tests/data/host/facts/" + name + ".json";
+  auto text = ReadFileToString(path);
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  auto f = host::FactsFromJson(text.ok() ? *text : "", path);
+  EXPECT_TRUE(f.ok()) << f.status().message();
+  return f.ok() ? *f : HostFacts();
+}
+
+// id -> worst severity among findings with that id.
+std::map<std::string, Severity> Worst(const std::vector<Finding>& fs) {
+  std::map<std::string, Severity> m;
+  for (const auto& f : fs) {
+    auto it = m.find(f.id);
+    if (it == m.end() || f.severity > it->second) m[f.id] = f.severity;
+  }
+  return m;
+}
+
+const Finding* First(const std::vector<Finding>& fs, const std::string& id) {
+  for (const auto& f : fs) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+// The first finding with `id`, copied out of a temporary list (empty id if there is none).
+Finding One(const std::vector<Finding>& fs, const std::string& id) {
+  const Finding* f = First(fs, id);
+  return f ? *f : Finding();
+}
+
+// Each rule fires on the unhealthy fixture and stays quiet on the healthy one.
+struct RuleCase {
+  const char* id;
+  Severity unhealthy;
+  Severity healthy;
+};
+
+TEST(HostRulesTest, EveryRuleFiresOnTheUnhealthyHostAndNotOnTheHealthyOne) {
+  HostRuleOptions opts;
+  opts.sweep_knee_concurrency = 64;
+  auto bad = Worst(JudgeHost(Load("unhealthy_built"), opts));
+  HostRuleOptions good_opts;  // the healthy server's default 1024 sits within 2x this knee
+  good_opts.sweep_knee_concurrency = 512;
+  auto good = Worst(JudgeHost(Load("mi300x_built"), good_opts));
+  const RuleCase cases[] = {
+      {"gpu.clock_policy", Severity::kFail, Severity::kOk},
+      {"gpu.power_cap", Severity::kWarn, Severity::kOk},
+      {"gpu.pcie_link", Severity::kFail, Severity::kOk},
+      {"gpu.numa", Severity::kWarn, Severity::kOk},
+      {"host.numa_balancing", Severity::kWarn, Severity::kOk},
+      {"host.thp", Severity::kInfo, Severity::kOk},
+      {"cpu.governor", Severity::kWarn, Severity::kOk},
+      {"cpu.saturation", Severity::kWarn, Severity::kOk},
+      {"disk.log_write", Severity::kWarn, Severity::kOk},
+      {"net.time_wait", Severity::kWarn, Severity::kOk},
+      {"net.conntrack", Severity::kFail, Severity::kOk},
+      {"net.listen_overflow", Severity::kWarn, Severity::kOk},
+      {"net.retrans", Severity::kWarn, Severity::kOk},
+      {"net.irq", Severity::kWarn, Severity::kOk},
+      {"net.firewall", Severity::kWarn, Severity::kOk},
+      {"config.enforce_eager", Severity::kFail, Severity::kOk},
+      {"config.gpu_memory_utilization", Severity::kWarn, Severity::kOk},
+      {"config.max_num_seqs", Severity::kWarn, Severity::kOk},
+      {"config.max_num_batched_tokens", Severity::kWarn, Severity::kOk},
+      {"config.block_size", Severity::kInfo, Severity::kOk},
+      {"config.logging", Severity::kWarn, Severity::kOk},
+      {"config.async_scheduling", Severity::kInfo, Severity::kOk},
+      {"config.v1_multiprocessing", Severity::kWarn, Severity::kOk},
+  };
+  for (const auto& c : cases) {
+    ASSERT_TRUE(bad.count(c.id)) << c.id;
+    ASSERT_TRUE(good.count(c.id)) << c.id;
+    EXPECT_EQ(SeverityName(bad[c.id]), SeverityName(c.unhealthy)) << c.id;
+    EXPECT_EQ(SeverityName(good[c.id]), SeverityName(c.healthy)) << c.id;
+  }
+  EXPECT_EQ(WorstSeverity(JudgeHost(Load("mi300x_built"), good_opts)), Severity::kOk);
+}
+
+// The real idle H200: a low SM clock with reason 0x1, numa_node -1 on one node, no governor
+// in a VM. None of it is a fault.
+TEST(HostRulesTest, IdleH200IsNotFlagged) {
+  for (const char* name : {"h200_recorded", "h200_snapshot"}) {
+    auto fs = JudgeHost(Load(name), {});
+    auto w = Worst(fs);
+    EXPECT_EQ(w["gpu.clock_policy"], Severity::kOk) << name;
+    EXPECT_EQ(w["gpu.throttle"], Severity::kOk) << name;
+    EXPECT_EQ(w["gpu.pcie_link"], Severity::kOk) << name;
+    EXPECT_EQ(w["gpu.power_cap"], Severity::kOk) << name;
+    EXPECT_EQ(w["gpu.persistence"], Severity::kOk) << name;
+    EXPECT_EQ(w["gpu.numa"], Severity::kOk) << name;
+    EXPECT_EQ(w["cpu.governor"], Severity::kSkip) << name;
+    EXPECT_EQ(First(fs, "gpu.clock_policy")->title,
+              "GPU 0 (0000:00:06.0, NVIDIA H200): idle, low clock is normal power management");
+  }
+  // The recorded stand-in server carries bad flags: those are judged.
+  auto w = Worst(JudgeHost(Load("h200_recorded"), {}));
+  EXPECT_EQ(w["config.enforce_eager"], Severity::kFail);
+  EXPECT_EQ(w["config.gpu_memory_utilization"], Severity::kWarn);
+  EXPECT_EQ(w["config.logging"], Severity::kWarn);
+}
+
+HostFacts OneNvidiaGpu() {
+  HostFacts f = Load("h200_recorded");
+  f.server.reset();
+  f.server_note = "no server process";
+  return f;
+}
+
+TEST(HostRulesTest, NvidiaClocksUnderLoad) {
+  HostFacts f = OneNvidiaGpu();
+  auto& g = f.gpus[0];
+  g.util_pct = Fact<int64_t>::Known(95);
+  g.sm_clock_mhz = Fact<int64_t>::Known(1100);
+  g.clocks_event_reasons = Fact<uint64_t>::Known(0x4);
+  auto w = Worst(JudgeHost(f, {}));
+  EXPECT_EQ(w["gpu.clock_policy"], Severity::kWarn);
+  EXPECT_EQ(w["gpu.throttle"], Severity::kWarn);
+  g.clocks_event_reasons = Fact<uint64_t>::Known(0x40 | 0x4);
+  auto fs = JudgeHost(f, {});
+  EXPECT_EQ(Worst(fs)["gpu.throttle"], Severity::kFail);
+  EXPECT_EQ(First(fs, "gpu.throttle")->title,
+            "GPU 0 (0000:00:06.0, NVIDIA H200): clocks cut by HwThermalSlowdown");
+  // Busy at full clock with no reason: fine.
+  g.sm_clock_mhz = Fact<int64_t>::Known(1980);
+  g.clocks_event_reasons = Fact<uint64_t>::Known(0);
+  w = Worst(JudgeHost(f, {}));
+  EXPECT_EQ(w["gpu.clock_policy"], Severity::kOk);
+  EXPECT_EQ(w["gpu.throttle"], Severity::kOk);
+  // SwPowerCap while idle is not a fault.
+  g.util_pct = Fact<int64_t>::Known(0);
+  g.clocks_event_reasons = Fact<uint64_t>::Known(0x5);
+  EXPECT_EQ(Worst(JudgeHost(f, {}))["gpu.throttle"], Severity::kOk);
+}
+
+TEST(HostRulesTest, NvidiaPcieSpeedDropIsNormalOnlyWhileIdle) {
+  HostFacts f = OneNvidiaGpu();
+  auto& link = f.gpus[0].pcie_path[0];
+  link.cur_speed_gts = Fact<double>::Known(2.5);
+  f.gpus[0].util_pct = Fact<int64_t>::Known(0);
+  EXPECT_EQ(Worst(JudgeHost(f, {}))["gpu.pcie_link"], Severity::kOk);
+  f.gpus[0].util_pct = Fact<int64_t>::Known(80);
+  auto fs = JudgeHost(f, {});
+  EXPECT_EQ(Worst(fs)["gpu.pcie_link"], Severity::kWarn);
+  EXPECT_EQ(First(fs, "gpu.pcie_link")->title,
+            "GPU 0 (0000:00:06.0, NVIDIA H200): PCIe link below its max speed: gpu 0000:00:06.0: "
+            "Gen1 x16 of Gen5 x16");
+  link.cur_width = Fact<int64_t>::Known(8);
+  EXPECT_EQ(Worst(JudgeHost(f, {}))["gpu.pcie_link"], Severity::kFail);
+  // A Gen4 slot for a Gen5 GPU.
+  link = host::PcieLink{"0000:00:06.0", "gpu", Fact<double>::Known(16), Fact<double>::Known(16),
+                        Fact<int64_t>::Known(16), Fact<int64_t>::Known(16)};
+  EXPECT_EQ(Worst(JudgeHost(f, {}))["gpu.pcie_link"], Severity::kWarn);
+}
+
+TEST(HostRulesTest, UnknownFactsGiveSkipWithTheReason) {
+  HostFacts f = OneNvidiaGpu();
+  f.gpus[0].clocks_event_reasons = Fact<uint64_t>::Unknown("nvidia-smi: not installed");
+  f.net.conntrack_count = Fact<int64_t>::Unknown("nf_conntrack is not loaded (no /proc/sys/net/netfilter)");
+  auto fs = JudgeHost(f, {});
+  const Finding* t = First(fs, "gpu.throttle");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->severity, Severity::kSkip);
+  ASSERT_EQ(t->evidence.size(), 1u);
+  EXPECT_EQ(t->evidence[0].text, "nvidia-smi: not installed");
+  const Finding* c = First(fs, "net.conntrack");
+  EXPECT_EQ(c->severity, Severity::kSkip);
+  EXPECT_EQ(c->evidence[0].text, "nf_conntrack is not loaded (no /proc/sys/net/netfilter)");
+  const Finding* v = First(fs, "config.vllm_flags");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->severity, Severity::kSkip);
+}
+
+TEST(HostRulesTest, AmdNormalStatesAreNotFlagged) {
+  HostFacts f = Load("mi300x_built");
+  auto& g = f.gpus[0];
+  EXPECT_EQ(*g.perf_level, "auto");
+  EXPECT_TRUE(*g.sclk_deep_sleep);
+  auto fs = JudgeHost(f, {});
+  EXPECT_EQ(First(fs, "gpu.clock_policy")->severity, Severity::kOk);
+  g.perf_level = Fact<std::string>::Known("perf_determinism");
+  EXPECT_EQ(One(JudgeHost(f, {}), "gpu.clock_policy").severity, Severity::kInfo);
+  g.perf_level = Fact<std::string>::Known("profile_min_sclk");
+  EXPECT_EQ(One(JudgeHost(f, {}), "gpu.clock_policy").severity, Severity::kFail);
+  // Busy at a low clock under `auto` is still suspicious.
+  g.perf_level = Fact<std::string>::Known("auto");
+  g.sclk_deep_sleep = Fact<bool>::Known(false);
+  g.util_pct = Fact<int64_t>::Known(90);
+  g.sm_clock_mhz = Fact<int64_t>::Known(800);
+  EXPECT_EQ(One(JudgeHost(f, {}), "gpu.clock_policy").severity, Severity::kWarn);
+}
+
+TEST(HostRulesTest, NumaNodeMinusOneOnAMultiNodeHostIsInfoNotAFault) {
+  HostFacts f = Load("mi300x_built");
+  f.gpus[0].numa_node = Fact<int64_t>::Known(-1);
+  EXPECT_EQ(One(JudgeHost(f, {}), "gpu.numa").severity, Severity::kInfo);
+  // Unbound server on a 2-node host: the advice is the numa-exec command line.
+  HostFacts u = Load("unhealthy_built");
+  Finding n = One(JudgeHost(u, {}), "gpu.numa");
+  EXPECT_EQ(n.advice.rfind("latdoc numa-exec --gpu 0 -- /usr/bin/python3 /usr/local/bin/vllm serve ", 0), 0u)
+      << n.advice;
+  EXPECT_THAT(n.advice, testing::HasSubstr("--api-key '<redacted>'"));
+  EXPECT_THAT(n.advice, testing::Not(testing::HasSubstr("sk-test-secret")));
+}
+
+TEST(HostRulesTest, MaxNumSeqsDefaultFollowsGpuMemoryAndTheKnee) {
+  HostFacts f = Load("mi300x_built");
+  Finding m = One(JudgeHost(f, {}), "config.max_num_seqs");
+  EXPECT_EQ(m.title, "vLLM pid 4242: max_num_seqs 1024 (default for >= 70 GiB GPUs); no sweep "
+                      "given (latdoc sweep finds the knee)");
+  HostRuleOptions o;
+  o.sweep_knee_concurrency = 400;
+  EXPECT_EQ(One(JudgeHost(f, o), "config.max_num_seqs").severity, Severity::kWarn);
+  o.sweep_knee_concurrency = 600;
+  EXPECT_EQ(One(JudgeHost(f, o), "config.max_num_seqs").severity, Severity::kOk);
+}
+
+TEST(HostRulesTest, LoggingSeverities) {
+  HostFacts f = Load("mi300x_built");
+  auto env = *f.server->env;
+  env["VLLM_TRACE_FUNCTION"] = "1";
+  f.server->env = Fact<std::map<std::string, std::string>>::Known(env);
+  Finding l = One(JudgeHost(f, {}), "config.logging");
+  EXPECT_EQ(l.severity, Severity::kFail);
+  EXPECT_EQ(l.title, "vLLM pid 4242: verbose logging on the request path: VLLM_TRACE_FUNCTION=1");
+  // The default access log alone is only information.
+  HostFacts g = Load("mi300x_built");
+  std::erase(g.server->argv, std::string("--disable-uvicorn-access-log"));
+  EXPECT_EQ(One(JudgeHost(g, {}), "config.logging").severity, Severity::kInfo);
+}
+
+TEST(HostRulesTest, FlagValueForms) {
+  const std::vector<std::string> argv = {"vllm", "serve", "m", "--max-num-seqs", "256",
+                                         "--enforce-eager", "--block-size=32", "-O", "0",
+                                         "--x", "-1"};
+  EXPECT_EQ(FlagValue(argv, "--max-num-seqs"), "256");
+  EXPECT_EQ(FlagValue(argv, "--block-size"), "32");
+  EXPECT_EQ(FlagValue(argv, "--enforce-eager"), "");
+  EXPECT_EQ(FlagValue(argv, "-O"), "0");
+  EXPECT_EQ(FlagValue(argv, "--x"), "-1");
+  EXPECT_EQ(FlagValue(argv, "--port"), std::nullopt);
+}
+
+TEST(HostRulesTest, SweepKnee) {
+  EXPECT_EQ(*SweepKneeFromJson(R"({"knee": {"concurrency": 48}})", "s.json"), 48);
+  EXPECT_EQ(*SweepKneeFromJson(R"({"recommendation": {"max_num_seqs": 32.4}})", "s.json"), 32);
+  EXPECT_EQ(*SweepKneeFromJson(R"({"knee_concurrency": 8})", "s.json"), 8);
+  EXPECT_EQ(SweepKneeFromJson("[1]", "s.json").status().message(), "s.json: not a JSON object");
+  EXPECT_EQ(SweepKneeFromJson(R"({"knee": {}})", "s.json").status().message(),
+            "s.json: no knee found (expected knee.concurrency, knee.max_num_seqs, "
+            "recommendation.max_num_seqs or knee_concurrency)");
+}
+
+}  // namespace
+}  // namespace latdoc::rules

@@ -1,0 +1,3 @@
+amd-smi
+metric
+--json
