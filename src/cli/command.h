@@ -21,5 +21,6 @@ struct Command {
 Command RegisterSim(CLI::App& root);
 Command RegisterDoctor(CLI::App& root);
 Command RegisterNumaExec(CLI::App& root);
+Command RegisterTrace(CLI::App& root);
 
 }  // namespace latdoc::cli

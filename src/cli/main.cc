@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   std::vector<latdoc::cli::Command> commands = {
       latdoc::cli::RegisterDoctor(app),
       latdoc::cli::RegisterNumaExec(app),
+      latdoc::cli::RegisterTrace(app),
   };
 
   try {

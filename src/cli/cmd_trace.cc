@@ -1,0 +1,170 @@
+// latdoc trace FILE... [--json FILE] [--annotate OUT.json]: kernel-level analysis of profiler
+// traces (Kineto JSON, rocprof v1, rocprofv3 CSV/JSON, rocpd SQLite, Nsight Systems SQLite).
+// Argument parsing, output and exit codes only; the work is in trace/ and rules/trace_rules.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "base/exit_codes.h"
+#include "base/file_util.h"
+#include "cli/command.h"
+#include "report/findings_text.h"
+#include "rules/trace_rules.h"
+#include "trace/analysis/annotate.h"
+#include "trace/analysis/summary_text.h"
+#include "trace/analysis/trace_analysis.h"
+#include "trace/importers/registry.h"
+
+namespace latdoc::cli {
+namespace {
+
+struct TraceArgs {
+  std::vector<std::string> files;
+  std::string json_path;
+  std::string annotate_path;
+  bool show_ok = false;
+  bool no_color = false;
+  bool quiet = false;
+  trace::AnalysisOptions analysis;
+  rules::TraceRuleOptions rules;
+  double small_copy_kib = 64;
+  double outlier_min_excess_us = 20;
+  double kernel_wait_us = 30;
+  double tiny_kernel_us = 10;
+};
+
+// Ranges worth marking in Perfetto: the largest idle gaps and the outlier instances.
+std::vector<trace::Annotation> Annotations(const trace::Trace& t, const trace::TraceReport& r,
+                                           const std::vector<rules::Finding>& findings) {
+  std::vector<trace::Annotation> out;
+  const int64_t t0 = trace::TraceStartNs(t);
+  std::string idle_id = "kernel.gpu_idle";
+  for (const auto& f : findings) {
+    if (f.id.rfind("kernel.gpu_idle", 0) == 0) idle_id = f.id;
+  }
+  for (const auto& g : r.idle.largest_gaps) {
+    out.push_back({idle_id, fmt::format("GPU idle {:.1f} us", static_cast<double>(g.dur_ns) / 1e3),
+                   t0 + g.at_ns, g.dur_ns,
+                   fmt::format("before {}; launch {}", g.next_op, g.next_launch.value_or("n/a"))});
+  }
+  for (const auto& x : r.outliers) {
+    out.push_back({"kernel.outlier_instances",
+                   fmt::format("{:.1f}x median", static_cast<double>(x.dur_ns) / std::max(1.0, x.median_ns)),
+                   t0 + x.at_ns, x.dur_ns,
+                   fmt::format("{} ran {:.1f} us, median {:.1f} us", x.name,
+                               static_cast<double>(x.dur_ns) / 1e3, x.median_ns / 1e3)});
+  }
+  return out;
+}
+
+int Run(TraceArgs& a) {
+  a.analysis.small_copy_bytes = static_cast<int64_t>(a.small_copy_kib * 1024);
+  a.analysis.outlier_min_excess_ns = static_cast<int64_t>(a.outlier_min_excess_us * 1e3);
+  a.analysis.kernel_wait_max_ns = static_cast<int64_t>(a.kernel_wait_us * 1e3);
+  a.analysis.tiny_kernel_ns = static_cast<int64_t>(a.tiny_kernel_us * 1e3);
+
+  trace::Trace t;
+  const std::vector<trace::FileResult> results = trace::ImportFiles(a.files, trace::ImportOptions{}, t);
+  bool bad_input = false;
+  for (const auto& res : results) {
+    if (!res.status.ok()) {
+      bad_input = true;
+      std::fprintf(stderr, "latdoc trace: %s\n", res.status.message().c_str());
+    }
+  }
+  if (t.gpu_ops.empty() && t.api_calls.empty()) {
+    if (!bad_input) std::fprintf(stderr, "latdoc trace: no GPU or API events in the input\n");
+    return kExitBadInput;
+  }
+  trace::TraceReport report = trace::Analyze(t, a.analysis);
+  rules::AddKnowledgeFacts(report);
+  std::vector<rules::Finding> findings = rules::EvaluateTraceRules(report, a.rules);
+  rules::RankFindings(findings);
+
+  if (!a.json_path.empty()) {
+    nlohmann::json doc;
+    doc["schema"] = "latdoc.trace/1";
+    doc["complete"] = !bad_input;
+    nlohmann::json inputs = nlohmann::json::array();
+    for (const auto& s : t.sources) {
+      nlohmann::json ex = nlohmann::json::array();
+      for (const auto& e : s.issues.examples) ex.push_back({{"where", e.where}, {"what", e.what}});
+      inputs.push_back({{"path", s.path}, {"format", s.format}, {"events", s.events_read},
+                        {"bad_records", s.issues.total()}, {"bad_by_reason", s.issues.count_by_reason},
+                        {"bad_examples", ex},
+                        {"error", s.fatal_error ? nlohmann::json(*s.fatal_error) : nlohmann::json(nullptr)}});
+    }
+    for (const auto& res : results) {
+      if (!res.status.ok() && res.format.empty()) {
+        inputs.push_back({{"path", res.path}, {"format", nullptr}, {"error", res.status.message()}});
+      }
+    }
+    doc["inputs"] = std::move(inputs);
+    doc["facts"] = trace::ReportToJson(report);
+    nlohmann::json fj = nlohmann::json::array();
+    for (const auto& f : findings) fj.push_back(rules::ToJson(f));
+    doc["findings"] = std::move(fj);
+    const Status st = WriteFileAtomic(a.json_path, doc.dump(2) + "\n");
+    if (!st.ok()) {
+      std::fprintf(stderr, "latdoc trace: %s\n", st.message().c_str());
+      return ExitCodeFor(st);
+    }
+  }
+  if (!a.annotate_path.empty()) {
+    const Status st = WriteFileAtomic(
+        a.annotate_path, trace::RenderAnnotatedTrace(t, Annotations(t, report, findings), trace::AnnotateOptions{}));
+    if (!st.ok()) {
+      std::fprintf(stderr, "latdoc trace: %s\n", st.message().c_str());
+      return ExitCodeFor(st);
+    }
+  }
+  if (!a.quiet) {
+    std::string out = trace::RenderTraceSummary(report, t.sources, a.analysis);
+    report::TextOptions to;
+    to.color = !a.no_color && report::StdoutWantsColor();
+    to.show_ok = a.show_ok;
+    out += "\nFindings\n" + report::RenderFindingsText(findings, to);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+  }
+  if (bad_input) return kExitBadInput;
+  return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+Command RegisterTrace(CLI::App& root) {
+  auto args = std::make_shared<TraceArgs>();
+  CLI::App* app = root.add_subcommand(
+      "trace",
+      "Kernel-level analysis of GPU profiler traces: PyTorch/Kineto JSON (.json/.json.gz), rocprof "
+      "v1 (results.csv/.json, stats CSVs), rocprofv3 CSV/JSON, rocpd SQLite, Nsight Systems SQLite; "
+      "several files (one per rank or process) at once");
+  app->add_option("files", args->files, "trace files; the format is detected from content")->required();
+  app->add_option("--json", args->json_path, "write facts and findings as JSON to FILE");
+  app->add_option("--annotate", args->annotate_path,
+                  "write a Chrome trace with the findings as marked ranges (open in Perfetto UI)");
+  app->add_option("--top", args->analysis.hot_list, "kernels in the hot list")->check(CLI::Range(1, 1000));
+  app->add_option("--outlier-factor", args->analysis.outlier_factor,
+                  "outlier: instance slower than this many times its kernel's median (default 5)");
+  app->add_option("--outlier-min-excess-us", args->outlier_min_excess_us,
+                  "outlier: and at least this much above the median (default 20 us)");
+  app->add_option("--small-copy-kib", args->small_copy_kib, "small copy: below this size (default 64 KiB)");
+  app->add_option("--kernel-wait-us", args->kernel_wait_us,
+                  "idle gap split: shorter gaps with the next op already launched are kernel wait (HTA, default 30 us)");
+  app->add_option("--tiny-kernel-us", args->tiny_kernel_us, "tiny kernel: shorter than this (TraceLens, default 10 us)");
+  app->add_option("--warmup-share", args->analysis.warmup_share,
+                  "share of the host timeline treated as warm-up for steady-state checks (default 0.2)")
+      ->check(CLI::Range(0.0, 0.99));
+  app->add_option("--idle-warn", args->rules.idle_warn_share, "GPU idle share that warns (default 0.10)");
+  app->add_option("--idle-fail", args->rules.idle_fail_share, "GPU idle share that fails (default 0.30)");
+  app->add_flag("--show-ok", args->show_ok, "also list checks that passed");
+  app->add_flag("--no-color", args->no_color, "no ANSI colours");
+  app->add_flag("--quiet,-q", args->quiet, "no terminal summary (with --json/--annotate)");
+  return Command{app, [args]() -> int { return Run(*args); }};
+}
+
+}  // namespace latdoc::cli

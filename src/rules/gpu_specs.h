@@ -1,0 +1,28 @@
+// GPU peak bandwidths, as data: one row per product, each citing its source. Used by the
+// trace rules to put achieved copy bandwidth against the peak. Values are vendor datasheet
+// peaks in GB/s (1e9 bytes/s); host_link_gbps is one direction of the host link.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace latdoc::rules {
+
+struct GpuSpec {
+  std::string_view name;          // "NVIDIA H200"
+  std::string_view match;         // substring of the device name as profilers report it
+  std::string_view arch;          // "sm90", "gfx942": fallback match when the name is empty
+  double hbm_gbps;                // device memory peak
+  double host_link_gbps;          // PCIe, one direction, theoretical
+  std::string_view source;
+};
+
+// The table, most specific rows first.
+const std::vector<GpuSpec>& GpuSpecs();
+
+// The row for a device: by name substring first, then by architecture (the first row of that
+// arch is the family's reference part). nullptr when unknown.
+const GpuSpec* FindGpuSpec(std::string_view device_name, std::string_view arch);
+
+}  // namespace latdoc::rules

@@ -1,0 +1,342 @@
+#include "rules/trace_rules.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "rules/gpu_specs.h"
+#include "rules/kernel_patterns.h"
+
+namespace latdoc::rules {
+namespace {
+
+using trace::CopyDirection;
+using trace::TraceReport;
+
+double Ms(double ns) { return ns / 1e6; }
+double Us(double ns) { return ns / 1e3; }
+double Share(double part, double whole) { return whole > 0 ? part / whole : 0; }
+
+Evidence Num(std::string name, std::optional<double> v, std::string unit, std::string text = "") {
+  return Evidence{std::move(name), v, std::move(unit), std::move(text)};
+}
+
+Finding Make(std::string id, Severity sev, std::string title, std::string advice) {
+  Finding f;
+  f.id = std::move(id);
+  f.layer = Layer::kKernel;
+  f.severity = sev;
+  f.title = std::move(title);
+  f.advice = std::move(advice);
+  return f;
+}
+
+std::string Arch(const TraceReport& r) {
+  for (const auto& d : r.devices) {
+    if (!d.arch.empty()) return d.arch;
+  }
+  return "";
+}
+
+void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  const auto& t = r.timeline;
+  if (t.total_ns <= 0) return;
+  const double idle = Share(static_cast<double>(t.idle_ns), static_cast<double>(t.total_ns));
+  const double stream_idle = static_cast<double>(r.idle.host_wait_ns + r.idle.kernel_wait_ns + r.idle.other_ns);
+  const double host_share = Share(static_cast<double>(r.idle.host_wait_ns), stream_idle);
+  Severity sev = Severity::kOk;
+  if (idle >= o.idle_fail_share) {
+    sev = Severity::kFail;
+  } else if (idle >= o.idle_warn_share) {
+    sev = Severity::kWarn;
+  }
+  const bool host_bound = host_share >= 0.5;
+  Finding f = Make(
+      host_bound ? "kernel.gpu_idle_host_bound" : "kernel.gpu_idle",
+      sev,
+      fmt::format("GPU idle {:.1f}% of its {:.2f} ms window{}", 100 * idle, Ms(static_cast<double>(t.total_ns)),
+                  host_bound ? fmt::format("; {:.0f}% of stream idle time is the host launching late", 100 * host_share)
+                             : ""),
+      host_bound
+          ? "the host is the bottleneck: capture the step in CUDA/HIP graphs (vLLM: drop "
+            "--enforce-eager), cut Python work per step (torch.compile), and pin the server to the "
+            "GPU's NUMA node with a performance CPU governor (latdoc numa-exec)"
+          : "the GPU waits without the host being late: look for synchronisations and "
+            "dependencies between streams (see kernel.steady_state_sync)");
+  f.evidence.push_back(Num("gpu_idle", Ms(static_cast<double>(t.idle_ns)), "ms"));
+  f.evidence.push_back(Num("gpu_idle_share", 100 * idle, "%"));
+  f.evidence.push_back(Num("host_wait_share_of_stream_idle", stream_idle > 0 ? std::optional<double>(100 * host_share) : std::nullopt, "%"));
+  f.evidence.push_back(Num("kernel_wait", Ms(static_cast<double>(r.idle.kernel_wait_ns)), "ms"));
+  if (!r.idle.largest_gaps.empty()) {
+    const auto& g = r.idle.largest_gaps.front();
+    std::string cpu;
+    for (const auto& a : g.cpu_top) {
+      cpu += fmt::format("{}{} {:.1f} us", cpu.empty() ? "" : ", ", a.name, Us(static_cast<double>(a.overlap_ns)));
+    }
+    f.evidence.push_back(Num("largest_gap", Us(static_cast<double>(g.dur_ns)), "us",
+                             fmt::format("at {:.3f} ms, before {}{}{}", Ms(static_cast<double>(g.at_ns)),
+                                         g.next_op.substr(0, 60),
+                                         g.cpu_busy_ns ? fmt::format("; launching thread busy {:.1f} us", Us(static_cast<double>(*g.cpu_busy_ns))) : "",
+                                         cpu.empty() ? "" : "; CPU: " + cpu)));
+  }
+  f.latency_share = idle;
+  out.push_back(std::move(f));
+}
+
+void HotKernelRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  if (r.hot_kernels.empty()) return;
+  const auto& k = r.hot_kernels.front();
+  if (k.busy_share < o.hot_kernel_share) return;
+  Finding f = Make("kernel.hot_kernel", Severity::kInfo,
+                   fmt::format("{:.0f}% of GPU busy time is one kernel: {}", 100 * k.busy_share, k.name.substr(0, 80)),
+                   "this kernel is where GPU time goes: check it runs the library path expected for "
+                   "its shapes (GEMM backend, attention backend) before tuning anything else");
+  f.evidence.push_back(Num("count", static_cast<double>(k.count), ""));
+  f.evidence.push_back(Num("total", Ms(static_cast<double>(k.total_ns)), "ms"));
+  f.evidence.push_back(Num("p50", Us(k.p50_ns), "us"));
+  f.evidence.push_back(Num("p99", Us(k.p99_ns), "us"));
+  if (r.timeline.total_ns > 0) {
+    f.latency_share = k.busy_share * Share(static_cast<double>(r.timeline.busy_ns), static_cast<double>(r.timeline.total_ns));
+  }
+  out.push_back(std::move(f));
+}
+
+void OutlierRule(const TraceReport& r, std::vector<Finding>& out) {
+  if (r.outlier_count == 0) return;
+  double excess = 0;
+  for (const auto& x : r.outliers) excess += static_cast<double>(x.dur_ns) - x.median_ns;
+  const double share = Share(excess, static_cast<double>(r.timeline.busy_ns));
+  Finding f = Make("kernel.outlier_instances", share >= 0.01 ? Severity::kWarn : Severity::kInfo,
+                   fmt::format("{} kernel instances ran far slower than their kernel's median", r.outlier_count),
+                   "open the trace with the findings marked (--annotate) and look at what ran at those "
+                   "moments: other processes on the GPU, clock throttling, a contended stream, or "
+                   "input-dependent shapes");
+  for (size_t i = 0; i < r.outliers.size() && i < 3; ++i) {
+    const auto& x = r.outliers[i];
+    f.evidence.push_back(Num(fmt::format("outlier_{}", i + 1), Us(static_cast<double>(x.dur_ns)), "us",
+                             fmt::format("{} at {:.3f} ms, median {:.1f} us", x.name.substr(0, 60),
+                                         Ms(static_cast<double>(x.at_ns)), Us(x.median_ns))));
+  }
+  f.latency_share = Share(excess, static_cast<double>(r.timeline.total_ns));
+  out.push_back(std::move(f));
+}
+
+void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  for (const auto& d : r.copies.by_direction) {
+    if (d.direction == CopyDirection::kHtoD && d.small_count >= o.small_h2d_min_count) {
+      const double rate = r.span_ns > 0 ? static_cast<double>(d.small_count) * 1e9 / static_cast<double>(r.span_ns) : 0;
+      if (rate >= o.small_h2d_min_per_s || d.storm_runs > 0) {
+        Finding f = Make("kernel.small_h2d_copies", Severity::kWarn,
+                         fmt::format("{} small host-to-device copies ({:.0f}/s)", d.small_count, rate),
+                         "batch small inputs into one pinned staging buffer and copy it once per step "
+                         "(tensor.pin_memory() + .to(device, non_blocking=True)); avoid building "
+                         "tensors from Python lists in the step loop");
+        f.evidence.push_back(Num("small_copies", static_cast<double>(d.small_count), ""));
+        f.evidence.push_back(Num("small_share", 100 * Share(static_cast<double>(d.small_count), static_cast<double>(d.count)), "%"));
+        f.evidence.push_back(Num("rate", rate, "/s"));
+        f.evidence.push_back(Num("storm_runs", static_cast<double>(d.storm_runs), "", fmt::format("longest {}", d.longest_storm)));
+        out.push_back(std::move(f));
+      }
+    }
+  }
+  int64_t pageable = 0, sync = 0;
+  for (const auto& d : r.copies.by_direction) {
+    pageable += d.pageable_count;
+    sync += d.sync_count;
+  }
+  if (pageable > 0) {
+    Finding f = Make("kernel.pageable_copies", Severity::kWarn,
+                     fmt::format("{} copies from or to pageable host memory{}", pageable,
+                                 r.copies.pageable_is_heuristic ? " (heuristic: the async call blocked)" : ""),
+                     "pin the host buffers (pin_memory=True, cudaHostAlloc/hipHostMalloc) so the copy "
+                     "is DMA'd asynchronously instead of staged through a bounce buffer");
+    f.evidence.push_back(Num("pageable_copies", static_cast<double>(pageable), ""));
+    f.evidence.push_back(Num("method", std::nullopt, "", r.copies.pageable_is_heuristic
+                                                          ? "ROCm traces record no memory kind; trace-formats.md 3.9 (b)"
+                                                          : "memory kind recorded by the profiler"));
+    out.push_back(std::move(f));
+  }
+  if (r.steady.sync_copy_count > 0 || sync > 0) {
+    Finding f = Make("kernel.sync_copies", Severity::kWarn,
+                     fmt::format("{} synchronous copy calls after warm-up", r.steady.sync_copy_count),
+                     "use async copies (cudaMemcpyAsync/hipMemcpyAsync, .to(non_blocking=True) from "
+                     "pinned memory) and keep .item()/.cpu()/.tolist() out of the step loop");
+    f.evidence.push_back(Num("sync_copy_calls_steady", static_cast<double>(r.steady.sync_copy_count), ""));
+    f.evidence.push_back(Num("gpu_copies_from_sync_calls", static_cast<double>(sync), ""));
+    if (r.steady.sync_copy_count == 0) f.severity = Severity::kInfo;
+    out.push_back(std::move(f));
+  }
+  const double exposed = Share(static_cast<double>(r.timeline.exposed_memcpy_ns), static_cast<double>(r.timeline.total_ns));
+  if (exposed >= o.exposed_memcpy_share) {
+    Finding f = Make("kernel.exposed_memcpy", Severity::kWarn,
+                     fmt::format("{:.1f}% of the GPU window is copies not hidden under compute", 100 * exposed),
+                     "overlap copies with compute on a separate stream, prefetch inputs, or remove the "
+                     "copies (keep tensors on the device)");
+    f.evidence.push_back(Num("exposed_memcpy", Ms(static_cast<double>(r.timeline.exposed_memcpy_ns)), "ms"));
+    f.latency_share = exposed;
+    out.push_back(std::move(f));
+  }
+  for (const auto& b : r.bandwidth) {
+    const auto it = std::find_if(r.copies.by_direction.begin(), r.copies.by_direction.end(),
+                                 [&](const auto& d) { return d.direction == b.direction; });
+    if (it == r.copies.by_direction.end() || !it->bytes || it->count == 0) continue;
+    const double avg = static_cast<double>(*it->bytes) / static_cast<double>(it->count);
+    if (avg < static_cast<double>(o.low_bandwidth_min_avg_bytes)) continue;
+    if (b.achieved_gbps >= o.low_bandwidth_share * b.peak_gbps) continue;
+    Finding f = Make("kernel.low_copy_bandwidth", Severity::kWarn,
+                     fmt::format("{} copies reach {:.1f} GB/s, {:.0f}% of the {} peak", trace::CopyDirectionName(b.direction),
+                                 b.achieved_gbps, 100 * b.achieved_gbps / b.peak_gbps, b.gpu),
+                     "large copies this far under peak are usually pageable (staged) or strided: pin "
+                     "host memory and copy contiguous buffers");
+    f.evidence.push_back(Num("achieved", b.achieved_gbps, "GB/s"));
+    f.evidence.push_back(Num("peak", b.peak_gbps, "GB/s", b.peak_source));
+    f.evidence.push_back(Num("avg_copy", avg / 1e6, "MB"));
+    out.push_back(std::move(f));
+  }
+}
+
+void LaunchRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  const auto& l = r.launch;
+  if (l.graph_launches > 0) {
+    Finding f = Make("kernel.graphs_in_use", Severity::kOk,
+                     fmt::format("CUDA/HIP graphs in use: {} graph launches ran {} kernels", l.graph_launches, l.graph_kernels),
+                     "");
+    f.evidence.push_back(Num("graph_launch_to_first_node_p50", l.graph_first_node_p50_ns ? std::optional<double>(Us(*l.graph_first_node_p50_ns)) : std::nullopt, "us"));
+    out.push_back(std::move(f));
+  }
+  if (l.kernels >= o.tiny_kernel_min_count && l.tiny_share >= o.tiny_kernel_share &&
+      l.graph_kernels < l.kernels / 2) {
+    Finding f = Make("kernel.launch_overhead", Severity::kWarn,
+                     fmt::format("{:.0f}% of {} kernels run under 10 us and are launched one by one", 100 * l.tiny_share, l.kernels),
+                     "capture the step in CUDA/HIP graphs (vLLM: remove --enforce-eager; PyTorch: "
+                     "torch.compile(mode=\"reduce-overhead\")) and fuse chains of small kernels");
+    f.evidence.push_back(Num("tiny_kernels", static_cast<double>(l.tiny_kernels), ""));
+    f.evidence.push_back(Num("launch_call_p50", l.launch_call_p50_ns ? std::optional<double>(Us(*l.launch_call_p50_ns)) : std::nullopt, "us"));
+    f.evidence.push_back(Num("launch_to_start_p50", l.delay_p50_ns ? std::optional<double>(Us(*l.delay_p50_ns)) : std::nullopt, "us"));
+    f.evidence.push_back(Num("launch_to_start_p99", l.delay_p99_ns ? std::optional<double>(Us(*l.delay_p99_ns)) : std::nullopt, "us"));
+    f.evidence.push_back(Num("launches_per_s", l.launches_per_s, "/s"));
+    f.evidence.push_back(Num("launch_bound_kernels", static_cast<double>(l.launch_bound_kernels), "", "launch call ≤ 50 us and longer than the kernel (HTA)"));
+    out.push_back(std::move(f));
+  }
+}
+
+void SteadyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  const auto& s = r.steady;
+  if (s.sync_count > 0) {
+    const double share = Share(static_cast<double>(s.sync_ns), static_cast<double>(r.span_ns));
+    Finding f = Make("kernel.steady_state_sync", share >= o.sync_warn_share ? Severity::kWarn : Severity::kInfo,
+                     fmt::format("{} synchronisations after warm-up, {:.2f} ms on the host", s.sync_count, Ms(static_cast<double>(s.sync_ns))),
+                     "remove device-wide waits from the step (torch.cuda.synchronize(), .item(), "
+                     ".cpu()); wait on events for the one stream that needs it");
+    for (size_t i = 0; i < s.syncs.size() && i < 3; ++i) {
+      f.evidence.push_back(Num(s.syncs[i].name, Ms(static_cast<double>(s.syncs[i].total_ns)), "ms",
+                               fmt::format("{} calls", s.syncs[i].count)));
+    }
+    out.push_back(std::move(f));
+  }
+  if (s.alloc_count > 0) {
+    Finding f = Make("kernel.steady_state_alloc", Severity::kWarn,
+                     fmt::format("{} device/host allocation calls after warm-up ({:.2f} ms)", s.alloc_count, Ms(static_cast<double>(s.alloc_ns))),
+                     "allocations in the steady state mean the caching allocator is missing: "
+                     "preallocate, or let it grow in place (PYTORCH_CUDA_ALLOC_CONF / "
+                     "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True)");
+    for (size_t i = 0; i < s.allocs.size() && i < 3; ++i) {
+      f.evidence.push_back(Num(s.allocs[i].name, Ms(static_cast<double>(s.allocs[i].total_ns)), "ms",
+                               fmt::format("{} calls", s.allocs[i].count)));
+    }
+    out.push_back(std::move(f));
+  }
+}
+
+void PatternRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  for (const auto& p : r.patterns) {
+    const double share = Share(static_cast<double>(p.total_ns), static_cast<double>(r.timeline.busy_ns));
+    Finding f = Make("kernel.pattern." + p.pattern, share >= o.pattern_warn_share ? Severity::kWarn : Severity::kInfo,
+                     fmt::format("known slow path: {} ({} calls, {:.1f}% of busy time)", p.kernel.substr(0, 70), p.count, 100 * share),
+                     p.advice);
+    f.evidence.push_back(Num("total", Ms(static_cast<double>(p.total_ns)), "ms"));
+    f.evidence.push_back(Num("source", std::nullopt, "", p.source));
+    out.push_back(std::move(f));
+  }
+}
+
+void ConcurrencyRule(const TraceReport& r, std::vector<Finding>& out) {
+  const auto& ov = r.overlap;
+  if (ov.streams_with_kernels >= 2 && ov.concurrency_share && *ov.concurrency_share < 0.05) {
+    Finding f = Make("kernel.serialized_streams", Severity::kInfo,
+                     fmt::format("kernels on {} streams but only {:.1f}% of busy time concurrent", ov.streams_with_kernels,
+                                 100 * *ov.concurrency_share),
+                     "the streams serialise: check for a sync or an event wait between them, or "
+                     "whether one stream would do");
+    out.push_back(std::move(f));
+  }
+  if (ov.copy_hidden_share && *ov.copy_hidden_share < 0.5) {
+    Finding f = Make("kernel.copies_not_overlapped", Severity::kInfo,
+                     fmt::format("{:.0f}% of long-copy time ran without compute alongside", 100 * (1 - *ov.copy_hidden_share)),
+                     "issue copies on a side stream ahead of use so they overlap kernels");
+    f.evidence.push_back(Num("long_copy_time", Ms(static_cast<double>(ov.copy_ns)), "ms"));
+    out.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+void AddKnowledgeFacts(TraceReport& r) {
+  r.bandwidth.clear();
+  r.patterns.clear();
+  const std::string arch = Arch(r);
+  // Bandwidth: per copy direction with bytes, against the first known device's spec.
+  const trace::DeviceInfo* dev = nullptr;
+  const GpuSpec* spec = nullptr;
+  for (const auto& d : r.devices) {
+    if ((spec = FindGpuSpec(d.name, d.arch)) != nullptr) {
+      dev = &d;
+      break;
+    }
+  }
+  if (spec != nullptr) {
+    for (const auto& c : r.copies.by_direction) {
+      if (!c.achieved_gbps) continue;
+      trace::BandwidthCheck b;
+      b.device = dev->device;
+      b.gpu = std::string(spec->name);
+      b.direction = c.direction;
+      b.achieved_gbps = *c.achieved_gbps;
+      const bool host = c.direction == CopyDirection::kHtoD || c.direction == CopyDirection::kDtoH;
+      b.peak_gbps = host ? spec->host_link_gbps : spec->hbm_gbps / 2;   // DtoD reads and writes
+      b.peak_source = std::string(spec->source) + (host ? "" : "; DtoD peak = HBM peak / 2");
+      b.copies = c.count;
+      r.bandwidth.push_back(std::move(b));
+    }
+  }
+  for (const auto& p : KernelPatterns()) {
+    trace::PatternHit hit;
+    for (const auto& k : r.hot_kernels) {
+      if (!MatchesPattern(p, k.name, arch)) continue;
+      if (hit.count == 0) hit.kernel = k.name;
+      hit.count += k.count;
+      hit.total_ns += k.total_ns;
+    }
+    if (hit.count == 0) continue;
+    hit.pattern = std::string(p.id);
+    hit.advice = std::string(p.advice);
+    hit.source = std::string(p.source);
+    hit.arch = arch;
+    r.patterns.push_back(std::move(hit));
+  }
+}
+
+std::vector<Finding> EvaluateTraceRules(const TraceReport& r, const TraceRuleOptions& o) {
+  std::vector<Finding> out;
+  IdleRule(r, o, out);
+  HotKernelRule(r, o, out);
+  OutlierRule(r, out);
+  CopyRules(r, o, out);
+  LaunchRules(r, o, out);
+  SteadyRules(r, o, out);
+  PatternRules(r, o, out);
+  ConcurrencyRule(r, out);
+  return out;
+}
+
+}  // namespace latdoc::rules

@@ -1,0 +1,158 @@
+#include "rules/trace_rules.h"
+
+#include <gtest/gtest.h>
+
+#include "rules/gpu_specs.h"
+#include "rules/kernel_patterns.h"
+
+namespace latdoc::rules {
+namespace {
+
+using trace::CopyDirection;
+using trace::TraceReport;
+
+const Finding* FindId(const std::vector<Finding>& v, std::string_view id) {
+  for (const Finding& f : v) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+TraceReport HostBoundReport() {
+  TraceReport r;
+  r.span_ns = 100'000'000;
+  r.timeline.total_ns = 50'000'000;
+  r.timeline.busy_ns = 30'000'000;
+  r.timeline.idle_ns = 20'000'000;
+  r.idle.host_wait_ns = 15'000'000;
+  r.idle.kernel_wait_ns = 1'000'000;
+  r.idle.other_ns = 4'000'000;
+  trace::IdleGap g;
+  g.dur_ns = 900'000;
+  g.at_ns = 2'000'000;
+  g.next_op = "gemm";
+  g.cpu_busy_ns = 880'000;
+  g.cpu_top = {{"aten::copy_", 500'000}};
+  r.idle.largest_gaps.push_back(g);
+  return r;
+}
+
+TEST(TraceRulesTest, IdleGpuWithLateHostIsHostBoundFail) {
+  const auto f = EvaluateTraceRules(HostBoundReport(), TraceRuleOptions{});
+  const Finding* idle = FindId(f, "kernel.gpu_idle_host_bound");
+  ASSERT_NE(idle, nullptr);
+  EXPECT_EQ(idle->severity, Severity::kFail);   // 40% idle >= 30%
+  EXPECT_EQ(idle->title, "GPU idle 40.0% of its 50.00 ms window; 75% of stream idle time is the host launching late");
+  ASSERT_TRUE(idle->latency_share.has_value());
+  EXPECT_DOUBLE_EQ(*idle->latency_share, 0.4);
+  EXPECT_NE(idle->evidence.back().text.find("aten::copy_ 500.0 us"), std::string::npos);
+}
+
+TEST(TraceRulesTest, IdleBelowThresholdIsOk) {
+  TraceReport r = HostBoundReport();
+  r.timeline.idle_ns = 2'000'000;   // 4%
+  const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  ASSERT_NE(FindId(f, "kernel.gpu_idle_host_bound"), nullptr);
+  EXPECT_EQ(FindId(f, "kernel.gpu_idle_host_bound")->severity, Severity::kOk);
+}
+
+TEST(TraceRulesTest, SmallH2DCopiesNeedCountAndRate) {
+  TraceReport r = HostBoundReport();
+  trace::CopyDirectionStat d;
+  d.direction = CopyDirection::kHtoD;
+  d.count = 20;
+  d.small_count = 9;    // below the minimum count
+  r.copies.by_direction.push_back(d);
+  EXPECT_EQ(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.small_h2d_copies"), nullptr);
+  r.copies.by_direction[0].small_count = 12;   // 120/s over 0.1 s
+  const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* s = FindId(f, "kernel.small_h2d_copies");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->title, "12 small host-to-device copies (120/s)");
+}
+
+TEST(TraceRulesTest, PageableCopiesSayWhenHeuristic) {
+  TraceReport r = HostBoundReport();
+  trace::CopyDirectionStat d;
+  d.direction = CopyDirection::kHtoD;
+  d.count = 2;
+  d.pageable_count = 2;
+  r.copies.by_direction.push_back(d);
+  r.copies.pageable_is_heuristic = true;
+  const auto all = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* f = FindId(all, "kernel.pageable_copies");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "2 copies from or to pageable host memory (heuristic: the async call blocked)");
+}
+
+TEST(TraceRulesTest, EagerTinyKernelsWithoutGraphs) {
+  TraceReport r = HostBoundReport();
+  r.launch.kernels = 1000;
+  r.launch.tiny_kernels = 800;
+  r.launch.tiny_share = 0.8;
+  auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  ASSERT_NE(FindId(f, "kernel.launch_overhead"), nullptr);
+  EXPECT_EQ(FindId(f, "kernel.launch_overhead")->evidence[1].value, std::nullopt);  // n/a
+  r.launch.graph_launches = 10;
+  r.launch.graph_kernels = 900;
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  EXPECT_EQ(FindId(f, "kernel.launch_overhead"), nullptr);
+  EXPECT_NE(FindId(f, "kernel.graphs_in_use"), nullptr);
+}
+
+TEST(GpuSpecsTest, ByNameThenArchEveryRowSourced) {
+  ASSERT_NE(FindGpuSpec("NVIDIA H200", ""), nullptr);
+  EXPECT_EQ(FindGpuSpec("NVIDIA H200", "")->hbm_gbps, 4800);
+  EXPECT_EQ(FindGpuSpec("AMD Instinct MI300X VF", "gfx942")->name, "AMD Instinct MI300X");
+  EXPECT_EQ(FindGpuSpec("", "gfx942")->name, "AMD Instinct MI300X");
+  EXPECT_EQ(FindGpuSpec("NVIDIA H100 80GB HBM3", "sm90")->hbm_gbps, 3350);
+  EXPECT_EQ(FindGpuSpec("Some GPU", ""), nullptr);
+  for (const GpuSpec& s : GpuSpecs()) EXPECT_FALSE(s.source.empty()) << s.name;
+}
+
+TEST(KernelPatternsTest, ArchScopedPrefixAndSubstring) {
+  const KernelPattern* rocclr = nullptr;
+  const KernelPattern* unrolled = nullptr;
+  for (const auto& p : KernelPatterns()) {
+    EXPECT_FALSE(p.source.empty()) << p.id;
+    EXPECT_FALSE(p.advice.empty()) << p.id;
+    if (p.id == "rocclr_copy_kernel") rocclr = &p;
+    if (p.id == "unrolled_elementwise") unrolled = &p;
+  }
+  ASSERT_NE(rocclr, nullptr);
+  EXPECT_TRUE(MatchesPattern(*rocclr, "__amd_rocclr_copyBufferAligned", "gfx942"));
+  EXPECT_TRUE(MatchesPattern(*rocclr, "__amd_rocclr_copyBufferAligned", ""));
+  EXPECT_FALSE(MatchesPattern(*rocclr, "__amd_rocclr_copyBufferAligned", "sm90"));
+  ASSERT_NE(unrolled, nullptr);
+  EXPECT_TRUE(MatchesPattern(*unrolled, "at::native::unrolled_elementwise_kernel<at::native::X>", "sm90"));
+  EXPECT_FALSE(MatchesPattern(*unrolled, "at::native::vectorized_elementwise_kernel<4, X>", "sm90"));
+}
+
+TEST(AddKnowledgeFactsTest, BandwidthAgainstSpecAndPatternHits) {
+  TraceReport r = HostBoundReport();
+  r.devices.push_back({0, 0, "NVIDIA H200", "sm90"});
+  trace::CopyDirectionStat d;
+  d.direction = CopyDirection::kHtoD;
+  d.count = 4;
+  d.bytes = 64 << 20;
+  d.achieved_gbps = 3.0;
+  r.copies.by_direction.push_back(d);
+  trace::KernelStat k;
+  k.name = "at::native::unrolled_elementwise_kernel<foo>";
+  k.count = 5;
+  k.total_ns = 3'000'000;   // 10% of busy
+  r.hot_kernels.push_back(k);
+  AddKnowledgeFacts(r);
+  ASSERT_EQ(r.bandwidth.size(), 1u);
+  EXPECT_EQ(r.bandwidth[0].peak_gbps, 63);
+  ASSERT_EQ(r.patterns.size(), 1u);
+  EXPECT_EQ(r.patterns[0].pattern, "unrolled_elementwise");
+  const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  ASSERT_NE(FindId(f, "kernel.low_copy_bandwidth"), nullptr);   // 16 MiB average, 3 of 63 GB/s
+  const Finding* p = FindId(f, "kernel.pattern.unrolled_elementwise");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->severity, Severity::kWarn);
+}
+
+}  // namespace
+}  // namespace latdoc::rules

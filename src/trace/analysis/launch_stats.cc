@@ -1,0 +1,119 @@
+// Launch overhead (HTA get_cuda_kernel_launch_stats, extended to hip* names and graphs) and
+// synchronisations/allocations in the steady state.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "trace/analysis/quantile.h"
+#include "trace/analysis/trace_analysis.h"
+
+namespace latdoc::trace {
+
+LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
+  LaunchStats s;
+  std::vector<int64_t> delays, call_durs, graph_first;
+  std::unordered_map<uint32_t, int64_t> graph_min_start;
+  for (const GpuOp& op : trace.gpu_ops) {
+    if (op.kind != GpuOpKind::kKernel) continue;
+    ++s.kernels;
+    if (op.dur_ns < o.tiny_kernel_ns) {
+      ++s.tiny_kernels;
+      s.tiny_kernel_ns_total += op.dur_ns;
+    }
+    if (op.api == kNoLink) continue;
+    ++s.kernels_linked;
+    const ApiCall& a = trace.api_calls[op.api];
+    if (a.kind == ApiKind::kGraphLaunch) {
+      ++s.graph_kernels;
+      auto [it, inserted] = graph_min_start.emplace(op.api, op.start_ns);
+      if (!inserted) it->second = std::min(it->second, op.start_ns);
+      continue;
+    }
+    if (a.dur_ns <= 50'000 && op.dur_ns < a.dur_ns) ++s.launch_bound_kernels;
+    const int64_t delay = op.start_ns - a.end_ns();
+    // A GPU start before its launch call began, or a delay over the plausible bound, is a
+    // clock-domain mismatch (rocprof v1 DispatchNs vs BeginNs) and is not counted.
+    if (op.start_ns < a.start_ns || delay > o.max_plausible_launch_delay_ns) {
+      ++s.delays_rejected;
+      continue;
+    }
+    delays.push_back(std::max<int64_t>(delay, 0));
+  }
+  int64_t first_call = INT64_MAX, last_call = INT64_MIN;
+  for (const ApiCall& a : trace.api_calls) {
+    if (a.kind == ApiKind::kGraphLaunch) ++s.graph_launches;
+    if (a.kind != ApiKind::kKernelLaunch) continue;
+    ++s.launch_calls;
+    call_durs.push_back(a.dur_ns);
+    first_call = std::min(first_call, a.start_ns);
+    last_call = std::max(last_call, a.end_ns());
+  }
+  for (const auto& [api, start] : graph_min_start) {
+    graph_first.push_back(std::max<int64_t>(0, start - trace.api_calls[api].end_ns()));
+  }
+  if (s.launch_calls > 1 && last_call > first_call) {
+    s.launches_per_s = static_cast<double>(s.launch_calls) * 1e9 / static_cast<double>(last_call - first_call);
+  }
+  if (!delays.empty()) {
+    std::sort(delays.begin(), delays.end());
+    s.delay_p50_ns = QuantileSorted(delays, 0.5);
+    s.delay_p99_ns = QuantileSorted(delays, 0.99);
+    s.delay_max_ns = static_cast<double>(delays.back());
+  }
+  if (!call_durs.empty()) {
+    std::sort(call_durs.begin(), call_durs.end());
+    s.launch_call_p50_ns = QuantileSorted(call_durs, 0.5);
+  }
+  if (!graph_first.empty()) {
+    std::sort(graph_first.begin(), graph_first.end());
+    s.graph_first_node_p50_ns = QuantileSorted(graph_first, 0.5);
+  }
+  s.tiny_share = s.kernels > 0 ? static_cast<double>(s.tiny_kernels) / static_cast<double>(s.kernels) : 0;
+  return s;
+}
+
+SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns) {
+  SteadyStateApi s;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const ApiCall& a : trace.api_calls) {
+    first = std::min(first, a.start_ns);
+    last = std::max(last, a.end_ns());
+  }
+  if (first > last) return s;
+  const int64_t from = first + static_cast<int64_t>(o.warmup_share * static_cast<double>(last - first));
+  s.steady_from_ns = from - t0_ns;
+  std::map<NameId, ApiUse> syncs, allocs;
+  for (const ApiCall& a : trace.api_calls) {
+    if (a.start_ns < from) continue;
+    if (a.kind == ApiKind::kMemcpy) ++s.sync_copy_count;
+    std::map<NameId, ApiUse>* m = nullptr;
+    if (a.kind == ApiKind::kSync) {
+      m = &syncs;
+      ++s.sync_count;
+      s.sync_ns += a.dur_ns;
+    } else if (a.kind == ApiKind::kMalloc || a.kind == ApiKind::kFree) {
+      m = &allocs;
+      ++s.alloc_count;
+      s.alloc_ns += a.dur_ns;
+    } else {
+      continue;
+    }
+    ApiUse& u = (*m)[a.name];
+    u.name = std::string(trace.Name(a.name));
+    ++u.count;
+    u.total_ns += a.dur_ns;
+  }
+  auto flatten = [](std::map<NameId, ApiUse>& m) {
+    std::vector<ApiUse> v;
+    for (auto& [id, u] : m) v.push_back(u);
+    std::sort(v.begin(), v.end(), [](const ApiUse& a, const ApiUse& b) {
+      return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+    });
+    return v;
+  };
+  s.syncs = flatten(syncs);
+  s.allocs = flatten(allocs);
+  return s;
+}
+
+}  // namespace latdoc::trace

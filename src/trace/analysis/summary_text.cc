@@ -1,0 +1,149 @@
+#include "trace/analysis/summary_text.h"
+
+#include <fmt/format.h>
+
+namespace latdoc::trace {
+namespace {
+
+std::string OptUs(const std::optional<double>& ns) {
+  return ns ? fmt::format("{:.1f} us", *ns / 1e3) : "n/a";
+}
+
+std::string Cut(const std::string& s, size_t n) {
+  return s.size() <= n ? s : s.substr(0, n - 3) + "...";
+}
+
+std::string Bytes(int64_t b) {
+  if (b >= (1 << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1 << 30));
+  if (b >= (1 << 20)) return fmt::format("{:.2f} MiB", static_cast<double>(b) / (1 << 20));
+  if (b >= 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
+  return fmt::format("{} B", b);
+}
+
+}  // namespace
+
+std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFile>& sources,
+                               const AnalysisOptions& o) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  line(fmt::format("Inputs: {} file(s); {} GPU ops, {} API calls, {} CPU ops over {:.3f} ms",
+                   sources.size(), r.gpu_ops, r.api_calls, r.cpu_ops, static_cast<double>(r.span_ns) / 1e6));
+  for (const SourceFile& s : sources) {
+    std::string issues = "no bad records";
+    if (s.issues.total() > 0) {
+      issues = fmt::format("{} bad records (", s.issues.total());
+      bool first = true;
+      for (const auto& [reason, n] : s.issues.count_by_reason) {
+        issues += fmt::format("{}{}: {}", first ? "" : ", ", reason, n);
+        first = false;
+      }
+      issues += fmt::format("; first at {})", s.issues.examples.front().where);
+    }
+    line(fmt::format("  {} [{}]: {} events, {}{}", s.path, s.format, s.events_read, issues,
+                     s.fatal_error ? "; DAMAGED: " + *s.fatal_error : ""));
+  }
+  for (const DeviceInfo& d : r.devices) {
+    line(fmt::format("  device {}: {} ({})", d.device, d.name.empty() ? "unnamed" : d.name,
+                     d.arch.empty() ? "arch n/a" : d.arch));
+  }
+  const GpuTimeline& t = r.timeline;
+  line("");
+  line(fmt::format("GPU time (TraceLens gpu_timeline; {} ops{}, {} without a host launch dropped)",
+                   t.ops, r.timeline_used_all_ops ? ", no host launches in trace: all counted" : " with a host launch",
+                   t.ops_dropped_unlinked));
+  if (t.ops > 0) {
+    const double total = t.total_ms;
+    auto pct = [&](double v) { return total > 0 ? 100 * v / total : 0.0; };
+    line(fmt::format("  total {:.6f} ms   busy {:.6f} ms ({:.2f}%)   idle {:.6f} ms ({:.2f}%)", total,
+                     t.busy_ms, pct(t.busy_ms), t.idle_ms, pct(t.idle_ms)));
+    line(fmt::format("  computation {:.6f} ms   exposed comm {:.6f} ms   exposed memcpy {:.6f} ms",
+                     t.computation_ms, t.exposed_comm_ms, t.exposed_memcpy_ms));
+  }
+  for (const GpuTimeline& d : r.per_device) {
+    line(fmt::format("  device {}: total {:.3f} ms, busy {:.3f} ms, idle {:.3f} ms", d.device.value_or(-1),
+                     d.total_ms, d.busy_ms, d.idle_ms));
+  }
+  if (!r.hot_kernels.empty()) {
+    line("");
+    line(fmt::format("Top kernels ({} names)          count    total ms   mean us    p50 us    p99 us    max us  busy %",
+                     r.hot_kernels.size()));
+    for (size_t i = 0; i < r.hot_kernels.size() && i < static_cast<size_t>(o.hot_list); ++i) {
+      const KernelStat& k = r.hot_kernels[i];
+      line(fmt::format("  {:<30} {:>6} {:>11.3f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f}", Cut(k.name, 30),
+                       k.count, static_cast<double>(k.total_ns) / 1e6, k.mean_ns / 1e3, k.p50_ns / 1e3,
+                       k.p99_ns / 1e3, static_cast<double>(k.max_ns) / 1e3, 100 * k.busy_share));
+    }
+  }
+  line("");
+  line(fmt::format("Outliers (> {:g}x the kernel's median and +{:.0f} us): {}", o.outlier_factor,
+                   static_cast<double>(o.outlier_min_excess_ns) / 1e3, r.outlier_count));
+  for (size_t i = 0; i < r.outliers.size() && i < 5; ++i) {
+    const OutlierInstance& x = r.outliers[i];
+    line(fmt::format("  {:.1f} us (median {:.1f} us) at {:.3f} ms, device {} stream {}: {}",
+                     static_cast<double>(x.dur_ns) / 1e3, x.median_ns / 1e3, static_cast<double>(x.at_ns) / 1e6,
+                     x.device, x.stream, Cut(x.name, 60)));
+  }
+  line("");
+  line(fmt::format("Copies: {} ({} with bytes), {} memsets; small (< {}) {}/s: {}", r.copies.copies,
+                   r.copies.copies_with_bytes, r.copies.memsets, Bytes(o.small_copy_bytes),
+                   r.copies.small_copies_per_s ? fmt::format("{:.1f}", *r.copies.small_copies_per_s) : "n/a",
+                   r.copies.small_copies));
+  if (!r.copies.by_direction.empty()) {
+    line("  dir       count     bytes        time ms     GB/s   small  pageable  sync  storms");
+    for (const CopyDirectionStat& d : r.copies.by_direction) {
+      line(fmt::format("  {:<8} {:>6} {:>11} {:>12.3f} {:>8} {:>7} {:>9} {:>5} {:>7}", CopyDirectionName(d.direction),
+                       d.count, d.bytes ? Bytes(*d.bytes) : "n/a", static_cast<double>(d.total_ns) / 1e6,
+                       d.achieved_gbps ? fmt::format("{:.2f}", *d.achieved_gbps) : "n/a", d.small_count,
+                       d.pageable_count, d.sync_count, d.storm_runs));
+    }
+    if (r.copies.pageable_is_heuristic) line("  (pageable: heuristic, the trace records no memory kind)");
+  }
+  line("");
+  line(fmt::format("Idle gaps (HTA split): host wait {:.3f} ms, kernel wait {:.3f} ms, other {:.3f} ms",
+                   static_cast<double>(r.idle.host_wait_ns) / 1e6, static_cast<double>(r.idle.kernel_wait_ns) / 1e6,
+                   static_cast<double>(r.idle.other_ns) / 1e6));
+  for (const IdleGap& g : r.idle.largest_gaps) {
+    std::string cpu;
+    for (const CpuActivity& a : g.cpu_top) {
+      cpu += fmt::format("{}{} {:.1f} us", cpu.empty() ? "" : ", ", Cut(a.name, 40), static_cast<double>(a.overlap_ns) / 1e3);
+    }
+    line(fmt::format("  {:.1f} us at {:.3f} ms on device {} before {}", static_cast<double>(g.dur_ns) / 1e3,
+                     static_cast<double>(g.at_ns) / 1e6, g.device, Cut(g.next_op, 50)));
+    if (g.next_launch) {
+      line(fmt::format("      launched by {} (tid {}) {} after the gap began; thread busy {}{}", *g.next_launch,
+                       g.launch_tid.value_or(0), OptUs(g.launch_wait_ns ? std::optional<double>(*g.launch_wait_ns) : std::nullopt),
+                       OptUs(g.cpu_busy_ns ? std::optional<double>(*g.cpu_busy_ns) : std::nullopt),
+                       cpu.empty() ? "" : "; CPU: " + cpu));
+    }
+  }
+  const LaunchStats& l = r.launch;
+  line("");
+  line(fmt::format("Launch: {} kernels ({} with their launch), {} launch calls, {}/s; call p50 {}",
+                   l.kernels, l.kernels_linked, l.launch_calls,
+                   l.launches_per_s ? fmt::format("{:.0f}", *l.launches_per_s) : "n/a", OptUs(l.launch_call_p50_ns)));
+  line(fmt::format("  launch-to-start p50 {}, p99 {}, max {}; {} rejected (clock mismatch)", OptUs(l.delay_p50_ns),
+                   OptUs(l.delay_p99_ns), OptUs(l.delay_max_ns), l.delays_rejected));
+  line(fmt::format("  tiny kernels (< {:.0f} us): {} ({:.1f}%); launch-bound (HTA short): {}; graph launches: {} -> {} kernels, first node p50 {}",
+                   static_cast<double>(o.tiny_kernel_ns) / 1e3, l.tiny_kernels, 100 * l.tiny_share,
+                   l.launch_bound_kernels, l.graph_launches, l.graph_kernels, OptUs(l.graph_first_node_p50_ns)));
+  line("");
+  line(fmt::format("Steady state (from {:.3f} ms): {} syncs ({:.3f} ms), {} alloc/free calls ({:.3f} ms), {} sync copies",
+                   static_cast<double>(r.steady.steady_from_ns) / 1e6, r.steady.sync_count,
+                   static_cast<double>(r.steady.sync_ns) / 1e6, r.steady.alloc_count,
+                   static_cast<double>(r.steady.alloc_ns) / 1e6, r.steady.sync_copy_count));
+  line(fmt::format("Overlap: long copies hidden under kernels {}; kernels on {} streams, concurrent {}",
+                   r.overlap.copy_hidden_share ? fmt::format("{:.1f}%", 100 * *r.overlap.copy_hidden_share) : "n/a",
+                   r.overlap.streams_with_kernels,
+                   r.overlap.concurrency_share ? fmt::format("{:.1f}% of busy time", 100 * *r.overlap.concurrency_share) : "n/a"));
+  for (const BandwidthCheck& b : r.bandwidth) {
+    line(fmt::format("Bandwidth {}: {:.2f} GB/s of {:.0f} GB/s peak ({}) over {} copies", CopyDirectionName(b.direction),
+                     b.achieved_gbps, b.peak_gbps, b.gpu, b.copies));
+  }
+  for (const PatternHit& p : r.patterns) {
+    line(fmt::format("Known slow kernel [{}]: {} x{} ({:.3f} ms)", p.pattern, Cut(p.kernel, 60), p.count,
+                     static_cast<double>(p.total_ns) / 1e6));
+  }
+  return out;
+}
+
+}  // namespace latdoc::trace

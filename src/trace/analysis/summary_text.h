@@ -1,0 +1,18 @@
+// The terminal summary of `latdoc trace`: inputs, GPU time breakdown, hot kernels, outliers,
+// copies, idle gaps, launch overhead, steady-state syncs/allocations, overlap, bandwidth and
+// known slow kernels. Pure: report in, text out. Values not reported print "n/a".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trace/analysis/analysis_options.h"
+#include "trace/analysis/trace_report.h"
+#include "trace/model/trace.h"
+
+namespace latdoc::trace {
+
+std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFile>& sources,
+                               const AnalysisOptions& o);
+
+}  // namespace latdoc::trace

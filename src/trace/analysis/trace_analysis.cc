@@ -1,0 +1,199 @@
+#include "trace/analysis/trace_analysis.h"
+
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace latdoc::trace {
+
+int64_t TraceStartNs(const Trace& trace) {
+  int64_t t0 = INT64_MAX;
+  if (!trace.gpu_ops.empty()) t0 = std::min(t0, trace.gpu_ops.front().start_ns);
+  if (!trace.api_calls.empty()) t0 = std::min(t0, trace.api_calls.front().start_ns);
+  return t0 == INT64_MAX ? 0 : t0;
+}
+
+int64_t TraceSpanNs(const Trace& trace) {
+  int64_t last = INT64_MIN;
+  for (const GpuOp& op : trace.gpu_ops) last = std::max(last, op.end_ns());
+  for (const ApiCall& a : trace.api_calls) last = std::max(last, a.end_ns());
+  return last == INT64_MIN ? 0 : last - TraceStartNs(trace);
+}
+
+TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
+  TraceReport r;
+  std::set<std::string> formats;
+  for (const SourceFile& s : trace.sources) formats.insert(s.format);
+  r.formats.assign(formats.begin(), formats.end());
+  const int64_t t0 = TraceStartNs(trace);
+  r.span_ns = TraceSpanNs(trace);
+  r.gpu_ops = static_cast<int64_t>(trace.gpu_ops.size());
+  r.api_calls = static_cast<int64_t>(trace.api_calls.size());
+  r.cpu_ops = static_cast<int64_t>(trace.cpu_ops.size());
+  r.devices = trace.devices;
+
+  GpuTimelineOptions tl;
+  r.timeline = ComputeGpuTimeline(trace, tl);
+  if (r.timeline.ops == 0 && !trace.gpu_ops.empty()) {
+    // No GPU op has its launch in the trace (kernel-only formats): count them all.
+    tl.require_host_launch = false;
+    r.timeline_used_all_ops = true;
+    r.timeline = ComputeGpuTimeline(trace, tl);
+  }
+  std::set<int32_t> devices;
+  for (const GpuOp& op : trace.gpu_ops) devices.insert(op.device);
+  if (devices.size() > 1) {
+    for (int32_t d : devices) r.per_device.push_back(ComputeGpuTimeline(trace, tl, d));
+  }
+  ComputeKernelStats(trace, o, r.timeline.busy_ns, t0, r);
+  r.copies = ComputeCopyStats(trace, o, r.span_ns);
+  r.idle = ComputeIdle(trace, o, t0);
+  r.launch = ComputeLaunch(trace, o);
+  r.steady = ComputeSteadyState(trace, o, t0);
+  r.overlap = ComputeOverlap(trace, o);
+  return r;
+}
+
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json Opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json TimelineJson(const GpuTimeline& t) {
+  json j;
+  j["device"] = Opt(t.device);
+  j["gpu_ops"] = t.ops;
+  j["gpu_ops_dropped_unlinked"] = t.ops_dropped_unlinked;
+  j["total_ms"] = t.total_ms;
+  j["busy_ms"] = t.busy_ms;
+  j["idle_ms"] = t.idle_ms;
+  j["computation_ms"] = t.computation_ms;
+  j["exposed_comm_ms"] = t.exposed_comm_ms;
+  j["exposed_memcpy_ms"] = t.exposed_memcpy_ms;
+  j["total_comm_ms"] = t.total_comm_ms;
+  j["total_memcpy_ms"] = t.total_memcpy_ms;
+  j["total_ns"] = t.total_ns;
+  j["busy_ns"] = t.busy_ns;
+  j["idle_ns"] = t.idle_ns;
+  j["computation_ns"] = t.computation_ns;
+  j["exposed_comm_ns"] = t.exposed_comm_ns;
+  j["exposed_memcpy_ns"] = t.exposed_memcpy_ns;
+  j["idle_pct"] = t.total_ns > 0 ? 100.0 * static_cast<double>(t.idle_ns) / static_cast<double>(t.total_ns) : 0.0;
+  return j;
+}
+
+}  // namespace
+
+json ReportToJson(const TraceReport& r) {
+  json j;
+  j["formats"] = r.formats;
+  j["span_ns"] = r.span_ns;
+  j["gpu_ops"] = r.gpu_ops;
+  j["api_calls"] = r.api_calls;
+  j["cpu_ops"] = r.cpu_ops;
+  j["devices"] = json::array();
+  for (const DeviceInfo& d : r.devices) {
+    j["devices"].push_back({{"source", d.source}, {"device", d.device}, {"name", d.name},
+                            {"arch", d.arch.empty() ? json(nullptr) : json(d.arch)}});
+  }
+  j["gpu_timeline"] = TimelineJson(r.timeline);
+  j["gpu_timeline"]["all_ops_counted"] = r.timeline_used_all_ops;
+  j["gpu_timeline_per_device"] = json::array();
+  for (const GpuTimeline& t : r.per_device) j["gpu_timeline_per_device"].push_back(TimelineJson(t));
+  j["kernels"] = json::array();
+  for (size_t i = 0; i < r.hot_kernels.size() && i < 100; ++i) {
+    const KernelStat& k = r.hot_kernels[i];
+    j["kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total_ns},
+                            {"mean_ns", k.mean_ns}, {"p50_ns", k.p50_ns}, {"p99_ns", k.p99_ns},
+                            {"max_ns", k.max_ns}, {"busy_share", k.busy_share}});
+  }
+  j["kernel_names"] = r.hot_kernels.size();
+  j["outliers"] = {{"count", r.outlier_count}, {"instances", json::array()}};
+  for (const OutlierInstance& x : r.outliers) {
+    j["outliers"]["instances"].push_back({{"name", x.name}, {"device", x.device}, {"stream", x.stream},
+                                          {"at_ns", x.at_ns}, {"dur_ns", x.dur_ns},
+                                          {"median_ns", x.median_ns}});
+  }
+  json c;
+  c["copies"] = r.copies.copies;
+  c["copies_with_bytes"] = r.copies.copies_with_bytes;
+  c["small_copies"] = r.copies.small_copies;
+  c["small_copies_per_s"] = Opt(r.copies.small_copies_per_s);
+  c["pageable_is_heuristic"] = r.copies.pageable_is_heuristic;
+  c["memsets"] = r.copies.memsets;
+  c["memset_ns"] = r.copies.memset_ns;
+  c["by_direction"] = json::array();
+  for (const CopyDirectionStat& d : r.copies.by_direction) {
+    c["by_direction"].push_back({{"direction", CopyDirectionName(d.direction)}, {"count", d.count},
+                                 {"total_ns", d.total_ns}, {"bytes", Opt(d.bytes)},
+                                 {"achieved_gbps", Opt(d.achieved_gbps)}, {"small", d.small_count},
+                                 {"pageable", d.pageable_count}, {"sync", d.sync_count},
+                                 {"storm_runs", d.storm_runs}, {"longest_storm", d.longest_storm}});
+  }
+  j["copies"] = c;
+  json idle;
+  idle["host_wait_ns"] = r.idle.host_wait_ns;
+  idle["kernel_wait_ns"] = r.idle.kernel_wait_ns;
+  idle["other_ns"] = r.idle.other_ns;
+  idle["streams"] = json::array();
+  for (const StreamIdle& s : r.idle.streams) {
+    idle["streams"].push_back({{"source", s.source}, {"device", s.device}, {"stream", s.stream},
+                               {"ops", s.ops}, {"span_ns", s.span_ns}, {"host_wait_ns", s.host_wait_ns},
+                               {"kernel_wait_ns", s.kernel_wait_ns}, {"other_ns", s.other_ns}});
+  }
+  idle["largest_gaps"] = json::array();
+  for (const IdleGap& g : r.idle.largest_gaps) {
+    json top = json::array();
+    for (const CpuActivity& a : g.cpu_top) top.push_back({{"name", a.name}, {"overlap_ns", a.overlap_ns}});
+    idle["largest_gaps"].push_back({{"source", g.source}, {"device", g.device}, {"at_ns", g.at_ns},
+                                    {"dur_ns", g.dur_ns}, {"next_op", g.next_op},
+                                    {"next_launch", Opt(g.next_launch)}, {"launch_tid", Opt(g.launch_tid)},
+                                    {"launch_wait_ns", Opt(g.launch_wait_ns)},
+                                    {"cpu_busy_ns", Opt(g.cpu_busy_ns)}, {"cpu_top", top}});
+  }
+  j["idle"] = idle;
+  const LaunchStats& l = r.launch;
+  j["launch"] = {{"kernels", l.kernels}, {"kernels_linked", l.kernels_linked},
+                 {"launch_calls", l.launch_calls}, {"launches_per_s", Opt(l.launches_per_s)},
+                 {"delay_p50_ns", Opt(l.delay_p50_ns)}, {"delay_p99_ns", Opt(l.delay_p99_ns)},
+                 {"delay_max_ns", Opt(l.delay_max_ns)}, {"delays_rejected", l.delays_rejected},
+                 {"tiny_kernels", l.tiny_kernels}, {"tiny_kernel_ns", l.tiny_kernel_ns_total},
+                 {"tiny_share", l.tiny_share}, {"launch_bound_kernels", l.launch_bound_kernels},
+                 {"graph_launches", l.graph_launches}, {"graph_kernels", l.graph_kernels},
+                 {"graph_first_node_p50_ns", Opt(l.graph_first_node_p50_ns)},
+                 {"launch_call_p50_ns", Opt(l.launch_call_p50_ns)}};
+  auto uses = [](const std::vector<ApiUse>& v) {
+    json a = json::array();
+    for (const ApiUse& u : v) a.push_back({{"name", u.name}, {"count", u.count}, {"total_ns", u.total_ns}});
+    return a;
+  };
+  j["steady_state"] = {{"from_ns", r.steady.steady_from_ns}, {"sync_count", r.steady.sync_count},
+                       {"sync_ns", r.steady.sync_ns}, {"alloc_count", r.steady.alloc_count},
+                       {"alloc_ns", r.steady.alloc_ns}, {"sync_copy_count", r.steady.sync_copy_count},
+                       {"syncs", uses(r.steady.syncs)}, {"allocs", uses(r.steady.allocs)}};
+  const OverlapStats& ov = r.overlap;
+  j["overlap"] = {{"copy_ns", ov.copy_ns}, {"copy_hidden_ns", ov.copy_hidden_ns},
+                  {"copy_hidden_share", Opt(ov.copy_hidden_share)}, {"kernel_busy_ns", ov.kernel_busy_ns},
+                  {"multi_stream_ns", ov.multi_stream_ns}, {"concurrency_share", Opt(ov.concurrency_share)},
+                  {"streams_with_kernels", ov.streams_with_kernels}};
+  j["bandwidth"] = json::array();
+  for (const BandwidthCheck& b : r.bandwidth) {
+    j["bandwidth"].push_back({{"device", b.device}, {"gpu", b.gpu}, {"direction", CopyDirectionName(b.direction)},
+                              {"achieved_gbps", b.achieved_gbps}, {"peak_gbps", b.peak_gbps},
+                              {"peak_source", b.peak_source}, {"copies", b.copies}});
+  }
+  j["kernel_patterns"] = json::array();
+  for (const PatternHit& p : r.patterns) {
+    j["kernel_patterns"].push_back({{"pattern", p.pattern}, {"kernel", p.kernel}, {"count", p.count},
+                                    {"total_ns", p.total_ns}, {"arch", p.arch}, {"advice", p.advice},
+                                    {"source", p.source}});
+  }
+  return j;
+}
+
+}  // namespace latdoc::trace

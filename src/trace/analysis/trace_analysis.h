@@ -1,0 +1,35 @@
+// Runs every trace analysis over a finalized Trace and writes the result as JSON.
+//
+// Each analysis is a pure function of (Trace, AnalysisOptions); they are declared here so
+// tests can run one alone. Definitions (HTA, TraceLens, RATELProf) are cited in each .cc.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "trace/analysis/analysis_options.h"
+#include "trace/analysis/trace_report.h"
+#include "trace/model/trace.h"
+
+namespace latdoc::trace {
+
+// Every analysis; `trace` must be finalized.
+TraceReport Analyze(const Trace& trace, const AnalysisOptions& options);
+
+// Individual analyses (kernel_stats.cc, copy_stats.cc, idle_gaps.cc, launch_stats.cc,
+// overlap.cc). `t0_ns` is the trace start that `_at_ns` offsets count from.
+void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t busy_ns,
+                        int64_t t0_ns, TraceReport& r);
+CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o, int64_t span_ns);
+IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns);
+LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o);
+SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns);
+OverlapStats ComputeOverlap(const Trace& trace, const AnalysisOptions& o);
+
+// The first start among GPU ops and API calls (0 for an empty trace), and the span to the
+// last end.
+int64_t TraceStartNs(const Trace& trace);
+int64_t TraceSpanNs(const Trace& trace);
+
+nlohmann::json ReportToJson(const TraceReport& r);
+
+}  // namespace latdoc::trace

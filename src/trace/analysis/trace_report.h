@@ -1,0 +1,172 @@
+// TraceReport: the facts every trace analysis produces from one finalized Trace. Rules
+// (rules/trace_rules.h) turn it into findings; cli/cmd_trace.cc renders it. Plain data.
+//
+// Times are int64 ns; `_at_ns` values are offsets from the trace's first host or GPU event.
+// std::optional marks values the trace cannot give (no bytes, no host launches): "n/a".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace/analysis/gpu_timeline.h"
+#include "trace/model/trace.h"
+
+namespace latdoc::trace {
+
+struct KernelStat {
+  std::string name;              // normalised (importers/common/gpu_names.h)
+  GpuOpKind kind = GpuOpKind::kKernel;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+  double mean_ns = 0, p50_ns = 0, p99_ns = 0;
+  int64_t max_ns = 0;
+  double busy_share = 0;         // total / GPU busy time (may exceed 1 with concurrent streams)
+};
+
+struct OutlierInstance {
+  std::string name;
+  int32_t device = 0, stream = 0;
+  int64_t at_ns = 0;             // start, from trace start
+  int64_t dur_ns = 0;
+  double median_ns = 0;
+};
+
+struct CopyDirectionStat {
+  CopyDirection direction = CopyDirection::kUnknown;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+  std::optional<int64_t> bytes;           // nullopt: no copy of this direction reported bytes
+  std::optional<double> achieved_gbps;    // bytes / device time, over copies with bytes
+  int64_t small_count = 0;                // below AnalysisOptions::small_copy_bytes
+  int64_t pageable_count = 0;             // CUDA names/kinds, or the ROCm heuristic
+  int64_t sync_count = 0;                 // launched by a synchronous copy call
+  int64_t storm_runs = 0;                 // runs of small copies back to back
+  int64_t longest_storm = 0;
+};
+
+struct CopyStats {
+  std::vector<CopyDirectionStat> by_direction;
+  int64_t copies = 0;
+  int64_t copies_with_bytes = 0;
+  int64_t small_copies = 0;
+  std::optional<double> small_copies_per_s;   // over the trace's span
+  bool pageable_is_heuristic = false;         // true when no copy carried a memory kind
+  int64_t memsets = 0;
+  int64_t memset_ns = 0;
+};
+
+struct StreamIdle {
+  uint16_t source = 0;
+  int32_t device = 0, stream = 0;
+  int64_t span_ns = 0;          // first start to last end of the stream
+  int64_t ops = 0;
+  int64_t host_wait_ns = 0;     // the next op was launched after the previous one ended
+  int64_t kernel_wait_ns = 0;   // short gap, next op already launched
+  int64_t other_ns = 0;
+};
+
+struct CpuActivity {
+  std::string name;
+  int64_t overlap_ns = 0;
+};
+
+// A gap in a device's GPU work (no op on any stream), with the host side at that time.
+struct IdleGap {
+  uint16_t source = 0;
+  int32_t device = 0;
+  int64_t at_ns = 0;
+  int64_t dur_ns = 0;
+  std::string next_op;                      // the GPU op that ended the gap
+  std::optional<std::string> next_launch;   // its launch call, if in the trace
+  std::optional<int32_t> launch_tid;
+  std::optional<int64_t> launch_wait_ns;    // launch call start − gap start (>0: host late)
+  std::optional<int64_t> cpu_busy_ns;       // time the launching thread was inside CPU ops
+  std::vector<CpuActivity> cpu_top;         // its longest CPU ops during the gap
+};
+
+struct IdleStats {
+  std::vector<StreamIdle> streams;
+  std::vector<IdleGap> largest_gaps;
+  int64_t host_wait_ns = 0, kernel_wait_ns = 0, other_ns = 0;
+};
+
+struct LaunchStats {
+  int64_t kernels = 0;
+  int64_t kernels_linked = 0;               // with a launch call in the trace
+  int64_t launch_calls = 0;                 // kernel launch API calls
+  std::optional<double> launches_per_s;
+  std::optional<double> delay_p50_ns, delay_p99_ns, delay_max_ns;   // GPU start − call end
+  int64_t delays_rejected = 0;              // negative beyond clock noise or > 1 s
+  int64_t tiny_kernels = 0;                 // < tiny_kernel_ns
+  int64_t tiny_kernel_ns_total = 0;
+  double tiny_share = 0;                    // of kernels, by count
+  int64_t launch_bound_kernels = 0;         // HTA: launch call ≤ 50 µs and GPU time < call time
+  int64_t graph_launches = 0;
+  int64_t graph_kernels = 0;                // kernels launched by graph launches
+  std::optional<double> graph_first_node_p50_ns;   // graph launch end → first node start
+  std::optional<double> launch_call_p50_ns;        // host time of a kernel launch call
+};
+
+struct ApiUse {
+  std::string name;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+};
+
+struct SteadyStateApi {
+  int64_t steady_from_ns = 0;       // offset where the steady state starts
+  std::vector<ApiUse> syncs;        // sorted by total time
+  std::vector<ApiUse> allocs;       // malloc and free calls
+  int64_t sync_count = 0, sync_ns = 0, alloc_count = 0, alloc_ns = 0;
+  int64_t sync_copy_count = 0;      // synchronous copy calls (cudaMemcpy, hipMemcpyWithStream)
+};
+
+struct OverlapStats {
+  int64_t copy_ns = 0;              // copies ≥ overlap_min_copy_ns
+  int64_t copy_hidden_ns = 0;       // of which under a kernel on another stream
+  std::optional<double> copy_hidden_share;
+  int64_t kernel_busy_ns = 0;
+  int64_t multi_stream_ns = 0;      // time with kernels on ≥ 2 streams of one device at once
+  std::optional<double> concurrency_share;
+  int streams_with_kernels = 0;
+};
+
+struct BandwidthCheck {
+  int32_t device = 0;
+  std::string gpu;                  // spec table row used
+  CopyDirection direction = CopyDirection::kUnknown;
+  double achieved_gbps = 0;
+  double peak_gbps = 0;
+  std::string peak_source;
+  int64_t copies = 0;
+};
+
+struct PatternHit {
+  std::string pattern, kernel, advice, source, arch;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+};
+
+struct TraceReport {
+  std::vector<std::string> formats;
+  int64_t span_ns = 0;
+  int64_t gpu_ops = 0, api_calls = 0, cpu_ops = 0;
+  std::vector<DeviceInfo> devices;
+  GpuTimeline timeline;                       // all devices, TraceLens rule
+  std::vector<GpuTimeline> per_device;
+  bool timeline_used_all_ops = false;         // no host launches in the trace: rule relaxed
+  std::vector<KernelStat> hot_kernels;
+  std::vector<OutlierInstance> outliers;
+  int64_t outlier_count = 0;
+  CopyStats copies;
+  IdleStats idle;
+  LaunchStats launch;
+  SteadyStateApi steady;
+  OverlapStats overlap;
+  std::vector<BandwidthCheck> bandwidth;      // filled by rules' spec table (cli)
+  std::vector<PatternHit> patterns;           // filled by rules' pattern table (cli)
+};
+
+}  // namespace latdoc::trace
