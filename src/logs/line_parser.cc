@@ -1,0 +1,540 @@
+#include "logs/line_parser.h"
+
+#include <charconv>
+#include <cstring>
+
+#include <fmt/core.h>
+
+namespace latdoc::logs {
+namespace {
+
+constexpr int64_t kNsPerSec = 1000 * 1000 * 1000;
+constexpr int kDaysBefore[13] = {0, 0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335};
+constexpr int kDaysIn[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+bool Consume(std::string_view& s, std::string_view prefix) {
+  if (s.size() < prefix.size() || std::memcmp(s.data(), prefix.data(), prefix.size()) != 0)
+    return false;
+  s.remove_prefix(prefix.size());
+  return true;
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Reads exactly `n` digits at s[pos...]; -1 if any is not a digit.
+int Digits(std::string_view s, size_t pos, size_t n) {
+  if (pos + n > s.size()) return -1;
+  int v = 0;
+  for (size_t i = 0; i < n; ++i) {
+    char c = s[pos + i];
+    if (!IsDigit(c)) return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+// Reads one or more digits at the front of `s` and removes them.
+template <typename T>
+bool TakeInt(std::string_view& s, T* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  if (ec != std::errc() || p == s.data()) return false;
+  s.remove_prefix(static_cast<size_t>(p - s.data()));
+  return true;
+}
+
+// "HH:MM:SS" at s[pos]; ns since midnight, or -1.
+int64_t ClockNs(std::string_view s, size_t pos) {
+  int h = Digits(s, pos, 2), m = Digits(s, pos + 3, 2), sec = Digits(s, pos + 6, 2);
+  if (h < 0 || m < 0 || sec < 0 || s[pos + 2] != ':' || s[pos + 5] != ':') return -1;
+  if (h > 23 || m > 59 || sec > 60) return -1;
+  return (int64_t{h} * 3600 + m * 60 + sec) * kNsPerSec;
+}
+
+// Removes ANSI CSI sequences (ESC '[' parameters final-byte) from `line` into `out`.
+//   "\x1b[32mINFO\x1b[0m 06-25 21:51:52 ..." -> "INFO 06-25 21:51:52 ..."
+void StripAnsi(std::string_view line, std::string* out) {
+  out->clear();
+  size_t i = 0;
+  while (i < line.size()) {
+    const void* p = std::memchr(line.data() + i, '\x1b', line.size() - i);
+    size_t esc = p ? static_cast<size_t>(static_cast<const char*>(p) - line.data()) : line.size();
+    out->append(line.data() + i, esc - i);
+    if (esc == line.size()) break;
+    i = esc + 1;
+    if (i < line.size() && line[i] == '[') {
+      ++i;
+      while (i < line.size() && (IsDigit(line[i]) || line[i] == ';' || line[i] == '?')) ++i;
+      if (i < line.size() && line[i] >= 0x40 && line[i] <= 0x7e) ++i;
+    }
+  }
+}
+
+int MonthFromAbbrev(std::string_view s) {
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  for (int i = 0; i < 12; ++i) {
+    if (s.substr(0, 3) == kMonths[i]) return i + 1;
+  }
+  return 0;
+}
+
+// journalctl short format: "Nov 30 00:36:54 gpu-host-1 vllm[812]: <message>"
+//                          "Nov  3 00:36:54 gpu-host-1 python3: <message>"
+// On a match, removes the wrapper from `s` and sets *ts_ns.
+bool StripJournalPrefix(std::string_view& s, std::optional<int64_t>* ts_ns) {
+  if (s.size() < 20 || s[3] != ' ') return false;
+  int month = MonthFromAbbrev(s);
+  if (month == 0) return false;
+  int day = s[4] == ' ' ? Digits(s, 5, 1) : Digits(s, 4, 2);
+  if (day < 0 || s[6] != ' ') return false;
+  int64_t clock = ClockNs(s, 7);
+  if (clock < 0 || s[15] != ' ') return false;
+  size_t host_end = s.find(' ', 16);
+  if (host_end == std::string_view::npos || host_end == 16) return false;
+  size_t colon = s.find(": ", host_end + 1);
+  if (colon == std::string_view::npos) return false;
+  // The identifier ("vllm[812]") holds no blanks.
+  if (s.substr(host_end + 1, colon - host_end - 1).find(' ') != std::string_view::npos)
+    return false;
+  auto day_ns = MonthDayTimeNs(month, day, 0, 0, 0);
+  if (!day_ns) return false;
+  *ts_ns = *day_ns + clock;
+  s.remove_prefix(colon + 2);
+  return true;
+}
+
+// RFC 3339 from `docker logs -t` / `kubectl logs --timestamps`:
+//   "2026-06-25T21:51:52.123456789Z <message>"
+bool StripRfc3339Prefix(std::string_view& s, std::optional<int64_t>* ts_ns) {
+  if (s.size() < 21 || s[4] != '-' || s[7] != '-' || s[10] != 'T') return false;
+  int year = Digits(s, 0, 4), month = Digits(s, 5, 2), day = Digits(s, 8, 2);
+  int64_t clock = ClockNs(s, 11);
+  if (year < 0 || month < 0 || day < 0 || clock < 0) return false;
+  size_t i = 19;
+  int64_t frac_ns = 0;
+  if (i < s.size() && s[i] == '.') {
+    int64_t scale = kNsPerSec / 10;
+    for (++i; i < s.size() && IsDigit(s[i]); ++i) {
+      frac_ns += (s[i] - '0') * scale;
+      scale /= 10;
+    }
+  }
+  size_t sp = s.find(' ', i);
+  if (sp == std::string_view::npos || sp - i > 6) return false;  // "Z" or "+02:00"
+  auto day_ns = MonthDayTimeNs(month, day, 0, 0, 0);
+  if (!day_ns) return false;
+  *ts_ns = *day_ns + clock + frac_ns;
+  s.remove_prefix(sp + 1);
+  return true;
+}
+
+// vLLM V1 process prefix: "(APIServer pid=12345) " or "(EngineCore_DP0 pid=12399) ".
+bool StripProcPrefix(std::string_view& s, std::string_view* proc) {
+  if (s.empty() || s[0] != '(') return false;
+  size_t close = s.find(") ");
+  if (close == std::string_view::npos || close > 80) return false;
+  std::string_view inner = s.substr(1, close - 1);
+  size_t pid = inner.rfind(" pid=");
+  if (pid == std::string_view::npos || pid + 5 >= inner.size()) return false;
+  for (size_t i = pid + 5; i < inner.size(); ++i) {
+    if (!IsDigit(inner[i])) return false;
+  }
+  *proc = inner.substr(0, pid);
+  s.remove_prefix(close + 2);
+  return true;
+}
+
+// The level word at the front of `s`, removed on a match. Python logging level names.
+Level TakeLevelWord(std::string_view& s) {
+  if (s.empty()) return Level::kNone;
+  switch (s[0]) {
+    case 'I': return Consume(s, "INFO") ? Level::kInfo : Level::kNone;
+    case 'W':
+      if (Consume(s, "WARNING")) return Level::kWarning;
+      return Consume(s, "WARN") ? Level::kWarning : Level::kNone;
+    case 'E': return Consume(s, "ERROR") ? Level::kError : Level::kNone;
+    case 'D': return Consume(s, "DEBUG") ? Level::kDebug : Level::kNone;
+    case 'C': return Consume(s, "CRITICAL") ? Level::kCritical : Level::kNone;
+    case 'T': return Consume(s, "TRACE") ? Level::kDebug : Level::kNone;
+    default: return Level::kNone;
+  }
+}
+
+bool IsIdentChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '_' || c == '.';
+}
+
+// Python's last traceback line: "RuntimeError: CUDA error: out of memory", "torch.OutOfMemoryError"
+bool LooksLikeException(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && IsIdentChar(s[i])) ++i;
+  if (i == 0 || (i < s.size() && s[i] != ':')) return false;
+  std::string_view name = s.substr(0, i);
+  for (std::string_view suffix : {"Error", "Exception", "Interrupt", "Exit"}) {
+    if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix)
+      return true;
+  }
+  return false;
+}
+
+// "X ms / N tokens" after "prompt eval time = " (llama.cpp print_timings, padded with blanks).
+bool ParseLlamaTiming(std::string_view s, double* ms, int64_t* tokens) {
+  while (!s.empty() && s[0] == ' ') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *ms);
+  if (ec != std::errc()) return false;
+  s.remove_prefix(static_cast<size_t>(p - s.data()));
+  if (!Consume(s, " ms /")) return false;
+  while (!s.empty() && s[0] == ' ') s.remove_prefix(1);
+  return TakeInt(s, tokens);
+}
+
+}  // namespace
+
+std::string_view LevelName(Level l) {
+  switch (l) {
+    case Level::kNone: return "none";
+    case Level::kDebug: return "DEBUG";
+    case Level::kInfo: return "INFO";
+    case Level::kWarning: return "WARNING";
+    case Level::kError: return "ERROR";
+    case Level::kCritical: return "CRITICAL";
+  }
+  return "none";
+}
+
+std::string_view SourceName(Source s) {
+  switch (s) {
+    case Source::kUnknown: return "unknown";
+    case Source::kVllm: return "vllm";
+    case Source::kUvicorn: return "uvicorn";
+    case Source::kLlamaCpp: return "llama.cpp";
+    case Source::kPython: return "python";
+    case Source::kBinary: return "binary";
+    case Source::kEmpty: return "empty";
+  }
+  return "unknown";
+}
+
+std::optional<int64_t> MonthDayTimeNs(int month, int day, int hour, int minute, int second) {
+  if (month < 1 || month > 12 || day < 1 || day > kDaysIn[month]) return std::nullopt;
+  if (hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 60)
+    return std::nullopt;
+  int64_t days = kDaysBefore[month] + day - 1;
+  return ((days * 24 + hour) * 3600 + minute * 60 + second) * kNsPerSec;
+}
+
+std::string WallLabel(int64_t ts_ns) {
+  int64_t secs = ts_ns / kNsPerSec;
+  int64_t days = (secs / 86400) % 366;
+  int64_t rem = secs % 86400;
+  int month = 12;
+  while (month > 1 && kDaysBefore[month] > days) --month;
+  int64_t day = days - kDaysBefore[month] + 1;
+  return fmt::format("{:02d}-{:02d} {:02d}:{:02d}:{:02d}", month, day, rem / 3600, rem / 60 % 60,
+                     rem % 60);
+}
+
+std::string RelativeLabel(int64_t ts_ns) {
+  int64_t ms = ts_ns / 1000000;
+  return fmt::format("+{}:{:02d}.{:03d}", ms / 60000, ms / 1000 % 60, ms % 1000);
+}
+
+const ParsedLine& LineParser::Parse(std::string_view line) {
+  out_ = ParsedLine();
+  if (line.empty()) {
+    out_.source = Source::kEmpty;
+    return out_;
+  }
+  if (std::memchr(line.data(), '\0', line.size()) != nullptr) {
+    out_.source = Source::kBinary;
+    return out_;
+  }
+  if (std::memchr(line.data(), '\x1b', line.size()) != nullptr) {
+    StripAnsi(line, &scratch_);
+    line = scratch_;
+  }
+  std::string_view s = line;
+  std::optional<int64_t> outer_ts;
+  if (!StripJournalPrefix(s, &outer_ts)) StripRfc3339Prefix(s, &outer_ts);
+  out_.ts_ns = outer_ts;
+
+  // vLLM: "(APIServer pid=1) INFO 06-25 21:51:52 [loggers.py:123] Engine 000: ..."
+  //       "INFO 06-25 21:51:52 llm_engine.py:123] Avg prompt ..." (2024 format, no '[')
+  // uvicorn: "INFO:     127.0.0.1:49152 - \"POST /v1/completions HTTP/1.1\" 200 OK"
+  std::string_view rest = s;
+  std::string_view proc;
+  StripProcPrefix(rest, &proc);
+  Level level = TakeLevelWord(rest);
+  if (level != Level::kNone && rest.size() >= 16 && rest[0] == ' ' && rest[3] == '-' &&
+      rest[6] == ' ') {
+    int month = Digits(rest, 1, 2), day = Digits(rest, 4, 2);
+    int64_t clock = ClockNs(rest, 7);
+    std::optional<int64_t> day_ns;
+    if (month >= 0 && day >= 0 && clock >= 0) day_ns = MonthDayTimeNs(month, day, 0, 0, 0);
+    if (day_ns && rest[15] == ' ') {
+      std::string_view r = rest.substr(16);
+      Consume(r, "[");
+      size_t colon = r.find(':');
+      size_t close = r.find("] ");
+      if (colon != std::string_view::npos && close != std::string_view::npos && colon < close) {
+        std::string_view num = r.substr(colon + 1, close - colon - 1);
+        int file_line = 0;
+        auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), file_line);
+        if (ec == std::errc() && p == num.data() + num.size()) {
+          out_.source = Source::kVllm;
+          out_.level = level;
+          out_.proc = proc;
+          out_.ts_ns = *day_ns + clock;
+          out_.file = r.substr(0, colon);
+          out_.file_line = file_line;
+          out_.msg = r.substr(close + 2);
+          ClassifyVllm();
+          return out_;
+        }
+      }
+    }
+  }
+  if (level != Level::kNone && !rest.empty() && rest[0] == ':') {
+    // uvicorn's default formatter: levelname + ':' padded to 9 columns, then the message.
+    rest.remove_prefix(1);
+    size_t b = rest.find_first_not_of(' ');
+    if (b != std::string_view::npos && b >= 1) {
+      out_.source = Source::kUvicorn;
+      out_.level = level;
+      out_.proc = proc;
+      out_.msg = rest.substr(b);
+      ParseAccess(out_.msg, /*llama=*/false);
+      return out_;
+    }
+  }
+
+  // Raw output of a vLLM child process is prefixed too ("(EngineCore_DP0 pid=188) Traceback").
+  std::string_view other = s;
+  if (StripProcPrefix(other, &proc)) out_.proc = proc;
+  ParseOther(other);
+  return out_;
+}
+
+// vLLM messages that latdoc reads (vllm.md §5). Dispatch on the first byte to keep the common
+// case (an unrelated INFO line) at one comparison.
+void LineParser::ClassifyVllm() {
+  std::string_view m = out_.msg;
+  if (m.empty()) return;
+  switch (m[0]) {
+    case 'E':
+      if (m.substr(0, 7) == "Engine ") {
+        if (auto st = ParseVllmV1Stats(m)) {
+          out_.event = Event::kStats;
+          out_.stats = *st;
+        }
+      }
+      return;
+    case '0': case '1': case '2': case '3': case '4':
+    case '5': case '6': case '7': case '8': case '9':
+      if (auto st = ParseVllmV1Stats(m)) {
+        out_.event = Event::kStats;
+        out_.stats = *st;
+      }
+      return;
+    case 'A':
+      if (m.substr(0, 15) == "Avg prompt thro") {
+        if (auto st = ParseVllmV0Stats(m)) {
+          out_.event = Event::kStats;
+          out_.stats = *st;
+        }
+      } else if (m.substr(0, 14) == "Added request ") {
+        out_.event = Event::kAddedRequest;
+      } else if (m.substr(0, 16) == "Aborted request ") {
+        out_.event = Event::kAbortedRequest;
+      } else if (m.substr(0, 35) == "AsyncLLM created with api_server_co") {
+        out_.event = Event::kStatsDisabled;
+      }
+      return;
+    case 'R':
+      if (m.substr(0, 17) == "Received request ") {
+        out_.event = Event::kReceivedRequest;
+      } else if (m.substr(0, 8) == "Request " && m.find(" details: ") != std::string_view::npos) {
+        out_.event = Event::kRequestDetails;
+      }
+      return;
+    case 'F':
+      if (m.substr(0, 17) == "Finished request ") out_.event = Event::kFinishedRequest;
+      return;
+    case 'G':
+      if (m.substr(0, 19) == "Generated response ") out_.event = Event::kGeneratedResponse;
+      return;
+    case 'P':
+      if (auto v = ParseVllmV0PrefixHitRate(m)) {
+        out_.event = Event::kPrefixCacheV0;
+        out_.value = *v;
+      }
+      return;
+    case 'S':
+      // V0 scheduler, logged on the 1st, 51st, 101st... preemption:
+      // "Sequence group 12 is preempted by PreemptionMode.RECOMPUTE mode because there is not
+      //  enough KV cache space. ... total_num_cumulative_preemption=51"
+      if (m.substr(0, 15) == "Sequence group " && m.find(" is preempted by ") != std::string_view::npos) {
+        out_.event = Event::kPreemptionV0;
+        size_t p = m.rfind("total_num_cumulative_preemption=");
+        if (p != std::string_view::npos) {
+          std::string_view n = m.substr(p + 32);
+          int64_t v = 0;
+          if (TakeInt(n, &v)) out_.count = v;
+        }
+      } else if (m.substr(0, 13) == "SpecDecoding " || m.substr(0, 20) == "Speculative metrics:") {
+        out_.event = Event::kOtherStats;
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+// uvicorn access log (uvicorn.logging.AccessFormatter, default format):
+//   127.0.0.1:49152 - "POST /v1/completions HTTP/1.1" 200 OK
+// llama.cpp server (log_server_request), after "srv  log_server_r: ":
+//   request: POST /completion 127.0.0.1 200
+void LineParser::ParseAccess(std::string_view m, bool llama) {
+  if (!llama) {
+    size_t q = m.find(" - \"");
+    if (q == std::string_view::npos) return;
+    std::string_view r = m.substr(q + 4);
+    size_t sp1 = r.find(' ');
+    if (sp1 == std::string_view::npos) return;
+    size_t sp2 = r.find(' ', sp1 + 1);
+    size_t endq = r.find("\" ", sp1 + 1);
+    if (sp2 == std::string_view::npos || endq == std::string_view::npos || sp2 > endq) return;
+    std::string_view st = r.substr(endq + 2);
+    int status = 0;
+    if (!TakeInt(st, &status) || status < 100 || status > 599) return;
+    out_.event = Event::kAccess;
+    out_.access.method = r.substr(0, sp1);
+    out_.access.path = r.substr(sp1 + 1, sp2 - sp1 - 1);
+    out_.access.status = status;
+    return;
+  }
+  if (!Consume(m, "request: ")) return;
+  size_t sp1 = m.find(' ');
+  if (sp1 == std::string_view::npos) return;
+  size_t sp2 = m.find(' ', sp1 + 1);
+  size_t sp3 = m.rfind(' ');
+  if (sp2 == std::string_view::npos || sp3 < sp2) return;
+  std::string_view st = m.substr(sp3 + 1);
+  int status = 0;
+  if (!TakeInt(st, &status) || !st.empty() || status < 100 || status > 599) return;
+  out_.event = Event::kAccess;
+  out_.access.method = m.substr(0, sp1);
+  out_.access.path = m.substr(sp1 + 1, sp2 - sp1 - 1);
+  out_.access.status = status;
+}
+
+// Lines of neither vLLM nor uvicorn form: llama.cpp server, Python tracebacks, the rest.
+//
+// llama.cpp (common/log.cpp; prefix and timestamps only with --log-prefix / --log-timestamps):
+//   0.01.234.567 I srv  log_server_r: request: POST /completion 127.0.0.1 200
+//   slot launch_slot_: id  0 | task 12 | processing task
+//   slot print_timing: id  0 | task 12 |
+//   prompt eval time =      32.14 ms /    10 tokens (    3.21 ms per token,   311.14 tokens per second)
+//          eval time =    2214.56 ms /   128 tokens (   17.30 ms per token,    57.80 tokens per second)
+//   print_timings: prompt eval time = ...   (before late 2024)
+void LineParser::ParseOther(std::string_view s) {
+  // llama.cpp "[M.SS.mmm.uuu ]" (minutes, seconds, ms, us since start).
+  if (s.size() > 13 && IsDigit(s[0])) {
+    size_t d1 = s.find('.');
+    if (d1 != std::string_view::npos && d1 <= 6 && s.size() > d1 + 12 && s[d1 + 3] == '.' &&
+        s[d1 + 7] == '.' && s[d1 + 11] == ' ') {
+      int64_t min = 0;
+      std::string_view mm = s.substr(0, d1);
+      int sec = Digits(s, d1 + 1, 2), ms = Digits(s, d1 + 4, 3), us = Digits(s, d1 + 8, 3);
+      if (TakeInt(mm, &min) && mm.empty() && sec >= 0 && ms >= 0 && us >= 0) {
+        out_.ts_ns = ((min * 60 + sec) * 1000000 + ms * 1000 + us) * 1000;
+        out_.ts_is_relative = true;
+        out_.source = Source::kLlamaCpp;
+        s.remove_prefix(d1 + 12);
+      }
+    }
+  }
+  if (s.size() >= 2 && s[1] == ' ') {
+    Level l = Level::kNone;
+    switch (s[0]) {
+      case 'I': l = Level::kInfo; break;
+      case 'W': l = Level::kWarning; break;
+      case 'E': l = Level::kError; break;
+      case 'D': l = Level::kDebug; break;
+      default: break;
+    }
+    if (l != Level::kNone && (out_.source == Source::kLlamaCpp || s.substr(2, 5) == "srv  " ||
+                              s.substr(2, 5) == "slot " || s.substr(2, 5) == "que  ")) {
+      out_.level = l;
+      out_.source = Source::kLlamaCpp;
+      s.remove_prefix(2);
+    }
+  }
+  std::string_view t = s;
+  if (t.substr(0, 5) == "srv  " || t.substr(0, 5) == "slot " || t.substr(0, 5) == "que  ") {
+    out_.source = Source::kLlamaCpp;
+    if (out_.level == Level::kNone) out_.level = Level::kInfo;
+    size_t colon = t.find(": ", 5);
+    out_.msg = colon == std::string_view::npos ? t : t.substr(colon + 2);
+    if (t[0] == 's' && t[1] == 'r') ParseAccess(out_.msg, /*llama=*/true);
+    return;
+  }
+  Consume(t, "print_timings: ");
+  size_t b = t.find_first_not_of(' ');
+  if (b != std::string_view::npos && (t[b] == 'p' || t[b] == 'e' || t[b] == 't' || t[b] == 'g' ||
+                                      t[b] == 'd')) {
+    std::string_view u = t.substr(b);
+    if (Consume(u, "total time =") || Consume(u, "graphs reused =") ||
+        Consume(u, "draft acceptance =")) {
+      out_.source = Source::kLlamaCpp;
+      if (out_.level == Level::kNone) out_.level = Level::kInfo;
+      out_.msg = t.substr(b);
+      return;
+    }
+    bool prompt = Consume(u, "prompt eval time =");
+    if (prompt || Consume(u, "eval time =")) {
+      if (ParseLlamaTiming(u, &out_.value, &out_.count)) {
+        out_.source = Source::kLlamaCpp;
+        if (out_.level == Level::kNone) out_.level = Level::kInfo;
+        out_.event = prompt ? Event::kLlamaPromptTiming : Event::kLlamaEvalTiming;
+        out_.msg = t.substr(b);
+        return;
+      }
+    }
+  }
+  // Python tracebacks, printed raw to stderr by the interpreter.
+  if (t.substr(0, 10) == "Traceback ") {
+    out_.source = Source::kPython;
+    out_.level = Level::kError;
+    out_.event = Event::kTraceback;
+    out_.msg = t;
+    return;
+  }
+  if (!t.empty() && t[0] == ' ' && t.substr(0, 8) == "  File \"") {
+    out_.source = Source::kPython;
+    out_.event = Event::kTraceback;
+    out_.msg = t;
+    return;
+  }
+  if (LooksLikeException(t)) {
+    out_.source = Source::kPython;
+    out_.level = Level::kError;
+    out_.event = Event::kException;
+    out_.msg = t;
+    return;
+  }
+  out_.msg = t;
+  if (out_.source == Source::kLlamaCpp) {
+    if (out_.level == Level::kNone) out_.level = Level::kInfo;
+    return;
+  }
+  // Unknown. A line of mostly control or high bytes is binary garbage, not text.
+  size_t odd = 0;
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && u != '\t') || u == 0x7f) ++odd;
+  }
+  out_.source = odd * 10 > s.size() ? Source::kBinary : Source::kUnknown;
+}
+
+}  // namespace latdoc::logs

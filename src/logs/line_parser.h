@@ -1,0 +1,103 @@
+// LineParser: recognises one line of an inference server's log and pulls out what latdoc uses.
+//
+// Formats (samples above each parser in line_parser.cc):
+//   vLLM       [(APIServer pid=N) ]LEVEL MM-DD HH:MM:SS [file.py:NN] message
+//              (ANSI colours stripped first; older "LEVEL MM-DD HH:MM:SS file.py:NN] message")
+//   uvicorn    INFO:     127.0.0.1:PORT - "POST /v1/completions HTTP/1.1" 200 OK
+//   llama.cpp  [M.SS.mmm.uuu ][I |W |E |D ]srv  log_server_r: request: POST /completion 127.0.0.1 200
+//              slot print_timing: ...   then "prompt eval time = ..." / "eval time = ..." lines
+//   Python     Traceback (most recent call last):   /   RuntimeError: CUDA error: out of memory
+// A line may be wrapped by journalctl ("Nov 30 00:36:54 host vllm[812]: ...") or carry an
+// RFC 3339 timestamp first (docker logs -t); both are stripped and their time is used when the
+// line itself has none.
+//
+// Hand-written matching, no std::regex: this runs once per line of multi-GB logs.
+// The views in ParsedLine point into the line or into the parser's scratch buffer and are
+// valid until the next Parse(). Not thread-safe; use one parser per thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "logs/vllm_stats.h"
+
+namespace latdoc::logs {
+
+enum class Level : uint8_t { kNone, kDebug, kInfo, kWarning, kError, kCritical };
+std::string_view LevelName(Level l);
+
+enum class Source : uint8_t { kUnknown, kVllm, kUvicorn, kLlamaCpp, kPython, kBinary, kEmpty };
+std::string_view SourceName(Source s);
+
+enum class Event : uint8_t {
+  kNone,
+  kStats,               // vLLM V1/V0 stats line: stats is set
+  kPrefixCacheV0,       // V0 "Prefix cache hit rate: GPU: ..": value is set
+  kReceivedRequest,     // request logging (--enable-log-requests)
+  kAddedRequest,
+  kFinishedRequest,
+  kAbortedRequest,
+  kGeneratedResponse,   // --enable-log-outputs
+  kRequestDetails,      // DEBUG "Request %s details: prompt: ..."
+  kAccess,              // uvicorn access line or llama.cpp "request: POST /x addr 200"
+  kPreemptionV0,        // V0 "Sequence group ... is preempted ...": value = cumulative count
+  kStatsDisabled,       // "AsyncLLM created with api_server_count more than 1; disabling stats"
+  kOtherStats,          // spec-decode / KV-connector metrics lines: stats volume, not parsed
+  kLlamaPromptTiming,   // "prompt eval time = X ms / N tokens": value = ms, count = tokens
+  kLlamaEvalTiming,     // "       eval time = X ms / N tokens"
+  kTraceback,           // "Traceback (most recent call last):" or an indented frame line
+  kException,           // "RuntimeError: ..." (the last line of a traceback)
+};
+
+struct AccessLine {
+  std::string_view method;   // "POST"
+  std::string_view path;     // "/v1/completions"
+  int status = 0;            // 200
+};
+
+struct ParsedLine {
+  Source source = Source::kUnknown;
+  Level level = Level::kNone;
+  Event event = Event::kNone;
+  // Time of the line in ns, in one of two domains: wall time from the start of the year
+  // (vLLM "MM-DD HH:MM:SS", journald, RFC 3339) or llama.cpp's time since process start.
+  std::optional<int64_t> ts_ns;
+  bool ts_is_relative = false;      // llama.cpp "M.SS.mmm.uuu" timestamps
+  std::string_view proc;            // "APIServer", "EngineCore_DP0" (vLLM process prefix)
+  std::string_view file;            // "loggers.py" or "v1/metrics/loggers.py" (DEBUG level)
+  int file_line = 0;
+  std::string_view msg;             // the message after the prefix
+  // Event payloads.
+  VllmStats stats;
+  AccessLine access;
+  double value = 0;
+  int64_t count = 0;
+};
+
+class LineParser {
+ public:
+  // Parses `line` (no '\n'). Never fails: an unrecognised line has source kUnknown, and a line
+  // with NUL or many control bytes has source kBinary.
+  const ParsedLine& Parse(std::string_view line);
+
+ private:
+  void ClassifyVllm();
+  void ParseAccess(std::string_view msg, bool llama);
+  void ParseOther(std::string_view s);
+
+  ParsedLine out_;
+  std::string scratch_;   // the line with ANSI escape sequences removed
+};
+
+// Day-of-year time for "MM-DD HH:MM:SS": ns since Jan 1 00:00 of a leap year (so 02-29 parses).
+// nullopt if the fields are out of range.
+std::optional<int64_t> MonthDayTimeNs(int month, int day, int hour, int minute, int second);
+
+// "MM-DD HH:MM:SS" of a wall time from MonthDayTimeNs (labels only). Wraps past one year.
+std::string WallLabel(int64_t ts_ns);
+// "+M:SS.mmm" for llama.cpp relative times.
+std::string RelativeLabel(int64_t ts_ns);
+
+}  // namespace latdoc::logs

@@ -1,0 +1,218 @@
+#include "logs/log_facts.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace latdoc::logs {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kNsPerSecD = 1e9;
+
+json Opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json OptI(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+// Seconds with millisecond precision, so golden files stay stable.
+double Sec(int64_t ns) { return std::round(static_cast<double>(ns) / 1e6) / 1e3; }
+double Round2(double v) { return std::round(v * 100) / 100; }
+
+json StretchJson(const std::optional<Stretch>& s) {
+  if (!s) return nullptr;
+  return {{"start", s->start_label}, {"end", s->end_label}, {"dur_s", Sec(s->dur_ns)},
+          {"peak", Round2(s->peak)},  {"points", s->points}};
+}
+
+json SeriesJson(const EngineSeries& s, int64_t t0_ns) {
+  json t = json::array(), pt = json::array(), gt = json::array(), run = json::array(),
+       wait = json::array(), kv = json::array(), hit = json::array(), pre = json::array();
+  for (size_t i = 0; i < s.size(); ++i) {
+    t.push_back(Sec(s.t_ns[i] - t0_ns));
+    pt.push_back(Round2(s.prompt_tps[i]));
+    gt.push_back(Round2(s.gen_tps[i]));
+    run.push_back(s.running[i]);
+    wait.push_back(s.waiting[i]);
+    kv.push_back(Round2(s.kv_pct[i]));
+    hit.push_back(s.prefix_hit_pct[i] ? json(Round2(*s.prefix_hit_pct[i])) : json(nullptr));
+    pre.push_back(s.preemptions[i]);
+  }
+  return {{"decimation", s.decimation}, {"t_s", std::move(t)},         {"prompt_tps", std::move(pt)},
+          {"gen_tps", std::move(gt)},   {"running", std::move(run)},   {"waiting", std::move(wait)},
+          {"kv_pct", std::move(kv)},    {"prefix_hit_pct", std::move(hit)},
+          {"preemptions", std::move(pre)}};
+}
+
+}  // namespace
+
+std::string_view LineKindName(LineKind k) {
+  switch (k) {
+    case LineKind::kStats: return "stats";
+    case LineKind::kRequestLog: return "request_log";
+    case LineKind::kAccess: return "access";
+    case LineKind::kDebug: return "debug";
+    case LineKind::kWarning: return "warning";
+    case LineKind::kError: return "error";
+    case LineKind::kOther: return "other";
+    case LineKind::kUnknown: return "unknown";
+    case LineKind::kCount: break;
+  }
+  return "unknown";
+}
+
+json ToJson(const LogFacts& f) {
+  json j;
+  j["schema"] = kLogFactsSchema;
+  json inputs = json::array();
+  for (const auto& in : f.inputs) {
+    inputs.push_back({{"path", in.path}, {"compression", in.compression},
+                      {"raw_bytes", in.raw_bytes}, {"bytes", in.bytes}, {"lines", in.lines}});
+  }
+  j["inputs"] = std::move(inputs);
+  j["lines"] = f.lines;
+  j["bytes"] = f.bytes;
+  json sources = json::object();
+  for (const auto& [name, n] : f.sources) sources[name] = n;
+  j["sources"] = std::move(sources);
+  j["time"] = {{"domain", f.relative_time ? "since_start" : "wall"},
+               {"first", f.first_ns ? json(f.first_label) : json(nullptr)},
+               {"last", f.last_ns ? json(f.last_label) : json(nullptr)},
+               {"duration_s", f.duration_ns ? json(Sec(*f.duration_ns)) : json(nullptr)}};
+
+  double dur_s = f.duration_ns ? static_cast<double>(*f.duration_ns) / kNsPerSecD : 0;
+  json volume = json::object();
+  for (size_t k = 0; k < kLineKinds; ++k) {
+    const KindVolume& v = f.volume[k];
+    json e = {{"lines", v.lines}, {"bytes", v.bytes}, {"peak_lines_per_s", v.peak_lines_per_s}};
+    if (dur_s > 0) {
+      e["lines_per_s"] = Round2(static_cast<double>(v.lines) / dur_s);
+      e["bytes_per_s"] = Round2(static_cast<double>(v.bytes) / dur_s);
+    } else {
+      e["lines_per_s"] = nullptr;
+      e["bytes_per_s"] = nullptr;
+    }
+    volume[std::string(LineKindName(static_cast<LineKind>(k)))] = std::move(e);
+  }
+  j["volume"] = std::move(volume);
+  json vs = {{"bucket_s", Sec(f.volume_bucket_ns)}};
+  for (size_t k = 0; k < kLineKinds; ++k) {
+    json col = json::array();
+    for (const auto& b : f.volume_series) col.push_back(b[k]);
+    vs[std::string(LineKindName(static_cast<LineKind>(k)))] = std::move(col);
+  }
+  j["volume_series"] = std::move(vs);
+
+  json endpoints = json::array();
+  for (const auto& e : f.endpoints) {
+    endpoints.push_back({{"endpoint", e.endpoint}, {"count", e.count}, {"errors_5xx", e.errors}});
+  }
+  j["requests"] = {
+      {"received_request_lines", f.received_request_lines},
+      {"added_request_lines", f.added_request_lines},
+      {"finished_request_lines", f.finished_request_lines},
+      {"aborted_request_lines", f.aborted_request_lines},
+      {"generated_response_lines", f.generated_response_lines},
+      {"request_detail_lines", f.request_detail_lines},
+      {"access_lines", f.access_lines},
+      {"uvicorn_access_lines", f.uvicorn_access_lines},
+      {"access_status",
+       {{"1xx", f.access_status_classes[1]},
+        {"2xx", f.access_status_classes[2]},
+        {"3xx", f.access_status_classes[3]},
+        {"4xx", f.access_status_classes[4]},
+        {"5xx", f.access_status_classes[5]}}},
+      {"endpoints", std::move(endpoints)}};
+  j["logging"] = {{"debug_lines", f.debug_lines},
+                  {"debug_file_paths", f.debug_file_paths},
+                  {"stats_disabled_warnings", f.stats_disabled_warnings}};
+
+  int64_t t0 = f.first_ns.value_or(0);
+  json engines = json::array();
+  for (const auto& e : f.engines) {
+    json gaps = json::array();
+    for (const auto& g : e.gaps) {
+      gaps.push_back({{"start", g.start_label},
+                      {"end", g.end_label},
+                      {"gap_s", Sec(g.gap_ns)},
+                      {"missing_s", Sec(g.missing_ns)},
+                      {"running_before", g.running_before},
+                      {"waiting_before", g.waiting_before},
+                      {"lines_between", g.lines_between}});
+    }
+    engines.push_back({
+        {"engine", e.engine},
+        {"format", e.v0 ? "v0" : "v1"},
+        {"stats_lines", e.stats_lines},
+        {"interval_s", Opt(e.interval_s)},
+        {"interval_assumed", e.interval_assumed},
+        {"busy_s", Sec(e.busy_ns)},
+        {"queued_s", Sec(e.queued_ns)},
+        {"queued_points", e.queued_points},
+        {"queue_stretches", e.queue_stretches},
+        {"longest_queue", StretchJson(e.longest_queue)},
+        {"kv_high_s", Sec(e.kv_high_ns)},
+        {"kv_high_points", e.kv_high_points},
+        {"kv_high_stretches", e.kv_high_stretches},
+        {"longest_kv_high", StretchJson(e.longest_kv_high)},
+        {"saturation_points", e.saturation_points},
+        {"first_saturation", e.saturation_points ? json(e.first_saturation_label) : json(nullptr)},
+        {"preemptions", e.preemptions},
+        {"preemption_points", e.preemption_points},
+        {"first_preemption", e.preemption_points ? json(e.first_preemption_label) : json(nullptr)},
+        {"max_running", e.max_running},
+        {"max_waiting", e.max_waiting},
+        {"peak_kv_pct", Round2(e.peak_kv_pct)},
+        {"peak_gen_tps", Round2(e.peak_gen_tps)},
+        {"peak_prompt_tps", Round2(e.peak_prompt_tps)},
+        {"mean_gen_tps_busy",
+         e.mean_gen_tps_busy ? json(Round2(*e.mean_gen_tps_busy)) : json(nullptr)},
+        {"last_prefix_hit_pct", Opt(e.last_prefix_hit_pct)},
+        {"max_swapped", OptI(e.max_swapped)},
+        {"gaps_total", e.gaps_total},
+        {"gaps_missing_s", Sec(e.gaps_missing_ns)},
+        {"gaps", std::move(gaps)},
+        {"series", SeriesJson(e.series, t0)},
+    });
+  }
+  j["engines"] = std::move(engines);
+  j["v0_preemptions"] = {{"warnings", f.v0_preemption_warnings},
+                         {"cumulative", OptI(f.v0_cumulative_preemptions)}};
+
+  json msgs = json::array();
+  for (const auto& m : f.messages) {
+    msgs.push_back({{"level", m.level},
+                    {"template", m.tmpl},
+                    {"count", m.count},
+                    {"first", m.first_ns ? json(m.first_label) : json(nullptr)},
+                    {"last", m.last_ns ? json(m.last_label) : json(nullptr)},
+                    {"where", m.where.empty() ? json(nullptr) : json(m.where)},
+                    {"example", m.example}});
+  }
+  j["messages"] = {{"warning_lines", f.warning_lines},
+                   {"error_lines", f.error_lines},
+                   {"tracebacks", f.tracebacks},
+                   {"groups_dropped", f.message_groups_dropped},
+                   {"groups", std::move(msgs)}};
+
+  const LlamaFacts& l = f.llama;
+  j["llama_cpp"] = {
+      {"prompt_timings", l.prompt_timings},
+      {"eval_timings", l.eval_timings},
+      {"prompt_tokens", l.prompt_tokens},
+      {"gen_tokens", l.gen_tokens},
+      {"prompt_tps", l.prompt_ms > 0 ? json(Round2(1000.0 * static_cast<double>(l.prompt_tokens) /
+                                                   l.prompt_ms))
+                                     : json(nullptr)},
+      {"gen_tps", l.gen_ms > 0 ? json(Round2(1000.0 * static_cast<double>(l.gen_tokens) / l.gen_ms))
+                               : json(nullptr)},
+      {"min_request_gen_tps", l.min_gen_tps ? json(Round2(*l.min_gen_tps)) : json(nullptr)},
+      {"max_request_gen_tps", l.max_gen_tps ? json(Round2(*l.max_gen_tps)) : json(nullptr)}};
+
+  j["bad_input"] = {{"unknown_lines", f.unknown_lines},
+                    {"binary_lines", f.binary_lines},
+                    {"overlong_lines", f.overlong_lines},
+                    {"unterminated_last_lines", f.unterminated_last_lines},
+                    {"unknown_examples", f.unknown_examples}};
+  return j;
+}
+
+}  // namespace latdoc::logs
