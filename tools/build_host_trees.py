@@ -17,6 +17,8 @@ tools/capture_host.sh):
 The recorded tree h200_recorded/tree comes from tools/capture_host_device.sh on a real H200 and
 is not touched here.
 
+Golden outputs (with --latdoc): golden/<name>.txt = `latdoc doctor --facts facts/<name>.json`.
+
 Facts (with --latdoc): facts/<name>.json = `latdoc doctor --sysroot <tree> --collect`, for each
 tree. The two-sample counters of a static tree are all zero, so facts/unhealthy_built.json also
 gets hand-set deltas (a thread at 99.5%, accept-queue overflows, 5% retransmits, NIC interrupts
@@ -275,6 +277,15 @@ def main():
         with open(out, "w") as f:
             json.dump(facts, f, indent=2)
             f.write("\n")
+    # Golden text outputs (src/host/doctor_cli_test.cc).
+    golden = os.path.join(DATA, "golden")
+    os.makedirs(golden, exist_ok=True)
+    for name, extra in (("unhealthy_built", ["--sweep", "tests/data/host/sweep_knee64.json", "--all"]),
+                        ("h200_recorded", ["--all"]), ("mi300x_built", [])):
+        r = subprocess.run([args.latdoc, "doctor", "--facts", "tests/data/host/facts/%s.json" % name,
+                            "--no-color"] + extra, cwd=ROOT, capture_output=True, text=True)
+        with open(os.path.join(golden, name + ".txt"), "w") as f:
+            f.write(r.stdout)
 
 
 if __name__ == "__main__":

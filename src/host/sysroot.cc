@@ -14,9 +14,10 @@
 
 namespace latdoc::host {
 
-SysRoot::SysRoot(std::string root) : root_(std::move(root)) {
-  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
-  if (root_.empty()) root_ = "/";
+SysRoot::SysRoot(std::string root) {
+  // Trailing slashes dropped; "" and "/" (and "//") both mean the live host.
+  const size_t end = root.find_last_not_of('/');
+  root_ = end == std::string::npos ? std::string(1, '/') : root.substr(0, end + 1);
 }
 
 std::string SysRoot::Resolve(std::string_view host_path) const {
