@@ -4,6 +4,8 @@
 
 #include "base/file_util.h"
 #include "trace/importers/kineto/kineto_importer.h"
+#include "trace/importers/nsys/nsys_importer.h"
+#include "trace/importers/rocpd/rocpd_importer.h"
 
 namespace latdoc::trace {
 
@@ -11,6 +13,8 @@ const std::vector<std::unique_ptr<Importer>>& AllImporters() {
   static const auto* list = [] {
     auto* v = new std::vector<std::unique_ptr<Importer>>();
     v->push_back(std::make_unique<KinetoImporter>());
+    v->push_back(std::make_unique<RocpdImporter>());
+    v->push_back(std::make_unique<NsysImporter>());
     return v;
   }();
   return *list;

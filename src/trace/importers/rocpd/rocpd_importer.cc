@@ -1,0 +1,158 @@
+#include "trace/importers/rocpd/rocpd_importer.h"
+
+#include <fmt/format.h>
+
+#include "trace/importers/common/gpu_names.h"
+#include "trace/importers/common/sqlite_db.h"
+
+namespace latdoc::trace {
+
+// Sample rows (ROCm 7.0, schema '3'; trace-formats.md 3.5):
+//   kernels:  id=1 name=__amd_rocclr_fillBufferAligned agent_type_index=0 stream_id=0
+//             queue_id=16 start=127395708304699 end=127395708311676 stack_id=7 pid=15 tid=15
+//   regions:  id=1 category=HIP_RUNTIME_API_EXT name=hipLaunchKernel pid=15 tid=15
+//             start=... end=... stack_id=7      (stack_id = the internal correlation id)
+//   memory_copies: name=MEMORY_COPY_HOST_TO_DEVICE size=4194304 src_agent_type=CPU
+//             dst_agent_type=GPU dst_agent_type_index=0 stream_id=0 stack_id=9
+// Join key: kernels.stack_id = regions.stack_id (same guid; one DB is one process).
+
+int RocpdImporter::Detect(const std::string& path, std::string_view head) const {
+  if (!IsSqliteHeader(head)) return 0;
+  auto db = SqliteDb::Open(path);
+  if (!db.ok()) return 0;
+  return (*db)->Has("rocpd_metadata") ? 100 : 0;
+}
+
+namespace {
+
+bool Negative(SourceFile& src, std::string_view view, int64_t id, int64_t start, int64_t end) {
+  if (end >= start) return false;
+  src.issues.Add("negative duration", fmt::format("{} row id={}", view, id),
+                 fmt::format("end {} < start {}", end, start));
+  return true;
+}
+
+}  // namespace
+
+Status RocpdImporter::Import(const std::string& path, const ImportOptions& options, Trace& trace,
+                             std::vector<std::string>& consumed) const {
+  (void)options;
+  (void)consumed;
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
+  const std::string version =
+      db->QueryText("SELECT value FROM rocpd_metadata WHERE tag='schema_version'").value_or("");
+  if (version != "3" && version.rfind("3.", 0) != 0) {
+    return Unimplemented(fmt::format("{}: rocpd schema_version '{}' is not supported (3.x is)",
+                                     path, version));
+  }
+  for (const char* view : {"kernels", "regions"}) {
+    if (!db->Has(view)) return InvalidArgument(fmt::format("{}: rocpd file without the '{}' view", path, view));
+  }
+  const uint16_t source = trace.AddSource(path, "rocpd");
+  SourceFile& src = trace.sources[source];
+  Status st;
+
+  if (db->Has("rocpd_info_agent")) {
+    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
+        "SELECT type_index, product_name, name FROM rocpd_info_agent WHERE type='GPU' ORDER BY type_index"));
+    while (q.Step(&st)) {
+      DeviceInfo d;
+      d.source = source;
+      d.device = static_cast<int32_t>(q.Int(0));
+      d.name = std::string(q.Text(1));
+      d.arch = std::string(q.Text(2));
+      trace.devices.push_back(std::move(d));
+    }
+    RETURN_IF_ERROR(st.WithContext(path));
+  }
+
+  {
+    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
+        "SELECT id, start, end, name, agent_type_index, stream_id, stack_id FROM kernels"));
+    while (q.Step(&st)) {
+      const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
+      if (q.IsNull(1) || q.IsNull(2)) {
+        src.issues.Add("missing start or end", fmt::format("kernels row id={}", id));
+        continue;
+      }
+      if (Negative(src, "kernels", id, start, end)) continue;
+      GpuOp op;
+      op.start_ns = start;
+      op.dur_ns = end - start;
+      const std::string_view name = q.Text(3);
+      op.name = trace.names.Intern(name);
+      op.device = static_cast<int32_t>(q.Int(4));
+      op.stream = static_cast<int32_t>(q.Int(5));
+      op.correlation = q.OptInt(6).value_or(kNoCorrelation);
+      op.source = source;
+      op.kind = ClassifyRocmInternalKernel(name).value_or(GpuOpKind::kKernel);
+      trace.gpu_ops.push_back(op);
+      ++src.events_read;
+    }
+    RETURN_IF_ERROR(st.WithContext(path));
+  }
+
+  if (db->Has("memory_copies")) {
+    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
+        "SELECT id, start, end, name, size, src_agent_type, dst_agent_type, src_agent_type_index, "
+        "dst_agent_type_index, stream_id, stack_id FROM memory_copies"));
+    while (q.Step(&st)) {
+      const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
+      if (Negative(src, "memory_copies", id, start, end)) continue;
+      GpuOp op;
+      op.kind = GpuOpKind::kMemcpy;
+      op.start_ns = start;
+      op.dur_ns = end - start;
+      const std::string_view name = q.Text(3);
+      op.name = trace.names.Intern(name);
+      op.bytes = q.OptInt(4).value_or(-1);
+      op.direction = ParseCopyDirection(name);
+      const bool dst_gpu = q.Text(6) == "GPU";
+      op.device = static_cast<int32_t>(dst_gpu ? q.Int(8) : q.Int(7));
+      op.stream = static_cast<int32_t>(q.Int(9));
+      op.correlation = q.OptInt(10).value_or(kNoCorrelation);
+      op.source = source;
+      trace.gpu_ops.push_back(op);
+      ++src.events_read;
+    }
+    RETURN_IF_ERROR(st.WithContext(path));
+  }
+
+  {
+    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
+        "SELECT id, start, end, name, pid, tid, stack_id, category FROM regions"));
+    while (q.Step(&st)) {
+      const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
+      if (Negative(src, "regions", id, start, end)) continue;
+      const std::string_view category = q.Text(7);
+      const std::string_view name = q.Text(3);
+      if (category.rfind("MARKER", 0) == 0) {
+        CpuOp c;
+        c.start_ns = start;
+        c.dur_ns = end - start;
+        c.name = trace.names.Intern(name);
+        c.pid = static_cast<int32_t>(q.Int(4));
+        c.tid = static_cast<int32_t>(q.Int(5));
+        c.source = source;
+        c.kind = CpuOpKind::kMarker;
+        trace.cpu_ops.push_back(c);
+      } else {
+        ApiCall a;
+        a.start_ns = start;
+        a.dur_ns = end - start;
+        a.name = trace.names.Intern(name);
+        a.pid = static_cast<int32_t>(q.Int(4));
+        a.tid = static_cast<int32_t>(q.Int(5));
+        a.correlation = q.OptInt(6).value_or(kNoCorrelation);
+        a.source = source;
+        a.kind = ClassifyApi(name);
+        trace.api_calls.push_back(a);
+      }
+      ++src.events_read;
+    }
+    RETURN_IF_ERROR(st.WithContext(path));
+  }
+  return Status::Ok();
+}
+
+}  // namespace latdoc::trace
