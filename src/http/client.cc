@@ -256,7 +256,8 @@ class Conn final : public ConnBase {
       headers_seen_ = true;
       ex_->res.times.headers_ns = now;
       ex_->res.status = static_cast<int>(parser_->get().result_int());
-      ex_->obs->OnHeaders(ex_->res.status, now);
+      auto ct = parser_->get()[bhttp::field::content_type];
+      ex_->obs->OnHeaders(ex_->res.status, std::string_view(ct.data(), ct.size()), now);
       if (closed_ || !ex_) return;
     }
     std::string& body = parser_->get().body();

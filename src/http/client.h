@@ -84,7 +84,7 @@ struct ExchangeResult {
 class ExchangeObserver {
  public:
   virtual ~ExchangeObserver() = default;
-  virtual void OnHeaders(int /*status*/, int64_t /*now_ns*/) {}
+  virtual void OnHeaders(int /*status*/, std::string_view /*content_type*/, int64_t /*now_ns*/) {}
   // Decoded body bytes, valid only during the call. `now_ns`: when the read completed.
   virtual void OnBody(std::string_view data, int64_t now_ns) = 0;
   // Called exactly once, last.

@@ -34,7 +34,7 @@ TEST(ParseUrlTest, Forms) {
 
 // Records what an exchange saw.
 struct Recorder : ExchangeObserver {
-  void OnHeaders(int s, int64_t) override { status = s; }
+  void OnHeaders(int s, std::string_view, int64_t) override { status = s; }
   void OnBody(std::string_view d, int64_t) override {
     body.append(d);
     ++reads;

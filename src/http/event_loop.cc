@@ -18,6 +18,7 @@ EventLoop::EventLoop() : impl_(std::make_unique<Impl>()) {}
 EventLoop::~EventLoop() = default;
 
 void EventLoop::Run() {
+  if (impl_->io.stopped()) impl_->io.restart();
   auto guard = asio::make_work_guard(impl_->io);
   impl_->io.run();
 }

@@ -1,0 +1,146 @@
+#include "loadgen/record.h"
+
+namespace latdoc::loadgen {
+
+std::string_view OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPending: return "pending";
+    case Outcome::kOk: return "ok";
+    case Outcome::kConnect: return "connect";
+    case Outcome::kTimeout: return "timeout";
+    case Outcome::kHttpStatus: return "http_status";
+    case Outcome::kStreamError: return "stream_error";
+    case Outcome::kCutShort: return "cut_short";
+    case Outcome::kReset: return "reset";
+    case Outcome::kProtocol: return "protocol";
+    case Outcome::kCancelled: return "cancelled";
+  }
+  return "?";
+}
+
+std::string_view TokenMethodName(TokenMethod m) {
+  switch (m) {
+    case TokenMethod::kUsagePerChunk: return "usage_per_chunk";
+    case TokenMethod::kUsageFinal: return "usage_final";
+    case TokenMethod::kChunks: return "chunks";
+  }
+  return "?";
+}
+
+// A payload looks like (vLLM, completions):
+//   {"id":"cmpl-..","object":"text_completion","created":1,"model":"m",
+//    "choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null}],"usage":null}
+// chat: choices[0].delta.{role,content,reasoning_content|reasoning,tool_calls}; the usage chunk
+// has "choices":[] and "usage":{"prompt_tokens":P,"completion_tokens":C,...}; an error inside
+// the stream is {"error":{"message":...}} (older: {"object":"error","message":...}).
+ChunkInfo ChunkParser::Parse(std::string_view data) {
+  ChunkInfo c;
+  if (data == "[DONE]") {
+    c.done = true;
+    return c;
+  }
+  simdjson::dom::element doc;
+  if (parser_.parse(data.data(), data.size(), true).get(doc) != simdjson::SUCCESS ||
+      !doc.is_object()) {
+    return c;
+  }
+  c.json = true;
+  simdjson::dom::object obj = doc.get_object().value_unsafe();
+  simdjson::dom::element err;
+  if (obj["error"].get(err) == simdjson::SUCCESS && !err.is_null()) {
+    c.error = true;
+    std::string_view msg;
+    if (err.is_object() && err["message"].get(msg) == simdjson::SUCCESS) c.error_message = msg;
+    else if (err.is_string()) c.error_message = err.get_string().value_unsafe();
+  }
+  std::string_view object_type;
+  if (obj["object"].get(object_type) == simdjson::SUCCESS && object_type == "error") {
+    c.error = true;
+    std::string_view msg;
+    if (obj["message"].get(msg) == simdjson::SUCCESS) c.error_message = msg;
+  }
+  simdjson::dom::array choices;
+  if (obj["choices"].get(choices) == simdjson::SUCCESS && choices.size() > 0) {
+    c.has_choices = true;
+    for (simdjson::dom::element ch : choices) {
+      std::string_view text;
+      if (ch["text"].get(text) == simdjson::SUCCESS && !text.empty()) c.content = true;
+      simdjson::dom::object delta;
+      if (ch["delta"].get(delta) == simdjson::SUCCESS) {
+        for (const char* key : {"content", "reasoning_content", "reasoning"}) {
+          if (delta[key].get(text) == simdjson::SUCCESS && !text.empty()) c.content = true;
+        }
+        simdjson::dom::array tools;
+        if (delta["tool_calls"].get(tools) == simdjson::SUCCESS && tools.size() > 0) c.content = true;
+      }
+      simdjson::dom::element fin;
+      if (ch["finish_reason"].get(fin) == simdjson::SUCCESS && !fin.is_null()) c.finished = true;
+    }
+  }
+  simdjson::dom::object usage;
+  if (obj["usage"].get(usage) == simdjson::SUCCESS) {
+    int64_t v;
+    if (usage["completion_tokens"].get(v) == simdjson::SUCCESS) c.usage_completion_tokens = v;
+    if (usage["prompt_tokens"].get(v) == simdjson::SUCCESS) c.usage_prompt_tokens = v;
+  }
+  return c;
+}
+
+void StreamAccountant::OnPayload(const ChunkInfo& c, int64_t now) {
+  if (c.done) {
+    done_ = true;
+    return;
+  }
+  if (c.error) {
+    error_ = true;
+    if (error_message_.empty()) error_message_ = c.error_message.empty() ? "error event" : c.error_message;
+    return;
+  }
+  if (c.usage_prompt_tokens) rec_->prompt_tokens = int(*c.usage_prompt_tokens);
+  if (!c.has_choices) {
+    if (c.usage_completion_tokens) final_usage_ = *c.usage_completion_tokens;
+    return;
+  }
+  int k;
+  if (c.usage_completion_tokens) {
+    per_chunk_usage_ = true;
+    k = int(*c.usage_completion_tokens - last_usage_);
+    last_usage_ = *c.usage_completion_tokens;
+  } else {
+    k = c.content ? 1 : 0;
+  }
+  if (k <= 0 && !c.content) return;  // a role-only or empty chunk
+  if (k <= 0) k = 1;                  // content without a usage increase: count it once
+  counted_ += k;
+  if (rec_->first_token_ns < 0) rec_->first_token_ns = now;
+  rec_->last_token_ns = now;
+  rec_->chunks.emplace_back(now, k);
+}
+
+void StreamAccountant::Finish(bool body_complete, int64_t now) {
+  RequestRecord& r = *rec_;
+  r.end_ns = now;
+  r.method = per_chunk_usage_ ? TokenMethod::kUsagePerChunk
+             : final_usage_   ? TokenMethod::kUsageFinal
+                              : TokenMethod::kChunks;
+  r.output_tokens = counted_;
+  if (final_usage_) {
+    if (*final_usage_ != counted_) r.count_mismatch = true;
+    r.output_tokens = int(*final_usage_);
+  }
+  if (r.outcome != Outcome::kPending) return;  // already failed (HTTP status, reset, ...)
+  if (error_) {
+    r.outcome = Outcome::kStreamError;
+    r.error = error_message_;
+  } else if (!done_ || !body_complete) {
+    r.outcome = Outcome::kCutShort;
+    r.error = done_ ? "body cut short after [DONE]" : "stream ended without [DONE]";
+  } else if (r.first_token_ns < 0) {
+    r.outcome = Outcome::kStreamError;
+    r.error = "stream carried no generated token";
+  } else {
+    r.outcome = Outcome::kOk;
+  }
+}
+
+}  // namespace latdoc::loadgen

@@ -1,0 +1,97 @@
+// One request of a load test, from scheduling to its end, and the token accounting of its
+// stream (DESIGN.md, "Token timing" and "Nothing lost").
+//
+// TTFT is stamped at the first chunk that carries generated content (a role-only chat chunk
+// does not count). A chunk that carries k tokens counts k tokens: its gap since the previous
+// content chunk is split into k equal inter-token latencies. Token counts come from the
+// server's usage (per chunk with continuous_usage_stats, else the final usage chunk), with
+// content-chunk counting as the fallback; the record says which method was used and whether
+// the final usage disagreed with the chunks.
+//
+// Every request sent ends in exactly one outcome: ok, or failed with a reason. A stream that
+// ends without [DONE], or breaks after some tokens, is a failure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <simdjson.h>
+
+namespace latdoc::loadgen {
+
+enum class Outcome { kPending, kOk, kConnect, kTimeout, kHttpStatus, kStreamError, kCutShort,
+                     kReset, kProtocol, kCancelled };
+std::string_view OutcomeName(Outcome o);
+
+enum class TokenMethod { kUsagePerChunk, kUsageFinal, kChunks };
+std::string_view TokenMethodName(TokenMethod m);
+
+struct RequestRecord {
+  uint64_t index = 0;
+  bool warmup = false;
+  int64_t scheduled_ns = 0;      // when it was due (open loop) or dispatched (closed loop)
+  int64_t sent_ns = 0;           // handed to the client
+  int64_t connect_ns = -1, tls_ns = -1, headers_ns = -1;
+  int64_t first_token_ns = -1, last_token_ns = -1, end_ns = -1;
+  bool reused_connection = false;
+  int http_status = 0;
+  Outcome outcome = Outcome::kPending;
+  std::string error;
+  int prompt_tokens = 0;         // from usage when the server gave it, else the workload's
+  int output_tokens = 0;
+  int requested_output_tokens = 0;
+  TokenMethod method = TokenMethod::kChunks;
+  bool count_mismatch = false;   // final usage disagreed with the per-chunk count
+  std::vector<std::pair<int64_t, int>> chunks;  // content chunks: arrival time, tokens
+};
+
+// What one SSE data payload of an OpenAI-compatible stream says.
+struct ChunkInfo {
+  bool done = false;             // "[DONE]"
+  bool json = false;             // parsed as a JSON object
+  bool has_choices = false;
+  bool content = false;          // non-empty text, delta.content, reasoning or tool_calls
+  bool finished = false;         // a choice has a finish_reason
+  std::optional<int64_t> usage_completion_tokens;
+  std::optional<int64_t> usage_prompt_tokens;
+  bool error = false;
+  std::string error_message;
+};
+
+// Parses stream payloads with simdjson; one per worker thread, reused (no allocation after
+// warm-up).
+class ChunkParser {
+ public:
+  ChunkInfo Parse(std::string_view data);
+
+ private:
+  simdjson::dom::parser parser_;
+};
+
+// Builds a RequestRecord's token timeline from the stream's payloads.
+class StreamAccountant {
+ public:
+  explicit StreamAccountant(RequestRecord* rec) : rec_(rec) {}
+  // Applies one payload that arrived at `now_ns`.
+  void OnPayload(const ChunkInfo& c, int64_t now_ns);
+  // Settles the outcome once the HTTP exchange ended. `http_ok`: status 200, body complete.
+  void Finish(bool body_complete, int64_t now_ns);
+
+  bool saw_done() const { return done_; }
+
+ private:
+  RequestRecord* rec_;
+  int64_t last_usage_ = 0;
+  bool per_chunk_usage_ = false;
+  std::optional<int64_t> final_usage_;
+  int counted_ = 0;
+  bool done_ = false;
+  bool error_ = false;
+  std::string error_message_;
+};
+
+}  // namespace latdoc::loadgen

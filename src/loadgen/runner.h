@@ -1,0 +1,82 @@
+// The load runner behind `latdoc bench` and `latdoc sweep`: drives an OpenAI-compatible server
+// with streaming requests, closed loop (fixed concurrency) or open loop (a request rate with
+// gamma inter-arrivals), scrapes the server's /metrics around and during the run, and returns
+// one record per request sent.
+//
+// Open loop: every request has a scheduled send time; its latencies count from that time, so a
+// stalled server cannot hide its stall (no coordinated omission). Time spent waiting for a
+// --max-concurrency slot is the client queue time, reported on its own.
+//
+// Threading: the run happens on one EventLoop on the calling thread (one core). SIGINT/SIGTERM
+// stop sending; streams in flight get `drain_timeout_ns` to finish, then are cancelled; the run
+// is returned marked partial.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "http/client.h"
+#include "loadgen/record.h"
+#include "loadgen/workload.h"
+#include "servermetrics/server_snapshot.h"
+
+namespace latdoc::loadgen {
+
+enum class Endpoint { kCompletions, kChat };
+
+struct BenchOptions {
+  std::string url;                 // base URL, e.g. http://127.0.0.1:8000
+  std::string metrics_url;         // default: the base URL
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;               // empty: the first of /v1/models
+  std::string api_key;             // sent as a Bearer token; never printed or written
+  int concurrency = 1;             // closed loop when request_rate == 0
+  double request_rate = 0;         // requests/s, open loop
+  double burstiness = 1.0;         // gamma shape; 1 = Poisson
+  int max_concurrency = 0;         // open loop: a client-side cap (0: none)
+  int num_requests = 0;            // 0: bounded by duration
+  double duration_s = 0;           // 0: bounded by num_requests
+  int warmup = 0;                  // requests sent first and left out of the results
+  bool ignore_eos = true;
+  uint64_t seed = 0;
+  http::ClientOptions client;      // keep-alive, TLS, timeouts
+  std::vector<Prompt> prompts;     // cycled
+  bool scrape_metrics = true;
+  double scrape_interval_s = 1.0;
+  int64_t drain_timeout_ns = 10'000'000'000;
+  bool progress = false;           // a live line on standard error
+};
+
+// One /metrics scrape during the run.
+struct ServerSample {
+  int64_t t_ns = 0;
+  std::optional<double> running, waiting, kv_cache_usage, preemptions_total;
+};
+
+struct BenchRun {
+  std::string model;
+  std::vector<RequestRecord> records;   // measured requests only, in send order
+  uint64_t warmup_requests = 0;
+  int64_t start_ns = 0, end_ns = 0;     // the measured phase
+  bool partial = false;
+  std::string partial_reason;
+  bool metrics_available = false;
+  std::string metrics_error;
+  servermetrics::ServerSnapshot before, after;
+  std::vector<ServerSample> timeline;
+  uint64_t connections_opened = 0;
+  int max_in_flight = 0;
+  double client_cpu_s = 0;              // this process's CPU time during the run
+};
+
+// Errors: bad options (kInvalidArgument); the target could not be reached at all, or
+// /v1/models failed (kUnavailable).
+StatusOr<BenchRun> RunBench(const BenchOptions& options);
+
+// The JSON body of one request (exposed for tests).
+std::string RequestBody(const BenchOptions& o, const std::string& model, const Prompt& p);
+
+}  // namespace latdoc::loadgen
