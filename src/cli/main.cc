@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   std::vector<latdoc::cli::Command> commands = {
+      latdoc::cli::RegisterLogs(app),
       latdoc::cli::RegisterDoctor(app),
       latdoc::cli::RegisterNumaExec(app),
       latdoc::cli::RegisterTrace(app),

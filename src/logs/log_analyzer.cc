@@ -593,8 +593,10 @@ LogFacts LogAnalyzer::Snapshot() const {
     }
     ef.interval_s = interval_s;
     auto interval_ns = static_cast<int64_t>(interval_s * 1e9);
-    // Due lines missing: a spacing past 1.5 intervals (+1 s of timestamp rounding).
-    int64_t threshold_ns = interval_ns + interval_ns / 2 + kSecNs;
+    // Due lines missing: a spacing past 1.5 intervals (+1 s of timestamp rounding). With an
+    // assumed interval, only a spacing of three intervals counts.
+    int64_t threshold_ns = ef.interval_assumed ? 3 * interval_ns
+                                               : interval_ns + interval_ns / 2 + kSecNs;
     for (const GapCandidate& c : e.candidates) {
       int64_t gap = c.end_ns - c.start_ns;
       if (gap <= threshold_ns) continue;

@@ -34,6 +34,8 @@ std::string Pct(double part, double whole) {
   return fmt::format("{:.0f}%", 100.0 * part / whole);
 }
 
+std::string Stretches(uint64_t n) { return fmt::format("{} stretch{}", n, n == 1 ? "" : "es"); }
+
 std::string Opt1(const std::optional<double>& v) {
   return v ? fmt::format("{:.1f}", *v) : std::string("n/a");
 }
@@ -63,10 +65,10 @@ void RenderEngine(const LogFacts& f, const EngineFacts& e, const SummaryOptions&
                      e.peak_prompt_tps, e.peak_gen_tps, Opt1(e.mean_gen_tps_busy), e.max_running,
                      e.max_waiting);
   if (e.queued_points > 0) {
-    out += fmt::format("  queueing: {} with requests waiting ({} of busy time) in {} stretches",
+    out += fmt::format("  queueing: {} with requests waiting ({} of busy time) in {}",
                        Dur(e.queued_ns), Pct(static_cast<double>(e.queued_ns),
                                              static_cast<double>(e.busy_ns)),
-                       e.queue_stretches);
+                       Stretches(e.queue_stretches));
     if (e.longest_queue) {
       out += fmt::format("; longest {} from {} (peak {} waiting)", Dur(e.longest_queue->dur_ns),
                          e.longest_queue->start_label, e.longest_queue->peak);
@@ -76,8 +78,8 @@ void RenderEngine(const LogFacts& f, const EngineFacts& e, const SummaryOptions&
     out += "  queueing: none (waiting was 0 in every stats line)\n";
   }
   if (e.kv_high_points > 0) {
-    out += fmt::format("  KV cache >= {:.0f}%: {} in {} stretches, peak {:.1f}%\n", kKvHighPct,
-                       Dur(e.kv_high_ns), e.kv_high_stretches, e.peak_kv_pct);
+    out += fmt::format("  KV cache >= {:.0f}%: {} in {}, peak {:.1f}%\n", kKvHighPct,
+                       Dur(e.kv_high_ns), Stretches(e.kv_high_stretches), e.peak_kv_pct);
   } else {
     out += fmt::format("  KV cache: peak {:.1f}%\n", e.peak_kv_pct);
   }
@@ -86,7 +88,7 @@ void RenderEngine(const LogFacts& f, const EngineFacts& e, const SummaryOptions&
                        e.preemption_points, e.first_preemption_label);
   }
   if (e.saturation_points > 0) {
-    out += fmt::format("  throughput fell while the queue grew at {} points (first {})\n",
+    out += fmt::format("  throughput fell while the queue grew in {} intervals (first {})\n",
                        e.saturation_points, e.first_saturation_label);
   }
   if (e.gaps_total > 0) {

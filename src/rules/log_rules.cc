@@ -322,7 +322,7 @@ void RequestLogging(const LogFacts& f, std::vector<Finding>& out) {
   fi.title = fmt::format("Request logging is on: {} lines, {:.0f}% of the log's bytes",
                          v.lines, 100 * share);
   fi.evidence.push_back(Num("request_log_lines", static_cast<double>(v.lines), ""));
-  fi.evidence.push_back(Num("request_log_bytes", static_cast<double>(v.bytes), "B"));
+  fi.evidence.push_back(Num("request_log_bytes", static_cast<double>(v.bytes) / 1024, "KiB"));
   fi.evidence.push_back(Num("share_of_log_bytes", 100 * share, "%"));
   fi.evidence.push_back(dur ? Num("lines_per_s", lps, "/s") : Evidence{"lines_per_s", {}, "/s", ""});
   fi.evidence.push_back(Num("peak_lines_per_s", static_cast<double>(v.peak_lines_per_s), "/s"));
@@ -377,7 +377,7 @@ void DebugLogging(const LogFacts& f, std::vector<Finding>& out) {
                          100 * share);
   const auto& v = f.volume[static_cast<size_t>(logs::LineKind::kDebug)];
   fi.evidence.push_back(Num("debug_lines", static_cast<double>(f.debug_lines), ""));
-  fi.evidence.push_back(Num("debug_bytes", static_cast<double>(v.bytes), "B"));
+  fi.evidence.push_back(Num("debug_bytes", static_cast<double>(v.bytes) / 1024, "KiB"));
   fi.evidence.push_back(Num("share_of_lines", 100 * share, "%"));
   if (f.debug_file_paths) {
     fi.evidence.push_back(Text("file_paths", "source paths in [file:line] (vLLM prints them at DEBUG)"));
