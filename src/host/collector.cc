@@ -341,6 +341,11 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   } else if (fs.live() && !ListPciGpus(fs, kPciVendorNvidia).empty()) {
     ctx.nvml = OpenSystemNvml();
   }
+  if (options.rocm_smi) {
+    ctx.rocm_smi = *options.rocm_smi;
+  } else if (fs.live() && !ListPciGpus(fs, kPciVendorAmd).empty()) {
+    ctx.rocm_smi = OpenSystemRocmSmi();
+  }
   for (auto& vendor : AllGpuVendors()) vendor->Collect(ctx, &facts.gpus, &facts.gpu_notes);
   std::sort(facts.gpus.begin(), facts.gpus.end(),
             [](const GpuFacts& a, const GpuFacts& b) { return a.bdf < b.bdf; });

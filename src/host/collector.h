@@ -13,6 +13,7 @@
 
 #include "host/command_runner.h"
 #include "host/gpu/nvml_api.h"
+#include "host/gpu/rocm_smi_api.h"
 #include "host/gpu/gpu_vendor.h"
 #include "host/host_facts.h"
 
@@ -26,6 +27,7 @@ struct CollectOptions {
   // directory otherwise. `nvml` unset: libnvidia-ml.so.1 on the live host, none otherwise.
   CommandRunner* runner = nullptr;
   std::optional<VendorLibrary> nvml;
+  std::optional<VendorLibrary> rocm_smi;  // likewise: librocm_smi64 on the live host
   // Called between the two counter samples (tests change the tree there).
   std::function<void()> between_samples;
 };

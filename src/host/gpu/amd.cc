@@ -8,6 +8,7 @@
 
 #include "base/strings.h"
 #include "host/gpu/gpu_vendor.h"
+#include "host/gpu/rocm_smi_api.h"
 #include "host/pci.h"
 #include "host/proc_parsers.h"
 
@@ -70,6 +71,49 @@ Fact<double> ReadMicrowatts(const SysRoot& fs, const std::string& dir, const cha
     return Fact<double>::Unknown(uw.reason);
   }
   return Fact<double>::Unknown(dir + "/hwmon: no hwmon device");
+}
+
+// librocm_smi64 (dlopen), for the performance level and busy % sysfs did not give. Matched to
+// sysfs GPUs by PCI address (rsmi_dev_pci_id_get).
+void FillFromRocmSmi(const ProbeContext& ctx, std::vector<GpuFacts>& gpus,
+                     std::vector<std::string>* notes) {
+  bool need = false;
+  for (const auto& g : gpus) need |= !g.perf_level.known() || !g.util_pct.known();
+  if (!need || !ctx.rocm_smi.lookup) return;
+  auto api = BindRocmSmi(ctx.rocm_smi.lookup);
+  if (!api.ok()) {
+    notes->push_back("amd: " + api.status().message());
+    return;
+  }
+  int rc = api->init(0);
+  if (rc != 0) {
+    notes->push_back("amd: rsmi_init failed with " + std::to_string(rc));
+    return;
+  }
+  uint32_t n = 0;
+  if (api->num_monitor_devices(&n) == 0) {
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t id = 0;
+      if (api->dev_pci_id_get(i, &id) != 0) continue;
+      const std::string bdf = BdfFromRsmiId(id);
+      for (auto& g : gpus) {
+        if (g.bdf != bdf) continue;
+        const std::string src = "librocm_smi64 (device " + std::to_string(i) + ")";
+        int level = 0;
+        if (!g.perf_level.known() && api->dev_perf_level_get &&
+            api->dev_perf_level_get(i, &level) == 0) {
+          if (auto name = PerfLevelName(level)) g.perf_level = Fact<std::string>::Known(*name, src);
+        }
+        uint32_t busy = 0;
+        if (!g.util_pct.known() && api->dev_busy_percent_get &&
+            api->dev_busy_percent_get(i, &busy) == 0) {
+          g.util_pct = Fact<int64_t>::Known(busy, src);
+        }
+        g.vendor_source = "amdgpu-sysfs+rocm-smi";
+      }
+    }
+  }
+  api->shut_down();
 }
 
 // `amd-smi metric --json`: a list of per-GPU objects (older) or {"gpu_data": [...]} (newer):
@@ -155,6 +199,7 @@ class AmdGpuVendor : public GpuVendor {
       g.clocks_event_reasons = Fact<uint64_t>::Unknown(nvidia_only);
       g.persistence_mode = Fact<bool>::Unknown(nvidia_only);
     }
+    FillFromRocmSmi(ctx, gpus, notes);
     FillFromAmdSmi(ctx, gpus, notes);
     for (auto& g : gpus) out->push_back(std::move(g));
   }

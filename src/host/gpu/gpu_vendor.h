@@ -37,6 +37,7 @@ struct ProbeContext {
   // Vendor libraries: consulted only on the live host (a recorded tree's GPU is not this
   // host's). Empty lookup: not available.
   VendorLibrary nvml;
+  VendorLibrary rocm_smi;
   int64_t command_timeout_ns = 400'000'000;
 };
 
