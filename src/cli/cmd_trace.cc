@@ -75,7 +75,7 @@ int Run(TraceArgs& a) {
       std::fprintf(stderr, "latdoc trace: %s\n", res.status.message().c_str());
     }
   }
-  if (t.gpu_ops.empty() && t.api_calls.empty()) {
+  if (t.gpu_ops.empty() && t.api_calls.empty() && t.aggregates.empty()) {
     if (!bad_input) std::fprintf(stderr, "latdoc trace: no GPU or API events in the input\n");
     return kExitBadInput;
   }

@@ -143,6 +143,17 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     line(fmt::format("Known slow kernel [{}]: {} x{} ({:.3f} ms)", p.pattern, Cut(p.kernel, 60), p.count,
                      static_cast<double>(p.total_ns) / 1e6));
   }
+  if (!r.stats_tables.empty()) {
+    line("");
+    line("From the profiler's stats tables      kind     calls     total ms    mean us");
+    for (size_t i = 0; i < r.stats_tables.size() && i < static_cast<size_t>(o.hot_list); ++i) {
+      const AggregateStat& a = r.stats_tables[i];
+      static constexpr const char* kKinds[] = {"kernel", "api", "copy"};
+      line(fmt::format("  {:<36} {:<6} {:>7} {:>12.3f} {:>10.1f}", Cut(a.name, 36), kKinds[static_cast<int>(a.kind)],
+                       a.calls, static_cast<double>(a.total_ns) / 1e6,
+                       a.calls > 0 ? static_cast<double>(a.total_ns) / static_cast<double>(a.calls) / 1e3 : 0.0));
+    }
+  }
   return out;
 }
 

@@ -52,6 +52,12 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   r.launch = ComputeLaunch(trace, o);
   r.steady = ComputeSteadyState(trace, o, t0);
   r.overlap = ComputeOverlap(trace, o);
+  for (const AggregateRow& a : trace.aggregates) {
+    r.stats_tables.push_back({std::string(trace.Name(a.name)), a.kind, a.calls, a.total_ns, a.min_ns, a.max_ns});
+  }
+  std::stable_sort(r.stats_tables.begin(), r.stats_tables.end(), [](const AggregateStat& a, const AggregateStat& b) {
+    return a.total_ns > b.total_ns;
+  });
   return r;
 }
 
@@ -186,6 +192,12 @@ json ReportToJson(const TraceReport& r) {
     j["bandwidth"].push_back({{"device", b.device}, {"gpu", b.gpu}, {"direction", CopyDirectionName(b.direction)},
                               {"achieved_gbps", b.achieved_gbps}, {"peak_gbps", b.peak_gbps},
                               {"peak_source", b.peak_source}, {"copies", b.copies}});
+  }
+  j["stats_tables"] = json::array();
+  for (const AggregateStat& a : r.stats_tables) {
+    static constexpr const char* kKinds[] = {"kernel", "api", "copy"};
+    j["stats_tables"].push_back({{"name", a.name}, {"kind", kKinds[static_cast<int>(a.kind)]}, {"calls", a.calls},
+                                 {"total_ns", a.total_ns}, {"min_ns", Opt(a.min_ns)}, {"max_ns", Opt(a.max_ns)}});
   }
   j["kernel_patterns"] = json::array();
   for (const PatternHit& p : r.patterns) {

@@ -149,6 +149,15 @@ struct PatternHit {
   int64_t total_ns = 0;
 };
 
+// A row of a profiler's own stats table (no per-event times: p50/p99 are not known).
+struct AggregateStat {
+  std::string name;
+  AggregateKind kind = AggregateKind::kKernel;
+  int64_t calls = 0;
+  int64_t total_ns = 0;
+  std::optional<int64_t> min_ns, max_ns;
+};
+
 struct TraceReport {
   std::vector<std::string> formats;
   int64_t span_ns = 0;
@@ -167,6 +176,7 @@ struct TraceReport {
   OverlapStats overlap;
   std::vector<BandwidthCheck> bandwidth;      // filled by rules' spec table (cli)
   std::vector<PatternHit> patterns;           // filled by rules' pattern table (cli)
+  std::vector<AggregateStat> stats_tables;    // from stats CSVs, by total time
 };
 
 }  // namespace latdoc::trace

@@ -6,6 +6,8 @@
 #include "trace/importers/kineto/kineto_importer.h"
 #include "trace/importers/nsys/nsys_importer.h"
 #include "trace/importers/rocpd/rocpd_importer.h"
+#include "trace/importers/rocprof_v1/rocprof_v1_importer.h"
+#include "trace/importers/rocprofv3/rocprofv3_importer.h"
 
 namespace latdoc::trace {
 
@@ -15,6 +17,11 @@ const std::vector<std::unique_ptr<Importer>>& AllImporters() {
     v->push_back(std::make_unique<KinetoImporter>());
     v->push_back(std::make_unique<RocpdImporter>());
     v->push_back(std::make_unique<NsysImporter>());
+    v->push_back(std::make_unique<RocprofV1CsvImporter>());
+    v->push_back(std::make_unique<RocprofV1JsonImporter>());
+    v->push_back(std::make_unique<StatsCsvImporter>());
+    v->push_back(std::make_unique<Rocprofv3CsvImporter>());
+    v->push_back(std::make_unique<Rocprofv3JsonImporter>());
     return v;
   }();
   return *list;

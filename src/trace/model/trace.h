@@ -88,6 +88,18 @@ struct CpuOp {
   int64_t end_ns() const { return start_ns + dur_ns; }
 };
 
+// One row of a profiler's own summary table (rocprof `*.stats.csv`, rocprofv3 `*_stats.csv`):
+// aggregates without per-event times, kept apart from the event tables.
+enum class AggregateKind : uint8_t { kKernel, kApi, kCopy };
+struct AggregateRow {
+  NameId name = 0;
+  AggregateKind kind = AggregateKind::kKernel;
+  int64_t calls = 0;
+  int64_t total_ns = 0;
+  std::optional<int64_t> min_ns, max_ns;
+  uint16_t source = 0;
+};
+
 struct DeviceInfo {
   uint16_t source = 0;
   int32_t device = 0;
@@ -124,6 +136,7 @@ class Trace {
   std::vector<GpuOp> gpu_ops;
   std::vector<ApiCall> api_calls;
   std::vector<CpuOp> cpu_ops;
+  std::vector<AggregateRow> aggregates;
   std::vector<DeviceInfo> devices;
   std::vector<SourceFile> sources;
 

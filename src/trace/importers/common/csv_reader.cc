@@ -1,0 +1,112 @@
+#include "trace/importers/common/csv_reader.h"
+
+#include "base/strings.h"
+
+namespace latdoc::trace {
+
+StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(path));
+  auto r = std::unique_ptr<CsvReader>(new CsvReader(std::move(in), path));
+  ASSIGN_OR_RETURN(bool got, r->ReadRow(r->header_));
+  if (!got) return InvalidArgument(path + ": empty CSV file (no header)");
+  for (std::string& h : r->header_) h = std::string(Trim(h));
+  return r;
+}
+
+StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string_view data, std::string name) {
+  auto r = std::unique_ptr<CsvReader>(new CsvReader(OpenMemoryInput(data, name), name));
+  ASSIGN_OR_RETURN(bool got, r->ReadRow(r->header_));
+  if (!got) return InvalidArgument(name + ": empty CSV file (no header)");
+  for (std::string& h : r->header_) h = std::string(Trim(h));
+  return r;
+}
+
+int CsvReader::Column(std::initializer_list<std::string_view> names) const {
+  for (std::string_view n : names) {
+    for (size_t i = 0; i < header_.size(); ++i) {
+      if (IEquals(header_[i], n)) return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+StatusOr<int> CsvReader::GetChar() {
+  if (pos_ >= buf_.size()) {
+    if (eof_) return -1;
+    buf_.resize(1 << 16);
+    ASSIGN_OR_RETURN(size_t n, in_->Read(buf_.data(), buf_.size()));
+    buf_.resize(n);
+    pos_ = 0;
+    if (n == 0) {
+      eof_ = true;
+      return -1;
+    }
+  }
+  return static_cast<unsigned char>(buf_[pos_++]);
+}
+
+// One record: fields split on commas outside quotes, ending at a newline outside quotes.
+StatusOr<bool> CsvReader::ReadRow(std::vector<std::string>& out) {
+  out.clear();
+  row_line_ = line_;
+  std::string field;
+  bool quoted = false, any = false, was_quoted = false;
+  while (true) {
+    ASSIGN_OR_RETURN(int c, GetChar());
+    if (c < 0) {
+      if (!any && field.empty()) return false;
+      out.push_back(std::move(field));
+      return true;
+    }
+    any = true;
+    if (quoted) {
+      if (c == '"') {
+        ASSIGN_OR_RETURN(int d, GetChar());
+        if (d == '"') {
+          field += '"';
+        } else {
+          quoted = false;
+          if (d < 0) {
+            out.push_back(std::move(field));
+            return true;
+          }
+          --pos_;  // re-read the byte after the closing quote
+        }
+      } else {
+        if (c == '\n') ++line_;
+        field += static_cast<char>(c);
+      }
+      continue;
+    }
+    if (c == '"' && !was_quoted && Trim(field).empty()) {
+      quoted = true;
+      was_quoted = true;
+      field.clear();
+    } else if (c == ',') {
+      out.push_back(std::move(field));
+      field.clear();
+      was_quoted = false;
+    } else if (c == '\n') {
+      ++line_;
+      if (!field.empty() && field.back() == '\r') field.pop_back();
+      if (out.empty() && field.empty() && !was_quoted) {
+        row_line_ = line_;   // skip blank lines
+        any = false;
+        continue;
+      }
+      out.push_back(std::move(field));
+      return true;
+    } else {
+      field += static_cast<char>(c);
+    }
+  }
+}
+
+StatusOr<bool> CsvReader::Next() { return ReadRow(fields_); }
+
+std::string_view CsvReader::Field(int col) const {
+  if (col < 0 || static_cast<size_t>(col) >= fields_.size()) return {};
+  return fields_[col];
+}
+
+}  // namespace latdoc::trace

@@ -1,0 +1,158 @@
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "base/strings.h"
+#include "trace/importers/common/csv_reader.h"
+#include "trace/importers/common/gpu_names.h"
+#include "trace/importers/rocprofv3/rocprofv3_importer.h"
+
+namespace latdoc::trace {
+namespace {
+
+constexpr std::string_view kStems[] = {"kernel_trace.csv", "memory_copy_trace.csv", "hip_api_trace.csv",
+                                       "hsa_api_trace.csv", "marker_api_trace.csv"};
+
+// "<dir>/host/123_kernel_trace.csv" -> "<dir>/host/123_"; empty if not a set member.
+std::string SetPrefix(const std::string& path) {
+  for (std::string_view stem : kStems) {
+    if (path.size() >= stem.size() && path.compare(path.size() - stem.size(), stem.size(), stem) == 0) {
+      return path.substr(0, path.size() - stem.size());
+    }
+  }
+  return "";
+}
+
+// "Agent 4", "GPU-0", "4" -> 4.
+int32_t AgentNumber(std::string_view s) {
+  size_t i = s.size();
+  while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') --i;
+  return static_cast<int32_t>(ParseInt64(s.substr(i)).value_or(0));
+}
+
+struct Cols {
+  int corr, start, end;
+};
+
+Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uint16_t source) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
+  SourceFile& src = trace.sources[source];
+  const Cols c{csv->Column({"Correlation_Id"}), csv->Column({"Start_Timestamp"}), csv->Column({"End_Timestamp"})};
+  if (c.start < 0 || c.end < 0) {
+    return InvalidArgument(path + ": line 1: missing column Start_Timestamp or End_Timestamp");
+  }
+  const bool kernel = stem == "kernel_trace.csv";
+  const bool copy = stem == "memory_copy_trace.csv";
+  const bool marker = stem == "marker_api_trace.csv";
+  const int c_name = kernel ? csv->Column({"Kernel_Name"}) : copy ? csv->Column({"Direction"}) : csv->Column({"Function"});
+  if (c_name < 0) return InvalidArgument(path + ": line 1: missing the name column (Kernel_Name/Direction/Function)");
+  const int c_agent = csv->Column({"Agent_Id"});
+  const int c_stream = csv->Column({"Stream_Id", "Queue_Id"});
+  const int c_src_agent = csv->Column({"Source_Agent_Id"});
+  const int c_dst_agent = csv->Column({"Destination_Agent_Id"});
+  const int c_pid = csv->Column({"Process_Id"});
+  const int c_tid = csv->Column({"Thread_Id"});
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, csv->Next());
+    if (!row) break;
+    const std::string where = fmt::format("{} line {}", std::filesystem::path(path).filename().string(), csv->line());
+    const auto start = ParseInt64(csv->Field(c.start));
+    const auto end = ParseInt64(csv->Field(c.end));
+    if (!start || !end) {
+      src.issues.Add("missing or non-numeric timestamp", where);
+      continue;
+    }
+    if (*end < *start) {
+      src.issues.Add("negative duration", where, fmt::format("end {} < start {}", *end, *start));
+      continue;
+    }
+    const int64_t corr = ParseInt64(csv->Field(c.corr)).value_or(kNoCorrelation);
+    const std::string_view name = csv->Field(c_name);
+    ++src.events_read;
+    if (kernel || copy) {
+      GpuOp op;
+      op.start_ns = *start;
+      op.dur_ns = *end - *start;
+      op.correlation = corr;
+      op.source = source;
+      op.stream = static_cast<int32_t>(ParseInt64(csv->Field(c_stream)).value_or(0));
+      if (kernel) {
+        op.name = trace.names.Intern(name);
+        op.kind = ClassifyRocmInternalKernel(name).value_or(GpuOpKind::kKernel);
+        op.device = AgentNumber(csv->Field(c_agent));
+      } else {
+        op.kind = GpuOpKind::kMemcpy;
+        op.direction = ParseCopyDirection(name);
+        op.name = trace.names.Intern(name.rfind("MEMORY_COPY_", 0) == 0 ? std::string(name) : "MEMORY_COPY_" + std::string(name));
+        op.device = AgentNumber(csv->Field(op.direction == CopyDirection::kDtoH ? c_src_agent : c_dst_agent));
+      }
+      trace.gpu_ops.push_back(op);
+    } else if (marker) {
+      CpuOp m;
+      m.start_ns = *start;
+      m.dur_ns = *end - *start;
+      m.name = trace.names.Intern(name);
+      m.pid = static_cast<int32_t>(ParseInt64(csv->Field(c_pid)).value_or(0));
+      m.tid = static_cast<int32_t>(ParseInt64(csv->Field(c_tid)).value_or(0));
+      m.kind = CpuOpKind::kMarker;
+      m.source = source;
+      trace.cpu_ops.push_back(m);
+    } else {
+      ApiCall a;
+      a.start_ns = *start;
+      a.dur_ns = *end - *start;
+      a.correlation = corr;
+      a.name = trace.names.Intern(name);
+      a.kind = ClassifyApi(name);
+      a.pid = static_cast<int32_t>(ParseInt64(csv->Field(c_pid)).value_or(0));
+      a.tid = static_cast<int32_t>(ParseInt64(csv->Field(c_tid)).value_or(0));
+      a.source = source;
+      trace.api_calls.push_back(a);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Headers (ROCm 7.0, generateCSV.cpp):
+//   kernel_trace.csv: "Kind","Agent_Id","Queue_Id","Stream_Id","Thread_Id","Dispatch_Id",
+//     "Kernel_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp",...
+//   memory_copy_trace.csv: "Kind","Direction","Stream_Id","Source_Agent_Id",
+//     "Destination_Agent_Id","Correlation_Id","Start_Timestamp","End_Timestamp"  (no bytes)
+//   hip_api_trace.csv: "Domain","Function","Process_Id","Thread_Id","Correlation_Id",
+//     "Start_Timestamp","End_Timestamp"
+int Rocprofv3CsvImporter::Detect(const std::string& path, std::string_view head) const {
+  const std::string h = ToLower(head.substr(0, head.find('\n')));
+  if (h.find("correlation_id") != std::string::npos && h.find("start_timestamp") != std::string::npos &&
+      !SetPrefix(path).empty()) {
+    return 95;
+  }
+  if (h.find("correlation_id") != std::string::npos && h.find("start_timestamp") != std::string::npos) return 60;
+  return 0;
+}
+
+Status Rocprofv3CsvImporter::Import(const std::string& path, const ImportOptions& options,
+                                    Trace& trace, std::vector<std::string>& consumed) const {
+  (void)options;
+  const std::string prefix = SetPrefix(path);
+  if (prefix.empty()) {
+    return InvalidArgument(path + ": a rocprofv3 CSV must keep its name ending (kernel_trace.csv, "
+                                  "memory_copy_trace.csv, hip_api_trace.csv, ...)");
+  }
+  const uint16_t source = trace.AddSource(path, "rocprofv3_csv");
+  for (std::string_view stem : kStems) {
+    const std::string file = prefix + std::string(stem);
+    std::error_code ec;
+    if (file != path && !std::filesystem::is_regular_file(file, ec)) continue;
+    Status st = ReadOne(file, stem, trace, source);
+    if (!st.ok()) {
+      trace.sources[source].fatal_error = st.message();
+      return st;
+    }
+    if (file != path) consumed.push_back(file);
+  }
+  return Status::Ok();
+}
+
+}  // namespace latdoc::trace

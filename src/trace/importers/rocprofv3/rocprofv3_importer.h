@@ -1,0 +1,31 @@
+// rocprofv3 (rocprofiler-sdk) CSV sets and JSON output (trace-formats.md 3.2, 3.3).
+//
+// CSV: any file of a set (`<prefix>kernel_trace.csv`, `memory_copy_trace.csv`,
+// `hip_api_trace.csv`, `hsa_api_trace.csv`, `marker_api_trace.csv`) pulls in its siblings, so
+// the Correlation_Id join works; they become one source. Columns are found by name (ROCm 6.2
+// and 7.0 headers, rocpd-convert's extra "Guid").
+// JSON (`<pid>_results.json`): read with simdjson On-Demand over the whole file, which is held
+// in memory (unlike the Kineto path, this importer is not streamed).
+#pragma once
+
+#include "trace/importers/importer.h"
+
+namespace latdoc::trace {
+
+class Rocprofv3CsvImporter : public Importer {
+ public:
+  std::string_view format() const override { return "rocprofv3_csv"; }
+  int Detect(const std::string& path, std::string_view head) const override;
+  Status Import(const std::string& path, const ImportOptions& options, Trace& trace,
+                std::vector<std::string>& consumed) const override;
+};
+
+class Rocprofv3JsonImporter : public Importer {
+ public:
+  std::string_view format() const override { return "rocprofv3_json"; }
+  int Detect(const std::string& path, std::string_view head) const override;
+  Status Import(const std::string& path, const ImportOptions& options, Trace& trace,
+                std::vector<std::string>& consumed) const override;
+};
+
+}  // namespace latdoc::trace
