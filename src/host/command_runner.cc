@@ -73,6 +73,7 @@ class ExecCommandRunner : public CommandRunner {
     if (got == static_cast<ssize_t>(sizeof(exec_err))) {
       ::close(pipefd[0]);
       ::waitpid(pid, nullptr, 0);
+      if (exec_err == ENOENT) return NotFound(argv[0] + ": not installed");
       return ErrnoStatus(exec_err, argv[0]);
     }
     const int64_t deadline_ns = MonoNowNs() + timeout_ns;

@@ -20,7 +20,7 @@ TEST(ExecCommandRunnerTest, ProgramNotInstalledIsNotFound) {
   auto res = r->Run({"latdoc-no-such-program-xyz"}, 1'000'000'000);
   ASSERT_FALSE(res.ok());
   EXPECT_EQ(res.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(res.status().message(), "latdoc-no-such-program-xyz: No such file or directory");
+  EXPECT_EQ(res.status().message(), "latdoc-no-such-program-xyz: not installed");
 }
 
 TEST(ExecCommandRunnerTest, SlowProgramIsKilledAtTheDeadline) {

@@ -34,12 +34,14 @@ TEST(HostFactsTest, UnknownFactKeepsItsReason) {
 }
 
 TEST(HostFactsTest, CheckedInFactFixturesParse) {
-  for (const char* name : {"h200_recorded", "h200_snapshot", "mi300x_built", "unhealthy_built"}) {
-    const std::string path = std::string("tests/data/host/facts/") + name + ".json";
+  for (const char* name : {"facts/h200_recorded", "facts/h200_snapshot", "facts/mi300x_built",
+                           "facts/unhealthy_built", "h200_live/h200_live_facts"}) {
+    const std::string path = std::string("tests/data/host/") + name + ".json";
     auto text = ReadFileToString(path);
     ASSERT_TRUE(text.ok()) << text.status().message();
     auto f = FactsFromJson(*text, path);
-    EXPECT_TRUE(f.ok()) << f.status().message();
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    EXPECT_EQ(FactsToJson(*f), FactsToJson(*FactsFromJson(FactsToJson(*f), "again"))) << path;
   }
 }
 

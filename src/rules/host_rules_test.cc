@@ -116,6 +116,26 @@ TEST(HostRulesTest, IdleH200IsNotFlagged) {
   EXPECT_EQ(w["config.logging"], Severity::kWarn);
 }
 
+// Facts collected live on a real H200 through NVML (tools/capture_host_device.sh with LATDOC
+// set) while a stand-in server spun one thread: the only system finding is that thread.
+TEST(HostRulesTest, LiveH200ThroughNvml) {
+  auto text = ReadFileToString("tests/data/host/h200_live/h200_live_facts.json");
+  ASSERT_TRUE(text.ok());
+  auto f = host::FactsFromJson(*text, "h200_live_facts.json");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->gpus.at(0).vendor_source, "nvml");
+  auto fs = JudgeHost(*f, {});
+  auto w = Worst(fs);
+  for (const char* id : {"gpu.clock_policy", "gpu.throttle", "gpu.power_cap", "gpu.pcie_link",
+                         "gpu.persistence", "gpu.numa", "host.numa_balancing", "net.time_wait",
+                         "net.conntrack", "net.listen_overflow"}) {
+    EXPECT_EQ(SeverityName(w[id]), "ok") << id;
+  }
+  EXPECT_EQ(w["cpu.saturation"], Severity::kWarn);
+  EXPECT_THAT(One(fs, "cpu.saturation").title,
+              testing::StartsWith("server thread 422 (python3) pinned at 100% of a core"));
+}
+
 HostFacts OneNvidiaGpu() {
   HostFacts f = Load("h200_recorded");
   f.server.reset();
