@@ -46,6 +46,7 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     line(fmt::format("  device {}: {} ({})", d.device, d.name.empty() ? "unnamed" : d.name,
                      d.arch.empty() ? "arch n/a" : d.arch));
   }
+  if (r.idle_devices > 0) line(fmt::format("  ({} more devices in the trace ran no GPU work)", r.idle_devices));
   const GpuTimeline& t = r.timeline;
   line("");
   line(fmt::format("GPU time (TraceLens gpu_timeline; {} ops{}, {} without a host launch dropped)",
@@ -110,8 +111,10 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     line(fmt::format("  {:.1f} us at {:.3f} ms on device {} before {}", static_cast<double>(g.dur_ns) / 1e3,
                      static_cast<double>(g.at_ns) / 1e6, g.device, Cut(g.next_op, 50)));
     if (g.next_launch) {
-      line(fmt::format("      launched by {} (tid {}) {} after the gap began; thread busy {}{}", *g.next_launch,
-                       g.launch_tid.value_or(0), OptUs(g.launch_wait_ns ? std::optional<double>(*g.launch_wait_ns) : std::nullopt),
+      const int64_t wait = g.launch_wait_ns.value_or(0);
+      line(fmt::format("      launched by {} (tid {}) {:.1f} us {} the gap began; launching thread busy {} of it{}",
+                       *g.next_launch, g.launch_tid.value_or(0), static_cast<double>(wait < 0 ? -wait : wait) / 1e3,
+                       wait < 0 ? "before" : "after",
                        OptUs(g.cpu_busy_ns ? std::optional<double>(*g.cpu_busy_ns) : std::nullopt),
                        cpu.empty() ? "" : "; CPU: " + cpu));
     }

@@ -31,7 +31,17 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   r.gpu_ops = static_cast<int64_t>(trace.gpu_ops.size());
   r.api_calls = static_cast<int64_t>(trace.api_calls.size());
   r.cpu_ops = static_cast<int64_t>(trace.cpu_ops.size());
-  r.devices = trace.devices;
+  {
+    std::set<std::pair<uint16_t, int32_t>> used;
+    for (const GpuOp& op : trace.gpu_ops) used.insert({op.source, op.device});
+    for (const DeviceInfo& d : trace.devices) {
+      if (used.empty() || used.count({d.source, d.device}) != 0) {
+        r.devices.push_back(d);
+      } else {
+        ++r.idle_devices;
+      }
+    }
+  }
 
   GpuTimelineOptions tl;
   r.timeline = ComputeGpuTimeline(trace, tl);

@@ -162,7 +162,8 @@ struct TraceReport {
   std::vector<std::string> formats;
   int64_t span_ns = 0;
   int64_t gpu_ops = 0, api_calls = 0, cpu_ops = 0;
-  std::vector<DeviceInfo> devices;
+  std::vector<DeviceInfo> devices;             // those that ran GPU work (all if none did)
+  int idle_devices = 0;                        // devices listed by the profiler without work
   GpuTimeline timeline;                       // all devices, TraceLens rule
   std::vector<GpuTimeline> per_device;
   bool timeline_used_all_ops = false;         // no host launches in the trace: rule relaxed

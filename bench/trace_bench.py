@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Side-by-side speed and memory of `latdoc trace` vs Python's bare `json.load` on the same
+files, in one run (issue 5's target: full import + all analyses >= 30x faster than json.load;
+peak memory <= 0.5x the uncompressed size).
+
+Each tool runs under /usr/bin/time -v (wall time, peak RSS). json.load is timed inside Python
+too (the parse alone, without interpreter start). For .gz files both sides decompress.
+
+Usage: bench/trace_bench.py --latdoc build-trace-rel/src/cli/latdoc FILE...
+Make a large input with tools/gen_trace.py (e.g. --size-mb 1100).
+"""
+import argparse
+import gzip
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+PY_LOAD = ("import gzip, json, sys, time\n"
+           "p = sys.argv[1]\n"
+           "t = time.perf_counter()\n"
+           "with (gzip.open(p, 'rb') if p.endswith('.gz') else open(p, 'rb')) as f:\n"
+           "    d = json.load(f)\n"
+           "print('parse_s', time.perf_counter() - t)\n")
+
+
+def timed(cmd):
+    r = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", r.stderr).group(1)
+    parts = [float(x) for x in wall.split(":")]
+    secs = parts[-1] + 60 * parts[-2] + (3600 * parts[-3] if len(parts) == 3 else 0)
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", r.stderr).group(1))
+    return secs, rss_kb / 1024.0, r
+
+
+def uncompressed_size(path):
+    if not path.endswith(".gz"):
+        return os.path.getsize(path)
+    n = 0
+    with gzip.open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 22)
+            if not b:
+                return n
+            n += len(b)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--latdoc", required=True)
+    ap.add_argument("--skip-python", action="store_true", help="only latdoc (inputs too big for json.load)")
+    ap.add_argument("files", nargs="+")
+    a = ap.parse_args()
+    rows = []
+    for path in a.files:
+        size_mb = uncompressed_size(path) / 1e6
+        with tempfile.TemporaryDirectory() as tmp:
+            lat_s, lat_rss, r = timed([a.latdoc, "trace", path, "--quiet", "--json", os.path.join(tmp, "out.json")])
+        if r.returncode not in (0, 1):
+            print("latdoc failed on %s: rc=%d\n%s" % (path, r.returncode, r.stderr[-2000:]), file=sys.stderr)
+        py_s = py_parse = py_rss = None
+        if not a.skip_python:
+            py_s, py_rss, pr = timed([sys.executable, "-c", PY_LOAD, path])
+            m = re.search(r"parse_s (\S+)", pr.stdout)
+            py_parse = float(m.group(1)) if m else None
+        rows.append((path, size_mb, lat_s, lat_rss, py_s, py_parse, py_rss))
+    print("| file | uncompressed MB | latdoc trace s | latdoc peak RSS MB (x size) | python json.load s (parse only) | python peak RSS MB | speed-up (wall; vs parse only) |")
+    print("|---|---|---|---|---|---|---|")
+    for path, size_mb, lat_s, lat_rss, py_s, py_parse, py_rss in rows:
+        sp = "%.1fx; %.1fx" % (py_s / lat_s, py_parse / lat_s) if py_s else "n/a"
+        print("| %s | %.1f | %.2f | %.0f (%.2fx) | %s | %s | %s |" % (
+            os.path.basename(path), size_mb, lat_s, lat_rss, lat_rss / size_mb,
+            "%.2f (%.2f)" % (py_s, py_parse) if py_s else "n/a",
+            "%.0f" % py_rss if py_rss else "n/a", sp))
+
+
+if __name__ == "__main__":
+    main()
