@@ -1,0 +1,177 @@
+// latdoc diagnose and latdoc demo: the whole checklist, ranked (diagnose/diagnose.h).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+#include "base/exit_codes.h"
+#include "base/file_util.h"
+#include "cli/command.h"
+#include "diagnose/demo.h"
+#include "diagnose/diagnose.h"
+#include "report/findings_text.h"
+#include "report/html_report.h"
+#include "report/markdown_report.h"
+
+namespace latdoc::cli {
+namespace {
+
+struct Outputs {
+  std::string json, markdown, html;
+  bool show_ok = false;
+  bool quiet = false;
+};
+
+void AddOutputs(CLI::App* app, Outputs& o) {
+  app->add_option("--json", o.json, "Write the diagnosis as JSON (schema latdoc.diagnose/1)");
+  app->add_option("--markdown", o.markdown, "Write the ranked checklist as Markdown");
+  app->add_option("--report", o.html, "Write a self-contained HTML report");
+  app->add_flag("--show-ok", o.show_ok, "List passed and skipped checks too");
+  app->add_flag("--quiet", o.quiet, "No terminal summary");
+}
+
+int Write(const diagnose::DiagnoseResult& r, const Outputs& o) {
+  if (!o.quiet) fmt::print("{}", diagnose::RenderDiagnoseText(r, report::StdoutWantsColor(), o.show_ok));
+  auto put = [](const std::string& path, const std::string& text) {
+    if (path.empty()) return Status::Ok();
+    return WriteFileAtomic(path, text);
+  };
+  Status st = put(o.json, r.doc.dump(2) + "\n");
+  if (st.ok() && !o.markdown.empty()) st = put(o.markdown, report::RenderMarkdownReport(r.doc));
+  if (st.ok() && !o.html.empty()) st = put(o.html, report::RenderHtmlReport(r.doc));
+  if (!st.ok()) {
+    fmt::print(stderr, "latdoc: {}\n", st.message());
+    return ExitCodeFor(st);
+  }
+  return rules::WorstSeverity(r.findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
+}
+
+struct DiagnoseArgs {
+  diagnose::DiagnoseOptions d;
+  Outputs out;
+  std::string slo, endpoint = "completions", api_key_env = "OPENAI_API_KEY";
+  bool no_keepalive = false;
+};
+
+int RunDiagnoseCommand(DiagnoseArgs& a) {
+  diagnose::DiagnoseOptions& d = a.d;
+  if (d.url.empty() && d.traces.empty() && d.logs.empty() && d.facts_path.empty() && !d.local) {
+    fmt::print(stderr, "latdoc diagnose: nothing to diagnose: give --url, --trace, --logs, --facts or --local\n");
+    return kExitBadInput;
+  }
+  auto slo = loadgen::ParseSlo(a.slo);
+  if (!slo.ok()) {
+    fmt::print(stderr, "latdoc diagnose: {}\n", slo.status().message());
+    return kExitBadInput;
+  }
+  d.slo = *slo;
+  if (a.endpoint == "chat") d.bench.endpoint = loadgen::Endpoint::kChat;
+  else if (a.endpoint != "completions") {
+    fmt::print(stderr, "latdoc diagnose: --endpoint must be completions or chat\n");
+    return kExitBadInput;
+  }
+  if (const char* key = std::getenv(a.api_key_env.c_str())) d.bench.api_key = key;
+  d.bench.client.keep_alive = !a.no_keepalive;
+  d.workload.token_ids = d.workload.token_ids && d.bench.endpoint == loadgen::Endpoint::kCompletions;
+  if (Status st = loadgen::ValidateRandomOptions(d.workload); !st.ok()) {
+    fmt::print(stderr, "latdoc diagnose: {}\n", st.message());
+    return kExitBadInput;
+  }
+  if (d.concurrency < 1 || d.requests < 1 || d.baseline_requests < 1) {
+    fmt::print(stderr, "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
+    return kExitBadInput;
+  }
+  d.progress = !a.out.quiet && ::isatty(2);
+  diagnose::DiagnoseResult r = diagnose::RunDiagnose(d);
+  return Write(r, a.out);
+}
+
+struct DemoArgs {
+  diagnose::DemoOptions demo;
+  Outputs out;
+  std::string dir = "latdoc-demo";
+};
+
+// The GPU trace shipped with the sources, when the demo runs from a checkout.
+std::string BundledTrace() {
+  for (const char* p : {"tests/data/trace/h200_llama0.85b_decode_b1_eager.json.gz",
+                        "tests/data/kineto/h200_llama0.85b_decode_b1_eager.json.gz"}) {
+    if (::access(p, R_OK) == 0) return p;
+  }
+  return "";
+}
+
+int RunDemoCommand(DemoArgs& a) {
+  std::error_code ec;
+  std::filesystem::create_directories(a.dir, ec);
+  if (ec) {
+    fmt::print(stderr, "latdoc demo: {}: {}\n", a.dir, ec.message());
+    return kExitCannotRun;
+  }
+  a.demo.work_dir = a.dir;
+  if (a.demo.trace_file.empty()) a.demo.trace_file = BundledTrace();
+  a.demo.progress = !a.out.quiet;
+  if (a.out.html.empty()) a.out.html = a.dir + "/report.html";
+  if (a.out.json.empty()) a.out.json = a.dir + "/diagnosis.json";
+  if (a.out.markdown.empty()) a.out.markdown = a.dir + "/report.md";
+  auto r = diagnose::RunDemo(a.demo);
+  if (!r.ok()) {
+    fmt::print(stderr, "latdoc demo: {}\n", r.status().message());
+    return ExitCodeFor(r.status());
+  }
+  int code = Write(*r, a.out);
+  if (!a.out.quiet) {
+    fmt::print("\nWrote {}, {} and {}.\n", a.out.html, a.out.json, a.out.markdown);
+  }
+  // The demo's server is sick on purpose: finding that is success.
+  return code == kExitFindings ? kExitOk : code;
+}
+
+}  // namespace
+
+Command RegisterDiagnose(CLI::App& root) {
+  auto* app = root.add_subcommand(
+      "diagnose",
+      "Run every layer that applies (load with /metrics, traces, logs, host and server\n"
+      "configuration) and rank what they find, with evidence and the change to try.");
+  auto a = std::make_shared<DiagnoseArgs>();
+  diagnose::DiagnoseOptions& d = a->d;
+  app->add_option("--url", d.url, "Base URL of the server (omit to judge files and host only)");
+  app->add_option("--model", d.bench.model, "Model name (default: the first of /v1/models)");
+  app->add_option("--metrics-url", d.bench.metrics_url, "Where /metrics is (default: --url)");
+  app->add_option("--endpoint", a->endpoint, "completions | chat")->capture_default_str();
+  app->add_option("--api-key-env", a->api_key_env, "Environment variable with the API key")->capture_default_str();
+  app->add_option("--concurrency", d.concurrency, "Target load")->capture_default_str();
+  app->add_option("--requests", d.requests, "Requests at the target load")->capture_default_str();
+  app->add_option("--baseline-requests", d.baseline_requests, "Requests at concurrency 1")->capture_default_str();
+  app->add_option("--input-len", d.workload.input_len, "Prompt tokens")->capture_default_str();
+  app->add_option("--output-len", d.workload.output_len, "Tokens to generate")->capture_default_str();
+  app->add_flag("--token-ids", d.workload.token_ids, "Send prompts as token ids (exact lengths)");
+  app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request");
+  app->add_flag("--insecure", d.bench.client.insecure, "Skip TLS certificate verification");
+  app->add_option("--slo", a->slo, "ttft:MS,tpot:MS,e2el:MS");
+  app->add_option("--trace", d.traces, "Profiler trace(s): Kineto JSON, rocprof, rocpd, nsys SQLite");
+  app->add_option("--logs", d.logs, "Server log file(s)");
+  app->add_option("--facts", d.facts_path, "Host facts from `latdoc doctor --collect`");
+  app->add_flag("--local", d.local, "Check this host (run on the server machine)");
+  AddOutputs(app, a->out);
+  return {app, [a] { return RunDiagnoseCommand(*a); }};
+}
+
+Command RegisterDemo(CLI::App& root) {
+  auto* app = root.add_subcommand(
+      "demo",
+      "Start the built-in simulator with a few pathologies, diagnose it, print the ranked\n"
+      "checklist and write the HTML report. The first thing to run.");
+  auto a = std::make_shared<DemoArgs>();
+  app->add_option("--dir", a->dir, "Where to write the report and logs")->capture_default_str();
+  app->add_option("--time-scale", a->demo.time_scale, "Simulator speed (0.25: 4x faster)")->capture_default_str();
+  app->add_option("--trace", a->demo.trace_file, "A GPU trace to include (default: the bundled one)");
+  AddOutputs(app, a->out);
+  return {app, [a] { return RunDemoCommand(*a); }};
+}
+
+}  // namespace latdoc::cli

@@ -1,0 +1,222 @@
+// End-to-end: `latdoc bench` against a real `latdoc sim` process. The simulator's request trace
+// (--trace-requests) is the ground truth the client's measurements must match.
+#include <signal.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "stats/sample_summary.h"
+#include "tests/e2e/process.h"
+
+namespace latdoc::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+struct Truth {
+  std::vector<double> ttft_ms, itl_ms, e2el_ms;
+};
+
+// Ground truth from the simulator: the client sees a token `delay_ms` after the server wrote it.
+Truth ReadTruth(const std::string& trace, double delay_ms) {
+  Truth t;
+  std::ifstream in(trace);
+  std::string line;
+  while (std::getline(in, line)) {
+    json j = json::parse(line);
+    if (j["status"] != "length" && j["status"] != "stop") continue;
+    double received = double(j["received_ns"].get<int64_t>()) / 1e6;
+    auto times = j["token_ns"].get<std::vector<int64_t>>();
+    auto counts = j["token_counts"].get<std::vector<int>>();
+    t.ttft_ms.push_back(double(times.front()) / 1e6 + delay_ms - received);
+    t.e2el_ms.push_back(double(times.back()) / 1e6 + delay_ms - received);
+    for (size_t i = 1; i < times.size(); ++i) {
+      double gap = double(times[i] - times[i - 1]) / 1e6;
+      for (int k = 0; k < counts[i]; ++k) t.itl_ms.push_back(gap / counts[i]);
+    }
+  }
+  return t;
+}
+
+double Pct(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return stats::PercentileOfSorted(v, p);
+}
+
+// Within 2% or 0.2 ms, whichever is larger (the bound). Sanitizer builds run the client
+// and the simulator several times slower, which adds its own delay: there the bound is 10x.
+#ifdef LATDOC_SANITIZED
+constexpr double kTolScale = 10;
+#else
+constexpr double kTolScale = 1;
+#endif
+void ExpectClose(double measured, double truth, const std::string& what) {
+  double tol = kTolScale * std::max(0.2, 0.02 * truth);
+  EXPECT_NEAR(measured, truth, tol) << what;
+}
+
+json RunBench(const std::string& url, std::vector<std::string> extra, int* exit_code = nullptr,
+              std::string* requests_path = nullptr) {
+  std::string out = TempPath("bench.json");
+  std::vector<std::string> args = {"bench", "--url", url, "--json", out, "--quiet"};
+  if (requests_path) {
+    *requests_path = TempPath("requests.jsonl");
+    args.push_back("--save-requests");
+    args.push_back(*requests_path);
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunResult r = RunLatdoc(args);
+  if (exit_code) *exit_code = r.exit_code;
+  auto text = ReadFileToString(out);
+  if (!text.ok()) {
+    ADD_FAILURE() << "no results file; exit " << r.exit_code << "; stderr: " << r.err;
+    return json();
+  }
+  std::remove(out.c_str());
+  return json::parse(*text);
+}
+
+const std::vector<std::string> kFastSim = {
+    "--sim-step-base-ms", "4", "--sim-prefill-token-us", "20", "--sim-decode-seq-us", "50",
+    "--sim-context-token-ns", "0", "--log-file", "/dev/null", "--disable-log-stats"};
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(BenchTruthTest, LatenciesMatchTheSimulatorsGroundTruth) {
+  std::string trace = TempPath("truth.jsonl");
+  SimProcess sim(With(kFastSim, {"--sim-network-delay-ms", "3", "--trace-requests", trace}));
+  json r = RunBench(sim.url(), {"--concurrency", "8", "--num-requests", "160", "--input-len", "64",
+                                "--output-len", "16", "--token-ids"});
+  sim.process().Signal(SIGTERM);
+  ASSERT_EQ(r["completed"], 160);
+  EXPECT_EQ(r["failed"], 0);
+  EXPECT_EQ(r["total_output_tokens"], 160 * 16);
+  EXPECT_EQ(r["total_input_tokens"], 160 * 64);
+  EXPECT_EQ(r["token_count_method"]["usage_per_chunk"], 160);
+  Truth t = ReadTruth(trace, 3.0);
+  ASSERT_EQ(t.ttft_ms.size(), 160u);
+  ExpectClose(r["median_ttft_ms"], Pct(t.ttft_ms, 50), "p50 TTFT");
+  ExpectClose(r["p99_ttft_ms"], Pct(t.ttft_ms, 99), "p99 TTFT");
+  ExpectClose(r["median_itl_ms"], Pct(t.itl_ms, 50), "p50 ITL");
+  ExpectClose(r["p99_itl_ms"], Pct(t.itl_ms, 99), "p99 ITL");
+  ExpectClose(r["median_e2el_ms"], Pct(t.e2el_ms, 50), "p50 E2EL");
+  ExpectClose(r["p99_e2el_ms"], Pct(t.e2el_ms, 99), "p99 E2EL");
+  // The TTFT split: the 3 ms of injected network delay shows up as network and front end.
+  const json& b = r["server_metrics"]["ttft_breakdown"];
+  EXPECT_NEAR(b["network_and_front_end_ms"].get<double>(), 3.0, 0.5 * kTolScale) << b.dump();
+  std::remove(trace.c_str());
+}
+
+TEST(BenchTruthTest, SeveralTokensPerChunkStillGivePerTokenItl) {
+  std::string trace = TempPath("spec.jsonl");
+  SimProcess sim(With(kFastSim, {"--sim-tokens-per-chunk", "4", "--trace-requests", trace}));
+  json r = RunBench(sim.url(), {"--concurrency", "4", "--num-requests", "40", "--input-len", "32",
+                                "--output-len", "33", "--token-ids"});
+  sim.process().Signal(SIGTERM);
+  ASSERT_EQ(r["completed"], 40);
+  EXPECT_EQ(r["total_output_tokens"], 40 * 33);
+  Truth t = ReadTruth(trace, 0);
+  ExpectClose(r["median_itl_ms"], Pct(t.itl_ms, 50), "p50 ITL");
+  ExpectClose(r["mean_itl_ms"], [&] {
+    double s = 0;
+    for (double x : t.itl_ms) s += x;
+    return s / double(t.itl_ms.size());
+  }(), "mean ITL");
+  // A step is ~4.2 ms and carries 4 tokens: about 1 ms per token, not 4.
+  EXPECT_LT(r["median_itl_ms"].get<double>(), 1.6);
+  std::remove(trace.c_str());
+}
+
+TEST(BenchFaultTest, EveryRequestEndsInExactlyOneRecord) {
+  SimProcess sim(With(kFastSim, {"--sim-fault-429", "0.05", "--sim-fault-500", "0.05",
+                                 "--sim-fault-503", "0.05", "--sim-fault-reset-before", "0.05",
+                                 "--sim-fault-reset-after", "0.05", "--sim-fault-cut-stream", "0.05",
+                                 "--seed", "3"}));
+  std::string reqs;
+  json r = RunBench(sim.url(), {"--concurrency", "16", "--num-requests", "300", "--input-len",
+                                "16", "--output-len", "8", "--model", "latdoc-sim/llama-3-8b"},
+                    nullptr, &reqs);
+  EXPECT_EQ(r["completed"].get<int>() + r["failed"].get<int>(), 300);
+  EXPECT_GT(r["failed"].get<int>(), 40);
+  const json& f = r["failures"];
+  EXPECT_GT(f.value("http_status", 0), 0) << f.dump();
+  EXPECT_GT(f.value("cut_short", 0), 0) << f.dump();
+  EXPECT_GT(f.value("reset", 0) + f.value("cut_short", 0), 0) << f.dump();
+  auto lines = ReadFileToString(reqs);
+  ASSERT_TRUE(lines.ok());
+  EXPECT_EQ(std::count(lines->begin(), lines->end(), '\n'), 300);
+  std::remove(reqs.c_str());
+}
+
+TEST(BenchCliTest, UnreachableTargetExits3) {
+  RunResult r = RunLatdoc({"bench", "--url", "http://127.0.0.1:1", "--num-requests", "2"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("latdoc bench: http://127.0.0.1:1: connect"));
+}
+
+TEST(BenchCliTest, BadOptionsExit2) {
+  EXPECT_EQ(RunLatdoc({"bench", "--url", "localhost:8000"}).exit_code, 2);
+  RunResult r = RunLatdoc({"bench", "--url", "http://127.0.0.1:1", "--slo", "ttft=5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--slo: 'ttft=5': expected KEY:MS"));
+  RunResult d = RunLatdoc({"bench", "--url", "http://127.0.0.1:1", "--dataset", "/nonexistent.jsonl"});
+  EXPECT_EQ(d.exit_code, 2);
+  EXPECT_THAT(d.err, HasSubstr("/nonexistent.jsonl: No such file or directory"));
+}
+
+TEST(BenchCliTest, MissedSloExits1) {
+  SimProcess sim(kFastSim);
+  int code = -1;
+  json r = RunBench(sim.url(), {"--concurrency", "2", "--num-requests", "10", "--input-len", "8",
+                                "--output-len", "4", "--slo", "ttft:0.001"}, &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(r["slo"]["met"], false);
+}
+
+TEST(BenchCliTest, SigintWritesPartialResults) {
+  SimProcess sim(kFastSim);
+  std::string out = TempPath("partial.json");
+  Process bench({LatdocBinary(), "bench", "--url", sim.url(), "--concurrency", "4", "--duration",
+                 "30", "--input-len", "8", "--output-len", "50", "--json", out, "--quiet"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  int code = bench.Signal(SIGINT);
+  EXPECT_EQ(code, 0);
+  auto text = ReadFileToString(out);
+  ASSERT_TRUE(text.ok());
+  json r = json::parse(*text);
+  EXPECT_EQ(r["partial"], true);
+  EXPECT_EQ(r["partial_reason"], "interrupted by SIGINT");
+  EXPECT_EQ(r["completed"].get<int>() + r["failed"].get<int>(), r["sent"].get<int>());
+  EXPECT_GT(r["completed"].get<int>(), 0);
+  std::remove(out.c_str());
+}
+
+TEST(BenchCliTest, ApiKeyIsSentButNeverWritten) {
+  SimProcess sim(kFastSim);
+  std::string reqs;
+  ::setenv("LATDOC_TEST_KEY", "sk-very-secret-123", 1);
+  std::string out = TempPath("key.json");
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--num-requests", "3", "--input-len", "4",
+                           "--output-len", "2", "--api-key-env", "LATDOC_TEST_KEY", "--json", out});
+  EXPECT_EQ(r.exit_code, 0);
+  auto text = ReadFileToString(out);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->find("sk-very-secret"), std::string::npos);
+  EXPECT_EQ(r.out.find("sk-very-secret"), std::string::npos);
+  EXPECT_EQ(r.err.find("sk-very-secret"), std::string::npos);
+  std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace latdoc::testing

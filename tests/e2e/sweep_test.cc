@@ -1,0 +1,187 @@
+// End-to-end: `latdoc sweep` against a real `latdoc sim` process whose knee is known.
+//
+// The truth. In a closed loop every request prefills L prompt tokens (P ms each) and decodes
+// N tokens; with step time a + b x batch the time of one request at concurrency C (nothing
+// queued) is E(C) = N a + C (P L + (N-1) b) = A + B C, and tokens/s = C N / E(C). The knee's
+// elasticity (stats/knee.h) d ln(tokens/s) / d ln E = A / (B C) crosses 1 at C* = A / B.
+// Past max_num_seqs M tokens/s is flat while requests queue: elasticity 0. So the true knee
+// is min(M, A / B). The simulator's context cost is set to 0 so this holds exactly.
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "tests/e2e/process.h"
+
+namespace latdoc::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+struct SimModel {
+  int max_num_seqs;
+  double step_base_ms, decode_seq_us, prefill_token_us;
+};
+
+constexpr int kInputLen = 8;
+constexpr int kOutputLen = 16;
+constexpr double kTimeScale = 0.25;
+
+double TrueKnee(const SimModel& m) {
+  double a = m.step_base_ms, b = m.decode_seq_us / 1e3, p = m.prefill_token_us / 1e3;
+  double c_star = kOutputLen * a / (p * kInputLen + (kOutputLen - 1) * b);
+  return std::min(double(m.max_num_seqs), c_star);
+}
+
+std::vector<std::string> SimArgs(const SimModel& m) {
+  return {"--max-num-seqs", std::to_string(m.max_num_seqs), "--sim-step-base-ms",
+          std::to_string(m.step_base_ms), "--sim-decode-seq-us", std::to_string(m.decode_seq_us),
+          "--sim-prefill-token-us", std::to_string(m.prefill_token_us), "--sim-context-token-ns",
+          "0", "--time-scale", std::to_string(kTimeScale), "--log-file", "/dev/null",
+          "--disable-log-stats"};
+}
+
+std::vector<std::string> SweepArgs(const std::string& url, const std::string& json_out) {
+  return {"sweep", "--url", url, "--concurrency", "1:256", "--input-len",
+          std::to_string(kInputLen), "--output-len", std::to_string(kOutputLen), "--token-ids",
+          "--scrape-interval", "0.005", "--json", json_out};
+}
+
+json ReadJson(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) {
+    ADD_FAILURE() << "no " << path;
+    return json();
+  }
+  std::remove(path.c_str());
+  return json::parse(*text);
+}
+
+// The reported knee is within 10% of the true one, for two batch limits and one compute-bound
+// step-time setting.
+TEST(SweepTruthTest, KneeWithinTenPercentOfTheSimulatorsTruth) {
+  for (SimModel m : {SimModel{16, 6, 80, 5}, SimModel{48, 6, 80, 5}, SimModel{1024, 6, 400, 5}}) {
+    double truth = TrueKnee(m);
+    SimProcess sim(SimArgs(m));
+    std::string out = TempPath("sweep.json");
+    RunResult r = RunLatdoc(SweepArgs(sim.url(), out));
+    sim.process().Signal(SIGTERM);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    json j = ReadJson(out);
+    ASSERT_FALSE(j["knee"].is_null()) << r.out;
+    double knee = j["knee"]["concurrency"].get<double>();
+    EXPECT_TRUE(j["knee"]["reached"].get<bool>()) << r.out;
+    EXPECT_NEAR(knee, truth, 0.10 * truth) << "max_num_seqs " << m.max_num_seqs << "\n" << r.out;
+    EXPECT_EQ(j["schema"], "latdoc.sweep/1");
+    EXPECT_FALSE(j["partial"].get<bool>());
+    if (m.max_num_seqs < truth * 1.5) continue;
+    // Compute-bound: nothing queued at the knee.
+    EXPECT_EQ(j["knee"]["bend"], "compute") << r.out;
+  }
+}
+
+// Queueing past max_num_seqs is named from the server's metrics, with the plateau.
+TEST(SweepTruthTest, QueueingIsExplainedByTheServersMetrics) {
+  SimModel m{16, 6, 80, 5};
+  SimProcess sim(SimArgs(m));
+  std::string out = TempPath("q.json");
+  std::string csv = TempPath("q.csv"), svg = TempPath("q.svg");
+  auto args = SweepArgs(sim.url(), out);
+  args.insert(args.end(), {"--csv", csv, "--svg", svg});
+  RunResult r = RunLatdoc(args);
+  sim.process().Signal(SIGTERM);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = ReadJson(out);
+  EXPECT_EQ(j["knee"]["bend"], "queueing") << r.out;
+  EXPECT_EQ(j["server_max_num_seqs"], 16) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("Recommendations:"));
+  EXPECT_THAT(r.out, HasSubstr("--max-num-seqs"));
+  EXPECT_THAT(r.out, HasSubstr("--max-num-batched-tokens"));
+  // Every step above the limit shows requests waiting, none below it does.
+  for (const json& s : j["steps"]) {
+    double c = s["concurrency"].get<double>();
+    const json& sm = s["server_metrics"];
+    if (c > 20) EXPECT_EQ(s["bend"], "queueing") << s.dump();
+    if (c <= 16) EXPECT_NE(s["bend"], "queueing") << s.dump();
+    if (c >= 32 && !sm["max_running"].is_null()) EXPECT_LE(sm["max_running"].get<double>(), 16);
+  }
+  auto csv_text = ReadFileToString(csv);
+  ASSERT_TRUE(csv_text.ok());
+  EXPECT_EQ(size_t(std::count(csv_text->begin(), csv_text->end(), '\n')), j["steps"].size() + 1);
+  auto svg_text = ReadFileToString(svg);
+  ASSERT_TRUE(svg_text.ok());
+  EXPECT_THAT(*svg_text, HasSubstr("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_THAT(*svg_text, HasSubstr(">knee " + std::to_string(j["knee"]["concurrency"].get<int>())));
+  std::remove(csv.c_str());
+  std::remove(svg.c_str());
+}
+
+TEST(SweepCliTest, RangeWithOnePointExits2) {
+  RunResult r = RunLatdoc({"sweep", "--url", "http://127.0.0.1:9", "--concurrency", "8:8"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "latdoc sweep: --concurrency 8:8: a sweep needs a range with at least two points "
+            "(lo < hi); for one load level use `latdoc bench`\n");
+}
+
+TEST(SweepCliTest, UnreachableExits3) {
+  std::string out = TempPath("unreach.json");
+  RunResult r = RunLatdoc({"sweep", "--url", "http://127.0.0.1:9", "--concurrency", "1:4",
+                           "--json", out});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("latdoc sweep: http://127.0.0.1:9"));
+  EXPECT_FALSE(ReadFileToString(out).ok()) << "no output file for a sweep that did not run";
+}
+
+TEST(SweepCliTest, ServerErroringAtEveryStepExits3) {
+  SimProcess sim({"--sim-fault-500", "1", "--log-file", "/dev/null", "--disable-log-stats"});
+  RunResult r = RunLatdoc({"sweep", "--url", sim.url(), "--concurrency", "1:8", "--input-len",
+                           "4", "--output-len", "2", "--min-requests", "4"});
+  sim.process().Signal(SIGTERM);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_THAT(r.err, HasSubstr("every request failed at 1 concurrent (4 of 4; http_status: HTTP 500"));
+}
+
+TEST(SweepCliTest, SloNothingMeetsExits1) {
+  SimModel m{16, 6, 80, 5};
+  SimProcess sim(SimArgs(m));
+  std::string out = TempPath("slo.json");
+  auto args = SweepArgs(sim.url(), out);
+  args.insert(args.end(), {"--slo", "ttft:0.01"});
+  RunResult r = RunLatdoc(args);
+  sim.process().Signal(SIGTERM);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("latdoc sweep: no step met the SLO"));
+  json j = ReadJson(out);
+  EXPECT_TRUE(j["highest_meeting_slo"].is_null());
+  EXPECT_EQ(j["steps"].size(), 1u);
+  EXPECT_THAT(j["stop_reason"].get<std::string>(), HasSubstr("SLO broken at 1 concurrent"));
+}
+
+TEST(SweepCliTest, SigintWritesTheStepsDoneMarkedPartial) {
+  // Slow enough that the sweep is still running after a second.
+  SimProcess sim({"--max-num-seqs", "16", "--sim-context-token-ns", "0", "--log-file",
+                  "/dev/null", "--disable-log-stats"});
+  std::string out = TempPath("partial.json");
+  Process p({LatdocBinary(), "sweep", "--url", sim.url(), "--concurrency", "1:256",
+             "--input-len", "8", "--output-len", "32", "--json", out, "--quiet"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  int code = p.Signal(SIGINT);
+  sim.process().Signal(SIGTERM);
+  EXPECT_EQ(code, 0);
+  json j = ReadJson(out);
+  EXPECT_EQ(j["partial"], true);
+  EXPECT_EQ(j["partial_reason"], "interrupted");
+  ASSERT_FALSE(j["steps"].empty());
+  EXPECT_TRUE(j["steps"].back().value("interrupted", false));
+}
+
+}  // namespace
+}  // namespace latdoc::testing
