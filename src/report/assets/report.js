@@ -1,0 +1,231 @@
+// latdoc diagnosis report: draws the charts from the JSON in #latdoc-data with Chart.js
+// (embedded before this script). Each <canvas data-chart="NAME" data-index="I"> is drawn by
+// DRAW[NAME]; the page's markup (findings, tables, "not measured" notes) is static HTML, so a
+// report stays readable with scripts off. Text from the data reaches the page only through
+// Chart.js, which paints it on canvases: nothing here writes HTML.
+(function () {
+  'use strict';
+  var D = JSON.parse(document.getElementById('latdoc-data').textContent);
+  var C = {
+    blue: '#3949ab', red: '#c62828', teal: '#00897b', amber: '#f9a825', grey: '#9aa1ad',
+    purple: '#8e24aa', orange: '#ef6c00', green: '#43a047', sky: '#1e88e5'
+  };
+  Chart.defaults.font.family = 'system-ui, -apple-system, "Segoe UI", Roboto, "Liberation Sans", Arial, sans-serif';
+  Chart.defaults.font.size = 12;
+  Chart.defaults.color = '#394152';
+  Chart.defaults.animation = false;
+  Chart.defaults.maintainAspectRatio = false;
+  Chart.defaults.plugins.legend.labels.boxWidth = 12;
+
+  function fmt(v) {
+    if (v === null || v === undefined) return 'n/a';
+    var a = Math.abs(v);
+    if (a >= 100) return v.toFixed(0);
+    if (a >= 10) return v.toFixed(1);
+    return Number(v.toPrecision(3)).toString();
+  }
+  function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + '\u2026' : s; }
+
+  // A dashed vertical line at x = options.x with a label (the knee).
+  var markerPlugin = {
+    id: 'latdocMarker',
+    afterDatasetsDraw: function (chart, args, opts) {
+      if (opts.x === undefined || opts.x === null) return;
+      var xs = chart.scales.x, area = chart.chartArea, ctx = chart.ctx;
+      var px = xs.getPixelForValue(opts.x);
+      if (!(px >= area.left && px <= area.right)) return;
+      ctx.save();
+      ctx.strokeStyle = opts.color || C.red;
+      ctx.setLineDash([5, 4]);
+      ctx.lineWidth = 1.5;
+      ctx.beginPath(); ctx.moveTo(px, area.top); ctx.lineTo(px, area.bottom); ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = opts.color || C.red;
+      ctx.font = '600 12px ' + Chart.defaults.font.family;
+      ctx.textAlign = px > (area.left + area.right) / 2 ? 'right' : 'left';
+      ctx.fillText(opts.label || '', px + (ctx.textAlign === 'left' ? 6 : -6), area.top + 14);
+      ctx.restore();
+    }
+  };
+
+  var DRAW = {
+    'sweep': function (cv) {
+      var s = D.sweep;
+      var pts = function (k) {
+        return s.steps.filter(function (p) { return p[k] !== null; })
+          .map(function (p) { return { x: p.x, y: p[k] }; });
+      };
+      var xs = s.steps.map(function (p) { return p.x; });
+      var logx = xs.length > 2 && xs[0] > 0 && xs[xs.length - 1] / xs[0] >= 16;
+      var sets = [];
+      [['p99_ttft_ms', 'p99 TTFT (ms)', C.red], ['p99_itl_ms', 'p99 ITL (ms)', C.amber],
+       ['p99_e2el_ms', 'p99 E2E latency (ms)', C.purple]].forEach(function (m) {
+        var d = pts(m[0]);
+        if (d.length) sets.push({ label: m[1], data: d, borderColor: m[2], backgroundColor: m[2],
+                                  yAxisID: 'y', tension: 0.15, pointRadius: 3 });
+      });
+      var tp = pts('output_throughput');
+      if (tp.length) sets.push({ label: 'output tokens/s', data: tp, borderColor: C.blue,
+                                 backgroundColor: C.blue, borderDash: [6, 3], yAxisID: 'y2',
+                                 tension: 0.15, pointRadius: 3 });
+      var xname = s.x_name === 'request_rate' ? 'request rate (req/s)' : 'concurrency';
+      var knee = s.knee ? s.knee.x : null;
+      return new Chart(cv, {
+        type: 'line', data: { datasets: sets },
+        options: {
+          parsing: false, interaction: { mode: 'nearest', intersect: false },
+          scales: {
+            x: { type: logx ? 'logarithmic' : 'linear', title: { display: true, text: xname } },
+            y: { type: 'linear', position: 'left', beginAtZero: true, title: { display: true, text: 'latency (ms)' } },
+            y2: { type: 'linear', position: 'right', beginAtZero: true, display: tp.length > 0,
+                  grid: { drawOnChartArea: false }, title: { display: true, text: 'output tokens/s' } }
+          },
+          plugins: { latdocMarker: { x: knee, label: knee === null ? '' :
+            'knee ' + fmt(knee) + (s.knee.reached === false ? ' (not reached)' : '') } }
+        },
+        plugins: [markerPlugin]
+      });
+    },
+
+    'ttft-waterfall': function (cv) {
+      var w = D.waterfall;
+      var segs = w.segments.filter(function (s) { return s.ms !== null; });
+      var colors = { network_and_front_end_ms: C.sky, queue_ms: C.red, prefill_ms: C.teal,
+                     server_other_ms: C.grey };
+      var labels = segs.map(function (s) { return s.label; }).concat(['client TTFT']);
+      var data = segs.map(function (s) { return [s.start_ms, s.start_ms + Math.max(0, s.ms)]; })
+        .concat([[0, w.client_ttft_ms]]);
+      var bg = segs.map(function (s) { return colors[s.key] || C.grey; }).concat([C.blue]);
+      return new Chart(cv, {
+        type: 'bar',
+        data: { labels: labels, datasets: [{ label: 'ms', data: data, backgroundColor: bg,
+                                             borderRadius: 3, barPercentage: 0.7 }] },
+        options: {
+          indexAxis: 'y',
+          scales: { x: { beginAtZero: true, title: { display: true, text: 'ms since the request was sent' } } },
+          plugins: {
+            legend: { display: false },
+            tooltip: { callbacks: { label: function (c) {
+              var r = c.raw; return fmt(r[1] - r[0]) + ' ms (' + fmt(r[0]) + ' \u2192 ' + fmt(r[1]) + ')'; } } }
+          }
+        }
+      });
+    },
+
+    'gpu-time': function (cv) {
+      var g = D.gpu_time;
+      return new Chart(cv, {
+        type: 'doughnut',
+        data: { labels: g.parts.map(function (p) { return p.label; }),
+                datasets: [{ data: g.parts.map(function (p) { return p.ms; }),
+                             backgroundColor: [C.blue, C.purple, C.amber, C.grey], borderWidth: 1 }] },
+        options: {
+          cutout: '55%',
+          plugins: {
+            legend: { position: 'right' },
+            tooltip: { callbacks: { label: function (c) {
+              return c.label + ': ' + fmt(c.raw) + ' ms (' + fmt(100 * c.raw / g.total_ms) + '%)'; } } }
+          }
+        }
+      });
+    },
+
+    'kernels': function (cv) {
+      var k = D.kernels;
+      return new Chart(cv, {
+        type: 'bar',
+        data: { labels: k.items.map(function (i) { return clip(i.name || '(unnamed)', 56); }),
+                datasets: [{ label: 'GPU time (ms)', data: k.items.map(function (i) { return i.total_ms; }),
+                             backgroundColor: C.blue, borderRadius: 2 }] },
+        options: {
+          indexAxis: 'y',
+          scales: { x: { beginAtZero: true, title: { display: true, text: 'total GPU time (ms)' } },
+                    y: { ticks: { font: { size: 11 } } } },
+          plugins: {
+            legend: { display: false },
+            tooltip: { callbacks: {
+              title: function (c) { return k.items[c[0].dataIndex].name; },
+              label: function (c) {
+                var i = k.items[c.dataIndex];
+                return fmt(i.total_ms) + ' ms, ' + fmt(i.count) + ' calls, mean ' + fmt(i.mean_us) +
+                       ' us' + (i.busy_pct === null ? '' : ', ' + fmt(i.busy_pct) + '% of busy time');
+              } } }
+          }
+        }
+      });
+    },
+
+    'idle-timeline': function (cv) {
+      var g = D.idle;
+      return new Chart(cv, {
+        type: 'bar',
+        data: { datasets: [{ label: 'idle gap (us)', backgroundColor: C.red, barThickness: 6,
+                             data: g.gaps.map(function (x) { return { x: x.at_ms, y: x.dur_us }; }) }] },
+        options: {
+          parsing: { xAxisKey: 'x', yAxisKey: 'y' },
+          scales: {
+            x: { type: 'linear', min: 0, max: g.span_ms === null ? undefined : g.span_ms,
+                 title: { display: true, text: 'time since trace start (ms)' } },
+            y: { beginAtZero: true, title: { display: true, text: 'gap length (us)' } }
+          },
+          plugins: {
+            legend: { display: false },
+            tooltip: { callbacks: { label: function (c) {
+              var x = g.gaps[c.dataIndex];
+              return fmt(x.dur_us) + ' us idle at ' + fmt(x.at_ms) + ' ms, before ' + clip(x.next_op, 60); } } }
+          }
+        }
+      });
+    },
+
+    'idle-histogram': function (cv) {
+      var g = D.idle;
+      return new Chart(cv, {
+        type: 'bar',
+        data: { labels: g.histogram.map(function (b) { return b.label; }),
+                datasets: [{ label: 'gaps', data: g.histogram.map(function (b) { return b.count; }),
+                             backgroundColor: C.amber, borderRadius: 2 }] },
+        options: {
+          scales: { x: { title: { display: true, text: 'gap length' } },
+                    y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: 'gaps' } } },
+          plugins: { legend: { display: false } }
+        }
+      });
+    },
+
+    'server-series': function (cv) {
+      var s = D.server_series[Number(cv.getAttribute('data-index'))];
+      var xy = function (col) {
+        var out = [];
+        for (var i = 0; i < s.t_s.length; i++) if (col[i] !== null && col[i] !== undefined) out.push({ x: s.t_s[i], y: col[i] });
+        return out;
+      };
+      var sets = [
+        { label: 'running', data: xy(s.running), borderColor: C.blue, backgroundColor: C.blue, yAxisID: 'y' },
+        { label: 'waiting', data: xy(s.waiting), borderColor: C.red, backgroundColor: C.red, yAxisID: 'y' },
+        { label: 'KV cache used (%)', data: xy(s.kv_pct), borderColor: C.teal, backgroundColor: C.teal,
+          borderDash: [6, 3], yAxisID: 'y2' }
+      ].filter(function (d) { return d.data.length > 0; });
+      sets.forEach(function (d) { d.pointRadius = 0; d.borderWidth = 1.8; d.stepped = true; });
+      return new Chart(cv, {
+        type: 'line', data: { datasets: sets },
+        options: {
+          parsing: false, interaction: { mode: 'nearest', axis: 'x', intersect: false },
+          scales: {
+            x: { type: 'linear', title: { display: true, text: 'time (s)' } },
+            y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: 'requests' } },
+            y2: { position: 'right', min: 0, max: 100, grid: { drawOnChartArea: false },
+                  title: { display: true, text: 'KV cache (%)' } }
+          }
+        }
+      });
+    }
+  };
+
+  var canvases = document.querySelectorAll('canvas[data-chart]');
+  for (var i = 0; i < canvases.length; i++) {
+    var cv = canvases[i], name = cv.getAttribute('data-chart');
+    if (!DRAW[name]) { console.error('latdoc report: no chart named ' + name); continue; }
+    DRAW[name](cv);
+  }
+})();

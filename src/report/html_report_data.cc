@@ -1,0 +1,398 @@
+#include "report/html_report_data.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/core.h>
+
+namespace latdoc::report {
+namespace {
+
+using nlohmann::ordered_json;
+
+const ordered_json& Child(const ordered_json& j, const char* key) {
+  static const ordered_json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+ordered_json Num(std::optional<double> v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+
+// Rounds to 6 significant digits so the data block stays small and stable.
+double Round6(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double mag = std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(v)))));
+  return std::round(v * mag) / mag;
+}
+
+std::optional<double> R6(std::optional<double> v) {
+  if (v) return Round6(*v);
+  return v;
+}
+
+std::optional<double> FirstNumber(const ordered_json& j, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    if (auto v = NumberAt(j, k)) return v;
+  }
+  return std::nullopt;
+}
+
+// An array of numbers-or-null, thinned by `stride`; entries of another type become null.
+ordered_json SeriesColumn(const ordered_json& arr, size_t stride, double scale) {
+  ordered_json out = ordered_json::array();
+  if (!arr.is_array()) return out;
+  for (size_t i = 0; i < arr.size(); i += stride) {
+    const ordered_json& v = arr[i];
+    if (v.is_number() && std::isfinite(v.get<double>())) out.push_back(Round6(v.get<double>() * scale));
+    else out.push_back(nullptr);
+  }
+  return out;
+}
+
+constexpr size_t kMaxSeriesPoints = 4000;
+
+ordered_json Sweep(const ordered_json& sweep) {
+  const ordered_json& steps = Child(sweep, "steps");
+  if (!steps.is_array() || steps.empty()) return nullptr;
+  ordered_json out;
+  std::string x_name;
+  ordered_json rows = ordered_json::array();
+  for (const ordered_json& s : steps) {
+    std::optional<double> x;
+    for (const char* k : {"concurrency", "max_concurrency", "request_rate"}) {
+      if ((x = NumberAt(s, k))) {
+        if (x_name.empty()) x_name = k == std::string("request_rate") ? "request_rate" : "concurrency";
+        break;
+      }
+    }
+    if (!x) continue;
+    ordered_json r;
+    r["x"] = *x;
+    r["p99_ttft_ms"] = Num(R6(NumberAt(s, "p99_ttft_ms")));
+    r["p99_itl_ms"] = Num(R6(NumberAt(s, "p99_itl_ms")));
+    r["p99_e2el_ms"] = Num(R6(NumberAt(s, "p99_e2el_ms")));
+    r["output_throughput"] = Num(R6(FirstNumber(s, {"output_throughput", "tokens_per_s"})));
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty()) return nullptr;
+  std::stable_sort(rows.begin(), rows.end(), [](const ordered_json& a, const ordered_json& b) {
+    return a["x"].get<double>() < b["x"].get<double>();
+  });
+  out["x_name"] = x_name;
+  out["steps"] = std::move(rows);
+  const ordered_json& knee = Child(sweep, "knee");
+  std::optional<double> kx = FirstNumber(knee, {"concurrency", "max_num_seqs", "request_rate", "x"});
+  if (!kx) kx = NumberAt(Child(sweep, "recommendation"), "max_num_seqs");
+  if (!kx) kx = NumberAt(sweep, "knee_concurrency");
+  if (kx) {
+    ordered_json k;
+    k["x"] = *kx;
+    const ordered_json& reached = Child(knee, "reached");
+    k["reached"] = reached.is_boolean() ? reached : ordered_json(nullptr);
+    out["knee"] = std::move(k);
+  } else {
+    out["knee"] = nullptr;
+  }
+  return out;
+}
+
+ordered_json Waterfall(const ordered_json& diagnosis) {
+  const ordered_json* src = &Child(diagnosis, "ttft_waterfall");
+  std::string source = "diagnose";
+  if (!NumberAt(*src, "client_ttft_ms")) {
+    src = &Child(Child(Child(diagnosis, "bench"), "server_metrics"), "ttft_breakdown");
+    source = "bench";
+  }
+  const std::optional<double> client = NumberAt(*src, "client_ttft_ms");
+  if (!client) return nullptr;
+  static const std::pair<const char*, const char*> kParts[] = {
+      {"network_and_front_end_ms", "network + front end"},
+      {"queue_ms", "queue"},
+      {"prefill_ms", "prefill"},
+      {"server_other_ms", "server other"}};
+  ordered_json segs = ordered_json::array();
+  double at_ms = 0;
+  int measured = 0;
+  for (auto [key, label] : kParts) {
+    std::optional<double> ms = NumberAt(*src, key);
+    ordered_json s;
+    s["key"] = key;
+    s["label"] = label;
+    s["ms"] = Num(R6(ms));
+    s["start_ms"] = Round6(at_ms);
+    if (ms) {
+      // A negative part (clock skew between client and server) is shown as 0 wide.
+      at_ms += std::max(0.0, *ms);
+      ++measured;
+    }
+    segs.push_back(std::move(s));
+  }
+  if (measured == 0) return nullptr;
+  ordered_json out;
+  out["client_ttft_ms"] = Round6(*client);
+  out["segments"] = std::move(segs);
+  out["source"] = source;
+  return out;
+}
+
+ordered_json Bench(const ordered_json& bench) {
+  if (!bench.is_object()) return nullptr;
+  ordered_json out;
+  int found = 0;
+  auto put = [&](const char* key) {
+    std::optional<double> v = R6(NumberAt(bench, key));
+    if (v) ++found;
+    out[key] = Num(v);
+  };
+  for (const char* k : {"completed", "failed", "max_concurrency", "request_throughput",
+                        "output_throughput"})
+    put(k);
+  for (const char* stat : {"mean", "median", "p99"}) {
+    for (const char* m : {"ttft", "tpot", "itl", "e2el"}) {
+      const std::string key = fmt::format("{}_{}_ms", stat, m);
+      put(key.c_str());
+    }
+  }
+  return found > 0 ? out : ordered_json(nullptr);
+}
+
+ordered_json GpuTime(const ordered_json& facts) {
+  const ordered_json& tl = Child(facts, "gpu_timeline");
+  const std::optional<double> total = NumberAt(tl, "total_ms");
+  if (!total || *total <= 0) return nullptr;
+  ordered_json parts = ordered_json::array();
+  for (auto [key, label] : {std::pair{"computation_ms", "computation"},
+                            std::pair{"exposed_comm_ms", "exposed communication"},
+                            std::pair{"exposed_memcpy_ms", "exposed memcpy"},
+                            std::pair{"idle_ms", "idle"}}) {
+    if (auto v = NumberAt(tl, key)) parts.push_back({{"label", label}, {"ms", Round6(*v)}});
+  }
+  if (parts.empty()) return nullptr;
+  return {{"total_ms", Round6(*total)}, {"parts", std::move(parts)}};
+}
+
+constexpr size_t kKernelsShown = 12;
+
+ordered_json Kernels(const ordered_json& facts) {
+  const ordered_json& ks = Child(facts, "kernels");
+  if (!ks.is_array() || ks.empty()) return nullptr;
+  ordered_json items = ordered_json::array();
+  for (const ordered_json& k : ks) {
+    if (items.size() == kKernelsShown) break;
+    const std::optional<double> total_ns = NumberAt(k, "total_ns");
+    if (!total_ns) continue;
+    const std::optional<double> share = NumberAt(k, "busy_share");
+    const std::optional<double> mean_ns = NumberAt(k, "mean_ns");
+    items.push_back({{"name", StringAt(k, "name")},
+                     {"count", Num(NumberAt(k, "count"))},
+                     {"total_ms", Round6(*total_ns / 1e6)},
+                     {"mean_us", Num(mean_ns ? std::optional(Round6(*mean_ns / 1e3)) : std::nullopt)},
+                     {"busy_pct", Num(share ? std::optional(Round6(*share * 100)) : std::nullopt)}});
+  }
+  if (items.empty()) return nullptr;
+  ordered_json out;
+  out["busy_ms"] = Num(R6(NumberAt(Child(facts, "gpu_timeline"), "busy_ms")));
+  out["items"] = std::move(items);
+  const std::optional<double> names = NumberAt(facts, "kernel_names");
+  out["shown_of"] = names ? ordered_json(*names) : ordered_json(ks.size());
+  return out;
+}
+
+// Log-spaced bins, in µs, for gap durations: the HTA "kernel wait" threshold (30 µs) is a bin
+// edge, so the histogram separates launch-latency gaps from host stalls.
+constexpr double kGapBinEdgesUs[] = {10, 30, 100, 300, 1000, 3000, 10000};
+
+std::string BinLabel(size_t i) {
+  auto us = [](double v) {
+    return v >= 1000 ? fmt::format("{:g} ms", v / 1000) : fmt::format("{:g} us", v);
+  };
+  const size_t n = std::size(kGapBinEdgesUs);
+  if (i == 0) return "< " + us(kGapBinEdgesUs[0]);
+  if (i == n) return ">= " + us(kGapBinEdgesUs[n - 1]);
+  const double lo = kGapBinEdgesUs[i - 1], hi = kGapBinEdgesUs[i];
+  if (lo >= 1000) return fmt::format("{:g}-{:g} ms", lo / 1000, hi / 1000);
+  if (hi < 1000) return fmt::format("{:g}-{:g} us", lo, hi);
+  return us(lo) + "-" + us(hi);
+}
+
+ordered_json Idle(const ordered_json& facts) {
+  const ordered_json& idle = Child(facts, "idle");
+  if (!idle.is_object()) return nullptr;
+  ordered_json out;
+  const std::optional<double> span_ns = NumberAt(facts, "span_ns");
+  out["span_ms"] = Num(span_ns ? std::optional(Round6(*span_ns / 1e6)) : std::nullopt);
+  ordered_json gaps = ordered_json::array();
+  std::vector<double> durs_us;
+  const ordered_json& largest = Child(idle, "largest_gaps");
+  if (largest.is_array()) {
+    for (const ordered_json& g : largest) {
+      const std::optional<double> at = NumberAt(g, "at_ns"), dur = NumberAt(g, "dur_ns");
+      if (!at || !dur) continue;
+      gaps.push_back({{"device", Num(NumberAt(g, "device"))},
+                      {"at_ms", Round6(*at / 1e6)},
+                      {"dur_us", Round6(*dur / 1e3)},
+                      {"next_op", StringAt(g, "next_op")}});
+      durs_us.push_back(*dur / 1e3);
+    }
+  }
+  out["gaps"] = std::move(gaps);
+  ordered_json split = ordered_json::array();
+  for (auto [key, label] : {std::pair{"host_wait_ns", "host wait (launch came late)"},
+                            std::pair{"kernel_wait_ns", "kernel wait (< 30 us, launched)"},
+                            std::pair{"other_ns", "other"}}) {
+    if (auto v = NumberAt(idle, key)) split.push_back({{"label", label}, {"ms", Round6(*v / 1e6)}});
+  }
+  out["split"] = std::move(split);
+
+  ordered_json hist = ordered_json::array();
+  const ordered_json& given = Child(idle, "gap_histogram");
+  if (given.is_array() && !given.empty()) {
+    for (const ordered_json& b : given) {
+      const std::optional<double> lo = NumberAt(b, "lo_ns"), hi = NumberAt(b, "hi_ns");
+      const std::optional<double> count = NumberAt(b, "count");
+      if (!count) continue;
+      std::string label = lo && hi ? fmt::format("{:g}-{:g} us", *lo / 1e3, *hi / 1e3)
+                          : lo     ? fmt::format(">= {:g} us", *lo / 1e3)
+                          : hi     ? fmt::format("< {:g} us", *hi / 1e3)
+                                   : std::string("?");
+      hist.push_back({{"label", label}, {"count", *count}});
+    }
+    out["histogram_of"] = "all gaps";
+  } else if (!durs_us.empty()) {
+    std::vector<int64_t> counts(std::size(kGapBinEdgesUs) + 1, 0);
+    for (double d : durs_us) {
+      size_t i = 0;
+      while (i < std::size(kGapBinEdgesUs) && d >= kGapBinEdgesUs[i]) ++i;
+      ++counts[i];
+    }
+    for (size_t i = 0; i < counts.size(); ++i) hist.push_back({{"label", BinLabel(i)}, {"count", counts[i]}});
+    out["histogram_of"] = "largest gaps listed";
+  } else {
+    out["histogram_of"] = nullptr;
+  }
+  out["histogram"] = std::move(hist);
+  if (out["gaps"].empty() && out["split"].empty()) return nullptr;
+  return out;
+}
+
+ordered_json ServerSeries(const ordered_json& diagnosis) {
+  ordered_json out = ordered_json::array();
+  const ordered_json& tl = Child(Child(Child(diagnosis, "bench"), "server_metrics"), "timeline");
+  if (tl.is_array() && !tl.empty()) {
+    const size_t stride = (tl.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;
+    ordered_json t = ordered_json::array(), run = ordered_json::array(), wait = ordered_json::array(),
+                 kv = ordered_json::array();
+    for (size_t i = 0; i < tl.size(); i += stride) {
+      const ordered_json& p = tl[i];
+      const std::optional<double> ts = NumberAt(p, "t_s");
+      if (!ts) continue;
+      t.push_back(Round6(*ts));
+      run.push_back(Num(NumberAt(p, "running")));
+      wait.push_back(Num(NumberAt(p, "waiting")));
+      const std::optional<double> kv_usage = NumberAt(p, "kv_cache_usage");
+      kv.push_back(Num(kv_usage ? std::optional(Round6(*kv_usage * 100)) : std::nullopt));
+    }
+    if (!t.empty()) {
+      out.push_back({{"source", "bench: server /metrics during the load"}, {"t_s", std::move(t)},
+                     {"running", std::move(run)}, {"waiting", std::move(wait)}, {"kv_pct", std::move(kv)}});
+    }
+  }
+  const ordered_json& engines = Child(Child(Child(diagnosis, "logs"), "facts"), "engines");
+  if (engines.is_array()) {
+    for (const ordered_json& e : engines) {
+      const ordered_json& s = Child(e, "series");
+      const ordered_json& t = Child(s, "t_s");
+      if (!t.is_array() || t.empty()) continue;
+      const size_t stride = (t.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;
+      std::string engine = StringAt(e, "engine");
+      out.push_back({{"source", "server log" + (engine.empty() ? std::string() : ": " + engine)},
+                     {"t_s", SeriesColumn(t, stride, 1)},
+                     {"running", SeriesColumn(Child(s, "running"), stride, 1)},
+                     {"waiting", SeriesColumn(Child(s, "waiting"), stride, 1)},
+                     {"kv_pct", SeriesColumn(Child(s, "kv_pct"), stride, 1)}});
+    }
+  }
+  return out.empty() ? ordered_json(nullptr) : out;
+}
+
+ordered_json Layers(const ordered_json& diagnosis) {
+  const ordered_json& layers = Child(diagnosis, "layers");
+  ordered_json out = ordered_json::array();
+  for (const char* l : {"network", "system", "kernel", "config", "load"}) {
+    const ordered_json& v = Child(layers, l);
+    out.push_back({{"layer", l}, {"status", v.is_string() ? v.get<std::string>() : "not reported"}});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string StringAt(const ordered_json& j, const char* key) {
+  const ordered_json& v = Child(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::optional<double> NumberAt(const ordered_json& j, const char* key) {
+  const ordered_json& v = Child(j, key);
+  if (!v.is_number()) return std::nullopt;
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) return std::nullopt;
+  return d;
+}
+
+std::string FormatNumber(std::optional<double> v) {
+  if (!v) return "n/a";
+  const double a = std::fabs(*v);
+  if (a != 0 && (a >= 1e6 || a < 1e-3)) return fmt::format("{:.3g}", *v);
+  if (a >= 100) return fmt::format("{:.0f}", *v);
+  if (a >= 10) return fmt::format("{:.1f}", *v);
+  return fmt::format("{:.3g}", *v);
+}
+
+DiagnosisFindings FindingsOf(const ordered_json& diagnosis) {
+  DiagnosisFindings out;
+  const ordered_json& fs = Child(diagnosis, "findings");
+  if (!fs.is_array()) return out;
+  for (const ordered_json& j : fs) {
+    rules::Finding f;
+    f.id = StringAt(j, "id");
+    const auto layer = rules::ParseLayer(StringAt(j, "layer"));
+    const auto sev = rules::ParseSeverity(StringAt(j, "severity"));
+    if (f.id.empty() || !layer || !sev) {
+      ++out.unreadable;
+      continue;
+    }
+    f.layer = *layer;
+    f.severity = *sev;
+    f.title = StringAt(j, "title");
+    f.advice = StringAt(j, "advice");
+    f.latency_share = NumberAt(j, "latency_share");
+    const ordered_json& ev = Child(j, "evidence");
+    if (ev.is_array()) {
+      for (const ordered_json& e : ev) {
+        if (!e.is_object()) continue;
+        f.evidence.push_back({StringAt(e, "name"), NumberAt(e, "value"), StringAt(e, "unit"),
+                              StringAt(e, "text")});
+      }
+    }
+    out.findings.push_back(std::move(f));
+  }
+  return out;
+}
+
+ordered_json ReportData(const ordered_json& diagnosis) {
+  ordered_json d;
+  d["sweep"] = Sweep(Child(diagnosis, "sweep"));
+  d["waterfall"] = Waterfall(diagnosis);
+  d["bench"] = Bench(Child(diagnosis, "bench"));
+  const ordered_json& facts = Child(Child(diagnosis, "trace"), "facts");
+  d["gpu_time"] = GpuTime(facts);
+  d["kernels"] = Kernels(facts);
+  d["idle"] = Idle(facts);
+  d["server_series"] = ServerSeries(diagnosis);
+  d["layers"] = Layers(diagnosis);
+  return d;
+}
+
+}  // namespace latdoc::report

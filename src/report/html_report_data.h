@@ -1,0 +1,51 @@
+// The numbers of a diagnosis report, taken once from the diagnosis document (schema in
+// report/html_report.h) and normalised for the HTML and Markdown renderers: units in ms,
+// KV usage in percent, values of the wrong type dropped. Pure functions; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "rules/finding.h"
+
+namespace latdoc::report {
+
+struct DiagnosisFindings {
+  std::vector<rules::Finding> findings;   // in the document's order (already ranked)
+  int unreadable = 0;                     // entries without an id, layer or severity
+};
+
+// Reads `findings`; tolerant of missing or mistyped fields (an entry needs a string id and a
+// known layer and severity, else it is counted in `unreadable`).
+DiagnosisFindings FindingsOf(const nlohmann::ordered_json& diagnosis);
+
+// The chart and table data. Keys, each present only when its data is (null/absent: not
+// measured):
+//   "sweep":   {"x_name": "concurrency"|"request_rate", "steps": [{"x", "p99_ttft_ms",
+//               "p99_itl_ms", "p99_e2el_ms", "output_throughput"}], "knee": {"x", "reached"}}
+//   "waterfall": {"client_ttft_ms", "segments": [{"key", "label", "ms", "start_ms"}],
+//               "source": "diagnose"|"bench"}
+//   "bench":   {"completed", "failed", "max_concurrency", "request_throughput",
+//               "output_throughput", "{mean,median,p99}_{ttft,tpot,itl,e2el}_ms"}
+//   "gpu_time": {"total_ms", "parts": [{"label", "ms"}]}
+//   "kernels": {"busy_ms", "items": [{"name", "count", "total_ms", "mean_us", "busy_pct"}],
+//               "shown_of": kernel names in the trace}
+//   "idle":    {"span_ms", "gaps": [{"device", "at_ms", "dur_us", "next_op"}],
+//               "split": [{"label", "ms"}], "histogram": [{"label", "count"}],
+//               "histogram_of": "all gaps"|"largest gaps listed"}
+//   "server_series": [{"source", "t_s": [], "running": [], "waiting": [], "kv_pct": []}]
+//   "layers":  [{"layer", "status"}]
+nlohmann::ordered_json ReportData(const nlohmann::ordered_json& diagnosis);
+
+// The string at `key` of object `j`, or "" (absent or not a string).
+std::string StringAt(const nlohmann::ordered_json& j, const char* key);
+// The number at `key` of object `j` (nullopt: absent, null or not a number, or not finite).
+std::optional<double> NumberAt(const nlohmann::ordered_json& j, const char* key);
+
+// "12.3", "0.0123", "1.23e+04": 3-4 significant digits, "n/a" for nullopt.
+std::string FormatNumber(std::optional<double> v);
+
+}  // namespace latdoc::report

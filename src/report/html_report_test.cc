@@ -1,0 +1,276 @@
+#include "report/html_report.h"
+
+#include <cstdlib>
+#include <regex>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "base/file_util.h"
+#include "report/assets/assets.h"
+#include "report/html_report_data.h"
+
+namespace latdoc::report {
+namespace {
+
+using nlohmann::ordered_json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const char kExample[] = "tests/data/report/diagnosis_example.json";
+const char kGoldenHtml[] = "tests/data/report/diagnosis_example.golden.html";
+
+ordered_json Load(const std::string& path) {
+  auto text = ReadFileToString(path);
+  EXPECT_TRUE(text.ok()) << path;
+  return ordered_json::parse(text.ok() ? *text : "{}");
+}
+
+size_t Count(const std::string& hay, std::string_view needle) {
+  size_t n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The text of the #latdoc-data block.
+std::string DataBlock(const std::string& html) {
+  const std::string open = "<script type=\"application/json\" id=\"latdoc-data\">";
+  const size_t a = html.find(open);
+  if (a == std::string::npos) return "";
+  const size_t b = html.find("</script>", a);
+  return html.substr(a + open.size(), b - a - open.size());
+}
+
+std::vector<std::string> ChartNames(const std::string& html) {
+  std::vector<std::string> out;
+  static const std::regex re("<canvas data-chart=\"([a-z-]+)\"");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+std::vector<std::string> MissingNotes(const std::string& html) {
+  std::vector<std::string> out;
+  static const std::regex re("<div class=\"not-measured\" data-missing=\"([a-z_]+)\">");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+// The page for the example diagnosis (built from real tool outputs; see the README there),
+// Chart.js left out, is byte-identical to the golden file. Regenerate with
+// tests/data/report/regen_golden.sh after a deliberate change.
+TEST(HtmlReportTest, ExampleMatchesGolden) {
+  HtmlReportOptions o;
+  o.embed_chart_library = false;
+  const std::string html = RenderHtmlReport(Load(kExample), o);
+  if (const char* regen = std::getenv("LATDOC_REGEN_GOLDEN"); regen && regen[0] == '1') {
+    ASSERT_TRUE(WriteFileAtomic(kGoldenHtml, html).ok());
+  }
+  auto golden = ReadFileToString(kGoldenHtml);
+  ASSERT_TRUE(golden.ok());
+  EXPECT_EQ(html, *golden);
+}
+
+// With every source present, every chart is drawn and no "not measured" note is shown.
+TEST(HtmlReportTest, ExampleHasEveryChart) {
+  HtmlReportOptions o;
+  o.embed_chart_library = false;
+  const std::string html = RenderHtmlReport(Load(kExample), o);
+  EXPECT_THAT(ChartNames(html),
+              ::testing::ElementsAre("sweep", "ttft-waterfall", "gpu-time", "kernels", "idle-timeline",
+                                     "idle-histogram", "server-series", "server-series"));
+  EXPECT_THAT(MissingNotes(html), ::testing::IsEmpty());
+  EXPECT_EQ(Count(html, "<li class=\"finding\""), Load(kExample)["findings"].size());
+}
+
+// The data block is JSON that reads back to exactly ReportData(diagnosis).
+TEST(HtmlReportTest, DataBlockRoundTrips) {
+  const ordered_json d = Load(kExample);
+  const std::string block = DataBlock(RenderHtmlReport(d, HtmlReportOptions{false}));
+  ASSERT_FALSE(block.empty());
+  EXPECT_EQ(ordered_json::parse(block), ReportData(d));
+}
+
+// The real page embeds the whole library once, without its source-map line.
+TEST(HtmlReportTest, EmbedsChartJs) {
+  const std::string html = RenderHtmlReport(Load(kExample));
+  EXPECT_GT(assets::ChartJs().size(), 100'000u);
+  EXPECT_EQ(Count(html, assets::ChartJs()), 1u);
+  EXPECT_THAT(html, HasSubstr("Chart.js " + std::string(assets::ChartJsVersion())));
+  EXPECT_THAT(std::string(assets::ChartJsVersion()), ::testing::MatchesRegex("v[0-9]+\\.[0-9]+\\.[0-9]+"));
+  EXPECT_THAT(html, Not(HasSubstr("sourceMappingURL")));
+  EXPECT_THAT(html, Not(HasSubstr("http://cdn")));
+  EXPECT_THAT(html, Not(HasSubstr("<link")));
+  EXPECT_THAT(html, Not(HasSubstr(" src=")));
+}
+
+// Nothing measured: no canvas, one note per chart area, each saying why when `layers` does.
+TEST(HtmlReportTest, EmptyDiagnosisSaysNotMeasured) {
+  const ordered_json d = {{"schema", "latdoc.diagnose/1"},
+                          {"layers", {{"kernel", "skipped: no --trace given"}, {"load", "skipped: target unreachable"}}}};
+  const std::string html = RenderHtmlReport(d, HtmlReportOptions{false});
+  EXPECT_THAT(ChartNames(html), ::testing::IsEmpty());
+  EXPECT_THAT(MissingNotes(html),
+              ::testing::ElementsAre("sweep", "waterfall", "kernels", "idle", "server_series"));
+  EXPECT_THAT(html, HasSubstr("<b>Latency curve: not measured.</b> skipped: target unreachable. No sweep"));
+  EXPECT_THAT(html, HasSubstr("<b>GPU idle gaps: not measured.</b> skipped: no --trace given."));
+  EXPECT_THAT(html, HasSubstr("No problems found."));
+  EXPECT_THAT(html, HasSubstr("<td class=\"status skipped\">not reported</td>"));
+}
+
+// Only a trace: its three charts, and notes for the rest.
+TEST(HtmlReportTest, TraceOnlyDrawsTraceCharts) {
+  ordered_json d = Load(kExample);
+  for (const char* k : {"bench", "sweep", "logs", "ttft_waterfall"}) d.erase(k);
+  const std::string html = RenderHtmlReport(d, HtmlReportOptions{false});
+  EXPECT_THAT(ChartNames(html), ::testing::ElementsAre("gpu-time", "kernels", "idle-timeline", "idle-histogram"));
+  EXPECT_THAT(MissingNotes(html), ::testing::ElementsAre("sweep", "waterfall", "server_series"));
+}
+
+// A hostile string anywhere in the input is text, never markup or script.
+TEST(HtmlReportTest, EscapesEveryInputString) {
+  const std::string evil = "</script><script>alert(1)</script><img src=x onerror=alert(2)>&\"'";
+  ordered_json d = {{"target", evil},
+                    {"generated_at", evil},
+                    {"schema", evil},
+                    {"layers", {{"kernel", evil}}},
+                    {"findings", ordered_json::array({{{"id", evil}, {"layer", "kernel"}, {"severity", "fail"},
+                                                       {"title", evil}, {"advice", evil},
+                                                       {"evidence", {{{"name", evil}, {"value", 1}, {"unit", evil},
+                                                                      {"text", evil}}}}}})},
+                    {"trace", {{"facts", {{"kernels", {{{"name", evil}, {"count", 1}, {"total_ns", 5000},
+                                                        {"mean_ns", 5000}, {"busy_share", 1}}}},
+                                          {"idle", {{"largest_gaps", {{{"at_ns", 1}, {"dur_ns", 2}, {"next_op", evil}}}}}}}}}},
+                    {"logs", {{"facts", {{"engines", {{{"engine", evil}, {"series", {{"t_s", {0, 1}}, {"running", {1, 2}}}}}}}}}}},
+                    {"sweep", {{"steps", {{{"concurrency", 1}, {"p99_ttft_ms", 3}}}}, {"knee", {{"concurrency", 1}}}}}};
+  const std::string html = RenderHtmlReport(d, HtmlReportOptions{false});
+  EXPECT_THAT(html, Not(HasSubstr("<img")));
+  EXPECT_THAT(html, Not(HasSubstr("alert(1)</script>")));
+  // Exactly the page's own three script elements, all closed where the page closes them.
+  EXPECT_EQ(Count(html, "<script"), 3u);
+  EXPECT_EQ(Count(html, "</script>"), 3u);
+  EXPECT_THAT(html, HasSubstr("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"
+                              "&amp;&quot;&#39;"));
+  const std::string block = DataBlock(html);
+  EXPECT_THAT(block, Not(HasSubstr("<")));
+  EXPECT_THAT(block, Not(HasSubstr(">")));
+  EXPECT_THAT(block, Not(HasSubstr("&")));
+  // ... and the data still carries the names unchanged.
+  const ordered_json parsed = ordered_json::parse(block);
+  EXPECT_EQ(parsed["kernels"]["items"][0]["name"], evil);
+  EXPECT_EQ(parsed["idle"]["gaps"][0]["next_op"], evil);
+  EXPECT_EQ(parsed["server_series"][0]["source"], "server log: " + evil);
+}
+
+// Values of the wrong type are "not measured", never an exception.
+TEST(HtmlReportTest, MistypedInputDoesNotThrow) {
+  const ordered_json cases[] = {
+      ordered_json::array(),
+      "text",
+      {{"findings", "x"}, {"bench", 5}, {"sweep", {{"steps", "x"}}}, {"trace", {{"facts", 3}}}},
+      {{"findings", {1, {{"id", 2}}, {{"id", "a"}, {"layer", "kernel"}, {"severity", "bad"}},
+                     {{"id", "b"}, {"layer", "kernel"}, {"severity", "warn"}, {"title", 7}, {"evidence", "x"}}}},
+       {"trace", {{"facts", {{"kernels", {1, {{"name", 3}}, {{"total_ns", "x"}}}},
+                             {"gpu_timeline", {{"total_ms", "9"}}}, {"idle", {{"largest_gaps", {1}}}}}}}},
+       {"logs", {{"facts", {{"engines", {{{"series", {{"t_s", {1, "x", nullptr}}, {"kv_pct", "x"}}}}}}}}}},
+       {"sweep", {{"steps", {{{"concurrency", "x"}}, {{"concurrency", 2}, {"p99_ttft_ms", "slow"}}}}}},
+       {"ttft_waterfall", {{"client_ttft_ms", 10}, {"queue_ms", "x"}}}},
+  };
+  for (const auto& d : cases) {
+    std::string html;
+    EXPECT_NO_THROW(html = RenderHtmlReport(d, HtmlReportOptions{false})) << d.dump();
+    EXPECT_THAT(html, HasSubstr("</html>")) << d.dump();
+  }
+  const std::string html = RenderHtmlReport(cases[3], HtmlReportOptions{false});
+  EXPECT_THAT(html, HasSubstr("3 findings in the input had no id, layer or severity"));
+  EXPECT_EQ(Count(html, "<li class=\"finding\""), 1u);
+}
+
+TEST(HtmlReportDataTest, WaterfallFallsBackToBenchBreakdownAndStacksSegments) {
+  const ordered_json d = {{"bench", {{"server_metrics", {{"ttft_breakdown", {{"client_ttft_ms", 100.0},
+                                                                             {"network_and_front_end_ms", 5.0},
+                                                                             {"queue_ms", 60.0},
+                                                                             {"prefill_ms", 30.0},
+                                                                             {"server_other_ms", nullptr}}}}}}}};
+  const ordered_json w = ReportData(d)["waterfall"];
+  EXPECT_EQ(w["source"], "bench");
+  EXPECT_EQ(w["client_ttft_ms"], 100.0);
+  ASSERT_EQ(w["segments"].size(), 4u);
+  EXPECT_EQ(w["segments"][1]["start_ms"], 5.0);
+  EXPECT_EQ(w["segments"][2]["start_ms"], 65.0);
+  EXPECT_TRUE(w["segments"][3]["ms"].is_null());
+  // The document's own waterfall wins over the bench's.
+  ordered_json d2 = d;
+  d2["ttft_waterfall"] = {{"client_ttft_ms", 50.0}, {"queue_ms", 40.0}};
+  EXPECT_EQ(ReportData(d2)["waterfall"]["source"], "diagnose");
+  EXPECT_EQ(ReportData(d2)["waterfall"]["client_ttft_ms"], 50.0);
+}
+
+TEST(HtmlReportDataTest, SweepSortsStepsAndFindsTheKnee) {
+  ordered_json d = {{"sweep", {{"steps", {{{"concurrency", 8}, {"p99_ttft_ms", 90}, {"output_throughput", 800}},
+                                         {{"concurrency", 1}, {"p99_ttft_ms", 20}, {"output_throughput", 100}},
+                                         {{"concurrency", 4}, {"p99_ttft_ms", 30}}}},
+                               {"knee", {{"concurrency", 4}, {"reached", true}}}}}};
+  ordered_json s = ReportData(d)["sweep"];
+  EXPECT_EQ(s["x_name"], "concurrency");
+  ASSERT_EQ(s["steps"].size(), 3u);
+  EXPECT_EQ(s["steps"][0]["x"], 1);
+  EXPECT_EQ(s["steps"][2]["x"], 8);
+  EXPECT_TRUE(s["steps"][1]["output_throughput"].is_null());
+  EXPECT_EQ(s["knee"]["x"], 4);
+  EXPECT_EQ(s["knee"]["reached"], true);
+  // Other spellings of the knee that latdoc's readers accept (rules::SweepKneeFromJson).
+  d["sweep"].erase("knee");
+  d["sweep"]["knee_concurrency"] = 6;
+  EXPECT_EQ(ReportData(d)["sweep"]["knee"]["x"], 6);
+  d["sweep"].erase("knee_concurrency");
+  EXPECT_TRUE(ReportData(d)["sweep"]["knee"].is_null());
+}
+
+TEST(HtmlReportDataTest, ServerSeriesFromBenchAndLogsInPercent) {
+  const ordered_json d = {
+      {"bench", {{"server_metrics", {{"timeline", {{{"t_s", 0.5}, {"running", 3}, {"waiting", 0}, {"kv_cache_usage", 0.25}},
+                                                   {{"t_s", 1.5}, {"running", 4}, {"waiting", nullptr}, {"kv_cache_usage", 1}}}}}}}},
+      {"logs", {{"facts", {{"engines", {{{"engine", "0"}, {"series", {{"t_s", {0, 10}}, {"running", {1, 2}},
+                                                                      {"waiting", {0, 5}}, {"kv_pct", {12.5, 99}}}}}}}}}}}};
+  const ordered_json s = ReportData(d)["server_series"];
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0]["kv_pct"], ordered_json({25.0, 100.0}));
+  EXPECT_EQ(s[0]["waiting"], ordered_json({0, nullptr}));
+  EXPECT_EQ(s[1]["source"], "server log: 0");
+  EXPECT_EQ(s[1]["kv_pct"], ordered_json({12.5, 99}));
+}
+
+TEST(HtmlReportDataTest, IdleHistogramBinsTheListedGaps) {
+  const ordered_json d = {{"trace", {{"facts", {{"span_ns", 2e9},
+                                                {"idle", {{"host_wait_ns", 1e6}, {"kernel_wait_ns", 0}, {"other_ns", 0},
+                                                          {"largest_gaps", {{{"at_ns", 1e6}, {"dur_ns", 5e3}},
+                                                                            {{"at_ns", 2e6}, {"dur_ns", 30e3}},
+                                                                            {{"at_ns", 3e6}, {"dur_ns", 40e3}},
+                                                                            {{"at_ns", 4e6}, {"dur_ns", 20e6}}}}}}}}}}};
+  const ordered_json idle = ReportData(d)["idle"];
+  EXPECT_EQ(idle["span_ms"], 2000.0);
+  EXPECT_EQ(idle["histogram_of"], "largest gaps listed");
+  std::vector<std::pair<std::string, int>> bins;
+  for (const auto& b : idle["histogram"]) bins.emplace_back(b["label"], b["count"]);
+  EXPECT_THAT(bins, ::testing::ElementsAre(std::pair<std::string, int>{"< 10 us", 1}, std::pair<std::string, int>{"10-30 us", 0},
+                                           std::pair<std::string, int>{"30-100 us", 2}, std::pair<std::string, int>{"100-300 us", 0},
+                                           std::pair<std::string, int>{"300 us-1 ms", 0}, std::pair<std::string, int>{"1-3 ms", 0},
+                                           std::pair<std::string, int>{"3-10 ms", 0}, std::pair<std::string, int>{">= 10 ms", 1}));
+  EXPECT_EQ(idle["split"][0]["ms"], 1.0);
+}
+
+TEST(HtmlReportDataTest, FormatNumber) {
+  EXPECT_EQ(FormatNumber(std::nullopt), "n/a");
+  EXPECT_EQ(FormatNumber(0.0), "0");
+  EXPECT_EQ(FormatNumber(1.23456), "1.23");
+  EXPECT_EQ(FormatNumber(12.345), "12.3");
+  EXPECT_EQ(FormatNumber(1234.4), "1234");
+  EXPECT_EQ(FormatNumber(2.5e7), "2.5e+07");
+  EXPECT_EQ(FormatNumber(0.0001234), "0.000123");
+}
+
+}  // namespace
+}  // namespace latdoc::report

@@ -1,0 +1,174 @@
+#include "report/markdown_report.h"
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "report/findings_text.h"
+#include "report/html_report_data.h"
+
+namespace latdoc::report {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string Num(const ordered_json& v) {
+  return FormatNumber(v.is_number() ? std::optional(v.get<double>()) : std::nullopt);
+}
+
+// Text inside a table cell: '|' and newlines would break the row; backticks are kept literal.
+std::string Cell(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+std::string NotMeasured(std::string_view what) { return fmt::format("_{}: not measured._\n\n", what); }
+
+// Peak of a column of numbers-or-null (nullopt when all are null).
+std::optional<double> Peak(const ordered_json& col) {
+  std::optional<double> m;
+  for (const auto& v : col) {
+    if (v.is_number()) m = std::max(m.value_or(v.get<double>()), v.get<double>());
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string RenderMarkdownReport(const ordered_json& diagnosis) {
+  const DiagnosisFindings df = FindingsOf(diagnosis);
+  const ordered_json d = ReportData(diagnosis);
+  std::string out = "# latdoc diagnosis\n\n";
+  const std::string target = StringAt(diagnosis, "target");
+  out += fmt::format("- target: {}\n", target.empty() ? "n/a" : "`" + Cell(target) + "`");
+  const std::string generated = StringAt(diagnosis, "generated_at");
+  if (!generated.empty()) out += "- generated: " + Cell(generated) + "\n";
+  int counts[5] = {0, 0, 0, 0, 0};
+  for (const auto& f : df.findings) ++counts[static_cast<int>(f.severity)];
+  out += fmt::format("- findings: {} fail, {} warn, {} info, {} ok, {} skipped\n\n", counts[4], counts[3],
+                     counts[2], counts[1], counts[0]);
+
+  out += "## Findings checklist\n\nRanked by the estimated share of latency each explains, then severity.\n\n";
+  out += df.findings.empty() ? std::string("No findings.\n") : RenderFindingsMarkdown(df.findings);
+  if (df.unreadable > 0) out += fmt::format("\n{} unreadable findings not shown.\n", df.unreadable);
+
+  out += "\n## Layers checked\n\n| layer | status |\n|---|---|\n";
+  for (const auto& l : d["layers"]) {
+    out += fmt::format("| {} | {} |\n", l["layer"].get<std::string>(), Cell(l["status"].get<std::string>()));
+  }
+
+  out += "\n## TTFT decomposition\n\n";
+  if (const ordered_json& w = d["waterfall"]; w.is_object()) {
+    out += "| part | ms | share of TTFT |\n|---|---:|---:|\n";
+    const double client = w["client_ttft_ms"].get<double>();
+    for (const auto& s : w["segments"]) {
+      std::string share = "n/a";
+      if (s["ms"].is_number() && client > 0) share = fmt::format("{:.0f}%", 100 * s["ms"].get<double>() / client);
+      out += fmt::format("| {} | {} | {} |\n", s["label"].get<std::string>(), Num(s["ms"]), share);
+    }
+    out += fmt::format("| **client TTFT** | **{}** | 100% |\n\n", Num(w["client_ttft_ms"]));
+  } else {
+    out += NotMeasured("TTFT waterfall");
+  }
+
+  out += "## Load run\n\n";
+  if (const ordered_json& b = d["bench"]; b.is_object()) {
+    out += "| metric | mean | median | p99 |\n|---|---:|---:|---:|\n";
+    for (auto [m, label] : {std::pair{"ttft", "TTFT (ms)"}, std::pair{"tpot", "TPOT (ms)"},
+                            std::pair{"itl", "ITL (ms)"}, std::pair{"e2el", "E2E latency (ms)"}}) {
+      out += fmt::format("| {} | {} | {} | {} |\n", label, Num(b[fmt::format("mean_{}_ms", m)]),
+                         Num(b[fmt::format("median_{}_ms", m)]), Num(b[fmt::format("p99_{}_ms", m)]));
+    }
+    out += fmt::format("\n{} completed, {} failed, concurrency {}; {} req/s, {} output tokens/s.\n\n",
+                       Num(b["completed"]), Num(b["failed"]), Num(b["max_concurrency"]),
+                       Num(b["request_throughput"]), Num(b["output_throughput"]));
+  } else {
+    out += NotMeasured("Load run");
+  }
+
+  out += "## Latency curve (sweep)\n\n";
+  if (const ordered_json& s = d["sweep"]; s.is_object()) {
+    out += fmt::format("| {} | p99 TTFT (ms) | p99 ITL (ms) | p99 E2EL (ms) | output tok/s |\n"
+                       "|---:|---:|---:|---:|---:|\n",
+                       s["x_name"].get<std::string>());
+    for (const auto& p : s["steps"]) {
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", Num(p["x"]), Num(p["p99_ttft_ms"]), Num(p["p99_itl_ms"]),
+                         Num(p["p99_e2el_ms"]), Num(p["output_throughput"]));
+    }
+    if (s["knee"].is_object()) {
+      out += fmt::format("\nKnee at {} = {}{}.\n", s["x_name"].get<std::string>(), Num(s["knee"]["x"]),
+                         s["knee"]["reached"] == false ? " (not reached inside the range)" : "");
+    }
+    out += "\n";
+  } else {
+    out += NotMeasured("Latency curve");
+  }
+
+  out += "## GPU time (trace)\n\n";
+  if (const ordered_json& g = d["gpu_time"]; g.is_object()) {
+    out += "| part | ms | share |\n|---|---:|---:|\n";
+    const double total = g["total_ms"].get<double>();
+    for (const auto& p : g["parts"]) {
+      out += fmt::format("| {} | {} | {:.1f}% |\n", p["label"].get<std::string>(), Num(p["ms"]),
+                         100 * p["ms"].get<double>() / total);
+    }
+    out += fmt::format("| **traced** | **{}** | 100% |\n\n", Num(g["total_ms"]));
+  } else {
+    out += NotMeasured("GPU timeline");
+  }
+  if (const ordered_json& k = d["kernels"]; k.is_object()) {
+    out += fmt::format("Top {} of {} kernels by GPU time:\n\n| kernel | calls | total (ms) | mean (us) | % of busy |\n"
+                       "|---|---:|---:|---:|---:|\n",
+                       k["items"].size(), Num(k["shown_of"]));
+    for (const auto& i : k["items"]) {
+      out += fmt::format("| `{}` | {} | {} | {} | {} |\n", Cell(i["name"].get<std::string>()), Num(i["count"]),
+                         Num(i["total_ms"]), Num(i["mean_us"]), Num(i["busy_pct"]));
+    }
+    out += "\n";
+  } else {
+    out += NotMeasured("Kernel time breakdown");
+  }
+
+  out += "## GPU idle gaps (trace)\n\n";
+  if (const ordered_json& g = d["idle"]; g.is_object()) {
+    if (!g["split"].empty()) {
+      out += "| cause | ms |\n|---|---:|\n";
+      for (const auto& s : g["split"]) out += fmt::format("| {} | {} |\n", s["label"].get<std::string>(), Num(s["ms"]));
+      out += "\n";
+    }
+    if (!g["gaps"].empty()) {
+      out += "| at (ms) | idle (us) | device | next op |\n|---:|---:|---:|---|\n";
+      for (const auto& x : g["gaps"]) {
+        out += fmt::format("| {} | {} | {} | `{}` |\n", Num(x["at_ms"]), Num(x["dur_us"]), Num(x["device"]),
+                           Cell(x["next_op"].get<std::string>()));
+      }
+      out += "\n";
+    }
+  } else {
+    out += NotMeasured("GPU idle gaps");
+  }
+
+  out += "## Server queue and KV cache\n\n";
+  if (const ordered_json& s = d["server_series"]; s.is_array()) {
+    out += "| source | points | duration (s) | max running | max waiting | max KV (%) |\n|---|---:|---:|---:|---:|---:|\n";
+    for (const auto& x : s) {
+      const ordered_json& t = x["t_s"];
+      std::optional<double> dur;
+      if (t.size() >= 1 && t.front().is_number() && t.back().is_number())
+        dur = t.back().get<double>() - t.front().get<double>();
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", Cell(x["source"].get<std::string>()), t.size(),
+                         FormatNumber(dur), FormatNumber(Peak(x["running"])), FormatNumber(Peak(x["waiting"])),
+                         FormatNumber(Peak(x["kv_pct"])));
+    }
+  } else {
+    out += NotMeasured("Queue and KV-cache series");
+  }
+  return out;
+}
+
+}  // namespace latdoc::report
