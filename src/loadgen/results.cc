@@ -147,6 +147,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   j["warmup_requests"] = run.warmup_requests;
   j["connections_opened"] = run.connections_opened;
   j["client_cpu_s"] = run.client_cpu_s;
+  j["start_mono_ns"] = run.start_ns;  // CLOCK_MONOTONIC at the start: aligns --save-requests times
 
   // Server-side attribution from the /metrics deltas.
   ordered_json srv;

@@ -162,7 +162,8 @@ struct Active {
   Fault fault = Fault::kNone;
   int cut_after = 0;
   std::string text;           // non-streamed output
-  std::vector<int64_t> token_ns;
+  std::vector<int64_t> token_ns;   // when each step's tokens went out...
+  std::vector<int> token_counts;   // ...and how many there were
   std::shared_ptr<http::ResponseStream> out;
 };
 
@@ -571,7 +572,10 @@ struct SimServer::Impl {
       metrics.itl.Observe(double(now - a.last_token_ns) / 1e9);
     }
     a.last_token_ns = now;
-    if (!cfg.trace_requests_file.empty()) a.token_ns.push_back(now);
+    if (!cfg.trace_requests_file.empty()) {
+      a.token_ns.push_back(now);
+      a.token_counts.push_back(ev.new_tokens);
+    }
     std::string text = Words(a, from, ev.new_tokens);
     const char* finish = ev.finish == FinishReason::kStop     ? "\"stop\""
                          : ev.finish == FinishReason::kLength ? "\"length\""
@@ -667,7 +671,7 @@ struct SimServer::Impl {
               {"first_token_ns", a.first_token_ns}, {"last_token_ns", a.last_token_ns},
               {"end_ns", MonoNowNs()},     {"prompt_tokens", a.prompt_tokens},
               {"completion_tokens", a.generated}, {"preemptions", a.preemptions},
-              {"token_ns", a.token_ns}};
+              {"token_ns", a.token_ns},    {"token_counts", a.token_counts}};
     std::string line = j.dump() + "\n";
     std::fwrite(line.data(), 1, line.size(), trace);
     std::fflush(trace);
