@@ -177,6 +177,7 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
     out.push_back(std::move(f));
   }
   for (const auto& b : r.bandwidth) {
+    if (b.copies < 0) continue;   // kernel counters: low traffic may just be compute-bound
     const auto it = std::find_if(r.copies.by_direction.begin(), r.copies.by_direction.end(),
                                  [&](const auto& d) { return d.direction == b.direction; });
     if (it == r.copies.by_direction.end() || !it->bytes || it->count == 0) continue;
@@ -306,6 +307,16 @@ void AddKnowledgeFacts(TraceReport& r) {
       b.peak_gbps = host ? spec->host_link_gbps : spec->hbm_gbps / 2;   // DtoD reads and writes
       b.peak_source = std::string(spec->source) + (host ? "" : "; DtoD peak = HBM peak / 2");
       b.copies = c.count;
+      r.bandwidth.push_back(std::move(b));
+    }
+    if (r.counter_gbps) {
+      trace::BandwidthCheck b;
+      b.device = dev->device;
+      b.gpu = std::string(spec->name);
+      b.achieved_gbps = *r.counter_gbps;
+      b.peak_gbps = spec->hbm_gbps;
+      b.peak_source = std::string(spec->source) + "; kernel traffic from FETCH_SIZE+WRITE_SIZE (KB)";
+      b.copies = -r.counter_kernels;
       r.bandwidth.push_back(std::move(b));
     }
   }

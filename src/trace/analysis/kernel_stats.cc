@@ -17,6 +17,11 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
   for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
     const GpuOp& op = trace.gpu_ops[i];
     if (op.kind != GpuOpKind::kKernel) continue;
+    if (op.bytes >= 0) {
+      ++r.counter_kernels;
+      r.counter_bytes += op.bytes;
+      r.counter_kernel_ns += op.dur_ns;
+    }
     auto it = norm_of.find(op.name);
     if (it == norm_of.end()) {
       it = norm_of.emplace(op.name, NormalizeKernelName(trace.Name(op.name))).first;
@@ -53,6 +58,9 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
   std::sort(r.hot_kernels.begin(), r.hot_kernels.end(), [](const KernelStat& a, const KernelStat& b) {
     return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
   });
+  if (r.counter_kernel_ns > 0) {
+    r.counter_gbps = static_cast<double>(r.counter_bytes) / static_cast<double>(r.counter_kernel_ns);
+  }
   r.outlier_count = static_cast<int64_t>(outliers.size());
   std::sort(outliers.begin(), outliers.end(), [](const OutlierInstance& a, const OutlierInstance& b) {
     const double ea = static_cast<double>(a.dur_ns) - a.median_ns;

@@ -138,9 +138,16 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                    r.overlap.copy_hidden_share ? fmt::format("{:.1f}%", 100 * *r.overlap.copy_hidden_share) : "n/a",
                    r.overlap.streams_with_kernels,
                    r.overlap.concurrency_share ? fmt::format("{:.1f}% of busy time", 100 * *r.overlap.concurrency_share) : "n/a"));
+  if (r.counter_gbps) {
+    line(fmt::format("Kernel memory traffic (FETCH_SIZE+WRITE_SIZE): {} kernels, {} over {:.3f} ms = {:.1f} GB/s",
+                     r.counter_kernels, Bytes(r.counter_bytes), static_cast<double>(r.counter_kernel_ns) / 1e6,
+                     *r.counter_gbps));
+  }
   for (const BandwidthCheck& b : r.bandwidth) {
-    line(fmt::format("Bandwidth {}: {:.2f} GB/s of {:.0f} GB/s peak ({}) over {} copies", CopyDirectionName(b.direction),
-                     b.achieved_gbps, b.peak_gbps, b.gpu, b.copies));
+    line(fmt::format("Bandwidth {}: {:.2f} GB/s of {:.0f} GB/s peak ({}) over {} {}",
+                     b.direction == CopyDirection::kUnknown && b.copies < 0 ? "kernels" : CopyDirectionName(b.direction),
+                     b.achieved_gbps, b.peak_gbps, b.gpu, b.copies < 0 ? -b.copies : b.copies,
+                     b.copies < 0 ? "kernels" : "copies"));
   }
   for (const PatternHit& p : r.patterns) {
     line(fmt::format("Known slow kernel [{}]: {} x{} ({:.3f} ms)", p.pattern, Cut(p.kernel, 60), p.count,

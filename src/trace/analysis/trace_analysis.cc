@@ -203,6 +203,8 @@ json ReportToJson(const TraceReport& r) {
                               {"achieved_gbps", b.achieved_gbps}, {"peak_gbps", b.peak_gbps},
                               {"peak_source", b.peak_source}, {"copies", b.copies}});
   }
+  j["kernel_counters"] = {{"kernels", r.counter_kernels}, {"bytes", r.counter_bytes},
+                          {"kernel_ns", r.counter_kernel_ns}, {"achieved_gbps", Opt(r.counter_gbps)}};
   j["stats_tables"] = json::array();
   for (const AggregateStat& a : r.stats_tables) {
     static constexpr const char* kKinds[] = {"kernel", "api", "copy"};

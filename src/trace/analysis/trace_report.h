@@ -140,7 +140,7 @@ struct BandwidthCheck {
   double achieved_gbps = 0;
   double peak_gbps = 0;
   std::string peak_source;
-  int64_t copies = 0;
+  int64_t copies = 0;             // negative: -(kernels) for a kernel-counter check
 };
 
 struct PatternHit {
@@ -178,6 +178,11 @@ struct TraceReport {
   std::vector<BandwidthCheck> bandwidth;      // filled by rules' spec table (cli)
   std::vector<PatternHit> patterns;           // filled by rules' pattern table (cli)
   std::vector<AggregateStat> stats_tables;    // from stats CSVs, by total time
+  // Kernels with memory counters (rocprof FETCH_SIZE + WRITE_SIZE, KB -> bytes).
+  int64_t counter_kernels = 0;
+  int64_t counter_bytes = 0;
+  int64_t counter_kernel_ns = 0;
+  std::optional<double> counter_gbps;         // bytes / kernel time
 };
 
 }  // namespace latdoc::trace
