@@ -23,5 +23,6 @@ Command RegisterLogs(CLI::App& root);
 Command RegisterDoctor(CLI::App& root);
 Command RegisterNumaExec(CLI::App& root);
 Command RegisterTrace(CLI::App& root);
+Command RegisterNet(CLI::App& root);
 
 }  // namespace latdoc::cli

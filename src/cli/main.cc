@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
       latdoc::cli::RegisterDoctor(app),
       latdoc::cli::RegisterNumaExec(app),
       latdoc::cli::RegisterTrace(app),
+      latdoc::cli::RegisterNet(app),
   };
 
   try {

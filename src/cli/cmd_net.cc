@@ -1,0 +1,167 @@
+// latdoc net --url URL [--samples N] [--compare URL2] [--link-mbps M] [--iperf3-server HOST]
+//            [--insecure] [--json FILE]: the network layer, measured from the client side.
+// Argument parsing, output and exit codes only; the work is in net/ and rules/net_rules.
+#include <cstdio>
+#include <string>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "base/exit_codes.h"
+#include "base/file_util.h"
+#include "cli/command.h"
+#include "host/command_runner.h"
+#include "http/client.h"
+#include "net/net_text.h"
+#include "net/path_tools.h"
+#include "net/probe.h"
+#include "report/findings_text.h"
+#include "rules/net_rules.h"
+
+namespace latdoc::cli {
+namespace {
+
+struct NetArgs {
+  net::ProbeOptions probe;
+  std::string compare_url;
+  double link_mbps = 0;
+  double peak_tokens_per_s = 0;
+  std::string iperf3_server;
+  int iperf3_seconds = 5;
+  double timeout_s = 10;
+  double idle_wait_s = 8;
+  bool no_path = false;
+  std::string json_path;
+  bool show_ok = false;
+  bool no_color = false;
+};
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "latdoc net: %s\n", st.message().c_str());
+  return ExitCodeFor(st);
+}
+
+bool AllFailed(const net::ProbeFacts& p) { return p.loss.samples > 0 && p.loss.failed == p.loss.samples; }
+
+int RunNet(NetArgs& a) {
+  if (a.timeout_s <= 0) return Fail(InvalidArgument("--timeout must be positive"));
+  if (a.idle_wait_s < 0) return Fail(InvalidArgument("--idle-wait must be 0 or more"));
+  if (a.link_mbps < 0) return Fail(InvalidArgument("--link-mbps must be positive"));
+  a.probe.sample_timeout_ns = SecToNs(a.timeout_s);
+  a.probe.idle_wait_ns = SecToNs(a.idle_wait_s);
+  // Validate both URLs before any traffic.
+  auto url = http::ParseUrl(a.probe.url);
+  if (!url.ok()) return Fail(InvalidArgument("--url " + url.status().message()));
+  if (!a.compare_url.empty()) {
+    if (auto u2 = http::ParseUrl(a.compare_url); !u2.ok())
+      return Fail(InvalidArgument("--compare " + u2.status().message()));
+  }
+
+  net::NetFacts facts;
+  auto p = net::RunProbe(a.probe);
+  if (!p.ok()) return Fail(p.status());
+  facts.probe = std::move(*p);
+  if (!a.compare_url.empty()) {
+    net::ProbeOptions o2 = a.probe;
+    o2.url = a.compare_url;
+    auto p2 = net::RunProbe(o2);
+    if (!p2.ok()) return Fail(p2.status());
+    facts.compare_probe = std::move(*p2);
+    facts.compare = net::ComparePhases(facts.probe, *facts.compare_probe);
+  }
+
+  auto runner = host::MakeExecCommandRunner();
+  net::BandwidthFacts& b = facts.probe.bandwidth;
+  if (a.peak_tokens_per_s > 0) b.peak_tokens_per_s = a.peak_tokens_per_s;
+  if (a.link_mbps > 0) {
+    b.link_mbps = a.link_mbps;
+    b.link_source = "--link-mbps";
+  } else if (!a.iperf3_server.empty()) {
+    auto r = net::RunIperf3(*runner, a.iperf3_server, a.iperf3_seconds,
+                            SecToNs(a.iperf3_seconds + 15.0));
+    if (r.ok()) {
+      b.link_mbps = r->received_mbps;
+      b.link_source = "iperf3 " + a.iperf3_server;
+    } else if (r.status().code() == StatusCode::kNotFound) {
+      b.link_note = "iperf3 is not installed (apt-get install iperf3)";
+    } else {
+      b.link_note = r.status().message();
+    }
+  } else {
+    b.link_note = "no --link-mbps or --iperf3-server given";
+  }
+  net::ComputeHeadroom(b);
+
+  if (a.no_path) {
+    facts.path.skipped_reason = "--no-path";
+  } else {
+    facts.path = net::RunPath(*runner, url->host, SecToNs(60));
+  }
+
+  std::vector<rules::Finding> findings = rules::EvaluateNetRules(facts);
+  rules::RankFindings(findings);
+  if (!a.json_path.empty()) {
+    nlohmann::json doc;
+    doc["schema"] = "latdoc.net/1";
+    doc["facts"] = net::ToJson(facts);
+    nlohmann::json fj = nlohmann::json::array();
+    for (const auto& f : findings) fj.push_back(rules::ToJson(f));
+    doc["findings"] = std::move(fj);
+    if (Status st = WriteFileAtomic(a.json_path, doc.dump(2) + "\n"); !st.ok()) return Fail(st);
+  }
+  std::string out = net::RenderNetText(facts);
+  report::TextOptions to;
+  to.color = !a.no_color && report::StdoutWantsColor();
+  to.show_ok = a.show_ok;
+  out += "\nFindings\n" + report::RenderFindingsText(findings, to);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  if (AllFailed(facts.probe)) {
+    const net::ProbeSample& s = facts.probe.samples.front();
+    std::fprintf(stderr, "latdoc net: no sample reached %s: %s\n", facts.probe.url.c_str(),
+                 s.error.c_str());
+    return kExitCannotRun;
+  }
+  return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+Command RegisterNet(CLI::App& root) {
+  auto a = std::make_shared<NetArgs>();
+  CLI::App* app = root.add_subcommand(
+      "net", "Network layer from the client side: DNS, connect, TLS, first byte, TTFT, jitter, "
+             "loss, keep-alive, idle close, gateway delay, bandwidth headroom, path");
+  app->add_option("--url", a->probe.url, "Server base URL (http://host:port)")->required();
+  app->add_option("--samples", a->probe.samples, "Samples per URL")->capture_default_str();
+  app->add_option("--compare", a->compare_url,
+                  "A second URL to the same server (e.g. through the gateway): the difference "
+                  "is attributed per phase");
+  app->add_option("--link-mbps", a->link_mbps, "Link rate in Mbit/s, for bandwidth headroom");
+  app->add_option("--iperf3-server", a->iperf3_server,
+                  "Measure the link rate with iperf3 -J -R against this iperf3 server");
+  app->add_option("--iperf3-seconds", a->iperf3_seconds, "Length of the iperf3 run")
+      ->capture_default_str();
+  app->add_option("--peak-tokens-per-s", a->peak_tokens_per_s,
+                  "All streams' output tokens/s at peak (default: one stream's observed rate)");
+  app->add_flag("--insecure", a->probe.insecure, "Do not verify TLS certificates");
+  app->add_option("--timeout", a->timeout_s, "Bound of each exchange, in seconds")
+      ->capture_default_str();
+  app->add_option("--idle-wait", a->idle_wait_s,
+                  "Watch an idle kept-alive connection this long for a server close (0: skip)")
+      ->capture_default_str();
+  app->add_option("--stream-tokens", a->probe.stream_tokens,
+                  "Tokens of the stream that measures bytes per token (0: skip)")
+      ->capture_default_str();
+  app->add_option("--cheap-path", a->probe.cheap_path, "The cheap GET (404 falls back to /v1/models)")
+      ->capture_default_str();
+  app->add_option("--model", a->probe.model, "Model name for the completions (default: server's)");
+  app->add_flag("--no-path", a->no_path, "Do not run tracepath/traceroute");
+  app->add_option("--json", a->json_path, "Write facts and findings as JSON here");
+  app->add_flag("--show-ok", a->show_ok, "List passing checks too");
+  app->add_flag("--no-color", a->no_color, "No ANSI colours");
+  return Command{app, [a] { return RunNet(*a); }};
+}
+
+}  // namespace latdoc::cli

@@ -1,0 +1,238 @@
+#include "net/net_facts.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "stats/sample_summary.h"
+
+namespace latdoc::net {
+
+std::string_view FailureReasonName(FailureReason r) {
+  switch (r) {
+    case FailureReason::kNone: return "none";
+    case FailureReason::kDns: return "dns";
+    case FailureReason::kRefused: return "refused";
+    case FailureReason::kConnect: return "connect";
+    case FailureReason::kTls: return "tls";
+    case FailureReason::kTimeout: return "timeout";
+    case FailureReason::kReset: return "reset";
+    case FailureReason::kHttpStatus: return "http_status";
+    case FailureReason::kProtocol: return "protocol";
+  }
+  return "?";
+}
+
+PhaseStats SummarizePhase(const std::vector<double>& values_ms) {
+  PhaseStats s;
+  auto sum = stats::Summarize(values_ms);
+  if (!sum) return s;
+  std::vector<double> sorted = values_ms;
+  std::sort(sorted.begin(), sorted.end());
+  s.count = sum->count;
+  s.p50_ms = stats::PercentileOfSorted(sorted, 50);
+  s.p99_ms = sum->p99;
+  s.mean_ms = sum->mean;
+  s.stddev_ms = sum->std;
+  s.min_ms = sum->min;
+  s.max_ms = sum->max;
+  s.jitter_ms = *s.p99_ms - *s.p50_ms;
+  return s;
+}
+
+namespace {
+
+template <typename F>
+PhaseStats Phase(const std::vector<ProbeSample>& samples, F get) {
+  std::vector<double> v;
+  for (const auto& s : samples)
+    if (auto x = get(s)) v.push_back(*x);
+  return SummarizePhase(v);
+}
+
+}  // namespace
+
+void SummarizeProbe(ProbeFacts& p) {
+  p.dns = Phase(p.samples, [](const ProbeSample& s) { return s.dns_ms; });
+  p.connect = Phase(p.samples, [](const ProbeSample& s) { return s.connect_ms; });
+  p.tls = Phase(p.samples, [](const ProbeSample& s) { return s.tls_ms; });
+  p.ttfb = Phase(p.samples, [](const ProbeSample& s) { return s.ttfb_ms; });
+  p.ttft_new = Phase(p.samples, [](const ProbeSample& s) { return s.ttft_new_ms; });
+  p.ttft_reused = Phase(p.samples, [](const ProbeSample& s) { return s.ttft_reused_ms; });
+
+  LossCounts& l = p.loss;
+  l = LossCounts{};
+  l.samples = static_cast<int>(p.samples.size());
+  for (const auto& s : p.samples) {
+    if (s.failure == FailureReason::kNone) continue;
+    ++l.failed;
+    switch (s.failure) {
+      case FailureReason::kDns: ++l.dns; break;
+      case FailureReason::kRefused: ++l.refused; break;
+      case FailureReason::kConnect: ++l.connect; break;
+      case FailureReason::kTls: ++l.tls; break;
+      case FailureReason::kTimeout: ++l.timeout; break;
+      case FailureReason::kReset: ++l.reset; break;
+      case FailureReason::kHttpStatus: ++l.http_status; break;
+      case FailureReason::kProtocol: ++l.protocol; break;
+      case FailureReason::kNone: break;
+    }
+  }
+
+  KeepAliveFacts& k = p.keepalive;
+  k.ttft_new_p50_ms = p.ttft_new.p50_ms;
+  k.ttft_reused_p50_ms = p.ttft_reused.p50_ms;
+  k.handshake_cost_ms.reset();
+  k.share_of_ttft.reset();
+  if (k.ttft_new_p50_ms && k.ttft_reused_p50_ms) {
+    k.handshake_cost_ms = *k.ttft_new_p50_ms - *k.ttft_reused_p50_ms;
+    if (*k.ttft_new_p50_ms > 0) k.share_of_ttft = *k.handshake_cost_ms / *k.ttft_new_p50_ms;
+  }
+}
+
+CompareFacts ComparePhases(const ProbeFacts& a, const ProbeFacts& b) {
+  CompareFacts c;
+  c.url_a = a.url;
+  c.url_b = b.url;
+  // Plain http has no TLS phase: it costs 0 there, so http vs https attributes the handshake.
+  auto no_tls = [](const ProbeFacts& p) {
+    return p.url.rfind("http://", 0) == 0 && p.loss.failed < p.loss.samples;
+  };
+  auto add = [&](const char* name, const PhaseStats& pa, const PhaseStats& pb) {
+    PhaseDiff d;
+    d.phase = name;
+    d.p50_a_ms = pa.p50_ms;
+    d.p50_b_ms = pb.p50_ms;
+    if (std::string_view(name) == "tls") {
+      if (!d.p50_a_ms && no_tls(a)) d.p50_a_ms = 0.0;
+      if (!d.p50_b_ms && no_tls(b)) d.p50_b_ms = 0.0;
+      if (d.p50_a_ms && d.p50_b_ms) d.p50_diff_ms = *d.p50_b_ms - *d.p50_a_ms;
+      c.phases.push_back(std::move(d));
+      return;
+    }
+    if (pa.p50_ms && pb.p50_ms) d.p50_diff_ms = *pb.p50_ms - *pa.p50_ms;
+    if (pa.jitter_ms && pb.jitter_ms) d.jitter_diff_ms = *pb.jitter_ms - *pa.jitter_ms;
+    c.phases.push_back(std::move(d));
+  };
+  add("dns", a.dns, b.dns);
+  add("connect", a.connect, b.connect);
+  add("tls", a.tls, b.tls);
+  add("ttfb", a.ttfb, b.ttfb);
+  add("ttft_new", a.ttft_new, b.ttft_new);
+  add("ttft_reused", a.ttft_reused, b.ttft_reused);
+  return c;
+}
+
+namespace {
+
+nlohmann::json Opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const PhaseStats& s) {
+  return {{"count", s.count},         {"p50_ms", Opt(s.p50_ms)},   {"p99_ms", Opt(s.p99_ms)},
+          {"jitter_ms", Opt(s.jitter_ms)}, {"mean_ms", Opt(s.mean_ms)},
+          {"stddev_ms", Opt(s.stddev_ms)}, {"min_ms", Opt(s.min_ms)}, {"max_ms", Opt(s.max_ms)}};
+}
+
+nlohmann::json ToJson(const ProbeSample& s) {
+  nlohmann::json j = {{"index", s.index},
+                      {"ok", s.failure == FailureReason::kNone},
+                      {"dns_ms", Opt(s.dns_ms)},
+                      {"connect_ms", Opt(s.connect_ms)},
+                      {"tls_ms", Opt(s.tls_ms)},
+                      {"ttfb_ms", Opt(s.ttfb_ms)},
+                      {"ttft_new_ms", Opt(s.ttft_new_ms)},
+                      {"ttft_reused_ms", Opt(s.ttft_reused_ms)}};
+  if (s.failure != FailureReason::kNone) {
+    j["failure"] = FailureReasonName(s.failure);
+    j["failed_phase"] = s.failed_phase;
+    j["error"] = s.error;
+  }
+  return j;
+}
+
+nlohmann::json ToJson(const ProbeFacts& p) {
+  nlohmann::json samples = nlohmann::json::array();
+  for (const auto& s : p.samples) samples.push_back(ToJson(s));
+  const LossCounts& l = p.loss;
+  const KeepAliveFacts& k = p.keepalive;
+  const IdleCloseFacts& i = p.idle;
+  const BandwidthFacts& b = p.bandwidth;
+  return {
+      {"url", p.url},
+      {"cheap_path", p.cheap_path},
+      {"wall_s", p.wall_s},
+      {"phases",
+       {{"dns", ToJson(p.dns)},
+        {"connect", ToJson(p.connect)},
+        {"tls", ToJson(p.tls)},
+        {"ttfb", ToJson(p.ttfb)},
+        {"ttft_new", ToJson(p.ttft_new)},
+        {"ttft_reused", ToJson(p.ttft_reused)}}},
+      {"loss",
+       {{"samples", l.samples}, {"failed", l.failed}, {"dns", l.dns}, {"refused", l.refused},
+        {"connect", l.connect}, {"tls", l.tls}, {"timeout", l.timeout}, {"reset", l.reset},
+        {"http_status", l.http_status}, {"protocol", l.protocol}}},
+      {"keepalive",
+       {{"ttft_new_p50_ms", Opt(k.ttft_new_p50_ms)},
+        {"ttft_reused_p50_ms", Opt(k.ttft_reused_p50_ms)},
+        {"handshake_cost_ms", Opt(k.handshake_cost_ms)},
+        {"share_of_ttft", Opt(k.share_of_ttft)},
+        {"reused_count", k.reused_count}}},
+      {"idle_close",
+       {{"checked", i.checked},
+        {"skipped_reason", i.skipped_reason},
+        {"closed", i.closed},
+        {"closed_after_s", Opt(i.closed_after_s)},
+        {"waited_s", i.waited_s}}},
+      {"bandwidth",
+       {{"stream_bytes", Opt(b.stream_bytes)},
+        {"stream_tokens", Opt(b.stream_tokens)},
+        {"bytes_per_token", Opt(b.bytes_per_token)},
+        {"stream_tokens_per_s", Opt(b.stream_tokens_per_s)},
+        {"peak_tokens_per_s", Opt(b.peak_tokens_per_s)},
+        {"rate_source", b.rate_source},
+        {"required_mbps", Opt(b.required_mbps)},
+        {"link_mbps", Opt(b.link_mbps)},
+        {"link_source", b.link_source},
+        {"link_note", b.link_note},
+        {"headroom", Opt(b.headroom)}}},
+      {"samples", samples},
+  };
+}
+
+nlohmann::json ToJson(const CompareFacts& c) {
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& d : c.phases) {
+    phases.push_back({{"phase", d.phase},
+                      {"p50_a_ms", Opt(d.p50_a_ms)},
+                      {"p50_b_ms", Opt(d.p50_b_ms)},
+                      {"p50_diff_ms", Opt(d.p50_diff_ms)},
+                      {"jitter_diff_ms", Opt(d.jitter_diff_ms)}});
+  }
+  return {{"url_a", c.url_a}, {"url_b", c.url_b}, {"phases", phases}};
+}
+
+nlohmann::json ToJson(const PathFacts& p) {
+  nlohmann::json hops = nlohmann::json::array();
+  for (const auto& h : p.hops)
+    hops.push_back({{"hop", h.hop}, {"address", h.address}, {"rtt_ms", Opt(h.rtt_ms)}});
+  return {{"ran", p.ran},
+          {"tool", p.tool},
+          {"skipped_reason", p.skipped_reason},
+          {"hops", hops},
+          {"jump_hop", p.jump_hop ? nlohmann::json(*p.jump_hop) : nlohmann::json(nullptr)},
+          {"jump_ms", Opt(p.jump_ms)}};
+}
+
+nlohmann::json ToJson(const NetFacts& f) {
+  nlohmann::json j = {{"probe", ToJson(f.probe)}, {"path", ToJson(f.path)}};
+  j["compare_probe"] = f.compare_probe ? ToJson(*f.compare_probe) : nlohmann::json(nullptr);
+  j["compare"] = f.compare ? ToJson(*f.compare) : nlohmann::json(nullptr);
+  return j;
+}
+
+}  // namespace latdoc::net

@@ -1,0 +1,143 @@
+// Facts that `latdoc net` measures from the client side: per-sample phase times of a probe,
+// their distributions, loss, keep-alive vs new connections, the server's idle close,
+// bandwidth headroom of the token stream, a direct-vs-gateway comparison and the path's hops.
+//
+// Plain structs with ToJson(); no I/O. Every quantity not measured is std::nullopt and is
+// written as JSON null (rendered "n/a"), never 0. Times are milliseconds (double) here: these
+// are the edge of the program where nanoseconds become report units.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace latdoc::net {
+
+// Why one sample failed. kNone: it succeeded.
+enum class FailureReason { kNone, kDns, kRefused, kConnect, kTls, kTimeout, kReset, kHttpStatus,
+                           kProtocol };
+std::string_view FailureReasonName(FailureReason r);
+
+// One probe sample. A sample whose cheap request fails stops there (the rest would fail the
+// same way); `failed_phase` says which step ("cheap", "ttft_new", "ttft_reused").
+struct ProbeSample {
+  int index = 0;
+  FailureReason failure = FailureReason::kNone;
+  std::string failed_phase;
+  std::string error;                   // the client's message, for humans
+  std::optional<double> dns_ms;        // Send() -> name resolved
+  std::optional<double> connect_ms;    // resolved -> TCP connected (one RTT)
+  std::optional<double> tls_ms;        // connected -> TLS handshake done (https only)
+  std::optional<double> ttfb_ms;       // request written -> response headers (cheap request)
+  std::optional<double> ttft_new_ms;   // Send() -> first token, on a new connection
+  std::optional<double> ttft_reused_ms;  // Send() -> first token, on a kept-alive connection
+};
+
+// Distribution of one phase over the successful samples. Empty: count 0 and all nullopt.
+struct PhaseStats {
+  size_t count = 0;
+  std::optional<double> p50_ms, p99_ms, mean_ms, stddev_ms, min_ms, max_ms;
+  std::optional<double> jitter_ms;  // p99 - p50
+};
+PhaseStats SummarizePhase(const std::vector<double>& values_ms);
+
+struct LossCounts {
+  int samples = 0;
+  int failed = 0;
+  int dns = 0, refused = 0, connect = 0, tls = 0, timeout = 0, reset = 0, http_status = 0,
+      protocol = 0;
+};
+
+struct KeepAliveFacts {
+  std::optional<double> ttft_new_p50_ms;     // a new connection per request
+  std::optional<double> ttft_reused_p50_ms;  // one kept-alive connection
+  std::optional<double> handshake_cost_ms;   // new - reused
+  std::optional<double> share_of_ttft;       // handshake_cost / ttft_new, 0..1
+  int reused_count = 0;                      // reused samples that really went on the same connection
+};
+
+// The server's idle close of a kept-alive connection, measured by holding one connection open
+// after a response and timing how long until the server closes it.
+struct IdleCloseFacts {
+  bool checked = false;
+  std::string skipped_reason;              // when !checked
+  bool closed = false;                     // the server closed it within `waited_s`
+  std::optional<double> closed_after_s;    // from the response's last byte to the close
+  double waited_s = 0;                     // the longest idle time watched
+};
+
+// Bytes per streamed token from one SSE stream, and what the link must carry at a token rate.
+struct BandwidthFacts {
+  std::optional<double> stream_bytes;        // decoded body bytes of the stream
+  std::optional<double> stream_tokens;       // completion tokens (usage, else content chunks)
+  std::optional<double> bytes_per_token;
+  std::optional<double> stream_tokens_per_s; // one stream's rate, first to last token
+  std::optional<double> peak_tokens_per_s;   // given (--peak-tokens-per-s), all streams together
+  std::optional<double> required_mbps;       // bytes_per_token * 8 * rate / 1e6
+  std::string rate_source;                   // "given" or "one stream observed"
+  std::optional<double> link_mbps;
+  std::string link_source;                   // "--link-mbps", "iperf3 HOST", or ""
+  std::string link_note;                     // why the link rate is unknown, when it is
+  std::optional<double> headroom;            // link / required
+};
+
+struct PathHop {
+  int hop = 0;
+  std::string address;                  // "" when no reply
+  std::optional<double> rtt_ms;         // lowest RTT seen for the hop
+};
+
+struct PathFacts {
+  bool ran = false;
+  std::string tool;                     // "tracepath" or "traceroute"
+  std::string skipped_reason;           // when !ran
+  std::vector<PathHop> hops;
+  std::optional<int> jump_hop;          // the hop where the RTT rises most over the previous one
+  std::optional<double> jump_ms;
+};
+
+struct ProbeFacts {
+  std::string url;
+  std::string cheap_path;               // "/health" or "/v1/models"
+  std::vector<ProbeSample> samples;
+  PhaseStats dns, connect, tls, ttfb, ttft_new, ttft_reused;
+  LossCounts loss;
+  KeepAliveFacts keepalive;
+  IdleCloseFacts idle;
+  BandwidthFacts bandwidth;
+  double wall_s = 0;
+};
+
+// B minus A for each phase: p50 and jitter differences, in ms.
+struct PhaseDiff {
+  std::string phase;                    // "dns", "connect", "tls", "ttfb", "ttft_new", "ttft_reused"
+  std::optional<double> p50_a_ms, p50_b_ms, p50_diff_ms, jitter_diff_ms;
+};
+struct CompareFacts {
+  std::string url_a, url_b;
+  std::vector<PhaseDiff> phases;
+};
+
+struct NetFacts {
+  ProbeFacts probe;
+  std::optional<ProbeFacts> compare_probe;
+  std::optional<CompareFacts> compare;
+  PathFacts path;
+};
+
+// Fills the PhaseStats, loss and keep-alive summaries of `p` from its samples.
+void SummarizeProbe(ProbeFacts& p);
+// B - A per phase.
+CompareFacts ComparePhases(const ProbeFacts& a, const ProbeFacts& b);
+
+nlohmann::json ToJson(const PhaseStats& s);
+nlohmann::json ToJson(const ProbeSample& s);
+nlohmann::json ToJson(const ProbeFacts& p);
+nlohmann::json ToJson(const CompareFacts& c);
+nlohmann::json ToJson(const PathFacts& p);
+nlohmann::json ToJson(const NetFacts& f);
+
+}  // namespace latdoc::net

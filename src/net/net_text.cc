@@ -1,0 +1,109 @@
+#include "net/net_text.h"
+
+#include <fmt/core.h>
+
+namespace latdoc::net {
+namespace {
+
+std::string F(const std::optional<double>& v, int prec = 2) {
+  if (!v) return "n/a";
+  std::string s = fmt::format("{:.{}f}", *v, prec);
+  if (s.find_first_not_of("-0.") == std::string::npos && s[0] == '-') s.erase(0, 1);  // no "-0.00"
+  return s;
+}
+
+void Probe(const ProbeFacts& p, std::string& out) {
+  out += fmt::format("{}  ({} samples, {:.1f} s)\n", p.url, p.loss.samples, p.wall_s);
+  out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>10} {:>4}\n", "phase", "p50 ms", "p99 ms",
+                     "jitter ms", "stddev ms", "n");
+  struct Row { const char* name; const PhaseStats* s; };
+  const Row rows[] = {{"dns", &p.dns},         {"connect", &p.connect},
+                      {"tls", &p.tls},         {"ttfb", &p.ttfb},
+                      {"ttft_new", &p.ttft_new}, {"ttft_reused", &p.ttft_reused}};
+  for (const auto& r : rows) {
+    out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>10} {:>4}\n", r.name, F(r.s->p50_ms),
+                       F(r.s->p99_ms), F(r.s->jitter_ms), F(r.s->stddev_ms), r.s->count);
+  }
+  const LossCounts& l = p.loss;
+  out += fmt::format("  loss: {} of {} samples failed", l.failed, l.samples);
+  if (l.failed > 0) {
+    std::string parts;
+    auto add = [&](const char* name, int n) {
+      if (n > 0) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, name);
+    };
+    add("dns", l.dns);
+    add("refused", l.refused);
+    add("connect", l.connect);
+    add("tls", l.tls);
+    add("timeout", l.timeout);
+    add("reset", l.reset);
+    add("http status", l.http_status);
+    add("protocol", l.protocol);
+    out += " (" + parts + ")";
+  }
+  out += "\n";
+  for (const auto& s : p.samples) {
+    if (s.failure == FailureReason::kNone) continue;
+    out += fmt::format("    sample {}: {} ({}): {}\n", s.index, FailureReasonName(s.failure),
+                       s.failed_phase, s.error);
+  }
+  const KeepAliveFacts& k = p.keepalive;
+  out += fmt::format("  keep-alive: TTFT p50 {} ms on a new connection, {} ms kept alive: "
+                     "handshake cost {} ms ({} of TTFT)\n",
+                     F(k.ttft_new_p50_ms), F(k.ttft_reused_p50_ms), F(k.handshake_cost_ms),
+                     k.share_of_ttft ? fmt::format("{:.1f}%", *k.share_of_ttft * 100) : "n/a");
+  const IdleCloseFacts& i = p.idle;
+  if (!i.checked) {
+    out += "  idle close: not checked (" + i.skipped_reason + ")\n";
+  } else if (i.closed) {
+    out += fmt::format("  idle close: the server closed an idle connection after {:.2f} s\n",
+                       *i.closed_after_s);
+  } else {
+    out += fmt::format("  idle close: still open after {:.1f} s idle\n", i.waited_s);
+  }
+  const BandwidthFacts& b = p.bandwidth;
+  out += fmt::format("  bandwidth: {} bytes per token ({} bytes, {} tokens); stream {} tokens/s",
+                     F(b.bytes_per_token, 1), F(b.stream_bytes, 0), F(b.stream_tokens, 0),
+                     F(b.stream_tokens_per_s, 1));
+  if (b.peak_tokens_per_s) out += fmt::format(", peak {} tokens/s given", F(b.peak_tokens_per_s, 0));
+  out += fmt::format("; needs {} Mbit/s; link {} Mbit/s{}{}\n", F(b.required_mbps, 3),
+                     F(b.link_mbps, 0), b.link_source.empty() ? "" : " (" + b.link_source + ")",
+                     b.headroom ? fmt::format("; headroom x{:.1f}", *b.headroom)
+                                : (b.link_note.empty() ? "" : " (" + b.link_note + ")"));
+}
+
+}  // namespace
+
+std::string RenderNetText(const NetFacts& f) {
+  std::string out = "latdoc net\n\n";
+  Probe(f.probe, out);
+  if (f.compare_probe) {
+    out += "\n";
+    Probe(*f.compare_probe, out);
+  }
+  if (f.compare) {
+    out += fmt::format("\ncompare: {} minus {}\n", f.compare->url_b, f.compare->url_a);
+    out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>12}\n", "phase", "a p50 ms", "b p50 ms",
+                       "added ms", "jitter +ms");
+    for (const auto& d : f.compare->phases) {
+      out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>12}\n", d.phase, F(d.p50_a_ms),
+                         F(d.p50_b_ms), F(d.p50_diff_ms), F(d.jitter_diff_ms));
+    }
+  }
+  const PathFacts& p = f.path;
+  out += "\npath: ";
+  if (!p.ran) {
+    out += "skipped (" + p.skipped_reason + ")\n";
+  } else {
+    out += fmt::format("{}, {} hops", p.tool, p.hops.size());
+    if (p.jump_hop) out += fmt::format(", largest rise at hop {} (+{:.2f} ms)", *p.jump_hop, *p.jump_ms);
+    out += "\n";
+    for (const auto& h : p.hops) {
+      out += fmt::format("  {:>2}  {:<40} {}\n", h.hop, h.address.empty() ? "(no reply)" : h.address,
+                         h.rtt_ms ? fmt::format("{:.3f} ms", *h.rtt_ms) : "n/a");
+    }
+  }
+  return out;
+}
+
+}  // namespace latdoc::net

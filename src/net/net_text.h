@@ -1,0 +1,13 @@
+// The terminal summary of `latdoc net` facts (findings are rendered by report/).
+// Pure: facts in, text out. Values not measured print "n/a".
+#pragma once
+
+#include <string>
+
+#include "net/net_facts.h"
+
+namespace latdoc::net {
+
+std::string RenderNetText(const NetFacts& facts);
+
+}  // namespace latdoc::net

@@ -1,0 +1,288 @@
+#include "net/probe.h"
+
+#include <memory>
+
+#include <fmt/core.h>
+
+#include "base/clock.h"
+#include "http/client.h"
+#include "http/event_loop.h"
+#include "http/sse_decoder.h"
+#include "loadgen/record.h"
+#include "net/idle_close.h"
+
+namespace latdoc::net {
+namespace {
+
+double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// Collects one exchange: status, body bytes, and for SSE streams the first and last content
+// chunk times and the token count (final usage when sent, else content chunks).
+class Collector final : public http::ExchangeObserver {
+ public:
+  void OnHeaders(int status, std::string_view content_type, int64_t) override {
+    status_ = status;
+    sse_ = content_type.find("text/event-stream") != std::string_view::npos;
+  }
+  void OnBody(std::string_view data, int64_t now_ns) override {
+    bytes_ += data.size();
+    if (!sse_ || status_ != 200) return;
+    (void)decoder_.Feed(data, [&](const http::SseEvent& ev) {
+      loadgen::ChunkInfo c = parser_.Parse(ev.data);
+      if (c.usage_completion_tokens) usage_tokens_ = c.usage_completion_tokens;
+      if (c.error && error_.empty()) error_ = c.error_message.empty() ? "error event" : c.error_message;
+      if (!c.content) return;
+      if (first_content_ns_ < 0) first_content_ns_ = now_ns;
+      last_content_ns_ = now_ns;
+      ++content_chunks_;
+    });
+  }
+  void OnComplete(const http::ExchangeResult& r) override {
+    result_ = r;
+    complete_ = true;
+  }
+
+  bool complete() const { return complete_; }
+  const http::ExchangeResult& result() const { return result_; }
+  int64_t first_content_ns() const { return first_content_ns_; }
+  int64_t last_content_ns() const { return last_content_ns_; }
+  uint64_t bytes() const { return bytes_; }
+  int64_t tokens() const { return usage_tokens_ ? *usage_tokens_ : content_chunks_; }
+  const std::string& stream_error() const { return error_; }
+
+ private:
+  bool complete_ = false;
+  bool sse_ = false;
+  int status_ = 0;
+  http::ExchangeResult result_;
+  http::SseDecoder decoder_;
+  loadgen::ChunkParser parser_;
+  uint64_t bytes_ = 0;
+  int64_t first_content_ns_ = -1, last_content_ns_ = -1;
+  int64_t content_chunks_ = 0;
+  std::optional<int64_t> usage_tokens_;
+  std::string error_;
+};
+
+struct Outcome {
+  FailureReason failure = FailureReason::kNone;
+  std::string error;
+};
+
+std::string_view PendingPhase(const http::ExchangeTimes& t, bool tls) {
+  if (t.reused) return t.headers_ns < 0 ? "waiting for the first byte" : "reading the body";
+  if (t.dns_ns < 0) return "resolving the name";
+  if (t.connect_ns < 0) return "connecting";
+  if (tls && t.tls_ns < 0) return "in the TLS handshake";
+  if (t.headers_ns < 0) return "waiting for the first byte";
+  return "reading the body";
+}
+
+// Sends one request and runs the loop until it completes or the hard deadline passes (then the
+// client is shut down, which completes the exchange at once).
+Outcome RunExchange(http::EventLoop& loop, http::HttpClient& client, http::ClientRequest req,
+                    Collector& c, int64_t timeout_ns) {
+  client.Send(std::move(req), &c);
+  // The client's own timeouts equal `timeout_ns`; this deadline catches what they do not
+  // cover (a name lookup that hangs).
+  const int64_t deadline = MonoNowNs() + timeout_ns + 100'000'000;
+  bool cancelled = false;
+  while (!c.complete()) {
+    if (MonoNowNs() >= deadline) {
+      cancelled = true;
+      client.Shutdown();
+      break;
+    }
+    loop.RunFor(5'000'000);
+  }
+  // Shutdown() completes the exchange synchronously; run queued handlers so nothing dangles.
+  loop.RunFor(0);
+  const http::ExchangeResult& r = c.result();
+  Outcome o;
+  if (cancelled) {
+    o.failure = FailureReason::kTimeout;
+    o.error = fmt::format("no answer within {:.1f} s ({})", static_cast<double>(timeout_ns) / 1e9,
+                          PendingPhase(r.times, client.url().tls()));
+    return o;
+  }
+  switch (r.failure) {
+    case http::FailureKind::kNone:
+      if (r.status != 200) {
+        o.failure = FailureReason::kHttpStatus;
+        o.error = fmt::format("HTTP {}", r.status);
+      } else if (!c.stream_error().empty()) {
+        o.failure = FailureReason::kHttpStatus;
+        o.error = "error in the stream: " + c.stream_error();
+      }
+      return o;
+    case http::FailureKind::kConnect:
+      if (r.error.rfind("resolve", 0) == 0) o.failure = FailureReason::kDns;
+      else if (r.error.find("TLS handshake") != std::string::npos) o.failure = FailureReason::kTls;
+      else if (r.error.find("refused") != std::string::npos) o.failure = FailureReason::kRefused;
+      else o.failure = FailureReason::kConnect;
+      break;
+    case http::FailureKind::kTimeout: o.failure = FailureReason::kTimeout; break;
+    case http::FailureKind::kReset: o.failure = FailureReason::kReset; break;
+    case http::FailureKind::kProtocol: o.failure = FailureReason::kProtocol; break;
+  }
+  o.error = r.error;
+  return o;
+}
+
+std::string CompletionBody(const ProbeOptions& o, int max_tokens) {
+  std::string model = o.model.empty() ? "" : fmt::format("\"model\":\"{}\",", o.model);
+  return fmt::format(
+      "{{{}\"prompt\":\"Hello\",\"max_tokens\":{},\"stream\":true,\"ignore_eos\":true,"
+      "\"stream_options\":{{\"include_usage\":true}}}}",
+      model, max_tokens);
+}
+
+http::ClientRequest Completion(const ProbeOptions& o, int max_tokens) {
+  http::ClientRequest r;
+  r.method = "POST";
+  r.target = "/v1/completions";
+  r.body = CompletionBody(o, max_tokens);
+  r.headers = {{"Content-Type", "application/json"}};
+  return r;
+}
+
+http::ClientRequest Get(const std::string& path) {
+  http::ClientRequest r;
+  r.method = "GET";
+  r.target = path;
+  return r;
+}
+
+void Record(ProbeSample& s, const Outcome& o, const char* phase) {
+  s.failure = o.failure;
+  s.failed_phase = phase;
+  s.error = o.error;
+}
+
+}  // namespace
+
+void ComputeHeadroom(BandwidthFacts& b) {
+  b.required_mbps.reset();
+  b.headroom.reset();
+  std::optional<double> rate = b.peak_tokens_per_s ? b.peak_tokens_per_s : b.stream_tokens_per_s;
+  b.rate_source = b.peak_tokens_per_s ? "given" : (rate ? "one stream observed" : "");
+  if (b.bytes_per_token && rate) b.required_mbps = *b.bytes_per_token * 8 * *rate / 1e6;
+  if (b.required_mbps && b.link_mbps && *b.required_mbps > 0)
+    b.headroom = *b.link_mbps / *b.required_mbps;
+}
+
+StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
+  ASSIGN_OR_RETURN(http::Url url, http::ParseUrl(options.url));
+  if (options.samples < 1) return InvalidArgument("--samples must be at least 1");
+  if (options.sample_timeout_ns <= 0) return InvalidArgument("the sample timeout must be positive");
+  const int64_t t0 = MonoNowNs();
+  http::EventLoop loop;
+  http::ClientOptions co;
+  co.insecure = options.insecure;
+  co.connect_timeout_ns = options.sample_timeout_ns;
+  co.first_byte_timeout_ns = options.sample_timeout_ns;
+  co.idle_timeout_ns = options.sample_timeout_ns;
+  http::ClientOptions fresh_opts = co;
+  fresh_opts.keep_alive = false;
+  http::HttpClient fresh(loop, url, fresh_opts);  // a new connection per request
+  http::HttpClient kept(loop, url, co);           // one kept-alive connection
+
+  ProbeFacts p;
+  p.url = options.url;
+  p.cheap_path = options.cheap_path;
+  const int64_t timeout = options.sample_timeout_ns;
+  bool kept_warm = false;
+
+  for (int i = 0; i < options.samples; ++i) {
+    ProbeSample s;
+    s.index = i;
+    // 1. The cheap request on a new connection.
+    auto cheap = std::make_unique<Collector>();
+    Outcome o = RunExchange(loop, fresh, Get(p.cheap_path), *cheap, timeout);
+    if (i == 0 && o.failure == FailureReason::kHttpStatus && cheap->result().status == 404 &&
+        p.cheap_path == "/health") {
+      p.cheap_path = "/v1/models";  // servers without /health (some gateways)
+      cheap = std::make_unique<Collector>();
+      o = RunExchange(loop, fresh, Get(p.cheap_path), *cheap, timeout);
+    }
+    const http::ExchangeTimes& t = cheap->result().times;
+    if (t.dns_ns >= 0) s.dns_ms = Ms(t.dns_ns - t.start_ns);
+    if (t.connect_ns >= 0 && t.dns_ns >= 0) s.connect_ms = Ms(t.connect_ns - t.dns_ns);
+    if (t.tls_ns >= 0 && t.connect_ns >= 0) s.tls_ms = Ms(t.tls_ns - t.connect_ns);
+    if (o.failure != FailureReason::kNone) {
+      Record(s, o, "cheap");
+      p.samples.push_back(std::move(s));
+      continue;
+    }
+    if (t.headers_ns >= 0 && t.sent_ns >= 0) s.ttfb_ms = Ms(t.headers_ns - t.sent_ns);
+
+    // 2. TTFT of a one-token completion on a new connection.
+    Collector fresh_ttft;
+    o = RunExchange(loop, fresh, Completion(options, 1), fresh_ttft, timeout);
+    if (o.failure == FailureReason::kNone && fresh_ttft.first_content_ns() < 0) {
+      o = {FailureReason::kProtocol, "the stream carried no token"};
+    }
+    if (o.failure != FailureReason::kNone) {
+      Record(s, o, "ttft_new");
+      p.samples.push_back(std::move(s));
+      continue;
+    }
+    s.ttft_new_ms = Ms(fresh_ttft.first_content_ns() - fresh_ttft.result().times.start_ns);
+
+    // 3. The same on the kept-alive connection (opened once by a warm-up request).
+    if (!kept_warm) {
+      Collector warm;
+      if (RunExchange(loop, kept, Get(p.cheap_path), warm, timeout).failure == FailureReason::kNone)
+        kept_warm = true;
+    }
+    Collector reused;
+    o = RunExchange(loop, kept, Completion(options, 1), reused, timeout);
+    if (o.failure == FailureReason::kNone && reused.first_content_ns() < 0) {
+      o = {FailureReason::kProtocol, "the stream carried no token"};
+    }
+    if (o.failure != FailureReason::kNone) {
+      Record(s, o, "ttft_reused");
+      p.samples.push_back(std::move(s));
+      continue;
+    }
+    if (reused.result().times.reused) {
+      s.ttft_reused_ms = Ms(reused.first_content_ns() - reused.result().times.start_ns);
+      ++p.keepalive.reused_count;
+    }
+    p.samples.push_back(std::move(s));
+  }
+
+  // The bandwidth stream, on the kept-alive connection.
+  bool any_ok = false;
+  for (const auto& s : p.samples) any_ok = any_ok || s.failure == FailureReason::kNone;
+  if (any_ok && options.stream_tokens > 0) {
+    Collector stream;
+    Outcome o = RunExchange(loop, kept, Completion(options, options.stream_tokens), stream, timeout);
+    if (o.failure == FailureReason::kNone && stream.tokens() > 0) {
+      BandwidthFacts& b = p.bandwidth;
+      b.stream_bytes = static_cast<double>(stream.bytes());
+      b.stream_tokens = static_cast<double>(stream.tokens());
+      b.bytes_per_token = *b.stream_bytes / *b.stream_tokens;
+      int64_t span_ns = stream.last_content_ns() - stream.first_content_ns();
+      if (stream.tokens() > 1 && span_ns > 0)
+        b.stream_tokens_per_s = static_cast<double>(stream.tokens() - 1) / (static_cast<double>(span_ns) / 1e9);
+    }
+  }
+  fresh.Shutdown();
+  kept.Shutdown();
+  loop.RunFor(0);
+
+  if (options.idle_wait_ns <= 0) {
+    p.idle.skipped_reason = "not requested";
+  } else if (!any_ok) {
+    p.idle.skipped_reason = "no sample succeeded";
+  } else {
+    p.idle = CheckIdleClose(url, p.cheap_path, options.idle_wait_ns, timeout);
+  }
+  SummarizeProbe(p);
+  ComputeHeadroom(p.bandwidth);
+  p.wall_s = static_cast<double>(MonoNowNs() - t0) / 1e9;
+  return p;
+}
+
+}  // namespace latdoc::net

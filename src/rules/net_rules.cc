@@ -1,0 +1,290 @@
+#include "rules/net_rules.h"
+
+#include <fmt/core.h>
+
+namespace latdoc::rules {
+namespace {
+
+using net::NetFacts;
+using net::PhaseStats;
+using net::ProbeFacts;
+
+Evidence Num(std::string name, std::optional<double> value, std::string unit) {
+  return Evidence{std::move(name), value, std::move(unit), ""};
+}
+Evidence Text(std::string name, std::string text) {
+  return Evidence{std::move(name), std::nullopt, "", std::move(text)};
+}
+
+Finding Make(std::string id, Severity sev, std::string title) {
+  Finding f;
+  f.id = std::move(id);
+  f.layer = Layer::kNetwork;
+  f.severity = sev;
+  f.title = std::move(title);
+  return f;
+}
+
+void NoKeepalive(const ProbeFacts& p, std::vector<Finding>& out) {
+  const net::KeepAliveFacts& k = p.keepalive;
+  if (!k.handshake_cost_ms || !k.share_of_ttft) return;
+  double cost = *k.handshake_cost_ms, share = *k.share_of_ttft;
+  Severity sev = Severity::kOk;
+  if (cost >= kNoKeepaliveWarnMs && share >= kNoKeepaliveWarnShare)
+    sev = share >= kNoKeepaliveFailShare ? Severity::kFail : Severity::kWarn;
+  Finding f = Make("net.no_keepalive", sev,
+                   sev == Severity::kOk
+                       ? fmt::format("New connections cost {:.1f} ms per request ({:.0f}% of TTFT): "
+                                     "keep-alive matters little here",
+                                     cost, share * 100)
+                       : fmt::format("No keep-alive: +{:.1f} ms per request ({:.0f}% of TTFT)",
+                                     cost, share * 100));
+  f.evidence = {Num("ttft_new_connection_p50", k.ttft_new_p50_ms, "ms"),
+                Num("ttft_kept_alive_p50", k.ttft_reused_p50_ms, "ms"),
+                Num("handshake_cost", cost, "ms"), Num("share_of_ttft", share * 100, "%"),
+                Num("connect_p50", p.connect.p50_ms, "ms"), Num("tls_p50", p.tls.p50_ms, "ms")};
+  f.advice =
+      "Reuse connections: create one HTTP client per process and keep it (openai.OpenAI(), "
+      "httpx.Client(), requests.Session()), never one per request; behind nginx add "
+      "`keepalive 32;` to the upstream block with `proxy_http_version 1.1;` and "
+      "`proxy_set_header Connection \"\";`.";
+  if (sev != Severity::kOk) f.latency_share = share;
+  out.push_back(std::move(f));
+}
+
+void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
+  if (!nf.compare) return;
+  const net::CompareFacts& c = *nf.compare;
+  const net::PhaseDiff* ttfb = nullptr;
+  const net::PhaseDiff* worst = nullptr;
+  for (const auto& d : c.phases) {
+    if (d.phase == "ttfb") ttfb = &d;
+    if (d.p50_diff_ms && (!worst || *d.p50_diff_ms > *worst->p50_diff_ms)) worst = &d;
+  }
+  if (!ttfb || !ttfb->p50_diff_ms) {
+    Finding f = Make("net.gateway_delay", Severity::kSkip,
+                     "Direct vs gateway not compared: one side has no successful sample");
+    f.evidence = {Text("url_a", c.url_a), Text("url_b", c.url_b)};
+    out.push_back(std::move(f));
+    return;
+  }
+  double add = *ttfb->p50_diff_ms;
+  Severity sev = add >= kGatewayFailMs ? Severity::kFail
+                 : add >= kGatewayWarnMs ? Severity::kWarn : Severity::kOk;
+  Finding f = Make("net.gateway_delay", sev,
+                   add >= 0 ? fmt::format("{} adds {:.1f} ms at first byte over {}", c.url_b, add, c.url_a)
+                            : fmt::format("{} is {:.1f} ms faster at first byte than {}", c.url_b, -add, c.url_a));
+  f.evidence.push_back(Text("url_a", c.url_a));
+  f.evidence.push_back(Text("url_b", c.url_b));
+  for (const auto& d : c.phases) {
+    if (!d.p50_diff_ms) continue;
+    f.evidence.push_back(Num(d.phase + "_p50_added", d.p50_diff_ms, "ms"));
+    if (d.jitter_diff_ms) f.evidence.push_back(Num(d.phase + "_jitter_added", d.jitter_diff_ms, "ms"));
+  }
+  f.advice =
+      "Look at what the gateway does per request: TLS inspection or termination, request "
+      "buffering (nginx `proxy_buffering off;` and `proxy_request_buffering off;` for streams), "
+      "a new upstream connection per request (`keepalive` in the upstream block), auth or "
+      "rate-limit calls; put clients that need low TTFT on the direct path where policy allows.";
+  if (sev != Severity::kOk && nf.compare_probe && nf.compare_probe->ttft_new.p50_ms &&
+      *nf.compare_probe->ttft_new.p50_ms > 0)
+    f.latency_share = std::min(1.0, add / *nf.compare_probe->ttft_new.p50_ms);
+  out.push_back(std::move(f));
+}
+
+void Jitter(const ProbeFacts& p, std::vector<Finding>& out) {
+  struct Ph { const char* name; const PhaseStats* s; };
+  const Ph phases[] = {{"dns", &p.dns}, {"connect", &p.connect}, {"tls", &p.tls},
+                       {"ttfb", &p.ttfb}, {"ttft_reused", &p.ttft_reused}};
+  const Ph* worst = nullptr;
+  for (const auto& ph : phases)
+    if (ph.s->jitter_ms && (!worst || *ph.s->jitter_ms > *worst->s->jitter_ms)) worst = &ph;
+  if (!worst) return;
+  double j = *worst->s->jitter_ms;
+  Severity sev = j >= kJitterFailMs ? Severity::kFail : j >= kJitterWarnMs ? Severity::kWarn : Severity::kOk;
+  Finding f = Make("net.jitter", sev,
+                   fmt::format("p99 jitter {:.1f} ms on {} (p99 - p50 over {} samples)", j,
+                               worst->name, worst->s->count));
+  for (const auto& ph : phases) {
+    if (!ph.s->jitter_ms) continue;
+    f.evidence.push_back(Num(std::string(ph.name) + "_jitter", ph.s->jitter_ms, "ms"));
+    f.evidence.push_back(Num(std::string(ph.name) + "_stddev", ph.s->stddev_ms, "ms"));
+  }
+  f.advice = std::string(worst->name) == "dns"
+                 ? "Cache name lookups on the client host (systemd-resolved or nscd), or point "
+                   "clients at the server by address."
+                 : "Find where the variation enters: run `tracepath -n HOST` and `mtr -n -c 100 HOST` "
+                   "from the client, check for a congested or Wi-Fi link, an overloaded gateway, "
+                   "or CPU contention on the server's API process.";
+  if (sev != Severity::kOk && p.ttft_new.p50_ms && *p.ttft_new.p50_ms > 0)
+    f.latency_share = std::min(1.0, j / *p.ttft_new.p50_ms);
+  out.push_back(std::move(f));
+}
+
+void Loss(const ProbeFacts& p, std::vector<Finding>& out) {
+  const net::LossCounts& l = p.loss;
+  if (l.samples == 0) return;
+  double share = static_cast<double>(l.failed) / l.samples;
+  Severity sev = l.failed == 0 ? Severity::kOk
+                 : share >= kLossFailShare ? Severity::kFail : Severity::kWarn;
+  std::string first_error;
+  for (const auto& s : p.samples) {
+    if (s.failure != net::FailureReason::kNone) {
+      first_error = fmt::format("sample {}: {} ({}): {}", s.index, net::FailureReasonName(s.failure),
+                                s.failed_phase, s.error);
+      break;
+    }
+  }
+  Finding f = Make("net.loss", sev,
+                   l.failed == 0 ? fmt::format("No failed samples out of {}", l.samples)
+                                 : fmt::format("{} of {} samples failed ({:.0f}%)", l.failed,
+                                               l.samples, share * 100));
+  f.evidence = {Num("samples", l.samples, ""), Num("failed", l.failed, "")};
+  auto add = [&](const char* name, int n) {
+    if (n > 0) f.evidence.push_back(Num(name, n, ""));
+  };
+  add("dns", l.dns);
+  add("refused", l.refused);
+  add("connect", l.connect);
+  add("tls", l.tls);
+  add("timeout", l.timeout);
+  add("reset", l.reset);
+  add("http_status", l.http_status);
+  add("protocol", l.protocol);
+  if (!first_error.empty()) f.evidence.push_back(Text("first_failure", first_error));
+  if (l.dns > 0) {
+    f.advice = "Check the name: `getent hosts NAME` on the client; fix the URL or DNS.";
+  } else if (l.refused > 0) {
+    f.advice = "Nothing listens there: check the server is up and bound to that address "
+               "(vLLM `--host 0.0.0.0 --port PORT`) and that the URL's port matches.";
+  } else if (l.tls > 0) {
+    f.advice = "Fix the certificate (expired, self-signed or wrong name), or pass --insecure to "
+               "measure anyway; clients must trust the server's CA.";
+  } else if (l.timeout > 0) {
+    f.advice = "Something accepts but does not answer: a hung proxy, a full listen backlog or a "
+               "firewall dropping packets; compare with --compare against the server directly.";
+  } else {
+    f.advice = "Look at the server's and the gateway's logs at the failure times "
+               "(`latdoc logs`), and retry with more --samples.";
+  }
+  if (sev == Severity::kOk) f.advice.clear();
+  out.push_back(std::move(f));
+}
+
+void IdleClose(const ProbeFacts& p, std::vector<Finding>& out) {
+  const net::IdleCloseFacts& i = p.idle;
+  if (!i.checked) {
+    if (i.skipped_reason.empty() || i.skipped_reason == "not requested") return;
+    Finding f = Make("net.idle_close", Severity::kSkip, "Idle close not checked: " + i.skipped_reason);
+    out.push_back(std::move(f));
+    return;
+  }
+  if (!i.closed) {
+    Finding f = Make("net.idle_close", Severity::kOk,
+                     fmt::format("The server kept an idle connection open for {:.0f} s", i.waited_s));
+    f.evidence = {Num("watched", i.waited_s, "s")};
+    out.push_back(std::move(f));
+    return;
+  }
+  double s = *i.closed_after_s;
+  bool per_response = s < 0.05;
+  Severity sev = s < kIdleCloseWarnS ? Severity::kWarn : Severity::kInfo;
+  Finding f = Make("net.idle_close", sev,
+                   per_response
+                       ? std::string("The server closes the connection after each response")
+                       : fmt::format("The server closes idle connections after {:.1f} s: clients "
+                                     "idle longer pay the handshake again",
+                                     s));
+  f.evidence = {Num("closed_after_idle", s, "s"), Num("watched", i.waited_s, "s")};
+  if (p.keepalive.handshake_cost_ms)
+    f.evidence.push_back(Num("handshake_cost", p.keepalive.handshake_cost_ms, "ms"));
+  f.advice = per_response
+                 ? "The server or a proxy answers with `Connection: close`: enable HTTP keep-alive "
+                   "there (nginx `keepalive_timeout 75s;`)."
+                 : fmt::format(
+                       "Keep client pool idle expiry below {0:.0f} s (httpx "
+                       "`Limits(keepalive_expiry={1:.0f})`), or raise the server's: vLLM "
+                       "`VLLM_HTTP_TIMEOUT_KEEP_ALIVE=75`, uvicorn `--timeout-keep-alive 75`; a "
+                       "gateway in front must idle out before the server does.",
+                       s, std::max(1.0, s - 1));
+  out.push_back(std::move(f));
+}
+
+void Headroom(const ProbeFacts& p, std::vector<Finding>& out) {
+  const net::BandwidthFacts& b = p.bandwidth;
+  if (!b.bytes_per_token) return;
+  if (!b.headroom) {
+    Finding f = Make("net.bandwidth_headroom", Severity::kSkip,
+                     fmt::format("Bandwidth headroom unknown: {:.0f} bytes per streamed token, {}",
+                                 *b.bytes_per_token,
+                                 b.link_note.empty() ? "no link rate" : b.link_note));
+    f.evidence = {Num("bytes_per_token", b.bytes_per_token, "B"),
+                  Num("required", b.required_mbps, "Mbit/s")};
+    f.advice = "Give the link rate with --link-mbps M, or --iperf3-server HOST (iperf3 -s there).";
+    out.push_back(std::move(f));
+    return;
+  }
+  double used = 1.0 / *b.headroom;
+  Severity sev = used >= kHeadroomFailShare ? Severity::kFail
+                 : used >= kHeadroomWarnShare ? Severity::kWarn : Severity::kOk;
+  Finding f = Make("net.bandwidth_headroom", sev,
+                   fmt::format("The token stream needs {:.2f} Mbit/s at {:.0f} tokens/s ({}): "
+                               "{:.1f}% of the {:.0f} Mbit/s link",
+                               *b.required_mbps,
+                               b.peak_tokens_per_s ? *b.peak_tokens_per_s : *b.stream_tokens_per_s,
+                               b.rate_source, used * 100, *b.link_mbps));
+  f.evidence = {Num("bytes_per_token", b.bytes_per_token, "B"),
+                Num("tokens_per_s", b.peak_tokens_per_s ? b.peak_tokens_per_s : b.stream_tokens_per_s, "tok/s"),
+                Num("required", b.required_mbps, "Mbit/s"), Num("link", b.link_mbps, "Mbit/s"),
+                Text("link_source", b.link_source)};
+  if (sev != Severity::kOk)
+    f.advice = "Send fewer bytes per token: ask for `stream_options: {\"continuous_usage_stats\": "
+               "false}`, no logprobs, and batch tokens per chunk (SGLang "
+               "`--stream-interval 4`); or move clients onto a faster link.";
+  out.push_back(std::move(f));
+}
+
+void Path(const NetFacts& nf, std::vector<Finding>& out) {
+  const net::PathFacts& p = nf.path;
+  if (!p.ran || p.hops.empty()) {
+    if (p.skipped_reason.empty()) return;
+    out.push_back(Make("net.path", Severity::kSkip, "Path not traced: " + p.skipped_reason));
+    return;
+  }
+  Finding f = Make("net.path", Severity::kInfo,
+                   p.jump_hop ? fmt::format("{} hops; the latency rises most at hop {} (+{:.1f} ms)",
+                                            p.hops.size(), *p.jump_hop, *p.jump_ms)
+                              : fmt::format("{} hops; no hop answered with a time", p.hops.size()));
+  f.evidence.push_back(Text("tool", p.tool));
+  for (const auto& h : p.hops) {
+    f.evidence.push_back(Num(fmt::format("hop_{}{}", h.hop, h.address.empty() ? "" : " " + h.address),
+                             h.rtt_ms, "ms"));
+  }
+  out.push_back(std::move(f));
+}
+
+}  // namespace
+
+std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
+  std::vector<Finding> out;
+  const ProbeFacts& p = facts.probe;
+  Loss(facts.probe, out);
+  if (facts.compare_probe) {
+    std::vector<Finding> b;
+    Loss(*facts.compare_probe, b);
+    for (auto& f : b) {
+      if (f.severity == Severity::kOk) continue;
+      f.title += " via " + facts.compare_probe->url;
+      out.push_back(std::move(f));
+    }
+  }
+  NoKeepalive(p, out);
+  GatewayDelay(facts, out);
+  Jitter(p, out);
+  IdleClose(facts.probe, out);
+  Headroom(facts.probe, out);
+  Path(facts, out);
+  return out;
+}
+
+}  // namespace latdoc::rules

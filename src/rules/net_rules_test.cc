@@ -1,0 +1,172 @@
+#include "rules/net_rules.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace latdoc::rules {
+namespace {
+
+using net::FailureReason;
+using net::NetFacts;
+using net::ProbeSample;
+
+const Finding* Find(const std::vector<Finding>& fs, const std::string& id) {
+  for (const auto& f : fs)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+std::optional<double> Ev(const Finding& f, const std::string& name) {
+  for (const auto& e : f.evidence)
+    if (e.name == name) return e.value;
+  return std::nullopt;
+}
+
+ProbeSample Ok(int i, double connect, double ttfb, double ttft_new, double ttft_reused) {
+  ProbeSample s;
+  s.index = i;
+  s.dns_ms = 0.05;
+  s.connect_ms = connect;
+  s.ttfb_ms = ttfb;
+  s.ttft_new_ms = ttft_new;
+  s.ttft_reused_ms = ttft_reused;
+  return s;
+}
+
+NetFacts Healthy() {
+  NetFacts f;
+  f.probe.url = "http://a:8000";
+  for (int i = 0; i < 10; ++i) f.probe.samples.push_back(Ok(i, 0.1, 1.0, 100.3, 100.0));
+  net::SummarizeProbe(f.probe);
+  return f;
+}
+
+TEST(NetRulesTest, HealthyProbeIsOk) {
+  auto fs = EvaluateNetRules(Healthy());
+  ASSERT_NE(Find(fs, "net.no_keepalive"), nullptr);
+  EXPECT_EQ(Find(fs, "net.no_keepalive")->severity, Severity::kOk);
+  EXPECT_EQ(Find(fs, "net.loss")->severity, Severity::kOk);
+  EXPECT_EQ(Find(fs, "net.jitter")->severity, Severity::kOk);
+  EXPECT_EQ(Find(fs, "net.gateway_delay"), nullptr);  // nothing to compare
+  EXPECT_EQ(WorstSeverity(fs), Severity::kOk);
+}
+
+TEST(NetRulesTest, NoKeepaliveTitleAndShare) {
+  NetFacts f;
+  f.probe.url = "http://a";
+  for (int i = 0; i < 5; ++i) f.probe.samples.push_back(Ok(i, 19, 1, 140, 102));
+  net::SummarizeProbe(f.probe);
+  auto fs = EvaluateNetRules(f);
+  const Finding* k = Find(fs, "net.no_keepalive");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->severity, Severity::kFail);  // 27% >= 20%
+  EXPECT_EQ(k->title, "No keep-alive: +38.0 ms per request (27% of TTFT)");
+  EXPECT_NEAR(*k->latency_share, 38.0 / 140.0, 1e-12);
+  EXPECT_THAT(k->advice, testing::HasSubstr("keepalive 32;"));
+}
+
+TEST(NetRulesTest, GatewayDelayAttributesPerPhase) {
+  NetFacts f = Healthy();
+  net::ProbeFacts b;
+  b.url = "http://gw";
+  for (int i = 0; i < 10; ++i) b.samples.push_back(Ok(i, 0.1, 42.0, 141.3, 141.0));
+  net::SummarizeProbe(b);
+  f.compare = net::ComparePhases(f.probe, b);
+  f.compare_probe = b;
+  auto fs = EvaluateNetRules(f);
+  const Finding* g = Find(fs, "net.gateway_delay");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->severity, Severity::kFail);
+  EXPECT_EQ(g->title, "http://gw adds 41.0 ms at first byte over http://a:8000");
+  EXPECT_DOUBLE_EQ(*Ev(*g, "ttfb_p50_added"), 41.0);
+  EXPECT_DOUBLE_EQ(*Ev(*g, "connect_p50_added"), 0.0);
+  EXPECT_DOUBLE_EQ(*Ev(*g, "ttft_new_p50_added"), 41.0);
+}
+
+TEST(NetRulesTest, JitterNamesTheWorstPhase) {
+  NetFacts f;
+  f.probe.url = "http://a";
+  for (int i = 0; i < 10; ++i) f.probe.samples.push_back(Ok(i, i == 9 ? 31.0 : 1.0, 1, 50, 50));
+  net::SummarizeProbe(f.probe);
+  auto fs = EvaluateNetRules(f);
+  const Finding* j = Find(fs, "net.jitter");
+  ASSERT_NE(j, nullptr);
+  EXPECT_EQ(j->severity, Severity::kWarn);
+  // np.percentile([1]*9 + [31], 99) = 1 + 0.91 * 30 = 28.3; p50 = 1.
+  EXPECT_EQ(j->title, "p99 jitter 27.3 ms on connect (p99 - p50 over 10 samples)");
+}
+
+TEST(NetRulesTest, LossCountsReasonsAndAdvisesOnTheFirst) {
+  NetFacts f;
+  f.probe.url = "http://nosuch.invalid";
+  for (int i = 0; i < 3; ++i) {
+    ProbeSample s;
+    s.index = i;
+    s.failure = FailureReason::kDns;
+    s.failed_phase = "cheap";
+    s.error = "resolve nosuch.invalid: Host not found (authoritative)";
+    f.probe.samples.push_back(s);
+  }
+  net::SummarizeProbe(f.probe);
+  auto fs = EvaluateNetRules(f);
+  const Finding* l = Find(fs, "net.loss");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->severity, Severity::kFail);
+  EXPECT_EQ(l->title, "3 of 3 samples failed (100%)");
+  EXPECT_DOUBLE_EQ(*Ev(*l, "dns"), 3);
+  EXPECT_THAT(l->advice, testing::HasSubstr("getent hosts"));
+  EXPECT_EQ(Find(fs, "net.no_keepalive"), nullptr);
+}
+
+TEST(NetRulesTest, IdleClose) {
+  NetFacts f = Healthy();
+  f.probe.idle.checked = true;
+  f.probe.idle.closed = true;
+  f.probe.idle.closed_after_s = 5.002;
+  f.probe.idle.waited_s = 8;
+  auto fs = EvaluateNetRules(f);
+  const Finding* i = Find(fs, "net.idle_close");
+  ASSERT_NE(i, nullptr);
+  EXPECT_EQ(i->severity, Severity::kWarn);
+  EXPECT_EQ(i->title,
+            "The server closes idle connections after 5.0 s: clients idle longer pay the "
+            "handshake again");
+  EXPECT_THAT(i->advice, testing::HasSubstr("VLLM_HTTP_TIMEOUT_KEEP_ALIVE"));
+  EXPECT_THAT(i->advice, testing::HasSubstr("keepalive_expiry=4"));
+  f.probe.idle.closed = false;
+  f.probe.idle.closed_after_s.reset();
+  auto open = EvaluateNetRules(f);
+  EXPECT_EQ(Find(open, "net.idle_close")->severity, Severity::kOk);
+}
+
+TEST(NetRulesTest, BandwidthHeadroom) {
+  NetFacts f = Healthy();
+  net::BandwidthFacts& b = f.probe.bandwidth;
+  b.bytes_per_token = 250;
+  b.stream_tokens_per_s = 50;
+  b.peak_tokens_per_s = 40000;  // 250 B * 8 * 40000 = 80 Mbit/s
+  b.link_mbps = 100;
+  b.link_source = "--link-mbps";
+  b.rate_source = "given";
+  b.required_mbps = 80;
+  b.headroom = 1.25;
+  auto fs = EvaluateNetRules(f);
+  const Finding* h = Find(fs, "net.bandwidth_headroom");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->severity, Severity::kWarn);
+  EXPECT_EQ(h->title,
+            "The token stream needs 80.00 Mbit/s at 40000 tokens/s (given): 80.0% of the 100 "
+            "Mbit/s link");
+  b.headroom.reset();
+  b.link_mbps.reset();
+  b.link_note = "iperf3 is not installed (apt-get install iperf3)";
+  auto again = EvaluateNetRules(f);
+  h = Find(again, "net.bandwidth_headroom");
+  EXPECT_EQ(h->severity, Severity::kSkip);
+  EXPECT_EQ(h->title,
+            "Bandwidth headroom unknown: 250 bytes per streamed token, iperf3 is not installed "
+            "(apt-get install iperf3)");
+}
+
+}  // namespace
+}  // namespace latdoc::rules
