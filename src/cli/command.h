@@ -19,6 +19,7 @@ struct Command {
 
 // One line per subcommand, in the order of `latdoc --help`.
 Command RegisterSim(CLI::App& root);
+Command RegisterSweep(CLI::App& root);
 Command RegisterLogs(CLI::App& root);
 Command RegisterDoctor(CLI::App& root);
 Command RegisterNumaExec(CLI::App& root);

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   std::vector<latdoc::cli::Command> commands = {
+      latdoc::cli::RegisterSweep(app),
       latdoc::cli::RegisterLogs(app),
       latdoc::cli::RegisterDoctor(app),
       latdoc::cli::RegisterNumaExec(app),

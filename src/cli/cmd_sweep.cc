@@ -1,0 +1,256 @@
+// latdoc sweep: steps up load, finds the latency knee and recommends batch limits
+// (loadgen/sweep.h).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+
+#include <fmt/core.h>
+
+#include "base/clock.h"
+#include "base/exit_codes.h"
+#include "base/file_util.h"
+#include "base/strings.h"
+#include "cli/command.h"
+#include "loadgen/results.h"
+#include "loadgen/runner.h"
+#include "loadgen/sweep.h"
+#include "loadgen/sweep_report.h"
+#include "loadgen/workload.h"
+#include "report/svg_chart.h"
+
+namespace latdoc::cli {
+namespace {
+
+struct SweepArgs {
+  loadgen::BenchOptions o;
+  loadgen::SweepOptions s;
+  loadgen::RandomWorkloadOptions random;
+  std::string concurrency, request_rate;
+  std::string endpoint = "completions";
+  std::string dataset;
+  std::string api_key_env = "OPENAI_API_KEY";
+  std::string slo, goal = "latency", knee_latency = "e2el";
+  std::string json_out, csv_out, svg_out;
+  bool no_keepalive = false;
+  double connect_timeout_s = 10, first_byte_timeout_s = 600, idle_timeout_s = 60;
+  bool quiet = false;
+};
+
+int Fail(const Status& st) {
+  fmt::print(stderr, "latdoc sweep: {}\n", st.message());
+  return ExitCodeFor(st);
+}
+
+// "LO:HI" (or a single number, which is a range of one point and rejected by validation).
+Status ParseRange(const std::string& flag, const std::string& text, double* lo, double* hi) {
+  auto parts = Split(text, ':');
+  if (parts.size() == 1) parts.push_back(parts[0]);
+  if (parts.size() != 2) return InvalidArgument(fmt::format("{} '{}': expected LO:HI", flag, text));
+  auto a = ParseDouble(Trim(parts[0])), b = ParseDouble(Trim(parts[1]));
+  if (!a || !b) return InvalidArgument(fmt::format("{} '{}': expected LO:HI (numbers)", flag, text));
+  *lo = *a;
+  *hi = *b;
+  return Status();
+}
+
+report::LineChart BuildChart(const loadgen::SweepResult& r, const loadgen::SweepOptions& o) {
+  report::LineChart c;
+  c.title = "latdoc sweep: latency and throughput against load";
+  c.x_label = o.rate_mode ? "request rate (req/s, log scale)" : "concurrency (log scale)";
+  c.left_label = "p99 latency (ms)";
+  c.right_label = "output tokens/s";
+  c.log_x = true;
+  report::ChartSeries ttft{"p99 TTFT (ms)", "#d62728", false, {}};
+  report::ChartSeries itl{"p99 ITL (ms)", "#ff7f0e", false, {}};
+  report::ChartSeries tok{"tokens/s", "#1f77b4", true, {}};
+  for (const auto& s : r.steps) {
+    if (s.p99_ttft_ms) ttft.points.emplace_back(s.load, *s.p99_ttft_ms);
+    if (s.p99_itl_ms) itl.points.emplace_back(s.load, *s.p99_itl_ms);
+    if (s.completed) tok.points.emplace_back(s.load, s.output_tokens_per_s);
+  }
+  c.series = {ttft, itl, tok};
+  if (r.knee_index) {
+    c.markers.push_back({r.steps[*r.knee_index].load,
+                         fmt::format("knee {:g}{}", r.steps[*r.knee_index].load,
+                                     r.knee_reached ? "" : " (not reached)")});
+  }
+  if (r.highest_meeting_slo && (!r.knee_index || *r.highest_meeting_slo != *r.knee_index)) {
+    c.markers.push_back({r.steps[*r.highest_meeting_slo].load,
+                         fmt::format("SLO {:g}", r.steps[*r.highest_meeting_slo].load)});
+  }
+  return c;
+}
+
+int RunSweepCommand(SweepArgs& a) {
+  loadgen::BenchOptions& o = a.o;
+  loadgen::SweepOptions& s = a.s;
+  if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
+  else if (a.endpoint == "chat") o.endpoint = loadgen::Endpoint::kChat;
+  else return Fail(InvalidArgument("--endpoint must be completions or chat"));
+  if (!a.request_rate.empty() && !a.concurrency.empty())
+    return Fail(InvalidArgument("give --concurrency or --request-rate, not both"));
+  if (!a.request_rate.empty()) {
+    s.rate_mode = true;
+    if (Status st = ParseRange("--request-rate", a.request_rate, &s.lo, &s.hi); !st.ok()) return Fail(st);
+  } else {
+    if (Status st = ParseRange("--concurrency", a.concurrency.empty() ? "1:1024" : a.concurrency,
+                               &s.lo, &s.hi); !st.ok())
+      return Fail(st);
+  }
+  if (a.goal == "latency") s.goal = loadgen::SweepGoal::kLatency;
+  else if (a.goal == "throughput") s.goal = loadgen::SweepGoal::kThroughput;
+  else return Fail(InvalidArgument(fmt::format("--goal '{}': expected latency or throughput", a.goal)));
+  auto kl = loadgen::ParseKneeLatency(a.knee_latency);
+  if (!kl.ok()) return Fail(kl.status());
+  s.knee_latency = *kl;
+  auto slo = loadgen::ParseSlo(a.slo);
+  if (!slo.ok()) return Fail(slo.status());
+  s.slo = *slo;
+  if (Status st = loadgen::ValidateSweepOptions(s); !st.ok()) return Fail(st);
+  if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
+  o.client.keep_alive = !a.no_keepalive;
+  o.client.connect_timeout_ns = SecToNs(a.connect_timeout_s);
+  o.client.first_byte_timeout_ns = SecToNs(a.first_byte_timeout_s);
+  o.client.idle_timeout_ns = SecToNs(a.idle_timeout_s);
+  if (s.rate_mode) o.request_rate = s.lo;
+  if (!a.dataset.empty()) {
+    auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
+    if (!w.ok()) return Fail(w.status());
+    if (w->bad_lines) fmt::print(stderr, "latdoc sweep: {} bad entries skipped in {}\n", w->bad_lines, a.dataset);
+    o.prompts = std::move(w->prompts);
+    double in = 0;
+    for (const auto& p : o.prompts) in += p.input_tokens;
+    s.input_len = int(in / double(o.prompts.size()));
+  } else {
+    if (Status st = loadgen::ValidateRandomOptions(a.random); !st.ok()) return Fail(st);
+    a.random.seed = o.seed;
+    a.random.token_ids = a.random.token_ids && o.endpoint == loadgen::Endpoint::kCompletions;
+    o.prompts = loadgen::RandomPrompts(a.random, 4096);
+    s.input_len = a.random.input_len;
+  }
+  // Output paths are checked before any load is sent (no sweep lost to a typo).
+  for (const std::string* p : {&a.json_out, &a.csv_out, &a.svg_out}) {
+    if (p->empty()) continue;
+    std::string dir = p->find('/') == std::string::npos ? "." : p->substr(0, p->rfind('/'));
+    if (dir.empty()) dir = "/";
+    if (::access(dir.c_str(), W_OK) != 0)
+      return Fail(InvalidArgument(fmt::format("{}: directory not writable", *p)));
+  }
+
+  auto runner = loadgen::MakeBenchStepRunner(o);
+  if (!a.quiet) fmt::print("{}", loadgen::SweepTableHeader(s));
+  std::fflush(stdout);
+  auto result = loadgen::RunSweep(*runner, s, [&](const loadgen::SweepStep& step) {
+    if (!a.quiet) {
+      fmt::print("{}", loadgen::SweepTableRow(step, s));
+      std::fflush(stdout);
+    }
+  });
+  runner.reset();
+  if (!result.ok()) return Fail(result.status());
+  loadgen::SweepResult& r = *result;
+  if (!a.quiet) fmt::print("{}", loadgen::SweepSummaryText(r, s));
+
+  loadgen::SweepContext ctx;
+  ctx.url = o.url;
+  char date[32];
+  time_t now = ::time(nullptr);
+  tm lt;
+  localtime_r(&now, &lt);
+  strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
+  ctx.date = date;
+  int rc = kExitOk;
+  if (!a.json_out.empty()) {
+    if (Status st = WriteFileAtomic(a.json_out, loadgen::SweepJson(r, s, ctx).dump(2) + "\n"); !st.ok())
+      return Fail(st);
+  }
+  if (!a.csv_out.empty()) {
+    if (Status st = WriteFileAtomic(a.csv_out, loadgen::SweepCsv(r, s)); !st.ok()) return Fail(st);
+  }
+  if (!a.svg_out.empty()) {
+    if (Status st = WriteFileAtomic(a.svg_out, report::RenderSvg(BuildChart(r, s))); !st.ok())
+      return Fail(st);
+  }
+  if (r.steps.empty() && r.partial) {
+    fmt::print(stderr, "latdoc sweep: interrupted before any step completed\n");
+    return kExitFindings;
+  }
+  if (s.slo.any() && !r.highest_meeting_slo) {
+    fmt::print(stderr, "latdoc sweep: no step met the SLO (lowest load {:g}: {}% of requests "
+               "had to be good)\n", r.steps.empty() ? s.lo : r.steps.front().load, s.slo.percent);
+    rc = kExitFindings;
+  }
+  return rc;
+}
+
+}  // namespace
+
+Command RegisterSweep(CLI::App& root) {
+  auto* app = root.add_subcommand(
+      "sweep",
+      "Steps up load (a geometric ladder, then refinement around the knee), finds the latency\n"
+      "knee, explains it with the server's /metrics and recommends --max-num-seqs and\n"
+      "--max-num-batched-tokens.");
+  auto a = std::make_shared<SweepArgs>();
+  loadgen::BenchOptions& o = a->o;
+  loadgen::SweepOptions& s = a->s;
+  o.scrape_interval_s = 0.1;
+  a->random.input_len = 256;
+  a->random.output_len = 64;
+  app->add_option("--url", o.url, "Base URL of the server")->required();
+  app->add_option("--metrics-url", o.metrics_url, "Where /metrics is (default: --url)");
+  app->add_option("--endpoint", a->endpoint, "completions | chat")->capture_default_str();
+  app->add_option("--model", o.model, "Model name (default: the first of /v1/models)");
+  app->add_option("--api-key-env", a->api_key_env,
+                  "Environment variable holding the API key (never printed)")->capture_default_str();
+  auto* sw = "Sweep";
+  app->add_option("--concurrency", a->concurrency, "Concurrency range LO:HI (default 1:1024)")->group(sw);
+  app->add_option("--request-rate", a->request_rate, "Request-rate range LO:HI (req/s, open loop)")->group(sw);
+  app->add_option("--slo", a->slo, "ttft:MS,tpot:MS,e2el:MS[,percent:P] (exit 1 when no step meets it)")->group(sw);
+  app->add_option("--goal", a->goal, "latency | throughput (what the recommendation favours)")
+      ->group(sw)->capture_default_str();
+  app->add_option("--knee-latency", a->knee_latency, "The p99 the knee is judged on: ttft|tpot|itl|e2el")
+      ->group(sw)->capture_default_str();
+  app->add_option("--min-elasticity", s.min_elasticity,
+                  "Knee threshold: % tokens/s gained per % of p99 added")->group(sw)->capture_default_str();
+  app->add_option("--ladder-factor", s.ladder_factor, "Ratio between ladder steps")->group(sw)->capture_default_str();
+  app->add_option("--refine-ratio", s.refine_ratio, "Refine until neighbours are this close")
+      ->group(sw)->capture_default_str();
+  app->add_option("--min-requests", s.min_requests, "Per step, at least (and at least 2x concurrency)")
+      ->group(sw)->capture_default_str();
+  app->add_option("--max-requests", s.max_requests, "Per step, at most (0: max(400, 8x concurrency))")
+      ->group(sw)->capture_default_str();
+  app->add_option("--stable-tolerance", s.stable_tolerance,
+                  "A step is stable when the p99 of its last half is within this fraction of the whole")
+      ->group(sw)->capture_default_str();
+  app->add_option("--max-error-rate", s.max_error_rate, "Stop climbing above this failed fraction")
+      ->group(sw)->capture_default_str();
+  app->add_option("--max-steps", s.max_steps, "Steps at most")->group(sw)->capture_default_str();
+  auto* load = "Client";
+  app->add_option("--burstiness", o.burstiness, "Rate mode: gamma shape (1 = Poisson)")
+      ->group(load)->capture_default_str();
+  app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request")->group(load);
+  app->add_flag("--insecure", o.client.insecure, "Skip TLS certificate verification")->group(load);
+  app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds")->group(load)->capture_default_str();
+  app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds")->group(load)->capture_default_str();
+  app->add_option("--idle-timeout", a->idle_timeout_s, "Seconds between stream reads")->group(load)->capture_default_str();
+  app->add_option("--scrape-interval", o.scrape_interval_s, "Seconds between /metrics scrapes")
+      ->group(load)->capture_default_str();
+  auto* wl = "Workload";
+  app->add_option("--input-len", a->random.input_len, "Prompt tokens")->group(wl)->capture_default_str();
+  app->add_option("--output-len", a->random.output_len, "Tokens to generate")->group(wl)->capture_default_str();
+  app->add_option("--range-ratio", a->random.range_ratio, "Length spread, [0, 1)")->group(wl)->capture_default_str();
+  app->add_option("--prefix-len", a->random.prefix_len, "Shared prefix tokens")->group(wl)->capture_default_str();
+  app->add_option("--seed", o.seed, "Seed")->group(wl)->capture_default_str();
+  app->add_flag("--token-ids", a->random.token_ids, "Send prompts as token ids (completions only)")->group(wl);
+  app->add_option("--dataset", a->dataset, "Prompts from a JSONL or ShareGPT JSON file")->group(wl);
+  auto* out = "Output";
+  app->add_option("--json", a->json_out, "Write the sweep as JSON (schema latdoc.sweep/1)")->group(out);
+  app->add_option("--csv", a->csv_out, "Write one CSV row per step")->group(out);
+  app->add_option("--svg", a->svg_out, "Write the chart (p99 TTFT, p99 ITL, tokens/s; knee marked)")->group(out);
+  app->add_flag("--quiet", a->quiet, "No terminal table")->group(out);
+  return {app, [a] { return RunSweepCommand(*a); }};
+}
+
+}  // namespace latdoc::cli

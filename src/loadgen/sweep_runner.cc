@@ -1,0 +1,125 @@
+// The real StepRunner of `latdoc sweep`: each round is one RunBench.
+//
+// Signals: RunBench catches SIGINT/SIGTERM while a round runs (it stops sending, drains and
+// marks the run partial). Between rounds nothing of it is alive, and Asio resets the signals
+// to their default action when its signal set goes away, so a Ctrl-C there would kill the
+// process before the steps done were written. This runner therefore installs its own handler
+// (a flag) before the first round and again after every round.
+#include <signal.h>
+
+#include <algorithm>
+
+#include "base/clock.h"
+#include "loadgen/sweep.h"
+
+namespace latdoc::loadgen {
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+
+void OnSignal(int) { g_interrupted = 1; }
+
+void InstallHandler() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+RoundResult FromRun(const BenchRun& run) {
+  RoundResult out;
+  out.dur_ns = std::max<int64_t>(0, run.end_ns - run.start_ns);
+  out.interrupted = run.partial;
+  for (const RequestRecord& r : run.records) {
+    RequestSample s;
+    s.ok = r.outcome == Outcome::kOk;
+    if (!s.ok) {
+      s.failure = std::string(OutcomeName(r.outcome));
+      s.error = r.error.substr(0, 120);
+      out.requests.push_back(std::move(s));
+      continue;
+    }
+    s.ttft_ns = r.first_token_ns - r.scheduled_ns;
+    s.e2el_ns = r.last_token_ns - r.scheduled_ns;
+    s.output_tokens = r.output_tokens;
+    if (r.output_tokens > 1) s.tpot_ns = (s.e2el_ns - s.ttft_ns) / (r.output_tokens - 1);
+    // A chunk of k tokens counts k inter-token latencies of gap / k (as SummarizeRun).
+    for (size_t i = 1; i < r.chunks.size(); ++i) {
+      int64_t gap = r.chunks[i].first - r.chunks[i - 1].first;
+      int k = std::max(1, r.chunks[i].second);
+      for (int t = 0; t < k; ++t) out.itl_ns.push_back(gap / k);
+    }
+    out.requests.push_back(std::move(s));
+  }
+  ServerStepMetrics& m = out.server;
+  m.available = run.metrics_available;
+  if (run.metrics_available) {
+    for (const ServerSample& s : run.timeline) {
+      if (s.running) m.max_running = std::max(m.max_running.value_or(0), *s.running);
+      if (s.waiting) m.max_waiting = std::max(m.max_waiting.value_or(0), *s.waiting);
+      if (s.kv_cache_usage)
+        m.max_kv_cache_usage = std::max(m.max_kv_cache_usage.value_or(0), *s.kv_cache_usage);
+    }
+    auto d = servermetrics::Delta(run.before, run.after);
+    m.preemptions = d.preemptions;
+    auto take = [](const std::optional<servermetrics::HistogramDelta>& h, double& sum,
+                   double& count) {
+      if (h) sum = h->sum, count = h->count;
+    };
+    take(d.queue_s, m.queue_sum_s, m.queue_count);
+    take(d.prefill_s, m.prefill_sum_s, m.prefill_count);
+    take(d.decode_s, m.decode_sum_s, m.decode_count);
+    take(d.itl_s, m.itl_sum_s, m.itl_count);
+  }
+  return out;
+}
+
+class BenchStepRunner : public StepRunner {
+ public:
+  explicit BenchStepRunner(BenchOptions base) : base_(std::move(base)) {
+    g_interrupted = 0;
+    InstallHandler();
+  }
+  ~BenchStepRunner() override {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+  }
+
+  StatusOr<RoundResult> RunRound(double load, int num_requests) override {
+    BenchOptions o = base_;
+    if (o.request_rate > 0 || rate_mode_) {
+      rate_mode_ = true;
+      o.request_rate = load;
+    } else {
+      o.concurrency = std::max(1, int(load));
+    }
+    o.num_requests = num_requests;
+    o.duration_s = 0;
+    o.progress = false;
+    o.seed = base_.seed + rounds_++;
+    auto run = RunBench(o);
+    InstallHandler();
+    if (!run.ok()) return run.status();
+    if (base_.model.empty()) base_.model = run->model;  // no /v1/models per round after this
+    RoundResult r = FromRun(*run);
+    if (run->partial) g_interrupted = 1;
+    if (g_interrupted) r.interrupted = true;
+    return r;
+  }
+
+  bool interrupted() const override { return g_interrupted != 0; }
+
+ private:
+  BenchOptions base_;
+  bool rate_mode_ = false;
+  uint64_t rounds_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<StepRunner> MakeBenchStepRunner(BenchOptions base) {
+  return std::make_unique<BenchStepRunner>(std::move(base));
+}
+
+}  // namespace latdoc::loadgen

@@ -1,0 +1,374 @@
+// The sweep against an analytical closed-loop server whose true knee is known: a
+// continuous-batching engine with max_num_seqs M, step time a + b x batch and N output tokens
+// per request. Requests beyond M wait whole "waves" of N steps. Its knee (stats/knee.h):
+//  - compute: tokens/s = batch / t and p99 ~ t give elasticity a / (b x batch), 1 at a / b;
+//  - queueing: past M tokens/s is flat and p99 grows, elasticity 0: the knee is M
+// so the true knee is min(M, a / b).
+#include "loadgen/sweep.h"
+
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "loadgen/sweep_report.h"
+#include "report/svg_chart.h"
+
+namespace latdoc::loadgen {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Model {
+  int max_num_seqs = 48;
+  double a_ms = 6, b_ms = 0.08;
+  int output_tokens = 32;
+  double kv_tokens_capacity = 1e9;   // KV usage = batch x ctx / capacity
+  int ctx_tokens = 64;
+  double fail_from = 1e9;            // loads >= this fail `fail_rate` of requests
+  double fail_rate = 0;
+  int interrupt_after_rounds = -1;   // reports Ctrl-C in this round
+  double noise = 0.0;                // relative, deterministic, first round of a step only
+  bool noise_every_round = false;
+};
+
+class FakeRunner : public StepRunner {
+ public:
+  explicit FakeRunner(Model m) : m_(m) {}
+
+  StatusOr<RoundResult> RunRound(double load, int n) override {
+    ++rounds_;
+    requests_ += n;
+    RoundResult r;
+    int c = int(load);
+    double batch = std::min(c, m_.max_num_seqs);
+    // KV pressure: beyond capacity the engine preempts and recomputes (extra step time).
+    double kv = batch * m_.ctx_tokens / m_.kv_tokens_capacity;
+    double t_ms = m_.a_ms + m_.b_ms * batch;
+    if (kv > 1) t_ms *= kv * kv;  // recompute after preemption: much slower
+    double wave_ms = m_.output_tokens * t_ms;
+    bool first_round_of_step = load != last_load_;
+    last_load_ = load;
+    int64_t total_wait_ns = 0;
+    for (int i = 0; i < n; ++i) {
+      RequestSample s;
+      if (load >= m_.fail_from && std::fmod(i * 0.6180339887, 1.0) < m_.fail_rate) {
+        s.ok = false;
+        s.failure = "http_status";
+        s.error = "HTTP 500: boom";
+        r.requests.push_back(s);
+        continue;
+      }
+      int slot = i % c;
+      int waves = slot / m_.max_num_seqs;
+      double jitter = 1 + (first_round_of_step || m_.noise_every_round ? m_.noise : 0) *
+                              std::sin((i + 7 * rounds_) * 1.7);
+      s.ok = true;
+      s.ttft_ns = int64_t((waves * wave_ms + t_ms) * 1e6 * jitter);
+      s.e2el_ns = int64_t((waves + 1) * wave_ms * 1e6 * jitter);
+      s.tpot_ns = int64_t(t_ms * 1e6);
+      s.output_tokens = m_.output_tokens;
+      total_wait_ns += int64_t(waves * wave_ms * 1e6);
+      for (int k = 1; k < m_.output_tokens; ++k) r.itl_ns.push_back(int64_t(t_ms * 1e6));
+      r.requests.push_back(s);
+    }
+    // Steady state: the engine completes `batch` requests per wave.
+    r.dur_ns = int64_t(double(n) / batch * wave_ms * 1e6);
+    ServerStepMetrics& sm = r.server;
+    sm.available = true;
+    sm.max_running = batch;
+    sm.max_waiting = std::max(0, c - m_.max_num_seqs);
+    sm.max_kv_cache_usage = std::min(1.0, kv);
+    sm.preemptions = kv > 1 ? double(n) : 0;
+    sm.queue_sum_s = double(total_wait_ns) / 1e9 + n * t_ms / 2e3;
+    sm.queue_count = n;
+    sm.prefill_sum_s = n * (t_ms + 0.06 * 32) / 1e3;  // 32-token prompts at 0.06 ms per token
+    sm.prefill_count = n;
+    sm.itl_sum_s = double(r.itl_ns.size()) * t_ms / 1e3;
+    sm.itl_count = double(r.itl_ns.size());
+    r.interrupted = m_.interrupt_after_rounds >= 0 && rounds_ > m_.interrupt_after_rounds;
+    interrupted_ = interrupted_ || r.interrupted;
+    return r;
+  }
+  bool interrupted() const override { return interrupted_; }
+
+  int64_t requests() const { return requests_; }
+
+ private:
+  Model m_;
+  int rounds_ = 0;
+  int64_t requests_ = 0;
+  double last_load_ = -1;
+  bool interrupted_ = false;
+};
+
+SweepOptions Opts(double lo = 1, double hi = 1024) {
+  SweepOptions o;
+  o.lo = lo;
+  o.hi = hi;
+  o.input_len = 32;
+  return o;
+}
+
+double KneeLoad(const SweepResult& r) { return r.steps.at(r.knee_index.value()).load; }
+
+TEST(SweepTest, LadderIsGeometricAndEndsAtTheTop) {
+  EXPECT_THAT(LadderLevels(Opts(1, 100)), ::testing::ElementsAre(1, 2, 4, 8, 16, 32, 64, 100));
+  EXPECT_THAT(LadderLevels(Opts(3, 24)), ::testing::ElementsAre(3, 6, 12, 24));
+  SweepOptions r = Opts(0.5, 4);
+  r.rate_mode = true;
+  EXPECT_THAT(LadderLevels(r), ::testing::ElementsAre(0.5, 1, 2, 4));
+}
+
+// The knee is within 10% of the true one for queueing-bound and compute-bound servers.
+TEST(SweepTest, KneeWithinTenPercentOfTruth) {
+  struct Case { int m; double a, b; double truth; Bend bend; };
+  for (Case c : {Case{16, 6, 0.08, 16, Bend::kQueueing}, Case{48, 6, 0.08, 48, Bend::kQueueing},
+                 Case{100, 6, 0.08, 6 / 0.08, Bend::kCompute},
+                 Case{1024, 4, 0.2, 4 / 0.2, Bend::kCompute}}) {
+    Model m;
+    m.max_num_seqs = c.m;
+    m.a_ms = c.a;
+    m.b_ms = c.b;
+    FakeRunner fake(m);
+    auto r = RunSweep(fake, Opts());
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_TRUE(r->knee_index);
+    EXPECT_TRUE(r->knee_reached);
+    EXPECT_NEAR(KneeLoad(*r), c.truth, 0.10 * c.truth) << "M=" << c.m << " a/b=" << c.a / c.b << "\n" << SweepCsv(*r, Opts());
+    EXPECT_EQ(r->knee_bend, c.bend) << "M=" << c.m;
+    EXPECT_FALSE(r->partial);
+    EXPECT_EQ(fake.requests(), int64_t(r->requests_spent));
+  }
+}
+
+// Queueing past the server's own limit while the step time says larger batches still pay:
+// raise --max-num-seqs to the step-time knee a / b.
+TEST(SweepTest, RecommendsRaisingMaxNumSeqsWhenQueueingBeforeComputeKnee) {
+  Model m;
+  m.max_num_seqs = 16;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->server_max_num_seqs, 16);
+  ASSERT_TRUE(r->step_base_ms && r->step_per_seq_ms);
+  EXPECT_NEAR(*r->step_base_ms, 6, 0.01);
+  EXPECT_NEAR(*r->step_per_seq_ms, 0.08, 0.001);
+  ASSERT_EQ(r->recommendations.size(), 2u);
+  EXPECT_EQ(r->recommendations[0].flag, "--max-num-seqs");
+  EXPECT_EQ(r->recommendations[0].value, 75);
+  EXPECT_THAT(r->recommendations[0].reason, HasSubstr("running plateaued at 16"));
+  EXPECT_EQ(r->recommendations[1].flag, "--max-num-batched-tokens");
+  ASSERT_TRUE(r->recommendations[1].value);
+  EXPECT_EQ(*r->recommendations[1].value % 256, 0);
+  EXPECT_GE(*r->recommendations[1].value, 75);
+  EXPECT_THAT(r->knee_explanation, HasSubstr("queueing past the server's batch limit"));
+  EXPECT_THAT(r->low_load_regime, HasSubstr("low load (1 concurrent)"));
+  EXPECT_THAT(r->high_load_regime, HasSubstr("6.00 ms per step + 0.080 ms per sequence"));
+}
+
+TEST(SweepTest, ComputeKneeRecommendsTheKneeBatch) {
+  Model m;
+  m.max_num_seqs = 1024;
+  m.a_ms = 4;
+  m.b_ms = 0.2;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->recommendations[0].value);
+  EXPECT_NEAR(double(*r->recommendations[0].value), 20, 2);
+  EXPECT_FALSE(r->server_max_num_seqs);
+}
+
+TEST(SweepTest, KvPressureIsNamed) {
+  Model m;
+  m.max_num_seqs = 1024;
+  m.kv_tokens_capacity = 24 * 64;  // KV full past a batch of 24
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->knee_bend, Bend::kKvCache);
+  EXPECT_NEAR(KneeLoad(*r), 24, 2.4);
+  EXPECT_THAT(r->recommendations[0].reason, HasSubstr("KV cache fills"));
+}
+
+// The ladder stops one step past a sharp knee instead of climbing to 1024.
+TEST(SweepTest, StopsClimbingOncePastTheKnee) {
+  Model m;
+  m.max_num_seqs = 16;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok());
+  EXPECT_LE(r->steps.back().load, 64);
+  EXPECT_THAT(r->stop_reason, HasSubstr("clearly past the knee at 16"));
+  for (const auto& s : r->steps) {
+    if (s.phase == "refine") {
+      EXPECT_GT(s.load, 4) << "refinement only around the knee";
+    }
+  }
+}
+
+TEST(SweepTest, StopsWhenErrorsClimb) {
+  Model m;
+  m.fail_from = 8;
+  m.fail_rate = 0.5;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->steps.back().load, 8);
+  EXPECT_THAT(r->stop_reason, HasSubstr("errors climbed"));
+  EXPECT_THAT(r->stop_reason, HasSubstr("HTTP 500: boom"));
+  // The failing step is shown but not used for the knee.
+  EXPECT_LT(KneeLoad(*r), 8);
+}
+
+TEST(SweepTest, EveryRequestFailingIsAnError) {
+  Model m;
+  m.fail_from = 0;
+  m.fail_rate = 1.1;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(r.status().message(),
+            "every request failed at 1 concurrent (32 of 32; http_status: HTTP 500: boom): the "
+            "server cannot be swept");
+}
+
+TEST(SweepTest, RangeWithOnePointIsRejected) {
+  FakeRunner fake(Model{});
+  auto r = RunSweep(fake, Opts(8, 8));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "--concurrency 8:8: a sweep needs a range with at least two points (lo < hi); for one "
+            "load level use `latdoc bench`");
+  EXPECT_EQ(fake.requests(), 0);
+}
+
+TEST(SweepTest, SloNothingMeetsStopsAtTheFirstStep) {
+  FakeRunner fake(Model{});
+  SweepOptions o = Opts();
+  o.slo.ttft_ms = 1;  // the first token takes at least one 6 ms step
+  auto r = RunSweep(fake, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->highest_meeting_slo);
+  EXPECT_THAT(r->stop_reason, HasSubstr("SLO broken at 1 concurrent"));
+  EXPECT_EQ(r->steps.size(), 1u);
+  EXPECT_THAT(r->recommendations[0].reason, HasSubstr("no step met the SLO"));
+}
+
+TEST(SweepTest, SloCapsTheRecommendation) {
+  Model m;
+  m.max_num_seqs = 1024;
+  m.a_ms = 4;
+  m.b_ms = 0.2;
+  FakeRunner fake(m);
+  SweepOptions o = Opts();
+  o.slo.tpot_ms = 4 + 0.2 * 12;  // met up to a batch of 12
+  auto r = RunSweep(fake, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->highest_meeting_slo);
+  EXPECT_LE(r->steps[*r->highest_meeting_slo].load, 12);
+  ASSERT_TRUE(r->recommendations[0].value);
+  EXPECT_LE(*r->recommendations[0].value, 12);
+  EXPECT_THAT(r->recommendations[0].reason, HasSubstr("the SLO breaks before the knee"));
+  // The SLO boundary was refined between the ladder's 8 (met) and 16 (missed).
+  EXPECT_EQ(r->steps[*r->highest_meeting_slo].load, 12);
+}
+
+TEST(SweepTest, InterruptKeepsTheStepsDoneMarkedPartial) {
+  Model m;
+  m.interrupt_after_rounds = 6;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->partial);
+  EXPECT_EQ(r->partial_reason, "interrupted");
+  ASSERT_FALSE(r->steps.empty());
+  EXPECT_TRUE(r->steps.back().interrupted);
+  auto j = SweepJson(*r, Opts(), SweepContext{"http://x", "d"});
+  EXPECT_EQ(j["partial"], true);
+}
+
+// A step whose first round disagrees with its second is measured again until it settles.
+TEST(SweepTest, UnstableStepRunsMoreRounds) {
+  Model m;
+  m.noise = 0.5;
+  FakeRunner fake(m);
+  SweepOptions o = Opts(1, 2);
+  auto s = MeasureStep(fake, 4, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_GT(s->rounds, 2);
+  EXPECT_TRUE(s->stable);
+  Model quiet;
+  FakeRunner fake2(quiet);
+  auto q = MeasureStep(fake2, 4, o);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->rounds, 2);
+  EXPECT_EQ(q->requests, 32u);
+  EXPECT_TRUE(q->stable);
+}
+
+TEST(SweepTest, StepsCapAtMaxRequests) {
+  Model m;
+  m.noise = 0.9;
+  m.noise_every_round = true;
+  FakeRunner fake(m);
+  SweepOptions o = Opts(1, 2);
+  o.stable_tolerance = 1e-9;
+  o.max_requests = 64;
+  auto s = MeasureStep(fake, 2, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->spent, 64u);
+  EXPECT_EQ(s->requests, 32u) << "statistics over the last 32 (the window)";
+  EXPECT_FALSE(s->stable);
+}
+
+// Cost: the adaptive sweep spends at most a third of what an 8-step fixed ladder (1..128, each
+// step at the adaptive sweep's per-step cap) spends, with a knee within 10% instead of 2x.
+TEST(SweepTest, CostIsUnderAThirdOfAFixedLadder) {
+  for (int mns : {16, 48}) {
+    Model m;
+    m.max_num_seqs = mns;
+    FakeRunner fake(m);
+    auto r = RunSweep(fake, Opts());
+    ASSERT_TRUE(r.ok());
+    int64_t fixed = 0;
+    for (int c = 1; c <= 128; c *= 2) fixed += std::max(400, 8 * c);
+    EXPECT_LE(3 * int64_t(r->requests_spent), fixed) << "M=" << mns << " spent " << r->requests_spent;
+  }
+}
+
+TEST(SweepReportTest, CsvAndJsonCarryEveryStep) {
+  Model m;
+  m.max_num_seqs = 16;
+  FakeRunner fake(m);
+  SweepOptions o = Opts();
+  auto r = RunSweep(fake, o);
+  ASSERT_TRUE(r.ok());
+  std::string csv = SweepCsv(*r, o);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "concurrency,phase,requests,completed,failed,stable,p99_ttft_ms,p99_tpot_ms,p99_itl_ms,"
+            "p99_e2el_ms,output_throughput,request_goodput,slo_met,max_running,max_waiting,"
+            "max_kv_cache_usage,preemptions,queue_mean_ms,prefill_mean_ms,decode_mean_ms,"
+            "step_time_ms,bend,knee");
+  EXPECT_EQ(size_t(std::count(csv.begin(), csv.end(), '\n')), r->steps.size() + 1);
+  // One row is the knee; the goodput column is empty (no SLO), not 0.
+  EXPECT_THAT(csv, HasSubstr("\n16,ladder,32,32,0,1,"));
+  auto j = SweepJson(*r, o, SweepContext{"http://127.0.0.1:1", "20260101-000000"});
+  EXPECT_EQ(j["schema"], "latdoc.sweep/1");
+  EXPECT_EQ(j["knee"]["concurrency"], 16);
+  EXPECT_EQ(j["knee"]["bend"], "queueing");
+  EXPECT_EQ(j["steps"].size(), r->steps.size());
+  EXPECT_TRUE(j["steps"][0]["request_goodput"].is_null());
+  EXPECT_TRUE(j["highest_meeting_slo"].is_null());
+  EXPECT_EQ(j["recommendations"]["max_num_seqs"]["value"], 75);
+  EXPECT_FALSE(j["partial"].get<bool>());
+  EXPECT_EQ(j["requests_spent"], r->requests_spent);
+  for (const char* k : {"p99_ttft_ms", "p99_itl_ms", "output_throughput", "server_metrics", "bend"})
+    EXPECT_TRUE(j["steps"][0].contains(k)) << k;
+}
+
+}  // namespace
+}  // namespace latdoc::loadgen
