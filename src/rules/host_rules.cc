@@ -872,12 +872,16 @@ StatusOr<int64_t> SweepKneeFromJson(std::string_view text, std::string_view name
   std::optional<int64_t> v;
   if (j.contains("knee")) v = pick(j["knee"], "concurrency");
   if (!v && j.contains("knee")) v = pick(j["knee"], "max_num_seqs");
+  if (!v && j.contains("recommendations") && j["recommendations"].contains("max_num_seqs")) {
+    v = pick(j["recommendations"]["max_num_seqs"], "value");  // latdoc sweep's own advice
+  }
   if (!v && j.contains("recommendation")) v = pick(j["recommendation"], "max_num_seqs");
   if (!v) v = pick(j, "knee_concurrency");
   if (!v || *v <= 0) {
     return InvalidArgument(std::string(name) +
                            ": no knee found (expected knee.concurrency, knee.max_num_seqs, "
-                           "recommendation.max_num_seqs or knee_concurrency)");
+                           "recommendations.max_num_seqs.value, recommendation.max_num_seqs or "
+                           "knee_concurrency)");
   }
   return *v;
 }

@@ -31,9 +31,10 @@ struct HostRuleOptions {
 
 std::vector<Finding> JudgeHost(const host::HostFacts& facts, const HostRuleOptions& options);
 
-// Reads the knee from a `latdoc sweep` JSON file. Accepted (first found wins):
-//   {"knee": {"concurrency": 48}}, {"knee": {"max_num_seqs": 48}},
-//   {"recommendation": {"max_num_seqs": 48}}, {"knee_concurrency": 48}.
+// Reads the knee from a `latdoc sweep` JSON file (src/loadgen/sweep_report.cc). Accepted, first
+// found wins: {"knee": {"concurrency": 48}} (closed-loop sweep), {"knee": {"max_num_seqs": 48}},
+// {"recommendations": {"max_num_seqs": {"value": 48}}} (the sweep's advice; open-loop sweeps
+// have no knee concurrency), {"recommendation": {"max_num_seqs": 48}}, {"knee_concurrency": 48}.
 // Error: not JSON, or none of those keys (message names the file).
 StatusOr<int64_t> SweepKneeFromJson(std::string_view text, std::string_view name);
 
