@@ -344,7 +344,7 @@ void LineParser::ClassifyVllm() {
         }
       } else if (m.substr(0, 14) == "Added request ") {
         out_.event = Event::kAddedRequest;
-      } else if (m.substr(0, 16) == "Aborted request ") {
+      } else if (m.substr(0, 15) == "Aborted request") {   // "Aborted request(s) %s."
         out_.event = Event::kAbortedRequest;
       } else if (m.substr(0, 35) == "AsyncLLM created with api_server_co") {
         out_.event = Event::kStatsDisabled;

@@ -323,9 +323,19 @@ struct LogAnalyzer::State {
     e->lines_at_prev = f.lines;
   }
 
+  // V0 logs the prefix-cache hit rate on its own line right after the stats line: it belongs
+  // to that stats point.
   void AddV0PrefixHit(double pct) {
     for (auto& e : engines) {
-      if (e.f.v0) e.f.last_prefix_hit_pct = pct;
+      if (!e.f.v0 || !e.prev || e.prev->prefix_hit_pct) continue;
+      e.prev->prefix_hit_pct = pct;
+      e.f.last_prefix_hit_pct = pct;
+      if (e.pending.n > 0) {
+        e.pending.hit_sum += pct;
+        ++e.pending.hit_n;
+      } else if (!e.f.series.prefix_hit_pct.empty() && !e.f.series.prefix_hit_pct.back()) {
+        e.f.series.prefix_hit_pct.back() = pct;
+      }
     }
   }
 
@@ -464,7 +474,7 @@ void LogAnalyzer::AddLine(const Line& line) {
     }
     traceback_body = true;
   } else if (s.in_traceback && (pl.source == Source::kUnknown || pl.source == Source::kEmpty) &&
-             !line.text.empty() && (line.text[0] == ' ' || line.text[0] == '^')) {
+             !pl.msg.empty() && (pl.msg[0] == ' ' || pl.msg[0] == '^')) {
     kind = LineKind::kError;
     traceback_body = true;
   } else if (pl.event == Event::kException) {

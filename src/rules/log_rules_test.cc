@@ -16,6 +16,12 @@ const Finding* Find(const std::vector<Finding>& fs, const std::string& id) {
   return nullptr;
 }
 
+// For a temporary vector of findings: a copy that outlives it.
+std::optional<Finding> FindIn(const std::vector<Finding>& fs, const std::string& id) {
+  const Finding* f = Find(fs, id);
+  return f ? std::optional<Finding>(*f) : std::nullopt;
+}
+
 logs::LogFacts BusyFacts() {
   logs::LogFacts f;
   f.first_ns = 0;
@@ -61,9 +67,9 @@ TEST(LogRulesTest, QueueingWithRoomInKvCacheAsksForMoreSeqsOrCapacity) {
   EXPECT_EQ(q->title, "Requests queued for 120 s (20% of busy time), up to 31 waiting");
   EXPECT_THAT(q->advice, HasSubstr("--max-num-seqs 96"));
   e.queued_ns = 400 * kS;
-  EXPECT_EQ(Find(EvaluateLogRules(f), "logs.queueing")->severity, Severity::kFail);
+  EXPECT_EQ(FindIn(EvaluateLogRules(f), "logs.queueing")->severity, Severity::kFail);
   e.queued_ns = 10 * kS;
-  EXPECT_EQ(Find(EvaluateLogRules(f), "logs.queueing")->severity, Severity::kInfo);
+  EXPECT_EQ(FindIn(EvaluateLogRules(f), "logs.queueing")->severity, Severity::kInfo);
 }
 
 TEST(LogRulesTest, FullKvCacheAndPreemptionsPointAtMemoryFlags) {
@@ -92,9 +98,9 @@ TEST(LogRulesTest, FullKvCacheAndPreemptionsPointAtMemoryFlags) {
   e.preemptions = 0;
   f.v0_preemption_warnings = 2;
   f.v0_cumulative_preemptions = 51;
-  pre = Find(EvaluateLogRules(f), "logs.preemptions");
-  ASSERT_NE(pre, nullptr);
-  EXPECT_EQ(pre->severity, Severity::kFail);
+  auto pre0 = FindIn(EvaluateLogRules(f), "logs.preemptions");
+  ASSERT_TRUE(pre0);
+  EXPECT_EQ(pre0->severity, Severity::kFail);
 }
 
 TEST(LogRulesTest, StatsGapIsAStall) {
@@ -119,9 +125,10 @@ TEST(LogRulesTest, StatsGapIsAStall) {
   EXPECT_THAT(s->advice, HasSubstr("event loop"));
   e.gaps[0].gap_ns = 90 * kS;
   e.gaps[0].lines_between = 0;
-  s = Find(EvaluateLogRules(f), "logs.stats_gap");
-  EXPECT_EQ(s->severity, Severity::kFail);
-  EXPECT_THAT(s->advice, HasSubstr("whole process was stopped"));
+  auto s2 = FindIn(EvaluateLogRules(f), "logs.stats_gap");
+  ASSERT_TRUE(s2);
+  EXPECT_EQ(s2->severity, Severity::kFail);
+  EXPECT_THAT(s2->advice, HasSubstr("whole process was stopped"));
 }
 
 TEST(LogRulesTest, LoggingVolumeFindingsNameTheFlags) {
@@ -165,7 +172,7 @@ TEST(LogRulesTest, ErrorsStartFromTheEarliest) {
   EXPECT_EQ(e->title, "3 error lines, 0 tracebacks, 2 HTTP 5xx responses in the log");
   EXPECT_THAT(e->advice, HasSubstr("\"early\" at 06-25 10:00:05 (a.py:1)"));
   f.tracebacks = 1;
-  EXPECT_EQ(Find(EvaluateLogRules(f), "logs.errors")->severity, Severity::kFail);
+  EXPECT_EQ(FindIn(EvaluateLogRules(f), "logs.errors")->severity, Severity::kFail);
 }
 
 TEST(LogRulesTest, NoStatsLines) {
@@ -177,7 +184,7 @@ TEST(LogRulesTest, NoStatsLines) {
   EXPECT_THAT(m->advice, HasSubstr("--disable-log-stats"));
   EXPECT_EQ(Find(fs, "logs.queueing"), nullptr);
   f.stats_disabled_warnings = 1;
-  EXPECT_THAT(Find(EvaluateLogRules(f), "logs.stats_missing")->title,
+  EXPECT_THAT(FindIn(EvaluateLogRules(f), "logs.stats_missing")->title,
               HasSubstr("api_server_count > 1"));
 }
 
