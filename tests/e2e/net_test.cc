@@ -46,11 +46,11 @@ class Gateway {
     thread_.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // Delays applied to chunks whose first line starts with `prefix`, in ms, in order.
+  // How long chunks whose first line starts with `prefix` were really held, in ms, in order.
   std::vector<double> DelaysMs(const std::string& prefix) const {
     std::vector<double> v;
     for (const auto& a : proxy_.applied())
-      if (a.first_line.rfind(prefix, 0) == 0) v.push_back(static_cast<double>(a.delay_ns) / 1e6);
+      if (a.first_line.rfind(prefix, 0) == 0) v.push_back(static_cast<double>(a.actual_ns) / 1e6);
     return v;
   }
 
@@ -116,24 +116,40 @@ TEST(NetE2eTest, GatewayDelayAndJitterMatchWhatWasInjected) {
     o.jitter_ns = 10'000'000;
     o.seed = 7;
     Gateway gw(o);
+    // The reference path goes through the same proxy code with nothing injected, so the proxy
+    // hop's own cost (a read, a timer, a write: ~0.1-1 ms on a loaded machine) cancels and
+    // the difference is what was injected.
+    net::testing::DelayProxyOptions zero;
+    zero.upstream_port = sim.port();
+    Gateway ref(zero);
     const int n = 20;
-    ProbeFacts direct = Probe(Quick(sim.url(), n));
+    ProbeFacts direct = Probe(Quick(ref.url(), n));
     ProbeFacts via = Probe(Quick(gw.url(), n));
     if (direct.loss.failed != 0 || via.loss.failed != 0) return "samples failed";
     net::CompareFacts c = net::ComparePhases(direct, via);
     std::vector<double> injected = gw.DelaysMs("GET /health");
     if (injected.size() != static_cast<size_t>(n)) return "unexpected GET count";
+    // Per sample, the probe's first byte through the gateway is the direct path's plus exactly
+    // what the proxy injected into that request (the samples and the proxy's records are in
+    // the same order): the residual stays within 1 ms of the direct median.
+    std::vector<double> residual;
+    for (size_t i = 0; i < via.samples.size(); ++i) residual.push_back(*via.samples[i].ttfb_ms - injected[i]);
+    double direct_p50 = *direct.ttfb.p50_ms;
+    int off = 0;
+    for (double r : residual) off += std::abs(r - direct_p50) > 1.0;
     // The ttfb added at p50 is the median injected delay; the gateway's jitter is the injected
-    // p99 - p50 (the direct path's own is sub-ms on loopback).
+    // p99 - p50 plus at most the direct path's own (sub-ms on an idle loopback).
     double want_added = Pct(injected, 50);
     double want_jitter = Pct(injected, 99) - Pct(injected, 50);
     const auto& ttfb = c.phases[3];
     const auto& connect = c.phases[1];
     std::string why;
+    if (off > n / 10) why += " " + std::to_string(off) + " samples off by more than 1 ms";
     if (std::abs(*ttfb.p50_diff_ms - want_added) > 1.0)
       why += " ttfb added " + std::to_string(*ttfb.p50_diff_ms) + " want " + std::to_string(want_added);
-    if (std::abs(*via.ttfb.jitter_ms - want_jitter) > 1.0)
-      why += " jitter " + std::to_string(*via.ttfb.jitter_ms) + " want " + std::to_string(want_jitter);
+    if (std::abs(*via.ttfb.jitter_ms - want_jitter) > 1.0 + *direct.ttfb.jitter_ms)
+      why += " jitter " + std::to_string(*via.ttfb.jitter_ms) + " want " + std::to_string(want_jitter) +
+             " + direct " + std::to_string(*direct.ttfb.jitter_ms);
     if (std::abs(*connect.p50_diff_ms) > 1.0)  // a user-space proxy cannot delay the TCP handshake
       why += " connect added " + std::to_string(*connect.p50_diff_ms);
     return why;
@@ -181,7 +197,9 @@ TEST(NetE2eTest, DetectsTheServersIdleClose) {
 TEST(NetE2eTest, RefusedConnectionsAreRecordedPerSample) {
   std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());
   int64_t t0 = MonoNowNs();
-  ProbeFacts p = Probe(Quick(url, 3));
+  ProbeOptions o = Quick(url, 3);
+  o.idle_wait_ns = 1'000'000'000;
+  ProbeFacts p = Probe(o);
   EXPECT_LT(MonoNowNs() - t0, 2'000'000'000);
   ASSERT_EQ(p.samples.size(), 3u);
   for (const auto& s : p.samples) {
@@ -220,13 +238,15 @@ TEST(NetE2eTest, HangingProxyTimesOutWithinTheBound) {
   int64_t t0 = MonoNowNs();
   ProbeFacts p = Probe(opts);
   double took_s = static_cast<double>(MonoNowNs() - t0) / 1e9;
-  EXPECT_LT(took_s, 3 * 0.6 + 0.5);
+  EXPECT_LT(took_s, 3 * 0.75 + 0.5);
   EXPECT_GE(took_s, 3 * 0.5);
   ASSERT_EQ(p.samples.size(), 3u);
   for (const auto& s : p.samples) {
     EXPECT_EQ(s.failure, FailureReason::kTimeout);
     EXPECT_EQ(s.failed_phase, "cheap");
-    EXPECT_EQ(s.error, "no response before the first-byte timeout");
+    // The client's first-byte timer or the probe's hard deadline, whichever fires first.
+    EXPECT_THAT(s.error, ::testing::AnyOf("no response before the first-byte timeout",
+                                          "no answer within 0.5 s (waiting for the first byte)"));
     EXPECT_TRUE(s.connect_ms);  // the TCP handshake with the proxy worked
   }
 }

@@ -108,9 +108,15 @@ TEST(SweepTruthTest, QueueingIsExplainedByTheServersMetrics) {
   for (const json& s : j["steps"]) {
     double c = s["concurrency"].get<double>();
     const json& sm = s["server_metrics"];
-    if (c > 20) EXPECT_EQ(s["bend"], "queueing") << s.dump();
-    if (c <= 16) EXPECT_NE(s["bend"], "queueing") << s.dump();
-    if (c >= 32 && !sm["max_running"].is_null()) EXPECT_LE(sm["max_running"].get<double>(), 16);
+    if (c > 20) {
+      EXPECT_EQ(s["bend"], "queueing") << s.dump();
+    }
+    if (c <= 16) {
+      EXPECT_NE(s["bend"], "queueing") << s.dump();
+    }
+    if (c >= 32 && !sm["max_running"].is_null()) {
+      EXPECT_LE(sm["max_running"].get<double>(), 16);
+    }
   }
   auto csv_text = ReadFileToString(csv);
   ASSERT_TRUE(csv_text.ok());

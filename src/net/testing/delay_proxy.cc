@@ -22,9 +22,14 @@ struct DelayProxy::Impl : std::enable_shared_from_this<DelayProxy::Impl> {
     if (opts.jitter_ns > 0) d += std::uniform_int_distribution<int64_t>(0, opts.jitter_ns)(rng);
     return d;
   }
-  void Record(int64_t delay_ns, std::string_view chunk) {
+  size_t Record(int64_t delay_ns, std::string_view chunk) {
     std::lock_guard lock(mu);
-    applied.push_back({delay_ns, std::string(chunk.substr(0, chunk.find("\r\n")))});
+    applied.push_back({delay_ns, -1, std::string(chunk.substr(0, chunk.find("\r\n")))});
+    return applied.size() - 1;
+  }
+  void Forwarded(size_t index, int64_t actual_ns) {
+    std::lock_guard lock(mu);
+    applied[index].actual_ns = actual_ns;
   }
 
   http::EventLoop& loop;
@@ -80,10 +85,10 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!self->proxy_->opts.hang) {
         int64_t d = self->proxy_->Draw(self->first_);
         self->first_ = false;
-        self->proxy_->Record(d, chunk);
+        size_t index = self->proxy_->Record(d, chunk);
         int64_t at = std::max(now + d, self->last_at_);
         self->last_at_ = at;
-        self->queue_.push_back({at, std::string(chunk)});
+        self->queue_.push_back({at, now, index, std::string(chunk)});
         self->Pump();
       }
       self->ReadClient();
@@ -93,13 +98,15 @@ class Session : public std::enable_shared_from_this<Session> {
   // Forwards the queue's head once it is due; one write at a time.
   void Pump() {
     if (closed_ || writing_ || !upstream_connected_ || queue_.empty()) return;
-    int64_t at = queue_.front().first;
-    if (MonoNowNs() < at) {
-      timer_.ExpireAtNs(at, [self = shared_from_this()] { self->Pump(); });
+    const Pending& head = queue_.front();
+    int64_t now = MonoNowNs();
+    if (now < head.at_ns) {
+      timer_.ExpireAtNs(head.at_ns, [self = shared_from_this()] { self->Pump(); });
       return;
     }
+    proxy_->Forwarded(head.record, now - head.arrival_ns);
     writing_ = true;
-    asio::async_write(upstream_, asio::buffer(queue_.front().second),
+    asio::async_write(upstream_, asio::buffer(head.data),
                       [self = shared_from_this()](boost::system::error_code ec, size_t) {
                         self->writing_ = false;
                         if (ec) return self->Close();
@@ -126,7 +133,13 @@ class Session : public std::enable_shared_from_this<Session> {
   http::EventLoop::Timer timer_;
   std::array<char, 16384> in_{};
   std::array<char, 16384> back_{};
-  std::deque<std::pair<int64_t, std::string>> queue_;
+  struct Pending {
+    int64_t at_ns;
+    int64_t arrival_ns;
+    size_t record;
+    std::string data;
+  };
+  std::deque<Pending> queue_;
   int64_t last_at_ = 0;
   bool first_ = true;
   bool upstream_connected_ = false;

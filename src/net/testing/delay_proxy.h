@@ -5,7 +5,8 @@
 //   max(arrival + delay + U[0, jitter] (+ first_chunk_delay on a connection's first chunk),
 //       the previous chunk's forwarding time)
 // so order is kept. U is drawn from a seeded generator; every applied delay is recorded with
-// the chunk's first line, so a test knows exactly what was injected. Responses flow back
+// the chunk's first line and the time it was really held, so a test knows exactly what was
+// injected. Responses flow back
 // without delay. In `hang` mode it accepts connections and reads requests but never connects
 // upstream nor answers (a proxy that hangs).
 //
@@ -34,7 +35,9 @@ struct DelayProxyOptions {
 };
 
 struct AppliedDelay {
-  int64_t delay_ns = 0;                 // beyond the chunk's arrival
+  int64_t delay_ns = 0;                 // planned: beyond the chunk's arrival
+  int64_t actual_ns = -1;               // arrival -> handed to the upstream socket (timer
+                                        // wake-up included); -1 until forwarded
   std::string first_line;               // "GET /health HTTP/1.1"
 };
 

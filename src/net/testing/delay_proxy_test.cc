@@ -111,6 +111,8 @@ TEST(DelayProxyTest, AddsTheDelayToRequestsNotResponses) {
   ASSERT_EQ(applied.size(), 1u);
   EXPECT_EQ(applied[0].delay_ns, 30'000'000);
   EXPECT_EQ(applied[0].first_line, "GET /x HTTP/1.1");
+  EXPECT_GE(applied[0].actual_ns, 30'000'000);  // held at least as planned
+  EXPECT_LE(applied[0].actual_ns, static_cast<int64_t>(took_ms * 1e6));
   ::close(c);
   ::close(s);
 }
