@@ -17,7 +17,7 @@ Usage: bench/sweep_cost.py [--latdoc build-sweep/src/cli/latdoc] [--dense]
 """
 import argparse, json, math, os, subprocess, sys, tempfile
 
-IN_LEN, OUT_LEN, SCALE = 8, 16, 0.25
+IN_LEN, OUT_LEN, SCALE = 8, 16, 1.0
 
 
 def start_sim(latdoc, m):
