@@ -187,16 +187,15 @@ TEST(CollectorTest, FirewallPrefersNftAndSaysWhyWhenNeitherAnswers) {
             "nft exited with 1 (needs root); iptables-save: not installed");
 }
 
-// The machine the tests run on: whatever it has, collection finishes well inside a second
-// and every GPU-less, server-less fact is explained rather than zero.
-TEST(CollectorTest, LiveHostIsReadInsideOneSecond) {
+// The machine the tests run on: whatever it has, both samples are taken the interval apart and
+// every GPU-less, server-less fact is explained rather than zero. (Wall time: doctor_bench.)
+TEST(CollectorTest, LiveHost) {
   CollectOptions o;
   o.sample_interval_ns = 300'000'000;
   const int64_t t0 = MonoNowNs();
   HostFacts f = CollectHostFacts(o);
-  const int64_t took_ns = MonoNowNs() - t0;
-  EXPECT_LT(took_ns, 1'000'000'000);
-  EXPECT_GE(took_ns, 300'000'000);
+  EXPECT_GE(MonoNowNs() - t0, 300'000'000);
+  EXPECT_GE(f.sample_interval_ns, 300'000'000);
   EXPECT_EQ(f.sysroot, "/");
   EXPECT_TRUE(f.cpu.online_cpus.known()) << f.cpu.online_cpus.reason;
   EXPECT_TRUE(f.net.tcp_inuse.known()) << f.net.tcp_inuse.reason;
