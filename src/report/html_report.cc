@@ -212,7 +212,7 @@ std::string LatencySection(const ordered_json& data) {
     for (const auto& s : w["segments"]) {
       std::string share = "n/a";
       if (s["ms"].is_number() && client > 0)
-        share = fmt::format("{:.0f}%", 100 * s["ms"].get<double>() / client);
+        share = SharePercent(s["ms"].get<double>(), client);
       out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
                          E(s["label"].get<std::string>()), Num(s["ms"]), share);
     }

@@ -344,10 +344,17 @@ std::optional<double> NumberAt(const ordered_json& j, const char* key) {
 std::string FormatNumber(std::optional<double> v) {
   if (!v) return "n/a";
   const double a = std::fabs(*v);
+  if (a < 1e-9) return "0";   // float noise of a difference (e.g. -5.7e-13 ms)
   if (a != 0 && (a >= 1e6 || a < 1e-3)) return fmt::format("{:.3g}", *v);
   if (a >= 100) return fmt::format("{:.0f}", *v);
   if (a >= 10) return fmt::format("{:.1f}", *v);
   return fmt::format("{:.3g}", *v);
+}
+
+std::string SharePercent(double part, double whole) {
+  double pct = whole != 0 ? 100 * part / whole : 0;
+  if (std::fabs(pct) < 0.5) pct = 0;
+  return fmt::format("{:.0f}%", pct);
 }
 
 DiagnosisFindings FindingsOf(const ordered_json& diagnosis) {

@@ -48,4 +48,7 @@ std::optional<double> NumberAt(const nlohmann::ordered_json& j, const char* key)
 // "12.3", "0.0123", "1.23e+04": 3-4 significant digits, "n/a" for nullopt.
 std::string FormatNumber(std::optional<double> v);
 
+// "53%": part / whole as a whole percent; "0%" (never "-0%") when it rounds to zero.
+std::string SharePercent(double part, double whole);
+
 }  // namespace latdoc::report

@@ -265,6 +265,7 @@ TEST(HtmlReportDataTest, IdleHistogramBinsTheListedGaps) {
 TEST(HtmlReportDataTest, FormatNumber) {
   EXPECT_EQ(FormatNumber(std::nullopt), "n/a");
   EXPECT_EQ(FormatNumber(0.0), "0");
+  EXPECT_EQ(FormatNumber(-5.7e-13), "0");
   EXPECT_EQ(FormatNumber(1.23456), "1.23");
   EXPECT_EQ(FormatNumber(12.345), "12.3");
   EXPECT_EQ(FormatNumber(1234.4), "1234");

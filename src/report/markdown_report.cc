@@ -68,7 +68,7 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
     const double client = w["client_ttft_ms"].get<double>();
     for (const auto& s : w["segments"]) {
       std::string share = "n/a";
-      if (s["ms"].is_number() && client > 0) share = fmt::format("{:.0f}%", 100 * s["ms"].get<double>() / client);
+      if (s["ms"].is_number() && client > 0) share = SharePercent(s["ms"].get<double>(), client);
       out += fmt::format("| {} | {} | {} |\n", s["label"].get<std::string>(), Num(s["ms"]), share);
     }
     out += fmt::format("| **client TTFT** | **{}** | 100% |\n\n", Num(w["client_ttft_ms"]));
