@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -46,11 +47,14 @@ class Gateway {
     thread_.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // How long chunks whose first line starts with `prefix` were really held, in ms, in order.
-  std::vector<double> DelaysMs(const std::string& prefix) const {
+  // How long chunks whose first line starts with `prefix` were really held, in ms, in order;
+  // `first`: only connections' first chunks (true), only later ones (false), or all.
+  std::vector<double> DelaysMs(const std::string& prefix, std::optional<bool> first = {}) const {
     std::vector<double> v;
-    for (const auto& a : proxy_.applied())
+    for (const auto& a : proxy_.applied()) {
+      if (first && a.first_chunk != *first) continue;
       if (a.first_line.rfind(prefix, 0) == 0) v.push_back(static_cast<double>(a.actual_ns) / 1e6);
+    }
     return v;
   }
 
@@ -166,8 +170,15 @@ TEST(NetE2eTest, KeepAliveCostMatchesAPerConnectionDelay) {
     ProbeFacts p = Probe(Quick(gw.url(), 12));
     if (p.loss.failed != 0) return "samples failed";
     if (p.keepalive.reused_count != 11) return "reused " + std::to_string(p.keepalive.reused_count);
-    if (std::abs(*p.keepalive.handshake_cost_ms - 25.0) > 1.0)
-      return "handshake cost " + std::to_string(*p.keepalive.handshake_cost_ms);
+    // What a new connection really paid more: the proxy's hold of first chunks over later ones
+    // (25 ms planned, plus timer wake-up), plus the name lookup and TCP handshake the probe
+    // measured.
+    double want = Pct(gw.DelaysMs("POST /v1/completions", true), 50) -
+                  Pct(gw.DelaysMs("POST /v1/completions", false), 50) + *p.dns.p50_ms +
+                  *p.connect.p50_ms;
+    if (std::abs(*p.keepalive.handshake_cost_ms - want) > 1.0)
+      return "handshake cost " + std::to_string(*p.keepalive.handshake_cost_ms) + " want " +
+             std::to_string(want);
     return "";
   });
 }

@@ -22,9 +22,9 @@ struct DelayProxy::Impl : std::enable_shared_from_this<DelayProxy::Impl> {
     if (opts.jitter_ns > 0) d += std::uniform_int_distribution<int64_t>(0, opts.jitter_ns)(rng);
     return d;
   }
-  size_t Record(int64_t delay_ns, std::string_view chunk) {
+  size_t Record(int64_t delay_ns, std::string_view chunk, bool first) {
     std::lock_guard lock(mu);
-    applied.push_back({delay_ns, -1, std::string(chunk.substr(0, chunk.find("\r\n")))});
+    applied.push_back({delay_ns, -1, std::string(chunk.substr(0, chunk.find("\r\n"))), first});
     return applied.size() - 1;
   }
   void Forwarded(size_t index, int64_t actual_ns) {
@@ -83,9 +83,10 @@ class Session : public std::enable_shared_from_this<Session> {
       int64_t now = MonoNowNs();
       std::string_view chunk(self->in_.data(), n);
       if (!self->proxy_->opts.hang) {
-        int64_t d = self->proxy_->Draw(self->first_);
+        bool first = self->first_;
         self->first_ = false;
-        size_t index = self->proxy_->Record(d, chunk);
+        int64_t d = self->proxy_->Draw(first);
+        size_t index = self->proxy_->Record(d, chunk, first);
         int64_t at = std::max(now + d, self->last_at_);
         self->last_at_ = at;
         self->queue_.push_back({at, now, index, std::string(chunk)});

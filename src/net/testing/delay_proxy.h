@@ -39,6 +39,7 @@ struct AppliedDelay {
   int64_t actual_ns = -1;               // arrival -> handed to the upstream socket (timer
                                         // wake-up included); -1 until forwarded
   std::string first_line;               // "GET /health HTTP/1.1"
+  bool first_chunk = false;             // the connection's first chunk
 };
 
 class DelayProxy {
