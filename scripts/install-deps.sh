@@ -8,8 +8,10 @@ pkgs=(
   libboost-dev libssl-dev libsimdjson-dev zlib1g-dev libzstd-dev libsqlite3-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  curl python3
+  curl python3 chromium
 )
+# Node.js and npm build the HTML report's assets; the machine may already have them (not from apt).
+command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,3 +23,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# The HTML report's charting library (embedded at build time) and the browser test's driver.
+"$(dirname "$0")/../report-assets/install.sh"

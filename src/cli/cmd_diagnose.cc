@@ -97,8 +97,7 @@ struct DemoArgs {
 
 // The GPU trace shipped with the sources, when the demo runs from a checkout.
 std::string BundledTrace() {
-  for (const char* p : {"tests/data/trace/h200_llama0.85b_decode_b1_eager.json.gz",
-                        "tests/data/kineto/h200_llama0.85b_decode_b1_eager.json.gz"}) {
+  for (const char* p : {"tests/data/trace/kineto/h200_llama0.85b_decode_b1_eager.json.gz"}) {
     if (::access(p, R_OK) == 0) return p;
   }
   return "";

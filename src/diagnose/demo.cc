@@ -50,7 +50,10 @@ StatusOr<DiagnoseResult> RunDemo(const DemoOptions& o) {
   d.workload.range_ratio = 0.2;
   d.workload.token_ids = true;
   d.logs = {sc.log_file};
-  if (!o.trace_file.empty()) d.traces = {o.trace_file};
+  if (!o.trace_file.empty()) {
+    d.traces = {o.trace_file};
+    d.trace_note = "an example GPU trace (" + o.trace_file + "), not of the simulated server";
+  }
   d.local = true;
   d.progress = o.progress;
   DiagnoseResult r = RunDiagnose(d);

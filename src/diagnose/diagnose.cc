@@ -1,5 +1,6 @@
 #include "diagnose/diagnose.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include <fmt/core.h>
@@ -139,7 +140,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       tj["findings"] = FindingsJson(fs);
       doc["trace"] = std::move(tj);
       Append(all, std::move(fs));
-      layers["kernel"] = errors.empty() ? "measured" : "measured (some files failed: " + errors + ")";
+      std::string status = errors.empty() ? "measured" : "measured (some files failed: " + errors + ")";
+      if (!o.trace_note.empty()) status += " — " + o.trace_note;
+      layers["kernel"] = status;
     }
   }
 
@@ -235,13 +238,16 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
   to.color = color;
   to.show_ok = show_ok;
   out += report::RenderFindingsText(r.findings, to);
-  for (const auto& f : r.findings) {
-    if (f.severity >= rules::Severity::kWarn && !f.advice.empty()) {
-      out += fmt::format("\nChange first: {}\n  {}\n", f.title, f.advice);
-      if (f.latency_share) out += fmt::format("  (explains about {:.0f}% of the latency it is measured against)\n",
-                                              *f.latency_share * 100);
-      break;
-    }
+  // What to change first: the top-ranked `fail`, else the top-ranked `warn`.
+  for (auto level : {rules::Severity::kFail, rules::Severity::kWarn}) {
+    auto it = std::find_if(r.findings.begin(), r.findings.end(), [&](const rules::Finding& f) {
+      return f.severity == level && !f.advice.empty();
+    });
+    if (it == r.findings.end()) continue;
+    out += fmt::format("\nChange first: {}\n  {}\n", it->title, it->advice);
+    if (it->latency_share)
+      out += fmt::format("  (about {:.0f}% of the mean end-to-end latency)\n", *it->latency_share * 100);
+    break;
   }
   return out;
 }

@@ -29,6 +29,7 @@ struct DiagnoseOptions {
   loadgen::RandomWorkloadOptions workload;
   loadgen::SloSpec slo;
   std::vector<std::string> traces;
+  std::string trace_note;             // said with the kernel layer's status (e.g. "example trace")
   std::vector<std::string> logs;
   std::string facts_path;             // judge host facts collected elsewhere
   bool local = false;                 // collect host facts here

@@ -1,5 +1,6 @@
 #include "rules/load_rules.h"
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/core.h>
@@ -83,6 +84,15 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
     out.push_back(Make("load.failures", Severity::kOk, "no request failed", {Ev("sent", sent, "")}, ""));
   }
 
+  // Every latency share is a share of the mean end-to-end latency, so findings about TTFT and
+  // about ITL rank on one scale.
+  auto e2el = Num(load, "mean_e2el_ms");
+  auto out_tokens = Num(load, "total_output_tokens");
+  double tokens_per_req = out_tokens && completed > 0 ? *out_tokens / completed : 0;
+  auto of_e2el = [&](double ms) -> std::optional<double> {
+    if (!e2el || *e2el <= 0) return std::nullopt;
+    return std::clamp(ms / *e2el, 0.0, 1.0);
+  };
   auto client_ttft = Num(bd, "client_ttft_ms");
   if (!client_ttft) client_ttft = Num(load, "mean_ttft_ms");
   auto queue = Num(srv, "queue_mean_ms");
@@ -100,21 +110,31 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
                                 Ev("queue_share_of_ttft", share * 100, "%"),
                                 Ev("max_running", running, ""), Ev("max_waiting", waiting, "")};
     if (share >= o.queue_share_warn && *queue >= o.queue_min_ms) {
-      std::string advice = fmt::format(
-          "Requests wait for a batch slot: the server ran at most {} sequences while {} waited. "
-          "If KV cache allows (max usage {}), raise `--max-num-seqs`; otherwise lower the client "
-          "concurrency or add replicas. `latdoc sweep --url ...` finds the concurrency where "
-          "latency starts to climb.",
-          running ? fmt::format("{:.0f}", *running) : "n/a",
-          waiting ? fmt::format("{:.0f}", *waiting) : "n/a",
-          Num(srv, "max_kv_cache_usage") ? fmt::format("{:.0f}%", *Num(srv, "max_kv_cache_usage") * 100) : "n/a");
+      auto kv_max = Num(srv, "max_kv_cache_usage");
+      std::string advice;
+      if (kv_max && *kv_max >= o.kv_usage_warn) {
+        advice = fmt::format(
+            "Requests wait because the KV cache is full ({:.0f}%): the batch is limited by KV memory "
+            "({} running at most), not by `--max-num-seqs`. Give the cache more room "
+            "(`--gpu-memory-utilization 0.95`, `--kv-cache-dtype fp8`, a shorter `--max-model-len`), "
+            "add replicas, or lower the client concurrency.",
+            *kv_max * 100, running ? fmt::format("{:.0f}", *running) : "n/a");
+      } else {
+        advice = fmt::format(
+            "Requests wait for a batch slot: the server ran at most {} sequences while {} waited, "
+            "with KV cache to spare ({}). Raise `--max-num-seqs` (and `--max-num-batched-tokens`), "
+            "or add replicas; `latdoc sweep --url ...` finds the concurrency where latency climbs.",
+            running ? fmt::format("{:.0f}", *running) : "n/a",
+            waiting ? fmt::format("{:.0f}", *waiting) : "n/a",
+            kv_max ? fmt::format("max usage {:.0f}%", *kv_max * 100) : "usage n/a");
+      }
       out.push_back(Make("load.queueing", share >= o.queue_share_fail ? Severity::kFail : Severity::kWarn,
                          fmt::format("queueing is {:.0f}% of TTFT{} ({:.1f} of {:.1f} ms)", share * 100, at,
                                      *queue, *client_ttft),
-                         ev, advice, share));
+                         ev, advice, of_e2el(*queue)));
     } else {
       out.push_back(Make("load.queueing", Severity::kOk,
-                         fmt::format("queueing is {:.0f}% of TTFT", share * 100), ev, "", share));
+                         fmt::format("queueing is {:.0f}% of TTFT", share * 100), ev, "", of_e2el(*queue)));
     }
   }
 
@@ -150,10 +170,10 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
                          fmt::format("prefill is {:.0f}% of TTFT ({:.1f} ms)", share * 100, *prefill), ev,
                          "Long prompts dominate TTFT: keep prefix caching on (`--enable-prefix-caching`) and "
                          "share prompt prefixes, shorten prompts, or split prefill and decode across instances.",
-                         share));
+                         of_e2el(*prefill)));
     } else {
       out.push_back(Make("load.prefill_heavy", Severity::kOk,
-                         fmt::format("prefill is {:.0f}% of TTFT", share * 100), ev, "", share));
+                         fmt::format("prefill is {:.0f}% of TTFT", share * 100), ev, "", of_e2el(*prefill)));
     }
   }
 
@@ -169,10 +189,10 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
                          "Measure the path with `latdoc net --url ...` (RTT, keep-alive, TLS, gateway); "
                          "if the network is fast, the API server front end is busy: try "
                          "`--api-server-count 2` and keep `--disable-log-requests`.",
-                         share));
+                         of_e2el(*net)));
     } else {
       out.push_back(Make("load.network_front_end", Severity::kOk,
-                         fmt::format("network and front end add {:.1f} ms", *net), ev, "", share));
+                         fmt::format("network and front end add {:.1f} ms", *net), ev, "", of_e2el(*net)));
     }
   }
 
@@ -191,7 +211,11 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
                          "`--enable-log-requests`, `--disable-uvicorn-access-log`, `VLLM_LOGGING_LEVEL=INFO`), "
                          "preemptions or swapping, or long prefill chunks interleaved with decode (lower "
                          "`--max-num-batched-tokens`). `latdoc logs` and `latdoc trace` show which.",
-                         (*itl_p99 - *itl_p50) / *itl_p99));
+                         // What the stalls add: mean ITL above the median, over every token.
+                         Num(load, "mean_itl_ms")
+                             ? of_e2el(std::max(0.0, *Num(load, "mean_itl_ms") - *itl_p50) *
+                                       std::max(0.0, tokens_per_req - 1))
+                             : std::nullopt));
     } else {
       out.push_back(Make("load.itl_stalls", Severity::kOk,
                          fmt::format("p99 ITL is {:.1f}x the median", ratio), ev, ""));
@@ -213,7 +237,7 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
                          "(`latdoc doctor --local`), the scheduler is host-bound (Python/GIL): try "
                          "`--async-scheduling` and keep CUDA/HIP graphs on (no `--enforce-eager`); if the "
                          "GPU is busy, cap the batch with `--max-num-seqs` at the knee `latdoc sweep` finds.",
-                         (*itl_p50 - *base_itl) / *itl_p50));
+                         of_e2el((*itl_p50 - *base_itl) * std::max(0.0, tokens_per_req - 1))));
     } else {
       out.push_back(Make("load.itl_growth", Severity::kOk,
                          fmt::format("ITL grows {:.1f}x under load", ratio), ev, ""));

@@ -12,7 +12,8 @@
 //   load.itl_growth      median ITL at load >= 2x the baseline's: steps slow as the batch grows
 //   load.ttft_tail       p99 TTFT >= 3x median TTFT
 //   load.slo             the --slo was missed
-// A rule that does not fire yields an `ok` finding with its evidence; one whose inputs are
+// latency_share is the finding's share of the mean end-to-end latency, one scale for TTFT and
+// ITL findings alike. A rule that does not fire yields an `ok` finding with its evidence; one whose inputs are
 // missing yields `skip` with the reason.
 #pragma once
 

@@ -18,6 +18,7 @@ const Finding* Find(const std::vector<Finding>& fs, const std::string& id) {
 ordered_json Healthy() {
   return ordered_json::parse(R"({
     "schema": "latdoc.bench/1", "max_concurrency": 32, "completed": 200, "failed": 0,
+    "mean_e2el_ms": 1000, "total_output_tokens": 20200, "mean_itl_ms": 10,
     "median_ttft_ms": 40, "p99_ttft_ms": 60, "mean_ttft_ms": 42,
     "median_itl_ms": 10, "p99_itl_ms": 14,
     "server_metrics": {"metrics_available": true, "queue_mean_ms": 2, "prefill_mean_ms": 30,
@@ -44,7 +45,7 @@ TEST(LoadRulesTest, QueueingPastTheBatchLimit) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kFail);
   EXPECT_EQ(f->title, "queueing is 75% of TTFT at concurrency 32 (300.0 of 400.0 ms)");
-  EXPECT_DOUBLE_EQ(*f->latency_share, 0.75);
+  EXPECT_DOUBLE_EQ(*f->latency_share, 0.3);  // 300 ms of a 1000 ms mean E2EL
   EXPECT_THAT(f->advice, ::testing::HasSubstr("--max-num-seqs"));
 }
 
