@@ -34,9 +34,13 @@ void NoKeepalive(const ProbeFacts& p, std::vector<Finding>& out) {
     sev = share >= kNoKeepaliveFailShare ? Severity::kFail : Severity::kWarn;
   Finding f = Make("net.no_keepalive", sev,
                    sev == Severity::kOk
-                       ? fmt::format("New connections cost {:.1f} ms per request ({:.0f}% of TTFT): "
-                                     "keep-alive matters little here",
-                                     cost, share * 100)
+                       ? (cost <= 0 ? fmt::format("New connections cost no measurable time over "
+                                                  "kept-alive ones ({:.1f} ms, within noise)",
+                                                  cost)
+                                    : fmt::format("New connections cost {:.1f} ms per request "
+                                                  "({:.0f}% of TTFT): keep-alive matters little "
+                                                  "here",
+                                                  cost, share * 100))
                        : fmt::format("No keep-alive: +{:.1f} ms per request ({:.0f}% of TTFT)",
                                      cost, share * 100));
   f.evidence = {Num("ttft_new_connection_p50", k.ttft_new_p50_ms, "ms"),

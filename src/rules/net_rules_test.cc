@@ -63,6 +63,17 @@ TEST(NetRulesTest, NoKeepaliveTitleAndShare) {
   EXPECT_EQ(k->title, "No keep-alive: +38.0 ms per request (27% of TTFT)");
   EXPECT_NEAR(*k->latency_share, 38.0 / 140.0, 1e-12);
   EXPECT_THAT(k->advice, testing::HasSubstr("keepalive 32;"));
+
+  NetFacts noise;  // kept-alive slower than new connections: sampling noise, not a cost
+  noise.probe.url = "http://a";
+  for (int i = 0; i < 5; ++i) noise.probe.samples.push_back(Ok(i, 0.1, 1, 15, 23));
+  net::SummarizeProbe(noise.probe);
+  auto nf = EvaluateNetRules(noise);
+  const Finding* n = Find(nf, "net.no_keepalive");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->severity, Severity::kOk);
+  EXPECT_EQ(n->title,
+            "New connections cost no measurable time over kept-alive ones (-8.0 ms, within noise)");
 }
 
 TEST(NetRulesTest, GatewayDelayAttributesPerPhase) {
