@@ -112,6 +112,12 @@ SweepOptions Opts(double lo = 1, double hi = 1024) {
 
 double KneeLoad(const SweepResult& r) { return r.steps.at(r.knee_index.value()).load; }
 
+size_t CountOf(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
 TEST(SweepTest, LadderIsGeometricAndEndsAtTheTop) {
   EXPECT_THAT(LadderLevels(Opts(1, 100)), ::testing::ElementsAre(1, 2, 4, 8, 16, 32, 64, 100));
   EXPECT_THAT(LadderLevels(Opts(3, 24)), ::testing::ElementsAre(3, 6, 12, 24));
@@ -338,6 +344,30 @@ TEST(SweepTest, CostIsUnderAThirdOfAFixedLadder) {
     for (int c = 1; c <= 128; c *= 2) fixed += std::max(400, 8 * c);
     EXPECT_LE(3 * int64_t(r->requests_spent), fixed) << "M=" << mns << " spent " << r->requests_spent;
   }
+}
+
+// The chart: one polyline per series with points, the knee as a dashed vertical at its x,
+// text escaped, a series without points kept in the legend as n/a; identical input, identical
+// bytes.
+TEST(SvgChartTest, SeriesMarkersAndEscaping) {
+  report::LineChart c;
+  c.title = "a < b & c";
+  c.log_x = true;
+  c.series = {{"p99 TTFT (ms)", "#d62728", false, {{1, 10}, {2, 12}, {4, 40}}},
+              {"tokens/s", "#1f77b4", true, {{1, 100}, {2, 190}, {4, 200}}},
+              {"p99 ITL (ms)", "#ff7f0e", false, {}}};
+  c.markers = {{2, "knee 2"}};
+  std::string svg = report::RenderSvg(c);
+  EXPECT_EQ(svg, report::RenderSvg(c));
+  EXPECT_THAT(svg, HasSubstr(">a &lt; b &amp; c</text>"));
+  EXPECT_EQ(CountOf(svg, "<polyline"), 2u);
+  EXPECT_EQ(CountOf(svg, "<circle"), 6u);
+  EXPECT_THAT(svg, HasSubstr("p99 ITL (ms) (n/a)"));
+  // Log x from 1 to 4 over the 592 px plot starting at 64: x=2 sits in the middle (360).
+  EXPECT_THAT(svg, HasSubstr("<line x1=\"360.0\" y1=\"56.0\" x2=\"360.0\" y2=\"352.0\" "
+                             "stroke=\"#000000\" stroke-dasharray=\"5,4\"/>"));
+  EXPECT_THAT(svg, HasSubstr(">knee 2</text>"));
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
 }
 
 TEST(SweepReportTest, CsvAndJsonCarryEveryStep) {
