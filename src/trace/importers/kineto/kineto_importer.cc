@@ -439,7 +439,8 @@ Status KinetoImporter::Import(const std::string& path, const ImportOptions& opti
   }
   if (!st.ok()) {
     // Keep what was read before the break; the caller reports the file as damaged.
-    st = st.WithContext(path);
+    // Stream errors already name the path; scanner errors do not.
+    if (st.message().rfind(path, 0) != 0) st = st.WithContext(path);
     reader.source().fatal_error = st.message();
     if (decompressed > 0 && scanner.events() > 0) {
       reader.source().issues.Add("file cut short", fmt::format("byte {}", decompressed),

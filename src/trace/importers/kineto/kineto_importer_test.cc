@@ -115,7 +115,8 @@ TEST(KinetoImporterTest, TruncatedGzipIsDataLossWithPath) {
   Trace trace;
   auto r = ImportFiles({path}, ImportOptions{}, trace);
   EXPECT_FALSE(r[0].status.ok());
-  EXPECT_NE(r[0].status.message().find(path), std::string::npos) << r[0].status.message();
+  EXPECT_EQ(r[0].status.message().rfind(path + ": byte ", 0), 0u) << r[0].status.message();
+  EXPECT_EQ(r[0].status.message().find(path, 1), std::string::npos) << "path named twice";
   EXPECT_GT(trace.gpu_ops.size() + trace.cpu_ops.size(), 0u);
 }
 

@@ -307,7 +307,7 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
     }
   }
   if (!st.ok()) {
-    st = st.WithContext(path);
+    if (st.message().rfind(path, 0) != 0) st = st.WithContext(path);
     trace.sources[source].fatal_error = st.message();
   }
   return st;
