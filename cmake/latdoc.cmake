@@ -7,14 +7,20 @@ function(latdoc_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# latdoc_test(NAME SOURCES ... DEPS ...): one GoogleTest program, registered with ctest.
-# Tests run with the repository root as working directory, so tests/data/... paths resolve.
+# latdoc_test(NAME [SERIAL] SOURCES ... DEPS ...): one GoogleTest program, registered with
+# ctest. Tests run with the repository root as working directory, so tests/data/... paths
+# resolve. SERIAL: its tests measure time against ground truth and run alone (RUN_SERIAL), so a
+# parallel ctest cannot steal their CPU.
 function(latdoc_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "SERIAL" "" "SOURCES;DEPS" ${ARGN})
+  set(serial FALSE)
+  if(ARG_SERIAL)
+    set(serial TRUE)
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     LATDOC_SOURCE_DIR="${PROJECT_SOURCE_DIR}" LATDOC_BINARY="$<TARGET_FILE:latdoc>")
   gtest_discover_tests(${name} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-    DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+    DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300 RUN_SERIAL ${serial})
 endfunction()
