@@ -515,7 +515,11 @@ struct SimServer::Impl {
     metrics.step_overrun.Observe(double(std::max<int64_t>(0, now - step_due_ns)) / 1e9);
     engine.FinishStep(&step_out);
     for (uint64_t id : step_out.scheduled_first)
-      if (auto it = active.find(id); it != active.end()) it->second->scheduled_ns = step_start_ns;
+      if (auto it = active.find(id); it != active.end()) {
+        // A step planned on schedule may start before a request that arrived while the loop was
+        // late; it cannot have been scheduled before it arrived.
+        it->second->scheduled_ns = std::max(step_start_ns, it->second->arrival_ns);
+      }
     for (uint64_t id : step_out.preempted)
       if (auto it = active.find(id); it != active.end()) ++it->second->preemptions;
     int step_tokens = step_prefill_tokens;
