@@ -19,6 +19,9 @@ struct Command {
 
 // One line per subcommand, in the order of `latdoc --help`.
 Command RegisterSim(CLI::App& root);
+Command RegisterBench(CLI::App& root);
+Command RegisterDiagnose(CLI::App& root);
+Command RegisterDemo(CLI::App& root);
 Command RegisterSweep(CLI::App& root);
 Command RegisterLogs(CLI::App& root);
 Command RegisterDoctor(CLI::App& root);

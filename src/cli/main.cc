@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   std::vector<latdoc::cli::Command> commands = {
+      latdoc::cli::RegisterDemo(app),
+      latdoc::cli::RegisterDiagnose(app),
+      latdoc::cli::RegisterSim(app),
+      latdoc::cli::RegisterBench(app),
       latdoc::cli::RegisterSweep(app),
       latdoc::cli::RegisterLogs(app),
       latdoc::cli::RegisterDoctor(app),
