@@ -14,6 +14,10 @@ namespace {
 std::atomic<long> g_allocations{0};
 }  // namespace
 
+// GCC 12 at -O2 inlines these into call sites and then reports malloc/free as a mismatch
+// with new/delete (-Wmismatched-new-delete), though both sides are replaced here consistently.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(size_t n) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n ? n : 1)) return p;
@@ -21,6 +25,7 @@ void* operator new(size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace latdoc::http {
 namespace {
