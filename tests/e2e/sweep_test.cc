@@ -67,6 +67,10 @@ json ReadJson(const std::string& path) {
 // The reported knee is within 10% of the true one, for two batch limits and one compute-bound
 // step-time setting.
 TEST(SweepTruthTest, KneeWithinTenPercentOfTheSimulatorsTruth) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing truth is checked by the release build; under ASan+UBSan the simulator "
+                  "and the client run several times slower and their jitter hides 10% steps";
+#endif
   for (SimModel m : {SimModel{16, 6, 80, 5}, SimModel{48, 6, 80, 5}}) {
     double truth = TrueKnee(m);
     SimProcess sim(SimArgs(m));
@@ -89,6 +93,10 @@ TEST(SweepTruthTest, KneeWithinTenPercentOfTheSimulatorsTruth) {
 
 // Queueing past max_num_seqs is named from the server's metrics, with the plateau.
 TEST(SweepTruthTest, QueueingIsExplainedByTheServersMetrics) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing truth is checked by the release build; under ASan+UBSan the simulator "
+                  "and the client run several times slower and their jitter hides 10% steps";
+#endif
   SimModel m{16, 6, 80, 5};
   SimProcess sim(SimArgs(m));
   std::string out = TempPath("q.json");
