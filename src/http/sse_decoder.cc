@@ -74,4 +74,15 @@ void SseDecoder::Oversized(uint64_t at_offset) {
   skipping_ = true;
 }
 
+void SseDecoder::OverlongLine(std::string_view head, uint64_t at_offset) {
+  // What Line() would do with the complete line: a comment is counted; a data or event value
+  // is over max_event_bytes, so the event is skipped; an id that long, and any other field,
+  // are ignored.
+  if (head.front() == ':') {
+    ++comments_;
+  } else if (head.starts_with("data:") || head.starts_with("event:")) {
+    Oversized(at_offset);
+  }
+}
+
 }  // namespace latdoc::http

@@ -17,6 +17,7 @@
 // Thread safety: none; one decoder per connection.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -36,7 +37,8 @@ struct SseEvent {
 };
 
 struct SseDecoderOptions {
-  // Largest event accepted: the joined data plus any one pending line, in bytes.
+  // Largest event accepted: its joined data, in bytes (an "event:" value alike). A line whose
+  // end has not arrived is buffered up to max_event_bytes + 8 bytes (room for "event: ").
   size_t max_event_bytes = 1 << 20;
 };
 
@@ -71,6 +73,12 @@ class SseDecoder {
   void Line(std::string_view line, F& on_event);
   void Field(std::string_view line);
   void Oversized(uint64_t at_offset);
+  // A line longer than max_event_bytes + kFieldNameSlack whose end has not arrived: `head`
+  // holds at least its first kFieldNameSlack bytes.
+  void OverlongLine(std::string_view head, uint64_t at_offset);
+
+  // Longest field prefix that counts against no limit ("event: " is 7 bytes).
+  static constexpr size_t kFieldNameSlack = 8;
 
   SseDecoderOptions options_;
   std::string line_;   // a line split across Feed() calls
@@ -148,9 +156,13 @@ Status SseDecoder::Feed(std::string_view bytes, F&& on_event) {
       // No terminator in this chunk: keep the partial line, unless it is already too big.
       if (skipping_ || dropping_line_) {
         dropping_line_ = true;  // a non-blank line inside a skipped event: ignore its rest
-      } else if (line_.size() + (end - p) + data_.size() > options_.max_event_bytes) {
+      } else if (line_.size() + (end - p) > options_.max_event_bytes + kFieldNameSlack) {
+        // Too long to keep buffering. Its start already decides what the complete line would
+        // do (its value cannot fit), so act now and drop the rest: the outcome must not depend
+        // on where the stream was split.
+        line_.append(p, std::min<size_t>(end - p, kFieldNameSlack));
+        OverlongLine(line_, bytes_fed_ + (end - bytes.data()));
         line_.clear();
-        Oversized(bytes_fed_ + (end - bytes.data()));
         dropping_line_ = true;
       } else {
         line_.append(p, end - p);

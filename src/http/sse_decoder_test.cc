@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
+#include <iterator>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -207,6 +209,44 @@ TEST(SseDecoderTest, OversizedLineEndingAtChunkEdge) {
   ASSERT_TRUE(d.Feed("data: more", AppendData(&got)).ok());  // still in the skipped event
   ASSERT_TRUE(d.Feed("\n\ndata: ok\n\n", AppendData(&got)).ok());
   EXPECT_THAT(got, ElementsAre("ok"));
+}
+
+// Found by fuzz/fuzz_sse_decoder (input tests/data/fuzz/sse_decoder_crash-93b7124a, whose first
+// byte was the harness's slice size): an event whose joined data is just under the limit was
+// delivered when its last line arrived whole, but skipped as oversized when that line was split,
+// because the partial-line check counted the "data: " prefix. A long comment was likewise taken
+// for an oversized event. Events must not depend on where the stream is split.
+TEST(SseDecoderTest, FuzzCrash93b7124a_SameEventsAtEveryCutNearTheLimit) {
+  std::string crash;
+  {
+    std::ifstream f("tests/data/fuzz/sse_decoder_crash-93b7124a", std::ios::binary);
+    crash.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  ASSERT_FALSE(crash.empty());
+  const std::string streams[] = {
+      crash.substr(1),
+      "data: 0123456789\ndata: abcde\n\n",                      // joined data 16 = the limit
+      ": a comment longer than the limit and its slack\ndata: x\n\n",
+      "event: 0123456789abcdef\ndata: y\n\nid: 0123456789abcdefghijklmnopq\ndata: z\n\n",
+  };
+  for (const std::string& stream : streams) {
+    std::vector<std::string> whole;
+    SseDecoder w(SseDecoderOptions{.max_event_bytes = stream.size() > 100 ? 64u : 16u});
+    (void)w.Feed(stream, AppendData(&whole));
+    for (size_t cut = 0; cut <= stream.size(); ++cut) {
+      std::vector<std::string> got;
+      SseDecoder d(SseDecoderOptions{.max_event_bytes = stream.size() > 100 ? 64u : 16u});
+      (void)d.Feed(std::string_view(stream).substr(0, cut), AppendData(&got));
+      (void)d.Feed(std::string_view(stream).substr(cut), AppendData(&got));
+      EXPECT_EQ(got, whole) << "cut=" << cut << " stream=" << stream.substr(0, 40);
+      EXPECT_EQ(d.comments(), w.comments()) << "cut=" << cut;
+      EXPECT_EQ(d.oversized_events(), w.oversized_events()) << "cut=" << cut;
+    }
+  }
+  std::vector<std::string> got;
+  SseDecoder d(SseDecoderOptions{.max_event_bytes = 16});
+  ASSERT_TRUE(d.Feed(streams[1], AppendData(&got)).ok());
+  EXPECT_THAT(got, ElementsAre("0123456789\nabcde"));
 }
 
 TEST(SseDecoderTest, NoAllocationAfterWarmUp) {

@@ -1,0 +1,18 @@
+// The log pipeline on arbitrary file content, as `latdoc logs FILE` runs it: the input is
+// written to a temporary file and read by AnalyzeInputs (compression detected from the magic
+// bytes, so gzip/zstd seeds exercise the decompressors; lines through LineReader with a small
+// maximum line length, every line through LineParser and the analyzer). The first byte picks
+// the maximum line length.
+#include <cstdint>
+
+#include "fuzz/fuzz_util.h"
+#include "logs/log_analyzer.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  latdoc::logs::AnalyzeOptions opts;
+  opts.max_line_bytes = 16 + data[0] * 4;
+  std::string path = latdoc::fuzz::WriteScratch("server.log", latdoc::fuzz::AsView(data + 1, size - 1));
+  (void)latdoc::logs::AnalyzeInputs({path}, opts);
+  return 0;
+}
