@@ -1,0 +1,66 @@
+// latdoc compare A.json B.json [--json FILE] [--all] [--fail-on-worse]: before/after of two
+// results of the same kind. Argument parsing, output and exit codes only (compare/compare.h).
+#include <cstdio>
+#include <string>
+
+#include <fmt/core.h>
+
+#include "base/exit_codes.h"
+#include "base/file_util.h"
+#include "cli/command.h"
+#include "compare/compare.h"
+
+namespace latdoc::cli {
+namespace {
+
+struct CompareArgs {
+  std::string a, b, json_path;
+  bool all = false;
+  bool fail_on_worse = false;
+  uint64_t seed = 1;
+};
+
+int Fail(const Status& st) {
+  fmt::print(stderr, "latdoc compare: {}\n", st.message());
+  return kExitBadInput;  // every error here is bad input: unreadable, not ours, or mismatched
+}
+
+int RunCompare(CompareArgs& args) {
+  auto a = compare::LoadResult(args.a);
+  if (!a.ok()) return Fail(a.status());
+  auto b = compare::LoadResult(args.b);
+  if (!b.ok()) return Fail(b.status());
+  compare::CompareOptions o;
+  o.seed = args.seed;
+  o.show_all = args.all;
+  auto r = compare::Compare(*a, *b, o);
+  if (!r.ok()) return Fail(r.status());
+  if (!args.json_path.empty()) {
+    if (Status st = WriteFileAtomic(args.json_path, compare::CompareToJson(*r).dump(2) + "\n"); !st.ok()) {
+      fmt::print(stderr, "latdoc compare: {}\n", st.message());
+      return ExitCodeFor(st);
+    }
+  }
+  std::string out = compare::RenderCompareText(*r, o);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return args.fail_on_worse && r->worse > 0 ? kExitFindings : kExitOk;
+}
+
+}  // namespace
+
+Command RegisterCompare(CLI::App& root) {
+  auto a = std::make_shared<CompareArgs>();
+  CLI::App* app = root.add_subcommand(
+      "compare",
+      "Before/after of two results (bench, sweep, trace or diagnose --json, of the same kind):\n"
+      "what moved, by how much, and whether it is beyond run-to-run noise.");
+  app->add_option("A", a->a, "The result before")->required();
+  app->add_option("B", a->b, "The result after")->required();
+  app->add_option("--json", a->json_path, "Write the comparison as JSON (schema latdoc.compare/1)");
+  app->add_flag("--all", a->all, "List metrics within noise too");
+  app->add_flag("--fail-on-worse", a->fail_on_worse, "Exit 1 when any metric got worse beyond noise");
+  app->add_option("--seed", a->seed, "Seed of the bootstrap resampling")->capture_default_str();
+  return Command{app, [a] { return RunCompare(*a); }};
+}
+
+}  // namespace latdoc::cli

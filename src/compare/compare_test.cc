@@ -1,0 +1,226 @@
+#include "compare/compare.h"
+
+#include <random>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace latdoc::compare {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+LoadedResult Doc(json j, std::string path = "x.json") {
+  LoadedResult r;
+  r.path = std::move(path);
+  auto k = DetectKind(j, r.path);
+  EXPECT_TRUE(k.ok()) << k.status().message();
+  r.kind = k.ok() ? *k : Kind::kBench;
+  r.doc = std::move(j);
+  return r;
+}
+
+const MetricDelta* Find(const CompareResult& r, const std::string& group, const std::string& name) {
+  for (const auto& m : r.metrics)
+    if (m.group == group && m.name == name) return &m;
+  return nullptr;
+}
+
+std::vector<double> Normal(double mean, double sd, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> d(mean, sd);
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(std::max(0.1, d(rng)));
+  return v;
+}
+
+json Bench(double mean_ttft, double p99_ttft, double tput, int failed = 0) {
+  return json{{"schema", "latdoc.bench/1"}, {"completed", 100}, {"failed", failed},
+              {"mean_ttft_ms", mean_ttft}, {"median_ttft_ms", mean_ttft},
+              {"p99_ttft_ms", p99_ttft}, {"output_throughput", tput},
+              {"request_throughput", tput / 100}};
+}
+
+TEST(CompareTest, DetectsKindFromSchemaAndRejectsOthersWithTheirPath) {
+  EXPECT_EQ(*DetectKind(json{{"schema", "latdoc.sweep/1"}}, "s.json"), Kind::kSweep);
+  EXPECT_EQ(*DetectKind(json{{"schema", "latdoc.trace/1"}}, "t.json"), Kind::kTrace);
+  EXPECT_EQ(*DetectKind(json{{"schema", "latdoc.diagnose/1"}}, "d.json"), Kind::kDiagnose);
+  EXPECT_EQ(DetectKind(json{{"a", 1}}, "a.json").status().message(),
+            "a.json: no \"schema\" field: not a result written by latdoc (bench, sweep, trace "
+            "or diagnose --json)");
+  EXPECT_EQ(DetectKind(json{{"schema", "latdoc.bench/2"}}, "new.json").status().message(),
+            "new.json: schema \"latdoc.bench/2\" is newer than this latdoc reads "
+            "(latdoc.bench/1); use the latdoc that wrote it");
+  EXPECT_EQ(DetectKind(json{{"schema", "latdoc.logs/1"}}, "l.json").status().message(),
+            "l.json: schema \"latdoc.logs/1\" is not one latdoc compare reads (latdoc.bench, "
+            "latdoc.sweep, latdoc.trace, latdoc.diagnose)");
+  EXPECT_FALSE(DetectKind(json{{"schema", "latdoc.bench/x"}}, "v.json").ok());
+  EXPECT_FALSE(DetectKind(json::array(), "arr.json").ok());
+}
+
+TEST(CompareTest, MismatchedKindsAreAnErrorNamingBothFiles) {
+  auto r = Compare(Doc(Bench(10, 20, 100), "a.json"),
+                   Doc(json{{"schema", "latdoc.sweep/1"}}, "b.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "a.json is a bench result but b.json is a sweep result: compare two results of the "
+            "same kind");
+}
+
+// Without samples: a move under the documented threshold is noise, over it is a verdict whose
+// direction follows the metric (lower latency and higher throughput are better).
+TEST(CompareTest, ThresholdsWithoutSamples) {
+  auto r = Compare(Doc(Bench(100, 200, 1000)), Doc(Bench(103, 260, 1200)));
+  ASSERT_TRUE(r.ok());
+  const MetricDelta* mean = Find(*r, "bench", "mean_ttft_ms");
+  ASSERT_NE(mean, nullptr);
+  EXPECT_EQ(mean->method, NoiseMethod::kThreshold);
+  EXPECT_FALSE(mean->beyond_noise);  // +3% < 5%
+  EXPECT_EQ(mean->verdict, "within noise");
+  EXPECT_DOUBLE_EQ(*mean->diff, 3);
+  const MetricDelta* p99 = Find(*r, "bench", "p99_ttft_ms");
+  EXPECT_TRUE(p99->beyond_noise);    // +30% > 10%
+  EXPECT_EQ(p99->verdict, "worse");
+  const MetricDelta* tput = Find(*r, "bench", "output_throughput");
+  EXPECT_EQ(tput->verdict, "better");  // +20%
+  EXPECT_EQ(r->better, 2);             // output and request throughput
+  EXPECT_EQ(r->worse, 1);
+  EXPECT_THAT(r->notes.front(), HasSubstr("relative thresholds"));
+}
+
+TEST(CompareTest, LatencyFloorKeepsSubMillisecondMovesInNoise) {
+  // +40% but only 0.2 ms: under the absolute floor.
+  auto r = Compare(Doc(Bench(0.5, 0.5, 10)), Doc(Bench(0.7, 0.7, 10)));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(Find(*r, "bench", "mean_ttft_ms")->beyond_noise);
+}
+
+TEST(CompareTest, ErrorRateMovesByPercentagePoints) {
+  auto r = Compare(Doc(Bench(10, 10, 10, 0)), Doc(Bench(10, 10, 10, 5)));
+  ASSERT_TRUE(r.ok());
+  const MetricDelta* e = Find(*r, "bench", "error_rate");
+  EXPECT_NEAR(*e->b, 100.0 * 5 / 105, 1e-9);
+  EXPECT_EQ(e->verdict, "worse");
+}
+
+// The bootstrap interval of a shifted distribution excludes 0; of the same one, includes it.
+TEST(CompareTest, BootstrapSeparatesShiftFromNoise) {
+  auto a = Normal(100, 20, 400, 1), same = Normal(100, 20, 400, 2), shifted = Normal(110, 20, 400, 3);
+  Interval none = BootstrapDiff(a, same, std::nullopt, 1000, 7);
+  EXPECT_LT(none.lo, 0);
+  EXPECT_GT(none.hi, 0);
+  Interval up = BootstrapDiff(a, shifted, std::nullopt, 1000, 7);
+  EXPECT_GT(up.lo, 0);
+  EXPECT_NEAR((up.lo + up.hi) / 2, 10, 3);
+  Interval med = BootstrapDiff(a, shifted, 0.5, 1000, 7);
+  EXPECT_GT(med.lo, 0);
+  // Seeded: the same inputs give the same interval.
+  Interval again = BootstrapDiff(a, shifted, std::nullopt, 1000, 7);
+  EXPECT_EQ(up.lo, again.lo);
+  EXPECT_EQ(up.hi, again.hi);
+}
+
+TEST(CompareTest, BenchWithPerRequestSamplesUsesBootstrap) {
+  auto with = [](const std::vector<double>& ttft) {
+    json j = Bench(0, 0, 100);
+    j.erase("mean_ttft_ms");
+    j.erase("median_ttft_ms");
+    j.erase("p99_ttft_ms");
+    j["per_request"] = {{"ttft_ms", ttft}, {"tpot_ms", ttft}, {"e2el_ms", ttft}};
+    return j;
+  };
+  // A 4% shift: under the 5% threshold, but 400 samples a side resolve it.
+  auto r = Compare(Doc(with(Normal(100, 5, 400, 1))), Doc(with(Normal(104, 5, 400, 2))));
+  ASSERT_TRUE(r.ok());
+  const MetricDelta* mean = Find(*r, "bench", "mean_ttft_ms");
+  ASSERT_NE(mean, nullptr);
+  EXPECT_EQ(mean->method, NoiseMethod::kBootstrap);
+  EXPECT_TRUE(mean->beyond_noise);
+  EXPECT_EQ(mean->verdict, "worse");
+  EXPECT_NEAR(*mean->a, 100, 1);  // computed from the samples when the summary is absent
+  // The same distribution twice: within noise.
+  auto same = Compare(Doc(with(Normal(100, 5, 400, 1))), Doc(with(Normal(100, 5, 400, 9))));
+  EXPECT_FALSE(Find(*same, "bench", "mean_ttft_ms")->beyond_noise);
+  EXPECT_FALSE(Find(*same, "bench", "median_ttft_ms")->beyond_noise);
+}
+
+TEST(CompareTest, SweepKneeAndStepsAtTheSameLoad) {
+  auto sweep = [](double knee, double p99_at_64) {
+    return json{{"schema", "latdoc.sweep/1"}, {"mode", "concurrency"},
+                {"knee", {{"concurrency", knee}}}, {"highest_meeting_slo", nullptr},
+                {"max_goodput", 64},
+                {"recommendations", {{"max_num_seqs", {{"flag", "--max-num-seqs"}, {"value", knee}}}}},
+                {"steps", json::array({json{{"concurrency", 32}, {"p99_e2el_ms", 100}, {"output_throughput", 900}},
+                                       json{{"concurrency", 64}, {"p99_e2el_ms", p99_at_64}, {"output_throughput", 1500}}})}};
+  };
+  auto r = Compare(Doc(sweep(64, 200)), Doc(sweep(128, 150)));
+  ASSERT_TRUE(r.ok());
+  const MetricDelta* knee = Find(*r, "sweep", "knee_concurrency");
+  ASSERT_NE(knee, nullptr);
+  EXPECT_EQ(knee->verdict, "better");
+  EXPECT_EQ(Find(*r, "sweep", "recommended_max_num_seqs")->verdict, "changed");
+  EXPECT_EQ(Find(*r, "step conc=64", "p99_e2el_ms")->verdict, "better");
+  EXPECT_EQ(Find(*r, "step conc=32", "p99_e2el_ms")->verdict, "same");
+  EXPECT_EQ(Find(*r, "sweep", "highest_meeting_slo")->verdict, "n/a");
+}
+
+TEST(CompareTest, TraceKernelsAndFindings) {
+  auto trace = [](double gemm_ns, const char* sev) {
+    return json{{"schema", "latdoc.trace/1"},
+                {"facts", {{"gpu_timeline", {{"total_ms", 10.0}, {"busy_ms", gemm_ns / 1e6}, {"idle_pct", 20.0}}},
+                           {"kernels", json::array({json{{"name", "gemm"}, {"total_ns", gemm_ns}},
+                                                    json{{"name", "copy"}, {"total_ns", 1e6}}})}}},
+                {"findings", json::array({json{{"id", "kernel.slow"}, {"layer", "kernel"},
+                                               {"severity", sev}, {"title", "t"}}})}};
+  };
+  auto r = Compare(Doc(trace(8e6, "fail")), Doc(trace(4e6, "ok")));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Find(*r, "trace kernel", "gemm")->verdict, "better");
+  EXPECT_EQ(Find(*r, "trace kernel", "copy")->verdict, "same");
+  ASSERT_EQ(r->findings.size(), 1u);
+  EXPECT_EQ(r->findings[0].change, "severity");
+  EXPECT_EQ(r->findings[0].severity_a, "fail");
+  EXPECT_EQ(r->findings[0].severity_b, "ok");
+}
+
+TEST(CompareTest, DiagnoseNewAndResolvedFindings) {
+  auto diag = [](std::vector<std::pair<std::string, std::string>> fs) {
+    json f = json::array();
+    for (auto& [id, sev] : fs) f.push_back({{"id", id}, {"layer", "load"}, {"severity", sev}, {"title", id}});
+    return json{{"schema", "latdoc.diagnose/1"}, {"findings", f}};
+  };
+  auto r = Compare(Doc(diag({{"load.queueing", "fail"}, {"load.slo", "ok"}})),
+                   Doc(diag({{"load.kv_pressure", "warn"}, {"load.slo", "ok"}})));
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->findings.size(), 2u);
+  EXPECT_EQ(r->findings[0].id, "load.kv_pressure");
+  EXPECT_EQ(r->findings[0].change, "new");
+  EXPECT_EQ(r->findings[1].id, "load.queueing");
+  EXPECT_EQ(r->findings[1].change, "resolved");
+  EXPECT_THAT(r->notes, ::testing::Contains(HasSubstr("load layer was not measured")));
+}
+
+TEST(CompareTest, JsonSaysHowNoiseWasJudged) {
+  auto r = Compare(Doc(Bench(100, 200, 1000), "a.json"), Doc(Bench(150, 200, 1000), "b.json"));
+  ASSERT_TRUE(r.ok());
+  auto j = CompareToJson(*r);
+  EXPECT_EQ(j["schema"], "latdoc.compare/1");
+  EXPECT_EQ(j["kind"], "bench");
+  bool seen = false;
+  for (const auto& m : j["metrics"]) {
+    if (m["metric"] != "mean_ttft_ms") continue;
+    seen = true;
+    EXPECT_EQ(m["noise_method"], "threshold");
+    EXPECT_EQ(m["verdict"], "worse");
+    EXPECT_DOUBLE_EQ(m["rel"].get<double>(), 0.5);
+  }
+  EXPECT_TRUE(seen);
+  std::string text = RenderCompareText(*r);
+  EXPECT_THAT(text, HasSubstr("mean_ttft_ms"));
+  EXPECT_THAT(text, HasSubstr("worse (threshold 5%)"));
+  EXPECT_THAT(text, HasSubstr("Beyond noise: 0 better, 2 worse."));
+}
+
+}  // namespace
+}  // namespace latdoc::compare
