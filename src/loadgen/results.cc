@@ -1,5 +1,6 @@
 #include "loadgen/results.h"
 
+#include <cmath>
 #include <ctime>
 #include <map>
 
@@ -131,6 +132,15 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   PutStats(j, "tpot", tpots);
   PutStats(j, "itl", itls);
   PutStats(j, "e2el", e2els);
+  // Per-request samples of the ok requests (ms, to the microsecond), so `latdoc compare` can
+  // judge noise by bootstrap rather than by thresholds.
+  auto samples = [](const std::vector<int64_t>& v) {
+    ordered_json a = ordered_json::array();
+    for (int64_t ns : v) a.push_back(std::round(double(ns) / 1e3) / 1e3);
+    return a;
+  };
+  j["per_request"] = {{"ttft_ms", samples(ttfts)}, {"tpot_ms", samples(tpots)},
+                      {"e2el_ms", samples(e2els)}};
   // latdoc's additions.
   j["partial"] = run.partial;
   if (run.partial) j["partial_reason"] = run.partial_reason;
