@@ -46,6 +46,13 @@ int Write(const diagnose::DiagnoseResult& r, const Outputs& o) {
     fmt::print(stderr, "latdoc: {}\n", st.message());
     return ExitCodeFor(st);
   }
+  // A live target that could not be reached: the report is written, but latdoc could not run
+  // what mattered most (DESIGN.md exit codes).
+  if (r.doc.contains("target_reachable") && r.doc["target_reachable"] == false) {
+    fmt::print(stderr, "latdoc: the target {} could not be reached; the report has the layers "
+                       "that could be checked\n", r.doc["target"].get<std::string>());
+    return kExitCannotRun;
+  }
   return rules::WorstSeverity(r.findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
 }
 
@@ -54,6 +61,7 @@ struct DiagnoseArgs {
   Outputs out;
   std::string slo, endpoint = "completions", api_key_env = "OPENAI_API_KEY";
   bool no_keepalive = false;
+  double net_timeout_s = 5;
 };
 
 int RunDiagnoseCommand(DiagnoseArgs& a) {
@@ -80,6 +88,11 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
     fmt::print(stderr, "latdoc diagnose: {}\n", st.message());
     return kExitBadInput;
   }
+  if (a.net_timeout_s <= 0 || d.net_samples < 0) {
+    fmt::print(stderr, "latdoc diagnose: --net-samples must be 0 or more and --net-timeout positive\n");
+    return kExitBadInput;
+  }
+  d.net_timeout_ns = int64_t(a.net_timeout_s * 1e9);
   if (d.concurrency < 1 || d.requests < 1 || d.baseline_requests < 1) {
     fmt::print(stderr, "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
     return kExitBadInput;
@@ -141,6 +154,10 @@ Command RegisterDiagnose(CLI::App& root) {
   app->add_option("--url", d.url, "Base URL of the server (omit to judge files and host only)");
   app->add_option("--model", d.bench.model, "Model name (default: the first of /v1/models)");
   app->add_option("--metrics-url", d.bench.metrics_url, "Where /metrics is (default: --url)");
+  app->add_option("--net-samples", d.net_samples, "Network probe samples (0: no probe)")->capture_default_str();
+  app->add_option("--net-timeout", a->net_timeout_s, "Bound of each probe exchange, in seconds")->capture_default_str();
+  app->add_option("--direct-url", d.direct_url,
+                  "The same server bypassing the gateway --url goes through: measures the gateway's delay");
   app->add_option("--endpoint", a->endpoint, "completions | chat")->capture_default_str();
   app->add_option("--api-key-env", a->api_key_env, "Environment variable with the API key")->capture_default_str();
   app->add_option("--concurrency", d.concurrency, "Target load")->capture_default_str();

@@ -11,10 +11,12 @@
 #include "host/host_facts.h"
 #include "logs/log_analyzer.h"
 #include "logs/log_facts.h"
+#include "net/probe.h"
 #include "report/findings_text.h"
 #include "rules/host_rules.h"
 #include "rules/load_rules.h"
 #include "rules/log_rules.h"
+#include "rules/net_rules.h"
 #include "rules/trace_rules.h"
 #include "trace/analysis/trace_analysis.h"
 #include "trace/importers/registry.h"
@@ -73,6 +75,126 @@ ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, u
   return loadgen::SummarizeRun(*run, b, ro).json;
 }
 
+std::optional<double> NumAt(const ordered_json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+std::optional<double> EvidenceValue(const rules::Finding& f, const std::string& name) {
+  for (const auto& e : f.evidence)
+    if (e.name == name) return e.value;
+  return std::nullopt;
+}
+
+bool AllFailed(const net::ProbeFacts& p) {
+  return p.loss.samples > 0 && p.loss.failed == p.loss.samples;
+}
+
+// The network layer: the target probed (and the direct path, when given). Returns the facts
+// or null with the layer status in `status`.
+std::optional<net::NetFacts> ProbeNetwork(const DiagnoseOptions& o, std::string* status,
+                                          const net::ProbeFacts** target) {
+  net::ProbeOptions po;
+  po.url = o.url;
+  po.samples = o.net_samples;
+  po.insecure = o.bench.client.insecure;
+  po.model = o.bench.model;
+  po.sample_timeout_ns = o.net_timeout_ns;
+  po.idle_wait_ns = 0;     // holding a connection idle for seconds: `latdoc net` does it
+  po.stream_tokens = 0;    // bandwidth needs a link rate: `latdoc net --link-mbps`
+  auto p = net::RunProbe(po);
+  if (!p.ok()) {
+    *status = "failed: " + p.status().message();
+    return std::nullopt;
+  }
+  net::NetFacts f;
+  if (o.direct_url.empty()) {
+    f.probe = std::move(*p);
+  } else {
+    // As `latdoc net --url DIRECT --compare TARGET`: B - A is what the gateway adds.
+    po.url = o.direct_url;
+    auto d = net::RunProbe(po);
+    if (!d.ok()) {
+      *status = "failed: --direct-url: " + d.status().message();
+      return std::nullopt;
+    }
+    f.probe = std::move(*d);
+    f.compare_probe = std::move(*p);
+    f.compare = net::ComparePhases(f.probe, *f.compare_probe);
+  }
+  *target = f.compare_probe ? &*f.compare_probe : &f.probe;
+  return f;
+}
+
+// Puts the network findings on the load findings' scale (share of the mean end-to-end latency
+// of the load test) and says which of them this workload pays. net rules judge against a
+// one-token TTFT on an idle server; what the user feels is the share of their requests' time.
+void ScaleNetFindings(std::vector<rules::Finding>& fs, std::optional<double> mean_e2el_ms,
+                      bool load_kept_alive) {
+  for (auto& f : fs) {
+    if (f.id == "net.no_keepalive" && load_kept_alive && f.severity >= rules::Severity::kWarn) {
+      // The load test kept connections alive, so it did not pay this; clients that do not will.
+      f.title += " (paid by clients that do not keep connections alive; this load test did)";
+      f.latency_share.reset();
+      continue;
+    }
+    if (!f.latency_share || !mean_e2el_ms || *mean_e2el_ms <= 0) continue;
+    std::optional<double> ms;
+    if (f.id == "net.no_keepalive") ms = EvidenceValue(f, "handshake_cost");
+    else if (f.id == "net.round_trip") ms = EvidenceValue(f, "per_request_network");
+    else if (f.id == "net.gateway_delay") ms = EvidenceValue(f, "ttfb_p50_added");
+    // Jitter moves the tail, not the mean: no share of the mean to claim.
+    f.latency_share = ms ? std::optional<double>(std::clamp(*ms / *mean_e2el_ms, 0.0, 1.0))
+                         : std::nullopt;
+  }
+}
+
+// Splits the waterfall's "network and front end" (client TTFT - server TTFT, inferred) into
+// the network time the probe measured and the rest (front end, inferred), and re-weighs
+// load.network_front_end to the part no network finding explains.
+void SplitNetworkPart(ordered_json& w, const net::ProbeFacts& target, bool load_kept_alive,
+                      std::optional<double> mean_e2el_ms, std::vector<rules::Finding>& all,
+                      const rules::LoadRuleOptions& lo) {
+  std::optional<double> per_request = rules::PerRequestNetworkMs(target);
+  std::optional<double> outside = NumAt(w, "network_and_front_end_ms");
+  if (!per_request || !outside) return;
+  double net_ms = *per_request;
+  std::string how = fmt::format("measured: {} ms per request on a kept-alive connection "
+                                "(network probe of {})", fmt::format("{:.2f}", *per_request),
+                                target.url);
+  if (!load_kept_alive) {
+    double handshake = target.keepalive.handshake_cost_ms
+                           ? std::max(0.0, *target.keepalive.handshake_cost_ms)
+                           : target.connect.p50_ms.value_or(0) + target.tls.p50_ms.value_or(0);
+    net_ms += handshake;
+    how += fmt::format(" + {:.2f} ms per new connection (the load test did not keep them alive)",
+                       handshake);
+  }
+  double front_end = *outside - net_ms;
+  w["network_ms"] = net_ms;
+  w["front_end_ms"] = front_end;
+  w["parts"] = {{"queue_ms", "measured (server /metrics)"},
+                {"prefill_ms", "measured (server /metrics)"},
+                {"network_ms", how},
+                {"front_end_ms", "inferred: client TTFT - server TTFT - measured network"}};
+  for (auto& f : all) {
+    if (f.id != "load.network_front_end") continue;
+    f.evidence.push_back({"network_measured", net_ms, "ms", ""});
+    f.evidence.push_back({"front_end_inferred", front_end, "ms", ""});
+    if (mean_e2el_ms && *mean_e2el_ms > 0)
+      f.latency_share = std::clamp(front_end / *mean_e2el_ms, 0.0, 1.0);
+    std::optional<double> client = NumAt(w, "client_ttft_ms");
+    bool front_end_small = front_end < lo.network_min_ms ||
+                           (client && *client > 0 && front_end / *client < lo.network_share_warn);
+    if (f.severity == rules::Severity::kWarn && front_end_small) {
+      f.severity = rules::Severity::kInfo;
+      f.title = fmt::format("{:.1f} ms of TTFT is spent outside the engine; the network probe "
+                            "measured {:.1f} ms of it (see the net.* findings), leaving {:.1f} ms "
+                            "for the front end", *outside, net_ms, front_end);
+    }
+  }
+}
+
 }  // namespace
 
 DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
@@ -89,10 +211,42 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   doc["generated_at"] = when;
   ordered_json layers = ordered_json::object();
 
-  // Load: a low-load baseline, then the target load with /metrics scraped.
+  // Network first, while the server is idle; then the load: a low-load baseline, then the
+  // target load with /metrics scraped.
+  std::optional<net::NetFacts> net_facts;
+  const net::ProbeFacts* target_probe = nullptr;
+  std::vector<rules::Finding> net_findings;
+  bool reachable = true;
+  if (o.url.empty()) {
+    layers["network"] = "skipped: no --url";
+  } else if (o.net_samples <= 0) {
+    layers["network"] = "inferred from the load test (client TTFT - server TTFT); probe off";
+  } else {
+    Say(o, fmt::format("network: {} probe samples of {}", o.net_samples, o.url));
+    std::string status;
+    net_facts = ProbeNetwork(o, &status, &target_probe);
+    if (!net_facts) {
+      layers["network"] = status;
+    } else {
+      net_findings = rules::EvaluateNetRules(*net_facts);
+      if (AllFailed(*target_probe)) {
+        reachable = false;
+        const net::ProbeSample& s = target_probe->samples.front();
+        layers["network"] = fmt::format("failed: no probe sample reached {}: {}", o.url, s.error);
+        all.push_back(Unreachable(o.url, s.error));
+      } else {
+        bool tls = target_probe->tls.count > 0;
+        layers["network"] = fmt::format(
+            "measured ({} probe samples: round trip, first byte, keep-alive vs new connections{}{})",
+            target_probe->loss.samples, tls ? ", TLS" : "",
+            net_facts->compare ? ", direct vs " + o.url : "");
+      }
+    }
+  }
   if (o.url.empty()) {
     layers["load"] = "skipped: no --url";
-    layers["network"] = "skipped: no --url";
+  } else if (!reachable) {
+    layers["load"] = "skipped: the target could not be reached (see network)";
   } else {
     std::string why;
     Say(o, fmt::format("baseline: {} requests at concurrency 1", o.baseline_requests));
@@ -113,7 +267,21 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       if (srv.contains("ttft_breakdown")) doc["ttft_waterfall"] = srv["ttft_breakdown"];
       Append(all, rules::EvaluateLoadRules(base, load));
     }
-    layers["network"] = "inferred from the load test (client TTFT - server TTFT)";
+  }
+  doc["target_reachable"] = o.url.empty() ? ordered_json(nullptr) : ordered_json(reachable);
+  if (net_facts) {
+    const bool kept_alive = o.bench.client.keep_alive;
+    std::optional<double> e2el = doc.contains("bench") ? NumAt(doc["bench"], "mean_e2el_ms") : std::nullopt;
+    ScaleNetFindings(net_findings, e2el, kept_alive);
+    if (doc.contains("ttft_waterfall") && target_probe)
+      SplitNetworkPart(doc["ttft_waterfall"], *target_probe, kept_alive, e2el, all,
+                       rules::LoadRuleOptions{});
+    ordered_json nj;
+    nj["schema"] = "latdoc.net/1";
+    nj["facts"] = ordered_json::parse(net::ToJson(*net_facts).dump());
+    nj["findings"] = FindingsJson(net_findings);
+    doc["net"] = std::move(nj);
+    Append(all, std::move(net_findings));
   }
 
   // Kernel: profiler traces.
@@ -205,7 +373,22 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   doc["findings"] = FindingsJson(all);
   auto worst = rules::WorstSeverity(all);
   doc["worst_severity"] = rules::SeverityName(worst);
+  if (const rules::Finding* f = ChangeFirst(all)) {
+    doc["change_first"] = {{"id", f->id}, {"layer", rules::LayerName(f->layer)}, {"title", f->title}};
+  } else {
+    doc["change_first"] = nullptr;
+  }
   return res;
+}
+
+const rules::Finding* ChangeFirst(const std::vector<rules::Finding>& ranked) {
+  for (auto level : {rules::Severity::kFail, rules::Severity::kWarn}) {
+    auto it = std::find_if(ranked.begin(), ranked.end(), [&](const rules::Finding& f) {
+      return f.severity == level && !f.advice.empty();
+    });
+    if (it != ranked.end()) return &*it;
+  }
+  return nullptr;
 }
 
 std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok) {
@@ -219,10 +402,18 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
     auto ms = [&](const char* k) {
       return w.contains(k) && w[k].is_number() ? fmt::format("{:.1f} ms", w[k].get<double>()) : std::string("n/a");
     };
-    out += fmt::format(
-        "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network and "
-        "front end {} (inferred)\n",
-        ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_and_front_end_ms"));
+    if (w.contains("network_ms")) {
+      out += fmt::format(
+          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network {} "
+          "(measured by the probe) + front end {} (inferred)\n",
+          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_ms"),
+          ms("front_end_ms"));
+    } else {
+      out += fmt::format(
+          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network and "
+          "front end {} (inferred)\n",
+          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_and_front_end_ms"));
+    }
   }
   if (d.contains("bench")) {
     const ordered_json& b = d["bench"];
@@ -238,16 +429,10 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
   to.color = color;
   to.show_ok = show_ok;
   out += report::RenderFindingsText(r.findings, to);
-  // What to change first: the top-ranked `fail`, else the top-ranked `warn`.
-  for (auto level : {rules::Severity::kFail, rules::Severity::kWarn}) {
-    auto it = std::find_if(r.findings.begin(), r.findings.end(), [&](const rules::Finding& f) {
-      return f.severity == level && !f.advice.empty();
-    });
-    if (it == r.findings.end()) continue;
+  if (const rules::Finding* it = ChangeFirst(r.findings)) {
     out += fmt::format("\nChange first: {}\n  {}\n", it->title, it->advice);
     if (it->latency_share)
       out += fmt::format("  (about {:.0f}% of the mean end-to-end latency)\n", *it->latency_share * 100);
-    break;
   }
   return out;
 }

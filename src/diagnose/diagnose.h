@@ -3,6 +3,12 @@
 // others: an unreachable target still gets its traces, logs and host judged, and the result
 // says which layers were measured, skipped (and why) or failed.
 //
+// With a live target the network is probed first, while the server is idle (net/probe.h: RTT,
+// first byte, keep-alive vs new connections, TLS where https), so the TTFT waterfall's network
+// part is measured: ttft_waterfall.network_ms (measured) and front_end_ms (inferred: client
+// TTFT - server TTFT - network). A target no probe sample reaches is not load-tested: the
+// result says so (target_reachable false) and the other layers still run.
+//
 // The document it returns (schema latdoc.diagnose/1) is what every renderer reads: findings
 // (ranked), ttft_waterfall, and each layer's own document (bench, baseline, trace, logs,
 // doctor). Not thread-safe; runs on the calling thread.
@@ -22,6 +28,10 @@ namespace latdoc::diagnose {
 
 struct DiagnoseOptions {
   std::string url;                    // empty: no live target (files and host only)
+  int net_samples = 5;                // network probe samples (0: no probe; network inferred)
+  int64_t net_timeout_ns = 5'000'000'000;  // bound of each probe exchange
+  std::string direct_url;             // the same server by another path (direct, when --url
+                                      // goes through a gateway): the gateway's delay is measured
   loadgen::BenchOptions bench;        // template for the load steps (url, model, key, client...)
   int concurrency = 32;               // the target load
   int requests = 200;
@@ -43,6 +53,10 @@ struct DiagnoseResult {
 };
 
 DiagnoseResult RunDiagnose(const DiagnoseOptions& options);
+
+// What to change first (also the document's "change_first"): the top-ranked `fail` with advice,
+// else the top-ranked `warn`; null when there is neither. `ranked` as RankFindings left it.
+const rules::Finding* ChangeFirst(const std::vector<rules::Finding>& ranked);
 
 // The terminal summary: layers, the TTFT waterfall, the ranked findings, what to change first.
 std::string RenderDiagnoseText(const DiagnoseResult& result, bool color, bool show_ok);

@@ -58,6 +58,14 @@ StatusOr<HostFacts> FactsFromJson(std::string_view text, std::string_view name) 
   if (j.is_discarded()) return InvalidArgument(std::string(name) + ": not valid JSON");
   if (!j.is_object()) return InvalidArgument(std::string(name) + ": expected a JSON object");
   const std::string schema = j.value("schema", std::string());
+  // A newer latdoc's facts: say so, rather than "wrong schema".
+  const std::string_view family = "latdoc.host_facts/";
+  if (schema != kFactsSchema && schema.rfind(family, 0) == 0 &&
+      schema.compare(family.size(), std::string::npos, std::string(kFactsSchema).substr(family.size())) > 0) {
+    return InvalidArgument(std::string(name) + ": schema \"" + schema + "\" is newer than this latdoc reads (\"" +
+                           kFactsSchema + "\"): collect again with this latdoc's `doctor --collect`, "
+                           "or judge the file with the latdoc that wrote it");
+  }
   if (schema != kFactsSchema) {
     return InvalidArgument(std::string(name) + ": schema is \"" + schema + "\", expected \"" +
                            kFactsSchema + "\" (write it with latdoc doctor --collect)");

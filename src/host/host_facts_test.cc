@@ -58,5 +58,13 @@ TEST(HostFactsTest, BadInputErrorsSayWhatAndWhere) {
   EXPECT_EQ(wrong.status().message().rfind("f.json: in \"cpu\": ", 0), 0u) << wrong.status().message();
 }
 
+// A file from a newer latdoc says so, and what to do, instead of "wrong schema".
+TEST(HostFactsTest, NewerSchemaSaysSo) {
+  EXPECT_EQ(FactsFromJson(R"({"schema": "latdoc.host_facts/2"})", "new.json").status().message(),
+            "new.json: schema \"latdoc.host_facts/2\" is newer than this latdoc reads "
+            "(\"latdoc.host_facts/1\"): collect again with this latdoc's `doctor --collect`, or "
+            "judge the file with the latdoc that wrote it");
+}
+
 }  // namespace
 }  // namespace latdoc::host

@@ -111,10 +111,20 @@ ordered_json Waterfall(const ordered_json& diagnosis) {
       {"queue_ms", "queue"},
       {"prefill_ms", "prefill"},
       {"server_other_ms", "server other"}};
+  // With the network probed (diagnose), its part is measured and only the front end inferred.
+  static const std::pair<const char*, const char*> kProbedParts[] = {
+      {"network_ms", "network (measured)"},
+      {"front_end_ms", "front end (inferred)"},
+      {"queue_ms", "queue"},
+      {"prefill_ms", "prefill"},
+      {"server_other_ms", "server other"}};
+  std::vector<std::pair<const char*, const char*>> parts;
+  if (NumberAt(*src, "network_ms")) parts.assign(std::begin(kProbedParts), std::end(kProbedParts));
+  else parts.assign(std::begin(kParts), std::end(kParts));
   ordered_json segs = ordered_json::array();
   double at_ms = 0;
   int measured = 0;
-  for (auto [key, label] : kParts) {
+  for (auto [key, label] : parts) {
     std::optional<double> ms = NumberAt(*src, key);
     ordered_json s;
     s["key"] = key;

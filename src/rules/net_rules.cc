@@ -1,5 +1,7 @@
 #include "rules/net_rules.h"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 namespace latdoc::rules {
@@ -267,7 +269,46 @@ void Path(const NetFacts& nf, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// net.round_trip: the time a request spends on the network even on a kept-alive connection,
+// against the TTFT of a one-token completion on that connection.
+void RoundTrip(const ProbeFacts& p, std::vector<Finding>& out) {
+  std::optional<double> rt = PerRequestNetworkMs(p);
+  std::optional<double> ttft = p.ttft_reused.p50_ms ? p.ttft_reused.p50_ms : p.ttft_new.p50_ms;
+  if (!rt || !ttft || *ttft <= 0) return;
+  double share = std::min(1.0, *rt / *ttft);
+  Severity sev = Severity::kOk;
+  if (*rt >= kRoundTripWarnMs && share >= kRoundTripWarnShare)
+    sev = share >= kRoundTripFailShare ? Severity::kFail : Severity::kWarn;
+  Finding f = Make("net.round_trip", sev,
+                   sev == Severity::kOk
+                       ? fmt::format("A request spends {:.1f} ms on the network ({:.0f}% of a "
+                                     "one-token TTFT)", *rt, share * 100)
+                       : fmt::format("Network delay: {:.1f} ms per request before the server "
+                                     "answers ({:.0f}% of a one-token TTFT)", *rt, share * 100));
+  f.evidence = {Num("per_request_network", rt, "ms"), Num("ttfb_p50", p.ttfb.p50_ms, "ms"),
+                Num("connect_p50", p.connect.p50_ms, "ms"),
+                Num("ttft_one_token_p50", ttft, "ms"), Num("share_of_ttft", share * 100, "%"),
+                Text("measured_on", p.url + p.cheap_path)};
+  f.advice =
+      "Bring clients closer to the server (same zone or rack), or find the hop that adds the "
+      "delay: `tracepath -n HOST`, `mtr -n -c 100 HOST`; a proxy or service mesh sidecar on the "
+      "path shows as first-byte time with a low TCP connect time (`latdoc net --compare` the "
+      "direct URL).";
+  if (sev != Severity::kOk) f.latency_share = share;
+  out.push_back(std::move(f));
+}
+
 }  // namespace
+
+std::optional<double> PerRequestNetworkMs(const ProbeFacts& p) {
+  if (!p.ttfb.p50_ms) return std::nullopt;
+  double connect = p.connect.p50_ms.value_or(0);
+  double per_connection_extra = 0;
+  if (p.keepalive.handshake_cost_ms)
+    per_connection_extra =
+        std::max(0.0, *p.keepalive.handshake_cost_ms - connect - p.tls.p50_ms.value_or(0));
+  return std::max(*p.ttfb.p50_ms - per_connection_extra, connect);
+}
 
 std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
   std::vector<Finding> out;
@@ -283,6 +324,7 @@ std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
     }
   }
   NoKeepalive(p, out);
+  RoundTrip(p, out);
   GatewayDelay(facts, out);
   Jitter(p, out);
   IdleClose(facts.probe, out);

@@ -4,11 +4,12 @@
 //
 // Pure functions: facts in, findings out; no I/O, no clocks. Ids are stable:
 //   net.no_keepalive  net.gateway_delay  net.jitter  net.loss  net.idle_close
-//   net.bandwidth_headroom  net.path
+//   net.bandwidth_headroom  net.path  net.round_trip
 // A check that ran and found nothing returns an `ok` finding; a check with nothing to judge
 // (no compare URL, no link rate) returns a `skip` finding that says why, or nothing.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "net/net_facts.h"
@@ -28,6 +29,17 @@ inline constexpr double kLossFailShare = 0.05;          // of samples
 inline constexpr double kIdleCloseWarnS = 60.0;         // closes sooner than typical client pools
 inline constexpr double kHeadroomWarnShare = 0.5;       // required / link
 inline constexpr double kHeadroomFailShare = 0.9;
+inline constexpr double kRoundTripWarnMs = 5.0;         // per request, kept-alive (see below)
+inline constexpr double kRoundTripWarnShare = 0.10;     // of TTFT on a kept-alive connection
+inline constexpr double kRoundTripFailShare = 0.25;
+
+// The network time one request pays on a kept-alive connection, in ms: the cheap request's time
+// to first byte (request written -> response headers: a round trip, whatever sits on the path,
+// and the server's handling of a trivial request), less what only a new connection pays beyond
+// TCP connect and TLS (the probe's cheap request goes on a new connection; a gateway that
+// opens a backend connection per client connection charges that to its first request), and
+// never less than one TCP round trip (connect). nullopt when the cheap request never answered.
+std::optional<double> PerRequestNetworkMs(const net::ProbeFacts& p);
 
 std::vector<Finding> EvaluateNetRules(const net::NetFacts& facts);
 

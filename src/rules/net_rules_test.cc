@@ -179,5 +179,47 @@ TEST(NetRulesTest, BandwidthHeadroom) {
             "(apt-get install iperf3)");
 }
 
+// net.round_trip: a delay every request pays (here the server's writes are late by 20 ms) is
+// network time per request, on kept-alive connections too.
+TEST(NetRulesTest, RoundTripCountsDelayEveryRequestPays) {
+  NetFacts f;
+  f.probe.url = "http://a";
+  f.probe.cheap_path = "/health";
+  for (int i = 0; i < 5; ++i) f.probe.samples.push_back(Ok(i, 0.1, 20.0, 26.2, 26.0));
+  net::SummarizeProbe(f.probe);
+  EXPECT_NEAR(*PerRequestNetworkMs(f.probe), 20.0, 1e-9);
+  auto fs = EvaluateNetRules(f);
+  const Finding* r = Find(fs, "net.round_trip");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->severity, Severity::kFail);  // 20 ms is 77% of a 26 ms one-token TTFT
+  EXPECT_NEAR(*r->latency_share, 20.0 / 26.0, 1e-9);
+  EXPECT_EQ(Find(fs, "net.no_keepalive")->severity, Severity::kOk);
+}
+
+// What only a new connection pays (a gateway's backend connect on the first chunk: the cheap
+// request's first byte is 30 ms late, a kept-alive TTFT is not) is not per-request time.
+TEST(NetRulesTest, RoundTripLeavesPerConnectionCostToNoKeepalive) {
+  NetFacts f;
+  f.probe.url = "http://a";
+  for (int i = 0; i < 5; ++i) f.probe.samples.push_back(Ok(i, 0.1, 30.2, 36.5, 6.3));
+  net::SummarizeProbe(f.probe);
+  EXPECT_NEAR(*PerRequestNetworkMs(f.probe), 0.1, 1e-9);  // one TCP round trip
+  auto fs = EvaluateNetRules(f);
+  EXPECT_EQ(Find(fs, "net.round_trip")->severity, Severity::kOk);
+  EXPECT_EQ(Find(fs, "net.no_keepalive")->severity, Severity::kFail);
+}
+
+TEST(NetRulesTest, RoundTripNeedsAnAnsweredRequest) {
+  NetFacts f;
+  f.probe.url = "http://a";
+  ProbeSample s;
+  s.failure = FailureReason::kRefused;
+  s.failed_phase = "cheap";
+  f.probe.samples.push_back(s);
+  net::SummarizeProbe(f.probe);
+  EXPECT_FALSE(PerRequestNetworkMs(f.probe));
+  EXPECT_EQ(Find(EvaluateNetRules(f), "net.round_trip"), nullptr);
+}
+
 }  // namespace
 }  // namespace latdoc::rules
