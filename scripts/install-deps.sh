@@ -9,6 +9,7 @@ pkgs=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl python3 chromium
+  prometheus  # the exporter's end-to-end tests run a real Prometheus and promtool
 )
 # Node.js and npm build the HTML report's assets; the machine may already have them (not from apt).
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

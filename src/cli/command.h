@@ -28,6 +28,7 @@ Command RegisterDoctor(CLI::App& root);
 Command RegisterNumaExec(CLI::App& root);
 Command RegisterTrace(CLI::App& root);
 Command RegisterNet(CLI::App& root);
+Command RegisterExporter(CLI::App& root);
 Command RegisterCompare(CLI::App& root);
 
 }  // namespace latdoc::cli

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       latdoc::cli::RegisterNumaExec(app),
       latdoc::cli::RegisterTrace(app),
       latdoc::cli::RegisterNet(app),
+      latdoc::cli::RegisterExporter(app),
       latdoc::cli::RegisterCompare(app),
   };
 

@@ -1,0 +1,164 @@
+// latdoc exporter [--listen 127.0.0.1:9464] [--target URL] [--interval 15s] ...: continuous
+// diagnosis served to Prometheus. Argument parsing, the startup line and exit codes only; the
+// work is in exporter/.
+#include <cstdio>
+#include <string>
+
+#include <fmt/core.h>
+
+#include "base/clock.h"
+#include "base/exit_codes.h"
+#include "cli/command.h"
+#include "exporter/exporter.h"
+#include "exporter/schedule.h"
+#include "http/client.h"
+
+#ifndef LATDOC_VERSION
+#define LATDOC_VERSION "0.0.0"
+#endif
+
+namespace latdoc::cli {
+namespace {
+
+struct ExporterArgs {
+  std::string listen = "127.0.0.1:9464";
+  std::string target = "http://127.0.0.1:8000";
+  std::string interval = "15s";
+  std::string host_interval = "60s";
+  std::string timeout;
+  std::string model;
+  int canary_tokens = 16;
+  bool no_canary = false;
+  bool no_host = false;
+  std::string sysroot = "/";
+  int64_t pid = 0;
+  bool once = false;
+};
+
+int Fail(const Status& st) {
+  std::fprintf(stderr, "latdoc exporter: %s\n", st.message().c_str());
+  return ExitCodeFor(st);
+}
+
+// "127.0.0.1:9464", "[::1]:9464", ":9464" (all interfaces is not the default: say 0.0.0.0).
+Status ParseListen(const std::string& text, std::string* host, uint16_t* port) {
+  auto bad = [&] {
+    return InvalidArgument("--listen '" + text + "': expected HOST:PORT, e.g. 127.0.0.1:9464");
+  };
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size()) return bad();
+  std::string h = text.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h.empty()) h = "0.0.0.0";
+  const std::string p = text.substr(colon + 1);
+  if (p.find_first_not_of("0123456789") != std::string::npos || p.size() > 5) return bad();
+  const int n = std::stoi(p);
+  if (n > 65535) return bad();
+  *host = h;
+  *port = static_cast<uint16_t>(n);
+  return Status::Ok();
+}
+
+StatusOr<int64_t> Duration(const std::string& flag, const std::string& text) {
+  auto d = exporter::ParseDurationNs(text);
+  if (!d.ok()) return InvalidArgument(flag + " " + d.status().message());
+  return d;
+}
+
+int RunExporter(const ExporterArgs& a) {
+  exporter::ExporterOptions o;
+  if (Status st = ParseListen(a.listen, &o.listen_host, &o.listen_port); !st.ok()) return Fail(st);
+  auto interval = Duration("--interval", a.interval);
+  if (!interval.ok()) return Fail(interval.status());
+  // The canary's rate bound: one request per interval, so at most 1 request/s.
+  if (*interval < kNsPerSec) return Fail(InvalidArgument("--interval must be at least 1s"));
+  o.interval_ns = *interval;
+  auto host_interval = Duration("--host-interval", a.host_interval);
+  if (!host_interval.ok()) return Fail(host_interval.status());
+  if (*host_interval != 0 && *host_interval < o.interval_ns)
+    return Fail(InvalidArgument("--host-interval must be 0 (off) or at least --interval"));
+  o.host_period_ns = a.no_host ? 0 : *host_interval;
+  o.collector_timeout_ns = std::min<int64_t>(10 * kNsPerSec, o.interval_ns);
+  if (!a.timeout.empty()) {
+    auto t = Duration("--timeout", a.timeout);
+    if (!t.ok()) return Fail(t.status());
+    if (*t <= 0) return Fail(InvalidArgument("--timeout must be positive"));
+    o.collector_timeout_ns = *t;
+  }
+  o.target = a.target;
+  if (!o.target.empty()) {
+    if (auto u = http::ParseUrl(o.target); !u.ok())
+      return Fail(InvalidArgument("--target " + u.status().message()));
+  }
+  if (a.canary_tokens < 1 || a.canary_tokens > 256)
+    return Fail(InvalidArgument("--canary-tokens must be between 1 and 256"));
+  o.canary_output_tokens = a.canary_tokens;
+  o.canary = !a.no_canary;
+  o.model = a.model;
+  o.sysroot = a.sysroot;
+  if (a.pid != 0) o.pid = a.pid;
+  o.version = LATDOC_VERSION;
+  if (o.target.empty() && o.host_period_ns == 0)
+    return Fail(InvalidArgument("nothing to do: give --target or leave the host checks on"));
+
+  exporter::Exporter e(o, exporter::DefaultCollectors(o));
+  if (a.once) {
+    e.RunCycle(MonoNowNs());
+    std::fputs(e.page()->c_str(), stdout);
+    return kExitOk;
+  }
+  if (Status st = e.Start(); !st.ok()) {
+    std::fprintf(stderr, "latdoc exporter: %s\n", st.message().c_str());
+    return kExitCannotRun;
+  }
+  std::printf("latdoc exporter: serving http://%s:%u/metrics\n",
+              o.listen_host.find(':') != std::string::npos ? ("[" + o.listen_host + "]").c_str()
+                                                           : o.listen_host.c_str(),
+              unsigned(e.port()));
+  std::printf("interval %.3g s; canary %s; host checks %s\n", NsToSec(o.interval_ns),
+              o.target.empty() || !o.canary
+                  ? "off"
+                  : fmt::format("{} tokens to {}, at most {:.3g} request/s", o.canary_output_tokens,
+                                o.target, 1.0 / NsToSec(o.interval_ns)).c_str(),
+              o.host_period_ns ? fmt::format("every {:.3g} s", NsToSec(o.host_period_ns)).c_str()
+                               : "off");
+  std::fflush(stdout);
+  e.RunUntilStopped();
+  return kExitOk;
+}
+
+}  // namespace
+
+Command RegisterExporter(CLI::App& root) {
+  auto args = std::make_shared<ExporterArgs>();
+  CLI::App* app = root.add_subcommand(
+      "exporter",
+      "Continuous diagnosis for Prometheus: every interval, a canary request (TTFT, ITL), the\n"
+      "server's /metrics (TTFT split, load rules) and, less often, the host checks of `doctor`;\n"
+      "served as metrics on /metrics. Writes nothing to disk.");
+  app->add_option("--listen", args->listen, "HOST:PORT to serve /metrics on")
+      ->capture_default_str();
+  app->add_option("--target", args->target,
+                  "base URL of the inference server (\"\" for the host checks only)")
+      ->capture_default_str();
+  app->add_option("--interval", args->interval,
+                  "time between cycles (>= 1s; one canary request per cycle)")
+      ->capture_default_str();
+  app->add_option("--host-interval", args->host_interval,
+                  "time between host checks (the expensive collectors); 0: off")
+      ->capture_default_str();
+  app->add_option("--timeout", args->timeout,
+                  "deadline of each collector run (default: the interval, at most 10s)");
+  app->add_option("--model", args->model, "model to ask (default: the first of /v1/models)");
+  app->add_option("--canary-tokens", args->canary_tokens, "tokens the canary asks for (1-256)")
+      ->capture_default_str();
+  app->add_flag("--no-canary", args->no_canary, "send no canary request");
+  app->add_flag("--no-host", args->no_host, "no host checks");
+  app->add_option("--sysroot", args->sysroot, "host checks read this recorded tree instead of /")
+      ->capture_default_str();
+  app->add_option("--pid", args->pid, "the server process for the host checks");
+  app->add_flag("--once", args->once, "run one cycle, print the page and exit (no server)");
+  return {app, [args] { return RunExporter(*args); }};
+}
+
+}  // namespace latdoc::cli

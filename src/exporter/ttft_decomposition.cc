@@ -1,0 +1,27 @@
+#include "exporter/ttft_decomposition.h"
+
+namespace latdoc::exporter {
+namespace {
+
+std::optional<double> Mean(const std::optional<servermetrics::HistogramDelta>& h) {
+  return h ? h->mean() : std::nullopt;
+}
+
+}  // namespace
+
+TtftDecomposition DecomposeTtft(const servermetrics::SnapshotDelta& delta,
+                                std::optional<double> client_ttft_mean_s) {
+  TtftDecomposition d;
+  d.client_s = client_ttft_mean_s;
+  d.server_s = Mean(delta.ttft_s);
+  d.queue_s = Mean(delta.queue_s);
+  d.prefill_s = Mean(delta.prefill_s);
+  if (delta.ttft_s) d.server_requests = delta.ttft_s->count;
+  if (d.server_s && d.queue_s && d.prefill_s) {
+    d.server_other_s = *d.server_s - *d.queue_s - *d.prefill_s;
+  }
+  if (d.client_s && d.server_s) d.network_front_end_s = *d.client_s - *d.server_s;
+  return d;
+}
+
+}  // namespace latdoc::exporter

@@ -1,0 +1,338 @@
+// End-to-end: `latdoc exporter` watching a real `latdoc sim`, scraped by a real Prometheus
+// (Debian's /usr/bin/prometheus) that loads the shipped deploy/prometheus/ configuration: the
+// scrape config copied with the ports and intervals substituted, and the alert rules file
+// itself, unchanged. The tests ask Prometheus's HTTP API for the series and the alerts.
+// Loopback only; ports chosen free; every process is stopped by its destructor (SIGTERM, then
+// SIGKILL), also when an assertion fails; each test stays well under 60 s.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "http/testing/blocking_client.h"
+#include "tests/e2e/process.h"
+
+namespace latdoc::testing {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+const std::string kDeploy = std::string(LATDOC_SOURCE_DIR) + "/deploy/prometheus";
+const char* kPrometheus = "/usr/bin/prometheus";
+const char* kPromtool = "/usr/bin/promtool";
+// A healthy recorded host, so the host checks are real but deterministic.
+const std::string kHealthyTree =
+    std::string(LATDOC_SOURCE_DIR) + "/tests/data/host/mi300x_built/tree";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+uint16_t FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+// A directory removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) : path(TempPath(name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// `latdoc exporter --listen 127.0.0.1:0 ARGS...`; the port from its first output line.
+class ExporterProcess {
+ public:
+  explicit ExporterProcess(std::vector<std::string> args) {
+    std::vector<std::string> argv = {LatdocBinary(), "exporter", "--listen", "127.0.0.1:0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    proc_ = std::make_unique<Process>(argv);
+    const std::string line = proc_->ReadLine(10000);
+    const std::string head = "latdoc exporter: serving http://127.0.0.1:";
+    EXPECT_EQ(line.rfind(head, 0), 0u) << line;
+    if (line.rfind(head, 0) == 0) port_ = uint16_t(std::stoi(line.substr(head.size())));
+  }
+  uint16_t port() const { return port_; }
+  std::string Page() const { return http::testing::Fetch(port_, "GET", "/metrics").body; }
+  Process& process() { return *proc_; }
+
+ private:
+  std::unique_ptr<Process> proc_;
+  uint16_t port_ = 0;
+};
+
+// Prometheus with the shipped scrape config pointed at `exporter_port`, scraping and
+// evaluating every second, and the shipped alert rules file.
+class PrometheusProcess {
+ public:
+  PrometheusProcess(uint16_t exporter_port, const TempDir& dir) : port_(FreePort()) {
+    std::string config = ReadFile(kDeploy + "/prometheus.yml");
+    ReplaceAll(config, "127.0.0.1:9464", "127.0.0.1:" + std::to_string(exporter_port));
+    ReplaceAll(config, "scrape_interval: 15s", "scrape_interval: 1s");
+    ReplaceAll(config, "evaluation_interval: 15s", "evaluation_interval: 1s");
+    ReplaceAll(config, "scrape_timeout: 10s", "scrape_timeout: 1s");
+    ReplaceAll(config, "- latdoc-alerts.yml", "- " + kDeploy + "/latdoc-alerts.yml");
+    const std::string config_path = (dir.path / "prometheus.yml").string();
+    std::ofstream(config_path) << config;
+    proc_ = std::make_unique<Process>(
+        std::vector<std::string>{kPrometheus, "--config.file=" + config_path,
+                                 "--storage.tsdb.path=" + (dir.path / "data").string(),
+                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_),
+                                 "--log.level=warn"},
+        (dir.path / "prometheus.log").string());
+    for (int i = 0; i < 200; ++i) {
+      if (http::testing::Fetch(port_, "GET", "/-/ready").status == 200) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "Prometheus not ready: " << ReadFile((dir.path / "prometheus.log").string());
+  }
+
+  nlohmann::json Get(const std::string& path) const {
+    auto r = http::testing::Fetch(port_, "GET", path);
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    return j.is_discarded() ? nlohmann::json() : j;
+  }
+  // The instant vector of a PromQL query (a query of only [a-z_{}="] characters and spaces).
+  nlohmann::json Query(std::string q) const {
+    ReplaceAll(q, " ", "%20");
+    ReplaceAll(q, "{", "%7B");
+    ReplaceAll(q, "}", "%7D");
+    ReplaceAll(q, "\"", "%22");
+    ReplaceAll(q, "=", "%3D");
+    nlohmann::json j = Get("/api/v1/query?query=" + q);
+    if (!j.is_object() || j.value("status", "") != "success") return nlohmann::json::array();
+    return j["data"]["result"];
+  }
+  // Alerts named `name`, with their state ("pending" or "firing") and labels.
+  std::vector<nlohmann::json> Alerts(const std::string& name) const {
+    std::vector<nlohmann::json> out;
+    nlohmann::json j = Get("/api/v1/alerts");
+    if (!j.is_object() || !j.contains("data")) return out;
+    for (const auto& a : j["data"]["alerts"])
+      if (a["labels"].value("alertname", "") == name) out.push_back(a);
+    return out;
+  }
+
+ private:
+  uint16_t port_;
+  std::unique_ptr<Process> proc_;
+};
+
+std::vector<std::string> ExporterArgs(const std::string& target) {
+  return {"--target", target, "--interval", "1s", "--timeout", "5s", "--host-interval", "3s",
+          "--sysroot", kHealthyTree};
+}
+
+bool HaveTools() { return ::access(kPrometheus, X_OK) == 0 && ::access(kPromtool, X_OK) == 0; }
+
+TEST(ExporterE2eTest, PromtoolAcceptsTheShippedFiles) {
+  if (!HaveTools()) GTEST_SKIP() << "no " << kPrometheus << " (scripts/install-deps.sh)";
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{kPromtool, "check", "rules", kDeploy + "/latdoc-alerts.yml"},
+        std::vector<std::string>{kPromtool, "check", "config", kDeploy + "/prometheus.yml"}}) {
+    Process p(cmd);
+    const std::string out = p.ReadToEnd(20000);
+    EXPECT_EQ(p.Wait(20000), 0) << out;
+    EXPECT_THAT(out, HasSubstr("SUCCESS")) << out;
+  }
+  // The dashboard is JSON with panels that query latdoc's series.
+  auto dash = nlohmann::json::parse(ReadFile(kDeploy + "/grafana-dashboard.json"), nullptr, false);
+  ASSERT_FALSE(dash.is_discarded());
+  ASSERT_TRUE(dash.contains("panels"));
+  EXPECT_GE(dash["panels"].size(), 4u);
+  EXPECT_THAT(dash.dump(), HasSubstr("latdoc_canary_ttft_seconds_bucket"));
+}
+
+// Waits up to `timeout_ms` for `pred`, polling every 250 ms.
+template <typename F>
+bool WaitFor(int timeout_ms, F pred) {
+  const int64_t end = MonoNowNs() + int64_t(timeout_ms) * kNsPerMs;
+  while (MonoNowNs() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return pred();
+}
+
+// Every canary request fails (HTTP 500 from the simulator): the load rule load.failures is a
+// `fail` finding, and the shipped LatdocFailFinding alert fires for it.
+TEST(ExporterE2eTest, FailFindingAlertFiresWithThePathologyOn) {
+  if (!HaveTools()) GTEST_SKIP() << "no " << kPrometheus;
+  TempDir dir("exporter_on");
+  SimProcess sim({"--sim-fault-500", "1", "--time-scale", "0.2", "--log-file", "/dev/null"});
+  ExporterProcess exporter(ExporterArgs(sim.url()));
+  ASSERT_NE(exporter.port(), 0);
+  PrometheusProcess prom(exporter.port(), dir);
+  const int64_t t0 = MonoNowNs();
+  bool firing = WaitFor(40000, [&] {
+    for (const auto& a : prom.Alerts("LatdocFailFinding"))
+      if (a.value("state", "") == "firing" && a["labels"].value("rule", "") == "load.failures")
+        return true;
+    return false;
+  });
+  EXPECT_TRUE(firing) << exporter.Page();
+  std::printf("alert fired after %.1f s\n", NsToSec(MonoNowNs() - t0));
+  // The series Prometheus stored.
+  auto failed = prom.Query("latdoc_canary_requests_total{outcome=\"http_status\"}");
+  ASSERT_EQ(failed.size(), 1u) << failed.dump();
+  EXPECT_GE(std::stod(failed[0]["value"][1].get<std::string>()), 2);
+  EXPECT_EQ(prom.Query("latdoc_canary_requests_total{outcome=\"ok\"}").size(), 0u);
+  EXPECT_EQ(prom.Query("latdoc_canary_up == 0").size(), 1u);
+  EXPECT_EQ(prom.Query("latdoc_finding{rule=\"load.failures\",severity=\"fail\"}").size(), 1u);
+}
+
+// The same set-up without the fault: the series are there (canary histograms, TTFT split,
+// host and load findings, collector and self metrics) and no LatdocFailFinding alert.
+TEST(ExporterE2eTest, SeriesPresentAndNoAlertWithThePathologyOff) {
+  if (!HaveTools()) GTEST_SKIP() << "no " << kPrometheus;
+  TempDir dir("exporter_off");
+  SimProcess sim({"--time-scale", "0.2", "--log-file", "/dev/null"});
+  ExporterProcess exporter(ExporterArgs(sim.url()));
+  ASSERT_NE(exporter.port(), 0);
+  PrometheusProcess prom(exporter.port(), dir);
+  // Long enough for the alert's `for: 15s` to have passed had any fail finding appeared.
+  ASSERT_TRUE(WaitFor(30000, [&] {
+    auto r = prom.Query("latdoc_canary_ttft_seconds_count > 4");
+    return r.size() == 1;
+  })) << exporter.Page();
+  std::this_thread::sleep_for(std::chrono::seconds(16));
+  for (const auto& a : prom.Alerts("LatdocFailFinding")) ADD_FAILURE() << a.dump();
+  for (const char* q : {
+           "latdoc_canary_requests_total{outcome=\"ok\"}",
+           "latdoc_canary_itl_seconds_count",
+           "latdoc_ttft_decomposition_seconds{component=\"queue\"}",
+           "latdoc_ttft_decomposition_seconds{component=\"prefill\"}",
+           "latdoc_ttft_decomposition_seconds{component=\"network_front_end\"}",
+           "latdoc_ttft_mean_seconds{side=\"server\"}",
+           "latdoc_finding{rule=\"load.failures\",layer=\"load\",severity=\"ok\"}",
+           "latdoc_finding{rule=\"gpu.pcie_link\",layer=\"system\",severity=\"ok\"}",
+           "latdoc_collector_duration_seconds{collector=\"host\"}",
+           "latdoc_collector_runs_total{collector=\"server_metrics\"}",
+           "latdoc_exporter_cpu_seconds_total",
+           "latdoc_exporter_resident_memory_bytes",
+           "latdoc_server_up == 1",
+       }) {
+    EXPECT_GE(prom.Query(q).size(), 1u) << q;
+  }
+  // The host checks are the expensive collector: every 3 s, not every 1 s cycle.
+  auto host_runs = prom.Query("latdoc_collector_runs_total{collector=\"host\"}");
+  auto cycles = prom.Query("latdoc_exporter_cycles_total");
+  ASSERT_EQ(host_runs.size(), 1u);
+  ASSERT_EQ(cycles.size(), 1u);
+  const double h = std::stod(host_runs[0]["value"][1].get<std::string>());
+  const double c = std::stod(cycles[0]["value"][1].get<std::string>());
+  EXPECT_LE(h, c / 3 + 1) << "host " << h << " cycles " << c;
+  EXPECT_GE(h, 2);
+}
+
+// The target is down: the canary and the scrape fail as data, the exporter keeps serving.
+TEST(ExporterE2eTest, TargetDownIsReportedAndTheExporterKeepsServing) {
+  const uint16_t closed = FreePort();
+  ExporterProcess exporter({"--target", "http://127.0.0.1:" + std::to_string(closed),
+                            "--interval", "1s", "--timeout", "2s", "--no-host"});
+  ASSERT_NE(exporter.port(), 0);
+  std::string page;
+  ASSERT_TRUE(WaitFor(10000, [&] {
+    page = exporter.Page();
+    return page.find("latdoc_exporter_cycles_total 2\n") != std::string::npos ||
+           page.find("latdoc_exporter_cycles_total 3\n") != std::string::npos;
+  })) << page;
+  EXPECT_THAT(page, HasSubstr("latdoc_canary_requests_total{outcome=\"connect\"}"));
+  EXPECT_THAT(page, HasSubstr("latdoc_canary_up 0\n"));
+  EXPECT_THAT(page, HasSubstr("latdoc_server_up 0\n"));
+  EXPECT_THAT(page, HasSubstr("latdoc_collector_errors_total{collector=\"server_metrics\"}"));
+  EXPECT_THAT(page, HasSubstr(
+      "latdoc_finding{rule=\"load.failures\",layer=\"load\",severity=\"fail\"} 1\n"));
+  EXPECT_EQ(exporter.process().Signal(SIGTERM), 0);
+}
+
+// A canary that hangs (the simulator holds the first byte for 8 s) ends at its deadline as a
+// failed request (outcome "timeout", a fail finding); scrapes meanwhile are answered at once
+// from the last complete cycle, and the /metrics collector goes on.
+TEST(ExporterE2eTest, HangingCanaryTimesOutAndScrapesStayFast) {
+  SimProcess sim({"--sim-fault-slow-first-byte", "1", "--sim-slow-first-byte-ms", "8000",
+                  "--log-file", "/dev/null"});
+  ExporterProcess exporter({"--target", sim.url(), "--interval", "1s", "--timeout", "1s",
+                            "--no-host"});
+  ASSERT_NE(exporter.port(), 0);
+  std::string page;
+  int64_t slowest_ns = 0;
+  ASSERT_TRUE(WaitFor(15000, [&] {
+    const int64_t t = MonoNowNs();
+    page = exporter.Page();
+    slowest_ns = std::max(slowest_ns, MonoNowNs() - t);
+    return page.find("latdoc_canary_requests_total{outcome=\"timeout\"} 2\n") !=
+           std::string::npos;
+  })) << page;
+  EXPECT_LT(slowest_ns, 500 * kNsPerMs);
+  EXPECT_THAT(page, HasSubstr("latdoc_canary_up 0\n"));
+  EXPECT_THAT(page, HasSubstr(
+      "latdoc_finding{rule=\"load.failures\",layer=\"load\",severity=\"fail\"} 1\n"));
+  EXPECT_THAT(page, HasSubstr("latdoc_server_up 1\n"));
+  // Each cycle waited for the canary no longer than the deadline.
+  EXPECT_THAT(page, HasSubstr("latdoc_collector_timeouts_total{collector=\"canary\"} 0\n"));
+}
+
+TEST(ExporterE2eTest, BadFlagsExitTwoWithAClearMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--interval", "fast"},
+            "latdoc exporter: --interval 'fast' is not a duration (e.g. 15s, 500ms, 2m)"},
+           {{"--interval", "200ms"}, "latdoc exporter: --interval must be at least 1s"},
+           {{"--listen", "nowhere"},
+            "latdoc exporter: --listen 'nowhere': expected HOST:PORT, e.g. 127.0.0.1:9464"},
+           {{"--target", "ftp://x"}, "latdoc exporter: --target "},
+           {{"--canary-tokens", "0"},
+            "latdoc exporter: --canary-tokens must be between 1 and 256"},
+           {{"--host-interval", "1s", "--interval", "2s"},
+            "latdoc exporter: --host-interval must be 0 (off) or at least --interval"},
+       }) {
+    std::vector<std::string> args = {"exporter"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    RunResult r = RunLatdoc(args, 20000);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0];
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+  }
+  RunResult r = RunLatdoc({"exporter", "--no-such-flag"}, 20000);
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace latdoc::testing
