@@ -600,8 +600,19 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
   RETURN_IF_ERROR(ValidateSweepOptions(o));
   SweepResult r;
   int steps_run = 0;
+  const char* unit = o.rate_mode ? "req/s" : "concurrent";
   auto measure = [&](double load, const char* phase) -> StatusOr<bool> {
-    ASSIGN_OR_RETURN(SweepStep s, MeasureStep(runner, load, o));
+    StatusOr<SweepStep> measured = MeasureStep(runner, load, o);
+    if (!measured.ok()) {
+      // The server went away mid-sweep (killed, restarted, network gone): the steps done are
+      // kept and written, marked partial with the reason, as after Ctrl-C. Before any step
+      // was measured the error stands.
+      if (r.steps.empty()) return measured.status();
+      r.partial = true;
+      r.partial_reason = fmt::format("stopped at {} {}: {}", load, unit, measured.status().message());
+      return false;
+    }
+    SweepStep s = std::move(*measured);
     s.phase = phase;
     ++steps_run;
     r.requests_spent += s.spent;
@@ -619,7 +630,6 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
     return true;
   };
 
-  const char* unit = o.rate_mode ? "req/s" : "concurrent";
   bool go_on = true;
   std::vector<double> ladder = LadderLevels(o);
   for (size_t li = 0; li < ladder.size() && go_on; ++li) {

@@ -180,9 +180,10 @@ struct SweepResult {
 // Measures one step (rounds until stable). Exposed for tests.
 StatusOr<SweepStep> MeasureStep(StepRunner& runner, double load, const SweepOptions& o);
 
-// Runs the whole sweep. Errors: bad options (kInvalidArgument), unreachable target
-// (kUnavailable), every request of the first step failed (kUnavailable, with the reason).
-// An interrupted sweep is not an error: the result is marked partial.
+// Runs the whole sweep. Errors: bad options (kInvalidArgument), unreachable target before any
+// step was measured (kUnavailable), every request of the first step failed (kUnavailable, with
+// the reason). An interrupted sweep, or one whose target became unreachable after a step was
+// measured, is not an error: the result is marked partial (partial_reason says which).
 StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
                                std::function<void(const SweepStep&)> on_step = nullptr);
 

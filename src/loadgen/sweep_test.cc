@@ -28,6 +28,7 @@ struct Model {
   double fail_from = 1e9;            // loads >= this fail `fail_rate` of requests
   double fail_rate = 0;
   int interrupt_after_rounds = -1;   // reports Ctrl-C in this round
+  int unreachable_after_rounds = -1; // later rounds fail: the server went away
   double noise = 0.0;                // relative, deterministic, first round of a step only
   bool noise_every_round = false;
 };
@@ -37,6 +38,8 @@ class FakeRunner : public StepRunner {
   explicit FakeRunner(Model m) : m_(m) {}
 
   StatusOr<RoundResult> RunRound(double load, int n) override {
+    if (m_.unreachable_after_rounds >= 0 && rounds_ >= m_.unreachable_after_rounds)
+      return Unavailable("http://x: connect http://x: Connection refused");
     ++rounds_;
     requests_ += n;
     RoundResult r;
@@ -295,6 +298,27 @@ TEST(SweepTest, InterruptKeepsTheStepsDoneMarkedPartial) {
   EXPECT_TRUE(r->steps.back().interrupted);
   auto j = SweepJson(*r, Opts(), SweepContext{"http://x", "d"});
   EXPECT_EQ(j["partial"], true);
+}
+
+// The server dies mid-sweep (found by tests/e2e/reliability_test.cc killing `latdoc sim`: the
+// sweep exited with the connect error and wrote nothing): the steps done are kept, marked
+// partial with the reason.
+TEST(SweepTest, ServerGoneMidSweepKeepsTheStepsDoneMarkedPartial) {
+  Model m;
+  m.unreachable_after_rounds = 7;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->partial);
+  EXPECT_THAT(r->partial_reason, HasSubstr("Connection refused"));
+  ASSERT_FALSE(r->steps.empty());
+  auto j = SweepJson(*r, Opts(), SweepContext{"http://x", "d"});
+  EXPECT_EQ(j["partial"], true);
+  // Before any step was measured, an unreachable server is still an error.
+  Model gone;
+  gone.unreachable_after_rounds = 0;
+  FakeRunner none(gone);
+  EXPECT_EQ(RunSweep(none, Opts()).status().code(), StatusCode::kUnavailable);
 }
 
 // A step whose first round disagrees with its second is measured again until it settles.

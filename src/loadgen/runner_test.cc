@@ -1,0 +1,98 @@
+// The load runner (RunBench) against an in-process simulator on its own thread: the load
+// client's threads (the runner's event loop, the /metrics scraper) and the server's run at
+// once, so this test is also what the TSan build checks for the load client (.ci/run).
+#include "loadgen/runner.h"
+
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "http/event_loop.h"
+#include "sim/sim_server.h"
+
+namespace latdoc::loadgen {
+namespace {
+
+class Sim {
+ public:
+  explicit Sim(sim::FaultRates faults) : server_(loop_, Config(faults)) {
+    Status st = server_.Start();
+    EXPECT_TRUE(st.ok()) << st.message();
+    thread_ = std::thread([this] { loop_.Run(); });
+  }
+  ~Sim() {
+    loop_.Post([this] { server_.Stop(); loop_.Stop(); });
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
+
+ private:
+  static sim::SimConfig Config(sim::FaultRates faults) {
+    sim::SimConfig c;
+    c.port = 0;
+    c.seed = 11;
+    c.engine.step_base_ms = 2;
+    c.engine.step_prefill_token_us = 10;
+    c.engine.step_decode_seq_us = 20;
+    c.engine.step_context_token_ns = 0;
+    c.log_file = "/dev/null";
+    c.disable_log_stats = true;
+    c.faults = faults;
+    return c;
+  }
+  http::EventLoop loop_;
+  sim::SimServer server_;
+  std::thread thread_;
+};
+
+BenchOptions Options(const std::string& url) {
+  BenchOptions o;
+  o.url = url;
+  o.concurrency = 8;
+  o.num_requests = 120;
+  o.scrape_interval_s = 0.05;  // the scraper runs often while the streams do
+  RandomWorkloadOptions w;
+  w.input_len = 8;
+  w.output_len = 6;
+  o.prompts = RandomPrompts(w, 16);
+  return o;
+}
+
+// Every request sent ends in exactly one record, and the counts add up, with the server
+// failing requests in every way it can.
+TEST(RunnerTest, EveryRequestEndsInOneRecordUnderFaults) {
+  sim::FaultRates f;
+  f.http_503 = 0.1;
+  f.reset_before_first_token = 0.1;
+  f.reset_after_first_token = 0.1;
+  f.cut_stream = 0.1;
+  Sim sim(f);
+  auto run = RunBench(Options(sim.url()));
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_EQ(run->records.size(), 120u);
+  int ok = 0, failed = 0;
+  for (const RequestRecord& r : run->records) {
+    EXPECT_NE(r.outcome, Outcome::kPending) << r.index;
+    (r.outcome == Outcome::kOk ? ok : failed)++;
+  }
+  EXPECT_GT(ok, 20);
+  EXPECT_GT(failed, 20);
+  EXPECT_FALSE(run->partial);
+  EXPECT_TRUE(run->metrics_available) << run->metrics_error;
+  EXPECT_FALSE(run->timeline.empty());
+}
+
+TEST(RunnerTest, CleanRunCompletesEveryRequest) {
+  Sim sim(sim::FaultRates{});
+  auto run = RunBench(Options(sim.url()));
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_EQ(run->records.size(), 120u);
+  for (const RequestRecord& r : run->records) {
+    EXPECT_EQ(r.outcome, Outcome::kOk) << r.index << ": " << r.error;
+    EXPECT_EQ(r.output_tokens, 6) << r.index;
+  }
+}
+
+}  // namespace
+}  // namespace latdoc::loadgen

@@ -1,0 +1,427 @@
+// End-to-end reliability contracts of the latdoc binary against a real `latdoc sim` process:
+// - nothing lost: with faults injected, or the server killed mid-run, every request sent ends
+//   in exactly one record (completed + failed == sent), the results file is written, no crash;
+// - SIGTERM, like SIGINT, writes partial results marked partial;
+// - output files are written atomically: a failing write leaves neither a partial file nor a
+//   temporary behind;
+// - secrets: an API key never appears in any output, log or report, and the server command
+//   lines that doctor reports are redacted;
+// - read-only: `latdoc doctor` writes nothing (inotify watches, see DoctorWritesNothing).
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "http/testing/blocking_client.h"
+#include "tests/e2e/process.h"
+
+namespace latdoc::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+const std::vector<std::string> kFastSim = {
+    "--sim-step-base-ms", "4", "--sim-prefill-token-us", "20", "--sim-decode-seq-us", "50",
+    "--sim-context-token-ns", "0", "--log-file", "/dev/null", "--disable-log-stats"};
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A fresh directory under the test temp dir, removed at scope exit.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name) : path_(TempPath(name)) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string operator/(const std::string& f) const { return path_ + "/" + f; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+json ReadJson(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) {
+    ADD_FAILURE() << path << ": " << text.status().message();
+    return json();
+  }
+  return json::parse(*text);
+}
+
+std::string Slurp(const std::string& path) {
+  auto text = ReadFileToString(path);
+  return text.ok() ? *text : "";
+}
+
+// The exit of a latdoc run that must not have crashed: a normal exit with a documented code.
+void ExpectNoCrash(int code, const std::string& what) {
+  EXPECT_TRUE(code >= 0 && code <= 3) << what << " exited " << code;
+}
+
+void ExpectAllAccountedFor(const json& r, const std::string& what) {
+  ASSERT_TRUE(r.contains("sent")) << what << ": " << r.dump().substr(0, 300);
+  EXPECT_EQ(r["completed"].get<int64_t>() + r["failed"].get<int64_t>(), r["sent"].get<int64_t>())
+      << what;
+}
+
+// Waits until the simulator has finished `n` requests (its /metrics), so a fault is injected
+// mid-run however slow the machine is. False after `timeout_ms`.
+bool WaitForFinished(SimProcess& sim, int n, int timeout_ms = 60000) {
+  for (int waited = 0; waited < timeout_ms; waited += 50) {
+    http::testing::BlockingResponse r = http::testing::Fetch(sim.port(), "GET", "/metrics");
+    double done = 0;
+    for (size_t p = r.body.find("\nvllm:request_success_total{"); p != std::string::npos;
+         p = r.body.find("\nvllm:request_success_total{", p + 1)) {
+      size_t sp = r.body.find("} ", p);
+      if (sp != std::string::npos) done += std::atof(r.body.c_str() + sp + 2);
+    }
+    if (done >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nothing lost.
+
+// The server dies (SIGKILL) half-way through a bench run: the requests in flight and the ones
+// not yet sent fail, every one is accounted for, and the results file is written.
+TEST(FaultTest, BenchWhenTheServerIsKilledMidRun) {
+  auto sim = std::make_unique<SimProcess>(kFastSim);
+  TempDir dir("bench_kill");
+  Process bench({LatdocBinary(), "bench", "--url", sim->url(), "--concurrency", "8",
+                 "--num-requests", "400", "--input-len", "8", "--output-len", "40", "--json",
+                 dir / "r.json", "--save-requests", dir / "req.jsonl", "--quiet"});
+  EXPECT_TRUE(WaitForFinished(*sim, 20));
+  sim->process().Signal(SIGKILL);
+  int code = bench.Wait(120000);
+  ExpectNoCrash(code, "bench");
+  json r = ReadJson(dir / "r.json");
+  ExpectAllAccountedFor(r, "bench");
+  EXPECT_GT(r["completed"].get<int>(), 0);
+  EXPECT_GT(r["failed"].get<int>(), 0) << r["failures"].dump();
+  auto lines = ReadFileToString(dir / "req.jsonl");
+  ASSERT_TRUE(lines.ok());
+  EXPECT_EQ(std::count(lines->begin(), lines->end(), '\n'), r["sent"].get<int64_t>());
+}
+
+TEST(FaultTest, SweepWhenTheServerIsKilledMidRun) {
+  auto sim = std::make_unique<SimProcess>(With(kFastSim, {"--max-num-seqs", "8"}));
+  TempDir dir("sweep_kill");
+  Process sweep({LatdocBinary(), "sweep", "--url", sim->url(), "--concurrency", "1:64",
+                 "--input-len", "8", "--output-len", "20", "--json", dir / "s.json", "--quiet"});
+  EXPECT_TRUE(WaitForFinished(*sim, 150));  // a few steps done
+  sim->process().Signal(SIGKILL);
+  int code = sweep.Wait(180000);
+  ExpectNoCrash(code, "sweep");
+  json s = ReadJson(dir / "s.json");
+  ASSERT_TRUE(s.contains("steps")) << s.dump().substr(0, 300);
+  for (const json& step : s["steps"]) {
+    EXPECT_EQ(step["completed"].get<int64_t>() + step["failed"].get<int64_t>(),
+              step["requests"].get<int64_t>()) << step.dump();
+  }
+}
+
+// diagnose against a server that fails a third of its requests in every way the simulator
+// can, then against one killed during the load step: the report is written each time, and
+// both load runs account for every request.
+TEST(FaultTest, DiagnoseUnderFaultsAndWhenTheServerIsKilled) {
+  for (bool kill : {false, true}) {
+    SCOPED_TRACE(kill ? "killed" : "faults");
+    std::vector<std::string> faults = {"--sim-fault-429", "0.05", "--sim-fault-500", "0.05",
+                                       "--sim-fault-503", "0.05", "--sim-fault-reset-before", "0.05",
+                                       "--sim-fault-reset-after", "0.05", "--sim-fault-cut-stream",
+                                       "0.05", "--seed", "5"};
+    auto sim = std::make_unique<SimProcess>(kill ? kFastSim : With(kFastSim, faults));
+    TempDir dir("diag_fault");
+    Process d({LatdocBinary(), "diagnose", "--url", sim->url(), "--concurrency", "4",
+               "--requests", kill ? "2000" : "60", "--baseline-requests", "4", "--net-samples",
+               "2", "--input-len", "8", "--output-len", kill ? "40" : "8", "--json",
+               dir / "d.json", "--report", dir / "r.html", "--quiet"});
+    if (kill) {
+      EXPECT_TRUE(WaitForFinished(*sim, 30));  // baseline done, the load step under way
+      sim->process().Signal(SIGKILL);
+    }
+    int code = d.Wait(240000);
+    ExpectNoCrash(code, "diagnose");
+    json j = ReadJson(dir / "d.json");
+    EXPECT_TRUE(fs::exists(dir / "r.html"));
+    for (const char* part : {"baseline", "bench"}) {
+      if (j.contains(part) && j[part].is_object() && j[part].contains("sent")) {
+        ExpectAllAccountedFor(j[part], part);
+      } else if (!kill) {
+        ADD_FAILURE() << "no " << part << " results: " << j.dump().substr(0, 300);
+      }
+    }
+  }
+}
+
+// SIGTERM (what a container runtime or systemd sends) gives the same partial results as SIGINT.
+TEST(FaultTest, SigtermWritesPartialBenchResults) {
+  SimProcess sim(kFastSim);
+  TempDir dir("bench_term");
+  Process bench({LatdocBinary(), "bench", "--url", sim.url(), "--concurrency", "4", "--duration",
+                 "30", "--input-len", "8", "--output-len", "50", "--json", dir / "p.json",
+                 "--quiet"});
+  EXPECT_TRUE(WaitForFinished(sim, 8));
+  int code = bench.Signal(SIGTERM);
+  EXPECT_EQ(code, 0);
+  json r = ReadJson(dir / "p.json");
+  EXPECT_EQ(r["partial"], true);
+  EXPECT_EQ(r["partial_reason"], "interrupted by SIGTERM");
+  ExpectAllAccountedFor(r, "bench");
+  EXPECT_GT(r["completed"].get<int>(), 0);
+}
+
+TEST(FaultTest, SigtermWritesPartialSweepResults) {
+  SimProcess sim(kFastSim);
+  TempDir dir("sweep_term");
+  Process p({LatdocBinary(), "sweep", "--url", sim.url(), "--concurrency", "1:256",
+             "--input-len", "8", "--output-len", "20", "--json", dir / "s.json", "--quiet"});
+  EXPECT_TRUE(WaitForFinished(sim, 100));
+  int code = p.Signal(SIGTERM);
+  ExpectNoCrash(code, "sweep");
+  json j = ReadJson(dir / "s.json");
+  EXPECT_EQ(j["partial"], true);
+  EXPECT_FALSE(j.value("partial_reason", "").empty());
+}
+
+// A results path that cannot be written (here: a directory is in the way, which fails even
+// for root, so the test holds on CI machines running as root): the run reports the error, and
+// leaves no partial file and no temporary next to it.
+TEST(AtomicWriteTest, FailingWriteLeavesNoPartialOrTemporaryFile) {
+  SimProcess sim(kFastSim);
+  TempDir dir("atomic");
+  fs::create_directories(dir / "taken.json");
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--num-requests", "4", "--input-len",
+                           "4", "--output-len", "2", "--json", dir / "taken.json",
+                           "--save-requests", dir / "missing_dir/req.jsonl", "--quiet"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("taken.json"));
+  EXPECT_TRUE(fs::is_directory(dir / "taken.json"));
+  EXPECT_TRUE(fs::is_empty(dir / "taken.json"));
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir.path())) left.push_back(e.path().filename());
+  EXPECT_THAT(left, ::testing::ElementsAre("taken.json"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Secrets.
+
+std::string Marker() {
+  std::random_device rd;
+  return "sk-latdoc-marker-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
+}
+
+// Every regular file under `dir` that contains `needle`.
+std::vector<std::string> FilesContaining(const std::string& dir, const std::string& needle) {
+  std::vector<std::string> hits;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    auto text = ReadFileToString(e.path());
+    if (text.ok() && text->find(needle) != std::string::npos) hits.push_back(e.path());
+  }
+  return hits;
+}
+
+// A stand-in server process with the command line of `vllm serve ... --api-key KEY` and the key
+// in its environment too (python3 running a script named vllm that sleeps). Killed at scope exit.
+class FakeVllm {
+ public:
+  FakeVllm(const std::string& dir, const std::string& key) {
+    std::ofstream(dir + "/vllm") << "import time\ntime.sleep(120)\n";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      std::string env_key = "OPENAI_API_KEY=" + key, env_hf = "HF_TOKEN=" + key;
+      std::string script = dir + "/vllm", flag = "--hf-token=" + key;
+      const char* argv[] = {"/usr/bin/python3", script.c_str(), "serve", "m", "--api-key",
+                            key.c_str(), flag.c_str(), "--port", "8123", nullptr};
+      const char* envp[] = {env_key.c_str(), env_hf.c_str(), "VLLM_LOGGING_LEVEL=INFO", nullptr};
+      ::execve(argv[0], const_cast<char**>(argv), const_cast<char**>(envp));
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  ~FakeVllm() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// bench and diagnose with every output they have (--json, --save-requests, --report,
+// --markdown, the server's log read back with --logs, this host's checks with --local and a
+// server whose command line holds the key) and OPENAI_API_KEY set to a unique marker: the
+// marker is in no output file, not on stdout or stderr, and not in the simulator's log.
+TEST(SecretsTest, ApiKeyAppearsInNoOutputLogOrReport) {
+  const std::string key = Marker();
+  TempDir dir("secrets");
+  FakeVllm server(dir.path(), key);
+  ::setenv("OPENAI_API_KEY", key.c_str(), 1);
+  SimProcess sim({"--sim-step-base-ms", "4", "--log-file", dir / "sim.log", "--enable-log-requests",
+                  "--log-stats-interval", "0.5"});
+  RunResult b = RunLatdoc({"bench", "--url", sim.url(), "--num-requests", "6", "--concurrency",
+                           "2", "--input-len", "4", "--output-len", "3", "--json", dir / "b.json",
+                           "--save-requests", dir / "b.jsonl"});
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  RunResult d = RunLatdoc({"diagnose", "--url", sim.url(), "--concurrency", "2", "--requests", "8",
+                           "--baseline-requests", "2", "--net-samples", "2", "--input-len", "4",
+                           "--output-len", "3", "--logs", dir / "sim.log", "--local", "--show-ok",
+                           "--json", dir / "d.json", "--markdown", dir / "d.md", "--report",
+                           dir / "d.html"});
+  ::unsetenv("OPENAI_API_KEY");
+  ExpectNoCrash(d.exit_code, "diagnose " + d.err);
+  for (const char* f : {"b.json", "b.jsonl", "d.json", "d.md", "d.html", "sim.log"}) {
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  }
+  // The stand-in's script holds no key; everything else in the directory is output.
+  EXPECT_THAT(FilesContaining(dir.path(), key), ::testing::IsEmpty());
+  for (const std::string* s : {&b.out, &b.err, &d.out, &d.err}) {
+    EXPECT_EQ(s->find(key), std::string::npos);
+  }
+  // The key was really sent and the server really reported: doctor saw the stand-in.
+  auto report = ReadFileToString(dir / "d.json");
+  ASSERT_TRUE(report.ok());
+  EXPECT_THAT(*report, HasSubstr("<redacted>"));
+}
+
+// doctor reports the server's command line and environment with every key redacted, on this
+// host (the stand-in process) and from a recorded tree, in text, --json and --collect output.
+TEST(SecretsTest, DoctorRedactsServerCommandLineAndEnvironment) {
+  const std::string key = Marker();
+  TempDir dir("doctor_secrets");
+  FakeVllm server(dir.path(), key);
+  const std::string pid = std::to_string(server.pid());
+  RunResult text = RunLatdoc({"doctor", "--pid", pid, "--all", "--no-color", "--interval-ms", "50",
+                              "--json", dir / "doctor.json"});
+  ExpectNoCrash(text.exit_code, "doctor " + text.err);
+  RunResult collect = RunLatdoc({"doctor", "--pid", pid, "--interval-ms", "50", "--collect",
+                                 dir / "facts.json"});
+  ExpectNoCrash(collect.exit_code, "doctor --collect " + collect.err);
+  auto facts = ReadFileToString(dir / "facts.json");
+  ASSERT_TRUE(facts.ok());
+  EXPECT_THAT(*facts, HasSubstr("--api-key"));   // the command line is reported ...
+  EXPECT_THAT(*facts, HasSubstr("<redacted>"));  // ... with the key replaced
+  EXPECT_THAT(FilesContaining(dir.path(), key), ::testing::IsEmpty());
+  for (const std::string* s : {&text.out, &text.err, &collect.out, &collect.err}) {
+    EXPECT_EQ(s->find(key), std::string::npos) << *s;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Read-only.
+
+// Watches directory trees with inotify for anything that writes: a file created, written,
+// renamed, deleted, or its attributes changed. Reads (IN_ACCESS, IN_OPEN) are not watched.
+class WriteWatcher {
+ public:
+  WriteWatcher() : fd_(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {}
+  ~WriteWatcher() { ::close(fd_); }
+  // Watches `root` and every directory below it; returns how many directories.
+  int AddTree(const std::string& root) {
+    int n = Add(root);
+    for (const auto& e : fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied)) {
+      if (e.is_directory() && !e.is_symlink()) n += Add(e.path());
+    }
+    return n;
+  }
+  // Every write event since the watches were added, as "dir/name (mask)".
+  std::vector<std::string> Events() {
+    std::vector<std::string> out;
+    alignas(inotify_event) char buf[64 * 1024];
+    for (;;) {
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) break;
+      for (char* p = buf; p < buf + n;) {
+        auto* ev = reinterpret_cast<inotify_event*>(p);
+        std::string name = ev->len ? ev->name : "";
+        out.push_back(dirs_[ev->wd] + "/" + name + " (mask 0x" + ToHex(ev->mask) + ")");
+        p += sizeof(inotify_event) + ev->len;
+      }
+    }
+    return out;
+  }
+
+ private:
+  static std::string ToHex(uint32_t v) {
+    std::ostringstream s;
+    s << std::hex << v;
+    return s.str();
+  }
+  int Add(const std::string& dir) {
+    int wd = inotify_add_watch(fd_, dir.c_str(),
+                               IN_CREATE | IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM |
+                                   IN_MOVED_TO | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF);
+    if (wd < 0) return 0;
+    dirs_[wd] = dir;
+    return 1;
+  }
+  int fd_;
+  std::map<int, std::string> dirs_;
+};
+
+// `latdoc doctor` with no output option writes nothing. Covered: the sysroot it judges (the
+// checked-in recorded and built trees, every directory watched), its working directory, and
+// the HOME and TMPDIR it is given (private, watched); for the live run on this host also this
+// repository's tests/data/host. Not covered: other places on the live host (/tmp, /var) and
+// what external tools it may run (nvidia-smi, rocm-smi, iptables -S) do themselves.
+TEST(ReadOnlyTest, DoctorWritesNothing) {
+  TempDir home("ro_home"), tmp("ro_tmp"), cwd("ro_cwd"), outdir("ro_out");
+  const std::string src = LATDOC_SOURCE_DIR;
+  const std::vector<std::string> runs = {
+      "doctor --sysroot " + src + "/tests/data/host/mi300x_unhealthy_built/tree --all --no-color",
+      "doctor --sysroot " + src + "/tests/data/host/mi300x_built/tree --pid 4242 --all --no-color",
+      "doctor --sysroot " + src + "/tests/data/host/h200_recorded/tree --all --no-color",
+      "doctor --all --no-color --interval-ms 50",  // this host, live
+  };
+  {  // The watcher sees a write in any watched tree (so an empty list below means something).
+    WriteWatcher w;
+    w.AddTree(cwd.path());
+    std::ofstream(cwd / "probe") << "x";
+    fs::remove(cwd / "probe");
+    EXPECT_GE(w.Events().size(), 2u);
+  }
+  for (const std::string& args : runs) {
+    SCOPED_TRACE(args);
+    WriteWatcher w;
+    int dirs = w.AddTree(src + "/tests/data/host") + w.AddTree(home.path()) +
+               w.AddTree(tmp.path()) + w.AddTree(cwd.path());
+    ASSERT_GT(dirs, 10);
+    const std::string cmd = "cd '" + cwd.path() + "' && env HOME='" + home.path() + "' TMPDIR='" +
+                            tmp.path() + "' '" + LatdocBinary() + "' " + args + " >'" +
+                            (outdir / "out") + "' 2>'" + (outdir / "err") + "'";
+    int st = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st)) << cmd;
+    EXPECT_TRUE(WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1)
+        << WEXITSTATUS(st) << ": " << Slurp(outdir / "err");
+    EXPECT_GT(Slurp(outdir / "out").size(), 100u);  // it did run its checks
+    EXPECT_THAT(w.Events(), ::testing::IsEmpty());
+    EXPECT_TRUE(fs::is_empty(cwd.path()) && fs::is_empty(home.path()) && fs::is_empty(tmp.path()));
+  }
+}
+
+}  // namespace
+}  // namespace latdoc::testing
