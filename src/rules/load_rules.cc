@@ -100,6 +100,14 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
   auto net = Num(bd, "network_and_front_end_ms");
   bool have_server = srv.value("metrics_available", false);
 
+  // KV-bound: the cache filled (usage at the threshold, or requests preempted), so requests
+  // that wait, wait for KV blocks rather than for a batch slot. The queue time is then the KV
+  // cache's doing: load.kv_pressure carries its latency share and load.queueing points there.
+  auto preempt = Num(srv, "preemptions");
+  auto kv = Num(srv, "max_kv_cache_usage");
+  const bool kv_bound = have_server && (kv.value_or(0) >= o.kv_usage_warn || preempt.value_or(0) > 0);
+  std::optional<double> kv_queue_ms;
+
   // load.queueing
   if (!have_server || !queue || !client_ttft) {
     out.push_back(Skip("load.queueing", "the server's /metrics gave no queue time"));
@@ -112,13 +120,15 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
     if (share >= o.queue_share_warn && *queue >= o.queue_min_ms) {
       auto kv_max = Num(srv, "max_kv_cache_usage");
       std::string advice;
-      if (kv_max && *kv_max >= o.kv_usage_warn) {
+      if (kv_bound) {
         advice = fmt::format(
-            "Requests wait because the KV cache is full ({:.0f}%): the batch is limited by KV memory "
+            "Requests wait because the KV cache is full ({}{}): the batch is limited by KV memory "
             "({} running at most), not by `--max-num-seqs`. Give the cache more room "
             "(`--gpu-memory-utilization 0.95`, `--kv-cache-dtype fp8`, a shorter `--max-model-len`), "
             "add replicas, or lower the client concurrency.",
-            *kv_max * 100, running ? fmt::format("{:.0f}", *running) : "n/a");
+            kv_max ? fmt::format("{:.0f}%", *kv_max * 100) : "usage n/a",
+            preempt.value_or(0) > 0 ? fmt::format(", {:.0f} preemptions", *preempt) : "",
+            running ? fmt::format("{:.0f}", *running) : "n/a");
       } else {
         advice = fmt::format(
             "Requests wait for a batch slot: the server ran at most {} sequences while {} waited, "
@@ -128,10 +138,12 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
             waiting ? fmt::format("{:.0f}", *waiting) : "n/a",
             kv_max ? fmt::format("max usage {:.0f}%", *kv_max * 100) : "usage n/a");
       }
+      if (kv_bound) kv_queue_ms = *queue;
       out.push_back(Make("load.queueing", share >= o.queue_share_fail ? Severity::kFail : Severity::kWarn,
-                         fmt::format("queueing is {:.0f}% of TTFT{} ({:.1f} of {:.1f} ms)", share * 100, at,
-                                     *queue, *client_ttft),
-                         ev, advice, of_e2el(*queue)));
+                         fmt::format("queueing is {:.0f}% of TTFT{} ({:.1f} of {:.1f} ms){}", share * 100, at,
+                                     *queue, *client_ttft,
+                                     kv_bound ? ", waiting for KV cache (see load.kv_pressure)" : ""),
+                         ev, advice, kv_bound ? std::nullopt : of_e2el(*queue)));
     } else {
       out.push_back(Make("load.queueing", Severity::kOk,
                          fmt::format("queueing is {:.0f}% of TTFT", share * 100), ev, "", of_e2el(*queue)));
@@ -139,13 +151,12 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
   }
 
   // load.kv_pressure
-  auto preempt = Num(srv, "preemptions");
-  auto kv = Num(srv, "max_kv_cache_usage");
   if (!have_server || (!preempt && !kv)) {
     out.push_back(Skip("load.kv_pressure", "the server's /metrics gave no KV cache usage or preemptions"));
   } else {
     std::vector<Evidence> ev = {Ev("preemptions", preempt, ""),
                                 Ev("max_kv_cache_usage", kv ? std::optional<double>(*kv * 100) : std::nullopt, "%")};
+    if (kv_queue_ms) ev.push_back(Ev("queue_waiting_for_kv_mean", *kv_queue_ms, "ms"));
     if (preempt.value_or(0) > 0 || kv.value_or(0) >= o.kv_usage_warn) {
       out.push_back(Make(
           "load.kv_pressure", preempt.value_or(0) > 0 ? Severity::kFail : Severity::kWarn,
@@ -155,7 +166,9 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
           ev,
           "Lower `--max-num-seqs` so the running batch fits the KV cache, or give the cache more room: "
           "`--gpu-memory-utilization 0.95`, a shorter `--max-model-len`, `--kv-cache-dtype fp8`, or more "
-          "GPUs (`--tensor-parallel-size`)."));
+          "GPUs (`--tensor-parallel-size`).",
+          // The queueing it caused (load.queueing), on the mean-E2EL scale.
+          kv_queue_ms ? of_e2el(*kv_queue_ms) : std::nullopt));
     } else {
       out.push_back(Make("load.kv_pressure", Severity::kOk, "no preemption; KV cache has room", ev, ""));
     }

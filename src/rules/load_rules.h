@@ -5,7 +5,8 @@
 // Thresholds (LoadRuleOptions) and what each rule means:
 //   load.failures        any failed request (fail above 1% of requests)
 //   load.queueing        server queue time >= 25% of client TTFT and >= 5 ms (fail >= 50%)
-//   load.kv_pressure     preemptions, or KV cache usage >= 95%
+//   load.kv_pressure     preemptions, or KV cache usage >= 95%; when requests also queued, the
+//                        queue time is the KV cache's (it carries load.queueing's share)
 //   load.prefill_heavy   prefill >= 50% of TTFT and >= 50 ms
 //   load.network_front_end  client TTFT - server TTFT >= 5 ms and >= 20% of TTFT
 //   load.itl_stalls      p99 ITL >= 3x median ITL and >= 10 ms: periodic decode stalls

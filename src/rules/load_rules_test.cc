@@ -86,5 +86,30 @@ TEST(LoadRulesTest, MissingInputsAreSkips) {
   EXPECT_EQ(none.front().severity, Severity::kSkip);
 }
 
+// Queueing while the KV cache is full is the KV cache's doing: kv_pressure carries the queue's
+// share of the latency (so it ranks first), and the queueing finding points to it.
+TEST(LoadRulesTest, QueueingForKvBlocksIsKvPressure) {
+  ordered_json j = Healthy();
+  j["server_metrics"]["queue_mean_ms"] = 300;
+  j["server_metrics"]["max_waiting"] = 20;
+  j["server_metrics"]["max_running"] = 12;
+  j["server_metrics"]["preemptions"] = 24;
+  j["server_metrics"]["max_kv_cache_usage"] = 1.0;
+  j["server_metrics"]["ttft_breakdown"]["client_ttft_ms"] = 400;
+  auto fs = EvaluateLoadRules(Baseline(), j);
+  const Finding* kv = Find(fs, "load.kv_pressure");
+  const Finding* q = Find(fs, "load.queueing");
+  ASSERT_NE(kv, nullptr);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(kv->severity, Severity::kFail);
+  EXPECT_DOUBLE_EQ(*kv->latency_share, 0.3);
+  EXPECT_FALSE(q->latency_share);
+  EXPECT_EQ(q->title, "queueing is 75% of TTFT at concurrency 32 (300.0 of 400.0 ms), waiting for "
+                      "KV cache (see load.kv_pressure)");
+  EXPECT_THAT(q->advice, ::testing::HasSubstr("KV cache is full (100%, 24 preemptions)"));
+  RankFindings(fs);
+  EXPECT_EQ(fs.front().id, "load.kv_pressure");
+}
+
 }  // namespace
 }  // namespace latdoc::rules
