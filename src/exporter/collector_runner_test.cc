@@ -47,7 +47,8 @@ TEST(CollectorRunnerTest, HungWorkTimesOutThenIsBusyUntilItEnds) {
   EXPECT_EQ(second.outcome, RunOutcome::kBusy);
   EXPECT_EQ(calls.load(), 0);
   release.set_value();
-  for (int i = 0; i < 200 && r.busy(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 200 && r.busy(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_FALSE(r.busy());
   EXPECT_EQ(out, 0);  // the hung run's 7 was dropped
   RunReport third = r.Run<int>([] { return StatusOr<int>(9); }, &out);

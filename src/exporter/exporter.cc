@@ -224,7 +224,8 @@ std::string RenderMetrics(const ExporterState& s) {
   hist("latdoc_canary_itl_seconds", "Inter-token latency of the canary's stream.",
        s.canary_itl_s);
 
-  m.Family("latdoc_server_up", K::kGauge, "1 when the latest scrape of the server's /metrics worked.");
+  m.Family("latdoc_server_up", K::kGauge,
+           "1 when the latest scrape of the server's /metrics worked.");
   if (s.server_up) m.Add("latdoc_server_up", {}, *s.server_up ? 1 : 0);
   m.Family("latdoc_server_requests_running", K::kGauge, "Requests the server is running.");
   if (s.server_running) m.Add("latdoc_server_requests_running", {}, *s.server_running);
@@ -267,7 +268,8 @@ std::string RenderMetrics(const ExporterState& s) {
     m.Add("latdoc_collector_skipped_total", l, double(c.skipped_busy));
     m.Add("latdoc_collector_up", l, c.last_ok ? 1 : 0);
     m.Add("latdoc_collector_duration_seconds", l, c.last_duration_s);
-    m.Add("latdoc_collector_period_seconds", l, c.period_ns > 0 ? NsToSec(c.period_ns) : s.interval_s);
+    m.Add("latdoc_collector_period_seconds", l,
+          c.period_ns > 0 ? NsToSec(c.period_ns) : s.interval_s);
   }
 
   m.Family("latdoc_exporter_cycles_total", K::kCounter, "Collection cycles completed.");
@@ -281,7 +283,8 @@ std::string RenderMetrics(const ExporterState& s) {
   m.Add("latdoc_exporter_cycle_duration_seconds", {}, s.last_cycle_duration_s);
   m.Family("latdoc_exporter_last_cycle_timestamp_seconds", K::kGauge,
            "Unix time at which the latest cycle completed.");
-  if (s.last_cycle_unix_s) m.Add("latdoc_exporter_last_cycle_timestamp_seconds", {}, *s.last_cycle_unix_s);
+  if (s.last_cycle_unix_s)
+    m.Add("latdoc_exporter_last_cycle_timestamp_seconds", {}, *s.last_cycle_unix_s);
   m.Family("latdoc_exporter_cpu_seconds_total", K::kCounter,
            "CPU time (user + system) used by the exporter process.");
   m.Add("latdoc_exporter_cpu_seconds_total", {}, s.cpu_s);
@@ -331,7 +334,8 @@ Status Exporter::Start() {
   so.port = options_.listen_port;
   so.server_header = "latdoc-exporter";
   server_->server = std::make_unique<http::Server>(
-      server_->loop, so, [this](const http::Request& req, std::shared_ptr<http::ResponseStream> rs) {
+      server_->loop, so,
+      [this](const http::Request& req, std::shared_ptr<http::ResponseStream> rs) {
         if (req.path == "/metrics") {
           std::shared_ptr<const std::string> p = page();
           rs->Send(200, "text/plain; version=0.0.4; charset=utf-8", *p);

@@ -174,7 +174,8 @@ TEST(ExporterTest, ScrapeDuringSlowCycleGetsTheLastCompletePage) {
   release.set_value();
   cycle.join();
   r = http::testing::Fetch(e.port(), "GET", "/metrics");
-  EXPECT_THAT(r.body, HasSubstr("latdoc_finding{rule=\"second.rule\",layer=\"system\",severity=\"warn\"} 1"));
+  EXPECT_THAT(r.body, HasSubstr(
+      "latdoc_finding{rule=\"second.rule\",layer=\"system\",severity=\"warn\"} 1"));
   EXPECT_THAT(r.body, Not(HasSubstr("first.rule")));
   EXPECT_THAT(r.body, HasSubstr("latdoc_exporter_cycles_total 2\n"));
   EXPECT_EQ(http::testing::Fetch(e.port(), "GET", "/nope").status, 404);
