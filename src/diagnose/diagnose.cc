@@ -90,10 +90,10 @@ bool AllFailed(const net::ProbeFacts& p) {
   return p.loss.samples > 0 && p.loss.failed == p.loss.samples;
 }
 
-// The network layer: the target probed (and the direct path, when given). Returns the facts
-// or null with the layer status in `status`.
-std::optional<net::NetFacts> ProbeNetwork(const DiagnoseOptions& o, std::string* status,
-                                          const net::ProbeFacts** target) {
+// The network layer: the target probed (and the direct path, when given: then `probe` is the
+// direct path and `compare_probe` the target). Returns the facts, or null with the layer status
+// in `status`.
+std::optional<net::NetFacts> ProbeNetwork(const DiagnoseOptions& o, std::string* status) {
   net::ProbeOptions po;
   po.url = o.url;
   po.samples = o.net_samples;
@@ -122,7 +122,6 @@ std::optional<net::NetFacts> ProbeNetwork(const DiagnoseOptions& o, std::string*
     f.compare_probe = std::move(*p);
     f.compare = net::ComparePhases(f.probe, *f.compare_probe);
   }
-  *target = f.compare_probe ? &*f.compare_probe : &f.probe;
   return f;
 }
 
@@ -133,7 +132,9 @@ void ScaleNetFindings(std::vector<rules::Finding>& fs, std::optional<double> mea
                       bool load_kept_alive) {
   for (auto& f : fs) {
     if (f.id == "net.no_keepalive" && load_kept_alive && f.severity >= rules::Severity::kWarn) {
-      // The load test kept connections alive, so it did not pay this; clients that do not will.
+      // The load test kept connections alive, so this workload did not pay it: information
+      // for clients that do not keep them alive, not a failure of this path.
+      f.severity = rules::Severity::kInfo;
       f.title += " (paid by clients that do not keep connections alive; this load test did)";
       f.latency_share.reset();
       continue;
@@ -224,10 +225,12 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   } else {
     Say(o, fmt::format("network: {} probe samples of {}", o.net_samples, o.url));
     std::string status;
-    net_facts = ProbeNetwork(o, &status, &target_probe);
+    net_facts = ProbeNetwork(o, &status);
     if (!net_facts) {
       layers["network"] = status;
     } else {
+      // The path the load takes: the gateway's when a direct URL was probed too.
+      target_probe = net_facts->compare_probe ? &*net_facts->compare_probe : &net_facts->probe;
       net_findings = rules::EvaluateNetRules(*net_facts);
       if (AllFailed(*target_probe)) {
         reachable = false;
