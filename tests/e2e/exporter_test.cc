@@ -307,6 +307,45 @@ TEST(ExporterE2eTest, HangingCanaryTimesOutAndScrapesStayFast) {
   EXPECT_THAT(page, HasSubstr("latdoc_collector_timeouts_total{collector=\"canary\"} 0\n"));
 }
 
+// The value of the series `name` (the text before the value, labels included) on `page`.
+std::optional<double> Value(const std::string& page, const std::string& series) {
+  const std::string key = "\n" + series + " ";
+  size_t at = page.find(key);
+  if (at == std::string::npos) return std::nullopt;
+  return std::stod(page.substr(at + key.size()));
+}
+
+// A known network delay (the simulator delays every write by 100 ms) lands in the TTFT split's
+// network and front-end part, not in queue or prefill, and the load rule names it.
+TEST(ExporterE2eTest, TtftSplitPutsANetworkDelayInNetworkAndFrontEnd) {
+  SimProcess sim({"--sim-network-delay-ms", "100", "--log-file", "/dev/null"});
+  ExporterProcess exporter({"--target", sim.url(), "--interval", "1s", "--timeout", "5s",
+                            "--no-host"});
+  ASSERT_NE(exporter.port(), 0);
+  std::string page;
+  ASSERT_TRUE(WaitFor(20000, [&] {
+    page = exporter.Page();
+    return Value(page, "latdoc_ttft_decomposition_seconds{component=\"network_front_end\"}")
+        .has_value();
+  })) << page;
+  auto part = [&](const std::string& c) {
+    return Value(page, "latdoc_ttft_decomposition_seconds{component=\"" + c + "\"}").value_or(-1);
+  };
+  const double net = part("network_front_end");
+  const double queue = part("queue");
+  const double prefill = part("prefill");
+  const double client = Value(page, "latdoc_ttft_mean_seconds{side=\"client\"}").value_or(-1);
+  EXPECT_GE(net, 0.095) << page;
+  EXPECT_LT(net, 0.3) << page;
+  EXPECT_GE(queue, 0);
+  EXPECT_LT(queue, 0.05);
+  EXPECT_GE(prefill, 0);
+  EXPECT_LT(prefill, 0.05);
+  EXPECT_GE(client, net);
+  EXPECT_THAT(page, HasSubstr(
+      "latdoc_finding{rule=\"load.network_front_end\",layer=\"load\",severity=\"warn\"} 1\n"));
+}
+
 TEST(ExporterE2eTest, BadFlagsExitTwoWithAClearMessage) {
   struct Case {
     std::vector<std::string> args;
