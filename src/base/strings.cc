@@ -78,4 +78,52 @@ bool IEquals(std::string_view a, std::string_view b) {
   return true;
 }
 
+// Table 3-7 of the Unicode standard (well-formed UTF-8 byte sequences): the allowed range of
+// the second byte depends on the first; later continuation bytes are 80..BF.
+size_t ValidUtf8Prefix(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (size_t k = 2; k < len; ++k)
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+    i += len;
+  }
+  return n;
+}
+
+std::string ToValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  while (!s.empty()) {
+    const size_t ok = ValidUtf8Prefix(s);
+    out.append(s.substr(0, ok));
+    if (ok == s.size()) break;
+    out.append("\xEF\xBF\xBD");  // U+FFFD for the one bad byte, then go on
+    s.remove_prefix(ok + 1);
+  }
+  return out;
+}
+
 }  // namespace latdoc

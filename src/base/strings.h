@@ -24,4 +24,11 @@ std::optional<double> ParseDouble(std::string_view s);
 std::string ToLower(std::string_view s);
 bool IEquals(std::string_view a, std::string_view b);
 
+// Length of the longest prefix of `s` that is well-formed UTF-8 (RFC 3629: no overlong forms,
+// no surrogates, nothing above U+10FFFF); s.size() when all of it is.
+size_t ValidUtf8Prefix(std::string_view s);
+// `s` with every byte that is not part of a well-formed UTF-8 sequence replaced by U+FFFD, so
+// text read from input can go into JSON (which must be UTF-8) and HTML.
+std::string ToValidUtf8(std::string_view s);
+
 }  // namespace latdoc

@@ -92,7 +92,8 @@ int64_t CountTimeWaitOnPort(std::string_view text, int64_t port, int64_t* bad_li
     std::string_view hex = w[1].substr(colon + 1);
     int64_t p = 0;
     bool ok = !hex.empty() && hex.size() <= 4;
-    for (char c : hex) {
+    for (size_t i = 0; ok && i < hex.size(); ++i) {  // a longer field is bad, not accumulated
+      const char c = hex[i];
       int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'A' && c <= 'F') ? c - 'A' + 10
               : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
       if (d < 0) ok = false;

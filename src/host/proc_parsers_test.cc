@@ -1,5 +1,8 @@
 #include "host/proc_parsers.h"
 
+#include <fstream>
+#include <iterator>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -50,6 +53,25 @@ TEST(ProcParsersTest, TimeWaitOnPortCountsOnlyState06OnThatLocalPort) {
       "  sl  local_address                         remote_address                        st\n"
       "   0: 00000000000000000000000001000000:1F40 00000000000000000000000001000000:D431 06 0\n";
   EXPECT_EQ(CountTimeWaitOnPort(tcp6, 8000), 1);
+}
+
+// Found by fuzz/fuzz_proc_parsers (input tests/data/fuzz/proc_parsers_crash-1bd1ef27): a local
+// port field longer than 4 hex digits was flagged bad but still accumulated, and overflowed
+// int64_t (undefined behaviour, caught by UBSan). It is a bad line and nothing more.
+TEST(ProcParsersTest, FuzzCrash1bd1ef27_LongPortFieldIsABadLine) {
+  std::ifstream in("tests/data/fuzz/proc_parsers_crash-1bd1ef27", std::ios::binary);
+  const std::string crash((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(crash.empty());
+  int64_t bad = 0;
+  (void)CountTimeWaitOnPort(crash, 8000, &bad);
+  EXPECT_GE(bad, 1);
+  const std::string tcp =
+      "  sl  local_address rem_address   st\n"
+      "   0: 0100007F:00000000000000000000001F40 0100007F:A2C4 06 0\n"
+      "   1: 0100007F:1F40 0100007F:A2C4 06 0\n";
+  bad = 0;
+  EXPECT_EQ(CountTimeWaitOnPort(tcp, 8000, &bad), 1);
+  EXPECT_EQ(bad, 1);
 }
 
 TEST(ProcParsersTest, CounterPairsFlattenPrefixAndName) {

@@ -21,7 +21,8 @@ class StringTable {
   StringTable(const StringTable&) = delete;
   StringTable& operator=(const StringTable&) = delete;
 
-  // Returns the id of `s`, adding it on first sight.
+  // Returns the id of `s`, adding it on first sight. A name that is not well-formed UTF-8 is
+  // stored with U+FFFD in place of each bad byte (Get() always returns UTF-8).
   NameId Intern(std::string_view s);
   // REQUIRES: id < size().
   std::string_view Get(NameId id) const { return strings_[id]; }
@@ -29,6 +30,7 @@ class StringTable {
 
  private:
   std::deque<std::string> strings_;
+  std::deque<std::string> raw_keys_;  // the input bytes of names stored repaired
   std::unordered_map<std::string_view, NameId> ids_;
 };
 

@@ -94,173 +94,178 @@ Status Rocprofv3JsonImporter::Import(const std::string& path, const ImportOption
     std::vector<PendingApi> apis;
     std::vector<PendingKernel> kernels;
     int64_t pid = 0;
-    for (auto field : tool) {
-      std::string_view key;
-      if (field.unescaped_key().get(key)) return bad("bad key");
-      od::value v;
-      if (field.value().get(v)) return bad("bad value");
-      if (key == "metadata") {
-        od::object m;
-        if (!v.get_object().get(m)) pid = GetInt(m, "pid", 0);
-      } else if (key == "agents") {
-        od::array agents;
-        if (v.get_array().get(agents)) continue;
-        int32_t gpu_index = 0;
-        for (auto a : agents) {
-          od::object ao;
-          if (a.get_object().get(ao)) continue;
-          int64_t handle = -1, type = 0;
-          std::string name, product;
-          for (auto af : ao) {
-            std::string_view k;
-            od::value av;
-            if (af.unescaped_key().get(k) || af.value().get(av)) break;
-            std::string_view s;
-            if (k == "id") handle = Handle(av);
-            else if (k == "type") ReadInt(av, type);
-            else if (k == "name" && !av.get_string().get(s)) name = std::string(s);
-            else if (k == "product_name" && !av.get_string().get(s)) product = std::string(s);
-          }
-          if (type != 2) continue;
-          gpu_of_handle[handle] = gpu_index;
-          trace.devices.push_back({source, gpu_index, product, name});
-          ++gpu_index;
-        }
-      } else if (key == "kernel_symbols") {
-        od::array syms;
-        if (v.get_array().get(syms)) continue;
-        int64_t position = 0;
-        for (auto s : syms) {
-          od::object so;
-          if (s.get_object().get(so)) {
-            ++position;
-            continue;
-          }
-          int64_t id = position++;
-          std::string name, demangled;
-          for (auto sf : so) {
-            std::string_view k, str;
-            od::value sv;
-            if (sf.unescaped_key().get(k) || sf.value().get(sv)) break;
-            if (k == "kernel_id") ReadInt(sv, id);
-            else if (k == "kernel_name" && !sv.get_string().get(str)) name = std::string(str);
-            else if (k == "demangled_kernel_name" && !sv.get_string().get(str)) demangled = std::string(str);
-          }
-          kernel_names[id] = demangled.empty() ? name : demangled;
-        }
-      } else if (key == "strings") {
-        od::object so;
-        if (v.get_object().get(so)) continue;
-        od::array br;
-        if (so.find_field_unordered("buffer_records").get_array().get(br)) continue;
-        for (auto kind_v : br) {
-          op_names.emplace_back();
-          od::object ko;
-          if (kind_v.get_object().get(ko)) continue;
-          od::array ops;
-          if (ko.find_field_unordered("operations").get_array().get(ops)) continue;
-          for (auto o : ops) {
-            std::string_view s;
-            op_names.back().emplace_back(o.get_string().get(s) ? "" : std::string(s));
-          }
-        }
-      } else if (key == "buffer_records") {
-        od::object recs;
-        if (v.get_object().get(recs)) continue;
-        for (auto rf : recs) {
-          std::string_view domain;
-          od::value rv;
-          if (rf.unescaped_key().get(domain) || rf.value().get(rv)) break;
-          const bool is_kernel = domain == "kernel_dispatch";
-          const bool is_copy = domain == "memory_copy";
-          const bool is_api = domain == "hip_api" || domain == "hsa_api" || domain == "rccl_api";
-          if (!is_kernel && !is_copy && !is_api) continue;
-          od::array arr;
-          if (rv.get_array().get(arr)) continue;
-          int64_t row = 0;
-          for (auto rec_v : arr) {
-            ++row;
-            od::object rec;
-            if (rec_v.get_object().get(rec)) continue;
-            int64_t start = -1, end = -1, corr = kNoCorrelation, tid = 0, kind = -1, op = -1;
-            int64_t agent = -1, dst = -1, srca = -1, stream = 0, kernel_id = -1, bytes = -1;
-            for (auto f : rec) {
+    // The records are read first and named last; a damaged document still gets its names
+    // resolved for what was read before the damage (an op must never keep an unset name).
+    const Status read = [&]() -> Status {
+      for (auto field : tool) {
+        std::string_view key;
+        if (field.unescaped_key().get(key)) return bad("bad key");
+        od::value v;
+        if (field.value().get(v)) return bad("bad value");
+        if (key == "metadata") {
+          od::object m;
+          if (!v.get_object().get(m)) pid = GetInt(m, "pid", 0);
+        } else if (key == "agents") {
+          od::array agents;
+          if (v.get_array().get(agents)) continue;
+          int32_t gpu_index = 0;
+          for (auto a : agents) {
+            od::object ao;
+            if (a.get_object().get(ao)) continue;
+            int64_t handle = -1, type = 0;
+            std::string name, product;
+            for (auto af : ao) {
               std::string_view k;
-              od::value fv;
-              if (f.unescaped_key().get(k) || f.value().get(fv)) break;
-              if (k == "start_timestamp") ReadInt(fv, start);
-              else if (k == "end_timestamp") ReadInt(fv, end);
-              else if (k == "thread_id") ReadInt(fv, tid);
-              else if (k == "kind") ReadInt(fv, kind);
-              else if (k == "operation") ReadInt(fv, op);
-              else if (k == "bytes") ReadInt(fv, bytes);
-              else if (k == "stream_id") stream = Handle(fv);
-              else if (k == "dst_agent_id") dst = Handle(fv);
-              else if (k == "src_agent_id") srca = Handle(fv);
-              else if (k == "correlation_id") {
-                od::object co;
-                if (!fv.get_object().get(co)) corr = GetInt(co, "internal", kNoCorrelation);
-              } else if (k == "dispatch_info") {
-                od::object di;
-                if (fv.get_object().get(di)) continue;
-                for (auto df : di) {
-                  std::string_view dk;
-                  od::value dv;
-                  if (df.unescaped_key().get(dk) || df.value().get(dv)) break;
-                  if (dk == "agent_id") agent = Handle(dv);
-                  else if (dk == "kernel_id") ReadInt(dv, kernel_id);
+              od::value av;
+              if (af.unescaped_key().get(k) || af.value().get(av)) break;
+              std::string_view s;
+              if (k == "id") handle = Handle(av);
+              else if (k == "type") ReadInt(av, type);
+              else if (k == "name" && !av.get_string().get(s)) name = std::string(s);
+              else if (k == "product_name" && !av.get_string().get(s)) product = std::string(s);
+            }
+            if (type != 2) continue;
+            gpu_of_handle[handle] = gpu_index;
+            trace.devices.push_back({source, gpu_index, product, name});
+            ++gpu_index;
+          }
+        } else if (key == "kernel_symbols") {
+          od::array syms;
+          if (v.get_array().get(syms)) continue;
+          int64_t position = 0;
+          for (auto s : syms) {
+            od::object so;
+            if (s.get_object().get(so)) {
+              ++position;
+              continue;
+            }
+            int64_t id = position++;
+            std::string name, demangled;
+            for (auto sf : so) {
+              std::string_view k, str;
+              od::value sv;
+              if (sf.unescaped_key().get(k) || sf.value().get(sv)) break;
+              if (k == "kernel_id") ReadInt(sv, id);
+              else if (k == "kernel_name" && !sv.get_string().get(str)) name = std::string(str);
+              else if (k == "demangled_kernel_name" && !sv.get_string().get(str)) demangled = std::string(str);
+            }
+            kernel_names[id] = demangled.empty() ? name : demangled;
+          }
+        } else if (key == "strings") {
+          od::object so;
+          if (v.get_object().get(so)) continue;
+          od::array br;
+          if (so.find_field_unordered("buffer_records").get_array().get(br)) continue;
+          for (auto kind_v : br) {
+            op_names.emplace_back();
+            od::object ko;
+            if (kind_v.get_object().get(ko)) continue;
+            od::array ops;
+            if (ko.find_field_unordered("operations").get_array().get(ops)) continue;
+            for (auto o : ops) {
+              std::string_view s;
+              op_names.back().emplace_back(o.get_string().get(s) ? "" : std::string(s));
+            }
+          }
+        } else if (key == "buffer_records") {
+          od::object recs;
+          if (v.get_object().get(recs)) continue;
+          for (auto rf : recs) {
+            std::string_view domain;
+            od::value rv;
+            if (rf.unescaped_key().get(domain) || rf.value().get(rv)) break;
+            const bool is_kernel = domain == "kernel_dispatch";
+            const bool is_copy = domain == "memory_copy";
+            const bool is_api = domain == "hip_api" || domain == "hsa_api" || domain == "rccl_api";
+            if (!is_kernel && !is_copy && !is_api) continue;
+            od::array arr;
+            if (rv.get_array().get(arr)) continue;
+            int64_t row = 0;
+            for (auto rec_v : arr) {
+              ++row;
+              od::object rec;
+              if (rec_v.get_object().get(rec)) continue;
+              int64_t start = -1, end = -1, corr = kNoCorrelation, tid = 0, kind = -1, op = -1;
+              int64_t agent = -1, dst = -1, srca = -1, stream = 0, kernel_id = -1, bytes = -1;
+              for (auto f : rec) {
+                std::string_view k;
+                od::value fv;
+                if (f.unescaped_key().get(k) || f.value().get(fv)) break;
+                if (k == "start_timestamp") ReadInt(fv, start);
+                else if (k == "end_timestamp") ReadInt(fv, end);
+                else if (k == "thread_id") ReadInt(fv, tid);
+                else if (k == "kind") ReadInt(fv, kind);
+                else if (k == "operation") ReadInt(fv, op);
+                else if (k == "bytes") ReadInt(fv, bytes);
+                else if (k == "stream_id") stream = Handle(fv);
+                else if (k == "dst_agent_id") dst = Handle(fv);
+                else if (k == "src_agent_id") srca = Handle(fv);
+                else if (k == "correlation_id") {
+                  od::object co;
+                  if (!fv.get_object().get(co)) corr = GetInt(co, "internal", kNoCorrelation);
+                } else if (k == "dispatch_info") {
+                  od::object di;
+                  if (fv.get_object().get(di)) continue;
+                  for (auto df : di) {
+                    std::string_view dk;
+                    od::value dv;
+                    if (df.unescaped_key().get(dk) || df.value().get(dv)) break;
+                    if (dk == "agent_id") agent = Handle(dv);
+                    else if (dk == "kernel_id") ReadInt(dv, kernel_id);
+                  }
                 }
               }
+              const std::string where = fmt::format("buffer_records.{}[{}]", domain, row - 1);
+              if (start < 0 || end < 0) {
+                src.issues.Add("missing start/end timestamp", where);
+                continue;
+              }
+              if (end < start) {
+                src.issues.Add("negative duration", where, fmt::format("end {} < start {}", end, start));
+                continue;
+              }
+              ++src.events_read;
+              if (is_api) {
+                ApiCall a;
+                a.start_ns = start;
+                a.dur_ns = end - start;
+                a.correlation = corr;
+                a.pid = static_cast<int32_t>(pid);
+                a.tid = static_cast<int32_t>(tid);
+                a.source = source;
+                apis.push_back({static_cast<uint32_t>(trace.api_calls.size()), kind, op});
+                trace.api_calls.push_back(a);
+                continue;
+              }
+              GpuOp g;
+              g.start_ns = start;
+              g.dur_ns = end - start;
+              g.correlation = corr;
+              g.stream = static_cast<int32_t>(stream);
+              g.source = source;
+              if (is_kernel) {
+                auto it = gpu_of_handle.find(agent);
+                g.device = it != gpu_of_handle.end() ? it->second : static_cast<int32_t>(agent);
+                kernels.push_back({static_cast<uint32_t>(trace.gpu_ops.size()), kernel_id});
+              } else {
+                g.kind = GpuOpKind::kMemcpy;
+                g.bytes = bytes;
+                static constexpr CopyDirection kOps[] = {CopyDirection::kUnknown, CopyDirection::kHtoH,
+                                                         CopyDirection::kHtoD, CopyDirection::kDtoH,
+                                                         CopyDirection::kDtoD};
+                g.direction = op >= 0 && op <= 4 ? kOps[op] : CopyDirection::kUnknown;
+                const int64_t gpu_agent = g.direction == CopyDirection::kDtoH ? srca : dst;
+                auto it = gpu_of_handle.find(gpu_agent);
+                g.device = it != gpu_of_handle.end() ? it->second : 0;
+                g.name = trace.names.Intern(fmt::format("MEMORY_COPY_{}", CopyDirectionName(g.direction)));
+              }
+              trace.gpu_ops.push_back(g);
             }
-            const std::string where = fmt::format("buffer_records.{}[{}]", domain, row - 1);
-            if (start < 0 || end < 0) {
-              src.issues.Add("missing start/end timestamp", where);
-              continue;
-            }
-            if (end < start) {
-              src.issues.Add("negative duration", where, fmt::format("end {} < start {}", end, start));
-              continue;
-            }
-            ++src.events_read;
-            if (is_api) {
-              ApiCall a;
-              a.start_ns = start;
-              a.dur_ns = end - start;
-              a.correlation = corr;
-              a.pid = static_cast<int32_t>(pid);
-              a.tid = static_cast<int32_t>(tid);
-              a.source = source;
-              apis.push_back({static_cast<uint32_t>(trace.api_calls.size()), kind, op});
-              trace.api_calls.push_back(a);
-              continue;
-            }
-            GpuOp g;
-            g.start_ns = start;
-            g.dur_ns = end - start;
-            g.correlation = corr;
-            g.stream = static_cast<int32_t>(stream);
-            g.source = source;
-            if (is_kernel) {
-              auto it = gpu_of_handle.find(agent);
-              g.device = it != gpu_of_handle.end() ? it->second : static_cast<int32_t>(agent);
-              kernels.push_back({static_cast<uint32_t>(trace.gpu_ops.size()), kernel_id});
-            } else {
-              g.kind = GpuOpKind::kMemcpy;
-              g.bytes = bytes;
-              static constexpr CopyDirection kOps[] = {CopyDirection::kUnknown, CopyDirection::kHtoH,
-                                                       CopyDirection::kHtoD, CopyDirection::kDtoH,
-                                                       CopyDirection::kDtoD};
-              g.direction = op >= 0 && op <= 4 ? kOps[op] : CopyDirection::kUnknown;
-              const int64_t gpu_agent = g.direction == CopyDirection::kDtoH ? srca : dst;
-              auto it = gpu_of_handle.find(gpu_agent);
-              g.device = it != gpu_of_handle.end() ? it->second : 0;
-              g.name = trace.names.Intern(fmt::format("MEMORY_COPY_{}", CopyDirectionName(g.direction)));
-            }
-            trace.gpu_ops.push_back(g);
           }
         }
       }
-    }
+      return Status::Ok();
+    }();
     // Names are resolved last: "strings" and "kernel_symbols" may follow the records.
     for (const PendingApi& p : apis) {
       std::string name = fmt::format("api kind {} op {}", p.kind, p.op);
@@ -278,6 +283,7 @@ Status Rocprofv3JsonImporter::Import(const std::string& path, const ImportOption
       op.name = trace.names.Intern(name);
       op.kind = ClassifyRocmInternalKernel(name).value_or(GpuOpKind::kKernel);
     }
+    RETURN_IF_ERROR(read);
   }
   return Status::Ok();
 }
