@@ -107,6 +107,7 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
   auto kv = Num(srv, "max_kv_cache_usage");
   const bool kv_bound = have_server && (kv.value_or(0) >= o.kv_usage_warn || preempt.value_or(0) > 0);
   std::optional<double> kv_queue_ms;
+  Severity kv_queue_severity = Severity::kOk;
 
   // load.queueing
   if (!have_server || !queue || !client_ttft) {
@@ -138,7 +139,10 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
             waiting ? fmt::format("{:.0f}", *waiting) : "n/a",
             kv_max ? fmt::format("max usage {:.0f}%", *kv_max * 100) : "usage n/a");
       }
-      if (kv_bound) kv_queue_ms = *queue;
+      if (kv_bound) {
+        kv_queue_ms = *queue;
+        kv_queue_severity = share >= o.queue_share_fail ? Severity::kFail : Severity::kWarn;
+      }
       out.push_back(Make("load.queueing", share >= o.queue_share_fail ? Severity::kFail : Severity::kWarn,
                          fmt::format("queueing is {:.0f}% of TTFT{} ({:.1f} of {:.1f} ms){}", share * 100, at,
                                      *queue, *client_ttft,
@@ -158,11 +162,17 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
                                 Ev("max_kv_cache_usage", kv ? std::optional<double>(*kv * 100) : std::nullopt, "%")};
     if (kv_queue_ms) ev.push_back(Ev("queue_waiting_for_kv_mean", *kv_queue_ms, "ms"));
     if (preempt.value_or(0) > 0 || kv.value_or(0) >= o.kv_usage_warn) {
+      // As severe as the queueing it causes: that is what the user waits for.
+      Severity sev = preempt.value_or(0) > 0 ? Severity::kFail : Severity::kWarn;
+      sev = std::max(sev, kv_queue_severity);
       out.push_back(Make(
-          "load.kv_pressure", preempt.value_or(0) > 0 ? Severity::kFail : Severity::kWarn,
+          "load.kv_pressure", sev,
           preempt.value_or(0) > 0
               ? fmt::format("{:.0f} preemptions{}: the KV cache ran out and requests were recomputed", *preempt, at)
-              : fmt::format("KV cache {:.0f}% full{}", kv.value_or(0) * 100, at),
+              : kv_queue_ms
+                    ? fmt::format("KV cache {:.0f}% full{}: requests queue {:.1f} ms on average for KV blocks",
+                                  kv.value_or(0) * 100, at, *kv_queue_ms)
+                    : fmt::format("KV cache {:.0f}% full{}", kv.value_or(0) * 100, at),
           ev,
           "Lower `--max-num-seqs` so the running batch fits the KV cache, or give the cache more room: "
           "`--gpu-memory-utilization 0.95`, a shorter `--max-model-len`, `--kv-cache-dtype fp8`, or more "

@@ -109,6 +109,17 @@ TEST(LoadRulesTest, QueueingForKvBlocksIsKvPressure) {
   EXPECT_THAT(q->advice, ::testing::HasSubstr("KV cache is full (100%, 24 preemptions)"));
   RankFindings(fs);
   EXPECT_EQ(fs.front().id, "load.kv_pressure");
+
+  // vLLM V1 admits a request only when its blocks are free: a full cache makes requests queue
+  // without any preemption. Still the KV cache's doing, and as severe as the queueing.
+  j["server_metrics"]["preemptions"] = 0;
+  j["server_metrics"]["max_kv_cache_usage"] = 0.98;
+  fs = EvaluateLoadRules(Baseline(), j);
+  kv = Find(fs, "load.kv_pressure");
+  EXPECT_EQ(kv->severity, Severity::kFail);
+  EXPECT_EQ(kv->title, "KV cache 98% full at concurrency 32: requests queue 300.0 ms on average "
+                       "for KV blocks");
+  EXPECT_DOUBLE_EQ(*kv->latency_share, 0.3);
 }
 
 }  // namespace

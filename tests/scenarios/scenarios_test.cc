@@ -248,12 +248,13 @@ Outcome RunTraceScenario(const TraceScenario& s) {
 }
 
 std::string Row(const std::string& name, const std::string& cause, const std::string& expect_id,
-                const std::string& expect_layer, const Outcome& o, int runs) {
+                const std::string& expect_layer, const Outcome& o, int runs,
+                const std::string& first_got = "") {
   std::string expected = expect_id.empty() ? "no fail" : fmt::format("{} [{}]", expect_id, expect_layer);
   std::string got = o.got_id.empty() ? "(nothing to change)" : fmt::format("{} [{}]", o.got_id, o.got_layer);
   if (expect_id.empty()) got += fmt::format("; worst {}", o.worst.empty() ? "n/a" : o.worst);
   if (!o.error.empty()) got = "no result: " + o.error;
-  std::string pass = o.pass ? (runs > 1 ? "pass (2nd run)" : "pass") : "FAIL";
+  std::string pass = o.pass ? (runs > 1 ? "pass (2nd run; 1st: " + first_got + ")" : "pass") : "FAIL";
   return fmt::format("| {} | {} | {} | {} | {} | {:.1f} |\n", name, cause, expected, got, pass, o.seconds);
 }
 
@@ -266,11 +267,15 @@ TEST(DiagnosisAccuracyTest, EveryInjectedCauseIsWhatDiagnoseSaysToChangeFirst) {
   for (const Scenario& s : SimScenarios()) {
     Outcome o = RunSimScenario(s);
     int runs = 1;
+    std::string first_got;
     if (!o.pass) {  // a loaded machine can spoil one run; a real misdiagnosis repeats
+      first_got = !o.error.empty() ? "no result"
+                  : s.expect_id.empty() ? "worst " + o.worst
+                                        : (o.got_id.empty() ? "nothing" : o.got_id);
       o = RunSimScenario(s);
       runs = 2;
     }
-    table += Row(s.name, s.cause, s.expect_id, s.expect_layer, o, runs);
+    table += Row(s.name, s.cause, s.expect_id, s.expect_layer, o, runs, first_got);
     if (!o.pass) misses.push_back({s.name, o.error.empty() ? "got " + o.got_id + ", worst " + o.worst : o.error});
   }
   for (const TraceScenario& s : TraceScenarios()) {
