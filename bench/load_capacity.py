@@ -6,7 +6,7 @@ pinned to CPU 1, for a fixed duration, on loopback. Reported:
   sim:    streams held, tokens/s served, sim CPU (s/s), step overrun p50/p99 (how late each
           engine step ended against its schedule, from latdoc_sim:step_overrun_seconds)
   client: SSE events/s per core of client CPU, and timing error: for every content chunk,
-          (client arrival time) - (simulator's write time), from the simulator's request trace
+          (client arrival time) - (when the simulator's write of it returned), from the simulator's request trace
           joined to --save-requests by x-request-id; p50/p99.
 Targets (issues 2 and 3): >= 5,000 streams with overrun p99 <= 1 ms; >= 500,000 events/s on
 one core and timing error p99 <= 0.2 ms at 4,096 streams.
@@ -82,7 +82,7 @@ def run(latdoc, n, duration, out_len, tmp):
     server = {}
     for line in open(trace):
         t = json.loads(line)
-        server[t["x_request_id"]] = t["token_ns"]
+        server[t["x_request_id"]] = t["written_ns"]
     start_ns = r["start_mono_ns"]
     errs, events = [], 0
     for line in open(reqs):

@@ -1,7 +1,10 @@
 #include "http/client.h"
 
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
+#include <algorithm>
+#include <cstring>
 #include <optional>
 #include <type_traits>
 #include <unordered_map>
@@ -11,6 +14,7 @@
 #include "base/clock.h"
 #include "base/strings.h"
 #include "http/asio.h"
+#include "http/stamped_read.h"
 
 namespace latdoc::http {
 
@@ -83,6 +87,10 @@ class ConnBase : public std::enable_shared_from_this<ConnBase> {
   virtual ~ConnBase() = default;
   virtual void Run(std::unique_ptr<Exchange> ex) = 0;
   virtual void Close() = 0;
+  // The connection's current deadline (connect, first byte or idle), MonoNowNs; the sweeper
+  // calls OnDeadline() once it has passed.
+  int64_t deadline_ns = INT64_MAX;
+  virtual void OnDeadline() = 0;
 };
 
 }  // namespace
@@ -92,16 +100,51 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
       : io(*static_cast<asio::io_context*>(l.native())),
         url(std::move(u)),
         opts(o),
-        ssl_ctx(asio::ssl::context::tls_client) {
+        ssl_ctx(asio::ssl::context::tls_client),
+        sweep_timer(io) {
     if (url.tls()) {
       ssl_ctx.set_default_verify_paths();
       ssl_ctx.set_verify_mode(opts.insecure ? asio::ssl::verify_none : asio::ssl::verify_peer);
     }
+    // Timeouts are enforced by one sweep over the live connections rather than a timer per
+    // read: re-arming a timer on every read of thousands of streams costs more than the read.
+    int64_t shortest = std::min({opts.connect_timeout_ns, opts.first_byte_timeout_ns,
+                                 opts.idle_timeout_ns});
+    sweep_every_ns = std::clamp<int64_t>(shortest / 8, 5'000'000, 250'000'000);
   }
 
   void StartNew(std::unique_ptr<Exchange> ex);
   void Release(const std::shared_ptr<ConnBase>& c) { idle.push_back(c); }
   void Forget(ConnBase* c) { live.erase(c); }
+
+  // `delta` connections got (+1) or lost (-1) a deadline. The sweep runs only while some
+  // connection has one, so an idle client leaves its event loop free to return.
+  void OnTimed(int delta) {
+    timed += delta;
+    if (timed > 0 && !sweeping) {
+      sweeping = true;
+      ArmSweep();
+    } else if (timed == 0 && sweeping) {
+      sweeping = false;
+      ++sweep_gen;
+      sweep_timer.cancel();
+    }
+  }
+
+  void ArmSweep() {
+    sweep_timer.expires_after(std::chrono::nanoseconds(sweep_every_ns));
+    sweep_timer.async_wait([w = weak_from_this(), gen = sweep_gen](boost::system::error_code ec) {
+      auto self = w.lock();
+      if (!self || ec || gen != self->sweep_gen) return;
+      int64_t now = MonoNowNs();
+      std::vector<std::shared_ptr<ConnBase>> due;
+      for (auto& [p, weak] : self->live)
+        if (p->deadline_ns <= now)
+          if (auto c = weak.lock()) due.push_back(std::move(c));
+      for (auto& c : due) c->OnDeadline();
+      if (self->sweeping && gen == self->sweep_gen) self->ArmSweep();
+    });
+  }
 
   asio::io_context& io;
   Url url;
@@ -111,28 +154,45 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
   std::unordered_map<ConnBase*, std::weak_ptr<ConnBase>> live;
   uint64_t opened = 0;
   std::string host_header;
+  asio::steady_timer sweep_timer;
+  int64_t sweep_every_ns = 0;
+  int64_t timed = 0;        // connections with a deadline
+  bool sweeping = false;
+  uint64_t sweep_gen = 0;   // bumped on cancel, so a cancelled wait never re-arms
 };
 
 namespace {
 
 // One connection, plain or TLS. Plan of an exchange: (new connection: resolve, connect,
-// handshake) -> write the request -> read_some until the parser is done, handing each read's
-// body bytes to the observer -> back to the pool (keep-alive) or closed.
+// handshake) -> write the request -> read until the parser is done, handing each read's body
+// bytes to the observer -> back to the pool (keep-alive) or closed.
+//
+// Reads on plain connections wait for readability and then drain the socket with recvmsg(),
+// asking the kernel for each read's receive timestamp (SO_TIMESTAMPNS): a stream's timings are
+// when its bytes reached this host, not when this thread got round to them, so thousands of
+// streams on one core do not add the client's own queueing to the measurement. Bytes are fed
+// to Beast's parser by hand (no composed operation, no timer per read).
 template <bool kTls>
 class Conn final : public ConnBase {
-  using Stream =
-      std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+  using Stream = std::conditional_t<kTls, asio::ssl::stream<tcp::socket>, tcp::socket>;
+  static constexpr size_t kReadBytes = 64 * 1024;
 
  public:
   explicit Conn(std::shared_ptr<HttpClient::Impl> client)
-      : client_(std::move(client)), stream_(MakeStream()), resolver_(client_->io) {}
+      : client_(std::move(client)), stream_(MakeStream()), resolver_(client_->io) {
+    in_.resize(kReadBytes);
+  }
 
-  ~Conn() override { client_->Forget(this); }
+  ~Conn() override {
+    ClearDeadline();
+    client_->Forget(this);
+  }
 
   void Run(std::unique_ptr<Exchange> ex) override {
     ex_ = std::move(ex);
     ex_->res.times.reused = connected_;
     if (connected_) return Write();
+    SetDeadline(client_->opts.connect_timeout_ns);
     Resolve();
   }
 
@@ -141,8 +201,19 @@ class Conn final : public ConnBase {
     closed_ = true;
     boost::system::error_code ec;
     resolver_.cancel();
-    beast::get_lowest_layer(stream_).socket().close(ec);
+    Sock().close(ec);
     if (ex_) Fail(FailureKind::kReset, "cancelled");
+  }
+
+  void OnDeadline() override {
+    ClearDeadline();
+    if (closed_ || !ex_) return;
+    if (!connected_) {
+      return Fail(FailureKind::kTimeout,
+                  fmt::format("connect {}: timed out", client_->url.Origin()));
+    }
+    Fail(FailureKind::kTimeout,
+         headers_seen_ ? "stream idle timeout" : "no response before the first-byte timeout");
   }
 
  private:
@@ -153,10 +224,30 @@ class Conn final : public ConnBase {
       return Stream(client_->io);
     }
   }
-  auto& Lowest() { return beast::get_lowest_layer(stream_); }
+  tcp::socket& Sock() {
+    if constexpr (kTls) {
+      return stream_.next_layer();
+    } else {
+      return stream_;
+    }
+  }
+  void SetDeadline(int64_t timeout_ns, int64_t now = MonoNowNs()) {
+    bool had = deadline_ns != INT64_MAX;
+    deadline_ns = timeout_ns > 0 ? now + timeout_ns : INT64_MAX;
+    bool has = deadline_ns != INT64_MAX;
+    if (has != had) client_->OnTimed(has ? 1 : -1);
+  }
+  void ClearDeadline() { SetDeadline(0); }
 
   void Resolve() {
     const Url& u = client_->url;
+    boost::system::error_code literal_ec;
+    auto addr = asio::ip::make_address(u.host, literal_ec);
+    if (!literal_ec) {  // an IP literal: no resolver round trip (its first use starts a thread)
+      ex_->res.times.dns_ns = MonoNowNs();
+      return Connect(tcp::resolver::results_type::create(tcp::endpoint(addr, u.port), u.host,
+                                                         std::to_string(u.port)));
+    }
     resolver_.async_resolve(
         u.host, std::to_string(u.port),
         [self = Self()](boost::system::error_code ec, tcp::resolver::results_type results) {
@@ -171,21 +262,21 @@ class Conn final : public ConnBase {
   }
 
   void Connect(const tcp::resolver::results_type& results) {
-    Lowest().expires_after(std::chrono::nanoseconds(client_->opts.connect_timeout_ns));
-    Lowest().async_connect(results, [self = Self()](boost::system::error_code ec,
-                                                    const tcp::endpoint&) {
+    asio::async_connect(Sock(), results, [self = Self()](boost::system::error_code ec,
+                                                         const tcp::endpoint&) {
       if (self->closed_ || !self->ex_) return;
       if (ec) {
-        return self->Fail(ec == beast::error::timeout ? FailureKind::kTimeout : FailureKind::kConnect,
-                          fmt::format("connect {}: {}", self->client_->url.Origin(),
-                                      ec == beast::error::timeout ? "timed out" : ec.message()));
+        return self->Fail(FailureKind::kConnect, fmt::format("connect {}: {}",
+                                                             self->client_->url.Origin(),
+                                                             ec.message()));
       }
       self->ex_->res.times.connect_ns = MonoNowNs();
       boost::system::error_code ignored;
-      self->Lowest().socket().set_option(tcp::no_delay(true), ignored);
+      self->Sock().set_option(tcp::no_delay(true), ignored);
       if constexpr (kTls) {
         self->Handshake();
       } else {
+        EnableReceiveTimestamps(self->Sock().native_handle());
         self->connected_ = true;
         self->Write();
       }
@@ -202,8 +293,7 @@ class Conn final : public ConnBase {
                                 if (self->closed_ || !self->ex_) return;
                                 if (ec) {
                                   return self->Fail(
-                                      ec == beast::error::timeout ? FailureKind::kTimeout
-                                                                  : FailureKind::kConnect,
+                                      FailureKind::kConnect,
                                       fmt::format("TLS handshake with {}: {}",
                                                   self->client_->url.Origin(), ec.message()));
                                 }
@@ -218,61 +308,144 @@ class Conn final : public ConnBase {
     const ClientRequest& r = ex_->req;
     const Url& u = client_->url;
     out_.clear();
-    out_ += fmt::format("{} {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: latdoc\r\nAccept: */*\r\n",
-                        r.method, u.base_path, r.target, client_->host_header);
+    auto o = std::back_inserter(out_);
+    fmt::format_to(o, "{} {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: latdoc\r\nAccept: */*\r\n",
+                   r.method, u.base_path, r.target, client_->host_header);
     if (!client_->opts.keep_alive) out_ += "Connection: close\r\n";
-    for (const auto& [k, v] : r.headers) out_ += fmt::format("{}: {}\r\n", k, v);
+    for (const auto& [k, v] : r.headers) fmt::format_to(o, "{}: {}\r\n", k, v);
     if (!r.body.empty() || r.method == "POST")
-      out_ += fmt::format("Content-Length: {}\r\n", r.body.size());
+      fmt::format_to(o, "Content-Length: {}\r\n", r.body.size());
     out_ += "\r\n";
     out_ += r.body;
-    Lowest().expires_after(std::chrono::nanoseconds(client_->opts.first_byte_timeout_ns));
+    SetDeadline(client_->opts.first_byte_timeout_ns);
+    parser_.emplace();
+    parser_->eager(true);
+    parser_->body_limit(uint64_t{1} << 50);  // streams are consumed as they arrive
+    parser_->header_limit(64 * 1024);
+    headers_seen_ = false;
+    in_used_ = 0;
+    if constexpr (!kTls) {
+      // Most requests fit the socket buffer: send from here, no completion handler.
+      ssize_t n = ::send(Sock().native_handle(), out_.data(), out_.size(),
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n == ssize_t(out_.size())) return Sent();
+      if (n > 0) out_.erase(0, size_t(n));
+    }
     asio::async_write(stream_, asio::buffer(out_), [self = Self()](boost::system::error_code ec, size_t) {
       if (self->closed_ || !self->ex_) return;
       if (ec) return self->OnReadError(ec);
-      self->ex_->res.times.sent_ns = MonoNowNs();
-      self->parser_.emplace();
-      self->parser_->body_limit(uint64_t{1} << 50);  // streams are consumed as they arrive
-      self->parser_->header_limit(64 * 1024);
-      self->headers_seen_ = false;
-      self->ReadSome();
+      self->Sent();
     });
   }
 
-  void ReadSome() {
-    const ClientOptions& o = client_->opts;
-    Lowest().expires_after(
-        std::chrono::nanoseconds(headers_seen_ ? o.idle_timeout_ns : o.first_byte_timeout_ns));
-    bhttp::async_read_some(stream_, buf_, *parser_,
-                           [self = Self()](boost::system::error_code ec, size_t) {
-                             self->OnRead(ec);
-                           });
+  void Sent() {
+    ex_->res.times.sent_ns = MonoNowNs();
+    ReadSome();
   }
 
-  void OnRead(boost::system::error_code ec) {
-    if (closed_ || !ex_) return;
-    int64_t now = MonoNowNs();
+  void ReadSome() {
+    if constexpr (kTls) {
+      stream_.async_read_some(
+          asio::buffer(in_.data() + in_used_, in_.size() - in_used_),
+          [self = Self()](boost::system::error_code ec, size_t n) {
+            if (self->closed_ || !self->ex_) return;
+            if (ec) return self->OnReadError(ec);
+            if (self->Feed(n, MonoNowNs())) self->ReadSome();
+          });
+    } else {
+      Sock().async_wait(tcp::socket::wait_read, [self = Self()](boost::system::error_code ec) {
+        if (self->closed_ || !self->ex_) return;
+        if (ec) return self->OnReadError(ec);
+        self->Drain();
+      });
+    }
+  }
+
+  // Reads what the socket holds (a bounded number of reads, for fairness between streams).
+  void Drain() {
+    const int fd = Sock().native_handle();
+    const int64_t offset = RealMinusMonoNs();
+    for (int i = 0; i < 8; ++i) {
+      int64_t at;
+      ssize_t n = StampedRead(fd, in_.data() + in_used_, in_.size() - in_used_, offset, &at);
+      if (n > 0) {
+        if (!Feed(size_t(n), at)) return;
+        continue;
+      }
+      if (n == 0) return OnReadError(asio::error::eof);
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return OnReadError(boost::system::error_code(errno, boost::system::system_category()));
+    }
+    ReadSome();
+  }
+
+  // Hands `n` newly read bytes (at in_[in_used_]) to the parser. `at`: when they arrived.
+  // Returns true when more should be read.
+  bool Feed(size_t n, int64_t at) {
+    in_used_ += n;
+    size_t consumed = 0;
+    boost::system::error_code ec;
+    while (consumed < in_used_ && !parser_->is_done()) {
+      size_t used = parser_->put(asio::buffer(in_.data() + consumed, in_used_ - consumed), ec);
+      consumed += used;
+      if (ec == bhttp::error::need_more) {
+        ec = {};
+        break;
+      }
+      if (ec || used == 0) break;
+    }
+    if (consumed > 0) {
+      std::memmove(in_.data(), in_.data() + consumed, in_used_ - consumed);
+      in_used_ -= consumed;
+    }
     if (!headers_seen_ && parser_->is_header_done()) {
       headers_seen_ = true;
-      ex_->res.times.headers_ns = now;
+      ex_->res.times.headers_ns = at;
       ex_->res.status = static_cast<int>(parser_->get().result_int());
       auto ct = parser_->get()[bhttp::field::content_type];
-      ex_->obs->OnHeaders(ex_->res.status, std::string_view(ct.data(), ct.size()), now);
-      if (closed_ || !ex_) return;
+      ex_->obs->OnHeaders(ex_->res.status, std::string_view(ct.data(), ct.size()), at);
+      if (closed_ || !ex_) return false;
     }
     std::string& body = parser_->get().body();
     if (!body.empty()) {
-      ex_->obs->OnBody(body, now);
-      if (closed_ || !ex_) return;
+      ex_->obs->OnBody(body, at);
+      if (closed_ || !ex_) return false;
       body.clear();
     }
-    if (parser_->is_done()) return Done(now);
-    if (ec) return OnReadError(ec);
-    ReadSome();
+    if (parser_->is_done()) {
+      Done(at);
+      return false;
+    }
+    if (ec) {
+      OnReadError(ec);
+      return false;
+    }
+    if (in_used_ == in_.size()) {  // a header larger than the buffer: the parser's limit rules
+      in_.resize(in_.size() * 2);
+    }
+    SetDeadline(headers_seen_ ? client_->opts.idle_timeout_ns : client_->opts.first_byte_timeout_ns,
+                MonoNowNs());
+    return true;
   }
 
   void OnReadError(boost::system::error_code ec) {
     bool got_some = parser_ && parser_->got_some();
+    if (ec == asio::error::eof && parser_ && parser_->got_some() && !parser_->is_done()) {
+      // A body delimited by the end of the connection ends here.
+      boost::system::error_code eof_ec;
+      parser_->put_eof(eof_ec);
+      if (!eof_ec && parser_->is_done()) {
+        std::string& body = parser_->get().body();
+        int64_t now = MonoNowNs();
+        if (!body.empty()) {
+          ex_->obs->OnBody(body, now);
+          if (closed_ || !ex_) return;
+          body.clear();
+        }
+        return Done(now);
+      }
+    }
     bool closed_by_peer = ec == asio::error::eof || ec == bhttp::error::end_of_stream ||
                           ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
                           ec == asio::ssl::error::stream_truncated;
@@ -284,10 +457,6 @@ class Conn final : public ConnBase {
       CloseQuietly();
       client_->StartNew(std::move(ex));
       return;
-    }
-    if (ec == beast::error::timeout) {
-      return Fail(FailureKind::kTimeout,
-                  headers_seen_ ? "stream idle timeout" : "no response before the first-byte timeout");
     }
     if (closed_by_peer || ec == bhttp::error::partial_message) {
       return Fail(FailureKind::kReset,
@@ -305,9 +474,9 @@ class Conn final : public ConnBase {
     auto ex = std::move(ex_);
     ex->res.times.end_ns = now;
     ex->res.body_complete = true;
-    bool keep = client_->opts.keep_alive && parser_->keep_alive();
+    ClearDeadline();
+    bool keep = client_->opts.keep_alive && parser_->keep_alive() && in_used_ == 0;
     if (keep) {
-      Lowest().expires_never();
       client_->Release(shared_from_this());
     } else {
       CloseQuietly();
@@ -326,8 +495,10 @@ class Conn final : public ConnBase {
 
   void CloseQuietly() {
     closed_ = true;
+    ClearDeadline();
     boost::system::error_code ec;
-    beast::get_lowest_layer(stream_).socket().close(ec);
+    resolver_.cancel();
+    Sock().close(ec);
   }
 
   std::shared_ptr<Conn> Self() { return std::static_pointer_cast<Conn>(shared_from_this()); }
@@ -335,7 +506,8 @@ class Conn final : public ConnBase {
   std::shared_ptr<HttpClient::Impl> client_;
   Stream stream_;
   tcp::resolver resolver_;
-  beast::flat_buffer buf_;
+  std::vector<char> in_;  // bytes read and not yet taken by the parser: in_[0, in_used_)
+  size_t in_used_ = 0;
   std::optional<bhttp::response_parser<bhttp::string_body>> parser_;
   std::unique_ptr<Exchange> ex_;
   std::string out_;

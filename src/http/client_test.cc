@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -225,6 +226,62 @@ TEST(HttpClientTest, GarbageResponseIsAProtocolError) {
   t.join();
   ::close(ls);
   EXPECT_EQ(r.result.failure, FailureKind::kProtocol);
+}
+
+
+// Body times are when the bytes reached this host (the kernel's receive timestamp), not when a
+// busy client thread got round to reading them: the observer stalls the loop for 60 ms after
+// the headers, the server sends the second piece 10 ms after the first, and the second piece's
+// time is still within a few ms of its sending.
+TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::atomic<int64_t> second_sent{0};
+  std::thread server([&] {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    char buf[4096];
+    std::string req;
+    while (req.find("\r\n\r\n") == std::string::npos) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      req.append(buf, size_t(n));
+    }
+    std::string head = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 6\r\n\r\nabc";
+    ::send(fd, head.data(), head.size(), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    second_sent = MonoNowNs();
+    ::send(fd, "def", 3, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ::close(fd);
+  });
+  struct Stalling : Recorder {
+    void OnHeaders(int s, std::string_view ct, int64_t now) override {
+      Recorder::OnHeaders(s, ct, now);
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    }
+    void OnBody(std::string_view d, int64_t now) override {
+      Recorder::OnBody(d, now);
+      last_body_ns = now;
+    }
+    int64_t last_body_ns = 0;
+  } rec;
+  EventLoop loop;
+  HttpClient client(loop, *ParseUrl("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port))), {});
+  client.Send({"GET", "/", "", {}}, &rec);
+  int64_t end = MonoNowNs() + 5 * kNsPerSec;
+  while (!rec.done && MonoNowNs() < end) loop.RunFor(5 * kNsPerMs);
+  server.join();
+  ::close(lfd);
+  ASSERT_TRUE(rec.done);
+  EXPECT_EQ(rec.body, "abcdef");
+  EXPECT_GE(rec.last_body_ns, second_sent.load());
+  EXPECT_LT(rec.last_body_ns - second_sent.load(), 5 * kNsPerMs);
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 #include "http/server.h"
 
 #include <sys/socket.h>
+#include <sys/uio.h>
 
+#include <cerrno>
+#include <charconv>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <optional>
@@ -12,6 +16,7 @@
 #include "base/clock.h"
 #include "base/strings.h"
 #include "http/asio.h"
+#include "http/stamped_read.h"
 
 namespace latdoc::http {
 
@@ -99,6 +104,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
       : srv_(std::move(srv)), socket_(std::move(s)), timer_(srv_->io), delay_timer_(srv_->io) {
     boost::system::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
+    EnableReceiveTimestamps(socket_.native_handle());
     auto ep = socket_.remote_endpoint(ec);
     if (!ec) remote_ = fmt::format("{}:{}", ep.address().to_string(), ep.port());
   }
@@ -114,6 +120,8 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     timer_.cancel();
     delay_timer_.cancel();
     socket_.close(ec);
+    receipts_.clear();
+    chunk_written_ = nullptr;
     if (in_response_) {
       in_response_ = false;
       if (peer_closed_) {
@@ -131,7 +139,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     std::string out = Head(status, content_type, extra);
     out += fmt::format("content-length: {}\r\n\r\n", body.size());
     out.append(body);
-    Write(std::move(out));
+    Write(out);
     end_queued_ = true;
     QueueMarker(Marker::kEnd);
   }
@@ -140,15 +148,16 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     if (!in_response_ || headers_sent_) return;
     std::string out = Head(status, content_type, extra);
     out += "transfer-encoding: chunked\r\n\r\n";
-    Write(std::move(out));
+    Write(out);
   }
 
   void WriteChunk(std::string_view data) override {
     if (!in_response_ || !headers_sent_ || end_queued_ || data.empty()) return;
-    std::string out = fmt::format("{:x}\r\n", data.size());
-    out.append(data);
-    out += "\r\n";
-    Write(std::move(out));
+    char head[20];
+    char* end = std::to_chars(head, head + sizeof head - 2, data.size(), 16).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    Write(std::string_view(head, end - head), data, "\r\n", /*receipt=*/true);
   }
 
   void EndChunked() override {
@@ -166,6 +175,9 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
 
   bool finished() const override { return closed_ || !in_response_ || end_queued_; }
   void OnPeerClosed(std::function<void()> fn) override { peer_closed_ = std::move(fn); }
+  void OnChunkWritten(std::function<void(uint64_t, int64_t)> fn) override {
+    chunk_written_ = std::move(fn);
+  }
 
  private:
   enum class Marker { kNone, kEnd, kReset, kCloseFin };
@@ -193,43 +205,91 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     });
   }
 
+  // Reads the next request: waits for readability, drains the socket with stamped reads and
+  // feeds Beast's parser by hand, so `received_ns` is when the request's last byte reached
+  // this host (the simulator's ground truth), however busy this thread was.
   void ReadRequest() {
     if (closed_) return;
     parser_.emplace();
+    parser_->eager(true);
     parser_->body_limit(srv_->options.max_body_bytes);
     parser_->header_limit(64 * 1024);
+    header_handled_ = false;
     ArmTimer(requests_ == 0 ? srv_->options.request_timeout_ns
                             : srv_->options.keep_alive_timeout_ns);
-    bhttp::async_read_header(socket_, buf_, *parser_,
-                             [self = shared_from_this()](boost::system::error_code ec, size_t) {
-                               self->OnHeader(ec);
-                             });
+    if (in_used_ > 0 && Parse(last_read_ns_)) return;  // a pipelined request already here
+    WaitRequest();
   }
 
-  void OnHeader(boost::system::error_code ec) {
-    if (closed_) return;
-    if (ec) return OnReadError(ec);
-    // A request has begun: it must now arrive whole within the request timeout.
-    ArmTimer(srv_->options.request_timeout_ns);
-    auto expect = parser_->get()[bhttp::field::expect];
-    if (IEquals(Trim(std::string_view(expect.data(), expect.size())), "100-continue") &&
-        !parser_->is_done()) {
-      auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
-      asio::async_write(socket_, asio::buffer(*msg),
-                        [self = shared_from_this(), msg](boost::system::error_code wec, size_t) {
-                          if (wec) return self->Close();
-                          self->ReadBody();
-                        });
-      return;
+  void WaitRequest() {
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this()](boost::system::error_code ec) {
+                         if (self->closed_) return;
+                         if (ec) return self->Close();
+                         self->ReadMore();
+                       });
+  }
+
+  void ReadMore() {
+    const int fd = socket_.native_handle();
+    const int64_t offset = RealMinusMonoNs();
+    for (int i = 0; i < 8; ++i) {
+      if (in_used_ == in_.size()) in_.resize(in_.size() * 2);  // a header still incomplete
+      int64_t at;
+      ssize_t n = StampedRead(fd, in_.data() + in_used_, in_.size() - in_used_, offset, &at);
+      if (n > 0) {
+        in_used_ += size_t(n);
+        last_read_ns_ = at;
+        if (Parse(at)) return;
+        continue;
+      }
+      if (n == 0) return Close();  // the peer closed, between or inside requests
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return Close();
     }
-    ReadBody();
+    WaitRequest();
   }
 
-  void ReadBody() {
-    bhttp::async_read(socket_, buf_, *parser_,
-                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
-                        self->OnRequest(ec);
-                      });
+  // Feeds the buffered bytes to the parser. Returns true when reading stops here: the request
+  // is complete (handed on) or bad (answered).
+  bool Parse(int64_t at) {
+    size_t consumed = 0;
+    boost::system::error_code ec;
+    while (consumed < in_used_ && !parser_->is_done()) {
+      size_t used = parser_->put(asio::buffer(in_.data() + consumed, in_used_ - consumed), ec);
+      consumed += used;
+      if (ec == bhttp::error::need_more) {
+        ec = {};
+        break;
+      }
+      if (ec || used == 0) break;
+    }
+    if (consumed > 0) {
+      std::memmove(in_.data(), in_.data() + consumed, in_used_ - consumed);
+      in_used_ -= consumed;
+    }
+    if (ec) {
+      OnReadError(ec);
+      return true;
+    }
+    if (parser_->is_header_done() && !header_handled_) {
+      header_handled_ = true;
+      // A request has begun: it must now arrive whole within the request timeout.
+      ArmTimer(srv_->options.request_timeout_ns);
+      auto expect = parser_->get()[bhttp::field::expect];
+      if (IEquals(Trim(std::string_view(expect.data(), expect.size())), "100-continue") &&
+          !parser_->is_done()) {
+        auto msg = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+        asio::async_write(socket_, asio::buffer(*msg),
+                          [self = shared_from_this(), msg](boost::system::error_code wec, size_t) {
+                            if (wec) self->Close();
+                          });
+      }
+    }
+    if (!parser_->is_done()) return false;
+    OnRequest(at);
+    return true;
   }
 
   void OnReadError(boost::system::error_code ec) {
@@ -256,10 +316,9 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     Send(status, "application/json", body, {});
   }
 
-  void OnRequest(boost::system::error_code ec) {
+  void OnRequest(int64_t received_ns) {
     if (closed_) return;
     timer_.cancel();
-    if (ec) return OnReadError(ec);
     ++requests_;
     auto& msg = parser_->get();
     Request req;
@@ -269,7 +328,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     req.body = std::move(msg.body());
     req.keep_alive = msg.keep_alive();
     req.remote = remote_;
-    req.received_ns = MonoNowNs();
+    req.received_ns = received_ns;
     for (const auto& f : msg) {
       req.headers.emplace_back(ToLower(std::string_view(f.name_string().data(),
                                                         f.name_string().size())),
@@ -280,6 +339,8 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     headers_sent_ = false;
     end_queued_ = false;
     peer_closed_ = nullptr;
+    chunk_written_ = nullptr;
+    chunk_seq_ = 0;
     WatchPeer();
     srv_->handler(req, shared_from_this());
   }
@@ -302,18 +363,53 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
                        });
   }
 
-  void Write(std::string bytes) {
+  // Writes `a`, `b`, `c` in order after everything written before. The fast path (no simulated
+  // delay, nothing queued) hands the bytes straight to the kernel from here: no copy, no
+  // handler, so one thread can feed thousands of streams per step. What the kernel does not
+  // take at once is queued and sent by async_write, which also reports errors: a failing
+  // send is left to it, so Close() (and OnPeerClosed) never runs inside a handler's
+  // WriteChunk() call.
+  void Write(std::string_view a, std::string_view b = {}, std::string_view c = {},
+             bool receipt = false) {
     if (closed_) return;
+    const std::string_view parts[3] = {a, b, c};
+    queued_bytes_ += a.size() + b.size() + c.size();
+    if (receipt) {
+      if (chunk_written_) receipts_.push_back({queued_bytes_, chunk_seq_});
+      ++chunk_seq_;
+    }
     auto& delay = srv_->options.write_delay_ns;
     if (delay || !delayed_.empty()) {
       int64_t due = MonoNowNs() + (delay ? delay() : 0);
       if (due < last_due_) due = last_due_;  // writes keep their order
       last_due_ = due;
+      std::string bytes;
+      bytes.reserve(a.size() + b.size() + c.size());
+      for (std::string_view p : parts) bytes.append(p);
       delayed_.push_back({due, std::move(bytes)});
       ScheduleDelayed();
       return;
     }
-    pending_.append(bytes);
+    size_t sent = 0;
+    if (!writing_ && pending_.empty()) {
+      iovec iov[3];
+      int n = 0;
+      for (std::string_view p : parts)
+        if (!p.empty()) iov[n++] = {const_cast<char*>(p.data()), p.size()};
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = n;
+      ssize_t r = ::sendmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (r > 0) {
+        sent = size_t(r);
+        Sent(sent);
+      }
+    }
+    for (std::string_view p : parts) {
+      size_t skip = std::min(sent, p.size());
+      sent -= skip;
+      pending_.append(p.substr(skip));
+    }
     Flush();
   }
 
@@ -355,13 +451,26 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     writing_ = true;
     inflight_.swap(pending_);
     asio::async_write(socket_, asio::buffer(inflight_),
-                      [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                      [self = shared_from_this()](boost::system::error_code ec, size_t n) {
                         self->writing_ = false;
                         self->inflight_.clear();
                         if (ec) return self->Close();
+                        self->Sent(n);
                         self->Flush();
                         self->MaybeFinish();
                       });
+  }
+
+  // `n` more bytes went to the kernel: hands out the receipts now due.
+  void Sent(size_t n) {
+    sent_bytes_ += n;
+    if (receipts_.empty()) return;
+    int64_t now = MonoNowNs();
+    while (!receipts_.empty() && receipts_.front().first <= sent_bytes_) {
+      uint64_t seq = receipts_.front().second;
+      receipts_.pop_front();
+      if (chunk_written_) chunk_written_(seq, now);
+    }
   }
 
   // Runs the end-of-response action once every byte before it has been written.
@@ -370,6 +479,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     Marker m = marker_;
     marker_ = Marker::kNone;
     in_response_ = false;
+    chunk_written_ = nullptr;
     boost::system::error_code ec;
     switch (m) {
       case Marker::kEnd:
@@ -396,7 +506,10 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
   tcp::socket socket_;
   asio::steady_timer timer_;
   asio::steady_timer delay_timer_;
-  beast::flat_buffer buf_;
+  std::vector<char> in_ = std::vector<char>(16 * 1024);  // read, not yet parsed: [0, in_used_)
+  size_t in_used_ = 0;
+  int64_t last_read_ns_ = 0;
+  bool header_handled_ = false;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::string remote_;
   std::string pending_, inflight_;
@@ -413,6 +526,11 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
   Marker marker_ = Marker::kNone;
   uint64_t requests_ = 0;
   std::function<void()> peer_closed_;
+  // Write receipts: bytes ever queued and ever sent on this connection, and the chunks whose
+  // last byte (an offset in that count) is still to be sent.
+  std::function<void(uint64_t, int64_t)> chunk_written_;
+  std::deque<std::pair<uint64_t, uint64_t>> receipts_;  // (end offset, chunk number)
+  uint64_t queued_bytes_ = 0, sent_bytes_ = 0, chunk_seq_ = 0;
 };
 
 void Server::Impl::Accept() {
@@ -443,6 +561,9 @@ Status Server::Listen() {
   if (!ec) impl_->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) impl_->acceptor.bind(ep, ec);
   if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  // Accepted sockets inherit it, and the kernel stamps a request's bytes even when they
+  // arrive before the loop gets round to accepting the connection.
+  if (!ec) EnableReceiveTimestamps(impl_->acceptor.native_handle());
   if (ec) return Unavailable(fmt::format("listen on {}: {}", where, ec.message()));
   impl_->Accept();
   return Status::Ok();

@@ -33,7 +33,8 @@ struct Request {
   Headers headers;      // names lower-cased
   std::string remote;   // "127.0.0.1:54321"
   bool keep_alive = true;
-  int64_t received_ns = 0;  // MonoNowNs() when the last byte of the request was read
+  int64_t received_ns = 0;  // MonoNowNs clock: when the request's last byte reached this host
+                            // (the kernel's receive timestamp where it gives one)
 
   // The first header named `name` (lower case), or "" when absent.
   std::string_view Header(std::string_view name) const;
@@ -60,6 +61,11 @@ class ResponseStream {
   virtual bool finished() const = 0;
   // Called once if the peer goes away before the response is complete.
   virtual void OnPeerClosed(std::function<void()> fn) = 0;
+  // Write receipts, for ground-truth timing: `fn(n, ns)` is called once the bytes of this
+  // response's n-th WriteChunk() (0-based) are all handed to the kernel; `ns` (MonoNowNs) is
+  // that moment, after any simulated network delay. It may run inside WriteChunk(). The
+  // function is dropped when the response ends or the connection closes. Free when unset.
+  virtual void OnChunkWritten(std::function<void(uint64_t, int64_t)> fn) = 0;
 };
 
 using Handler = std::function<void(const Request&, std::shared_ptr<ResponseStream>)>;

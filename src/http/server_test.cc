@@ -5,8 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -220,6 +223,63 @@ TEST(ServerTest, AbortWithoutResetCutsTheBodyShort) {
   EXPECT_THAT(r, HasSubstr("7\r\npartial\r\n"));
   EXPECT_THAT(r, ::testing::Not(HasSubstr("0\r\n\r\n")));
   EXPECT_EQ(c.last_errno(), 0);
+}
+
+
+// Write receipts: each chunk's receipt comes once, in order, after its bytes were handed to the
+// kernel, and after the simulated network delay when there is one.
+TEST(ServerTest, WriteReceiptsComeInOrderAfterTheDelay) {
+  for (int64_t delay_ms : {0, 30}) {
+    ServerOptions o;
+    if (delay_ms > 0) o.write_delay_ns = [delay_ms] { return delay_ms * kNsPerMs; };
+    std::mutex mu;
+    std::vector<std::pair<uint64_t, int64_t>> receipts;
+    int64_t written_at = 0;
+    ServerFixture f([&](const Request&, std::shared_ptr<ResponseStream> w) {
+      w->BeginChunked(200, "text/plain");
+      w->OnChunkWritten([&](uint64_t n, int64_t ns) {
+        std::lock_guard<std::mutex> l(mu);
+        receipts.emplace_back(n, ns);
+      });
+      {
+        std::lock_guard<std::mutex> l(mu);
+        written_at = MonoNowNs();
+      }
+      for (int i = 0; i < 3; ++i) w->WriteChunk("abc");
+      w->EndChunked();
+    }, o);
+    RawClient c(f.port());
+    c.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    c.ReadUntil("0\r\n\r\n");
+    int64_t read_at = MonoNowNs();
+    std::lock_guard<std::mutex> l(mu);
+    ASSERT_EQ(receipts.size(), 3u) << "delay " << delay_ms;
+    for (uint64_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(receipts[i].first, i);
+      EXPECT_GE(receipts[i].second, written_at + delay_ms * kNsPerMs);
+      EXPECT_LE(receipts[i].second, read_at);
+      if (i > 0) {
+        EXPECT_GE(receipts[i].second, receipts[i - 1].second);
+      }
+    }
+  }
+}
+
+// received_ns is when the request's last byte reached the host, not when the loop read it:
+// a loop kept busy for 50 ms still reports the arrival time.
+TEST(ServerTest, ReceivedTimeIsTheArrivalNotTheRead) {
+  std::atomic<int64_t> received{0};
+  ServerFixture f([&](const Request& r, std::shared_ptr<ResponseStream> w) {
+    received = r.received_ns;
+    w->Send(200, "text/plain", "ok");
+  });
+  f.loop().Post([] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); });
+  RawClient c(f.port());
+  int64_t sent = MonoNowNs();
+  c.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  c.ReadUntil("ok");
+  EXPECT_GE(received.load(), sent);
+  EXPECT_LT(received.load() - sent, 20 * kNsPerMs);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <memory>
@@ -244,6 +245,7 @@ class Runner {
     const Prompt& p = o_.prompts[prompt_next_++ % o_.prompts.size()];
     rec->prompt_tokens = p.input_tokens;
     rec->requested_output_tokens = p.output_tokens;
+    rec->chunks.reserve(size_t(std::clamp(p.output_tokens, 1, 4096)));  // one allocation
     rec->sent_ns = MonoNowNs();
     http::ClientRequest req;
     req.method = "POST";

@@ -149,6 +149,26 @@ class VllmLog {
 
 enum class Fault { kNone, kResetAfterFirst, kCut };
 
+// One request's line of the --trace-requests file, written once the response's last byte has
+// reached the kernel: the write receipts (ResponseStream::OnChunkWritten) fill `written_ns`,
+// and the line goes out when the last owner (the request, or the connection's receipt
+// function) lets go of it.
+struct PendingTrace {
+  std::shared_ptr<std::FILE> file;
+  nlohmann::json fields;   // null until the request is over
+  std::vector<int64_t> written_ns;  // per WriteChunk(): when its bytes reached the kernel
+  size_t token_chunks = 0;          // the first token_chunks chunks carry tokens
+
+  ~PendingTrace() {
+    if (fields.is_null()) return;
+    written_ns.resize(token_chunks, -1);
+    fields["written_ns"] = std::move(written_ns);
+    std::string line = fields.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), file.get());
+    std::fflush(file.get());
+  }
+};
+
 struct Active {
   uint64_t id = 0;
   std::string public_id;      // cmpl-... / chatcmpl-...
@@ -164,6 +184,7 @@ struct Active {
   std::string text;           // non-streamed output
   std::vector<int64_t> token_ns;   // when each step's tokens went out...
   std::vector<int> token_counts;   // ...and how many there were
+  std::shared_ptr<PendingTrace> trace;  // set when --trace-requests is on
   std::shared_ptr<http::ResponseStream> out;
 };
 
@@ -433,6 +454,10 @@ struct SimServer::Impl {
     a->received_ns = req.received_ns;
     a->created_s = ::time(nullptr);
     a->out = out;
+    if (trace) {
+      a->trace = std::make_shared<PendingTrace>();
+      a->trace->file = trace;
+    }
     int stop_at = 0;
     if (!ignore_eos && cfg.mean_output_tokens > 0) {
       // Geometric with mean m: the first EOS at ceil(ln U / ln(1 - 1/m)).
@@ -468,7 +493,15 @@ struct SimServer::Impl {
   // The request reaches the engine (vLLM's "arrival"): headers go out, the engine queues it.
   void Admit(Active& a, int stop_at) {
     a.arrival_ns = MonoNowNs();
-    if (a.stream) a.out->BeginChunked(200, "text/event-stream; charset=utf-8");
+    if (a.stream) {
+      a.out->BeginChunked(200, "text/event-stream; charset=utf-8");
+      if (a.trace) {
+        a.out->OnChunkWritten([t = a.trace](uint64_t n, int64_t ns) {
+          if (n >= t->written_ns.size()) t->written_ns.resize(n + 1, -1);
+          t->written_ns[n] = ns;
+        });
+      }
+    }
     engine.Add({a.id, a.prompt_tokens, a.max_tokens, stop_at});
     if (cfg.enable_log_requests)
       log.Line("INFO", "async_llm.py:301", fmt::format("Added request {}.", a.public_id));
@@ -541,24 +574,48 @@ struct SimServer::Impl {
     }
   }
 
-  std::string Words(const Active& a, int from, int count) const {
-    std::string s;
+  // Appends the `count` words from token `from` on, as a JSON string (quotes included). The
+  // vocabulary needs no escaping.
+  void AppendWords(std::string& out, const Active& a, int from, int count) const {
+    out += '"';
     for (int i = from; i < from + count; ++i) {
-      s += ' ';
-      s += kWords[Mix(a.text_seed + uint64_t(i)) % kWords.size()];
+      out += ' ';
+      out += kWords[Mix(a.text_seed + uint64_t(i)) % kWords.size()];
     }
+    out += '"';
+  }
+
+  void AppendUsage(std::string& out, const Active& a) const {
+    fmt::format_to(std::back_inserter(out),
+                   R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}})",
+                   a.prompt_tokens, a.prompt_tokens + a.generated, a.generated);
+  }
+  std::string UsageJson(const Active& a) const {
+    std::string s;
+    AppendUsage(s, a);
     return s;
   }
 
-  std::string UsageJson(const Active& a) const {
-    return fmt::format(R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}})",
-                       a.prompt_tokens, a.prompt_tokens + a.generated, a.generated);
+  void AppendChunkHead(std::string& out, const Active& a) const {
+    out += R"(data: {"id":")";
+    out += a.public_id;
+    out += R"(","object":")";
+    out += a.chat ? "chat.completion.chunk" : "text_completion";
+    out += R"(","created":)";
+    fmt::format_to(std::back_inserter(out), "{}", a.created_s);
+    out += R"(,"model":)";
+    out += model_json;
+    out += ',';
   }
 
-  std::string ChunkHead(const Active& a) const {
-    return fmt::format(R"(data: {{"id":"{}","object":"{}","created":{},"model":{},)",
-                       a.public_id, a.chat ? "chat.completion.chunk" : "text_completion",
-                       a.created_s, model_json);
+  void AppendUsageTail(std::string& out, const Active& a) const {
+    out += R"(,"stop_reason":null}],"usage":)";
+    if (a.continuous_usage) {
+      AppendUsage(out, a);
+    } else {
+      out += "null";
+    }
+    out += "}\n\n";
   }
 
   // Sends the tokens of one step. Returns false when the request is over (finished or cut).
@@ -580,31 +637,42 @@ struct SimServer::Impl {
       a.token_ns.push_back(now);
       a.token_counts.push_back(ev.new_tokens);
     }
-    std::string text = Words(a, from, ev.new_tokens);
     const char* finish = ev.finish == FinishReason::kStop     ? "\"stop\""
                          : ev.finish == FinishReason::kLength ? "\"length\""
                                                               : "null";
     bool cut = a.fault == Fault::kCut && a.generated >= a.cut_after;
     if (cut) finish = "null";
     if (!a.stream) {
-      a.text += text;
+      for (int i = from; i < from + ev.new_tokens; ++i) {
+        a.text += ' ';
+        a.text += kWords[Mix(a.text_seed + uint64_t(i)) % kWords.size()];
+      }
     } else {
-      std::string chunk;
-      std::string usage = a.continuous_usage ? UsageJson(a) : "null";
+      // One reused buffer: a step of thousands of streams formats without allocating.
+      std::string& chunk = chunk_buf;
+      chunk.clear();
       if (a.chat) {
         if (ev.first) {
-          chunk += ChunkHead(a) +
-                   R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":)" +
-                   usage + "}\n\n";
+          AppendChunkHead(chunk, a);
+          chunk += R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":)";
+          if (a.continuous_usage) {
+            AppendUsage(chunk, a);
+          } else {
+            chunk += "null";
+          }
+          chunk += "}\n\n";
         }
-        chunk += ChunkHead(a) + R"("choices":[{"index":0,"delta":{"content":)" + Escape(text) +
-                 R"(},"logprobs":null,"finish_reason":)" + finish +
-                 R"(,"stop_reason":null}],"usage":)" + usage + "}\n\n";
+        AppendChunkHead(chunk, a);
+        chunk += R"("choices":[{"index":0,"delta":{"content":)";
       } else {
-        chunk += ChunkHead(a) + R"("choices":[{"index":0,"text":)" + Escape(text) +
-                 R"(,"logprobs":null,"finish_reason":)" + finish +
-                 R"(,"stop_reason":null}],"usage":)" + usage + "}\n\n";
+        AppendChunkHead(chunk, a);
+        chunk += R"("choices":[{"index":0,"text":)";
       }
+      AppendWords(chunk, a, from, ev.new_tokens);
+      if (a.chat) chunk += '}';  // closes "delta"
+      chunk += R"(,"logprobs":null,"finish_reason":)";
+      chunk += finish;
+      AppendUsageTail(chunk, a);
       a.out->WriteChunk(chunk);
     }
     if (a.fault == Fault::kResetAfterFirst) {
@@ -643,9 +711,13 @@ struct SimServer::Impl {
     metrics.request_generation_tokens.Observe(a.generated);
     const char* fin = reason == FinishReason::kStop ? "stop" : "length";
     if (a.stream) {
-      std::string tail;
+      std::string& tail = chunk_buf;
+      tail.clear();
       if (a.include_usage) {
-        tail += ChunkHead(a) + R"("choices":[],"usage":)" + UsageJson(a) + "}\n\n";
+        AppendChunkHead(tail, a);
+        tail += R"("choices":[],"usage":)";
+        AppendUsage(tail, a);
+        tail += "}\n\n";
       }
       tail += "data: [DONE]\n\n";
       a.out->WriteChunk(tail);
@@ -666,19 +738,20 @@ struct SimServer::Impl {
     Trace(a, fin);
   }
 
-  // One JSON line per request with its true timings (monotonic ns), for measurement tests.
-  void Trace(const Active& a, std::string_view status) {
-    if (!trace) return;
-    json j = {{"id", a.public_id},         {"x_request_id", a.x_request_id},
-              {"status", status},          {"received_ns", a.received_ns},
-              {"arrival_ns", a.arrival_ns}, {"scheduled_ns", a.scheduled_ns},
-              {"first_token_ns", a.first_token_ns}, {"last_token_ns", a.last_token_ns},
-              {"end_ns", MonoNowNs()},     {"prompt_tokens", a.prompt_tokens},
-              {"completion_tokens", a.generated}, {"preemptions", a.preemptions},
-              {"token_ns", a.token_ns},    {"token_counts", a.token_counts}};
-    std::string line = j.dump() + "\n";
-    std::fwrite(line.data(), 1, line.size(), trace);
-    std::fflush(trace);
+  // One JSON line per request with its true timings (monotonic ns), for measurement tests:
+  // token_ns are the engine's emit times (what the server's own metrics see), written_ns when
+  // each of those chunks reached the kernel (what a client can see, after any network delay).
+  void Trace(Active& a, std::string_view status) {
+    if (!a.trace) return;
+    a.trace->fields = {{"id", a.public_id},         {"x_request_id", a.x_request_id},
+                       {"status", status},          {"received_ns", a.received_ns},
+                       {"arrival_ns", a.arrival_ns}, {"scheduled_ns", a.scheduled_ns},
+                       {"first_token_ns", a.first_token_ns}, {"last_token_ns", a.last_token_ns},
+                       {"end_ns", MonoNowNs()},     {"prompt_tokens", a.prompt_tokens},
+                       {"completion_tokens", a.generated}, {"preemptions", a.preemptions},
+                       {"token_ns", a.token_ns},    {"token_counts", a.token_counts}};
+    a.trace->token_chunks = a.token_ns.size();
+    a.trace.reset();  // the line goes out once the connection is done with it too
   }
 
   // --- periodic stats line (vLLM V1 LoggingStatLogger.log) ------------------------------------
@@ -722,7 +795,8 @@ struct SimServer::Impl {
   std::unique_ptr<http::Server> server;
   std::unordered_map<uint64_t, std::unique_ptr<Active>> active;
   VllmLog log;
-  FILE* trace = nullptr;
+  std::shared_ptr<std::FILE> trace;  // --trace-requests
+  std::string chunk_buf;  // scratch for formatting SSE chunks
   uint64_t next_id = 1;
   int64_t start_ns = MonoNowNs();
   int64_t start_wall_s = ::time(nullptr);
@@ -740,7 +814,6 @@ SimServer::SimServer(http::EventLoop& loop, SimConfig config)
 
 SimServer::~SimServer() {
   Stop();
-  if (impl_->trace) std::fclose(impl_->trace);
 }
 
 Status SimServer::Start() {
@@ -748,8 +821,9 @@ Status SimServer::Start() {
   RETURN_IF_ERROR(ValidateSimConfig(s.cfg));
   RETURN_IF_ERROR(s.log.Open(s.cfg.log_file));
   if (!s.cfg.trace_requests_file.empty()) {
-    s.trace = std::fopen(s.cfg.trace_requests_file.c_str(), "w");
-    if (!s.trace) return ErrnoStatus(errno, "--trace-requests " + s.cfg.trace_requests_file);
+    std::FILE* f = std::fopen(s.cfg.trace_requests_file.c_str(), "w");
+    if (!f) return ErrnoStatus(errno, "--trace-requests " + s.cfg.trace_requests_file);
+    s.trace = std::shared_ptr<std::FILE>(f, [](std::FILE* p) { std::fclose(p); });
   }
   http::ServerOptions o;
   o.host = s.cfg.host;

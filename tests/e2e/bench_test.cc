@@ -25,19 +25,23 @@ struct Truth {
   std::vector<double> ttft_ms, itl_ms, e2el_ms;
 };
 
-// Ground truth from the simulator: the client sees a token `delay_ms` after the server wrote it.
-Truth ReadTruth(const std::string& trace, double delay_ms) {
+// Ground truth from the simulator: when each token's chunk reached the kernel on the server's
+// side (written_ns: after any simulated network delay), from when the request was received.
+// Requests latdoc-bench-0 .. latdoc-bench-<warmup - 1> were the warm-up: not in the results.
+Truth ReadTruth(const std::string& trace, int warmup) {
   Truth t;
   std::ifstream in(trace);
   std::string line;
   while (std::getline(in, line)) {
     json j = json::parse(line);
     if (j["status"] != "length" && j["status"] != "stop") continue;
+    std::string id = j["x_request_id"];
+    if (std::stoi(id.substr(id.rfind('-') + 1)) < warmup) continue;
     double received = double(j["received_ns"].get<int64_t>()) / 1e6;
-    auto times = j["token_ns"].get<std::vector<int64_t>>();
+    auto times = j["written_ns"].get<std::vector<int64_t>>();
     auto counts = j["token_counts"].get<std::vector<int>>();
-    t.ttft_ms.push_back(double(times.front()) / 1e6 + delay_ms - received);
-    t.e2el_ms.push_back(double(times.back()) / 1e6 + delay_ms - received);
+    t.ttft_ms.push_back(double(times.front()) / 1e6 - received);
+    t.e2el_ms.push_back(double(times.back()) / 1e6 - received);
     for (size_t i = 1; i < times.size(); ++i) {
       double gap = double(times[i] - times[i - 1]) / 1e6;
       for (int k = 0; k < counts[i]; ++k) t.itl_ms.push_back(gap / counts[i]);
@@ -51,19 +55,24 @@ double Pct(std::vector<double> v, double p) {
   return stats::PercentileOfSorted(v, p);
 }
 
-// The bound: 5% or 2.5 ms, whichever is larger, leaving margin over what was measured. The
-// issue asks for 2% or 0.2 ms; on this 2-core machine, with the simulator and the client each on one core over loopback, the
-// measured offsets are ~0.5 ms at p50 TTFT and ~1.2 ms at p99 TTFT (both event loops' wake-up
-// and the simulator's delay timers are inside the "truth" gap), so the tighter bound is not
-// met and is not claimed. Sanitizer builds run several times slower: there the bound is 10x.
+// The bound is the issue's: 2% or 0.2 ms, whichever is larger. Both ends take their times from
+// the kernel (the simulator's request arrival and the client's token arrivals are receive
+// timestamps; the simulator's writes are stamped when send() returns), so neither event loop's
+// wake-up is inside the gap. What is left: a read that finds two chunks (the client thread was
+// descheduled for a whole step) stamps both with the later arrival, which moves single ITL
+// samples; so the p99s get 0.5 ms of margin on a loaded machine, the p50s none. Sanitizer
+// builds run several times slower: there the bound is 10x.
 #ifdef LATDOC_SANITIZED
 constexpr double kTolScale = 10;
 #else
 constexpr double kTolScale = 1;
 #endif
-void ExpectClose(double measured, double truth, const std::string& what) {
-  double tol = kTolScale * std::max(2.5, 0.05 * truth);
+void ExpectClose(double measured, double truth, const std::string& what, double floor_ms = 0.2) {
+  double tol = kTolScale * std::max(floor_ms, 0.02 * truth);
   EXPECT_NEAR(measured, truth, tol) << what;
+}
+void ExpectCloseTail(double measured, double truth, const std::string& what) {
+  ExpectClose(measured, truth, what, 0.5);
 }
 
 json RunBench(const std::string& url, std::vector<std::string> extra, int* exit_code = nullptr,
@@ -100,21 +109,21 @@ TEST(BenchTruthTest, LatenciesMatchTheSimulatorsGroundTruth) {
   std::string trace = TempPath("truth.jsonl");
   SimProcess sim(With(kFastSim, {"--sim-network-delay-ms", "3", "--trace-requests", trace}));
   json r = RunBench(sim.url(), {"--concurrency", "8", "--num-requests", "160", "--input-len", "64",
-                                "--output-len", "16", "--token-ids"});
+                                "--output-len", "16", "--token-ids", "--warmup", "8"});
   sim.process().Signal(SIGTERM);
   ASSERT_EQ(r["completed"], 160);
   EXPECT_EQ(r["failed"], 0);
   EXPECT_EQ(r["total_output_tokens"], 160 * 16);
   EXPECT_EQ(r["total_input_tokens"], 160 * 64);
   EXPECT_EQ(r["token_count_method"]["usage_per_chunk"], 160);
-  Truth t = ReadTruth(trace, 3.0);
+  Truth t = ReadTruth(trace, 8);
   ASSERT_EQ(t.ttft_ms.size(), 160u);
   ExpectClose(r["median_ttft_ms"], Pct(t.ttft_ms, 50), "p50 TTFT");
-  ExpectClose(r["p99_ttft_ms"], Pct(t.ttft_ms, 99), "p99 TTFT");
+  ExpectCloseTail(r["p99_ttft_ms"], Pct(t.ttft_ms, 99), "p99 TTFT");
   ExpectClose(r["median_itl_ms"], Pct(t.itl_ms, 50), "p50 ITL");
-  ExpectClose(r["p99_itl_ms"], Pct(t.itl_ms, 99), "p99 ITL");
+  ExpectCloseTail(r["p99_itl_ms"], Pct(t.itl_ms, 99), "p99 ITL");
   ExpectClose(r["median_e2el_ms"], Pct(t.e2el_ms, 50), "p50 E2EL");
-  ExpectClose(r["p99_e2el_ms"], Pct(t.e2el_ms, 99), "p99 E2EL");
+  ExpectCloseTail(r["p99_e2el_ms"], Pct(t.e2el_ms, 99), "p99 E2EL");
   // The TTFT split: the 3 ms of injected network delay shows up as network and front end.
   const json& b = r["server_metrics"]["ttft_breakdown"];
   EXPECT_NEAR(b["network_and_front_end_ms"].get<double>(), 3.0, 1.5 * kTolScale) << b.dump();
@@ -125,11 +134,11 @@ TEST(BenchTruthTest, SeveralTokensPerChunkStillGivePerTokenItl) {
   std::string trace = TempPath("spec.jsonl");
   SimProcess sim(With(kFastSim, {"--sim-tokens-per-chunk", "4", "--trace-requests", trace}));
   json r = RunBench(sim.url(), {"--concurrency", "4", "--num-requests", "40", "--input-len", "32",
-                                "--output-len", "33", "--token-ids"});
+                                "--output-len", "33", "--token-ids", "--warmup", "4"});
   sim.process().Signal(SIGTERM);
   ASSERT_EQ(r["completed"], 40);
   EXPECT_EQ(r["total_output_tokens"], 40 * 33);
-  Truth t = ReadTruth(trace, 0);
+  Truth t = ReadTruth(trace, 4);
   ExpectClose(r["median_itl_ms"], Pct(t.itl_ms, 50), "p50 ITL");
   ExpectClose(r["mean_itl_ms"], [&] {
     double s = 0;
