@@ -208,6 +208,22 @@ TEST(HtmlReportDataTest, WaterfallFallsBackToBenchBreakdownAndStacksSegments) {
   EXPECT_EQ(ReportData(d2)["waterfall"]["client_ttft_ms"], 50.0);
 }
 
+// With the network probed, the waterfall shows the measured network apart from the inferred
+// front end, in place of their inferred sum.
+TEST(HtmlReportDataTest, WaterfallSplitsMeasuredNetworkFromInferredFrontEnd) {
+  ordered_json d = {{"ttft_waterfall", {{"client_ttft_ms", 50.0}, {"queue_ms", 10.0},
+                                        {"prefill_ms", 25.0}, {"network_and_front_end_ms", 15.0},
+                                        {"network_ms", 12.0}, {"front_end_ms", 3.0}}}};
+  const ordered_json w = ReportData(d)["waterfall"];
+  ASSERT_EQ(w["segments"].size(), 5u);
+  EXPECT_EQ(w["segments"][0]["key"], "network_ms");
+  EXPECT_EQ(w["segments"][0]["label"], "network (measured)");
+  EXPECT_EQ(w["segments"][1]["key"], "front_end_ms");
+  EXPECT_EQ(w["segments"][1]["label"], "front end (inferred)");
+  EXPECT_EQ(w["segments"][2]["start_ms"], 15.0);
+  for (const auto& s : w["segments"]) EXPECT_NE(s["key"], "network_and_front_end_ms");
+}
+
 TEST(HtmlReportDataTest, SweepSortsStepsAndFindsTheKnee) {
   ordered_json d = {{"sweep", {{"steps", {{{"concurrency", 8}, {"p99_ttft_ms", 90}, {"output_throughput", 800}},
                                          {{"concurrency", 1}, {"p99_ttft_ms", 20}, {"output_throughput", 100}},

@@ -90,8 +90,8 @@
     'ttft-waterfall': function (cv) {
       var w = D.waterfall;
       var segs = w.segments.filter(function (s) { return s.ms !== null; });
-      var colors = { network_and_front_end_ms: C.sky, queue_ms: C.red, prefill_ms: C.teal,
-                     server_other_ms: C.grey };
+      var colors = { network_and_front_end_ms: C.sky, network_ms: C.sky, front_end_ms: C.purple,
+                     queue_ms: C.red, prefill_ms: C.teal, server_other_ms: C.grey };
       var labels = segs.map(function (s) { return s.label; }).concat(['client TTFT']);
       var data = segs.map(function (s) { return [s.start_ms, s.start_ms + Math.max(0, s.ms)]; })
         .concat([[0, w.client_ttft_ms]]);
