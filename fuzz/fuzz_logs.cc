@@ -6,13 +6,17 @@
 #include <cstdint>
 
 #include "fuzz/fuzz_util.h"
+#include <nlohmann/json.hpp>
+
 #include "logs/log_analyzer.h"
+#include "logs/log_facts.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   latdoc::logs::AnalyzeOptions opts;
   opts.max_line_bytes = 16 + data[0] * 4;
   std::string path = latdoc::fuzz::WriteScratch("server.log", latdoc::fuzz::AsView(data + 1, size - 1));
-  (void)latdoc::logs::AnalyzeInputs({path}, opts);
+  auto facts = latdoc::logs::AnalyzeInputs({path}, opts);
+  if (facts.ok()) (void)latdoc::logs::ToJson(*facts).dump(2);  // as `latdoc logs --json` writes it
   return 0;
 }

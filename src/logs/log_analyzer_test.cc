@@ -280,5 +280,25 @@ TEST(LogAnalyzerTest, GarbageInsideATextLogIsCountedNotFatal) {
   EXPECT_EQ(f.engines.at(0).stats_lines, 2u);
 }
 
+// Log text is any bytes: a warning with bytes that are not UTF-8, an error whose example is cut
+// at its byte limit inside a multi-byte character, garbage lines and a path that is not UTF-8
+// made `latdoc logs --json` abort (nlohmann::json::dump throws on invalid UTF-8; found after
+// the trace fuzz targets hit the same class). The JSON is written, with U+FFFD for bad bytes.
+TEST(LogAnalyzerTest, TextThatIsNotUtf8StillWritesJson) {
+  std::string log = Stats(10, 1, 0, 1) +
+                    "WARNING 06-25 10:00:11 [api_server.py:1] bad \xfd\xfe bytes\n"
+                    "ERROR 06-25 10:00:12 [x.py:2] " + std::string(150, 'a') + " " +
+                    [] { std::string e; for (int i = 0; i < 200; ++i) e += "\xc3\xa9"; return e; }() +
+                    "\nnot a log line \xc3\x28\n" + Stats(20, 1, 0, 1);
+  SlicedInput in(log);
+  LogAnalyzer an;
+  an.BeginInput("m\xffixed.log", Compression::kNone);
+  LineReader reader(&in, 4096, 256);
+  ASSERT_TRUE(FeedLines(reader, in, an, true).ok());
+  std::string out;
+  ASSERT_NO_THROW(out = ToJson(an.Snapshot()).dump());
+  EXPECT_NE(out.find("bad \xEF\xBF\xBD\xEF\xBF\xBD bytes"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace latdoc::logs

@@ -4,12 +4,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
+
 namespace latdoc::logs {
 namespace {
 
 using nlohmann::json;
 
 constexpr double kNsPerSecD = 1e9;
+
+// Text taken from the log (paths, messages, endpoints) as valid UTF-8, which JSON requires:
+// a log can hold any bytes, and an example cut at a byte limit can split a character.
+std::string U(std::string_view s) { return ToValidUtf8(s); }
+std::vector<std::string> UAll(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  for (const auto& s : v) out.push_back(ToValidUtf8(s));
+  return out;
+}
 
 json Opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 json OptI(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
@@ -64,7 +75,7 @@ json ToJson(const LogFacts& f) {
   j["schema"] = kLogFactsSchema;
   json inputs = json::array();
   for (const auto& in : f.inputs) {
-    inputs.push_back({{"path", in.path}, {"compression", in.compression},
+    inputs.push_back({{"path", U(in.path)}, {"compression", in.compression},
                       {"raw_bytes", in.raw_bytes}, {"bytes", in.bytes}, {"lines", in.lines}});
   }
   j["inputs"] = std::move(inputs);
@@ -103,7 +114,7 @@ json ToJson(const LogFacts& f) {
 
   json endpoints = json::array();
   for (const auto& e : f.endpoints) {
-    endpoints.push_back({{"endpoint", e.endpoint}, {"count", e.count}, {"errors_5xx", e.errors}});
+    endpoints.push_back({{"endpoint", U(e.endpoint)}, {"count", e.count}, {"errors_5xx", e.errors}});
   }
   j["requests"] = {
       {"received_request_lines", f.received_request_lines},
@@ -180,12 +191,12 @@ json ToJson(const LogFacts& f) {
   json msgs = json::array();
   for (const auto& m : f.messages) {
     msgs.push_back({{"level", m.level},
-                    {"template", m.tmpl},
+                    {"template", U(m.tmpl)},
                     {"count", m.count},
                     {"first", m.first_ns ? json(m.first_label) : json(nullptr)},
                     {"last", m.last_ns ? json(m.last_label) : json(nullptr)},
-                    {"where", m.where.empty() ? json(nullptr) : json(m.where)},
-                    {"example", m.example}});
+                    {"where", m.where.empty() ? json(nullptr) : json(U(m.where))},
+                    {"example", U(m.example)}});
   }
   j["messages"] = {{"warning_lines", f.warning_lines},
                    {"error_lines", f.error_lines},
@@ -211,7 +222,7 @@ json ToJson(const LogFacts& f) {
                     {"binary_lines", f.binary_lines},
                     {"overlong_lines", f.overlong_lines},
                     {"unterminated_last_lines", f.unterminated_last_lines},
-                    {"unknown_examples", f.unknown_examples}};
+                    {"unknown_examples", UAll(f.unknown_examples)}};
   return j;
 }
 

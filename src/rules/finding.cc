@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
+
 namespace latdoc::rules {
 
 std::string_view LayerName(Layer l) {
@@ -44,18 +46,18 @@ std::optional<Severity> ParseSeverity(std::string_view s) {
 nlohmann::json ToJson(const Finding& f) {
   nlohmann::json ev = nlohmann::json::array();
   for (const Evidence& e : f.evidence) {
-    nlohmann::json j = {{"name", e.name}};
+    nlohmann::json j = {{"name", ToValidUtf8(e.name)}};
     if (e.value) j["value"] = *e.value; else j["value"] = nullptr;
     if (!e.unit.empty()) j["unit"] = e.unit;
-    if (!e.text.empty()) j["text"] = e.text;
+    if (!e.text.empty()) j["text"] = ToValidUtf8(e.text);  // may quote input
     ev.push_back(std::move(j));
   }
   nlohmann::json j = {{"id", f.id},
                       {"layer", LayerName(f.layer)},
                       {"severity", SeverityName(f.severity)},
-                      {"title", f.title},
+                      {"title", ToValidUtf8(f.title)},
                       {"evidence", std::move(ev)},
-                      {"advice", f.advice}};
+                      {"advice", ToValidUtf8(f.advice)}};
   if (f.latency_share) j["latency_share"] = *f.latency_share;
   return j;
 }

@@ -1,7 +1,10 @@
 #include "rules/log_rules.h"
+#include "rules/finding.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 namespace latdoc::rules {
 namespace {
@@ -186,6 +189,18 @@ TEST(LogRulesTest, NoStatsLines) {
   f.stats_disabled_warnings = 1;
   EXPECT_THAT(FindIn(EvaluateLogRules(f), "logs.stats_missing")->title,
               HasSubstr("api_server_count > 1"));
+}
+
+// Findings quote their input (log message templates, kernel names): text that is not UTF-8
+// made `latdoc logs --json` abort in nlohmann::json::dump. ToJson writes U+FFFD instead.
+TEST(FindingJsonTest, TextThatIsNotUtf8IsRepaired) {
+  Finding f;
+  f.id = "logs.errors";
+  f.title = "errors: boom \xc3\x28 here";
+  f.evidence.push_back({"template \xfd", std::nullopt, "", "quoted \xff"});
+  std::string out;
+  ASSERT_NO_THROW(out = ToJson(f).dump());
+  EXPECT_NE(out.find("boom \xEF\xBF\xBD( here"), std::string::npos) << out;
 }
 
 }  // namespace
