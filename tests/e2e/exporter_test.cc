@@ -169,6 +169,13 @@ TEST(ExporterE2eTest, PromtoolAcceptsTheShippedFiles) {
     EXPECT_EQ(p.Wait(20000), 0) << out;
     EXPECT_THAT(out, HasSubstr("SUCCESS")) << out;
   }
+  // The exporter's page passes promtool's lint of metric names, units and types.
+  Process lint({"/bin/sh", "-c",
+                std::string(kPromtool) + " check metrics < " + LATDOC_SOURCE_DIR +
+                    "/tests/data/exporter/metrics.golden.prom 2>&1"});
+  const std::string lint_out = lint.ReadToEnd(20000);
+  EXPECT_EQ(lint.Wait(20000), 0) << lint_out;
+  EXPECT_EQ(lint_out, "");
   // The dashboard is JSON with panels that query latdoc's series.
   auto dash = nlohmann::json::parse(ReadFile(kDeploy + "/grafana-dashboard.json"), nullptr, false);
   ASSERT_FALSE(dash.is_discarded());
