@@ -1,11 +1,16 @@
 #include "exporter/ttft_decomposition.h"
 
+#include <cmath>
+
 namespace latdoc::exporter {
 namespace {
 
 std::optional<double> Mean(const std::optional<servermetrics::HistogramDelta>& h) {
   return h ? h->mean() : std::nullopt;
 }
+
+// Differences of means carry float noise (3e-18 s for an exact 0); keep whole nanoseconds.
+double Ns(double s) { return std::round(s * 1e9) / 1e9; }
 
 }  // namespace
 
@@ -18,9 +23,9 @@ TtftDecomposition DecomposeTtft(const servermetrics::SnapshotDelta& delta,
   d.prefill_s = Mean(delta.prefill_s);
   if (delta.ttft_s) d.server_requests = delta.ttft_s->count;
   if (d.server_s && d.queue_s && d.prefill_s) {
-    d.server_other_s = *d.server_s - *d.queue_s - *d.prefill_s;
+    d.server_other_s = Ns(*d.server_s - *d.queue_s - *d.prefill_s);
   }
-  if (d.client_s && d.server_s) d.network_front_end_s = *d.client_s - *d.server_s;
+  if (d.client_s && d.server_s) d.network_front_end_s = Ns(*d.client_s - *d.server_s);
   return d;
 }
 

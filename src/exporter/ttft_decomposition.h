@@ -8,7 +8,8 @@
 // scrapes (servermetrics::Delta), so they cover every request the server finished in the
 // interval, not only the canary's. The network and front-end part pairs the canary's TTFT
 // with the server's mean TTFT over the same interval; it is not clamped, so a negative value
-// says the canary was faster than the server's average request. Pure; thread-safe.
+// says the canary was faster than the server's average request. The two differences are
+// rounded to whole nanoseconds (no float noise). Pure; thread-safe.
 #pragma once
 
 #include <optional>
