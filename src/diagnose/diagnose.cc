@@ -86,8 +86,17 @@ std::optional<double> EvidenceValue(const rules::Finding& f, const std::string& 
   return std::nullopt;
 }
 
-bool AllFailed(const net::ProbeFacts& p) {
-  return p.loss.samples > 0 && p.loss.failed == p.loss.samples;
+// No sample got an answer from the server: every one failed before its first request was
+// answered (name lookup, connect, TLS, or no first byte in time). A server that answers with
+// errors, or resets a completion, is reachable: the load test runs and counts its failures.
+bool NoSampleReached(const net::ProbeFacts& p) {
+  if (p.samples.empty()) return false;
+  for (const auto& s : p.samples) {
+    if (s.failure == net::FailureReason::kNone || s.ttfb_ms || s.failed_phase != "cheap" ||
+        s.failure == net::FailureReason::kHttpStatus || s.failure == net::FailureReason::kProtocol)
+      return false;
+  }
+  return true;
 }
 
 // The network layer: the target probed (and the direct path, when given: then `probe` is the
@@ -232,7 +241,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       // The path the load takes: the gateway's when a direct URL was probed too.
       target_probe = net_facts->compare_probe ? &*net_facts->compare_probe : &net_facts->probe;
       net_findings = rules::EvaluateNetRules(*net_facts);
-      if (AllFailed(*target_probe)) {
+      if (NoSampleReached(*target_probe)) {
         reachable = false;
         const net::ProbeSample& s = target_probe->samples.front();
         layers["network"] = fmt::format("failed: no probe sample reached {}: {}", o.url, s.error);
