@@ -325,6 +325,26 @@ TEST(DiagnoseBadInputTest, UnreachableTargetStillJudgesTheOtherLayers) {
   std::remove(html.c_str());
 }
 
+// A server that answers every completion with an error is reachable: its probe samples fail,
+// but the load test still runs and counts the failures (only no answer at all is unreachable).
+TEST(DiagnoseBadInputTest, ServerThatAnswersWithErrorsIsLoadTested) {
+  SimProcess sim({"--time-scale", "0.5", "--log-file", "/dev/null", "--disable-log-stats",
+                  "--sim-fault-500", "1.0"});
+  std::string out = TempPath("all500.json");
+  RunResult r = RunLatdoc({"diagnose", "--url", sim.url(), "--net-samples", "2", "--concurrency",
+                           "2", "--requests", "6", "--baseline-requests", "2", "--quiet", "--json",
+                           out},
+                          60'000);
+  sim.process().Signal(SIGTERM);
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // a fail finding, not "could not run"
+  std::string error;
+  json doc = ReadJson(out, &error);
+  ASSERT_FALSE(doc.is_null()) << error;
+  EXPECT_EQ(doc["target_reachable"], true);
+  EXPECT_THAT(doc["layers"]["network"].get<std::string>(), HasSubstr("measured"));
+  EXPECT_EQ(doc["change_first"]["id"], "load.failures");
+}
+
 TEST(DiagnoseBadInputTest, UnknownTraceFormatAndNewerFactsAreSaidAndTheReportWritten) {
   std::string junk = TempPath("junk_trace.bin");
   ASSERT_TRUE(WriteFileAtomic(junk, "this is not a trace\n1,2,3\n").ok());
