@@ -36,15 +36,11 @@ python3 fuzz/make_seeds.py "$seeds"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:symbolize=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LLVM_SYMBOLIZER_PATH="${LLVM_SYMBOLIZER_PATH:-/usr/bin/llvm-symbolizer-14}"
-failed=0
-printf '%-28s %10s %8s %s\n' target execs corpus result
-for t in "${targets[@]}"; do
-  corpus="$build/fuzz-corpus/$t"
-  art="$build/fuzz-artifacts/$t"
-  mkdir -p "$corpus" "$art" "$seeds/$t"
-  log="$build/fuzz-logs/$t.log"
-  mkdir -p "$(dirname "$log")"
-  rc=0
+# One target: its run, then one summary line in $build/fuzz-logs/<target>.result.
+run_one() {
+  local t="$1" corpus="$build/fuzz-corpus/$1" art="$build/fuzz-artifacts/$1"
+  local log="$build/fuzz-logs/$1.log" rc=0 execs units result
+  mkdir -p "$corpus" "$art" "$seeds/$t" "$build/fuzz-logs"
   "$build/fuzz/$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2560 -print_final_stats=1 \
     -artifact_prefix="$art/" "$corpus" "$seeds/$t" >"$log" 2>&1 || rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
@@ -52,10 +48,24 @@ for t in "${targets[@]}"; do
   if [ "$rc" -eq 0 ]; then
     result=ok
   else
-    result="FAILED (rc $rc): $(ls "$art" | head -3 | tr '\n' ' ')see $log"
-    failed=1
-    grep -m1 -E 'ERROR: |runtime error|deadly signal' "$log" || true
+    result="FAILED (rc $rc): $(grep -m1 -E 'ERROR: |runtime error|deadly signal' "$log" || true); "
+    result+="inputs: $(ls "$art" | head -3 | tr '\n' ' ')log: $log"
   fi
-  printf '%-28s %10s %8s %s\n' "$t" "$execs" "$units" "$result"
+  printf '%-28s %10s %8s %s\n' "$t" "$execs" "$units" "$result" >"$build/fuzz-logs/$t.result"
+}
+
+# Several targets at once (LATDOC_FUZZ_PARALLEL, default: the build's job count): each fuzzer
+# is one process on one core.
+parallel="${LATDOC_FUZZ_PARALLEL:-$jobs}"
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  run_one "$t" &
+done
+wait
+failed=0
+printf '%-28s %10s %8s %s\n' target execs corpus result
+for t in "${targets[@]}"; do
+  cat "$build/fuzz-logs/$t.result"
+  grep -q ' ok$' "$build/fuzz-logs/$t.result" || failed=1
 done
 exit "$failed"
