@@ -156,9 +156,7 @@ TEST(FaultTest, DiagnoseUnderFaultsAndWhenTheServerIsKilled) {
     TempDir dir("diag_fault");
     Process d({LatdocBinary(), "diagnose", "--url", sim->url(), "--concurrency", "4",
                "--requests", kill ? "2000" : "60", "--baseline-requests", "4",
-               // No network probe under faults: diagnose takes a target whose few probe
-               // samples all hit an injected reset for unreachable and skips the load.
-               "--net-samples", kill ? "2" : "0", "--input-len", "8", "--output-len", kill ? "40" : "8", "--json",
+               "--net-samples", "2", "--input-len", "8", "--output-len", kill ? "40" : "8", "--json",
                dir / "d.json", "--report", dir / "r.html", "--quiet"});
     if (kill) {
       EXPECT_TRUE(WaitForFinished(*sim, 30));  // baseline done, the load step under way
