@@ -1,5 +1,7 @@
 #include "diagnose/diagnose.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <ctime>
 
@@ -205,6 +207,34 @@ void SplitNetworkPart(ordered_json& w, const net::ProbeFacts& target, bool load_
   }
 }
 
+// Ctrl-C and SIGTERM. The load runner catches them while a load step runs (the step ends
+// early, marked partial) and leaves them at their default action when it is done, which would
+// kill the process before the report is written; so between steps this flag handler is
+// installed (again after every step), and a signal at any point ends the run with the layers
+// done written and the document marked partial.
+volatile sig_atomic_t g_signal = 0;
+
+void OnSignal(int sig) { g_signal = sig; }
+
+void CatchSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+struct SignalScope {
+  SignalScope() {
+    g_signal = 0;
+    CatchSignals();
+  }
+  ~SignalScope() {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+  }
+};
+
 }  // namespace
 
 DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
@@ -220,6 +250,13 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &g);
   doc["generated_at"] = when;
   ordered_json layers = ordered_json::object();
+  SignalScope signals;
+  std::string stop;  // why the run ended early ("interrupted by SIGINT"); empty: it did not
+  auto stopped = [&] {
+    if (stop.empty() && g_signal)
+      stop = g_signal == SIGTERM ? "interrupted by SIGTERM" : "interrupted by SIGINT";
+    return !stop.empty();
+  };
 
   // Network first, while the server is idle; then the load: a low-load baseline, then the
   // target load with /metrics scraped.
@@ -231,6 +268,8 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     layers["network"] = "skipped: no --url";
   } else if (o.net_samples <= 0) {
     layers["network"] = "inferred from the load test (client TTFT - server TTFT); probe off";
+  } else if (stopped()) {
+    layers["network"] = "skipped: " + stop;
   } else {
     Say(o, fmt::format("network: {} probe samples of {}", o.net_samples, o.url));
     std::string status;
@@ -259,20 +298,33 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     layers["load"] = "skipped: no --url";
   } else if (!reachable) {
     layers["load"] = "skipped: the target could not be reached (see network)";
+  } else if (stopped()) {
+    layers["load"] = "skipped: " + stop;
   } else {
     std::string why;
+    // A step the runner ended early on a signal says so in its results.
+    auto note_partial = [&](const ordered_json& step) {
+      CatchSignals();
+      if (stop.empty() && step.is_object() && step.value("partial", false))
+        stop = step.value("partial_reason", std::string("interrupted"));
+    };
     Say(o, fmt::format("baseline: {} requests at concurrency 1", o.baseline_requests));
     ordered_json base = LoadStep(o, 1, o.baseline_requests, o.workload.seed + 1, &why);
+    note_partial(base);
     ordered_json load;
-    if (!base.is_null()) {
+    if (!base.is_null() && !stopped()) {
       Say(o, fmt::format("load: {} requests at concurrency {}", o.requests, o.concurrency));
       load = LoadStep(o, o.concurrency, o.requests, o.workload.seed, &why);
+      note_partial(load);
     }
-    if (load.is_null()) {
+    if (load.is_null() && !base.is_null() && stopped()) {
+      layers["load"] = "partial (" + stop + "): the baseline only";
+      doc["baseline"] = base;
+    } else if (load.is_null()) {
       layers["load"] = "failed: " + why;
       all.push_back(Unreachable(o.url, why));
     } else {
-      layers["load"] = "measured";
+      layers["load"] = stopped() ? "partial (" + stop + ")" : "measured";
       doc["baseline"] = base;
       doc["bench"] = load;
       const ordered_json& srv = load["server_metrics"];
@@ -297,7 +349,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   }
 
   // Kernel: profiler traces.
-  if (o.traces.empty()) {
+  if (stopped()) {
+    layers["kernel"] = "skipped: " + stop;
+  } else if (o.traces.empty()) {
     layers["kernel"] = "skipped: no --trace";
   } else {
     Say(o, fmt::format("trace: {} file(s)", o.traces.size()));
@@ -327,7 +381,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   }
 
   // Logs.
-  if (o.logs.empty()) {
+  if (stopped()) {
+    layers["logs"] = "skipped: " + stop;
+  } else if (o.logs.empty()) {
     layers["logs"] = "skipped: no --logs";
   } else {
     Say(o, fmt::format("logs: {} file(s)", o.logs.size()));
@@ -347,7 +403,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   }
 
   // System and configuration: host facts, here or from a file.
-  if (!o.facts_path.empty() || o.local) {
+  if (stopped()) {
+    layers["system"] = layers["config"] = "skipped: " + stop;
+  } else if (!o.facts_path.empty() || o.local) {
     Say(o, o.local ? "host: collecting facts on this machine" : "host: judging " + o.facts_path);
     std::optional<host::HostFacts> facts;
     std::string why;
@@ -380,6 +438,10 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     layers["config"] = "skipped: give --local on the server host, or --facts FILE";
   }
 
+  if (stopped()) {
+    doc["partial"] = true;
+    doc["partial_reason"] = stop;
+  }
   rules::RankFindings(all);
   doc["layers"] = layers;
   doc["findings"] = FindingsJson(all);

@@ -1,7 +1,7 @@
 // End-to-end reliability contracts of the latdoc binary against a real `latdoc sim` process:
 // - nothing lost: with faults injected, or the server killed mid-run, every request sent ends
 //   in exactly one record (completed + failed == sent), the results file is written, no crash;
-// - SIGTERM, like SIGINT, writes partial results marked partial;
+// - SIGTERM, like SIGINT, writes partial results marked partial (bench, sweep, diagnose);
 // - output files are written atomically: a failing write leaves neither a partial file nor a
 //   temporary behind;
 // - secrets: an API key never appears in any output, log or report, and the server command
@@ -204,6 +204,32 @@ TEST(FaultTest, SigtermWritesPartialSweepResults) {
   json j = ReadJson(dir / "s.json");
   EXPECT_EQ(j["partial"], true);
   EXPECT_FALSE(j.value("partial_reason", "").empty());
+}
+
+// diagnose stopped by SIGINT or SIGTERM during its load step: the report is still written, the
+// load step's results account for every request sent, and the document says it is partial.
+TEST(FaultTest, SignalsWritePartialDiagnoseResults) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    const std::string name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    SCOPED_TRACE(name);
+    SimProcess sim(kFastSim);
+    TempDir dir("diag_sig");
+    Process d({LatdocBinary(), "diagnose", "--url", sim.url(), "--concurrency", "4", "--requests",
+               "5000", "--baseline-requests", "4", "--net-samples", "2", "--input-len", "8",
+               "--output-len", "40", "--json", dir / "d.json", "--report", dir / "r.html",
+               "--quiet"});
+    EXPECT_TRUE(WaitForFinished(sim, 20));  // the baseline done, the load step under way
+    int code = d.Signal(sig);
+    ExpectNoCrash(code, "diagnose");
+    json j = ReadJson(dir / "d.json");
+    EXPECT_TRUE(fs::exists(dir / "r.html"));
+    EXPECT_EQ(j.value("partial", false), true) << j.dump().substr(0, 400);
+    EXPECT_EQ(j.value("partial_reason", ""), "interrupted by " + name);
+    ASSERT_TRUE(j.contains("bench"));
+    EXPECT_EQ(j["bench"]["partial"], true);
+    ExpectAllAccountedFor(j["bench"], "bench");
+    ExpectAllAccountedFor(j["baseline"], "baseline");
+  }
 }
 
 // A results path that cannot be written (here: a directory is in the way, which fails even
