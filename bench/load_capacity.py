@@ -64,16 +64,23 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(latdoc, n, duration, out_len, range_ratio, settle, tmp):
+# The stress step model: a fixed 40 ms step whatever the batch (a GPU that never slows down),
+# so the simulator must write every stream 25 times a second. --default-step-model keeps the
+# simulator's documented defaults instead (an 8B model on one H100-class GPU: the step grows by
+# 80 us per running sequence, ~0.4 s at 5,000).
+STRESS_STEP = ["--sim-step-base-ms", "40", "--sim-decode-seq-us", "1",
+               "--sim-prefill-token-us", "0.1", "--sim-context-token-ns", "0"]
+
+
+def run(latdoc, n, duration, out_len, range_ratio, settle, step_model, tmp):
     trace = os.path.join(tmp, f"trace{n}.jsonl")
     reqs = os.path.join(tmp, f"reqs{n}.jsonl")
     res = os.path.join(tmp, f"res{n}.json")
     sim = subprocess.Popen(
         ["taskset", "-c", "0", latdoc, "sim", "--port", "0", "--max-num-seqs", str(n + 64),
          "--max-num-batched-tokens", "262144", "--num-gpu-blocks-override", "4000000",
-         "--max-model-len", "4096", "--sim-step-base-ms", "40", "--sim-decode-seq-us", "1",
-         "--sim-prefill-token-us", "0.1", "--sim-context-token-ns", "0",
-         "--log-file", "/dev/null", "--disable-log-stats", "--trace-requests", trace],
+         "--max-model-len", "4096"] + step_model +
+        ["--log-file", "/dev/null", "--disable-log-stats", "--trace-requests", trace],
         stdout=subprocess.PIPE, text=True)
     port = int(sim.stdout.readline().rsplit(":", 1)[1])
     url = f"http://127.0.0.1:{port}"
@@ -132,11 +139,14 @@ def main():
     ap.add_argument("--output-len", type=int, default=400)
     ap.add_argument("--range-ratio", type=float, default=0.5,
                     help="output length spread, so requests do not all end in the same step")
+    ap.add_argument("--default-step-model", action="store_true",
+                    help="the simulator's default step-time model instead of the 40 ms stress step")
     ap.add_argument("--settle", type=float, default=3,
                     help="seconds before the step schedule is judged (connections, first prompts)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [run(a.latdoc, int(n), a.duration, a.output_len, a.range_ratio, a.settle, tmp)
+        step_model = [] if a.default_step_model else STRESS_STEP
+        rows = [run(a.latdoc, int(n), a.duration, a.output_len, a.range_ratio, a.settle, step_model, tmp)
                 for n in a.streams.split(",")]
     keys = list(rows[0].keys())
     print(" ".join(f"{k:>14}" for k in keys))
