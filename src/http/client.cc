@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/strings.h"
 #include "http/asio.h"
+#include "http/parser_input.h"
 #include "http/stamped_read.h"
 
 namespace latdoc::http {
@@ -179,9 +180,7 @@ class Conn final : public ConnBase {
 
  public:
   explicit Conn(std::shared_ptr<HttpClient::Impl> client)
-      : client_(std::move(client)), stream_(MakeStream()), resolver_(client_->io) {
-    in_.resize(kReadBytes);
-  }
+      : client_(std::move(client)), stream_(MakeStream()), resolver_(client_->io) {}
 
   ~Conn() override {
     ClearDeadline();
@@ -323,7 +322,7 @@ class Conn final : public ConnBase {
     parser_->body_limit(uint64_t{1} << 50);  // streams are consumed as they arrive
     parser_->header_limit(64 * 1024);
     headers_seen_ = false;
-    in_used_ = 0;
+    in_.Clear();
     if constexpr (!kTls) {
       // Most requests fit the socket buffer: send from here, no completion handler.
       ssize_t n = ::send(Sock().native_handle(), out_.data(), out_.size(),
@@ -346,7 +345,7 @@ class Conn final : public ConnBase {
   void ReadSome() {
     if constexpr (kTls) {
       stream_.async_read_some(
-          asio::buffer(in_.data() + in_used_, in_.size() - in_used_),
+          asio::buffer(in_.space(), in_.space_size()),
           [self = Self()](boost::system::error_code ec, size_t n) {
             if (self->closed_ || !self->ex_) return;
             if (ec) return self->OnReadError(ec);
@@ -367,7 +366,7 @@ class Conn final : public ConnBase {
     const int64_t offset = RealMinusMonoNs();
     for (int i = 0; i < 8; ++i) {
       int64_t at;
-      ssize_t n = StampedRead(fd, in_.data() + in_used_, in_.size() - in_used_, offset, &at);
+      ssize_t n = StampedRead(fd, in_.space(), in_.space_size(), offset, &at);
       if (n > 0) {
         if (!Feed(size_t(n), at)) return;
         continue;
@@ -380,25 +379,11 @@ class Conn final : public ConnBase {
     ReadSome();
   }
 
-  // Hands `n` newly read bytes (at in_[in_used_]) to the parser. `at`: when they arrived.
+  // Hands `n` bytes just read into in_ to the parser. `at`: when they arrived.
   // Returns true when more should be read.
   bool Feed(size_t n, int64_t at) {
-    in_used_ += n;
-    size_t consumed = 0;
-    boost::system::error_code ec;
-    while (consumed < in_used_ && !parser_->is_done()) {
-      size_t used = parser_->put(asio::buffer(in_.data() + consumed, in_used_ - consumed), ec);
-      consumed += used;
-      if (ec == bhttp::error::need_more) {
-        ec = {};
-        break;
-      }
-      if (ec || used == 0) break;
-    }
-    if (consumed > 0) {
-      std::memmove(in_.data(), in_.data() + consumed, in_used_ - consumed);
-      in_used_ -= consumed;
-    }
+    in_.Commit(n);
+    boost::system::error_code ec = in_.FeedTo(*parser_);
     if (!headers_seen_ && parser_->is_header_done()) {
       headers_seen_ = true;
       ex_->res.times.headers_ns = at;
@@ -420,9 +405,6 @@ class Conn final : public ConnBase {
     if (ec) {
       OnReadError(ec);
       return false;
-    }
-    if (in_used_ == in_.size()) {  // a header larger than the buffer: the parser's limit rules
-      in_.resize(in_.size() * 2);
     }
     SetDeadline(headers_seen_ ? client_->opts.idle_timeout_ns : client_->opts.first_byte_timeout_ns,
                 MonoNowNs());
@@ -475,7 +457,7 @@ class Conn final : public ConnBase {
     ex->res.times.end_ns = now;
     ex->res.body_complete = true;
     ClearDeadline();
-    bool keep = client_->opts.keep_alive && parser_->keep_alive() && in_used_ == 0;
+    bool keep = client_->opts.keep_alive && parser_->keep_alive() && in_.size() == 0;
     if (keep) {
       client_->Release(shared_from_this());
     } else {
@@ -506,8 +488,7 @@ class Conn final : public ConnBase {
   std::shared_ptr<HttpClient::Impl> client_;
   Stream stream_;
   tcp::resolver resolver_;
-  std::vector<char> in_;  // bytes read and not yet taken by the parser: in_[0, in_used_)
-  size_t in_used_ = 0;
+  ParserInput in_{kReadBytes};  // bytes read and not yet taken by the parser
   std::optional<bhttp::response_parser<bhttp::string_body>> parser_;
   std::unique_ptr<Exchange> ex_;
   std::string out_;

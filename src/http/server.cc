@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/strings.h"
 #include "http/asio.h"
+#include "http/parser_input.h"
 #include "http/stamped_read.h"
 
 namespace latdoc::http {
@@ -217,7 +218,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     header_handled_ = false;
     ArmTimer(requests_ == 0 ? srv_->options.request_timeout_ns
                             : srv_->options.keep_alive_timeout_ns);
-    if (in_used_ > 0 && Parse(last_read_ns_)) return;  // a pipelined request already here
+    if (in_.size() > 0 && Parse(last_read_ns_)) return;  // a pipelined request already here
     WaitRequest();
   }
 
@@ -234,11 +235,10 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     const int fd = socket_.native_handle();
     const int64_t offset = RealMinusMonoNs();
     for (int i = 0; i < 8; ++i) {
-      if (in_used_ == in_.size()) in_.resize(in_.size() * 2);  // a header still incomplete
       int64_t at;
-      ssize_t n = StampedRead(fd, in_.data() + in_used_, in_.size() - in_used_, offset, &at);
+      ssize_t n = StampedRead(fd, in_.space(), in_.space_size(), offset, &at);
       if (n > 0) {
-        in_used_ += size_t(n);
+        in_.Commit(size_t(n));
         last_read_ns_ = at;
         if (Parse(at)) return;
         continue;
@@ -254,21 +254,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
   // Feeds the buffered bytes to the parser. Returns true when reading stops here: the request
   // is complete (handed on) or bad (answered).
   bool Parse(int64_t at) {
-    size_t consumed = 0;
-    boost::system::error_code ec;
-    while (consumed < in_used_ && !parser_->is_done()) {
-      size_t used = parser_->put(asio::buffer(in_.data() + consumed, in_used_ - consumed), ec);
-      consumed += used;
-      if (ec == bhttp::error::need_more) {
-        ec = {};
-        break;
-      }
-      if (ec || used == 0) break;
-    }
-    if (consumed > 0) {
-      std::memmove(in_.data(), in_.data() + consumed, in_used_ - consumed);
-      in_used_ -= consumed;
-    }
+    boost::system::error_code ec = in_.FeedTo(*parser_);
     if (ec) {
       OnReadError(ec);
       return true;
@@ -506,8 +492,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
   tcp::socket socket_;
   asio::steady_timer timer_;
   asio::steady_timer delay_timer_;
-  std::vector<char> in_ = std::vector<char>(16 * 1024);  // read, not yet parsed: [0, in_used_)
-  size_t in_used_ = 0;
+  ParserInput in_{16 * 1024};  // read, not yet parsed
   int64_t last_read_ns_ = 0;
   bool header_handled_ = false;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
