@@ -34,35 +34,21 @@ using net::ProbeFacts;
 using net::ProbeOptions;
 
 // The gateway: a DelayProxy on its own loop thread.
-class Gateway {
+class Gateway : public net::testing::ProxyThread {
  public:
-  explicit Gateway(net::testing::DelayProxyOptions o) : proxy_(loop_, o) {
-    auto port = proxy_.Start();
-    EXPECT_TRUE(port.ok());
-    port_ = port.ok() ? *port : 0;
-    thread_ = std::thread([this] { loop_.Run(); });
+  explicit Gateway(net::testing::DelayProxyOptions o) : ProxyThread(o) {
+    EXPECT_TRUE(status().ok()) << status().message();
   }
-  ~Gateway() {
-    loop_.Stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   // How long chunks whose first line starts with `prefix` were really held, in ms, in order;
   // `first`: only connections' first chunks (true), only later ones (false), or all.
   std::vector<double> DelaysMs(const std::string& prefix, std::optional<bool> first = {}) const {
     std::vector<double> v;
-    for (const auto& a : proxy_.applied()) {
+    for (const auto& a : proxy().applied()) {
       if (first && a.first_chunk != *first) continue;
       if (a.first_line.rfind(prefix, 0) == 0) v.push_back(static_cast<double>(a.actual_ns) / 1e6);
     }
     return v;
   }
-
- private:
-  http::EventLoop loop_;
-  net::testing::DelayProxy proxy_;
-  std::thread thread_;
-  uint16_t port_ = 0;
 };
 
 double Pct(std::vector<double> v, double p) {

@@ -40,26 +40,7 @@ constexpr double kTimeScale = 0.5;
 constexpr int kScenarioTimeoutMs = 90'000;  // one diagnose run, bounded
 
 // A gateway: the delay proxy of src/net/testing on its own loop thread.
-class Gateway {
- public:
-  explicit Gateway(net::testing::DelayProxyOptions o) : proxy_(loop_, o) {
-    auto port = proxy_.Start();
-    EXPECT_TRUE(port.ok());
-    port_ = port.ok() ? *port : 0;
-    thread_ = std::thread([this] { loop_.Run(); });
-  }
-  ~Gateway() {
-    loop_.Stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  http::EventLoop loop_;
-  net::testing::DelayProxy proxy_;
-  std::thread thread_;
-  uint16_t port_ = 0;
-};
+using Gateway = net::testing::ProxyThread;
 
 enum class Path { kDirect, kGateway, kPerConnectionGateway, kNone };
 
@@ -195,6 +176,7 @@ Outcome RunSimScenarioOnce(const Scenario& s) {
     if (s.path == Path::kGateway) po.delay_ns = 30'000'000;
     else po.first_chunk_delay_ns = 40'000'000;
     gw.emplace(po);
+    EXPECT_TRUE(gw->status().ok()) << gw->status().message();
     url = gw->url();
     if (s.path == Path::kGateway) {
       extra.push_back("--direct-url");

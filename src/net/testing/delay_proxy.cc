@@ -201,4 +201,19 @@ uint64_t DelayProxy::connections() const {
   return impl_->accepted;
 }
 
+ProxyThread::ProxyThread(DelayProxyOptions options) : proxy_(loop_, options) {
+  StatusOr<uint16_t> port = proxy_.Start();
+  if (port.ok()) {
+    port_ = *port;
+  } else {
+    status_ = port.status();
+  }
+  thread_ = std::thread([this] { loop_.Run(); });
+}
+
+ProxyThread::~ProxyThread() {
+  loop_.Stop();
+  thread_.join();
+}
+
 }  // namespace latdoc::net::testing

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/status.h"
@@ -58,6 +59,28 @@ class DelayProxy {
 
  private:
   std::shared_ptr<Impl> impl_;
+};
+
+// A DelayProxy on its own loop thread, for tests that drive it from outside (the "gateway").
+// A proxy that could not start has port() 0 and says why in status().
+class ProxyThread {
+ public:
+  explicit ProxyThread(DelayProxyOptions options);
+  ~ProxyThread();
+  ProxyThread(const ProxyThread&) = delete;
+  ProxyThread& operator=(const ProxyThread&) = delete;
+
+  uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  const Status& status() const { return status_; }
+  const DelayProxy& proxy() const { return proxy_; }
+
+ private:
+  http::EventLoop loop_;
+  DelayProxy proxy_;
+  Status status_;
+  uint16_t port_ = 0;
+  std::thread thread_;
 };
 
 }  // namespace latdoc::net::testing
