@@ -1,5 +1,5 @@
 // Beast's HTTP/1.1 response parser configured exactly as the load client configures it
-// (src/http/client.cc: response_parser<string_body>, body_limit 2^50, header_limit 64 KiB,
+// (src/http/client.cc: response_parser<StreamBody>, body_limit 2^50, header_limit 64 KiB,
 // the body taken and cleared after every read), fed arbitrary bytes in slices.
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "fuzz/fuzz_util.h"
+#include "http/parser_input.h"
 
 namespace bhttp = boost::beast::http;
 
@@ -18,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string pending;
   size_t at = 0;
   for (int response = 0; response < 2; ++response) {
-    bhttp::response_parser<bhttp::string_body> parser;
+    bhttp::response_parser<latdoc::http::StreamBody> parser;
     parser.body_limit(uint64_t{1} << 50);
     parser.header_limit(64 * 1024);
     boost::system::error_code ec;

@@ -489,7 +489,7 @@ class Conn final : public ConnBase {
   Stream stream_;
   tcp::resolver resolver_;
   ParserInput in_{kReadBytes};  // bytes read and not yet taken by the parser
-  std::optional<bhttp::response_parser<bhttp::string_body>> parser_;
+  std::optional<bhttp::response_parser<StreamBody>> parser_;
   std::unique_ptr<Exchange> ex_;
   std::string out_;
   bool connected_ = false;

@@ -284,5 +284,40 @@ TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
   EXPECT_LT(rec.last_body_ns - second_sent.load(), 5 * kNsPerMs);
 }
 
+
+// Fuzz crash 93a4a92f: a response announcing a 55 GB body made the client reserve it (Beast's
+// string_body) and abort. Now the stream ends as a reset with the bytes that came.
+TEST(HttpClientTest, FuzzCrash93a4a92fHugeContentLengthIsNotReserved) {
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::thread server([&] {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    char buf[4096];
+    ::recv(fd, buf, sizeof buf, 0);
+    std::string r = "HTTP/1.1 200 OK\r\nContent-Length: 55555555555\r\n\r\nsome bytes";
+    ::send(fd, r.data(), r.size(), 0);
+    ::close(fd);
+  });
+  EventLoop loop;
+  HttpClient client(loop, *ParseUrl("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port))), {});
+  Recorder rec;
+  client.Send({"GET", "/", "", {}}, &rec);
+  int64_t end = MonoNowNs() + 5 * kNsPerSec;
+  while (!rec.done && MonoNowNs() < end) loop.RunFor(5 * kNsPerMs);
+  server.join();
+  ::close(lfd);
+  ASSERT_TRUE(rec.done);
+  EXPECT_EQ(rec.status, 200);
+  EXPECT_EQ(rec.body, "some bytes");
+  EXPECT_EQ(rec.result.failure, FailureKind::kReset);
+  EXPECT_FALSE(rec.result.body_complete);
+}
+
 }  // namespace
 }  // namespace latdoc::http
