@@ -62,6 +62,12 @@ TEST(FuzzRegressionTest, FuzzCrashD86dffa7_RocprofV1CsvNameNotUtf8) {
   EXPECT_NE(ImportAndDump(RocprofV1CsvImporter(), Crash("trace_rocprof_v1_csv_crash-d86dffa7"),
                           "results.csv"), "");
 }
+// A FETCH_SIZE of ~1e17 KB overflowed the int64 byte count (UBSan: float-cast-overflow); it is
+// now a bad field, counted, and the row is kept without bytes.
+TEST(FuzzRegressionTest, FuzzCrashAb0f2f66_RocprofV1CsvHugeFetchSize) {
+  EXPECT_NE(ImportAndDump(RocprofV1CsvImporter(), Crash("trace_rocprof_v1_csv_crash-ab0f2f66"),
+                          "results.csv"), "");
+}
 TEST(FuzzRegressionTest, FuzzCrashB3b9477d_Rocprofv3CsvNameNotUtf8) {
   // The fuzz input is a CSV set joined by form feeds; its first part is the kernel trace.
   const std::string set = Crash("trace_rocprofv3_csv_crash-b3b9477d");

@@ -91,7 +91,13 @@ Status RocprofV1CsvImporter::Import(const std::string& path, const ImportOptions
     op.source = source;
     if (c_fetch >= 0 || c_write >= 0) {
       const double kb = ParseDouble(csv->Field(c_fetch)).value_or(0) + ParseDouble(csv->Field(c_write)).value_or(0);
-      op.bytes = static_cast<int64_t>(kb * 1024);
+      // FETCH_SIZE/WRITE_SIZE are KB. A value no GPU could move (negative, not finite, or past
+      // int64 bytes) is a bad field, not a byte count (fuzz crash ab0f2f66).
+      if (kb >= 0 && kb * 1024 < 9.0e18) {
+        op.bytes = static_cast<int64_t>(kb * 1024);
+      } else {
+        src.issues.Add("bad FETCH_SIZE/WRITE_SIZE", where, fmt::format("{} KB", kb));
+      }
     }
     const auto index = ParseInt64(csv->Field(c_index));
     const auto dispatch = c_dispatch >= 0 ? ParseInt64(csv->Field(c_dispatch)) : std::nullopt;
