@@ -4,6 +4,9 @@
 #   default 60 s per target, every target. LATDOC_FUZZ_BUILD_DIR (default build/fuzz) picks the
 #   build folder; the corpus grows across runs in <build>/fuzz-corpus/<target>, crashes land in
 #   <build>/fuzz-artifacts/<target>/. Exit 1 if any target crashed, leaked or timed out.
+#   LATDOC_FUZZ_SEED=N fixes libFuzzer's seed, so a run repeats the same inputs (CI uses it: a
+#   gate that passes or fails by chance blocks nothing but luck; new findings come from the
+#   longer unseeded runs of this script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
@@ -42,6 +45,7 @@ run_one() {
   local log="$build/fuzz-logs/$1.log" rc=0 execs units result
   mkdir -p "$corpus" "$art" "$seeds/$t" "$build/fuzz-logs"
   "$build/fuzz/$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2560 -print_final_stats=1 \
+    ${LATDOC_FUZZ_SEED:+-seed="$LATDOC_FUZZ_SEED"} \
     -artifact_prefix="$art/" "$corpus" "$seeds/$t" >"$log" 2>&1 || rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   units=$(find "$corpus" -type f | wc -l)
