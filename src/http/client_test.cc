@@ -229,19 +229,38 @@ TEST(HttpClientTest, GarbageResponseIsAProtocolError) {
 }
 
 
+// A blocking loopback listener for tests whose server is a plain thread writing raw bytes.
+struct RawListener {
+  RawListener() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(fd, 1), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~RawListener() { ::close(fd); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+  int fd = -1;
+  uint16_t port = 0;
+};
+
+// Runs `loop` until the exchange recorded by `rec` completes (at most 5 s).
+void RunUntilDone(EventLoop& loop, const Recorder& rec) {
+  int64_t end = MonoNowNs() + 5 * kNsPerSec;
+  while (!rec.done && MonoNowNs() < end) loop.RunFor(5 * kNsPerMs);
+}
+
 // Body times are when the bytes reached this host (the kernel's receive timestamp), not when a
 // busy client thread got round to reading them: the observer stalls the loop for 60 ms after
 // the headers, the server sends the second piece 10 ms after the first, and the second piece's
 // time is still within a few ms of its sending.
 TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(lfd, 1), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  RawListener listener;
+  const int lfd = listener.fd;
   std::atomic<int64_t> second_sent{0};
   std::thread server([&] {
     int fd = ::accept(lfd, nullptr, nullptr);
@@ -272,12 +291,10 @@ TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
     int64_t last_body_ns = 0;
   } rec;
   EventLoop loop;
-  HttpClient client(loop, *ParseUrl("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port))), {});
+  HttpClient client(loop, *ParseUrl(listener.url()), {});
   client.Send({"GET", "/", "", {}}, &rec);
-  int64_t end = MonoNowNs() + 5 * kNsPerSec;
-  while (!rec.done && MonoNowNs() < end) loop.RunFor(5 * kNsPerMs);
+  RunUntilDone(loop, rec);
   server.join();
-  ::close(lfd);
   ASSERT_TRUE(rec.done);
   EXPECT_EQ(rec.body, "abcdef");
   EXPECT_GE(rec.last_body_ns, second_sent.load());
@@ -288,14 +305,8 @@ TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
 // Fuzz crash 93a4a92f: a response announcing a 55 GB body made the client reserve it (Beast's
 // string_body) and abort. Now the stream ends as a reset with the bytes that came.
 TEST(HttpClientTest, FuzzCrash93a4a92fHugeContentLengthIsNotReserved) {
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(lfd, 1), 0);
-  socklen_t len = sizeof a;
-  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  RawListener listener;
+  const int lfd = listener.fd;
   std::thread server([&] {
     int fd = ::accept(lfd, nullptr, nullptr);
     char buf[4096];
@@ -305,13 +316,11 @@ TEST(HttpClientTest, FuzzCrash93a4a92fHugeContentLengthIsNotReserved) {
     ::close(fd);
   });
   EventLoop loop;
-  HttpClient client(loop, *ParseUrl("http://127.0.0.1:" + std::to_string(ntohs(a.sin_port))), {});
+  HttpClient client(loop, *ParseUrl(listener.url()), {});
   Recorder rec;
   client.Send({"GET", "/", "", {}}, &rec);
-  int64_t end = MonoNowNs() + 5 * kNsPerSec;
-  while (!rec.done && MonoNowNs() < end) loop.RunFor(5 * kNsPerMs);
+  RunUntilDone(loop, rec);
   server.join();
-  ::close(lfd);
   ASSERT_TRUE(rec.done);
   EXPECT_EQ(rec.status, 200);
   EXPECT_EQ(rec.body, "some bytes");
