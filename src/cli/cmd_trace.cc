@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "base/exit_codes.h"
 #include "base/file_util.h"
 #include "cli/command.h"
@@ -28,6 +29,7 @@ struct TraceArgs {
   bool show_ok = false;
   bool no_color = false;
   bool quiet = false;
+  bool timings = false;
   trace::AnalysisOptions analysis;
   rules::TraceRuleOptions rules;
   double small_copy_kib = 64;
@@ -60,6 +62,23 @@ std::vector<trace::Annotation> Annotations(const trace::Trace& t, const trace::T
   return out;
 }
 
+// --timings: where the time went, on stderr (events/s per file is the import rate; for the
+// SQLite formats an event is one row read).
+void PrintTimings(const std::vector<trace::FileResult>& results, const trace::Trace& t,
+                  const trace::ImportTimings& timings, double analysis_s) {
+  for (const auto& r : results) {
+    int64_t events = 0;
+    for (const auto& s : t.sources) {
+      if (s.path == r.path) events += s.events_read;
+    }
+    std::fprintf(stderr, "timing: import %s (%s): %.3f s, %lld events, %.2f M events/s\n",
+                 r.path.c_str(), r.format.c_str(), r.import_s, static_cast<long long>(events),
+                 r.import_s > 0 ? static_cast<double>(events) / r.import_s / 1e6 : 0.0);
+  }
+  std::fprintf(stderr, "timing: finalize (sort, link): %.3f s\n", timings.finalize_s);
+  std::fprintf(stderr, "timing: analyses and rules: %.3f s\n", analysis_s);
+}
+
 int Run(TraceArgs& a) {
   a.analysis.small_copy_bytes = static_cast<int64_t>(a.small_copy_kib * 1024);
   a.analysis.outlier_min_excess_ns = static_cast<int64_t>(a.outlier_min_excess_us * 1e3);
@@ -67,7 +86,9 @@ int Run(TraceArgs& a) {
   a.analysis.tiny_kernel_ns = static_cast<int64_t>(a.tiny_kernel_us * 1e3);
 
   trace::Trace t;
-  const std::vector<trace::FileResult> results = trace::ImportFiles(a.files, trace::ImportOptions{}, t);
+  trace::ImportTimings import_timings;
+  const std::vector<trace::FileResult> results =
+      trace::ImportFiles(a.files, trace::ImportOptions{}, t, &import_timings);
   bool bad_input = false;
   for (const auto& res : results) {
     if (!res.status.ok()) {
@@ -79,10 +100,12 @@ int Run(TraceArgs& a) {
     if (!bad_input) std::fprintf(stderr, "latdoc trace: no GPU or API events in the input\n");
     return kExitBadInput;
   }
+  const int64_t analysis_start = MonoNowNs();
   trace::TraceReport report = trace::Analyze(t, a.analysis);
   rules::AddKnowledgeFacts(report);
   std::vector<rules::Finding> findings = rules::EvaluateTraceRules(report, a.rules);
   rules::RankFindings(findings);
+  if (a.timings) PrintTimings(results, t, import_timings, NsToSec(MonoNowNs() - analysis_start));
 
   if (!a.json_path.empty()) {
     nlohmann::json doc;
@@ -164,6 +187,7 @@ Command RegisterTrace(CLI::App& root) {
   app->add_flag("--show-ok", args->show_ok, "also list checks that passed");
   app->add_flag("--no-color", args->no_color, "no ANSI colours");
   app->add_flag("--quiet,-q", args->quiet, "no terminal summary (with --json/--annotate)");
+  app->add_flag("--timings", args->timings, "print import, finalize and analysis times to stderr");
   return Command{app, [args]() -> int { return Run(*args); }};
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/clock.h"
 #include "base/file_util.h"
 #include "trace/importers/kineto/kineto_importer.h"
 #include "trace/importers/nsys/nsys_importer.h"
@@ -59,7 +60,8 @@ StatusOr<const Importer*> DetectFormat(const std::string& path) {
 }
 
 std::vector<FileResult> ImportFiles(const std::vector<std::string>& paths,
-                                    const ImportOptions& options, Trace& trace) {
+                                    const ImportOptions& options, Trace& trace,
+                                    ImportTimings* timings) {
   std::vector<FileResult> results;
   std::vector<std::string> consumed;
   for (const std::string& path : paths) {
@@ -70,6 +72,7 @@ std::vector<FileResult> ImportFiles(const std::vector<std::string>& paths,
       results.push_back(std::move(r));
       continue;
     }
+    const int64_t t0 = MonoNowNs();
     StatusOr<const Importer*> imp = DetectFormat(path);
     if (!imp.ok()) {
       r.status = imp.status();
@@ -78,10 +81,13 @@ std::vector<FileResult> ImportFiles(const std::vector<std::string>& paths,
     }
     r.format = std::string((*imp)->format());
     r.status = (*imp)->Import(path, options, trace, consumed);
+    r.import_s = NsToSec(MonoNowNs() - t0);
     consumed.push_back(path);
     results.push_back(std::move(r));
   }
+  const int64_t t0 = MonoNowNs();
   trace.Finalize();
+  if (timings != nullptr) timings->finalize_s = NsToSec(MonoNowNs() - t0);
   return results;
 }
 

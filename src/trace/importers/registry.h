@@ -25,11 +25,18 @@ struct FileResult {
   std::string format;     // empty when undetected
   Status status;          // not OK: the file was unreadable or damaged (events before the
                           // damage are kept in the trace)
+  double import_s = 0;    // wall time of detection and import
+};
+
+// Where an import's time went, for `latdoc trace --timings` and bench/trace_bench.py.
+struct ImportTimings {
+  double finalize_s = 0;  // Trace::Finalize(): sorting and linking
 };
 
 // Reads every path into `trace` (one SourceFile each, siblings of a CSV set included) and
 // finalizes it. One result per path given; files a previous importer consumed are skipped.
 std::vector<FileResult> ImportFiles(const std::vector<std::string>& paths,
-                                    const ImportOptions& options, Trace& trace);
+                                    const ImportOptions& options, Trace& trace,
+                                    ImportTimings* timings = nullptr);
 
 }  // namespace latdoc::trace
