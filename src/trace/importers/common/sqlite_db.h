@@ -1,5 +1,7 @@
 // A small read-only wrapper over the sqlite3 C API for the SQLite trace formats (rocpd,
-// Nsight Systems export). Errors name the file and the statement. Not thread-safe.
+// Nsight Systems export). Errors name the file and the statement. Not thread-safe: a database
+// is opened with SQLITE_OPEN_NOMUTEX (one thread per connection), so reading a column takes no
+// lock; the file is memory-mapped and read with a large page cache.
 #pragma once
 
 #include <sqlite3.h>
@@ -9,6 +11,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "base/status.h"
 
@@ -20,14 +24,25 @@ class SqliteStmt {
   SqliteStmt(SqliteStmt&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
   SqliteStmt(const SqliteStmt&) = delete;
   ~SqliteStmt() { sqlite3_finalize(s_); }
+  // Binds text to parameter `index` (1-based; copied). False on error.
+  bool BindText(int index, std::string_view text) {
+    return sqlite3_bind_text(s_, index, text.data(), static_cast<int>(text.size()),
+                             SQLITE_TRANSIENT) == SQLITE_OK;
+  }
   // True with a row, false at the end; an error as a Status through `status`.
   bool Step(Status* status);
   bool IsNull(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
   int64_t Int(int col) const { return sqlite3_column_int64(s_, col); }
+  // Reads the column once (type and value from one sqlite3_value).
   std::optional<int64_t> OptInt(int col) const {
-    return IsNull(col) ? std::nullopt : std::optional<int64_t>(Int(col));
+    sqlite3_value* v = sqlite3_column_value(s_, col);
+    return sqlite3_value_type(v) == SQLITE_NULL ? std::nullopt
+                                                 : std::optional<int64_t>(sqlite3_value_int64(v));
   }
+  // Valid until the next Step() or a further read of the same column.
   std::string_view Text(int col) const;
+  // The text of a column, or nullopt for NULL; same lifetime as Text().
+  std::optional<std::string_view> OptText(int col) const;
 
  private:
   sqlite3_stmt* s_;
@@ -41,14 +56,45 @@ class SqliteDb {
   StatusOr<SqliteStmt> Prepare(std::string_view sql);
   // True if a table or view of that name exists.
   bool Has(std::string_view name);
+  // The columns of a table or view, in order (empty if there is no such table).
+  std::vector<std::string> Columns(std::string_view name);
   // The first column of the first row of `sql`, as text (nullopt: no row or NULL).
   std::optional<std::string> QueryText(std::string_view sql);
+  // The first column of the first row of `sql`, as an integer (nullopt: no row, NULL or error).
+  std::optional<int64_t> QueryInt(std::string_view sql);
   const std::string& path() const { return path_; }
 
  private:
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;
+};
+
+// Maps the integer ids of a table's rows (StringIds.id, rocpd_event.id, ...) to their positions
+// 0..n-1 in the order read, for joins done in C++: a flat array when the ids are dense
+// (max - min < 2n + 1024, as AUTOINCREMENT keys are), else a hash map.
+class IdIndex {
+ public:
+  static constexpr int32_t kNone = -1;
+  // `ids[i]` is the id of position i; a repeated id keeps its first position. Returns false
+  // when an id repeats. REQUIRES: ids.size() < 2^31.
+  bool Build(const std::vector<int64_t>& ids);
+  // The position of `id`, or kNone.
+  int32_t Find(int64_t id) const {
+    if (dense_) {
+      const uint64_t k = static_cast<uint64_t>(id) - static_cast<uint64_t>(min_);
+      return k < slots_.size() ? slots_[k] : kNone;
+    }
+    auto it = map_.find(id);
+    return it == map_.end() ? kNone : it->second;
+  }
+  int32_t Find(std::optional<int64_t> id) const { return id ? Find(*id) : kNone; }
+
+ private:
+  bool dense_ = true;
+  int64_t min_ = 0;
+  std::vector<int32_t> slots_;
+  std::unordered_map<int64_t, int32_t> map_;
 };
 
 // True when `head` starts with the SQLite file magic.

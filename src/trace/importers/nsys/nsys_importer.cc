@@ -1,7 +1,5 @@
 #include "trace/importers/nsys/nsys_importer.h"
 
-#include <unordered_map>
-
 #include <fmt/format.h>
 
 #include "trace/importers/common/gpu_names.h"
@@ -71,6 +69,64 @@ std::string_view StripVersion(std::string_view n) {
   return n.substr(0, u);
 }
 
+constexpr NameId kUnset = UINT32_MAX;
+
+// StringIds, read once. Each string's NameId, and for runtime API names the NameId and ApiKind
+// of the version-stripped name, is computed on its first use and cached, so a row costs an array
+// index instead of a hash lookup plus a string hash in StringTable::Intern. First uses come in the
+// same row order as per-row interning did, so names get the same NameIds.
+class NsysStrings {
+ public:
+  struct Entry {
+    std::string value;
+    NameId name = kUnset;
+    NameId api_name = kUnset;
+    ApiKind api_kind = ApiKind::kOther;
+  };
+
+  Status Load(SqliteDb& db) {
+    ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare("SELECT id, value FROM StringIds"));
+    std::vector<int64_t> ids;
+    Status st;
+    while (q.Step(&st)) {
+      ids.push_back(q.Int(0));
+      entries_.push_back(Entry{std::string(q.Text(1))});
+    }
+    RETURN_IF_ERROR(st);
+    index_.Build(ids);  // StringIds.id is the primary key: no repeats
+    return Status::Ok();
+  }
+  // nullptr when the id is NULL or not in StringIds.
+  Entry* Find(std::optional<int64_t> id) {
+    const int32_t i = index_.Find(id);
+    return i == IdIndex::kNone ? nullptr : &entries_[static_cast<size_t>(i)];
+  }
+  NameId Name(Entry& e, Trace& trace) {
+    if (e.name == kUnset) e.name = trace.names.Intern(e.value);
+    return e.name;
+  }
+
+ private:
+  std::vector<Entry> entries_;
+  IdIndex index_;
+};
+
+// A constant name interned on first use (keeps the interning order of per-row code).
+struct LazyName {
+  std::string_view text;
+  NameId id = kUnset;
+  NameId Get(Trace& trace) {
+    if (id == kUnset) id = trace.names.Intern(text);
+    return id;
+  }
+};
+
+// Rows of `table` per its largest rowid (O(log n); an upper bound), to reserve vectors once.
+size_t RowsHint(SqliteDb& db, std::string_view table) {
+  const int64_t n = db.QueryInt(fmt::format("SELECT max(rowid) FROM \"{}\"", table)).value_or(0);
+  return n > 0 && n < (int64_t{1} << 32) ? static_cast<size_t>(n) : 0;
+}
+
 }  // namespace
 
 Status NsysImporter::Import(const std::string& path, const ImportOptions& options, Trace& trace,
@@ -90,24 +146,29 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
   const uint16_t source = trace.AddSource(path, "nsys");
   SourceFile& src = trace.sources[source];
   Status st;
-  // StringIds -> interned names, resolved lazily.
-  std::unordered_map<int64_t, std::string> strings;
-  {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare("SELECT id, value FROM StringIds"));
-    while (q.Step(&st)) strings.emplace(q.Int(0), std::string(q.Text(1)));
-    RETURN_IF_ERROR(st.WithContext(path));
-  }
-  auto name_of = [&](std::optional<int64_t> id, std::string_view fallback) -> std::string_view {
-    if (!id) return fallback;
-    auto it = strings.find(*id);
-    return it == strings.end() ? fallback : std::string_view(it->second);
-  };
-  auto negative = [&](std::string_view table, int64_t rowid, int64_t start, int64_t end) {
+  NsysStrings strings;
+  RETURN_IF_ERROR(strings.Load(*db).WithContext(path));
+  // Returns true (and counts the row) when end < start; the rowid is read only then.
+  auto negative = [&](std::string_view table, const SqliteStmt& q, int64_t start, int64_t end) {
     if (end >= start) return false;
-    src.issues.Add("negative duration", fmt::format("{} rowid={}", table, rowid),
+    src.issues.Add("negative duration", fmt::format("{} rowid={}", table, q.Int(0)),
                    fmt::format("end {} < start {}", end, start));
     return true;
   };
+  const bool has_kernel = db->Has("CUPTI_ACTIVITY_KIND_KERNEL");
+  const bool has_memcpy = db->Has("CUPTI_ACTIVITY_KIND_MEMCPY");
+  const bool has_memset = db->Has("CUPTI_ACTIVITY_KIND_MEMSET");
+  const bool has_runtime = db->Has("CUPTI_ACTIVITY_KIND_RUNTIME");
+  {
+    size_t gpu_rows = 0;
+    if (has_kernel) gpu_rows += RowsHint(*db, "CUPTI_ACTIVITY_KIND_KERNEL");
+    if (has_memcpy) gpu_rows += RowsHint(*db, "CUPTI_ACTIVITY_KIND_MEMCPY");
+    if (has_memset) gpu_rows += RowsHint(*db, "CUPTI_ACTIVITY_KIND_MEMSET");
+    trace.gpu_ops.reserve(trace.gpu_ops.size() + gpu_rows);
+    if (has_runtime) {
+      trace.api_calls.reserve(trace.api_calls.size() + RowsHint(*db, "CUPTI_ACTIVITY_KIND_RUNTIME"));
+    }
+  }
 
   if (db->Has("TARGET_INFO_GPU")) {
     ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare("SELECT id, name, computeMajor, computeMinor FROM TARGET_INFO_GPU"));
@@ -121,37 +182,47 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
     }
     RETURN_IF_ERROR(st.WithContext(path));
   }
-  if (db->Has("CUPTI_ACTIVITY_KIND_KERNEL")) {
+  // Every loop below reads each column once, in column order (SQLite decodes a record left to
+  // right and caches the offsets).
+  if (has_kernel) {
     ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
         "SELECT rowid, start, end, deviceId, streamId, correlationId, demangledName, shortName "
         "FROM CUPTI_ACTIVITY_KIND_KERNEL"));
+    LazyName unknown{"unknown kernel"};
     while (q.Step(&st)) {
-      if (negative("CUPTI_ACTIVITY_KIND_KERNEL", q.Int(0), q.Int(1), q.Int(2))) continue;
+      const int64_t start = q.Int(1), end = q.Int(2);
+      if (negative("CUPTI_ACTIVITY_KIND_KERNEL", q, start, end)) continue;
       GpuOp op;
-      op.start_ns = q.Int(1);
-      op.dur_ns = q.Int(2) - q.Int(1);
+      op.start_ns = start;
+      op.dur_ns = end - start;
       op.device = static_cast<int32_t>(q.Int(3));
       op.stream = static_cast<int32_t>(q.Int(4));
       op.correlation = q.OptInt(5).value_or(kNoCorrelation);
-      std::string_view name = name_of(q.OptInt(6), "");
-      if (name.empty()) name = name_of(q.OptInt(7), "unknown kernel");
-      op.name = trace.names.Intern(name);
+      // demangledName, else shortName, else "unknown kernel" (an empty demangled name counts
+      // as missing).
+      NsysStrings::Entry* e = strings.Find(q.OptInt(6));
+      if (e == nullptr || e->value.empty()) e = strings.Find(q.OptInt(7));
+      op.name = e != nullptr ? strings.Name(*e, trace) : unknown.Get(trace);
       op.source = source;
       trace.gpu_ops.push_back(op);
       ++src.events_read;
     }
     RETURN_IF_ERROR(st.WithContext(path));
   }
-  if (db->Has("CUPTI_ACTIVITY_KIND_MEMCPY")) {
+  if (has_memcpy) {
     ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
         "SELECT rowid, start, end, deviceId, streamId, correlationId, bytes, copyKind, srcKind, dstKind "
         "FROM CUPTI_ACTIVITY_KIND_MEMCPY"));
+    // Names per (direction, src kind, dst kind), made on first use.
+    constexpr size_t kDirs = 6, kKinds = 6;
+    std::vector<NameId> copy_names(kDirs * kKinds * kKinds, kUnset);
     while (q.Step(&st)) {
-      if (negative("CUPTI_ACTIVITY_KIND_MEMCPY", q.Int(0), q.Int(1), q.Int(2))) continue;
+      const int64_t start = q.Int(1), end = q.Int(2);
+      if (negative("CUPTI_ACTIVITY_KIND_MEMCPY", q, start, end)) continue;
       GpuOp op;
       op.kind = GpuOpKind::kMemcpy;
-      op.start_ns = q.Int(1);
-      op.dur_ns = q.Int(2) - q.Int(1);
+      op.start_ns = start;
+      op.dur_ns = end - start;
       op.device = static_cast<int32_t>(q.Int(3));
       op.stream = static_cast<int32_t>(q.Int(4));
       op.correlation = q.OptInt(5).value_or(kNoCorrelation);
@@ -159,25 +230,32 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
       op.direction = CopyKind(q.Int(7));
       op.src_kind = NsysMemKind(q.OptInt(8));
       op.dst_kind = NsysMemKind(q.OptInt(9));
-      // Named as Kineto names copies, so both formats group alike.
-      op.name = trace.names.Intern(fmt::format("Memcpy {} ({} -> {})", CopyDirectionName(op.direction),
-                                               MemKindLabel(op.src_kind), MemKindLabel(op.dst_kind)));
+      NameId& name = copy_names[(static_cast<size_t>(op.direction) * kKinds +
+                                 static_cast<size_t>(op.src_kind)) * kKinds +
+                                static_cast<size_t>(op.dst_kind)];
+      if (name == kUnset) {
+        // Named as Kineto names copies, so both formats group alike.
+        name = trace.names.Intern(fmt::format("Memcpy {} ({} -> {})", CopyDirectionName(op.direction),
+                                              MemKindLabel(op.src_kind), MemKindLabel(op.dst_kind)));
+      }
+      op.name = name;
       op.source = source;
       trace.gpu_ops.push_back(op);
       ++src.events_read;
     }
     RETURN_IF_ERROR(st.WithContext(path));
   }
-  if (db->Has("CUPTI_ACTIVITY_KIND_MEMSET")) {
+  if (has_memset) {
     ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
         "SELECT rowid, start, end, deviceId, streamId, correlationId, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET"));
     const NameId memset_name = trace.names.Intern("Memset (Device)");
     while (q.Step(&st)) {
-      if (negative("CUPTI_ACTIVITY_KIND_MEMSET", q.Int(0), q.Int(1), q.Int(2))) continue;
+      const int64_t start = q.Int(1), end = q.Int(2);
+      if (negative("CUPTI_ACTIVITY_KIND_MEMSET", q, start, end)) continue;
       GpuOp op;
       op.kind = GpuOpKind::kMemset;
-      op.start_ns = q.Int(1);
-      op.dur_ns = q.Int(2) - q.Int(1);
+      op.start_ns = start;
+      op.dur_ns = end - start;
       op.device = static_cast<int32_t>(q.Int(3));
       op.stream = static_cast<int32_t>(q.Int(4));
       op.correlation = q.OptInt(5).value_or(kNoCorrelation);
@@ -189,21 +267,38 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
     }
     RETURN_IF_ERROR(st.WithContext(path));
   }
-  if (db->Has("CUPTI_ACTIVITY_KIND_RUNTIME")) {
+  if (has_runtime) {
     ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
         "SELECT rowid, start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"));
+    NameId unknown_name = kUnset;
+    ApiKind unknown_kind = ApiKind::kOther;
     while (q.Step(&st)) {
-      if (negative("CUPTI_ACTIVITY_KIND_RUNTIME", q.Int(0), q.Int(1), q.Int(2))) continue;
+      const int64_t start = q.Int(1), end = q.Int(2);
+      if (negative("CUPTI_ACTIVITY_KIND_RUNTIME", q, start, end)) continue;
       ApiCall a;
-      a.start_ns = q.Int(1);
-      a.dur_ns = q.Int(2) - q.Int(1);
+      a.start_ns = start;
+      a.dur_ns = end - start;
       const int64_t g = q.Int(3);
       a.pid = static_cast<int32_t>((g >> 24) & 0xFFFFFF);
       a.tid = static_cast<int32_t>(g & 0xFFFFFF);
       a.correlation = q.OptInt(4).value_or(kNoCorrelation);
-      const std::string_view name = StripVersion(name_of(q.OptInt(5), "unknown API"));
-      a.name = trace.names.Intern(name);
-      a.kind = ClassifyApi(name);
+      // The version-stripped name and its classification, once per StringIds entry.
+      if (NsysStrings::Entry* e = strings.Find(q.OptInt(5))) {
+        if (e->api_name == kUnset) {
+          const std::string_view name = StripVersion(e->value);
+          e->api_name = trace.names.Intern(name);
+          e->api_kind = ClassifyApi(name);
+        }
+        a.name = e->api_name;
+        a.kind = e->api_kind;
+      } else {
+        if (unknown_name == kUnset) {
+          unknown_name = trace.names.Intern("unknown API");
+          unknown_kind = ClassifyApi("unknown API");
+        }
+        a.name = unknown_name;
+        a.kind = unknown_kind;
+      }
       a.source = source;
       trace.api_calls.push_back(a);
       ++src.events_read;
@@ -213,13 +308,19 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
   if (db->Has("NVTX_EVENTS")) {
     ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
         "SELECT rowid, start, end, text, textId, globalTid FROM NVTX_EVENTS WHERE end IS NOT NULL"));
+    LazyName nvtx{"nvtx"};
     while (q.Step(&st)) {
-      if (negative("NVTX_EVENTS", q.Int(0), q.Int(1), q.Int(2))) continue;
+      const int64_t start = q.Int(1), end = q.Int(2);
+      if (negative("NVTX_EVENTS", q, start, end)) continue;
       CpuOp c;
-      c.start_ns = q.Int(1);
-      c.dur_ns = q.Int(2) - q.Int(1);
-      const std::string_view text = q.IsNull(3) ? name_of(q.OptInt(4), "nvtx") : q.Text(3);
-      c.name = trace.names.Intern(text);
+      c.start_ns = start;
+      c.dur_ns = end - start;
+      if (const std::optional<std::string_view> text = q.OptText(3)) {
+        c.name = trace.names.Intern(*text);
+      } else {
+        NsysStrings::Entry* e = strings.Find(q.OptInt(4));
+        c.name = e != nullptr ? strings.Name(*e, trace) : nvtx.Get(trace);
+      }
       const int64_t g = q.Int(5);
       c.pid = static_cast<int32_t>((g >> 24) & 0xFFFFFF);
       c.tid = static_cast<int32_t>(g & 0xFFFFFF);
