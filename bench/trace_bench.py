@@ -6,8 +6,12 @@ peak memory <= 0.5x the uncompressed size).
 Each tool runs under /usr/bin/time -v (wall time, peak RSS). json.load is timed inside Python
 too (the parse alone, without interpreter start). For .gz files both sides decompress.
 
+SQLite inputs (.db, .sqlite: rocpd, Nsight Systems export) have no json.load side; for them the
+import rate from `latdoc trace --timings` is reported as M rows/s (issue 5's SQLite target: >= 5).
+
 Usage: bench/trace_bench.py --latdoc build-trace-rel/src/cli/latdoc FILE...
-Make a large input with tools/gen_trace.py (e.g. --size-mb 1100).
+Make a large input with tools/gen_trace.py (e.g. --size-mb 1100), or an SQLite one with
+tools/gen_trace_sqlite.py (--format nsys|rocpd).
 """
 import argparse
 import gzip
@@ -46,6 +50,10 @@ def uncompressed_size(path):
             n += len(b)
 
 
+SQLITE_EXT = (".db", ".sqlite", ".sqlite3")
+TIMING_RE = re.compile(r"timing: import .* \((\S+)\): (\S+) s, (\d+) events, (\S+) M events/s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--latdoc", required=True)
@@ -53,7 +61,19 @@ def main():
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     rows = []
+    sqlite_rows = []
     for path in a.files:
+        if path.endswith(SQLITE_EXT):
+            with tempfile.TemporaryDirectory() as tmp:
+                lat_s, lat_rss, r = timed([a.latdoc, "trace", path, "--quiet", "--timings", "--json",
+                                           os.path.join(tmp, "out.json")])
+            m = TIMING_RE.search(r.stderr)
+            if r.returncode not in (0, 1) or not m:
+                print("latdoc failed on %s: rc=%d\n%s" % (path, r.returncode, r.stderr[-2000:]), file=sys.stderr)
+                continue
+            sqlite_rows.append((path, m.group(1), float(m.group(2)), int(m.group(3)), float(m.group(4)),
+                                lat_s, lat_rss))
+            continue
         size_mb = uncompressed_size(path) / 1e6
         with tempfile.TemporaryDirectory() as tmp:
             lat_s, lat_rss, r = timed([a.latdoc, "trace", path, "--quiet", "--json", os.path.join(tmp, "out.json")])
@@ -65,6 +85,14 @@ def main():
             m = re.search(r"parse_s (\S+)", pr.stdout)
             py_parse = float(m.group(1)) if m else None
         rows.append((path, size_mb, lat_s, lat_rss, py_s, py_parse, py_rss))
+    if sqlite_rows:
+        print("| SQLite file | format | import s | rows | M rows/s (target >= 5) | latdoc trace s | peak RSS MB |")
+        print("|---|---|---|---|---|---|---|")
+        for path, fmt, imp_s, n, rate, lat_s, lat_rss in sqlite_rows:
+            print("| %s | %s | %.3f | %d | %.2f | %.2f | %.0f |" % (
+                os.path.basename(path), fmt, imp_s, n, rate, lat_s, lat_rss))
+    if not rows:
+        return
     print("| file | uncompressed MB | latdoc trace s | latdoc peak RSS MB (x size) | python json.load s (parse only) | python peak RSS MB | speed-up (wall; vs parse only) |")
     print("|---|---|---|---|---|---|---|")
     for path, size_mb, lat_s, lat_rss, py_s, py_parse, py_rss in rows:
