@@ -99,6 +99,11 @@ put("fuzz_workload", "sharegpt", b"\x00" + json.dumps([
 copy("fuzz_trace_kineto", files("trace/handmade/*.json"))
 put("fuzz_trace_kineto", "vllm_rocm7_first_events.json",
     kineto_cut(os.path.join(D, "trace/tracelens/vllm_rocm7_decode_fullgraph/trace.json.gz"), 60))
+# Single events, one seed each, for the event reader's differential target.
+for name in ("vllm_rocm7_decode_fullgraph", "h100_qwen0.5b", "mi300x_qwen0.5b"):
+    events = json.loads(gzip.open(os.path.join(D, "trace/tracelens/%s/trace.json.gz" % name)).read())["traceEvents"]
+    for i in range(0, min(len(events), 400), 20):
+        put("fuzz_kineto_event", "%s_%d.json" % (name, i), json.dumps(events[i]).encode())
 put("fuzz_trace_kineto", "h100_first_events.json",
     kineto_cut(os.path.join(D, "trace/tracelens/h100_qwen0.5b/trace.json.gz"), 60))
 copy("fuzz_trace_rocprof_v1_csv", files("trace/handmade/v1_results.csv", "trace/rocprof_v1/*/output_*.csv"))

@@ -5,7 +5,7 @@ set -euo pipefail
 
 pkgs=(
   cmake ninja-build g++ pkg-config
-  libboost-dev libssl-dev libsimdjson-dev zlib1g-dev libzstd-dev libsqlite3-dev
+  libboost-dev libssl-dev libsimdjson-dev zlib1g-dev libisal-dev libzstd-dev libsqlite3-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl python3 chromium

@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <isa-l/igzip_lib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -85,7 +87,6 @@ class Stream : public InputStream {
   Stream(std::unique_ptr<Source> src, std::string path)
       : src_(std::move(src)), path_(std::move(path)), in_(kInBuf) {}
   ~Stream() override {
-    if (gz_init_) inflateEnd(&gz_);
     if (zs_) ZSTD_freeDStream(zs_);
   }
 
@@ -100,9 +101,7 @@ class Stream : public InputStream {
     const auto* b = reinterpret_cast<const unsigned char*>(in_.data());
     if (in_len_ >= 2 && b[0] == 0x1f && b[1] == 0x8b) {
       comp_ = Compression::kGzip;
-      std::memset(&gz_, 0, sizeof(gz_));
-      if (inflateInit2(&gz_, 15 + 32) != Z_OK) return Internal(path_ + ": inflateInit failed");
-      gz_init_ = true;
+      StartGzipMember();
     } else if (in_len_ >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) {
       comp_ = Compression::kZstd;
       zs_ = ZSTD_createDStream();
@@ -148,35 +147,59 @@ class Stream : public InputStream {
     return static_cast<size_t>(r);
   }
 
+  void StartGzipMember() {
+    isal_inflate_init(&gz_);
+    gz_.crc_flag = ISAL_GZIP;  // parse the gzip header, check the CRC and length trailer
+  }
+
   StatusOr<size_t> ReadGzip(char* buf, size_t n) {
     if (done_) return size_t{0};
-    gz_.next_out = reinterpret_cast<Bytef*>(buf);
-    gz_.avail_out = static_cast<uInt>(n);
-    while (gz_.avail_out == n) {
-      ASSIGN_OR_RETURN(bool more, Fill());
-      if (!more) {
-        return DataLoss(fmt::format("{}: byte {}: gzip stream is truncated", path_, raw_offset()));
-      }
-      gz_.next_in = reinterpret_cast<Bytef*>(in_.data() + in_pos_);
-      gz_.avail_in = static_cast<uInt>(in_len_ - in_pos_);
-      int rc = inflate(&gz_, Z_NO_FLUSH);
-      in_pos_ = in_len_ - gz_.avail_in;
-      if (rc == Z_STREAM_END) {
+    gz_.next_out = reinterpret_cast<uint8_t*>(buf);
+    gz_.avail_out = static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX));
+    const uint32_t want = gz_.avail_out;
+    while (gz_.avail_out == want) {
+      if (gz_.block_state == ISAL_BLOCK_FINISH) {
         // Concatenated gzip members are legal (gzip -c a b > c): continue with the next.
         auto more_members = Fill();
-        if (more_members.ok() && *more_members) {
-          inflateReset(&gz_);
-          continue;
+        if (!more_members.ok() || !*more_members) {
+          done_ = true;
+          break;
         }
-        done_ = true;
-        break;
+        StartGzipMember();
+        gz_.next_out = reinterpret_cast<uint8_t*>(buf);
+        gz_.avail_out = want;
       }
-      if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        return DataLoss(fmt::format("{}: byte {}: corrupt gzip data ({})", path_, raw_offset(),
-                                    gz_.msg ? gz_.msg : "inflate error"));
+      // At the end of the file inflate still runs once: it may hold decoded bytes that did
+      // not fit the last output buffer.
+      ASSIGN_OR_RETURN(bool more, Fill());
+      gz_.next_in = reinterpret_cast<uint8_t*>(in_.data() + in_pos_);
+      gz_.avail_in = static_cast<uint32_t>(in_len_ - in_pos_);
+      const int rc = isal_inflate(&gz_);
+      in_pos_ = in_len_ - gz_.avail_in;
+      if (rc != ISAL_DECOMP_OK) {
+        return DataLoss(fmt::format("{}: byte {}: corrupt gzip data ({})", path_, raw_offset(), IsalError(rc)));
+      }
+      if (!more && gz_.avail_out == want && gz_.block_state != ISAL_BLOCK_FINISH) {
+        return DataLoss(fmt::format("{}: byte {}: gzip stream is truncated", path_, raw_offset()));
       }
     }
-    return n - gz_.avail_out;
+    return want - gz_.avail_out;
+  }
+
+  static const char* IsalError(int rc) {
+    switch (rc) {
+      case ISAL_INVALID_BLOCK: return "invalid deflate block";
+      case ISAL_INVALID_SYMBOL: return "invalid deflate symbol";
+      case ISAL_INVALID_LOOKBACK: return "invalid distance";
+      case ISAL_INVALID_WRAPPER: return "invalid gzip header";
+      case ISAL_UNSUPPORTED_METHOD: return "unsupported compression method";
+      case ISAL_INCORRECT_CHECKSUM: return "CRC mismatch";
+      case ISAL_NAME_OVERFLOW:
+      case ISAL_COMMENT_OVERFLOW:
+      case ISAL_EXTRA_OVERFLOW: return "gzip header field too long";
+      case ISAL_NEED_DICT: return "preset dictionary needed";
+      default: return "inflate error";
+    }
   }
 
   StatusOr<size_t> ReadZstd(char* buf, size_t n) {
@@ -205,8 +228,7 @@ class Stream : public InputStream {
   std::vector<char> in_;
   size_t in_pos_ = 0, in_len_ = 0;
   Compression comp_ = Compression::kNone;
-  z_stream gz_{};
-  bool gz_init_ = false;
+  inflate_state gz_{};
   bool done_ = false;
   ZSTD_DStream* zs_ = nullptr;
   size_t last_ret_ = 0;

@@ -1,4 +1,5 @@
 #include "base/file_util.h"
+#include "base/read_ahead.h"
 
 #include <unistd.h>
 #include <zlib.h>
@@ -46,6 +47,23 @@ TEST(InputStreamTest, PlainGzipAndZstdReadTheSameBytes) {
   EXPECT_EQ(OpenMemoryInput(zs)->compression(), Compression::kZstd);
 }
 
+// Any read size, and gzip members one after another (gzip -c a b > c), give the same bytes.
+TEST(InputStreamTest, GzipAtEveryReadSizeAndConcatenatedMembers) {
+  const std::string text = Text();
+  const std::string two = Gzip(text.substr(0, 1000)) + Gzip(text.substr(1000));
+  for (size_t buf_size : {size_t{1}, size_t{7}, size_t{4096}, size_t{300000}}) {
+    auto in = OpenMemoryInput(two);
+    std::string got, buf(buf_size, '\0');
+    while (true) {
+      auto n = in->Read(buf.data(), buf.size());
+      ASSERT_TRUE(n.ok()) << n.status().message();
+      if (*n == 0) break;
+      got.append(buf.data(), *n);
+    }
+    EXPECT_EQ(got, text) << "buffer " << buf_size;
+  }
+}
+
 TEST(InputStreamTest, TruncatedGzipIsDataLossWithPath) {
   std::string gz = Gzip(Text());
   gz.resize(gz.size() / 2);
@@ -55,6 +73,74 @@ TEST(InputStreamTest, TruncatedGzipIsDataLossWithPath) {
   EXPECT_EQ(got.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(got.status().message().find("t.json.gz: byte "), std::string::npos)
       << got.status().message();
+}
+
+// ReadAhead hands over the same bytes whatever its slice size and the reader's buffer size.
+TEST(ReadAheadTest, SameBytesForEverySliceAndBufferSize) {
+  const std::string text = Text();
+  const std::string gz = Gzip(text);
+  for (size_t slice : {size_t{509}, size_t{4096}, size_t{1} << 20}) {
+    for (size_t buf_size : {size_t{1}, size_t{13}, size_t{65536}}) {
+      auto in = ReadAhead(OpenMemoryInput(gz, "t.gz"), slice, 3);
+      EXPECT_EQ(in->compression(), Compression::kGzip);
+      std::string got, buf(buf_size, '\0');
+      while (true) {
+        auto n = in->Read(buf.data(), buf.size());
+        ASSERT_TRUE(n.ok()) << n.status().message();
+        if (*n == 0) break;
+        got.append(buf.data(), *n);
+      }
+      EXPECT_EQ(got, text) << "slice " << slice << " buffer " << buf_size;
+      EXPECT_EQ(in->raw_offset(), gz.size());
+      auto again = in->Read(buf.data(), buf.size());  // the end stays the end
+      ASSERT_TRUE(again.ok());
+      EXPECT_EQ(*again, 0u);
+    }
+  }
+}
+
+// A damaged source: every byte before the damage arrives first, then the source's own error.
+TEST(ReadAheadTest, ErrorComesAfterTheBytesBeforeIt) {
+  std::string gz = Gzip(Text());
+  gz.resize(gz.size() / 2);
+  auto direct = OpenMemoryInput(gz, "t.json.gz");
+  std::string want;
+  char buf[4096];
+  Status want_error;
+  while (true) {
+    auto n = direct->Read(buf, sizeof buf);
+    if (!n.ok()) {
+      want_error = n.status();
+      break;
+    }
+    ASSERT_NE(*n, 0u);
+    want.append(buf, *n);
+  }
+  auto in = ReadAhead(OpenMemoryInput(gz, "t.json.gz"), 10000, 2);
+  std::string got;
+  Status got_error;
+  while (true) {
+    auto n = in->Read(buf, sizeof buf);
+    if (!n.ok()) {
+      got_error = n.status();
+      break;
+    }
+    ASSERT_NE(*n, 0u);
+    got.append(buf, *n);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got_error.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(got_error.message(), want_error.message());
+}
+
+// Dropping the stream half-read stops its reader thread (the test would hang otherwise).
+TEST(ReadAheadTest, DestroyingMidStreamStopsTheReader) {
+  const std::string gz = Gzip(Text());
+  for (int i = 0; i < 20; ++i) {
+    auto in = ReadAhead(OpenMemoryInput(gz), 1024, 2);
+    char buf[100];
+    ASSERT_TRUE(in->Read(buf, sizeof buf).ok());
+  }
 }
 
 TEST(InputStreamTest, DirectoryAndMissingFileAreClearErrors) {

@@ -19,6 +19,10 @@ constexpr std::array<bool, 256> MakeSpecial() {
 }
 constexpr std::array<bool, 256> kSpecial = MakeSpecial();
 
+// An element the fast reader still needs more bytes for, past this size, is scanned
+// incrementally instead (re-reading it from its start on every slice would be quadratic).
+constexpr size_t kFastMaxElement = size_t{1} << 18;
+
 }  // namespace
 
 JsonEventScanner::JsonEventScanner(EventFn on_event, ValueFn on_value)
@@ -224,6 +228,24 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
         } else if (c == ',') {
           return Error(at, "empty element in traceEvents");
         } else {
+          if (fast_ && c == '{') {
+            size_t length = 0;
+            const FastResult r = fast_(buf_.data() + pos_, buf_.size() - pos_, at, &length);
+            if (r == FastResult::kDone) {
+              fast_waiting_ = false;
+              ++events_;
+              pos_ += length;
+              state_ = State::kArrayCommaOrEnd;
+              break;
+            }
+            // Wait for the rest of the element, unless it is already large: then scan it
+            // incrementally rather than re-reading it on every slice.
+            if (r == FastResult::kNeedMore && buf_.size() - pos_ < kFastMaxElement) {
+              fast_waiting_ = true;
+              return Status::Ok();
+            }
+          }
+          fast_waiting_ = false;
           begin_value();
           state_ = State::kArrayElem;
         }
@@ -274,6 +296,12 @@ Status JsonEventScanner::Finish() {
                                     end, buf_offset_ + value_start_));
       break;
     case State::kArrayElemOrEnd:
+      if (fast_waiting_) {
+        error_ = DataLoss(fmt::format("byte {}: document cut inside the event that starts at byte {}",
+                                      end, buf_offset_ + pos_));
+        break;
+      }
+      [[fallthrough]];
     case State::kArrayCommaOrEnd:
       error_ = DataLoss(fmt::format("byte {}: document cut inside traceEvents after {} events",
                                     end, events_));

@@ -33,6 +33,15 @@ class JsonEventScanner {
 
   JsonEventScanner(EventFn on_event, ValueFn on_value);
 
+  // An optional reader that takes an element straight from the scanner's buffer in one pass:
+  // given the bytes from the element's first byte ('{') to the end of what has arrived, it
+  // either reads the whole element (kDone, with its length), asks for more bytes (kNeedMore:
+  // tried again from the same place after the next Feed), or declines (kDecline: the element
+  // is scanned as usual and handed to EventFn). Elements it reads never reach EventFn.
+  enum class FastResult { kDone, kNeedMore, kDecline };
+  using FastFn = std::function<FastResult(const char* b, size_t n, uint64_t offset, size_t* length)>;
+  void SetFastElement(FastFn fn) { fast_ = std::move(fn); }
+
   // Top-level keys whose values are delivered to ValueFn; other values are skipped without
   // being buffered. Default: none.
   void KeepValue(std::string key) { keep_keys_.push_back(std::move(key)); }
@@ -69,6 +78,8 @@ class JsonEventScanner {
 
   EventFn on_event_;
   ValueFn on_value_;
+  FastFn fast_;
+  bool fast_waiting_ = false;   // the element at pos_ is incomplete; the fast reader waits
   std::vector<std::string> keep_keys_;
 
   std::string buf_;

@@ -8,7 +8,9 @@
 #include <simdjson.h>
 
 #include "base/file_util.h"
+#include "base/read_ahead.h"
 #include "trace/importers/kineto/json_event_scanner.h"
+#include "trace/importers/kineto/kineto_event.h"
 #include "trace/importers/common/gpu_names.h"
 
 namespace latdoc::trace {
@@ -80,53 +82,6 @@ namespace {
 // the device and stream; "correlation" links a runtime call to the GPU work it launched.
 // Flow ("s"/"f"), metadata ("M"), instant ("i") and counter ("C") events are not needed: the
 // correlation is in args.
-struct EventFields {
-  std::string_view ph, cat, name;
-  std::optional<int64_t> pid, tid, ts_ns, dur_ns;
-  std::optional<int64_t> correlation, stream, device, bytes;
-  std::string_view kind_arg;
-};
-
-std::optional<int64_t> IntValue(od::value v) {
-  od::json_type t;
-  if (v.type().get(t)) return std::nullopt;
-  if (t == od::json_type::number) {
-    int64_t i;
-    if (!v.get_int64().get(i)) return i;
-    double d;
-    if (!v.get_double().get(d) && std::isfinite(d)) return static_cast<int64_t>(d);
-    return std::nullopt;
-  }
-  if (t == od::json_type::string) {  // ROCm: "size": "2560", "stream": "0x0"
-    std::string_view s;
-    if (v.get_string().get(s)) return std::nullopt;
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-      return static_cast<int64_t>(std::strtoull(std::string(s.substr(2)).c_str(), nullptr, 16));
-    }
-    int64_t i = 0;
-    bool any = false;
-    for (char c : s) {
-      if (c < '0' || c > '9') return std::nullopt;
-      i = i * 10 + (c - '0');
-      any = true;
-    }
-    return any ? std::optional<int64_t>(i) : std::nullopt;
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> MicrosValue(od::value v) {
-  std::string_view tok = v.raw_json_token();
-  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' ||
-                          tok.back() == '\t')) {
-    tok.remove_suffix(1);
-  }
-  if (!tok.empty() && tok.front() == '"') {  // rocprof v1 results.json writes "ts": "12"
-    tok = tok.substr(1, tok.size() >= 2 ? tok.size() - 2 : 0);
-  }
-  return ParseMicrosToNs(tok);
-}
-
 // "Memcpy HtoD (Pageable -> Device)" -> direction and memory kinds.
 void ParseMemcpyName(std::string_view name, CopyDirection& dir, MemKind& src, MemKind& dst) {
   auto kind_of = [](std::string_view s) {
@@ -158,79 +113,9 @@ class KinetoReader {
     if (text.size() > 12 && text.substr(0, 8) == "{\"ph\": \"" && text[9] == '"' && text[8] != 'X') {
       return;
     }
-    pad_.assign(text.data(), text.size());
-    pad_.append(simdjson::SIMDJSON_PADDING, ' ');
-    od::document doc;
-    if (parser_.iterate(pad_.data(), text.size(), pad_.size()).get(doc)) {
-      Bad("malformed event", offset);
-      return;
-    }
-    od::object obj;
-    if (doc.get_object().get(obj)) {
-      Bad("event is not an object", offset);
-      return;
-    }
-    EventFields f;
-    bool ok = true;
-    for (auto field : obj) {
-      std::string_view key;
-      if (field.unescaped_key().get(key)) {
-        ok = false;
-        break;
-      }
-      od::value v;
-      if (field.value().get(v)) {
-        ok = false;
-        break;
-      }
-      if (key == "ph") {
-        if (v.get_string().get(f.ph)) ok = false;
-      } else if (key == "cat") {
-        if (v.get_string().get(f.cat)) ok = false;
-      } else if (key == "name") {
-        if (v.get_string().get(f.name)) ok = false;
-      } else if (key == "pid") {
-        f.pid = IntValue(v);
-      } else if (key == "tid") {
-        f.tid = IntValue(v);
-      } else if (key == "ts") {
-        f.ts_ns = MicrosValue(v);
-      } else if (key == "dur") {
-        f.dur_ns = MicrosValue(v);
-      } else if (key == "args") {
-        // CPU-side args (Input Dims, Concrete Inputs...) are not needed: leave them unread.
-        if (f.cat == "cpu_op" || f.cat == "python_function" || f.cat == "user_annotation") continue;
-        od::object args;
-        if (v.get_object().get(args)) continue;  // rocprof v1 HIP events: args is a string
-        for (auto a : args) {
-          std::string_view ak;
-          if (a.unescaped_key().get(ak)) {
-            ok = false;
-            break;
-          }
-          od::value av;
-          if (a.value().get(av)) {
-            ok = false;
-            break;
-          }
-          if (ak == "correlation") {
-            f.correlation = IntValue(av);
-          } else if (ak == "stream") {
-            f.stream = IntValue(av);
-          } else if (ak == "device") {
-            f.device = IntValue(av);
-          } else if (ak == "bytes" || ak == "size") {
-            f.bytes = IntValue(av);
-          } else if (ak == "kind") {
-            std::string_view k;
-            if (!av.get_string().get(k)) f.kind_arg = k;
-          }
-        }
-      }
-      if (!ok) break;
-    }
-    if (!ok) {
-      Bad("malformed event", offset);
+    KinetoEventFields f;
+    if (const char* why = general_.Parse(text, f)) {
+      Bad(why, offset);
       return;
     }
     Store(f, offset);
@@ -264,14 +149,14 @@ class KinetoReader {
         od::value v;
         if (field.value().get(v)) break;
         if (k == "id") {
-          if (auto i = IntValue(v)) d.device = static_cast<int32_t>(*i);
+          if (auto i = JsonIntValue(v)) d.device = static_cast<int32_t>(*i);
         } else if (k == "name") {
           std::string_view s;
           if (!v.get_string().get(s)) d.name = std::string(s);
         } else if (k == "computeMajor") {
-          major = IntValue(v).value_or(-1);
+          major = JsonIntValue(v).value_or(-1);
         } else if (k == "computeMinor") {
-          minor = IntValue(v).value_or(-1);
+          minor = JsonIntValue(v).value_or(-1);
         }
       }
       const bool amd = rocm_ || d.name.find("AMD") != std::string::npos;
@@ -282,12 +167,15 @@ class KinetoReader {
 
   SourceFile& source() { return trace_.sources[source_]; }
 
+  // An event the one-pass reader (kineto_event.h) has read.
+  void OnFastEvent(const KinetoEventFields& f, uint64_t offset) { Store(f, offset); }
+
  private:
   void Bad(std::string_view reason, uint64_t offset) {
     source().issues.Add(reason, fmt::format("byte {}", offset));
   }
 
-  void Store(const EventFields& f, uint64_t offset) {
+  void Store(const KinetoEventFields& f, uint64_t offset) {
     if (f.ph != "X") return;  // flows, metadata, instants, counters: not needed
     enum class Target { kNone, kGpu, kApi, kCpu } target = Target::kNone;
     GpuOpKind gpu_kind = GpuOpKind::kKernel;
@@ -382,8 +270,7 @@ class KinetoReader {
 
   Trace& trace_;
   uint16_t source_;
-  od::parser parser_;
-  std::string pad_;
+  KinetoEventParser general_;
   std::string device_props_;
   bool rocm_ = false;
 };
@@ -408,11 +295,27 @@ Status KinetoImporter::Import(const std::string& path, const ImportOptions& opti
                               Trace& trace, std::vector<std::string>& consumed) const {
   (void)consumed;
   ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(path));
+  // Inflate on a second core while this one parses (compressed input only: a plain file's
+  // read is a page-cache copy, not worth a thread).
+  if (in->compression() != Compression::kNone) in = ReadAhead(std::move(in), options.chunk_bytes);
   const uint16_t source = trace.AddSource(path, "kineto");
   KinetoReader reader(trace, source);
   JsonEventScanner scanner(
       [&](std::string_view text, uint64_t offset) { reader.OnEvent(text, offset); },
       [&](std::string_view key, std::string_view value) { reader.OnValue(key, value); });
+  scanner.SetFastElement([&](const char* b, size_t n, uint64_t offset, size_t* length) {
+    KinetoEventFields f;
+    switch (ReadKinetoEventFast(b, n, f, length)) {
+      case FastRead::kDone:
+        reader.OnFastEvent(f, offset);
+        return JsonEventScanner::FastResult::kDone;
+      case FastRead::kNeedMore:
+        return JsonEventScanner::FastResult::kNeedMore;
+      case FastRead::kBail:
+        break;
+    }
+    return JsonEventScanner::FastResult::kDecline;
+  });
   scanner.KeepValue("deviceProperties");
   scanner.KeepValue("hip_runtime_version");
   scanner.KeepValue("roctracer_version");

@@ -1,0 +1,445 @@
+#include "trace/importers/kineto/kineto_event.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include <simdjson.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "trace/importers/kineto/kineto_importer.h"
+
+namespace latdoc::trace {
+namespace od = simdjson::ondemand;
+
+std::optional<int64_t> IntFromJsonString(std::string_view s) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    return static_cast<int64_t>(std::strtoull(std::string(s.substr(2)).c_str(), nullptr, 16));
+  }
+  int64_t i = 0;
+  bool any = false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    if (i > (INT64_MAX - 9) / 10) return std::nullopt;  // past int64 (fuzz 35e78bb6)
+    i = i * 10 + (c - '0');
+    any = true;
+  }
+  return any ? std::optional<int64_t>(i) : std::nullopt;
+}
+
+namespace {
+
+bool IsWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// The first i >= p with b[i] one of `"` `\\` or a control byte (< 0x20): where a string's
+// plain run ends. n if none. Sixteen bytes a step with SSE2.
+size_t StringStop(const char* b, size_t p, size_t n) {
+#ifdef __SSE2__
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i control_max = _mm_set1_epi8(0x1F);
+  for (; p + 16 <= n; p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + p));
+    const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, control_max), v);  // v <= 0x1F
+    const __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), control);
+    const int mask = _mm_movemask_epi8(m);
+    if (mask != 0) return p + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  while (p < n && b[p] != '"' && b[p] != '\\' && static_cast<unsigned char>(b[p]) >= 0x20) ++p;
+  return p;
+}
+
+// The first i >= p with b[i] one of `"` `{` `}` `[` `]`; n if none. ('{' and '[' differ only in
+// bit 0x20, as do '}' and ']'.)
+size_t StructureStop(const char* b, size_t p, size_t n) {
+#ifdef __SSE2__
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i open = _mm_set1_epi8('{');
+  const __m128i close = _mm_set1_epi8('}');
+  const __m128i case_bit = _mm_set1_epi8(0x20);
+  for (; p + 16 <= n; p += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + p));
+    const __m128i folded = _mm_or_si128(v, case_bit);
+    const __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                                   _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)));
+    const int mask = _mm_movemask_epi8(m);
+    if (mask != 0) return p + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+#endif
+  while (p < n && b[p] != '"' && b[p] != '{' && b[p] != '}' && b[p] != '[' && b[p] != ']') ++p;
+  return p;
+}
+
+// A byte below 0x20 other than JSON's whitespace (tab, LF, CR): simdjson splits a token there or
+// rejects the event; in a string the reader has bailed already.
+bool HasStrayControlByte(const char* b, size_t n) {
+  size_t i = 0;
+#ifdef __SSE2__
+  const __m128i control_max = _mm_set1_epi8(0x1F);
+  const __m128i tab = _mm_set1_epi8('\t'), lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+  for (; i + 16 <= n; i += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, control_max), v);
+    const __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, lf)), _mm_cmpeq_epi8(v, cr));
+    if (_mm_movemask_epi8(_mm_andnot_si128(ws, control)) != 0) return true;
+  }
+#endif
+  for (; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(b[i]);
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return true;
+  }
+  return false;
+}
+
+// A byte a JSON number or literal can hold.
+bool IsScalarByte(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
+         c == '+' || c == '.';
+}
+
+// A JSON literal or a number by JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool IsJsonScalar(std::string_view t) {
+  if (t == "true" || t == "false" || t == "null") return true;
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < t.size() && t[i] == '-') ++i;
+  if (i < t.size() && t[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == t.size();
+}
+
+// Ends a scalar token the way simdjson's structural index does.
+bool EndsScalar(char c) {
+  return IsWs(c) || c == ',' || c == '}' || c == ']' || c == '{' || c == '[' || c == ':' || c == '"';
+}
+
+// One pass over an event object. Every method returns false when reading must stop, with the
+// reason in `stop`.
+class EventReader {
+ public:
+  EventReader(const char* b, size_t n) : b_(b), n_(n) {}
+
+  FastRead Read(KinetoEventFields& f, size_t* length) {
+    if (!ReadObject(f)) return stop_;
+    // simdjson rejects an event with invalid UTF-8 anywhere in it; so does this reader, by
+    // handing such an event to the general path.
+    if (!simdjson::validate_utf8(b_, p_) || HasStrayControlByte(b_, p_)) return FastRead::kBail;
+    *length = p_;
+    return FastRead::kDone;
+  }
+
+ private:
+  bool Stop(FastRead r) {
+    stop_ = r;
+    return false;
+  }
+  bool SkipWs() {
+    while (p_ < n_ && IsWs(b_[p_])) ++p_;
+    return p_ < n_ || Stop(FastRead::kNeedMore);
+  }
+
+  // A string at b_[p_] == '"'. With `out`, its text (no escapes allowed: bail on one).
+  bool String(std::string_view* out) {
+    const size_t start = ++p_;
+    while (true) {
+      p_ = StringStop(b_, p_, n_);
+      if (p_ >= n_) return Stop(FastRead::kNeedMore);
+      const char c = b_[p_];
+      if (c == '"') break;
+      if (c != '\\' || out != nullptr) return Stop(FastRead::kBail);  // control byte, or an escape we keep
+      p_ += 2;
+      if (p_ > n_) return Stop(FastRead::kNeedMore);
+    }
+    if (out != nullptr) *out = std::string_view(b_ + start, p_ - start);
+    ++p_;
+    return true;
+  }
+
+  // A scalar (number or literal) token at b_[p_].
+  bool Scalar(std::string_view* out) {
+    const size_t start = p_;
+    while (p_ < n_ && !EndsScalar(b_[p_])) {
+      if (!IsScalarByte(b_[p_])) return Stop(FastRead::kBail);
+      ++p_;
+    }
+    if (p_ >= n_) return Stop(FastRead::kNeedMore);
+    *out = std::string_view(b_ + start, p_ - start);
+    return IsJsonScalar(*out) || Stop(FastRead::kBail);
+  }
+
+  // Any value, not kept. Nested containers are matched by depth, strings skipped whole.
+  bool SkipValue() {
+    const char c = b_[p_];
+    if (c == '"') return String(nullptr);
+    if (c != '{' && c != '[') {
+      std::string_view tok;
+      return Scalar(&tok);
+    }
+    int depth = 0;
+    while (true) {
+      p_ = StructureStop(b_, p_, n_);
+      if (p_ >= n_) return Stop(FastRead::kNeedMore);
+      switch (b_[p_]) {
+        case '"':
+          if (!String(nullptr)) return false;
+          continue;
+        case '{':
+        case '[':
+          ++depth;
+          break;
+        default:
+          if (--depth == 0) {
+            ++p_;
+            return true;
+          }
+          break;
+      }
+      ++p_;
+    }
+  }
+
+  // An integer field (IntValue in the general path): a plain decimal integer, a string the
+  // general path would read as one, null/true/false/objects/arrays as "none". Anything else
+  // (a fraction, an exponent, a malformed token) goes to the general path.
+  bool Int(std::optional<int64_t>* out) {
+    const char c = b_[p_];
+    if (c == '"') {
+      std::string_view s;
+      if (!String(&s)) return false;
+      *out = IntFromJsonString(s);
+      return true;
+    }
+    if (c == '{' || c == '[') {
+      *out = std::nullopt;
+      return SkipValue();
+    }
+    std::string_view tok;
+    if (!Scalar(&tok)) return false;
+    if (tok == "null" || tok == "true" || tok == "false") {
+      *out = std::nullopt;
+      return true;
+    }
+    const bool neg = !tok.empty() && tok[0] == '-';
+    const std::string_view digits = tok.substr(neg ? 1 : 0);
+    if (digits.empty() || digits.size() > 18 || (digits[0] == '0' && digits.size() > 1)) {
+      return Stop(FastRead::kBail);
+    }
+    int64_t v = 0;
+    for (char d : digits) {
+      if (d < '0' || d > '9') return Stop(FastRead::kBail);
+      v = v * 10 + (d - '0');
+    }
+    *out = neg ? -v : v;
+    return true;
+  }
+
+  // ts/dur (MicrosValue in the general path): a number, or a string holding one.
+  bool Micros(std::optional<int64_t>* out) {
+    const char c = b_[p_];
+    std::string_view tok;
+    if (c == '"') {
+      if (!String(&tok)) return false;
+    } else if (c == '{' || c == '[') {
+      return Stop(FastRead::kBail);
+    } else if (!Scalar(&tok)) {
+      return false;
+    }
+    *out = ParseMicrosToNs(tok);
+    return true;
+  }
+
+  // The members of an object at b_[p_] == '{', each handed to `member(key)`, which reads the
+  // value (b_[p_] is its first byte).
+  template <typename Member>
+  bool Members(Member member) {
+    ++p_;
+    if (!SkipWs()) return false;
+    if (b_[p_] == '}') {
+      ++p_;
+      return true;
+    }
+    while (true) {
+      if (b_[p_] != '"') return Stop(FastRead::kBail);
+      std::string_view key;
+      if (!String(&key)) return false;
+      if (!SkipWs()) return false;
+      if (b_[p_] != ':') return Stop(FastRead::kBail);
+      ++p_;
+      if (!SkipWs()) return false;
+      if (!member(key)) return false;
+      if (!SkipWs()) return false;
+      if (b_[p_] == '}') {
+        ++p_;
+        return true;
+      }
+      if (b_[p_] != ',') return Stop(FastRead::kBail);
+      ++p_;
+      if (!SkipWs()) return false;
+    }
+  }
+
+  bool Args(KinetoEventFields& f) {
+    if (b_[p_] != '{') return SkipValue();  // rocprof v1 HIP events: args is a string
+    return Members([&](std::string_view k) {
+      if (k == "correlation") return Int(&f.correlation);
+      if (k == "stream") return Int(&f.stream);
+      if (k == "device") return Int(&f.device);
+      if (k == "bytes" || k == "size") return Int(&f.bytes);
+      if (k == "kind" && b_[p_] == '"') return String(&f.kind_arg);
+      return SkipValue();
+    });
+  }
+
+  bool ReadObject(KinetoEventFields& f) {
+    if (n_ == 0 || b_[0] != '{') return Stop(FastRead::kBail);
+    return Members([&](std::string_view k) {
+      auto str = [&](std::string_view* out) { return b_[p_] == '"' ? String(out) : Stop(FastRead::kBail); };
+      if (k == "ph") return str(&f.ph);
+      if (k == "cat") return str(&f.cat);
+      if (k == "name") return str(&f.name);
+      if (k == "pid") return Int(&f.pid);
+      if (k == "tid") return Int(&f.tid);
+      if (k == "ts") return Micros(&f.ts_ns);
+      if (k == "dur") return Micros(&f.dur_ns);
+      if (k == "args" && !SkipsArgs(f.cat)) return Args(f);
+      return SkipValue();
+    });
+  }
+
+  const char* b_;
+  size_t n_;
+  size_t p_ = 0;
+  FastRead stop_ = FastRead::kDone;
+};
+
+}  // namespace
+
+std::optional<int64_t> JsonIntValue(od::value v) {
+  od::json_type t;
+  if (v.type().get(t)) return std::nullopt;
+  if (t == od::json_type::number) {
+    int64_t i;
+    if (!v.get_int64().get(i)) return i;
+    double d;
+    if (!v.get_double().get(d) && std::isfinite(d)) return static_cast<int64_t>(d);
+    return std::nullopt;
+  }
+  if (t == od::json_type::string) {  // ROCm: "size": "2560", "stream": "0x0"
+    std::string_view s;
+    if (v.get_string().get(s)) return std::nullopt;
+    return IntFromJsonString(s);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<int64_t> MicrosValue(od::value v) {
+  std::string_view tok = v.raw_json_token();
+  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' ||
+                          tok.back() == '\t')) {
+    tok.remove_suffix(1);
+  }
+  if (!tok.empty() && tok.front() == '"') {  // rocprof v1 results.json writes "ts": "12"
+    tok = tok.substr(1, tok.size() >= 2 ? tok.size() - 2 : 0);
+  }
+  return ParseMicrosToNs(tok);
+}
+
+}  // namespace
+
+const char* KinetoEventParser::Parse(std::string_view text, KinetoEventFields& f) {
+  pad_.assign(text.data(), text.size());
+  pad_.append(simdjson::SIMDJSON_PADDING, ' ');
+  od::document doc;
+  if (parser_.iterate(pad_.data(), text.size(), pad_.size()).get(doc)) return "malformed event";
+  od::object obj;
+  if (doc.get_object().get(obj)) return "event is not an object";
+  f = KinetoEventFields{};
+  bool ok = true;
+  for (auto field : obj) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) {
+      ok = false;
+      break;
+    }
+    od::value v;
+    if (field.value().get(v)) {
+      ok = false;
+      break;
+    }
+    if (key == "ph") {
+      if (v.get_string().get(f.ph)) ok = false;
+    } else if (key == "cat") {
+      if (v.get_string().get(f.cat)) ok = false;
+    } else if (key == "name") {
+      if (v.get_string().get(f.name)) ok = false;
+    } else if (key == "pid") {
+      f.pid = JsonIntValue(v);
+    } else if (key == "tid") {
+      f.tid = JsonIntValue(v);
+    } else if (key == "ts") {
+      f.ts_ns = MicrosValue(v);
+    } else if (key == "dur") {
+      f.dur_ns = MicrosValue(v);
+    } else if (key == "args") {
+      // CPU-side args (Input Dims, Concrete Inputs...) are not needed: leave them unread.
+      if (SkipsArgs(f.cat)) continue;
+      od::object args;
+      if (v.get_object().get(args)) continue;  // rocprof v1 HIP events: args is a string
+      for (auto a : args) {
+        std::string_view ak;
+        if (a.unescaped_key().get(ak)) {
+          ok = false;
+          break;
+        }
+        od::value av;
+        if (a.value().get(av)) {
+          ok = false;
+          break;
+        }
+        if (ak == "correlation") {
+          f.correlation = JsonIntValue(av);
+        } else if (ak == "stream") {
+          f.stream = JsonIntValue(av);
+        } else if (ak == "device") {
+          f.device = JsonIntValue(av);
+        } else if (ak == "bytes" || ak == "size") {
+          f.bytes = JsonIntValue(av);
+        } else if (ak == "kind") {
+          std::string_view k;
+          if (!av.get_string().get(k)) f.kind_arg = k;
+        }
+      }
+    }
+    if (!ok) break;
+  }
+  return ok ? nullptr : "malformed event";
+}
+
+FastRead ReadKinetoEventFast(const char* b, size_t n, KinetoEventFields& f, size_t* length) {
+  f = KinetoEventFields{};
+  return EventReader(b, n).Read(f, length);
+}
+
+}  // namespace latdoc::trace

@@ -1,0 +1,132 @@
+// The one-pass event reader against the general (simdjson) path: the same fields for every
+// event it accepts, on every real Kineto fixture; "need more" for every cut of an event;
+// "bail" for what only the general path may decide.
+#include "trace/importers/kineto/kineto_event.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "base/file_util.h"
+#include "trace/importers/kineto/json_event_scanner.h"
+
+namespace latdoc::trace {
+namespace {
+
+std::string Describe(const KinetoEventFields& f) {
+  auto opt = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
+  return std::string(f.ph) + "|" + std::string(f.cat) + "|" + std::string(f.name) + "|" + opt(f.pid) +
+         "|" + opt(f.tid) + "|" + opt(f.ts_ns) + "|" + opt(f.dur_ns) + "|" + opt(f.correlation) + "|" +
+         opt(f.stream) + "|" + opt(f.device) + "|" + opt(f.bytes) + "|" + std::string(f.kind_arg);
+}
+
+// Every event of `path` (split by the scanner alone), read both ways.
+void CompareOnFile(const std::string& path) {
+  auto in = OpenInput(path);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  auto text = ReadAll(**in);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  std::vector<std::string> events;
+  JsonEventScanner scanner([&](std::string_view e, uint64_t) { events.emplace_back(e); },
+                           [](std::string_view, std::string_view) {});
+  ASSERT_TRUE(scanner.Feed(*text).ok());
+  ASSERT_TRUE(scanner.Finish().ok());
+  ASSERT_GT(events.size(), 1000u) << path;
+
+  KinetoEventParser general;
+  size_t fast_read = 0;
+  for (const std::string& e : events) {
+    KinetoEventFields fast;
+    size_t length = 0;
+    const FastRead r = ReadKinetoEventFast(e.data(), e.size(), fast, &length);
+    ASSERT_NE(r, FastRead::kNeedMore) << e;
+    if (r == FastRead::kBail) continue;
+    ++fast_read;
+    EXPECT_EQ(length, e.size());
+    const std::string got = Describe(fast);  // before Parse: its strings may point anywhere
+    KinetoEventFields want;
+    ASSERT_EQ(general.Parse(e, want), nullptr) << e;
+    ASSERT_EQ(got, Describe(want)) << e;
+  }
+  // The fast path must carry real traces, not just be correct when it runs.
+  EXPECT_GT(fast_read, events.size() * 99 / 100) << path;
+}
+
+TEST(KinetoEventTest, SameFieldsAsTheGeneralPathOnRealTraces) {
+  for (const char* path : {"tests/data/trace/kineto/h200_llama0.85b_decode_b1_eager.json.gz",
+                           "tests/data/trace/tracelens/h100_qwen0.5b/trace.json.gz",
+                           "tests/data/trace/tracelens/mi300x_qwen0.5b/trace.json.gz",
+                           "tests/data/trace/tracelens/vllm_rocm7_decode_fullgraph/trace.json.gz"}) {
+    SCOPED_TRACE(path);
+    CompareOnFile(path);
+  }
+}
+
+constexpr std::string_view kEvent =
+    R"({"ph": "X", "cat": "kernel", "name": "gemm<{lambda(float)#1}>", "pid": 0, "tid": 7,)"
+    R"( "ts": 5139252745624.543, "dur": 2.272, "args": {"External id": 17, "device": 0,)"
+    R"( "stream": "0x7", "correlation": 38, "grid": [1, [1], {"a": "]}"}], "bytes": "2560", "kind": "HtoD"}})";
+
+TEST(KinetoEventTest, ReadsAnEventAndNeedsMoreForEveryCut) {
+  KinetoEventFields f;
+  size_t length = 0;
+  ASSERT_EQ(ReadKinetoEventFast(kEvent.data(), kEvent.size(), f, &length), FastRead::kDone);
+  EXPECT_EQ(length, kEvent.size());
+  EXPECT_EQ(Describe(f), "X|kernel|gemm<{lambda(float)#1}>|0|7|5139252745624543|2272|38|7|0|2560|HtoD");
+  for (size_t cut = 0; cut < kEvent.size(); ++cut) {
+    EXPECT_EQ(ReadKinetoEventFast(kEvent.data(), cut, f, &length), cut == 0 ? FastRead::kBail : FastRead::kNeedMore)
+        << "cut at " << cut;
+  }
+  // Trailing bytes after the event are not read.
+  const std::string more = std::string(kEvent) + ",\n{\"ph\"";
+  ASSERT_EQ(ReadKinetoEventFast(more.data(), more.size(), f, &length), FastRead::kDone);
+  EXPECT_EQ(length, kEvent.size());
+}
+
+TEST(KinetoEventTest, IntegersInStringsPastInt64AreNone) {
+  EXPECT_EQ(IntFromJsonString("2560"), 2560);
+  EXPECT_EQ(IntFromJsonString("0x1f"), 31);
+  EXPECT_EQ(IntFromJsonString("9223372036854775799"), 9223372036854775799);
+  EXPECT_EQ(IntFromJsonString("25280557472805574710"), std::nullopt);  // fuzz 35e78bb6
+  EXPECT_EQ(IntFromJsonString(""), std::nullopt);
+  EXPECT_EQ(IntFromJsonString("12a"), std::nullopt);
+}
+
+TEST(KinetoEventTest, LeavesTheUnusualToTheGeneralPath) {
+  const std::vector<std::string> cases = {
+      R"({"ph": "X", "name": "a\"b", "ts": 1})",          // escape in a kept string
+      R"({"ph": "X", "name": "a)" "\x01" R"(", "ts": 1})",  // control byte
+      R"({"ph": "X", "name": "a)" "\xff" R"(", "ts": 1})",  // invalid UTF-8
+      R"({"ph": "X", "pid": 1.5, "ts": 1})",               // a fraction where an integer goes
+      R"({"ph": "X", "pid": 012, "ts": 1})",               // a leading zero
+      R"({"ph": "X", "pid": 12345678901234567890})",       // past int64
+      R"({"ph": 1})",                                      // ph not a string
+      R"({"ph": "X", "ts": {"a": 1}})",                    // ts an object
+      R"({"ph": "X", "dur": 8.)" "\x0c" R"(27, "ts": 1})",   // a form feed splits the token (fuzz 7aa1c4b7)
+      R"({"ph": "X", "a": [1,)" "\x0c" R"(2], "ts": 1})",    // a stray control byte where skipped
+      R"({"ph": "X", "ts": 1$})",                           // a byte no scalar holds
+      R"({"ph": "X", "ts": , "dur": 1})",                   // an empty value (fuzz 509fe5bc)
+      R"({"ph": "X", "ts": 1.2.3})",                        // not a number by JSON's grammar
+      R"({"ph": "X", "a": tru, "ts": 1})",
+      R"({"ph": "X",, "ts": 1})",                          // broken structure
+      R"({"ph": "X" "ts": 1})",
+      R"({ph: "X"})",
+      R"(["ph", "X"])",
+  };
+  for (const std::string& c : cases) {
+    KinetoEventFields f;
+    size_t length = 0;
+    EXPECT_EQ(ReadKinetoEventFast(c.data(), c.size(), f, &length), FastRead::kBail) << c;
+  }
+  // Escapes in what is skipped are fine, as are the args of CPU ops, never read.
+  const std::string skipped =
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "args": {"correlation": 5, "s": "x\"y\\"}})";
+  KinetoEventFields f;
+  size_t length = 0;
+  ASSERT_EQ(ReadKinetoEventFast(skipped.data(), skipped.size(), f, &length), FastRead::kDone);
+  EXPECT_EQ(Describe(f), "X|cpu_op|aten::mm|-|-|1000|-|-|-|-|-|");
+}
+
+}  // namespace
+}  // namespace latdoc::trace
