@@ -1,6 +1,8 @@
 #include "trace/model/trace.h"
 
 #include <algorithm>
+#include <future>
+#include <thread>
 #include <unordered_map>
 
 namespace latdoc::trace {
@@ -83,34 +85,173 @@ const DeviceInfo* Trace::FindDevice(uint16_t source, int32_t device) const {
   return nullptr;
 }
 
+namespace {
+
+// A stable sort that uses the order the rows already have. Importers append rows per thread,
+// stream or table, each mostly in time order, so a table is usually a few ascending runs:
+// merging adjacent runs pairwise (left run first on ties, as std::merge does) costs
+// n log(runs) and gives exactly std::stable_sort's result. Inputs with many runs go to
+// std::stable_sort itself.
+template <typename T, typename Less>
+void StableSortRuns(std::vector<T>& v, Less less) {
+  if (v.size() < 2) return;
+  std::vector<size_t> bounds{0};
+  for (size_t i = 1; i < v.size(); ++i) {
+    if (less(v[i], v[i - 1])) bounds.push_back(i);
+  }
+  bounds.push_back(v.size());
+  if (bounds.size() == 2) return;   // one run: already sorted
+  if (bounds.size() - 1 > v.size() / 16) {
+    std::stable_sort(v.begin(), v.end(), less);
+    return;
+  }
+  std::vector<T> buf(v.size());
+  std::vector<T>* from = &v;
+  std::vector<T>* to = &buf;
+  std::vector<size_t> next;
+  while (bounds.size() > 2) {
+    next.assign(1, 0);
+    size_t k = 0;
+    for (; k + 2 < bounds.size(); k += 2) {
+      std::merge(from->begin() + bounds[k], from->begin() + bounds[k + 1],
+                 from->begin() + bounds[k + 1], from->begin() + bounds[k + 2],
+                 to->begin() + bounds[k], less);
+      next.push_back(bounds[k + 2]);
+    }
+    if (k + 1 < bounds.size()) {   // an odd run out: carried over as it is
+      std::copy(from->begin() + bounds[k], from->begin() + bounds[k + 1], to->begin() + bounds[k]);
+      next.push_back(bounds[k + 1]);
+    }
+    std::swap(from, to);
+    bounds.swap(next);
+  }
+  if (from != &v) v.swap(buf);
+}
+
+constexpr int kCorrelationBits = 48;
+constexpr uint64_t kCorrelationMask = (uint64_t{1} << kCorrelationBits) - 1;
+
+// (source, correlation) -> key. Correlation ids are < 2^48 in every format seen; the source
+// takes the top 16 bits.
+uint64_t CorrelationKey(uint16_t source, int64_t correlation) {
+  return (uint64_t{source} << kCorrelationBits) ^ static_cast<uint64_t>(correlation);
+}
+
+// Key -> first API call with it (in api_calls order). A flat array per source when every
+// API correlation is in [0, 2^48) (then keys and (source, correlation) pairs match one to one)
+// and the ids are dense enough; a hash map otherwise.
+class CorrelationIndex {
+ public:
+  explicit CorrelationIndex(const std::vector<ApiCall>& calls) {
+    struct Range {
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+    };
+    std::vector<Range> ranges;
+    bool flat = true;
+    size_t keyed = 0;
+    for (const ApiCall& a : calls) {
+      if (a.correlation == kNoCorrelation) continue;
+      ++keyed;
+      if (a.correlation < 0 || static_cast<uint64_t>(a.correlation) > kCorrelationMask) {
+        flat = false;
+        break;
+      }
+      if (a.source >= ranges.size()) ranges.resize(size_t{a.source} + 1);
+      Range& r = ranges[a.source];
+      r.lo = std::min(r.lo, a.correlation);
+      r.hi = std::max(r.hi, a.correlation);
+    }
+    uint64_t slots = 0;
+    if (flat) {
+      for (const Range& r : ranges) {
+        if (r.lo <= r.hi) slots += static_cast<uint64_t>(r.hi - r.lo) + 1;
+      }
+      flat = slots <= 2 * uint64_t{keyed} + 4096;
+    }
+    if (flat) {
+      tables_.resize(ranges.size());
+      size_t offset = 0;
+      for (size_t s = 0; s < ranges.size(); ++s) {
+        if (ranges[s].lo > ranges[s].hi) continue;
+        tables_[s] = {ranges[s].lo, ranges[s].hi, offset};
+        offset += static_cast<size_t>(ranges[s].hi - ranges[s].lo) + 1;
+      }
+      first_.assign(offset, kNoLink);
+      for (uint32_t i = 0; i < calls.size(); ++i) {
+        const ApiCall& a = calls[i];
+        if (a.correlation == kNoCorrelation) continue;
+        uint32_t& slot = first_[Slot(a.source, a.correlation)];
+        if (slot == kNoLink) slot = i;
+      }
+      return;
+    }
+    use_map_ = true;
+    by_key_.reserve(calls.size());
+    for (uint32_t i = 0; i < calls.size(); ++i) {
+      const ApiCall& a = calls[i];
+      if (a.correlation == kNoCorrelation) continue;
+      by_key_.emplace(CorrelationKey(a.source, a.correlation), i);
+    }
+  }
+
+  // The first API call whose key equals CorrelationKey(source, correlation), or kNoLink.
+  uint32_t Find(uint16_t source, int64_t correlation) const {
+    const uint64_t key = CorrelationKey(source, correlation);
+    if (use_map_) {
+      auto it = by_key_.find(key);
+      return it == by_key_.end() ? kNoLink : it->second;
+    }
+    // Every stored key is (s << 48) | c with c < 2^48, so split the key the same way.
+    const uint64_t s = key >> kCorrelationBits;
+    const int64_t c = static_cast<int64_t>(key & kCorrelationMask);
+    if (s >= tables_.size()) return kNoLink;
+    const Table& t = tables_[s];
+    if (c < t.lo || c > t.hi) return kNoLink;
+    return first_[Slot(static_cast<uint16_t>(s), c)];
+  }
+
+ private:
+  struct Table {
+    int64_t lo = 1, hi = 0;   // empty
+    size_t offset = 0;
+  };
+  size_t Slot(uint16_t source, int64_t correlation) const {
+    const Table& t = tables_[source];
+    return t.offset + static_cast<size_t>(correlation - t.lo);
+  }
+
+  bool use_map_ = false;
+  std::vector<Table> tables_;
+  std::vector<uint32_t> first_;
+  std::unordered_map<uint64_t, uint32_t> by_key_;
+};
+
+}  // namespace
+
 void Trace::Finalize() {
   auto by_start = [](const auto& a, const auto& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns < b.dur_ns;
   };
-  std::stable_sort(gpu_ops.begin(), gpu_ops.end(), by_start);
-  std::stable_sort(api_calls.begin(), api_calls.end(), by_start);
-  std::stable_sort(cpu_ops.begin(), cpu_ops.end(), [](const CpuOp& a, const CpuOp& b) {
+  // The three tables are independent: GPU ops sort on a second thread (when there is a
+  // second core) while this one sorts the host side and indexes the API calls.
+  const auto policy = std::thread::hardware_concurrency() > 1
+                          ? std::launch::async | std::launch::deferred
+                          : std::launch::deferred;
+  std::future<void> gpu_sorted =
+      std::async(policy, [this, by_start] { StableSortRuns(gpu_ops, by_start); });
+  StableSortRuns(api_calls, by_start);
+  const CorrelationIndex index(api_calls);
+  StableSortRuns(cpu_ops, [](const CpuOp& a, const CpuOp& b) {
     if (a.source != b.source) return a.source < b.source;
     if (a.pid != b.pid) return a.pid < b.pid;
     if (a.tid != b.tid) return a.tid < b.tid;
     return a.start_ns < b.start_ns;
   });
-  // (source, correlation) -> first API call with it. Correlation ids are < 2^48 in every
-  // format seen; the source takes the top 16 bits.
-  std::unordered_map<uint64_t, uint32_t> by_corr;
-  by_corr.reserve(api_calls.size());
-  for (uint32_t i = 0; i < api_calls.size(); ++i) {
-    const ApiCall& a = api_calls[i];
-    if (a.correlation == kNoCorrelation) continue;
-    const uint64_t key = (uint64_t{a.source} << 48) ^ static_cast<uint64_t>(a.correlation);
-    by_corr.emplace(key, i);
-  }
+  gpu_sorted.get();
   for (GpuOp& op : gpu_ops) {
     op.api = kNoLink;
     if (op.correlation == kNoCorrelation) continue;
-    const uint64_t key = (uint64_t{op.source} << 48) ^ static_cast<uint64_t>(op.correlation);
-    auto it = by_corr.find(key);
-    if (it != by_corr.end()) op.api = it->second;
+    op.api = index.Find(op.source, op.correlation);
   }
 }
 

@@ -145,7 +145,8 @@ class Trace {
 
   // Sorts gpu_ops and api_calls by start time, cpu_ops by (source, pid, tid, start), and
   // links each GPU op to the API call with the same (source, correlation). Call once, after
-  // every importer has run.
+  // every importer has run. Sorts on a second thread where there is a second core, and
+  // returns when all is done.
   void Finalize();
 
   std::string_view Name(NameId id) const { return names.Get(id); }

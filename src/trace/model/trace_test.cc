@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <vector>
+
 namespace latdoc::trace {
 namespace {
 
@@ -54,6 +58,70 @@ TEST(TraceTest, FinalizeLinksByCorrelationWithinOneSourceOnly) {
   EXPECT_EQ(t.gpu_ops[0].source, b);  // sorted by start
   EXPECT_EQ(t.gpu_ops[0].api, kNoLink);
   EXPECT_EQ(t.gpu_ops[1].api, 0u);
+}
+
+// Finalize sorts by (start, dur) stably, whatever the input's runs: the same order as
+// std::stable_sort, for inputs of one run, a few runs (merged) and many (stable_sort itself).
+TEST(TraceTest, FinalizeSortIsStableSort) {
+  std::mt19937 rng(3);
+  for (int runs : {1, 2, 3, 7, 500}) {
+    Trace t;
+    t.AddSource("a", "test");
+    for (int r = 0; r < runs; ++r) {
+      int64_t start = static_cast<int64_t>(rng() % 50);
+      for (int i = 0; i < 1000 / runs; ++i) {
+        GpuOp op;
+        start += static_cast<int64_t>(rng() % 3);
+        op.start_ns = start;
+        op.dur_ns = static_cast<int64_t>(rng() % 2);
+        op.stream = r;
+        op.correlation = static_cast<int64_t>(t.gpu_ops.size());   // the input position
+        t.gpu_ops.push_back(op);
+      }
+    }
+    std::vector<GpuOp> want = t.gpu_ops;
+    std::stable_sort(want.begin(), want.end(), [](const GpuOp& a, const GpuOp& b) {
+      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns < b.dur_ns;
+    });
+    t.Finalize();
+    ASSERT_EQ(t.gpu_ops.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(t.gpu_ops[i].correlation, want[i].correlation) << "runs=" << runs << " i=" << i;
+    }
+  }
+}
+
+// Links go to the first API call (in sorted order) with the op's key, dense correlation ids or
+// not, and a correlation past 2^48 keeps the key arithmetic of (source << 48) ^ correlation.
+TEST(TraceTest, FinalizeLinksFirstCallOfEachKey) {
+  for (int64_t base : {int64_t{0}, int64_t{1} << 40}) {
+    Trace t;
+    t.AddSource("a", "test");
+    t.AddSource("b", "test");
+    for (int64_t i = 0; i < 10; ++i) {
+      ApiCall call;
+      call.start_ns = 100 + i;
+      call.correlation = i % 5 == 4 ? base * 3 + i : base + i;   // sparse when base > 0
+      call.source = 1;
+      t.api_calls.push_back(call);
+    }
+    ApiCall dup = t.api_calls[2];
+    dup.start_ns = 200;   // a later call with the same key: not the link
+    t.api_calls.push_back(dup);
+    GpuOp op;
+    op.source = 1;
+    op.correlation = base + 2;
+    GpuOp alias;   // source 0 with the correlation's bit 48 set: key (1 << 48) ^ (base + 3)
+    alias.correlation = (int64_t{1} << 48) + base + 3;
+    GpuOp missing;
+    missing.source = 1;
+    missing.correlation = base + 100;
+    t.gpu_ops = {op, alias, missing};
+    t.Finalize();
+    EXPECT_EQ(t.gpu_ops[0].api, 2u) << base;
+    EXPECT_EQ(t.gpu_ops[1].api, 3u) << base;
+    EXPECT_EQ(t.gpu_ops[2].api, kNoLink) << base;
+  }
 }
 
 TEST(ImportIssuesTest, CountsEveryIssueButKeepsFewExamples) {
