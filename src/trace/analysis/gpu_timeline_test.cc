@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "trace/importers/registry.h"
 
 namespace latdoc::trace {
@@ -52,6 +54,38 @@ INSTANTIATE_TEST_SUITE_P(
                   29.74316796875, 0.0, 0.000759765625, 0.000759765625},
         Reference{"h100_qwen0.5b", 34.8924189453125, 31.905483154296874, 2.986935791015625,
                   31.903115234375, 0.0, 0.002367919921875, 0.002367919921875}));
+
+// The sets are built as ops come, which is cheap in start order (finalized); any other order
+// must give the same numbers to the last bit.
+TEST(GpuTimelineTest, SameNumbersWhateverTheOpOrder) {
+  Trace trace;
+  auto results =
+      ImportFiles({"tests/data/trace/tracelens/vllm_rocm7_decode_fullgraph/trace.json.gz"},
+                  ImportOptions{}, trace);
+  ASSERT_TRUE(results[0].status.ok());
+  for (bool require_launch : {true, false}) {
+    GpuTimelineOptions options;
+    options.require_host_launch = require_launch;
+    const GpuTimeline sorted = ComputeGpuTimeline(trace, options);
+    std::reverse(trace.gpu_ops.begin(), trace.gpu_ops.end());
+    const GpuTimeline reversed = ComputeGpuTimeline(trace, options);
+    std::reverse(trace.gpu_ops.begin(), trace.gpu_ops.end());
+    ASSERT_GT(sorted.ops, 0);
+    EXPECT_GT(sorted.total_memcpy_ns, 0);
+    EXPECT_EQ(reversed.ops, sorted.ops);
+    EXPECT_EQ(reversed.busy_ns, sorted.busy_ns);
+    EXPECT_EQ(reversed.computation_ns, sorted.computation_ns);
+    EXPECT_EQ(reversed.exposed_comm_ns, sorted.exposed_comm_ns);
+    EXPECT_EQ(reversed.exposed_memcpy_ns, sorted.exposed_memcpy_ns);
+    EXPECT_EQ(reversed.total_ms, sorted.total_ms);
+    EXPECT_EQ(reversed.busy_ms, sorted.busy_ms);
+    EXPECT_EQ(reversed.idle_ms, sorted.idle_ms);
+    EXPECT_EQ(reversed.computation_ms, sorted.computation_ms);
+    EXPECT_EQ(reversed.exposed_comm_ms, sorted.exposed_comm_ms);
+    EXPECT_EQ(reversed.exposed_memcpy_ms, sorted.exposed_memcpy_ms);
+    EXPECT_EQ(reversed.total_memcpy_ms, sorted.total_memcpy_ms);
+  }
+}
 
 // Without the host-launch rule the MI300X total includes kernels launched before the window
 // (trace-formats.md 7.1: 47.09 ms instead of 33.13 ms).

@@ -62,72 +62,142 @@ void DescribeHost(const Trace& trace, const AnalysisOptions& o, int64_t max_api_
   g.cpu_top = std::move(top);
 }
 
+// Puts into v[0, k) what std::sort(v, less) would put there, without sorting all of `v`
+// when it can: the k + 1 first elements of a partial sort decide. Unless two of them are
+// equivalent under `less` (then std::sort's own order of equivalent elements would decide, so
+// it is std::sort itself), the first k are the same as std::sort's. Elements past k are left
+// unspecified.
+template <typename T, typename Less>
+void SortFirst(std::vector<T>& v, size_t k, Less less) {
+  if (v.size() <= 1 || k >= v.size() - 1) {
+    std::sort(v.begin(), v.end(), less);
+    return;
+  }
+  if (k == 0) return;
+  std::vector<T> top(k + 1);
+  std::partial_sort_copy(v.begin(), v.end(), top.begin(), top.end(), less);
+  for (size_t i = 1; i <= k; ++i) {
+    if (!less(top[i - 1], top[i])) {
+      std::sort(v.begin(), v.end(), less);
+      return;
+    }
+  }
+  std::copy(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), v.begin());
+}
+
+// Key -> slot (0, 1, 2... in first-seen order) for per-stream and per-device state. Ops of
+// one stream usually come in runs, so the last key is checked before the map.
+template <typename Key>
+class Slots {
+ public:
+  uint32_t Get(const Key& k) {
+    if (last_ != kNone && k == last_key_) return last_;
+    auto [it, inserted] = ids_.emplace(k, static_cast<uint32_t>(ids_.size()));
+    last_key_ = k;
+    last_ = it->second;
+    return last_;
+  }
+  const std::map<Key, uint32_t>& by_key() const { return ids_; }
+  size_t size() const { return ids_.size(); }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  std::map<Key, uint32_t> ids_;
+  Key last_key_{};
+  uint32_t last_ = kNone;
+};
+
 }  // namespace
 
 IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns) {
   IdleStats s;
-  // gpu_ops are sorted by start; bucket their indices per stream and per device.
-  std::map<std::tuple<uint16_t, int32_t, int32_t>, std::vector<uint32_t>> by_stream;
-  std::map<std::pair<uint16_t, int32_t>, std::vector<uint32_t>> by_device;
-  for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
-    const GpuOp& op = trace.gpu_ops[i];
-    by_stream[{op.source, op.device, op.stream}].push_back(i);
-    by_device[{op.source, op.device}].push_back(i);
-  }
-  for (const auto& [key, idx] : by_stream) {
-    StreamIdle st;
-    std::tie(st.source, st.device, st.stream) = key;
-    st.ops = static_cast<int64_t>(idx.size());
-    const GpuOp* prev = nullptr;
-    int64_t last_end = INT64_MIN;
-    for (uint32_t i : idx) {
-      const GpuOp& op = trace.gpu_ops[i];
-      if (prev != nullptr) {
-        const int64_t gap = op.start_ns - prev->end_ns();
-        if (gap > 0) {
-          const bool host_late = op.api != kNoLink && trace.api_calls[op.api].start_ns > prev->end_ns();
-          if (host_late) {
-            st.host_wait_ns += gap;
-          } else if (gap < o.kernel_wait_max_ns) {
-            st.kernel_wait_ns += gap;
-          } else {
-            st.other_ns += gap;
-          }
-        }
-      }
-      prev = &op;
-      last_end = std::max(last_end, op.end_ns());
-    }
-    st.span_ns = last_end - trace.gpu_ops[idx.front()].start_ns;
-    s.host_wait_ns += st.host_wait_ns;
-    s.kernel_wait_ns += st.kernel_wait_ns;
-    s.other_ns += st.other_ns;
-    s.streams.push_back(st);
-  }
-  int64_t max_api_ns = 0;
-  for (const ApiCall& a : trace.api_calls) max_api_ns = std::max(max_api_ns, a.dur_ns);
-  // Device-level gaps: between merged busy intervals of all the device's ops.
+  // gpu_ops are sorted by start: one pass in that order walks every stream's and every
+  // device's ops in start order, with a little state per stream and per device. Streams are
+  // reported in key order.
   struct Candidate {
     uint16_t source;
     int32_t device;
     int64_t start, end;
     uint32_t next;
   };
-  std::vector<Candidate> gaps;
-  for (const auto& [key, idx] : by_device) {
+  struct StreamState {
+    StreamIdle st;
+    const GpuOp* prev = nullptr;
+    int64_t first_start = 0;
+    int64_t last_end = INT64_MIN;
+  };
+  struct DeviceState {
     int64_t cover_end = INT64_MIN;
-    for (uint32_t i : idx) {
-      const GpuOp& op = trace.gpu_ops[i];
-      if (cover_end != INT64_MIN && op.start_ns > cover_end) {
-        gaps.push_back({key.first, key.second, cover_end, op.start_ns, i});
+    std::vector<Candidate> gaps;   // device-level gaps, in start order
+  };
+  Slots<std::tuple<uint16_t, int32_t, int32_t>> stream_slots;
+  Slots<std::pair<uint16_t, int32_t>> device_slots;
+  std::vector<StreamState> streams;
+  std::vector<DeviceState> devices;
+  for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
+    const GpuOp& op = trace.gpu_ops[i];
+    const uint32_t si = stream_slots.Get({op.source, op.device, op.stream});
+    if (si == streams.size()) {
+      streams.emplace_back();
+      streams.back().st.source = op.source;
+      streams.back().st.device = op.device;
+      streams.back().st.stream = op.stream;
+      streams.back().first_start = op.start_ns;
+    }
+    StreamState& ss = streams[si];
+    StreamIdle& st = ss.st;
+    ++st.ops;
+    if (ss.prev != nullptr) {
+      const GpuOp& prev = *ss.prev;
+      const int64_t gap = op.start_ns - prev.end_ns();
+      if (gap > 0) {
+        const bool host_late =
+            op.api != kNoLink && trace.api_calls[op.api].start_ns > prev.end_ns();
+        if (host_late) {
+          st.host_wait_ns += gap;
+        } else if (gap < o.kernel_wait_max_ns) {
+          st.kernel_wait_ns += gap;
+        } else {
+          st.other_ns += gap;
+        }
       }
-      cover_end = std::max(cover_end, op.end_ns());
+    }
+    ss.prev = &op;
+    ss.last_end = std::max(ss.last_end, op.end_ns());
+
+    // Device-level gaps: between merged busy intervals of all the device's ops.
+    const uint32_t di = device_slots.Get({op.source, op.device});
+    if (di == devices.size()) devices.emplace_back();
+    DeviceState& ds = devices[di];
+    if (ds.cover_end != INT64_MIN && op.start_ns > ds.cover_end) {
+      ds.gaps.push_back({op.source, op.device, ds.cover_end, op.start_ns, i});
+    }
+    ds.cover_end = std::max(ds.cover_end, op.end_ns());
+  }
+  for (const auto& [key, si] : stream_slots.by_key()) {
+    StreamState& ss = streams[si];
+    ss.st.span_ns = ss.last_end - ss.first_start;
+    s.host_wait_ns += ss.st.host_wait_ns;
+    s.kernel_wait_ns += ss.st.kernel_wait_ns;
+    s.other_ns += ss.st.other_ns;
+    s.streams.push_back(ss.st);
+  }
+  int64_t max_api_ns = 0;
+  for (const ApiCall& a : trace.api_calls) max_api_ns = std::max(max_api_ns, a.dur_ns);
+  // The largest gaps first (ties: earlier first), devices in key order before the sort.
+  std::vector<Candidate> gaps;
+  if (devices.size() == 1) {
+    gaps = std::move(devices[0].gaps);
+  } else {
+    for (const auto& [key, di] : device_slots.by_key()) {
+      gaps.insert(gaps.end(), devices[di].gaps.begin(), devices[di].gaps.end());
     }
   }
-  std::sort(gaps.begin(), gaps.end(), [](const Candidate& a, const Candidate& b) {
+  auto larger = [](const Candidate& a, const Candidate& b) {
     return (a.end - a.start) != (b.end - b.start) ? (a.end - a.start) > (b.end - b.start)
                                                   : a.start < b.start;
-  });
+  };
+  SortFirst(gaps, static_cast<size_t>(o.largest_gaps), larger);
   for (size_t k = 0; k < gaps.size() && k < static_cast<size_t>(o.largest_gaps); ++k) {
     const Candidate& c = gaps[k];
     IdleGap g;

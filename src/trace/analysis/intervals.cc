@@ -5,9 +5,10 @@
 namespace latdoc::trace {
 
 IntervalSet MergeIntervals(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
-    return a.start_ns < b.start_ns;
-  });
+  // Callers mostly pass intervals taken from start-sorted tables: skip the sort then. The
+  // result does not depend on the order of equal starts, so any start order gives the same set.
+  auto by_start = [](const Interval& a, const Interval& b) { return a.start_ns < b.start_ns; };
+  if (!std::is_sorted(v.begin(), v.end(), by_start)) std::sort(v.begin(), v.end(), by_start);
   IntervalSet out;
   for (const Interval& i : v) {
     if (i.end_ns <= i.start_ns) continue;
@@ -60,9 +61,20 @@ IntervalSet Intersect(const IntervalSet& a, const IntervalSet& b) {
 }
 
 IntervalSet Unite(const IntervalSet& a, const IntervalSet& b) {
-  std::vector<Interval> all(a);
-  all.insert(all.end(), b.begin(), b.end());
+  std::vector<Interval> all(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), all.begin(),
+             [](const Interval& x, const Interval& y) { return x.start_ns < y.start_ns; });
   return MergeIntervals(std::move(all));
+}
+
+IntervalSet IntervalSetBuilder::Finish() {
+  IntervalSet out = std::move(out_);
+  out_.clear();
+  if (late_.empty()) return out;
+  // The union does not depend on how the intervals are grouped: the set so far plus the rest.
+  out.insert(out.end(), late_.begin(), late_.end());
+  late_.clear();
+  return MergeIntervals(std::move(out));
 }
 
 }  // namespace latdoc::trace

@@ -23,4 +23,31 @@ IntervalSet Subtract(const IntervalSet& a, const IntervalSet& b);
 IntervalSet Intersect(const IntervalSet& a, const IntervalSet& b);
 IntervalSet Unite(const IntervalSet& a, const IntervalSet& b);
 
+// Builds MergeIntervals(every interval added) as they come. Intervals added in start order
+// (taken from a start-sorted table) are merged on the fly, with nothing stored but the set;
+// any order still gives the right set, at the cost of a sort of what came out of order.
+class IntervalSetBuilder {
+ public:
+  void Add(const Interval& i) {
+    if (i.end_ns <= i.start_ns) return;   // empty: dropped, as MergeIntervals does
+    if (!late_.empty() || (!out_.empty() && i.start_ns < last_start_ns_)) {
+      late_.push_back(i);
+      return;
+    }
+    last_start_ns_ = i.start_ns;
+    if (!out_.empty() && i.start_ns <= out_.back().end_ns) {
+      if (i.end_ns > out_.back().end_ns) out_.back().end_ns = i.end_ns;
+    } else {
+      out_.push_back(i);
+    }
+  }
+  // The set; the builder is left empty.
+  IntervalSet Finish();
+
+ private:
+  IntervalSet out_;
+  std::vector<Interval> late_;
+  int64_t last_start_ns_ = 0;
+};
+
 }  // namespace latdoc::trace

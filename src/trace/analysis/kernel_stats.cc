@@ -12,8 +12,13 @@ namespace latdoc::trace {
 void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t busy_ns,
                         int64_t t0_ns, TraceReport& r) {
   // Group by interned raw name first (cheap), then fold raw names into normalised ones.
-  std::unordered_map<NameId, std::string> norm_of;
-  std::unordered_map<std::string, std::vector<uint32_t>> ops_by_name;
+  // `group_by_name` receives its keys in the order of each name's first op, as the map of
+  // op lists it replaces did, so it iterates in the same order: the order outliers come in
+  // before their sort, which leaves ties as they come.
+  constexpr uint32_t kNoGroup = UINT32_MAX;
+  std::vector<uint32_t> group_of_raw(trace.names.size(), kNoGroup);
+  std::unordered_map<std::string, uint32_t> group_by_name;
+  std::vector<std::vector<uint32_t>> ops_of_group;
   for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
     const GpuOp& op = trace.gpu_ops[i];
     if (op.kind != GpuOpKind::kKernel) continue;
@@ -22,26 +27,34 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
       r.counter_bytes += op.bytes;
       r.counter_kernel_ns += op.dur_ns;
     }
-    auto it = norm_of.find(op.name);
-    if (it == norm_of.end()) {
-      it = norm_of.emplace(op.name, NormalizeKernelName(trace.Name(op.name))).first;
+    uint32_t& g = group_of_raw[op.name];
+    if (g == kNoGroup) {
+      auto [it, inserted] = group_by_name.emplace(NormalizeKernelName(trace.Name(op.name)),
+                                                  static_cast<uint32_t>(ops_of_group.size()));
+      if (inserted) ops_of_group.emplace_back();
+      g = it->second;
     }
-    ops_by_name[it->second].push_back(i);
+    ops_of_group[g].push_back(i);
   }
   std::vector<OutlierInstance> outliers;
-  for (auto& [name, idx] : ops_by_name) {
+  r.hot_kernels.reserve(group_by_name.size());
+  std::vector<int64_t> durs;
+  for (auto& [name, group] : group_by_name) {
+    const std::vector<uint32_t>& idx = ops_of_group[group];
     KernelStat s;
     s.name = name;
     s.count = static_cast<int64_t>(idx.size());
-    std::vector<int64_t> durs;
-    durs.reserve(idx.size());
-    for (uint32_t i : idx) durs.push_back(trace.gpu_ops[i].dur_ns);
-    std::sort(durs.begin(), durs.end());
-    for (int64_t d : durs) s.total_ns += d;
+    durs.clear();
+    s.max_ns = INT64_MIN;
+    for (uint32_t i : idx) {
+      const int64_t d = trace.gpu_ops[i].dur_ns;
+      durs.push_back(d);
+      s.total_ns += d;
+      s.max_ns = std::max(s.max_ns, d);
+    }
     s.mean_ns = static_cast<double>(s.total_ns) / static_cast<double>(s.count);
-    s.p50_ns = QuantileSorted(durs, 0.5);
-    s.p99_ns = QuantileSorted(durs, 0.99);
-    s.max_ns = durs.back();
+    s.p99_ns = QuantileSelect(durs, 0.99);
+    s.p50_ns = QuantileSelect(durs, 0.5);
     s.busy_share = busy_ns > 0 ? static_cast<double>(s.total_ns) / static_cast<double>(busy_ns) : 0;
     if (s.count >= o.outlier_min_count) {
       for (uint32_t i : idx) {

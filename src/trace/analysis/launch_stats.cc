@@ -55,19 +55,12 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
     s.launches_per_s = static_cast<double>(s.launch_calls) * 1e9 / static_cast<double>(last_call - first_call);
   }
   if (!delays.empty()) {
-    std::sort(delays.begin(), delays.end());
-    s.delay_p50_ns = QuantileSorted(delays, 0.5);
-    s.delay_p99_ns = QuantileSorted(delays, 0.99);
-    s.delay_max_ns = static_cast<double>(delays.back());
+    s.delay_max_ns = static_cast<double>(*std::max_element(delays.begin(), delays.end()));
+    s.delay_p99_ns = QuantileSelect(delays, 0.99);
+    s.delay_p50_ns = QuantileSelect(delays, 0.5);
   }
-  if (!call_durs.empty()) {
-    std::sort(call_durs.begin(), call_durs.end());
-    s.launch_call_p50_ns = QuantileSorted(call_durs, 0.5);
-  }
-  if (!graph_first.empty()) {
-    std::sort(graph_first.begin(), graph_first.end());
-    s.graph_first_node_p50_ns = QuantileSorted(graph_first, 0.5);
-  }
+  if (!call_durs.empty()) s.launch_call_p50_ns = QuantileSelect(call_durs, 0.5);
+  if (!graph_first.empty()) s.graph_first_node_p50_ns = QuantileSelect(graph_first, 0.5);
   s.tiny_share = s.kernels > 0 ? static_cast<double>(s.tiny_kernels) / static_cast<double>(s.kernels) : 0;
   return s;
 }

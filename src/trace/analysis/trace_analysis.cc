@@ -1,7 +1,9 @@
 #include "trace/analysis/trace_analysis.h"
 
 #include <algorithm>
+#include <future>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -31,9 +33,37 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   r.gpu_ops = static_cast<int64_t>(trace.gpu_ops.size());
   r.api_calls = static_cast<int64_t>(trace.api_calls.size());
   r.cpu_ops = static_cast<int64_t>(trace.cpu_ops.size());
+
+  // The analyses only read `trace` (and its string table), so half of them run on a second
+  // thread, each half writing its own results. The split balances the two on large traces.
+  // Without a second core (or thread), they run here, when get() is called.
+  struct SideResults {
+    IdleStats idle;
+    LaunchStats launch;
+    OverlapStats overlap;
+  };
+  const auto policy = std::thread::hardware_concurrency() > 1
+                          ? std::launch::async | std::launch::deferred
+                          : std::launch::deferred;
+  std::future<SideResults> side = std::async(policy, [&trace, &o, t0] {
+    SideResults s;
+    s.idle = ComputeIdle(trace, o, t0);
+    s.launch = ComputeLaunch(trace, o);
+    s.overlap = ComputeOverlap(trace, o);
+    return s;
+  });
+
+  // Devices of all GPU ops; ops come in runs of one device, so a set lookup only on a change.
+  std::set<std::pair<uint16_t, int32_t>> used;
+  std::set<int32_t> devices;
   {
-    std::set<std::pair<uint16_t, int32_t>> used;
-    for (const GpuOp& op : trace.gpu_ops) used.insert({op.source, op.device});
+    const GpuOp* prev = nullptr;
+    for (const GpuOp& op : trace.gpu_ops) {
+      if (prev != nullptr && prev->source == op.source && prev->device == op.device) continue;
+      used.insert({op.source, op.device});
+      devices.insert(op.device);
+      prev = &op;
+    }
     for (const DeviceInfo& d : trace.devices) {
       if (used.empty() || used.count({d.source, d.device}) != 0) {
         r.devices.push_back(d);
@@ -51,17 +81,16 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
     r.timeline_used_all_ops = true;
     r.timeline = ComputeGpuTimeline(trace, tl);
   }
-  std::set<int32_t> devices;
-  for (const GpuOp& op : trace.gpu_ops) devices.insert(op.device);
   if (devices.size() > 1) {
     for (int32_t d : devices) r.per_device.push_back(ComputeGpuTimeline(trace, tl, d));
   }
   ComputeKernelStats(trace, o, r.timeline.busy_ns, t0, r);
   r.copies = ComputeCopyStats(trace, o, r.span_ns);
-  r.idle = ComputeIdle(trace, o, t0);
-  r.launch = ComputeLaunch(trace, o);
   r.steady = ComputeSteadyState(trace, o, t0);
-  r.overlap = ComputeOverlap(trace, o);
+  SideResults side_results = side.get();
+  r.idle = std::move(side_results.idle);
+  r.launch = std::move(side_results.launch);
+  r.overlap = std::move(side_results.overlap);
   for (const AggregateRow& a : trace.aggregates) {
     r.stats_tables.push_back({std::string(trace.Name(a.name)), a.kind, a.calls, a.total_ns, a.min_ns, a.max_ns});
   }

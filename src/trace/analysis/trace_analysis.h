@@ -12,7 +12,8 @@
 
 namespace latdoc::trace {
 
-// Every analysis; `trace` must be finalized.
+// Every analysis; `trace` must be finalized. Half of the analyses run on a second thread
+// where there is a second core; both are done when Analyze returns.
 TraceReport Analyze(const Trace& trace, const AnalysisOptions& options);
 
 // Individual analyses (kernel_stats.cc, copy_stats.cc, idle_gaps.cc, launch_stats.cc,
