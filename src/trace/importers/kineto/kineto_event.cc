@@ -1,5 +1,6 @@
 #include "trace/importers/kineto/kineto_event.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -53,27 +54,6 @@ size_t StringStop(const char* b, size_t p, size_t n) {
   return p;
 }
 
-// The first i >= p with b[i] one of `"` `{` `}` `[` `]`; n if none. ('{' and '[' differ only in
-// bit 0x20, as do '}' and ']'.)
-size_t StructureStop(const char* b, size_t p, size_t n) {
-#ifdef __SSE2__
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i open = _mm_set1_epi8('{');
-  const __m128i close = _mm_set1_epi8('}');
-  const __m128i case_bit = _mm_set1_epi8(0x20);
-  for (; p + 16 <= n; p += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + p));
-    const __m128i folded = _mm_or_si128(v, case_bit);
-    const __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, quote),
-                                   _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)));
-    const int mask = _mm_movemask_epi8(m);
-    if (mask != 0) return p + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-  }
-#endif
-  while (p < n && b[p] != '"' && b[p] != '{' && b[p] != '}' && b[p] != '[' && b[p] != ']') ++p;
-  return p;
-}
-
 // A byte below 0x20 other than JSON's whitespace (tab, LF, CR): simdjson splits a token there or
 // rejects the event; in a string the reader has bailed already.
 bool HasStrayControlByte(const char* b, size_t n) {
@@ -93,6 +73,15 @@ bool HasStrayControlByte(const char* b, size_t n) {
     if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return true;
   }
   return false;
+}
+
+// The bytes after a backslash: one of `"\\/bfnrt`, or `u` and four hex digits.
+bool IsEscape(const char* e, size_t n) {
+  if (n == 1) return std::string_view("\"\\/bfnrt").find(e[0]) != std::string_view::npos;
+  for (size_t i = 1; i < n; ++i) {
+    if (!std::isxdigit(static_cast<unsigned char>(e[i]))) return false;
+  }
+  return e[0] == 'u';
 }
 
 // A byte a JSON number or literal can hold.
@@ -167,8 +156,11 @@ class EventReader {
       const char c = b_[p_];
       if (c == '"') break;
       if (c != '\\' || out != nullptr) return Stop(FastRead::kBail);  // control byte, or an escape we keep
-      p_ += 2;
-      if (p_ > n_) return Stop(FastRead::kNeedMore);
+      // A skipped escape must still be one (fuzz 31503052: a backslash before a raw newline).
+      const size_t escape_len = p_ + 1 < n_ && b_[p_ + 1] == 'u' ? 6 : 2;
+      if (p_ + escape_len > n_) return Stop(FastRead::kNeedMore);
+      if (!IsEscape(b_ + p_ + 1, escape_len - 1)) return Stop(FastRead::kBail);
+      p_ += escape_len;
     }
     if (out != nullptr) *out = std::string_view(b_ + start, p_ - start);
     ++p_;
@@ -187,36 +179,43 @@ class EventReader {
     return IsJsonScalar(*out) || Stop(FastRead::kBail);
   }
 
-  // Any value, not kept. Nested containers are matched by depth, strings skipped whole.
-  bool SkipValue() {
+  // Any value, not kept, checked against JSON's grammar as it goes (the general path rejects
+  // a malformed value even where it does not read it).
+  bool SkipValue(int depth = 0) {
     const char c = b_[p_];
     if (c == '"') return String(nullptr);
     if (c != '{' && c != '[') {
       std::string_view tok;
       return Scalar(&tok);
     }
-    int depth = 0;
-    while (true) {
-      p_ = StructureStop(b_, p_, n_);
-      if (p_ >= n_) return Stop(FastRead::kNeedMore);
-      switch (b_[p_]) {
-        case '"':
-          if (!String(nullptr)) return false;
-          continue;
-        case '{':
-        case '[':
-          ++depth;
-          break;
-        default:
-          if (--depth == 0) {
-            ++p_;
-            return true;
-          }
-          break;
-      }
+    if (depth >= kMaxDepth) return Stop(FastRead::kBail);
+    const char close = c == '{' ? '}' : ']';
+    ++p_;
+    if (!SkipWs()) return false;
+    if (b_[p_] == close) {
       ++p_;
+      return true;
+    }
+    while (true) {
+      if (c == '{') {
+        if (b_[p_] != '"') return Stop(FastRead::kBail);
+        if (!String(nullptr) || !SkipWs()) return false;
+        if (b_[p_] != ':') return Stop(FastRead::kBail);
+        ++p_;
+        if (!SkipWs()) return false;
+      }
+      if (!SkipValue(depth + 1) || !SkipWs()) return false;
+      if (b_[p_] == close) {
+        ++p_;
+        return true;
+      }
+      if (b_[p_] != ',') return Stop(FastRead::kBail);
+      ++p_;
+      if (!SkipWs()) return false;
     }
   }
+
+  static constexpr int kMaxDepth = 64;
 
   // An integer field (IntValue in the general path): a plain decimal integer, a string the
   // general path would read as one, null/true/false/objects/arrays as "none". Anything else
@@ -341,7 +340,8 @@ std::optional<int64_t> JsonIntValue(od::value v) {
     int64_t i;
     if (!v.get_int64().get(i)) return i;
     double d;
-    if (!v.get_double().get(d) && std::isfinite(d)) return static_cast<int64_t>(d);
+    // In int64's range only (fuzz 9240a37c: 8.51e49 overflowed the cast).
+    if (!v.get_double().get(d) && std::isfinite(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
     return std::nullopt;
   }
   if (t == od::json_type::string) {  // ROCm: "size": "2560", "stream": "0x0"

@@ -93,6 +93,15 @@ TEST(KinetoEventTest, IntegersInStringsPastInt64AreNone) {
   EXPECT_EQ(IntFromJsonString("12a"), std::nullopt);
 }
 
+// The general path: a number past int64 is no integer (fuzz 9240a37c: the cast overflowed).
+TEST(KinetoEventTest, GeneralPathNumbersPastInt64AreNone) {
+  KinetoEventParser general;
+  KinetoEventFields f;
+  ASSERT_EQ(general.Parse(R"({"ph": "X", "pid": 8.51e49, "tid": -3.7, "ts": 1})", f), nullptr);
+  EXPECT_EQ(f.pid, std::nullopt);
+  EXPECT_EQ(f.tid, -3);
+}
+
 TEST(KinetoEventTest, LeavesTheUnusualToTheGeneralPath) {
   const std::vector<std::string> cases = {
       R"({"ph": "X", "name": "a\"b", "ts": 1})",          // escape in a kept string
@@ -109,6 +118,12 @@ TEST(KinetoEventTest, LeavesTheUnusualToTheGeneralPath) {
       R"({"ph": "X", "ts": , "dur": 1})",                   // an empty value (fuzz 509fe5bc)
       R"({"ph": "X", "ts": 1.2.3})",                        // not a number by JSON's grammar
       R"({"ph": "X", "a": tru, "ts": 1})",
+      R"({"ph": "X", "args": {"a": [[1, 2], [3 "b": 1]}, "ts": 1})",  // broken inside a skipped value (fuzz 159d3592)
+      R"({"ph": "X", "a": [1, 2,], "ts": 1})",
+      R"({"ph": "X", "a": {"k" 1}, "ts": 1})",
+      "{\"a\": {\"\\\n\":18}}",                       // a backslash before a raw newline (fuzz 31503052)
+      R"({"ph": "X", "a": "\u12g4", "ts": 1})",
+      R"({"ph": "X", "a": "\q", "ts": 1})",
       R"({"ph": "X",, "ts": 1})",                          // broken structure
       R"({"ph": "X" "ts": 1})",
       R"({ph: "X"})",
@@ -121,7 +136,7 @@ TEST(KinetoEventTest, LeavesTheUnusualToTheGeneralPath) {
   }
   // Escapes in what is skipped are fine, as are the args of CPU ops, never read.
   const std::string skipped =
-      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "args": {"correlation": 5, "s": "x\"y\\"}})";
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "args": {"correlation": 5, "s": "x\"y\\\u00e9\n"}})";
   KinetoEventFields f;
   size_t length = 0;
   ASSERT_EQ(ReadKinetoEventFast(skipped.data(), skipped.size(), f, &length), FastRead::kDone);
