@@ -8,6 +8,7 @@
 // was doing on the CPU meanwhile: the evidence that the host is the bottleneck.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -62,28 +63,71 @@ void DescribeHost(const Trace& trace, const AnalysisOptions& o, int64_t max_api_
   g.cpu_top = std::move(top);
 }
 
-// Puts into v[0, k) what std::sort(v, less) would put there, without sorting all of `v`
-// when it can: the k + 1 first elements of a partial sort decide. Unless two of them are
-// equivalent under `less` (then std::sort's own order of equivalent elements would decide, so
-// it is std::sort itself), the first k are the same as std::sort's. Elements past k are left
-// unspecified.
-template <typename T, typename Less>
-void SortFirst(std::vector<T>& v, size_t k, Less less) {
-  if (v.size() <= 1 || k >= v.size() - 1) {
-    std::sort(v.begin(), v.end(), less);
-    return;
+// A device-level gap: no op of the device runs in [start, end); `next` ends it.
+struct GapCandidate {
+  uint16_t source;
+  int32_t device;
+  int64_t start, end;
+  uint32_t next;
+};
+
+// The ranking of the largest gaps: longer first, then earlier.
+bool Larger(const GapCandidate& a, const GapCandidate& b) {
+  return (a.end - a.start) != (b.end - b.start) ? (a.end - a.start) > (b.end - b.start)
+                                                : a.start < b.start;
+}
+
+// Every gap candidate, devices in key order and each device's in start order, sorted with
+// std::sort by Larger: the reference order, which decides ties among equivalent candidates.
+std::vector<GapCandidate> AllGapsSorted(const Trace& trace) {
+  std::map<std::pair<uint16_t, int32_t>, std::vector<uint32_t>> by_device;
+  for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
+    by_device[{trace.gpu_ops[i].source, trace.gpu_ops[i].device}].push_back(i);
   }
-  if (k == 0) return;
-  std::vector<T> top(k + 1);
-  std::partial_sort_copy(v.begin(), v.end(), top.begin(), top.end(), less);
-  for (size_t i = 1; i <= k; ++i) {
-    if (!less(top[i - 1], top[i])) {
-      std::sort(v.begin(), v.end(), less);
-      return;
+  std::vector<GapCandidate> gaps;
+  for (const auto& [key, idx] : by_device) {
+    int64_t cover_end = INT64_MIN;
+    for (uint32_t i : idx) {
+      const GpuOp& op = trace.gpu_ops[i];
+      if (cover_end != INT64_MIN && op.start_ns > cover_end) {
+        gaps.push_back({key.first, key.second, cover_end, op.start_ns, i});
+      }
+      cover_end = std::max(cover_end, op.end_ns());
     }
   }
-  std::copy(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), v.begin());
+  std::sort(gaps.begin(), gaps.end(), Larger);
+  return gaps;
 }
+
+// The `keep` best candidates by Larger, as they come, in a heap with the worst kept on top.
+class BestGaps {
+ public:
+  explicit BestGaps(size_t keep) : keep_(keep) {}
+  void Add(const GapCandidate& c) {
+    if (heap_.size() < keep_) {
+      heap_.push_back(c);
+      std::push_heap(heap_.begin(), heap_.end(), Larger);
+    } else if (keep_ > 0 && Larger(c, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), Larger);
+      heap_.back() = c;
+      std::push_heap(heap_.begin(), heap_.end(), Larger);
+    }
+  }
+  // The kept candidates, best first; nullopt when two of them are equivalent under Larger.
+  // Otherwise they are exactly the first ones of AllGapsSorted(): a candidate left out ranks
+  // no better than the worst kept, so strictly after every other kept one.
+  std::optional<std::vector<GapCandidate>> Sorted() {
+    std::sort_heap(heap_.begin(), heap_.end(), Larger);
+    for (size_t i = 1; i < heap_.size(); ++i) {
+      if (!Larger(heap_[i - 1], heap_[i])) return std::nullopt;
+    }
+    return std::move(heap_);
+  }
+
+ private:
+  size_t keep_;
+  std::vector<GapCandidate> heap_;
+};
 
 // Key -> slot (0, 1, 2... in first-seen order) for per-stream and per-device state. Ops of
 // one stream usually come in runs, so the last key is checked before the map.
@@ -98,7 +142,6 @@ class Slots {
     return last_;
   }
   const std::map<Key, uint32_t>& by_key() const { return ids_; }
-  size_t size() const { return ids_.size(); }
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -114,26 +157,20 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
   // gpu_ops are sorted by start: one pass in that order walks every stream's and every
   // device's ops in start order, with a little state per stream and per device. Streams are
   // reported in key order.
-  struct Candidate {
-    uint16_t source;
-    int32_t device;
-    int64_t start, end;
-    uint32_t next;
-  };
   struct StreamState {
     StreamIdle st;
     const GpuOp* prev = nullptr;
     int64_t first_start = 0;
     int64_t last_end = INT64_MIN;
   };
-  struct DeviceState {
-    int64_t cover_end = INT64_MIN;
-    std::vector<Candidate> gaps;   // device-level gaps, in start order
-  };
+  // The gaps reported are the first `largest_gaps` of AllGapsSorted(). One more is kept here
+  // to see whether ties reach the cut; if they do, or all are wanted, the reference decides.
+  const bool bounded = o.largest_gaps >= 0 && o.largest_gaps < 1024;
+  BestGaps best(bounded ? static_cast<size_t>(o.largest_gaps) + 1 : 0);
+  std::vector<int64_t> cover_end;   // per device slot: end of the ops so far
   Slots<std::tuple<uint16_t, int32_t, int32_t>> stream_slots;
   Slots<std::pair<uint16_t, int32_t>> device_slots;
   std::vector<StreamState> streams;
-  std::vector<DeviceState> devices;
   for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
     const GpuOp& op = trace.gpu_ops[i];
     const uint32_t si = stream_slots.Get({op.source, op.device, op.stream});
@@ -167,12 +204,11 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
 
     // Device-level gaps: between merged busy intervals of all the device's ops.
     const uint32_t di = device_slots.Get({op.source, op.device});
-    if (di == devices.size()) devices.emplace_back();
-    DeviceState& ds = devices[di];
-    if (ds.cover_end != INT64_MIN && op.start_ns > ds.cover_end) {
-      ds.gaps.push_back({op.source, op.device, ds.cover_end, op.start_ns, i});
+    if (di == cover_end.size()) cover_end.push_back(INT64_MIN);
+    if (cover_end[di] != INT64_MIN && op.start_ns > cover_end[di]) {
+      best.Add({op.source, op.device, cover_end[di], op.start_ns, i});
     }
-    ds.cover_end = std::max(ds.cover_end, op.end_ns());
+    cover_end[di] = std::max(cover_end[di], op.end_ns());
   }
   for (const auto& [key, si] : stream_slots.by_key()) {
     StreamState& ss = streams[si];
@@ -184,22 +220,11 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
   }
   int64_t max_api_ns = 0;
   for (const ApiCall& a : trace.api_calls) max_api_ns = std::max(max_api_ns, a.dur_ns);
-  // The largest gaps first (ties: earlier first), devices in key order before the sort.
-  std::vector<Candidate> gaps;
-  if (devices.size() == 1) {
-    gaps = std::move(devices[0].gaps);
-  } else {
-    for (const auto& [key, di] : device_slots.by_key()) {
-      gaps.insert(gaps.end(), devices[di].gaps.begin(), devices[di].gaps.end());
-    }
-  }
-  auto larger = [](const Candidate& a, const Candidate& b) {
-    return (a.end - a.start) != (b.end - b.start) ? (a.end - a.start) > (b.end - b.start)
-                                                  : a.start < b.start;
-  };
-  SortFirst(gaps, static_cast<size_t>(o.largest_gaps), larger);
+  std::optional<std::vector<GapCandidate>> kept;
+  if (bounded) kept = best.Sorted();
+  const std::vector<GapCandidate> gaps = kept ? std::move(*kept) : AllGapsSorted(trace);
   for (size_t k = 0; k < gaps.size() && k < static_cast<size_t>(o.largest_gaps); ++k) {
-    const Candidate& c = gaps[k];
+    const GapCandidate& c = gaps[k];
     IdleGap g;
     g.source = c.source;
     g.device = c.device;

@@ -1,0 +1,49 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "trace/analysis/trace_analysis.h"
+
+namespace latdoc::trace {
+namespace {
+
+// Two devices with one equal gap each. The largest gaps come longest first, then earliest,
+// and `largest_gaps` cuts the list anywhere, through the equal pair too (the cut is decided
+// with one gap more kept; equal gaps there fall back to sorting every candidate, which for
+// a list this short keeps device order).
+TEST(IdleGapsTest, LargestGapsInOrderWhereverTheCut) {
+  Trace t;
+  t.AddSource("a", "test");
+  auto add = [&](int32_t device, int64_t start_ns) {
+    GpuOp op;
+    op.device = device;
+    op.start_ns = start_ns;
+    op.dur_ns = 10;
+    op.name = t.names.Intern("k");
+    t.gpu_ops.push_back(op);
+  };
+  for (int64_t start : {0, 30, 100}) add(0, start);   // gaps 20 at 10, 60 at 40
+  for (int64_t start : {0, 30, 50}) add(1, start);    // gaps 20 at 10, 10 at 40
+  t.Finalize();
+  struct Want {
+    int32_t device;
+    int64_t at_ns, dur_ns;
+  };
+  const std::vector<Want> all = {{0, 40, 60}, {0, 10, 20}, {1, 10, 20}, {1, 40, 10}};
+  for (int keep : {0, 1, 2, 3, 4, 10, -1}) {
+    AnalysisOptions o;
+    o.largest_gaps = keep;
+    const IdleStats s = ComputeIdle(t, o, 0);
+    const size_t n = keep < 0 ? all.size() : std::min(all.size(), static_cast<size_t>(keep));
+    ASSERT_EQ(s.largest_gaps.size(), n) << "keep=" << keep;
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(s.largest_gaps[i].device, all[i].device) << "keep=" << keep << " i=" << i;
+      EXPECT_EQ(s.largest_gaps[i].at_ns, all[i].at_ns) << "keep=" << keep << " i=" << i;
+      EXPECT_EQ(s.largest_gaps[i].dur_ns, all[i].dur_ns) << "keep=" << keep << " i=" << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace latdoc::trace
