@@ -98,6 +98,44 @@ std::optional<std::string> SqliteDb::QueryText(std::string_view sql) {
   return std::string(st->Text(0));
 }
 
+namespace {
+
+constexpr char kRowSinkFunction[] = "latdoc_row_sink";
+
+}  // namespace
+
+Status SqliteDb::ForEachRow(std::string_view columns, std::string_view from,
+                            std::optional<std::string_view> param1, RowSink& sink) {
+  // Registered for this one statement (SQLITE_DIRECTONLY: not callable from the file's views or
+  // triggers), and removed once the statement is finalized.
+  auto step = [](sqlite3_context* ctx, int, sqlite3_value** values) {
+    RowSink* s = static_cast<RowSink*>(sqlite3_user_data(ctx));
+    s->call(s->fn, values);
+  };
+  auto finish = [](sqlite3_context* ctx) { sqlite3_result_null(ctx); };
+  if (sqlite3_create_function_v2(db_, kRowSinkFunction, -1, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                 &sink, nullptr, step, finish, nullptr) != SQLITE_OK) {
+    return Internal(fmt::format("{}: cannot register a row function: {}", path_,
+                                sqlite3_errmsg(db_)));
+  }
+  Status st;
+  {
+    StatusOr<SqliteStmt> q =
+        Prepare(fmt::format("SELECT {}({}) FROM {}", kRowSinkFunction, columns, from));
+    if (!q.ok()) {
+      st = q.status();
+    } else if (param1 && !q->BindText(1, *param1)) {
+      st = Internal(fmt::format("{}: cannot bind ?1 (in \"{}\")", path_, from.substr(0, 80)));
+    } else {
+      while (q->Step(&st)) {
+      }
+    }
+  }
+  sqlite3_create_function_v2(db_, kRowSinkFunction, -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, nullptr,
+                             nullptr, nullptr, nullptr, nullptr);
+  return st;
+}
+
 bool IdIndex::Build(const std::vector<int64_t>& ids) {
   slots_.clear();
   map_.clear();

@@ -1,7 +1,8 @@
 // A small read-only wrapper over the sqlite3 C API for the SQLite trace formats (rocpd,
 // Nsight Systems export). Errors name the file and the statement. Not thread-safe: a database
 // is opened with SQLITE_OPEN_NOMUTEX (one thread per connection), so reading a column takes no
-// lock; the file is memory-mapped and read with a large page cache.
+// lock; the file is memory-mapped and read with a large page cache. Several SqliteDb may read
+// one file from several threads, one each (where sqlite3_threadsafe() is nonzero).
 #pragma once
 
 #include <sqlite3.h>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -62,9 +64,30 @@ class SqliteDb {
   std::optional<std::string> QueryText(std::string_view sql);
   // The first column of the first row of `sql`, as an integer (nullopt: no row, NULL or error).
   std::optional<int64_t> QueryInt(std::string_view sql);
+  // Calls `row(values)` for each row of `SELECT <columns> FROM <from>` (`from`: a table or view,
+  // and any WHERE clause), in SQLite's order, values[i] being column i, read with
+  // sqlite3_value_*() and valid during the call only. `param1`, if set, is bound to ?1. The
+  // columns are the arguments of an aggregate function that calls `row`, so SQLite runs the whole
+  // scan inside one sqlite3_step(): no result row and no sqlite3_column_*() call per row, which
+  // saves up to a fifth of a scan of many narrow columns. `row` must not use this connection.
+  template <typename RowFn>
+  Status ForEachRow(std::string_view columns, std::string_view from,
+                    std::optional<std::string_view> param1, RowFn&& row) {
+    using Fn = std::remove_reference_t<RowFn>;
+    RowSink sink{[](void* fn, sqlite3_value** values) { (*static_cast<Fn*>(fn))(values); },
+                 const_cast<void*>(static_cast<const void*>(std::addressof(row)))};
+    return ForEachRow(columns, from, param1, sink);
+  }
   const std::string& path() const { return path_; }
 
  private:
+  struct RowSink {
+    void (*call)(void* fn, sqlite3_value** values);
+    void* fn;
+  };
+  Status ForEachRow(std::string_view columns, std::string_view from,
+                    std::optional<std::string_view> param1, RowSink& sink);
+
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;

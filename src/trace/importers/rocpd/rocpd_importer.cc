@@ -1,7 +1,11 @@
 #include "trace/importers/rocpd/rocpd_importer.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -34,6 +38,11 @@ namespace latdoc::trace {
 //                  event.category_id (a scalar subquery: NULL when missing, the row stays).
 // Rows come out in the scanned table's rowid order on both paths (the query plan scans the fact
 // table and searches the others by primary key).
+//
+// Plan of the fast path: (1) LoadTables reads the small tables; (2) StageWithEvents stages the
+// fact tables (kernel dispatches, memory copies, regions), joined against the small tables, and
+// reads rocpd_event, on three threads with a connection each; (3) JoinStaged joins the staged
+// rows with rocpd_event and emits events, issues and names in row order, on this thread.
 
 int RocpdImporter::Detect(const std::string& path, std::string_view head) const {
   if (!IsSqliteHeader(head)) return 0;
@@ -53,15 +62,15 @@ bool Negative(SourceFile& src, std::string_view view, int64_t id, int64_t start,
 
 constexpr NameId kUnset = UINT32_MAX;
 
-// The fast path reads a nullable join key as ifnull(key, kNullKey) and a row's guid as
-// `guid IS ?1`, so each is one sqlite3_column_int64 call (a type test plus a value read, or a
-// string copy, cost a third of the scan). LoadTables makes sure no id equals kNullKey, so the
-// sentinel joins nothing, as NULL does in SQL.
+// The fast path reads a NULL join key as kNullKey. LoadTables and LoadEvents make sure no id
+// equals kNullKey, so the sentinel joins nothing, as NULL does in SQL.
 constexpr int64_t kNullKey = INT64_MIN;
-#define LATDOC_NULL_KEY "(-9223372036854775807 - 1)"
-std::string Key(std::string_view column) {
-  return fmt::format("ifnull({}, " LATDOC_NULL_KEY ")", column);
+int64_t KeyOf(sqlite3_value* v) {
+  return sqlite3_value_type(v) == SQLITE_NULL ? kNullKey : sqlite3_value_int64(v);
 }
+// As sqlite3_column_int64: NULL reads 0.
+int64_t IntOf(sqlite3_value* v) { return sqlite3_value_int64(v); }
+bool IsNull(sqlite3_value* v) { return sqlite3_value_type(v) == SQLITE_NULL; }
 
 // The columns the fast path reads, per per-table view.
 struct NeededView {
@@ -90,8 +99,8 @@ const NeededView& MemoryCopyView() {
   return v;
 }
 
-// rocpd's small tables and rocpd_event, in memory for the joins. Rows of another guid are left
-// out (a join also matches guids); positions come from each table's IdIndex.
+// rocpd's small tables, in memory for the joins. Rows of another guid are left out (a join also
+// matches guids); positions come from each table's IdIndex. rocpd_event is an EventTable.
 struct RocpdTables {
   struct String {
     std::string value;
@@ -130,8 +139,6 @@ struct RocpdTables {
   IdIndex thread_index;
   std::vector<bool> queue_has_process; // the kernels view's INNER JOIN process ON P.id = Q.pid
   IdIndex queue_index;
-  std::vector<Event> events;
-  IdIndex event_index;
 
   NameId Name(String& s, Trace& trace) {
     if (s.name == kUnset) s.name = trace.names.Intern(s.value);
@@ -167,9 +174,10 @@ Status LoadSmallTable(SqliteDb& db, std::string_view sql, const std::string& gui
   return Status::Ok();
 }
 
-// Loads what the fast path joins against. Returns nullptr, with the reason in *why, when the
-// file does not allow the fast path: not one guid, a view or column missing, a small table
-// holding rows of another guid or a repeated id.
+// Loads the small tables the fast path joins against. Returns nullptr, with the reason in *why,
+// when the file does not allow the fast path: not one guid, a view or column missing, a small
+// table holding rows of another guid or a repeated id. (rocpd_event repeating an id shows only
+// later, in StageWithEvents.)
 StatusOr<std::unique_ptr<RocpdTables>> LoadTables(SqliteDb& db, std::string* why) {
   auto t = std::make_unique<RocpdTables>();
   const int64_t guids =
@@ -228,252 +236,417 @@ StatusOr<std::unique_ptr<RocpdTables>> LoadTables(SqliteDb& db, std::string* why
     *why = foreign ? "a small table holds rows of another guid" : "a small table repeats an id";
     return std::unique_ptr<RocpdTables>();
   }
-  // rocpd_event: as many rows as regions + dispatches + copies. A row of another guid can join
-  // no fact row that the data views keep (those need agents, strings... of that guid, and the
-  // small tables hold none), so such rows are just left out.
-  {
-    ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(fmt::format(
-        "SELECT id, guid IS ?1, {}, ifnull(stack_id, {}) FROM rocpd_event", Key("category_id"),
-        kNoCorrelation)));
-    q.BindText(1, t->guid);
-    const size_t n = CountRows(db, "rocpd_event");
-    std::vector<int64_t> ids;
-    ids.reserve(n);
-    t->events.reserve(n);
-    Status st;
-    bool null_key_id = false;
-    while (q.Step(&st)) {
-      const int64_t id = q.Int(0);
-      if (q.Int(1) == 0) continue;
-      null_key_id |= id == kNullKey;
-      ids.push_back(id);
-      RocpdTables::Event e;
-      e.category = t->string_index.Find(q.Int(2));
-      e.stack_id = q.Int(3);
-      t->events.push_back(e);
+  return t;
+}
+
+// rocpd_event: as many rows as regions + dispatches + copies. A row of another guid can join no
+// fact row that the data views keep (those need agents, strings... of that guid, and the small
+// tables hold none), so such rows are just left out.
+struct EventTable {
+  std::vector<RocpdTables::Event> events;
+  IdIndex index;
+  bool repeated = false;  // an id repeats (or is kNullKey): no fast path
+};
+
+Status LoadEvents(SqliteDb& db, const RocpdTables& t, EventTable& out) {
+  const size_t n = CountRows(db, "rocpd_event");
+  std::vector<int64_t> ids;
+  ids.reserve(n);
+  out.events.reserve(n);
+  RETURN_IF_ERROR(db.ForEachRow(
+      "id, category_id, stack_id", "rocpd_event WHERE guid IS ?1", t.guid,
+      [&](sqlite3_value** v) {
+        const int64_t id = IntOf(v[0]);
+        out.repeated |= id == kNullKey;
+        ids.push_back(id);
+        out.events.push_back(RocpdTables::Event{
+            IsNull(v[2]) ? kNoCorrelation : IntOf(v[2]), t.string_index.Find(KeyOf(v[1]))});
+      }));
+  if (!out.index.Build(ids)) out.repeated = true;
+  return Status::Ok();
+}
+
+enum FactTable { kKernelTable, kCopyTable, kRegionTable, kFactTables };
+constexpr const char* kFactViews[kFactTables] = {"rocpd_kernel_dispatch", "rocpd_memory_copy",
+                                                 "rocpd_region"};
+
+// Whether the fact table holds a row of another guid (none does in a file rocprofv3 wrote).
+// Reading `guid IS ?1` with every staged row costs a tenth of the scan; this scan, with no
+// result rows, costs a little more, but on a thread with time to spare.
+Status HasForeignRows(SqliteDb& db, const RocpdTables& t, FactTable f, bool* foreign) {
+  if (f == kCopyTable && !t.has_memory_copies) return Status::Ok();
+  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(fmt::format(
+      "SELECT 1 FROM {} WHERE guid IS NOT ?1 LIMIT 1", kFactViews[f])));
+  q.BindText(1, t.guid);
+  Status st;
+  *foreign = q.Step(&st);
+  return st;
+}
+
+std::string Ref(int64_t key) { return key == kNullKey ? std::string("NULL") : std::to_string(key); }
+
+// A fact row after the joins against the small tables, which need no rocpd_event: positions and
+// values ready for the event, or `failure` indexing a StagedFailure. The event join, issues and
+// name interning wait for JoinStaged, which runs them in row order as the data path would.
+constexpr int32_t kNoFailure = -1;
+struct StagedFailure {
+  std::string before_event;   // a join checked before the event's failed: its message
+  std::string after_event;    // one checked after it failed: its message
+  bool missing_time = false;  // kernels: start or end is NULL (checked after every join)
+};
+struct StagedKernel {
+  int64_t id, start, end, event_id;
+  int32_t symbol, device, stream, failure;
+};
+struct StagedCopy {
+  int64_t id, start, end, event_id, bytes;
+  int32_t name, device, stream, failure;
+};
+struct StagedRegion {
+  int64_t id, start, end, event_id;
+  int32_t name, pid, tid, failure;
+};
+// One fact table's staged rows, and the failures they index.
+template <typename Row>
+struct Staged {
+  std::vector<Row> rows;
+  std::vector<StagedFailure> failures;
+  int32_t Fail(StagedFailure f) {
+    failures.push_back(std::move(f));
+    return static_cast<int32_t>(failures.size() - 1);
+  }
+};
+struct StagedFacts {
+  Staged<StagedKernel> kernels;
+  Staged<StagedCopy> copies;
+  Staged<StagedRegion> regions;
+};
+
+std::string ForeignGuid(const RocpdTables& t) {
+  return fmt::format("guid is not the file's guid {}", t.guid);
+}
+
+// Each Stage* reads one fact table in rowid order, with `guid IS ?1` as a last column only when
+// `with_guid` (else every row is taken to be of the file's guid). Only the columns the joins
+// need: every one precedes the large ones (extdata and the like, last in each table), so SQLite
+// walks the record header up to event_id and decodes nothing else; guid is skipped unread.
+constexpr char kKernelColumns[] =
+    "id, tid, agent_id, kernel_id, queue_id, stream_id, start, end, region_name_id, event_id";
+constexpr char kCopyColumns[] =
+    "id, pid, tid, start, end, name_id, dst_agent_id, src_agent_id, size, stream_id, event_id";
+constexpr char kRegionColumns[] = "id, pid, tid, start, end, name_id, event_id";
+std::string Columns(const char* columns, bool with_guid) {
+  return with_guid ? fmt::format("{}, guid IS ?1", columns) : std::string(columns);
+}
+std::optional<std::string_view> GuidParam(const RocpdTables& t, bool with_guid) {
+  return with_guid ? std::optional<std::string_view>(t.guid) : std::nullopt;
+}
+Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid,
+                    Staged<StagedKernel>& s) {
+  s = {};
+  s.rows.reserve(CountRows(db, "rocpd_kernel_dispatch"));
+  return db.ForEachRow(
+      Columns(kKernelColumns, with_guid), "rocpd_kernel_dispatch",
+      GuidParam(t, with_guid), [&](sqlite3_value** v) {
+    const int64_t id = IntOf(v[0]), tid = KeyOf(v[1]), agent_id = KeyOf(v[2]),
+                  kernel_id = KeyOf(v[3]), queue_id = KeyOf(v[4]), stream_id = IntOf(v[5]);
+    const bool missing_time = IsNull(v[6]) || IsNull(v[7]);
+    const int64_t start = IntOf(v[6]), end = IntOf(v[7]), region_name_id = KeyOf(v[8]),
+                  event_id = KeyOf(v[9]);
+    const bool same_guid = !with_guid || IntOf(v[10]) != 0;
+    const int32_t thread = t.thread_index.Find(tid), agent = t.agent_index.Find(agent_id),
+                  symbol = t.symbol_index.Find(kernel_id), queue = t.queue_index.Find(queue_id),
+                  region_name = t.string_index.Find(region_name_id);
+    StagedKernel k{id, start, end, event_id, symbol, 0, static_cast<int32_t>(stream_id),
+                   kNoFailure};
+    if (!same_guid || agent < 0 || region_name < 0 || symbol < 0 || queue < 0 ||
+        !t.queue_has_process[static_cast<size_t>(queue)] || thread < 0 || missing_time) {
+      StagedFailure f;
+      if (!same_guid) {
+        f.before_event = ForeignGuid(t);
+      } else if (agent < 0) {
+        f.before_event = fmt::format("agent_id {} is not in rocpd_info_agent", Ref(agent_id));
+      } else if (region_name < 0) {
+        f.after_event =
+            fmt::format("region_name_id {} is not in rocpd_string", Ref(region_name_id));
+      } else if (symbol < 0) {
+        f.after_event =
+            fmt::format("kernel_id {} is not in rocpd_info_kernel_symbol", Ref(kernel_id));
+      } else if (queue < 0) {
+        f.after_event = fmt::format("queue_id {} is not in rocpd_info_queue", Ref(queue_id));
+      } else if (!t.queue_has_process[static_cast<size_t>(queue)] || thread < 0) {
+        f.after_event = thread >= 0
+            ? fmt::format("the pid of queue {} is not in rocpd_info_process", queue_id)
+            : fmt::format("tid {} is not in rocpd_info_thread", Ref(tid));
+      } else {
+        f.missing_time = true;
+      }
+      k.failure = s.Fail(std::move(f));
+    } else {
+      k.device = static_cast<int32_t>(t.agents[static_cast<size_t>(agent)].type_index);
     }
-    RETURN_IF_ERROR(st);
-    if (!t->event_index.Build(ids) || null_key_id) {
-      *why = "rocpd_event repeats an id";
-      return std::unique_ptr<RocpdTables>();
+    s.rows.push_back(k);
+  });
+}
+
+Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<StagedCopy>& s) {
+  s = {};
+  s.rows.reserve(CountRows(db, "rocpd_memory_copy"));
+  return db.ForEachRow(
+      Columns(kCopyColumns, with_guid), "rocpd_memory_copy",
+      GuidParam(t, with_guid), [&](sqlite3_value** v) {
+    const int64_t id = IntOf(v[0]), pid = KeyOf(v[1]), tid = KeyOf(v[2]), start = IntOf(v[3]),
+                  end = IntOf(v[4]), name_id = KeyOf(v[5]), dst_agent_id = KeyOf(v[6]),
+                  src_agent_id = KeyOf(v[7]), bytes = IsNull(v[8]) ? -1 : IntOf(v[8]),
+                  stream_id = IntOf(v[9]), event_id = KeyOf(v[10]);
+    const bool same_guid = !with_guid || IntOf(v[11]) != 0;
+    const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
+                  name = t.string_index.Find(name_id), dst = t.agent_index.Find(dst_agent_id),
+                  srca = t.agent_index.Find(src_agent_id);
+    StagedCopy c{id, start, end, event_id, bytes, name, 0, static_cast<int32_t>(stream_id),
+                 kNoFailure};
+    if (!same_guid || name < 0 || dst < 0 || srca < 0 || process < 0 || thread < 0) {
+      StagedFailure f;
+      if (!same_guid) {
+        f.before_event = ForeignGuid(t);
+      } else if (name < 0) {
+        f.before_event = fmt::format("name_id {} is not in rocpd_string", Ref(name_id));
+      } else if (dst < 0) {
+        f.before_event =
+            fmt::format("dst_agent_id {} is not in rocpd_info_agent", Ref(dst_agent_id));
+      } else if (srca < 0) {
+        f.before_event =
+            fmt::format("src_agent_id {} is not in rocpd_info_agent", Ref(src_agent_id));
+      } else if (process < 0) {
+        f.after_event = fmt::format("pid {} is not in rocpd_info_process", Ref(pid));
+      } else {
+        f.after_event = fmt::format("tid {} is not in rocpd_info_thread", Ref(tid));
+      }
+      c.failure = s.Fail(std::move(f));
+    } else {
+      const RocpdTables::Agent& dst_agent = t.agents[static_cast<size_t>(dst)];
+      c.device = static_cast<int32_t>(
+          dst_agent.gpu ? dst_agent.type_index : t.agents[static_cast<size_t>(srca)].type_index);
+    }
+    s.rows.push_back(c);
+  });
+}
+
+Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid,
+                    Staged<StagedRegion>& s) {
+  s = {};
+  s.rows.reserve(CountRows(db, "rocpd_region"));
+  return db.ForEachRow(
+      Columns(kRegionColumns, with_guid), "rocpd_region",
+      GuidParam(t, with_guid), [&](sqlite3_value** v) {
+    const int64_t id = IntOf(v[0]), pid = KeyOf(v[1]), tid = KeyOf(v[2]), start = IntOf(v[3]),
+                  end = IntOf(v[4]), name_id = KeyOf(v[5]), event_id = KeyOf(v[6]);
+    const bool same_guid = !with_guid || IntOf(v[7]) != 0;
+    const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
+                  name = t.string_index.Find(name_id);
+    StagedRegion r{id, start, end, event_id, name, 0, 0, kNoFailure};
+    if (!same_guid || name < 0 || process < 0 || thread < 0) {
+      StagedFailure f;
+      if (!same_guid) {
+        f.before_event = ForeignGuid(t);
+      } else if (name < 0) {
+        f.after_event = fmt::format("name_id {} is not in rocpd_string", Ref(name_id));
+      } else if (process < 0) {
+        f.after_event = fmt::format("pid {} is not in rocpd_info_process", Ref(pid));
+      } else {
+        f.after_event = fmt::format("tid {} is not in rocpd_info_thread", Ref(tid));
+      }
+      r.failure = s.Fail(std::move(f));
+    } else {
+      r.pid = static_cast<int32_t>(t.process_pids[static_cast<size_t>(process)]);
+      r.tid = static_cast<int32_t>(t.thread_tids[static_cast<size_t>(thread)]);
+    }
+    s.rows.push_back(r);
+  });
+}
+
+// Runs `fn` on a thread of its own, or, where none can be had, on the caller's at Join().
+// A library built single-threaded (SQLITE_THREADSAFE=0) may not be used from two threads at all,
+// even through two connections, so then `fn` always waits for Join().
+class Worker {
+ public:
+  explicit Worker(std::function<void()> fn) : fn_(std::move(fn)) {
+    if (sqlite3_threadsafe() == 0) return;
+    try {
+      thread_ = std::thread(fn_);
+      fn_ = nullptr;
+    } catch (const std::system_error&) {
+      // No thread to be had: Join() runs fn_.
     }
   }
-  return t;
+  Worker(const Worker&) = delete;
+  ~Worker() { Join(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+    if (fn_) std::exchange(fn_, nullptr)();
+  }
+
+ private:
+  std::function<void()> fn_;
+  std::thread thread_;
+};
+
+// Stages the fact tables and reads rocpd_event on three threads, each with its own connection:
+// kernel dispatches and memory copies (this one), rocpd_event (second), regions with their guid
+// column and then the guid checks of the other two fact tables (third). The shares take about
+// equal time, each spent in SQLite's record decoding rather than waiting on the disk (the file
+// is memory-mapped). A fact table that turns out to hold rows of another guid is staged again,
+// with its guid column.
+Status StageWithEvents(SqliteDb& db, const RocpdTables& t, StagedFacts& s, EventTable& ev) {
+  bool foreign[kFactTables] = {};  // regions read their guid column instead
+  // Each worker's own connection, statements and results; `t` is only read.
+  auto on_own_connection = [&db](Status* out, auto&& fn) {
+    StatusOr<std::unique_ptr<SqliteDb>> own = SqliteDb::Open(db.path());
+    *out = own.ok() ? fn(**own) : own.status();
+  };
+  Status events_status, regions_status;
+  Worker events([&] {
+    on_own_connection(&events_status, [&](SqliteDb& own) { return LoadEvents(own, t, ev); });
+  });
+  Worker regions([&] {
+    on_own_connection(&regions_status, [&](SqliteDb& own) -> Status {
+      RETURN_IF_ERROR(StageRegions(own, t, true, s.regions));
+      RETURN_IF_ERROR(HasForeignRows(own, t, kKernelTable, &foreign[kKernelTable]));
+      return HasForeignRows(own, t, kCopyTable, &foreign[kCopyTable]);
+    });
+  });
+  Status st = StageKernels(db, t, false, s.kernels);
+  if (st.ok() && t.has_memory_copies) st = StageCopies(db, t, false, s.copies);
+  regions.Join();
+  events.Join();
+  RETURN_IF_ERROR(st);
+  RETURN_IF_ERROR(regions_status);
+  RETURN_IF_ERROR(events_status);
+  if (foreign[kKernelTable]) RETURN_IF_ERROR(StageKernels(db, t, true, s.kernels));
+  if (foreign[kCopyTable]) RETURN_IF_ERROR(StageCopies(db, t, true, s.copies));
+  return Status::Ok();
 }
 
 Status ReadDataViews(SqliteDb& db, uint16_t source, Trace& trace);
 
-// Reads the fact tables through the per-table views, joining against `t` (see the top of the
-// file for what each data view keeps). Same events, in the same order, as ReadDataViews; rows the
-// data views would drop are counted as "unresolved reference".
-Status ReadPerTableViews(SqliteDb& db, RocpdTables& t, uint16_t source, Trace& trace) {
+// Joins the staged fact rows with rocpd_event and emits their events: the same events, in the
+// same order, with the same names interned in the same order, as ReadDataViews. Rows the data
+// views would drop are counted as "unresolved reference".
+void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint16_t source,
+                Trace& trace) {
   SourceFile& src = trace.sources[source];
-  Status st;
-  auto unresolved = [&](std::string_view table, int64_t id, std::string_view data_view,
-                        std::string what) {
+  // The position of the row's event, or kNone once the row is counted as an issue. The checks
+  // come in a fixed order, which picks the message: the joins listed before the event's in the
+  // data view (see StagedFailure), the event's, those after it, then (kernels) a NULL start or
+  // end.
+  auto event_of = [&](std::string_view table, std::string_view data_view, int64_t id,
+                      int64_t event_id, int32_t failure,
+                      const std::vector<StagedFailure>& failures) -> int32_t {
+    const int32_t event = ev.index.Find(event_id);
+    if (failure == kNoFailure && event >= 0) return event;
+    const StagedFailure* f =
+        failure == kNoFailure ? nullptr : &failures[static_cast<size_t>(failure)];
+    std::string what;
+    if (f != nullptr && !f->before_event.empty()) {
+      what = f->before_event;
+    } else if (event < 0) {
+      what = fmt::format("event_id {} is not in rocpd_event", Ref(event_id));
+    } else if (!f->after_event.empty()) {
+      what = f->after_event;
+    } else {
+      src.issues.Add("missing start or end", fmt::format("kernels row id={}", id));
+      return IdIndex::kNone;
+    }
     src.issues.Add("unresolved reference", fmt::format("{} row id={}", table, id),
                    fmt::format("{} (the {} view leaves the row out)", what, data_view));
+    return IdIndex::kNone;
   };
-  const std::string foreign_guid = fmt::format("guid is not the file's guid {}", t.guid);
-  auto ref = [](int64_t key) { return key == kNullKey ? std::string("NULL") : std::to_string(key); };
-  {
-    size_t rows = CountRows(db, "rocpd_kernel_dispatch");
-    if (t.has_memory_copies) rows += CountRows(db, "rocpd_memory_copy");
-    trace.gpu_ops.reserve(trace.gpu_ops.size() + rows);
-    trace.api_calls.reserve(trace.api_calls.size() + CountRows(db, "rocpd_region"));
+  trace.gpu_ops.reserve(trace.gpu_ops.size() + s.kernels.rows.size() + s.copies.rows.size());
+  trace.api_calls.reserve(trace.api_calls.size() + s.regions.rows.size());
+
+  for (const StagedKernel& k : s.kernels.rows) {
+    const int32_t event = event_of("rocpd_kernel_dispatch", "kernels", k.id, k.event_id,
+                                   k.failure, s.kernels.failures);
+    if (event < 0) continue;
+    if (Negative(src, "kernels", k.id, k.start, k.end)) continue;
+    GpuOp op;
+    op.start_ns = k.start;
+    op.dur_ns = k.end - k.start;
+    RocpdTables::Symbol& sym = t.symbols[static_cast<size_t>(k.symbol)];
+    if (sym.name == kUnset) {
+      sym.name = trace.names.Intern(sym.display_name);
+      sym.kind = ClassifyRocmInternalKernel(sym.display_name).value_or(GpuOpKind::kKernel);
+    }
+    op.name = sym.name;
+    op.device = k.device;
+    op.stream = k.stream;
+    op.correlation = ev.events[static_cast<size_t>(event)].stack_id;
+    op.source = source;
+    op.kind = sym.kind;
+    trace.gpu_ops.push_back(op);
+    ++src.events_read;
   }
 
-  {
-    ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(fmt::format(
-        "SELECT id, guid IS ?1, {}, {}, {}, {}, stream_id, start IS NULL OR end IS NULL, start, end, "
-        "{}, {} FROM rocpd_kernel_dispatch", Key("tid"), Key("agent_id"), Key("kernel_id"),
-        Key("queue_id"), Key("region_name_id"), Key("event_id"))));
-    q.BindText(1, t.guid);
-    while (q.Step(&st)) {
-      const int64_t id = q.Int(0);
-      const bool same_guid = q.Int(1) != 0;
-      const int64_t tid = q.Int(2), agent_id = q.Int(3), kernel_id = q.Int(4),
-                    queue_id = q.Int(5), stream_id = q.Int(6);
-      const bool missing_time = q.Int(7) != 0;
-      const int64_t start = q.Int(8), end = q.Int(9), region_name_id = q.Int(10),
-                    event_id = q.Int(11);
-      const int32_t thread = t.thread_index.Find(tid), agent = t.agent_index.Find(agent_id),
-                    symbol = t.symbol_index.Find(kernel_id), queue = t.queue_index.Find(queue_id),
-                    region_name = t.string_index.Find(region_name_id),
-                    event = t.event_index.Find(event_id);
-      if (!same_guid || agent < 0 || event < 0 || region_name < 0 || symbol < 0 || queue < 0 ||
-          !t.queue_has_process[static_cast<size_t>(queue)] || thread < 0) {
-        std::string what;
-        if (!same_guid) {
-          what = foreign_guid;
-        } else if (agent < 0) {
-          what = fmt::format("agent_id {} is not in rocpd_info_agent", ref(agent_id));
-        } else if (event < 0) {
-          what = fmt::format("event_id {} is not in rocpd_event", ref(event_id));
-        } else if (region_name < 0) {
-          what = fmt::format("region_name_id {} is not in rocpd_string", ref(region_name_id));
-        } else if (symbol < 0) {
-          what = fmt::format("kernel_id {} is not in rocpd_info_kernel_symbol", ref(kernel_id));
-        } else if (queue < 0) {
-          what = fmt::format("queue_id {} is not in rocpd_info_queue", ref(queue_id));
-        } else if (thread >= 0) {
-          what = fmt::format("the pid of queue {} is not in rocpd_info_process", queue_id);
-        } else {
-          what = fmt::format("tid {} is not in rocpd_info_thread", ref(tid));
-        }
-        unresolved("rocpd_kernel_dispatch", id, "kernels", std::move(what));
-        continue;
-      }
-      if (missing_time) {
-        src.issues.Add("missing start or end", fmt::format("kernels row id={}", id));
-        continue;
-      }
-      if (Negative(src, "kernels", id, start, end)) continue;
-      GpuOp op;
-      op.start_ns = start;
-      op.dur_ns = end - start;
-      RocpdTables::Symbol& s = t.symbols[static_cast<size_t>(symbol)];
-      if (s.name == kUnset) {
-        s.name = trace.names.Intern(s.display_name);
-        s.kind = ClassifyRocmInternalKernel(s.display_name).value_or(GpuOpKind::kKernel);
-      }
-      op.name = s.name;
-      op.device = static_cast<int32_t>(t.agents[static_cast<size_t>(agent)].type_index);
-      op.stream = static_cast<int32_t>(stream_id);
-      op.correlation = t.events[static_cast<size_t>(event)].stack_id;
-      op.source = source;
-      op.kind = s.kind;
-      trace.gpu_ops.push_back(op);
-      ++src.events_read;
+  for (const StagedCopy& c : s.copies.rows) {
+    const int32_t event = event_of("rocpd_memory_copy", "memory_copies", c.id, c.event_id,
+                                   c.failure, s.copies.failures);
+    if (event < 0) continue;
+    if (Negative(src, "memory_copies", c.id, c.start, c.end)) continue;
+    GpuOp op;
+    op.kind = GpuOpKind::kMemcpy;
+    op.start_ns = c.start;
+    op.dur_ns = c.end - c.start;
+    RocpdTables::String& name = t.strings[static_cast<size_t>(c.name)];
+    op.name = t.Name(name, trace);
+    op.bytes = c.bytes;
+    if (!name.copy_classified) {
+      name.direction = ParseCopyDirection(name.value);
+      name.copy_classified = true;
     }
-    RETURN_IF_ERROR(st);
+    op.direction = name.direction;
+    op.device = c.device;
+    op.stream = c.stream;
+    op.correlation = ev.events[static_cast<size_t>(event)].stack_id;
+    op.source = source;
+    trace.gpu_ops.push_back(op);
+    ++src.events_read;
   }
 
-  if (t.has_memory_copies) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(fmt::format(
-        "SELECT id, guid IS ?1, {}, {}, start, end, {}, {}, {}, ifnull(size, -1), stream_id, {} "
-        "FROM rocpd_memory_copy", Key("pid"), Key("tid"), Key("name_id"), Key("dst_agent_id"),
-        Key("src_agent_id"), Key("event_id"))));
-    q.BindText(1, t.guid);
-    while (q.Step(&st)) {
-      const int64_t id = q.Int(0);
-      const bool same_guid = q.Int(1) != 0;
-      const int64_t pid = q.Int(2), tid = q.Int(3), start = q.Int(4), end = q.Int(5),
-                    name_id = q.Int(6), dst_agent_id = q.Int(7), src_agent_id = q.Int(8),
-                    bytes = q.Int(9), stream_id = q.Int(10), event_id = q.Int(11);
-      const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
-                    name = t.string_index.Find(name_id), dst = t.agent_index.Find(dst_agent_id),
-                    srca = t.agent_index.Find(src_agent_id), event = t.event_index.Find(event_id);
-      if (!same_guid || name < 0 || dst < 0 || srca < 0 || event < 0 || process < 0 ||
-          thread < 0) {
-        std::string what;
-        if (!same_guid) {
-          what = foreign_guid;
-        } else if (name < 0) {
-          what = fmt::format("name_id {} is not in rocpd_string", ref(name_id));
-        } else if (dst < 0) {
-          what = fmt::format("dst_agent_id {} is not in rocpd_info_agent", ref(dst_agent_id));
-        } else if (srca < 0) {
-          what = fmt::format("src_agent_id {} is not in rocpd_info_agent", ref(src_agent_id));
-        } else if (event < 0) {
-          what = fmt::format("event_id {} is not in rocpd_event", ref(event_id));
-        } else if (process < 0) {
-          what = fmt::format("pid {} is not in rocpd_info_process", ref(pid));
-        } else {
-          what = fmt::format("tid {} is not in rocpd_info_thread", ref(tid));
-        }
-        unresolved("rocpd_memory_copy", id, "memory_copies", std::move(what));
-        continue;
+  for (const StagedRegion& r : s.regions.rows) {
+    const int32_t event = event_of("rocpd_region", "regions", r.id, r.event_id, r.failure,
+                                   s.regions.failures);
+    if (event < 0) continue;
+    if (Negative(src, "regions", r.id, r.start, r.end)) continue;
+    const RocpdTables::Event& e = ev.events[static_cast<size_t>(event)];
+    RocpdTables::String& name = t.strings[static_cast<size_t>(r.name)];
+    if (e.category >= 0 && t.strings[static_cast<size_t>(e.category)].marker) {
+      CpuOp c;
+      c.start_ns = r.start;
+      c.dur_ns = r.end - r.start;
+      c.name = t.Name(name, trace);
+      c.pid = r.pid;
+      c.tid = r.tid;
+      c.source = source;
+      c.kind = CpuOpKind::kMarker;
+      trace.cpu_ops.push_back(c);
+    } else {
+      ApiCall a;
+      a.start_ns = r.start;
+      a.dur_ns = r.end - r.start;
+      a.name = t.Name(name, trace);
+      a.pid = r.pid;
+      a.tid = r.tid;
+      a.correlation = e.stack_id;
+      a.source = source;
+      if (!name.api_classified) {
+        name.api_kind = ClassifyApi(name.value);
+        name.api_classified = true;
       }
-      if (Negative(src, "memory_copies", id, start, end)) continue;
-      GpuOp op;
-      op.kind = GpuOpKind::kMemcpy;
-      op.start_ns = start;
-      op.dur_ns = end - start;
-      RocpdTables::String& s = t.strings[static_cast<size_t>(name)];
-      op.name = t.Name(s, trace);
-      op.bytes = bytes;
-      if (!s.copy_classified) {
-        s.direction = ParseCopyDirection(s.value);
-        s.copy_classified = true;
-      }
-      op.direction = s.direction;
-      const RocpdTables::Agent& dst_agent = t.agents[static_cast<size_t>(dst)];
-      op.device = static_cast<int32_t>(
-          dst_agent.gpu ? dst_agent.type_index : t.agents[static_cast<size_t>(srca)].type_index);
-      op.stream = static_cast<int32_t>(stream_id);
-      op.correlation = t.events[static_cast<size_t>(event)].stack_id;
-      op.source = source;
-      trace.gpu_ops.push_back(op);
-      ++src.events_read;
+      a.kind = name.api_kind;
+      trace.api_calls.push_back(a);
     }
-    RETURN_IF_ERROR(st);
+    ++src.events_read;
   }
-
-  {
-    ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(fmt::format(
-        "SELECT id, guid IS ?1, {}, {}, start, end, {}, {} FROM rocpd_region", Key("pid"),
-        Key("tid"), Key("name_id"), Key("event_id"))));
-    q.BindText(1, t.guid);
-    while (q.Step(&st)) {
-      const int64_t id = q.Int(0);
-      const bool same_guid = q.Int(1) != 0;
-      const int64_t pid = q.Int(2), tid = q.Int(3), start = q.Int(4), end = q.Int(5),
-                    name_id = q.Int(6), event_id = q.Int(7);
-      const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
-                    name = t.string_index.Find(name_id), event = t.event_index.Find(event_id);
-      if (!same_guid || event < 0 || name < 0 || process < 0 || thread < 0) {
-        std::string what;
-        if (!same_guid) {
-          what = foreign_guid;
-        } else if (event < 0) {
-          what = fmt::format("event_id {} is not in rocpd_event", ref(event_id));
-        } else if (name < 0) {
-          what = fmt::format("name_id {} is not in rocpd_string", ref(name_id));
-        } else if (process < 0) {
-          what = fmt::format("pid {} is not in rocpd_info_process", ref(pid));
-        } else {
-          what = fmt::format("tid {} is not in rocpd_info_thread", ref(tid));
-        }
-        unresolved("rocpd_region", id, "regions", std::move(what));
-        continue;
-      }
-      if (Negative(src, "regions", id, start, end)) continue;
-      const RocpdTables::Event& e = t.events[static_cast<size_t>(event)];
-      RocpdTables::String& s = t.strings[static_cast<size_t>(name)];
-      const int32_t os_pid = static_cast<int32_t>(t.process_pids[static_cast<size_t>(process)]);
-      const int32_t os_tid = static_cast<int32_t>(t.thread_tids[static_cast<size_t>(thread)]);
-      if (e.category >= 0 && t.strings[static_cast<size_t>(e.category)].marker) {
-        CpuOp c;
-        c.start_ns = start;
-        c.dur_ns = end - start;
-        c.name = t.Name(s, trace);
-        c.pid = os_pid;
-        c.tid = os_tid;
-        c.source = source;
-        c.kind = CpuOpKind::kMarker;
-        trace.cpu_ops.push_back(c);
-      } else {
-        ApiCall a;
-        a.start_ns = start;
-        a.dur_ns = end - start;
-        a.name = t.Name(s, trace);
-        a.pid = os_pid;
-        a.tid = os_tid;
-        a.correlation = e.stack_id;
-        a.source = source;
-        if (!s.api_classified) {
-          s.api_kind = ClassifyApi(s.value);
-          s.api_classified = true;
-        }
-        a.kind = s.api_kind;
-        trace.api_calls.push_back(a);
-      }
-      ++src.events_read;
-    }
-    RETURN_IF_ERROR(st);
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -494,11 +667,21 @@ Status RocpdImporter::Import(const std::string& path, const ImportOptions& optio
     if (!db->Has(view)) return InvalidArgument(fmt::format("{}: rocpd file without the '{}' view", path, view));
   }
   std::unique_ptr<RocpdTables> tables;
+  StagedFacts staged;
+  EventTable events;
   if (path_ != RocpdPath::kDataViews) {
     std::string why;
     StatusOr<std::unique_ptr<RocpdTables>> loaded = LoadTables(dbr, &why);
     if (!loaded.ok()) return loaded.status().WithContext(path);
     tables = std::move(loaded).value();
+    if (tables != nullptr) {
+      RETURN_IF_ERROR(StageWithEvents(dbr, *tables, staged, events).WithContext(path));
+      if (events.repeated) {
+        why = "rocpd_event repeats an id";
+        tables.reset();
+        staged = StagedFacts();
+      }
+    }
     if (tables == nullptr && path_ == RocpdPath::kPerTableViews) {
       return InvalidArgument(fmt::format("{}: the per-table fast path cannot read this file: {}",
                                          path, why));
@@ -520,7 +703,10 @@ Status RocpdImporter::Import(const std::string& path, const ImportOptions& optio
     }
     RETURN_IF_ERROR(st.WithContext(path));
   }
-  if (tables != nullptr) return ReadPerTableViews(dbr, *tables, source, trace).WithContext(path);
+  if (tables != nullptr) {
+    JoinStaged(*tables, events, staged, source, trace);
+    return Status::Ok();
+  }
   return ReadDataViews(dbr, source, trace).WithContext(path);
 }
 

@@ -216,6 +216,47 @@ TEST(RocpdImporterTest, FastPathCountsRowsTheDataViewsDrop) {
             "leaves the row out)");
 }
 
+// Rows of another guid in every fact table and in rocpd_event (the fast path reads the regions'
+// guid column with the rows, and checks the other tables with a scan of their own on another
+// thread): the data views drop each such row, or the row whose event it is, silently; the fast
+// path drops the same rows and counts each, in row order, kernels first.
+TEST(RocpdImporterTest, FastPathCountsForeignGuidRowsOfEveryTable) {
+  const std::string path = CopyFixtureFrom(kSyntheticFixture, "rocpd_foreign_guids.db");
+  Exec(path, "UPDATE rocpd_region_0000abcd_1234_7000_8000_00000000beef "
+             "SET guid = 'other' WHERE id = 3");
+  Exec(path, "UPDATE rocpd_memory_copy_0000abcd_1234_7000_8000_00000000beef "
+             "SET guid = 'other' WHERE id = 2");
+  Exec(path, "UPDATE rocpd_event_0000abcd_1234_7000_8000_00000000beef "
+             "SET guid = 'other' WHERE id = (SELECT event_id FROM "
+             "rocpd_kernel_dispatch_0000abcd_1234_7000_8000_00000000beef WHERE id = 4)");
+  Trace views, fast;
+  ASSERT_TRUE(ImportThrough(RocpdPath::kDataViews, path, views).ok());
+  const Status st = ImportThrough(RocpdPath::kPerTableViews, path, fast);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(views.gpu_ops.size(), 200u + 25u - 2u);
+  EXPECT_EQ(views.api_calls.size() + views.cpu_ops.size(), 225u - 1u);
+  EXPECT_EQ(views.sources[0].issues.total(), 0);
+  ASSERT_EQ(fast.gpu_ops.size(), views.gpu_ops.size());
+  ASSERT_EQ(fast.api_calls.size(), views.api_calls.size());
+  for (size_t i = 0; i < fast.gpu_ops.size(); ++i) {
+    EXPECT_EQ(fast.gpu_ops[i].start_ns, views.gpu_ops[i].start_ns) << i;
+    EXPECT_EQ(fast.gpu_ops[i].correlation, views.gpu_ops[i].correlation) << i;
+  }
+  for (size_t i = 0; i < fast.api_calls.size(); ++i) {
+    EXPECT_EQ(fast.api_calls[i].start_ns, views.api_calls[i].start_ns) << i;
+  }
+  const ImportIssues& issues = fast.sources[0].issues;
+  ASSERT_EQ(issues.total(), 3);
+  ASSERT_EQ(issues.examples.size(), 3u);
+  EXPECT_EQ(issues.examples[0].where, "rocpd_kernel_dispatch row id=4");
+  EXPECT_NE(issues.examples[0].what.find("is not in rocpd_event"), std::string::npos)
+      << issues.examples[0].what;
+  EXPECT_EQ(issues.examples[1].where, "rocpd_memory_copy row id=2");
+  EXPECT_NE(issues.examples[1].what.find("guid is not the file's guid"), std::string::npos);
+  EXPECT_EQ(issues.examples[2].where, "rocpd_region row id=3");
+  EXPECT_NE(issues.examples[2].what.find("guid is not the file's guid"), std::string::npos);
+}
+
 // With two guids in rocpd_metadata (DBs merged by hand) the fast path is not taken: the default
 // reads the data views (the dangling row vanishes silently, as there), and forcing the fast path
 // is an error saying why.
