@@ -54,25 +54,32 @@ size_t StringStop(const char* b, size_t p, size_t n) {
   return p;
 }
 
-// A byte below 0x20 other than JSON's whitespace (tab, LF, CR): simdjson splits a token there or
-// rejects the event; in a string the reader has bailed already.
-bool HasStrayControlByte(const char* b, size_t n) {
+// What simdjson rejects anywhere in an event and the reader does not check as it goes: a byte
+// below 0x20 other than JSON's whitespace (tab, LF, CR; simdjson splits a token there or
+// rejects the event; in a string the reader has bailed already), and invalid UTF-8 (checked
+// only when a byte >= 0x80 is present: ASCII is valid UTF-8). One SSE2 pass.
+bool AcceptableBytes(const char* b, size_t n) {
   size_t i = 0;
+  bool non_ascii = false;
 #ifdef __SSE2__
   const __m128i control_max = _mm_set1_epi8(0x1F);
   const __m128i tab = _mm_set1_epi8('\t'), lf = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r');
+  int high = 0;
   for (; i + 16 <= n; i += 16) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
     const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, control_max), v);
     const __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, tab), _mm_cmpeq_epi8(v, lf)), _mm_cmpeq_epi8(v, cr));
-    if (_mm_movemask_epi8(_mm_andnot_si128(ws, control)) != 0) return true;
+    if (_mm_movemask_epi8(_mm_andnot_si128(ws, control)) != 0) return false;
+    high |= _mm_movemask_epi8(v);  // the top bit of each byte
   }
+  non_ascii = high != 0;
 #endif
   for (; i < n; ++i) {
     const auto c = static_cast<unsigned char>(b[i]);
-    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return true;
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
+    non_ascii |= c >= 0x80;
   }
-  return false;
+  return !non_ascii || simdjson::validate_utf8(b, n);
 }
 
 // The bytes after a backslash: one of `"\\/bfnrt`, or `u` and four hex digits.
@@ -132,7 +139,7 @@ class EventReader {
     if (!ReadObject(f)) return stop_;
     // simdjson rejects an event with invalid UTF-8 anywhere in it; so does this reader, by
     // handing such an event to the general path.
-    if (!simdjson::validate_utf8(b_, p_) || HasStrayControlByte(b_, p_)) return FastRead::kBail;
+    if (!AcceptableBytes(b_, p_)) return FastRead::kBail;
     *length = p_;
     return FastRead::kDone;
   }

@@ -78,6 +78,10 @@ TEST(KinetoEventTest, ReadsAnEventAndNeedsMoreForEveryCut) {
     EXPECT_EQ(ReadKinetoEventFast(kEvent.data(), cut, f, &length), cut == 0 ? FastRead::kBail : FastRead::kNeedMore)
         << "cut at " << cut;
   }
+  // Valid UTF-8 beyond ASCII is read as it is.
+  const std::string utf8 = "{\"ph\": \"X\", \"name\": \"caf\xc3\xa9 \xe2\x86\x92 gemm\", \"ts\": 1}";
+  ASSERT_EQ(ReadKinetoEventFast(utf8.data(), utf8.size(), f, &length), FastRead::kDone);
+  EXPECT_EQ(f.name, "caf\xc3\xa9 \xe2\x86\x92 gemm");
   // Trailing bytes after the event are not read.
   const std::string more = std::string(kEvent) + ",\n{\"ph\"";
   ASSERT_EQ(ReadKinetoEventFast(more.data(), more.size(), f, &length), FastRead::kDone);
