@@ -337,9 +337,13 @@ TEST(SimPathologyTest, SlowKernelMultipliesStepTime) {
   EXPECT_GT(MeanMs(gaps), 13.0);
   c.engine.slow_kernel_every = 2;
   gaps = TokenGaps(c, 9);
+  // Every other step slow: 4 of the 8 gaps, 15 ms against 5 ms. Counted at the midpoint, and one
+  // off allowed: on a loaded machine (CI, two test programs at once) a late step can shift
+  // where the 8 gaps fall against the slow steps; never-slow (0) and always-slow (8) still fail.
   int slow = 0;
-  for (int64_t g : gaps) slow += g >= 13 * kNsPerMs;
-  EXPECT_EQ(slow, 4);
+  for (int64_t g : gaps) slow += g >= 10 * kNsPerMs;
+  EXPECT_GE(slow, 3);
+  EXPECT_LE(slow, 5);
 }
 
 TEST(SimPathologyTest, SwapStallsArePeriodic) {
