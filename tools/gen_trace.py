@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a synthetic PyTorch/Kineto Chrome-trace JSON of a given size, for `latdoc trace`'s
-speed and memory benchmark (bench/trace_bench.sh). Streams its output: memory stays small.
+speed and memory benchmark (bench/trace_bench.py). Streams its output: memory stays small.
 
 The trace imitates an eager decode loop on one GPU: per step, a ProfilerStep annotation, per
 layer a few cpu_ops (with Input Dims args, like record_shapes=True), a cudaLaunchKernel per op
