@@ -1,9 +1,10 @@
 // PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, CUDA and ROCm variants; also
 // reads any Chrome-trace JSON whose events use Kineto's categories.
 //
-// Streamed: the document is read in slices through InputStream and split into events by
-// JsonEventScanner; each event is parsed alone with simdjson On-Demand. Memory is bounded by
-// the model's rows, never by the file.
+// Streamed: the document is read (and inflated) in slices on a read-ahead thread and split into
+// events by JsonEventScanner; each event is read in one pass from the scanner's buffer
+// (kineto_event.h), or, when that reader declines it, parsed alone with simdjson On-Demand.
+// Memory is bounded by the model's rows, never by the file.
 #pragma once
 
 #include "trace/importers/importer.h"
