@@ -312,6 +312,7 @@ int64_t RoundUpTo(double v, int64_t m) { return int64_t(std::ceil(v / double(m))
 // over the steps where nothing queued; then the recommendations and the two regimes.
 void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
   r.knee_index.reset();
+  r.knee_confirmed_by.reset();
   r.knee_steps.clear();
   r.elasticity.clear();
   r.recommendations.clear();
@@ -334,6 +335,7 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
     if (k.ok()) {
       r.knee_index = r.knee_steps[k->knee_index];
       r.knee_reached = k->reached;
+      if (k->confirmed_by) r.knee_confirmed_by = r.knee_steps[*k->confirmed_by];
       r.elasticity = k->elasticity;
       auto b = stats::RefineBracket(pts, *k);
       r.bracket_lo = b.lo_concurrency;
@@ -385,10 +387,17 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
     return;
   }
   const SweepStep& knee = r.steps[*r.knee_index];
-  // The step past the knee says which resource bends.
+  // The step past the knee says which resource bends. The server's queue and KV metrics are
+  // hard evidence and compute is what remains without them, so when the step that confirmed
+  // the knee shows queueing or KV pressure and the one in between does not, the true knee lies
+  // between them (noise put the reported one a step early) and that is what bends.
   const SweepStep* past = nullptr;
   for (size_t i : r.knee_steps)
     if (i > *r.knee_index) { past = &r.steps[i]; break; }
+  auto hard = [](Bend b) { return b == Bend::kQueueing || b == Bend::kKvCache; };
+  if (past && !hard(past->bend) && r.knee_confirmed_by &&
+      hard(r.steps[*r.knee_confirmed_by].bend))
+    past = &r.steps[*r.knee_confirmed_by];
   auto lat = [&](const SweepStep& s) {
     auto v = s.KneeP99Ms(o.knee_latency);
     return v ? fmt::format("{:.1f} ms", *v) : std::string("n/a");
@@ -590,6 +599,17 @@ bool Measured(const std::vector<SweepStep>& steps, double load) {
   return false;
 }
 
+// The knee stands when a second step past it agreed (stats/knee.h), or when the step past it
+// shows the server's queue or KV cache filling: the server's metrics say it is no stall.
+bool KneeConfirmed(const SweepResult& r) {
+  if (!r.knee_reached || !r.knee_index) return false;
+  if (r.knee_confirmed_by) return true;
+  for (size_t i : r.knee_steps)
+    if (i > *r.knee_index)
+      return r.steps[i].bend == Bend::kQueueing || r.steps[i].bend == Bend::kKvCache;
+  return false;
+}
+
 }  // namespace
 
 // Plan: the ladder (stopping early), then refinement rounds around the knee. Every measured
@@ -669,9 +689,7 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
       const SweepStep& k = r.steps[*r.knee_index];
       size_t past = 0;
       for (const auto& x : r.steps) past += x.load > k.load;
-      auto kp = k.KneeP99Ms(o.knee_latency), sp = s->KneeP99Ms(o.knee_latency);
-      bool clearly = past >= 2 || (kp && sp && *sp >= 2 * *kp) ||
-                     s->output_tokens_per_s <= 1.05 * k.output_tokens_per_s;
+      bool clearly = past >= 2 || KneeConfirmed(r);
       if (clearly && s->load > k.load) {
         r.stop_reason = fmt::format("clearly past the knee at {} {}", k.load, unit);
         break;

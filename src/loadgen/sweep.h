@@ -16,8 +16,10 @@
 //      step). After each step the sweep stops climbing early when
 //        - the step's error rate is above max_error_rate ("errors climb"), or
 //        - an SLO is given and the step misses it ("SLO broken"), or
-//        - the knee is reached and the step is clearly past it: p99 at least twice the knee's,
-//          or tokens/s within 5% of the knee's, or two steps past it.
+//        - the knee is reached and confirmed: a second step past it agreed (stats/knee.h),
+//          or the step past it shows requests queueing or the KV cache filling in the
+//          server's metrics. A p99 that merely doubled, or tokens/s that stayed flat, is not
+//          enough: one stalled step on a loaded host does that.
 //   2. Refinement: RefineProbes() around the knee, repeated until both halves of the bracket
 //      are narrower than refine_ratio (default 1.1, i.e. 10%) or no new integer concurrency is
 //      left, or max_steps is reached.
@@ -160,6 +162,7 @@ struct SweepResult {
   std::vector<SweepStep> steps;    // ascending load
   std::optional<size_t> knee_index;  // into steps
   bool knee_reached = false;
+  std::optional<size_t> knee_confirmed_by;  // into steps: the step that confirmed the bend
   std::vector<double> elasticity;  // per segment of the steps used for the knee
   std::vector<size_t> knee_steps;  // the steps the knee was judged on (indexes into steps)
   std::optional<double> bracket_lo, bracket_hi;

@@ -106,6 +106,9 @@ ordered_json SweepJson(const SweepResult& r, const SweepOptions& o, const SweepC
     knee = ordered_json::object();
     knee[LoadKey(o)] = r.steps[*r.knee_index].load;
     knee["reached"] = r.knee_reached;
+    // The step past the knee's segment that confirmed the bend (null: nothing measured past it).
+    knee["confirmed_by"] = r.knee_confirmed_by ? ordered_json(r.steps[*r.knee_confirmed_by].load)
+                                               : ordered_json(nullptr);
     knee["bracket"] = {Opt(r.bracket_lo), Opt(r.bracket_hi)};
     knee["bend"] = BendName(r.knee_bend);
     knee["explanation"] = r.knee_explanation;

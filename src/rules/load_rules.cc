@@ -109,6 +109,34 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
   std::optional<double> kv_queue_ms;
   Severity kv_queue_severity = Severity::kOk;
 
+  // Decode stalls: every running sequence waits at once (a log write, swapping, a slow kernel),
+  // so a stall shows as inter-token gaps far above the median. A rare long stall can stay under
+  // the p99 of all gaps yet cost a large part of the decode time, so it is judged two ways: the
+  // p99 over the median, and the time above the median step (mean - median, a share of the
+  // mean ITL) when the longest gaps (p99.9) are spikes.
+  auto itl_p50 = Num(load, "median_itl_ms"), itl_p99 = Num(load, "p99_itl_ms");
+  auto itl_mean = Num(load, "mean_itl_ms"), itl_p999 = Num(load, "p99.9_itl_ms");
+  std::optional<double> stall_share;  // of the decode time
+  bool stalls = false;
+  Severity stall_severity = Severity::kOk;
+  if (itl_p50 && itl_p99 && *itl_p50 > 0) {
+    const double tail = std::max(*itl_p99, itl_p999.value_or(0));
+    const bool spikes = tail >= o.itl_spike_ratio * *itl_p50 && tail >= o.itl_spike_min_ms;
+    if (itl_mean && *itl_mean > 0) stall_share = std::max(0.0, *itl_mean - *itl_p50) / *itl_mean;
+    if (spikes && stall_share.value_or(0) >= o.itl_stall_share_fail) {
+      stall_severity = Severity::kFail;
+    } else if ((*itl_p99 >= o.itl_spike_ratio * *itl_p50 && *itl_p99 >= o.itl_spike_min_ms) ||
+               (spikes && stall_share.value_or(0) >= o.itl_stall_share_warn)) {
+      stall_severity = Severity::kWarn;
+    }
+    stalls = stall_severity >= Severity::kWarn;
+  }
+  // Requests that waited although the batch never filled (it reached the client's whole
+  // concurrency) did not wait for a batch slot: the engine admitted them late.
+  auto max_running = Num(srv, "max_running");
+  const bool batch_never_full = max_running && conc && *max_running >= *conc - 0.5;
+  std::optional<double> stall_queue_ms;
+
   // load.queueing
   if (!have_server || !queue || !client_ttft) {
     out.push_back(Skip("load.queueing", "the server's /metrics gave no queue time"));
@@ -139,15 +167,35 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
             waiting ? fmt::format("{:.0f}", *waiting) : "n/a",
             kv_max ? fmt::format("max usage {:.0f}%", *kv_max * 100) : "usage n/a");
       }
+      const Severity queue_severity = share >= o.queue_share_fail ? Severity::kFail : Severity::kWarn;
+      // Without KV pressure and with a batch that never filled, the queue is the stalls' doing
+      // when there were stalls (load.itl_stalls carries its share), else the prefill budget's.
+      const bool stall_bound = !kv_bound && batch_never_full && stalls;
+      if (!kv_bound && batch_never_full) {
+        advice = fmt::format(
+            "Requests waited although the batch never filled (up to {} running, the client's "
+            "whole concurrency): not a batch-slot limit, so raising `--max-num-seqs` will not help. "
+            "{}",
+            running ? fmt::format("{:.0f}", *running) : "n/a",
+            stalls ? "The engine stalled and admitted them late: see load.itl_stalls."
+                   : "The prefill token budget admits them late: raise `--max-num-batched-tokens`, "
+                     "or look for stalls in the engine loop (`latdoc logs`, `latdoc trace`).");
+      }
       if (kv_bound) {
         kv_queue_ms = *queue;
-        kv_queue_severity = share >= o.queue_share_fail ? Severity::kFail : Severity::kWarn;
+        kv_queue_severity = queue_severity;
       }
-      out.push_back(Make("load.queueing", share >= o.queue_share_fail ? Severity::kFail : Severity::kWarn,
+      if (stall_bound) {
+        stall_queue_ms = *queue;
+        stall_severity = std::max(stall_severity, queue_severity);
+      }
+      out.push_back(Make("load.queueing", queue_severity,
                          fmt::format("queueing is {:.0f}% of TTFT{} ({:.1f} of {:.1f} ms){}", share * 100, at,
                                      *queue, *client_ttft,
-                                     kv_bound ? ", waiting for KV cache (see load.kv_pressure)" : ""),
-                         ev, advice, kv_bound ? std::nullopt : of_e2el(*queue)));
+                                     kv_bound      ? ", waiting for KV cache (see load.kv_pressure)"
+                                     : stall_bound ? ", during decode stalls (see load.itl_stalls)"
+                                                   : ""),
+                         ev, advice, kv_bound || stall_bound ? std::nullopt : of_e2el(*queue)));
     } else {
       out.push_back(Make("load.queueing", Severity::kOk,
                          fmt::format("queueing is {:.0f}% of TTFT", share * 100), ev, "", of_e2el(*queue)));
@@ -220,25 +268,31 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
   }
 
   // load.itl_stalls
-  auto itl_p50 = Num(load, "median_itl_ms"), itl_p99 = Num(load, "p99_itl_ms");
   if (itl_p50 && itl_p99 && *itl_p50 > 0) {
     double ratio = *itl_p99 / *itl_p50;
     std::vector<Evidence> ev = {Ev("median_itl", *itl_p50, "ms"), Ev("p99_itl", *itl_p99, "ms"),
-                                Ev("p99_over_median", ratio, "x")};
-    if (ratio >= o.itl_spike_ratio && *itl_p99 >= o.itl_spike_min_ms) {
-      out.push_back(Make("load.itl_stalls", Severity::kWarn,
-                         fmt::format("decode stalls: p99 inter-token latency {:.1f} ms is {:.1f}x the median",
-                                     *itl_p99, ratio),
-                         ev,
+                                Ev("p99_over_median", ratio, "x"), Ev("p99.9_itl", itl_p999, "ms"),
+                                Ev("stall_share_of_decode", stall_share ? std::optional<double>(*stall_share * 100)
+                                                                        : std::nullopt, "%")};
+    if (stall_queue_ms) ev.push_back(Ev("queue_during_stalls_mean", *stall_queue_ms, "ms"));
+    if (stalls) {
+      // What the stalls add: mean ITL above the median over every token, and the queueing they
+      // caused (load.queueing), on the mean-E2EL scale.
+      double added_ms = itl_mean ? std::max(0.0, *itl_mean - *itl_p50) * std::max(0.0, tokens_per_req - 1) : 0;
+      added_ms += stall_queue_ms.value_or(0);
+      std::string title =
+          ratio >= o.itl_spike_ratio
+              ? fmt::format("decode stalls: p99 inter-token latency {:.1f} ms is {:.1f}x the median", *itl_p99, ratio)
+              : fmt::format("decode stalls: {:.0f}% of the decode time is spent in gaps up to {:.1f} ms "
+                            "(median {:.1f} ms)",
+                            stall_share.value_or(0) * 100, std::max(*itl_p99, itl_p999.value_or(0)), *itl_p50);
+      if (stall_queue_ms) title += fmt::format("; requests queued {:.1f} ms behind them", *stall_queue_ms);
+      out.push_back(Make("load.itl_stalls", stall_severity, std::move(title), ev,
                          "Something pauses the decode loop now and then: synchronous log writes (drop "
                          "`--enable-log-requests`, `--disable-uvicorn-access-log`, `VLLM_LOGGING_LEVEL=INFO`), "
                          "preemptions or swapping, or long prefill chunks interleaved with decode (lower "
                          "`--max-num-batched-tokens`). `latdoc logs` and `latdoc trace` show which.",
-                         // What the stalls add: mean ITL above the median, over every token.
-                         Num(load, "mean_itl_ms")
-                             ? of_e2el(std::max(0.0, *Num(load, "mean_itl_ms") - *itl_p50) *
-                                       std::max(0.0, tokens_per_req - 1))
-                             : std::nullopt));
+                         added_ms > 0 ? of_e2el(added_ms) : std::nullopt));
     } else {
       out.push_back(Make("load.itl_stalls", Severity::kOk,
                          fmt::format("p99 ITL is {:.1f}x the median", ratio), ev, ""));

@@ -33,6 +33,9 @@ struct LoadRuleOptions {
   double prefill_share_warn = 0.5, prefill_min_ms = 50;
   double network_min_ms = 5, network_share_warn = 0.2;
   double itl_spike_ratio = 3, itl_spike_min_ms = 10;
+  // Share of the decode time above the median step (mean - median ITL, over the mean) when
+  // the longest gaps are spikes: warn, fail.
+  double itl_stall_share_warn = 0.15, itl_stall_share_fail = 0.3;
   double itl_growth_ratio = 2;
   double ttft_tail_ratio = 3;
 };

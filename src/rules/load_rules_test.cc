@@ -38,7 +38,8 @@ TEST(LoadRulesTest, HealthyRunFiresNothing) {
 TEST(LoadRulesTest, QueueingPastTheBatchLimit) {
   ordered_json j = Healthy();
   j["server_metrics"]["queue_mean_ms"] = 300;
-  j["server_metrics"]["max_waiting"] = 90;
+  j["server_metrics"]["max_running"] = 16;  // the batch limit, under 32 concurrent
+  j["server_metrics"]["max_waiting"] = 16;
   j["server_metrics"]["ttft_breakdown"]["client_ttft_ms"] = 400;
   auto fs = EvaluateLoadRules(Baseline(), j);
   auto f = Find(fs, "load.queueing");
@@ -46,7 +47,68 @@ TEST(LoadRulesTest, QueueingPastTheBatchLimit) {
   EXPECT_EQ(f->severity, Severity::kFail);
   EXPECT_EQ(f->title, "queueing is 75% of TTFT at concurrency 32 (300.0 of 400.0 ms)");
   EXPECT_DOUBLE_EQ(*f->latency_share, 0.3);  // 300 ms of a 1000 ms mean E2EL
-  EXPECT_THAT(f->advice, ::testing::HasSubstr("--max-num-seqs"));
+  EXPECT_THAT(f->advice, ::testing::HasSubstr("Raise `--max-num-seqs`"));
+}
+
+// Requests that waited while the batch reached the whole concurrency did not wait for a slot:
+// the advice must not be to raise --max-num-seqs.
+TEST(LoadRulesTest, QueueingWithABatchThatNeverFilledIsNotABatchLimit) {
+  ordered_json j = Healthy();
+  j["server_metrics"]["queue_mean_ms"] = 300;
+  j["server_metrics"]["max_waiting"] = 6;
+  j["server_metrics"]["ttft_breakdown"]["client_ttft_ms"] = 400;
+  auto fs = EvaluateLoadRules(Baseline(), j);
+  auto f = Find(fs, "load.queueing");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::kFail);
+  EXPECT_DOUBLE_EQ(*f->latency_share, 0.3);
+  EXPECT_THAT(f->advice, ::testing::HasSubstr("not a batch-slot limit"));
+  EXPECT_THAT(f->advice, ::testing::HasSubstr("raise `--max-num-batched-tokens`"));
+  EXPECT_THAT(f->advice, ::testing::Not(::testing::HasSubstr("Raise `--max-num-seqs`")));
+}
+
+// A few long stalls (two 200 ms pauses of the whole batch) stay under the p99 of all gaps but
+// cost a third of the decode time: a fail. The queueing they caused (requests arriving during
+// a stall wait for it; the batch never filled) is theirs: load.itl_stalls carries its share
+// and ranks first, load.queueing points to it.
+TEST(LoadRulesTest, RareLongStallsUnderTheP99AndTheQueueTheyCause) {
+  ordered_json j = Healthy();
+  j["median_itl_ms"] = 3.64;
+  j["p99_itl_ms"] = 6.2;  // 1.7x the median: the p99 alone sees nothing
+  j["p99.9_itl_ms"] = 203.7;
+  j["mean_itl_ms"] = 5.82;
+  j["total_output_tokens"] = 6400;  // 32 per request
+  j["mean_e2el_ms"] = 300;
+  auto fs = EvaluateLoadRules(Baseline(), j);
+  const Finding* st = Find(fs, "load.itl_stalls");
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->severity, Severity::kFail);
+  EXPECT_EQ(st->title, "decode stalls: 37% of the decode time is spent in gaps up to 203.7 ms (median 3.6 ms)");
+  EXPECT_NEAR(*st->latency_share, (5.82 - 3.64) * 31 / 300, 1e-9);
+  // A milder tail (p99.9 still a spike, 15-30% of the decode time): a warning.
+  j["mean_itl_ms"] = 4.6;
+  EXPECT_EQ(Find(EvaluateLoadRules(Baseline(), j), "load.itl_stalls")->severity, Severity::kWarn);
+  // No spikes: a wide but smooth spread is not a stall.
+  j["p99.9_itl_ms"] = 8;
+  EXPECT_EQ(Find(EvaluateLoadRules(Baseline(), j), "load.itl_stalls")->severity, Severity::kOk);
+
+  j["p99.9_itl_ms"] = 203.7;
+  j["mean_itl_ms"] = 5.82;
+  j["server_metrics"]["queue_mean_ms"] = 100;
+  j["server_metrics"]["max_waiting"] = 10;
+  j["server_metrics"]["ttft_breakdown"]["client_ttft_ms"] = 120;
+  fs = EvaluateLoadRules(Baseline(), j);
+  st = Find(fs, "load.itl_stalls");
+  const Finding* q = Find(fs, "load.queueing");
+  EXPECT_EQ(q->severity, Severity::kFail);
+  EXPECT_FALSE(q->latency_share);
+  EXPECT_THAT(q->title, ::testing::EndsWith(", during decode stalls (see load.itl_stalls)"));
+  EXPECT_THAT(q->advice, ::testing::HasSubstr("The engine stalled and admitted them late"));
+  EXPECT_EQ(st->severity, Severity::kFail);
+  EXPECT_NEAR(*st->latency_share, ((5.82 - 3.64) * 31 + 100) / 300, 1e-9);
+  EXPECT_THAT(st->title, ::testing::EndsWith("; requests queued 100.0 ms behind them"));
+  RankFindings(fs);
+  EXPECT_EQ(fs.front().id, "load.itl_stalls");
 }
 
 TEST(LoadRulesTest, PreemptionsAreKvPressure) {

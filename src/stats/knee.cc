@@ -18,27 +18,29 @@ StatusOr<KneeResult> FindKnee(std::span<const SweepPoint> points, KneeOptions op
                              ": concurrency must be strictly increasing");
     }
   }
+  // "each 1% of added p99 buys e % more tokens/s", from step i to step j.
+  auto elasticity = [&](size_t i, size_t j) {
+    const SweepPoint& a = points[i];
+    const SweepPoint& b = points[j];
+    if (!(b.tokens_per_s > a.tokens_per_s)) return 0.0;  // more load, no more throughput
+    if (b.p99_latency_ns <= a.p99_latency_ns || a.tokens_per_s <= 0) {
+      return std::numeric_limits<double>::infinity();  // free throughput, or from nothing
+    }
+    return std::log(b.tokens_per_s / a.tokens_per_s) /
+           std::log(static_cast<double>(b.p99_latency_ns) / static_cast<double>(a.p99_latency_ns));
+  };
   KneeResult r;
   r.knee_index = points.size() - 1;
+  for (size_t i = 0; i + 1 < points.size(); ++i) r.elasticity.push_back(elasticity(i, i + 1));
   for (size_t i = 0; i + 1 < points.size(); ++i) {
-    const SweepPoint& a = points[i];
-    const SweepPoint& b = points[i + 1];
-    double e;
-    if (!(b.tokens_per_s > a.tokens_per_s)) {
-      e = 0;  // more load, no more throughput
-    } else if (b.p99_latency_ns <= a.p99_latency_ns) {
-      e = std::numeric_limits<double>::infinity();  // more throughput, no more latency
-    } else if (a.tokens_per_s <= 0) {
-      e = std::numeric_limits<double>::infinity();  // from nothing to something
-    } else {
-      e = std::log(b.tokens_per_s / a.tokens_per_s) /
-          std::log(static_cast<double>(b.p99_latency_ns) / static_cast<double>(a.p99_latency_ns));
+    if (!(r.elasticity[i] < options.min_elasticity)) continue;
+    if (i + 2 < points.size()) {
+      if (!(elasticity(i, i + 2) < options.min_elasticity)) continue;  // step i+1 was the odd one
+      r.confirmed_by = i + 2;
     }
-    r.elasticity.push_back(e);
-    if (!r.reached && e < options.min_elasticity) {
-      r.reached = true;
-      r.knee_index = i;
-    }
+    r.reached = true;
+    r.knee_index = i;
+    break;
   }
   return r;
 }

@@ -20,6 +20,13 @@
 // The true knee lies between the steps before and after the one reported; RefineBracket()
 // gives that interval for a bisection.
 //
+// CONFIRMATION. One step measured on a loaded host can carry a stall (a p99 of a few dozen
+// requests is their slowest one) and fake a bend. So a segment i -> i+1 below the threshold
+// is the knee only if the step after it agrees: the elasticity from i straight to i+2 is below
+// the threshold too. When it is not, step i+1 was the odd one and the search goes on. A
+// candidate on the last segment has nothing to confirm it: it is reported (reached) with
+// `confirmed_by` empty, and a sweep measures one more step before it trusts it.
+//
 // Also: the highest concurrency whose p99 meets an SLO, and the step of maximum goodput.
 // Pure functions; thread-safe.
 #pragma once
@@ -51,6 +58,9 @@ struct KneeResult {
   bool reached = false;
   // elasticity[i] belongs to the segment from step i to step i+1 (+inf: free throughput).
   std::vector<double> elasticity;
+  // The step (knee_index + 2) whose elasticity from the knee confirmed it; empty when the
+  // knee's segment is the last one, or the knee was not reached.
+  std::optional<size_t> confirmed_by;
 };
 
 // REQUIRES nothing; returns InvalidArgument when `points` is empty, concurrency is not

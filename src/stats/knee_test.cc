@@ -113,6 +113,43 @@ TEST(KneeTest, RobustToSmallNoise) {
   }
 }
 
+// One step whose p99 caught a stall (a loaded host: 1.8x its true value) is not a knee: the
+// step after it does not confirm the bend, so the knee stays where the engine puts it. Every
+// step below the knee is tried as the odd one.
+TEST(KneeTest, OneStalledStepIsNotAKnee) {
+  Engine e{48, 6.0, 0.08, 16};
+  auto clean = Ladder(e, 1, 256, 1.1);
+  auto k0 = FindKnee(clean);
+  ASSERT_TRUE(k0.ok());
+  ASSERT_TRUE(k0->confirmed_by.has_value());
+  EXPECT_EQ(*k0->confirmed_by, k0->knee_index + 2);
+  const double truth = clean[k0->knee_index].concurrency;
+  EXPECT_NEAR(truth, e.TrueKnee(), 0.10 * e.TrueKnee());
+  for (size_t odd = 1; odd < k0->knee_index; ++odd) {
+    auto pts = clean;
+    pts[odd].p99_latency_ns = static_cast<int64_t>(pts[odd].p99_latency_ns * 1.8);
+    auto k = FindKnee(pts);
+    ASSERT_TRUE(k.ok());
+    EXPECT_LT(k->elasticity[odd - 1], 1.0) << "the stalled step bends its own segment";
+    EXPECT_EQ(pts[k->knee_index].concurrency, truth) << "stalled step " << pts[odd].concurrency;
+  }
+}
+
+// A bend on the last segment has no step after it: reported, but not confirmed.
+TEST(KneeTest, BendOnTheLastSegmentIsUnconfirmed) {
+  std::vector<SweepPoint> pts = {{1, 100, 10, {}}, {2, 105, 20, {}}, {4, 300, 22, {}}};
+  auto k = FindKnee(pts);
+  ASSERT_TRUE(k.ok());
+  EXPECT_TRUE(k->reached);
+  EXPECT_EQ(k->knee_index, 1u);
+  EXPECT_FALSE(k->confirmed_by.has_value());
+  pts.push_back({8, 110, 40, {}});  // the step after says step 4 was the odd one
+  k = FindKnee(pts);
+  ASSERT_TRUE(k.ok());
+  EXPECT_FALSE(k->reached);
+  EXPECT_EQ(k->knee_index, 3u);
+}
+
 TEST(KneeTest, NotReachedWhenThroughputScalesFreely) {
   Engine e{4096, 20.0, 0.0001};
   auto pts = Ladder(e, 1, 256, 2.0);
