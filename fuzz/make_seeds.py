@@ -106,6 +106,14 @@ for name in ("vllm_rocm7_decode_fullgraph", "h100_qwen0.5b", "mi300x_qwen0.5b"):
         put("fuzz_kineto_event", "%s_%d.json" % (name, i), json.dumps(events[i]).encode())
 put("fuzz_trace_kineto", "h100_first_events.json",
     kineto_cut(os.path.join(D, "trace/tracelens/h100_qwen0.5b/trace.json.gz"), 60))
+# The split parse: the same documents, and one whose args and strings hold false seams.
+copy("fuzz_kineto_split", files("trace/handmade/*.json"))
+put("fuzz_kineto_split", "h100_first_events.json",
+    kineto_cut(os.path.join(D, "trace/tracelens/h100_qwen0.5b/trace.json.gz"), 30))
+put("fuzz_kineto_split", "false_seams.json", json.dumps({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k, {x}", "pid": 0, "tid": i, "ts": 10 * i, "dur": 2,
+     "args": {"correlation": i, "shapes": [{"a": 1}, {"b": [2, {"c": 3}]}], "note": ", {\"ph\": 1}"}}
+    for i in range(12)]}).encode())
 copy("fuzz_trace_rocprof_v1_csv", files("trace/handmade/v1_results.csv", "trace/rocprof_v1/*/output_*.csv"))
 copy("fuzz_trace_rocprof_v1_json", files("trace/rocprof_v1/*/results.json"))
 copy("fuzz_trace_rocprof_stats", files("trace/rocprof_v1/*/*stats.csv"))

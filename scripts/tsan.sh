@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ThreadSanitizer run of the multi-threaded parts: the HTTP server and client, the simulator
-# (engine and server), the load runner, and the trace pipeline (read-ahead inflate, the rocpd
-# importer's second reader, Finalize's and the analyses' second thread). Usage: scripts/tsan.sh
+# (engine and server), the load runner, and the trace pipeline (read-ahead inflate, the Kineto
+# split parse, the rocpd importer's reader threads, Finalize's and the analyses' second
+# thread). Usage: scripts/tsan.sh
 #   Builds those test programs only (the `tsan` preset; LATDOC_TSAN_BUILD_DIR, default
 #   build/tsan) and runs their tests with ctest -R (the suites below). Exit 1 on any race
 #   report or a test failing three times.
@@ -13,7 +14,7 @@ targets=(http_server_test http_client_test sim_engine_test sim_server_test runne
 # SimPathologyTest is left out: it asserts wall-time effects (ms per step) that TSan's 5-15x
 # slowdown distorts; its code paths are the ones SimServerTest and SimFaultTest run.
 suites='^(ServerTest|HttpClientTest|ParseUrlTest|EngineTest|SimServerTest|SimFaultTest|SimLogTest|CountPromptTokensTest|RunnerTest'
-suites+='|ReadAheadTest|InputStreamTest|TraceTest|KinetoImporterTest|NsysImporterTest|RocpdImporterTest'
+suites+='|ReadAheadTest|InputStreamTest|TraceTest|KinetoImporterTest|KinetoSplitTest|NsysImporterTest|RocpdImporterTest'
 suites+='|Fixtures/RocpdBothPathsTest|Fixtures/ReportGoldenTest|TraceLens/GpuTimelineFixtureTest)\.'
 
 scripts/install-deps.sh >/dev/null

@@ -5,6 +5,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 namespace latdoc::trace {
 
 std::string_view GpuOpKindName(GpuOpKind k) {
@@ -293,6 +295,36 @@ ApiKind ClassifyApi(std::string_view raw) {
   }
   if (Contains(name, "Free") || Contains(name, "HostUnregister")) return ApiKind::kFree;
   return ApiKind::kOther;
+}
+
+std::string DumpTrace(const Trace& t) {
+  std::string out;
+  for (size_t i = 0; i < t.names.size(); ++i) {
+    out += fmt::format("name {} {}\n", i, t.names.Get(static_cast<NameId>(i)));
+  }
+  for (const GpuOp& o : t.gpu_ops) {
+    out += fmt::format("gpu {} {} {} {} {} {} {} {} {} {} {} {} {}\n", o.start_ns, o.dur_ns, o.correlation,
+                       o.bytes, o.name, o.device, o.stream, o.source, GpuOpKindName(o.kind),
+                       CopyDirectionName(o.direction), MemKindName(o.src_kind), MemKindName(o.dst_kind), o.api);
+  }
+  for (const ApiCall& a : t.api_calls) {
+    out += fmt::format("api {} {} {} {} {} {} {} {}\n", a.start_ns, a.dur_ns, a.correlation, a.name, a.pid,
+                       a.tid, a.source, ApiKindName(a.kind));
+  }
+  for (const CpuOp& c : t.cpu_ops) {
+    out += fmt::format("cpu {} {} {} {} {} {} {}\n", c.start_ns, c.dur_ns, c.name, c.pid, c.tid, c.source,
+                       static_cast<int>(c.kind));
+  }
+  for (const DeviceInfo& d : t.devices) {
+    out += fmt::format("device {} {} {} {}\n", d.source, d.device, d.name, d.arch);
+  }
+  for (const SourceFile& s : t.sources) {
+    out += fmt::format("source {} {} {} {} {}\n", s.path, s.format, s.events_read,
+                       s.fatal_error.value_or("-"), s.issues.total());
+    for (const auto& [reason, n] : s.issues.count_by_reason) out += fmt::format("  issue {} {}\n", reason, n);
+    for (const auto& e : s.issues.examples) out += fmt::format("  example {} | {}\n", e.where, e.what);
+  }
+  return out;
 }
 
 }  // namespace latdoc::trace

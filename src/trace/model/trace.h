@@ -156,4 +156,8 @@ class Trace {
 // Classifies a runtime/driver API name (version suffixes such as "_v7000" are ignored).
 ApiKind ClassifyApi(std::string_view name);
 
+// Everything in `trace`, one line per name, event, device and source (with its bad-record
+// counts and examples), in storage order: for tests that compare two ways of importing.
+std::string DumpTrace(const Trace& trace);
+
 }  // namespace latdoc::trace

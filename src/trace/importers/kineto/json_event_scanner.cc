@@ -282,6 +282,19 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
   return Status::Ok();
 }
 
+void JsonEventScanner::StartInsideTraceEvents(uint64_t offset, bool bare_array) {
+  buf_.clear();
+  buf_offset_ = offset;
+  pos_ = 0;
+  state_ = State::kArrayElemOrEnd;
+  bare_array_ = bare_array;
+  saw_trace_events_ = true;
+}
+
+bool JsonEventScanner::AtTraceEventsElement() const {
+  return error_.ok() && state_ == State::kArrayElemOrEnd && !fast_waiting_ && pos_ == buf_.size();
+}
+
 Status JsonEventScanner::Finish() {
   if (!error_.ok()) return error_;
   const uint64_t end = buf_offset_ + buf_.size();

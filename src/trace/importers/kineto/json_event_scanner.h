@@ -56,6 +56,17 @@ class JsonEventScanner {
   uint64_t events() const { return events_; }
   bool saw_trace_events() const { return saw_trace_events_; }
 
+  // For a parse split across threads (kineto_importer.cc). A scanner that starts at byte
+  // `offset` of a document, at an element of its traceEvents array (the byte after a ',' and
+  // any whitespace); `bare_array` says whether the document is a bare array.
+  void StartInsideTraceEvents(uint64_t offset, bool bare_array);
+  bool bare_array() const { return bare_array_; }
+  // True when everything fed so far has been consumed and the next byte must start an element
+  // of traceEvents: a scanner started at that byte would go on exactly as this one will.
+  bool AtTraceEventsElement() const;
+  // Counts the events of earlier parts of the document in events() (and in Finish()'s message).
+  void AddEarlierEvents(uint64_t n) { events_ += n; }
+
  private:
   enum class State {
     kStart,          // before the first '{' or '['

@@ -1,8 +1,17 @@
 #include "trace/importers/kineto/kineto_importer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -170,6 +179,12 @@ class KinetoReader {
   // An event the one-pass reader (kineto_event.h) has read.
   void OnFastEvent(const KinetoEventFields& f, uint64_t offset) { Store(f, offset); }
 
+  // Takes over what a reader of a later part of the same document saw at the top level.
+  void MergeTopLevelFrom(const KinetoReader& later) {
+    if (!later.device_props_.empty()) device_props_ = later.device_props_;
+    rocm_ = rocm_ || later.rocm_;
+  }
+
  private:
   void Bad(std::string_view reason, uint64_t offset) {
     source().issues.Add(reason, fmt::format("byte {}", offset));
@@ -275,6 +290,223 @@ class KinetoReader {
   bool rocm_ = false;
 };
 
+// One parse of a Kineto document, or of a part of it: the reader that stores events into a
+// Trace and the scanner that feeds it, with the one-pass reader tried first for each event.
+class KinetoParse {
+ public:
+  KinetoParse(Trace& trace, uint16_t source)
+      : reader_(trace, source),
+        scanner_([this](std::string_view text, uint64_t offset) { reader_.OnEvent(text, offset); },
+                 [this](std::string_view key, std::string_view value) { reader_.OnValue(key, value); }) {
+    scanner_.SetFastElement([this](const char* b, size_t n, uint64_t offset, size_t* length) {
+      KinetoEventFields f;
+      switch (ReadKinetoEventFast(b, n, f, length)) {
+        case FastRead::kDone:
+          reader_.OnFastEvent(f, offset);
+          return JsonEventScanner::FastResult::kDone;
+        case FastRead::kNeedMore:
+          return JsonEventScanner::FastResult::kNeedMore;
+        case FastRead::kBail:
+          break;
+      }
+      return JsonEventScanner::FastResult::kDecline;
+    });
+    scanner_.KeepValue("deviceProperties");
+    scanner_.KeepValue("hip_runtime_version");
+    scanner_.KeepValue("roctracer_version");
+  }
+  KinetoParse(const KinetoParse&) = delete;
+  KinetoParse& operator=(const KinetoParse&) = delete;
+
+  Status Feed(std::string_view bytes) {
+    fed_ += bytes.size();
+    return scanner_.Feed(bytes);
+  }
+  KinetoReader& reader() { return reader_; }
+  JsonEventScanner& scanner() { return scanner_; }
+  uint64_t fed() const { return fed_; }
+
+ private:
+  KinetoReader reader_;
+  JsonEventScanner scanner_;
+  uint64_t fed_ = 0;
+};
+
+// Feeds bytes [from, to) of the open file `fd` to `parse`, a slice of `chunk` bytes at a time,
+// stopping at the first error.
+Status FeedRange(int fd, const std::string& path, uint64_t from, uint64_t to, size_t chunk,
+                 KinetoParse& parse) {
+  std::string buf(chunk, '\0');
+  while (from < to) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(chunk, to - from));
+    const ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(from));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, fmt::format("{}: byte {}", path, from));
+    }
+    if (n == 0) return DataLoss(fmt::format("{}: byte {}: the file shrank while it was read", path, from));
+    RETURN_IF_ERROR(parse.Feed(std::string_view(buf.data(), static_cast<size_t>(n))));
+    from += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Where a part of the document may start: the first '{' at or after `from` that follows a ','
+// and whitespace only. That is the start of a traceEvents element when the ',' separates two
+// of them, which the parse of the part before verifies (it may be inside an event's args, or a
+// string). Looks at most 256 KiB; nullopt if none there.
+std::optional<uint64_t> FindSeam(int fd, uint64_t from, uint64_t size) {
+  constexpr size_t kWindow = size_t{256} << 10;
+  std::string buf(static_cast<size_t>(std::min<uint64_t>(kWindow, size - std::min(from, size))), '\0');
+  size_t got = 0;
+  while (got < buf.size()) {
+    const ssize_t n = ::pread(fd, buf.data() + got, buf.size() - got, static_cast<off_t>(from + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  for (size_t i = 0; i < got; ++i) {
+    if (buf[i] != ',') continue;
+    size_t j = i + 1;
+    while (j < got && (buf[j] == ' ' || buf[j] == '\n' || buf[j] == '\r' || buf[j] == '\t')) ++j;
+    if (j < got && buf[j] == '{') return from + j;
+  }
+  return std::nullopt;
+}
+
+// Appends the events a later part of the document put into its own Trace (source 0, its own
+// names) to `trace`: names are interned in the order the part first met them, so ids come out
+// as a single pass over the whole document would have given them, and bad records follow
+// those of the parts before.
+void MergePart(Trace& part, uint16_t source, Trace& trace) {
+  std::vector<NameId> id(part.names.size());
+  for (NameId i = 0; i < id.size(); ++i) id[i] = trace.names.Intern(part.names.Get(i));
+  auto append = [&](auto& into, auto& from) {
+    into.reserve(into.size() + from.size());
+    for (auto e : from) {
+      e.name = id[e.name];
+      e.source = source;
+      into.push_back(e);
+    }
+    from.clear();
+    from.shrink_to_fit();
+  };
+  append(trace.gpu_ops, part.gpu_ops);
+  append(trace.api_calls, part.api_calls);
+  append(trace.cpu_ops, part.cpu_ops);
+  SourceFile& to = trace.sources[source];
+  const SourceFile& from = part.sources[0];
+  to.events_read += from.events_read;
+  for (const auto& [reason, n] : from.issues.count_by_reason) to.issues.count_by_reason[reason] += n;
+  for (const auto& e : from.issues.examples) {
+    if (to.issues.examples.size() >= ImportIssues::kMaxExamples) break;
+    to.issues.examples.push_back(e);
+  }
+}
+
+// A part of the document: bytes [begin, end), parsed into its own Trace on its own thread.
+struct Part {
+  uint64_t begin = 0, end = 0;
+  Trace trace;
+  std::unique_ptr<KinetoParse> parse;
+  Status status;
+};
+
+// Reads the file on `parts` threads when it is a plain (uncompressed) file of at least
+// `min_bytes`: the first part on this thread from the document's start, the others from a
+// seam (FindSeam) each. Each part's end is checked to be a traceEvents element boundary
+// before the next part is taken; where it is not, the part goes on to the end of the file on
+// its own and the later parts are dropped. So the result is always the one-thread result:
+// the same events in the same order, the same name ids, bad records and errors.
+// Returns nullopt (nothing read) when the file is not one to split.
+std::optional<Status> ImportSplit(const std::string& path, const ImportOptions& options, Trace& trace,
+                                  uint16_t source, KinetoParse& main, uint64_t* fed, uint64_t* events,
+                                  KinetoSplitStats& stats) {
+  const int parts_wanted = options.split_parts > 0
+                               ? options.split_parts
+                               : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+  if (parts_wanted < 2) return std::nullopt;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < options.split_min_bytes || size < 4) return std::nullopt;
+  unsigned char magic[4] = {};
+  if (::pread(fd, magic, 4, 0) != 4) return std::nullopt;
+  if ((magic[0] == 0x1f && magic[1] == 0x8b) ||
+      (magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd)) {
+    return std::nullopt;  // compressed: one stream, read the usual way
+  }
+
+  // The first slice says whether traceEvents opened (and in which form) before the split.
+  const uint64_t first = std::min<uint64_t>(size, options.chunk_bytes);
+  Status status = FeedRange(fd, path, 0, first, options.chunk_bytes, main);
+  std::vector<std::unique_ptr<Part>> parts;
+  if (status.ok() && main.scanner().saw_trace_events()) {
+    uint64_t prev = first;
+    for (int k = 1; k < parts_wanted; ++k) {
+      const uint64_t target = first + (size - first) * static_cast<uint64_t>(k) / static_cast<uint64_t>(parts_wanted);
+      auto seam = FindSeam(fd, std::max(target, prev), size);
+      if (!seam || *seam <= prev || *seam >= size) continue;
+      auto part = std::make_unique<Part>();
+      part->begin = *seam;
+      parts.push_back(std::move(part));
+      prev = *seam;
+    }
+  }
+  for (size_t k = 0; k < parts.size(); ++k) {
+    Part& p = *parts[k];
+    p.end = k + 1 < parts.size() ? parts[k + 1]->begin : size;
+    p.trace.AddSource(path, "kineto");
+    p.parse = std::make_unique<KinetoParse>(p.trace, 0);
+    p.parse->scanner().StartInsideTraceEvents(p.begin, main.scanner().bare_array());
+  }
+  std::vector<std::thread> threads;
+  for (auto& part : parts) {
+    Part* p = part.get();
+    threads.emplace_back([p, fd, &path, &options] {
+      p->status = FeedRange(fd, path, p->begin, p->end, options.chunk_bytes, *p->parse);
+    });
+  }
+  if (status.ok()) status = FeedRange(fd, path, first, parts.empty() ? size : parts[0]->begin, options.chunk_bytes, main);
+  for (auto& t : threads) t.join();
+
+  // Walk the parts in order: each is taken only if the one before ended at an element.
+  KinetoParse* last = &main;
+  size_t taken = 0;
+  while (status.ok() && taken < parts.size()) {
+    Part& next = *parts[taken];
+    if (!last->scanner().AtTraceEventsElement()) {
+      // The seam was not an element boundary: read on from there in one piece.
+      stats.fell_back = true;
+      status = FeedRange(fd, path, next.begin, size, options.chunk_bytes, *last);
+      break;
+    }
+    status = next.status;
+    last = next.parse.get();
+    ++taken;
+  }
+  stats.parts_planned = static_cast<int>(parts.size());
+  stats.parts_taken = static_cast<int>(taken);
+  uint64_t total_fed = main.fed(), earlier_events = main.scanner().events();
+  for (size_t k = 0; k < taken; ++k) {
+    MergePart(parts[k]->trace, source, trace);
+    main.reader().MergeTopLevelFrom(parts[k]->parse->reader());
+    total_fed += parts[k]->parse->fed();
+    if (parts[k]->parse.get() != last) earlier_events += parts[k]->parse->scanner().events();
+  }
+  if (last != &main) last->scanner().AddEarlierEvents(earlier_events);
+  if (status.ok()) status = last->scanner().Finish();
+  *fed = total_fed;
+  *events = last->scanner().events();
+  return status;
+}
+
 }  // namespace
 
 int KinetoImporter::Detect(const std::string& path, std::string_view head) const {
@@ -294,60 +526,55 @@ int KinetoImporter::Detect(const std::string& path, std::string_view head) const
 Status KinetoImporter::Import(const std::string& path, const ImportOptions& options,
                               Trace& trace, std::vector<std::string>& consumed) const {
   (void)consumed;
-  ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(path));
-  // Read (and inflate) on a second core while this one parses. Even a plain file gains: the
-  // kernel's page-cache copy was a sixth of a single-threaded import.
-  in = ReadAhead(std::move(in), options.chunk_bytes);
+  return ImportKineto(path, options, trace, nullptr);
+}
+
+Status ImportKineto(const std::string& path, const ImportOptions& options, Trace& trace,
+                    KinetoSplitStats* stats) {
   const uint16_t source = trace.AddSource(path, "kineto");
-  KinetoReader reader(trace, source);
-  JsonEventScanner scanner(
-      [&](std::string_view text, uint64_t offset) { reader.OnEvent(text, offset); },
-      [&](std::string_view key, std::string_view value) { reader.OnValue(key, value); });
-  scanner.SetFastElement([&](const char* b, size_t n, uint64_t offset, size_t* length) {
-    KinetoEventFields f;
-    switch (ReadKinetoEventFast(b, n, f, length)) {
-      case FastRead::kDone:
-        reader.OnFastEvent(f, offset);
-        return JsonEventScanner::FastResult::kDone;
-      case FastRead::kNeedMore:
-        return JsonEventScanner::FastResult::kNeedMore;
-      case FastRead::kBail:
-        break;
-    }
-    return JsonEventScanner::FastResult::kDecline;
-  });
-  scanner.KeepValue("deviceProperties");
-  scanner.KeepValue("hip_runtime_version");
-  scanner.KeepValue("roctracer_version");
-  std::string chunk(options.chunk_bytes, '\0');
+  KinetoParse main(trace, source);
+  uint64_t decompressed = 0, events = 0;
+  KinetoSplitStats split_stats;
+  std::optional<Status> split =
+      ImportSplit(path, options, trace, source, main, &decompressed, &events, split_stats);
+  if (stats) *stats = split_stats;
   Status st;
-  uint64_t decompressed = 0;
-  while (true) {
-    StatusOr<size_t> n = in->Read(chunk.data(), chunk.size());
-    if (!n.ok()) {
-      st = n.status();
-      break;
+  if (split) {
+    st = *split;
+  } else {
+    ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(path));
+    // Read (and inflate) on a second core while this one parses. Even a plain file gains: the
+    // kernel's page-cache copy was a sixth of a single-threaded import.
+    in = ReadAhead(std::move(in), options.chunk_bytes);
+    std::string chunk(options.chunk_bytes, '\0');
+    while (true) {
+      StatusOr<size_t> n = in->Read(chunk.data(), chunk.size());
+      if (!n.ok()) {
+        st = n.status();
+        break;
+      }
+      if (*n == 0) {
+        st = main.scanner().Finish();
+        break;
+      }
+      st = main.Feed(std::string_view(chunk.data(), *n));
+      if (!st.ok()) break;
     }
-    if (*n == 0) {
-      st = scanner.Finish();
-      break;
-    }
-    decompressed += *n;
-    st = scanner.Feed(std::string_view(chunk.data(), *n));
-    if (!st.ok()) break;
+    decompressed = main.fed();
+    events = main.scanner().events();
   }
-  reader.FinishDevices();
-  if (st.ok() && !scanner.saw_trace_events()) {
+  main.reader().FinishDevices();
+  if (st.ok() && !main.scanner().saw_trace_events()) {
     st = InvalidArgument("no \"traceEvents\" array: not a Chrome/Kineto trace");
   }
   if (!st.ok()) {
     // Keep what was read before the break; the caller reports the file as damaged.
     // Stream errors already name the path; scanner errors do not.
     if (st.message().rfind(path, 0) != 0) st = st.WithContext(path);
-    reader.source().fatal_error = st.message();
-    if (decompressed > 0 && scanner.events() > 0) {
-      reader.source().issues.Add("file cut short", fmt::format("byte {}", decompressed),
-                                 st.message());
+    main.reader().source().fatal_error = st.message();
+    if (decompressed > 0 && events > 0) {
+      main.reader().source().issues.Add("file cut short", fmt::format("byte {}", decompressed),
+                                        st.message());
     }
   }
   return st;

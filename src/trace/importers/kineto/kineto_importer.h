@@ -5,6 +5,14 @@
 // events by JsonEventScanner; each event is read in one pass from the scanner's buffer
 // (kineto_event.h), or, when that reader declines it, parsed alone with simdjson On-Demand.
 // Memory is bounded by the model's rows, never by the file.
+//
+// Split: a plain (uncompressed) file of at least ImportOptions::split_min_bytes is parsed in
+// parts on one thread per core. Each part after the first starts at a seam, a '{' after a ','
+// (FindSeam in the .cc), parsed into its own Trace; a part is taken only when the part before
+// it ended exactly at a traceEvents element boundary (the seam may have been inside an event's
+// args or a string: then that part reads on to the end by itself and the later ones are
+// dropped). Taken parts are appended in order with their names re-interned in the order they
+// first appeared, so the result is exactly the one-thread result (kineto_importer_test.cc).
 #pragma once
 
 #include "trace/importers/importer.h"
@@ -18,6 +26,18 @@ class KinetoImporter : public Importer {
   Status Import(const std::string& path, const ImportOptions& options, Trace& trace,
                 std::vector<std::string>& consumed) const override;
 };
+
+// What a split import did (for tests and --timings): parts planned after the first, parts
+// taken, and whether a seam proved not to be an element boundary.
+struct KinetoSplitStats {
+  int parts_planned = 0;
+  int parts_taken = 0;
+  bool fell_back = false;
+};
+
+// KinetoImporter::Import, saying what the split did.
+Status ImportKineto(const std::string& path, const ImportOptions& options, Trace& trace,
+                    KinetoSplitStats* stats);
 
 // Parses a decimal number of microseconds ("4203669603438.301", "12", "-0.5", "1e3") into
 // integer nanoseconds exactly when it has at most 3 decimals (rounded half away beyond).

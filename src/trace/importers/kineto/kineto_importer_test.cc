@@ -4,9 +4,13 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "base/file_util.h"
+#include "base/strings.h"
 #include "trace/importers/registry.h"
 
 namespace latdoc::trace {
@@ -148,6 +152,115 @@ TEST(KinetoImporterTest, H200FixtureCounts) {
     if (op.kind == GpuOpKind::kMemcpy && op.src_kind == MemKind::kPageable) ++pageable;
   }
   EXPECT_EQ(pageable, 1);
+}
+
+
+// ---- The split parse: a plain file read in parts on several threads gives exactly what one
+// thread gives — the same events in the same order, the same name ids, bad records and errors.
+
+// Everything an import produced, as text. Where reading stopped in a file cut short depends on
+// the read slices, which differ between the two ways: that one example's place is left out.
+std::string Dump(const Trace& t, const Status& st) {
+  std::string out = "status " + st.ToString() + "\n";
+  const std::string dump = DumpTrace(t);
+  for (std::string_view line : Split(dump, '\n')) {
+    if (line.find("| file cut short") == std::string_view::npos) {
+      out += std::string(line) + "\n";
+    } else {
+      out += "  example (where reading stopped) | file cut short\n";
+    }
+  }
+  return out;
+}
+
+struct SplitTally {
+  int imports = 0, split = 0, fell_back = 0;
+};
+
+std::string ImportDump(const std::string& path, int parts, size_t chunk, SplitTally* tally = nullptr) {
+  ImportOptions o;
+  o.chunk_bytes = chunk;
+  o.split_parts = parts;
+  o.split_min_bytes = 0;
+  Trace t;
+  KinetoSplitStats stats;
+  Status st = ImportKineto(path, o, t, &stats);
+  if (tally) {
+    ++tally->imports;
+    tally->split += stats.parts_taken > 0;
+    tally->fell_back += stats.fell_back;
+  }
+  return Dump(t, st);
+}
+
+std::string Gunzip(const std::string& path) {
+  auto in = OpenInput(path);
+  EXPECT_TRUE(in.ok());
+  auto text = ReadAll(**in);
+  EXPECT_TRUE(text.ok());
+  return *text;
+}
+
+SplitTally ExpectSplitEqualsOneThread(const std::string& path, std::vector<int> parts, std::vector<size_t> chunks) {
+  const std::string one = ImportDump(path, 1, size_t{1} << 20);
+  SplitTally tally;
+  for (size_t chunk : chunks) {
+    for (int n : parts) {
+      const std::string split = ImportDump(path, n, chunk, &tally);
+      if (split == one) continue;
+      const auto a = Split(one, '\n'), b = Split(split, '\n');
+      size_t i = 0;
+      while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+      ADD_FAILURE() << path << ": " << n << " parts, slices of " << chunk << " bytes; line " << i
+                    << " is\n  " << (i < b.size() ? b[i] : "(none)") << "\ninstead of\n  "
+                    << (i < a.size() ? a[i] : "(none)");
+    }
+  }
+  return tally;
+}
+
+TEST(KinetoSplitTest, RealTracesGiveTheOneThreadResult) {
+  for (std::string gz : {"tests/data/trace/kineto/h200_llama0.85b_decode_b1_eager.json.gz",
+                         "tests/data/trace/tracelens/mi300x_qwen0.5b/trace.json.gz",
+                         "tests/data/trace/tracelens/h100_qwen0.5b/trace.json.gz",
+                         "tests/data/trace/tracelens/vllm_rocm7_decode_fullgraph/trace.json.gz"}) {
+    const std::string path = WriteTemp("split_real.json", Gunzip(gz));
+    ExpectSplitEqualsOneThread(path, {2, 3, 8}, {size_t{1} << 20});
+    SplitTally t = ExpectSplitEqualsOneThread(path, {2, 3, 8}, {65536});
+    EXPECT_EQ(t.split, t.imports) << gz << ": every import was split";
+  }
+}
+
+// Seams land inside args (objects in arrays), inside strings that hold ", {", in a bare array,
+// before keys that follow traceEvents, and in a file cut short: every part count from 2 to 40
+// on a small file, so seams fall at every kind of place.
+TEST(KinetoSplitTest, SeamsAnywhereGiveTheOneThreadResult) {
+  std::string events;
+  for (int i = 0; i < 60; ++i) {
+    if (i) events += ", ";
+    // Every fifth event holds false seams: ", {" in args and in strings.
+    const std::string odd = i % 5 == 0 ? R"(, "shapes": [{"a": 1}, {"b": [2, {"c": 3}]}], "note": ", {\"ph\": 1}")" : "";
+    events += fmt::format(
+        R"({{"ph": "X", "cat": "{}", "name": "k{}{}", "pid": 0, "tid": {}, "ts": {}.5, "dur": 2, "args": {{"correlation": {}{}}}}})",
+        i % 3 == 0 ? "kernel" : i % 3 == 1 ? "cuda_runtime" : "cpu_op", i % 7, i % 5 == 0 ? ", {x}" : "", i % 4,
+        1000 + i * 10, i, odd);
+    if (i == 31) events += R"(, {"ph": "X", "cat": "kernel", "name": "neg", "pid": 0, "tid": 1, "ts": 5, "dur": -1})";
+  }
+  const std::string object = R"({"schemaVersion": 1, "traceEvents": [)" + events +
+                             R"(], "deviceProperties": [{"id": 0, "name": "AMD Instinct MI300X", "computeMajor": 9, "computeMinor": 4}], "hip_runtime_version": 1})";
+  std::vector<int> all;
+  for (int n = 2; n <= 40; ++n) all.push_back(n);
+  SplitTally t = ExpectSplitEqualsOneThread(WriteTemp("split_object.json", object), all, {4096, 97});
+  // Both ways were taken: parts joined, and seams found inside an event.
+  EXPECT_GT(t.split, t.imports / 2);
+  EXPECT_GT(t.fell_back, 0);
+  t = ExpectSplitEqualsOneThread(WriteTemp("split_bare.json", "[" + events + "]"), all, {4096});
+  EXPECT_GT(t.split, 0);
+  ExpectSplitEqualsOneThread(WriteTemp("split_cut.json", object.substr(0, object.size() * 2 / 3)), all, {4096});
+  ExpectSplitEqualsOneThread(WriteTemp("split_garbage.json", object + " x"), all, {4096});
+  std::string broken = object;
+  broken[broken.size() / 2] = '@';
+  ExpectSplitEqualsOneThread(WriteTemp("split_broken.json", broken), all, {4096});
 }
 
 }  // namespace
