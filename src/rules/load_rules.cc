@@ -113,15 +113,18 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
   // so a stall shows as inter-token gaps far above the median. A rare long stall can stay under
   // the p99 of all gaps yet cost a large part of the decode time, so it is judged two ways: the
   // p99 over the median, and the time above the median step (mean - median, a share of the
-  // mean ITL) when the longest gaps (p99.9) are spikes.
+  // mean ITL) when the longest gaps (p99.9) are spikes. The second way needs enough gaps that
+  // a spiking p99.9 is several stalls, not one slow gap (a canary's 15 gaps, say).
   auto itl_p50 = Num(load, "median_itl_ms"), itl_p99 = Num(load, "p99_itl_ms");
   auto itl_mean = Num(load, "mean_itl_ms"), itl_p999 = Num(load, "p99.9_itl_ms");
+  const double itl_samples = out_tokens ? std::max(0.0, *out_tokens - completed) : 0;
   std::optional<double> stall_share;  // of the decode time
   bool stalls = false;
   Severity stall_severity = Severity::kOk;
   if (itl_p50 && itl_p99 && *itl_p50 > 0) {
     const double tail = std::max(*itl_p99, itl_p999.value_or(0));
-    const bool spikes = tail >= o.itl_spike_ratio * *itl_p50 && tail >= o.itl_spike_min_ms;
+    const bool spikes = itl_samples >= o.itl_stall_min_gaps && tail >= o.itl_spike_ratio * *itl_p50 &&
+                        tail >= o.itl_spike_min_ms;
     if (itl_mean && *itl_mean > 0) stall_share = std::max(0.0, *itl_mean - *itl_p50) / *itl_mean;
     if (spikes && stall_share.value_or(0) >= o.itl_stall_share_fail) {
       stall_severity = Severity::kFail;

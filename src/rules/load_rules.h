@@ -34,8 +34,9 @@ struct LoadRuleOptions {
   double network_min_ms = 5, network_share_warn = 0.2;
   double itl_spike_ratio = 3, itl_spike_min_ms = 10;
   // Share of the decode time above the median step (mean - median ITL, over the mean) when
-  // the longest gaps are spikes: warn, fail.
-  double itl_stall_share_warn = 0.15, itl_stall_share_fail = 0.3;
+  // the longest gaps are spikes: warn, fail; judged only over at least itl_stall_min_gaps
+  // inter-token gaps (total output tokens - completed requests), so that a p99.9 is a few gaps.
+  double itl_stall_share_warn = 0.15, itl_stall_share_fail = 0.3, itl_stall_min_gaps = 1000;
   double itl_growth_ratio = 2;
   double ttft_tail_ratio = 3;
 };

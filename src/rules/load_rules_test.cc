@@ -91,6 +91,16 @@ TEST(LoadRulesTest, RareLongStallsUnderTheP99AndTheQueueTheyCause) {
   // No spikes: a wide but smooth spread is not a stall.
   j["p99.9_itl_ms"] = 8;
   EXPECT_EQ(Find(EvaluateLoadRules(Baseline(), j), "load.itl_stalls")->severity, Severity::kOk);
+  // Too few gaps to tell stalls from one slow gap: one 16-token canary (15 gaps, one of them
+  // 200 ms) is not judged by the time share, only by its p99 (the rule's first way: a warning).
+  ordered_json canary = j;
+  canary["completed"] = 1;
+  canary["total_output_tokens"] = 16;
+  canary["mean_itl_ms"] = 5.82;
+  canary["p99.9_itl_ms"] = 203.7;
+  EXPECT_EQ(Find(EvaluateLoadRules(Baseline(), canary), "load.itl_stalls")->severity, Severity::kOk);
+  canary["p99_itl_ms"] = 203.7;
+  EXPECT_EQ(Find(EvaluateLoadRules(Baseline(), canary), "load.itl_stalls")->severity, Severity::kWarn);
 
   j["p99.9_itl_ms"] = 203.7;
   j["mean_itl_ms"] = 5.82;
