@@ -306,14 +306,22 @@ std::unique_ptr<InputStream> OpenMemoryInput(std::string_view data, std::string 
   return s;
 }
 
-StatusOr<std::string> ReadAll(InputStream& in) {
-  std::string out;
-  std::vector<char> buf(1 << 16);
+Status ForEachSlice(InputStream& in, size_t slice_bytes,
+                    const std::function<Status(std::string_view)>& feed) {
+  std::string buf(slice_bytes, '\0');
   for (;;) {
     ASSIGN_OR_RETURN(size_t n, in.Read(buf.data(), buf.size()));
-    if (n == 0) break;
-    out.append(buf.data(), n);
+    if (n == 0) return Status::Ok();
+    RETURN_IF_ERROR(feed(std::string_view(buf.data(), n)));
   }
+}
+
+StatusOr<std::string> ReadAll(InputStream& in) {
+  std::string out;
+  RETURN_IF_ERROR(ForEachSlice(in, 1 << 16, [&](std::string_view bytes) {
+    out.append(bytes);
+    return Status::Ok();
+  }));
   return out;
 }
 

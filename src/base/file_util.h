@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,6 +44,11 @@ StatusOr<std::unique_ptr<InputStream>> OpenInput(const std::string& path);
 
 // Opens an in-memory buffer as an InputStream (for tests and fuzzers). `data` must outlive it.
 std::unique_ptr<InputStream> OpenMemoryInput(std::string_view data, std::string name = "<memory>");
+
+// Reads `in` to its end in slices of up to `slice_bytes` (> 0), handing each to `feed` in
+// order; stops at the first error, from the stream or from `feed`. Ok at the end of the stream.
+Status ForEachSlice(InputStream& in, size_t slice_bytes,
+                    const std::function<Status(std::string_view)>& feed);
 
 // Reads the whole stream (decompressed). For tests and small inputs.
 StatusOr<std::string> ReadAll(InputStream& in);

@@ -35,13 +35,12 @@ std::string Text() {
 // Reads `in` to its end or its first error: the bytes read, and the error (OK at a clean end).
 // `buf_size` bytes a Read.
 Status ReadToEnd(InputStream& in, std::string* bytes, size_t buf_size = 4096) {
-  std::string buf(buf_size, '\0');
-  while (true) {
-    StatusOr<size_t> n = in.Read(buf.data(), buf.size());
-    if (!n.ok()) return n.status();
-    if (*n == 0) return Status::Ok();
-    bytes->append(buf.data(), *n);
-  }
+  return ForEachSlice(in, buf_size, [&](std::string_view slice) {
+    EXPECT_LE(slice.size(), buf_size);
+    EXPECT_FALSE(slice.empty());
+    bytes->append(slice);
+    return Status::Ok();
+  });
 }
 
 TEST(InputStreamTest, PlainGzipAndZstdReadTheSameBytes) {

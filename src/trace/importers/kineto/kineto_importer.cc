@@ -546,20 +546,8 @@ Status ImportKineto(const std::string& path, const ImportOptions& options, Trace
     // Read (and inflate) on a second core while this one parses. Even a plain file gains: the
     // kernel's page-cache copy was a sixth of a single-threaded import.
     in = ReadAhead(std::move(in), options.chunk_bytes);
-    std::string chunk(options.chunk_bytes, '\0');
-    while (true) {
-      StatusOr<size_t> n = in->Read(chunk.data(), chunk.size());
-      if (!n.ok()) {
-        st = n.status();
-        break;
-      }
-      if (*n == 0) {
-        st = main.scanner().Finish();
-        break;
-      }
-      st = main.Feed(std::string_view(chunk.data(), *n));
-      if (!st.ok()) break;
-    }
+    st = ForEachSlice(*in, options.chunk_bytes, [&](std::string_view bytes) { return main.Feed(bytes); });
+    if (st.ok()) st = main.scanner().Finish();
     decompressed = main.fed();
     events = main.scanner().events();
   }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "base/file_util.h"
 #include "base/strings.h"
 #include "trace/importers/common/csv_reader.h"
 #include "trace/importers/common/gpu_names.h"
@@ -264,21 +265,8 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
     }
   };
   JsonEventScanner scanner(on_event, [](std::string_view, std::string_view) {});
-  std::string chunk(options.chunk_bytes, '\0');
-  Status st;
-  while (true) {
-    StatusOr<size_t> n = in->Read(chunk.data(), chunk.size());
-    if (!n.ok()) {
-      st = n.status();
-      break;
-    }
-    if (*n == 0) {
-      st = scanner.Finish();
-      break;
-    }
-    st = scanner.Feed(std::string_view(chunk.data(), *n));
-    if (!st.ok()) break;
-  }
+  Status st = ForEachSlice(*in, options.chunk_bytes, [&](std::string_view bytes) { return scanner.Feed(bytes); });
+  if (st.ok()) st = scanner.Finish();
   // Resolve flows: the start point is a HIP call, the end point a GPU op; give both the flow
   // id as their correlation.
   for (auto* m : {&api_at, &op_at}) {
