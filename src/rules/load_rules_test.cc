@@ -35,13 +35,19 @@ TEST(LoadRulesTest, HealthyRunFiresNothing) {
   EXPECT_NE(Find(fs, "load.queueing"), nullptr);
 }
 
-TEST(LoadRulesTest, QueueingPastTheBatchLimit) {
+// The healthy run at concurrency 32 with requests queued 300 ms of a 400 ms TTFT, while at most
+// `running` ran and `waiting` waited.
+ordered_json Queued(double running, double waiting) {
   ordered_json j = Healthy();
   j["server_metrics"]["queue_mean_ms"] = 300;
-  j["server_metrics"]["max_running"] = 16;  // the batch limit, under 32 concurrent
-  j["server_metrics"]["max_waiting"] = 16;
+  j["server_metrics"]["max_running"] = running;
+  j["server_metrics"]["max_waiting"] = waiting;
   j["server_metrics"]["ttft_breakdown"]["client_ttft_ms"] = 400;
-  auto fs = EvaluateLoadRules(Baseline(), j);
+  return j;
+}
+
+TEST(LoadRulesTest, QueueingPastTheBatchLimit) {
+  auto fs = EvaluateLoadRules(Baseline(), Queued(16, 16));  // the batch limit, under 32 concurrent
   auto f = Find(fs, "load.queueing");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kFail);
@@ -53,11 +59,7 @@ TEST(LoadRulesTest, QueueingPastTheBatchLimit) {
 // Requests that waited while the batch reached the whole concurrency did not wait for a slot:
 // the advice must not be to raise --max-num-seqs.
 TEST(LoadRulesTest, QueueingWithABatchThatNeverFilledIsNotABatchLimit) {
-  ordered_json j = Healthy();
-  j["server_metrics"]["queue_mean_ms"] = 300;
-  j["server_metrics"]["max_waiting"] = 6;
-  j["server_metrics"]["ttft_breakdown"]["client_ttft_ms"] = 400;
-  auto fs = EvaluateLoadRules(Baseline(), j);
+  auto fs = EvaluateLoadRules(Baseline(), Queued(32, 6));
   auto f = Find(fs, "load.queueing");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kFail);
