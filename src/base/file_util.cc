@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <fmt/core.h>
@@ -308,11 +309,12 @@ std::unique_ptr<InputStream> OpenMemoryInput(std::string_view data, std::string 
 
 Status ForEachSlice(InputStream& in, size_t slice_bytes,
                     const std::function<Status(std::string_view)>& feed) {
-  std::string buf(slice_bytes, '\0');
+  // Not zero-filled: a small input touches only the pages it fills.
+  const auto buf = std::make_unique_for_overwrite<char[]>(slice_bytes);
   for (;;) {
-    ASSIGN_OR_RETURN(size_t n, in.Read(buf.data(), buf.size()));
+    ASSIGN_OR_RETURN(size_t n, in.Read(buf.get(), slice_bytes));
     if (n == 0) return Status::Ok();
-    RETURN_IF_ERROR(feed(std::string_view(buf.data(), n)));
+    RETURN_IF_ERROR(feed(std::string_view(buf.get(), n)));
   }
 }
 

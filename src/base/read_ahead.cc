@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -18,7 +19,11 @@ class ReadAheadStream final : public InputStream {
         compression_(source_->compression()),
         path_(source_->path()),
         slices_(std::max<size_t>(slices, 2)) {
-    for (Slice& s : slices_) s.data.resize(std::max<size_t>(slice_bytes, 1));
+    for (Slice& s : slices_) {
+      // Not zero-filled: a small file touches only the pages it fills.
+      s.capacity = std::max<size_t>(slice_bytes, 1);
+      s.data = std::make_unique_for_overwrite<char[]>(s.capacity);
+    }
     reader_ = std::thread([this] { Fill(); });
   }
 
@@ -43,7 +48,7 @@ class ReadAheadStream final : public InputStream {
       const Slice& s = slices_[consumed_ % slices_.size()];
       if (pos_ < s.size) {
         const size_t take = std::min(n - copied, s.size - pos_);
-        std::memcpy(buf + copied, s.data.data() + pos_, take);
+        std::memcpy(buf + copied, s.data.get() + pos_, take);
         copied += take;
         pos_ += take;
         raw_offset_ = s.raw_offset;
@@ -72,7 +77,8 @@ class ReadAheadStream final : public InputStream {
 
  private:
   struct Slice {
-    std::string data;
+    std::unique_ptr<char[]> data;
+    size_t capacity = 0;
     size_t size = 0;
     bool last = false;        // the source ended (or failed) after these bytes
     Status error;
@@ -90,8 +96,8 @@ class ReadAheadStream final : public InputStream {
       Slice& s = slices_[next % slices_.size()];
       s.size = 0;
       // A short read is not the end; only a read of 0 bytes is.
-      while (s.size < s.data.size() && !s.last) {
-        StatusOr<size_t> r = source_->Read(s.data.data() + s.size, s.data.size() - s.size);
+      while (s.size < s.capacity && !s.last) {
+        StatusOr<size_t> r = source_->Read(s.data.get() + s.size, s.capacity - s.size);
         if (!r.ok()) {
           s.error = r.status();
           s.last = true;

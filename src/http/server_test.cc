@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -233,13 +235,17 @@ TEST(ServerTest, WriteReceiptsComeInOrderAfterTheDelay) {
     ServerOptions o;
     if (delay_ms > 0) o.write_delay_ns = [delay_ms] { return delay_ms * kNsPerMs; };
     std::mutex mu;
+    std::condition_variable receipt;
     std::vector<std::pair<uint64_t, int64_t>> receipts;
     int64_t written_at = 0;
     ServerFixture f([&](const Request&, std::shared_ptr<ResponseStream> w) {
       w->BeginChunked(200, "text/plain");
       w->OnChunkWritten([&](uint64_t n, int64_t ns) {
-        std::lock_guard<std::mutex> l(mu);
-        receipts.emplace_back(n, ns);
+        {
+          std::lock_guard<std::mutex> l(mu);
+          receipts.emplace_back(n, ns);
+        }
+        receipt.notify_all();
       });
       {
         std::lock_guard<std::mutex> l(mu);
@@ -251,8 +257,11 @@ TEST(ServerTest, WriteReceiptsComeInOrderAfterTheDelay) {
     RawClient c(f.port());
     c.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
     c.ReadUntil("0\r\n\r\n");
-    int64_t read_at = MonoNowNs();
-    std::lock_guard<std::mutex> l(mu);
+    std::unique_lock<std::mutex> l(mu);
+    // The client may read the last bytes before the server's write completion runs and stamps
+    // the receipt: wait for it, bounded.
+    receipt.wait_for(l, std::chrono::seconds(5), [&] { return receipts.size() >= 3; });
+    const int64_t read_at = MonoNowNs();
     ASSERT_EQ(receipts.size(), 3u) << "delay " << delay_ms;
     for (uint64_t i = 0; i < 3; ++i) {
       EXPECT_EQ(receipts[i].first, i);

@@ -19,9 +19,12 @@ namespace latdoc::trace {
 struct ImportOptions {
   size_t chunk_bytes = 1 << 20;   // read slice for streamed formats
   // A plain JSON trace of at least split_min_bytes is parsed in split_parts pieces on as many
-  // threads (0: one per core, at most 8); the result is the same as one thread's.
+  // threads (0: one per core, at most 8); the result is the same as one thread's. A compressed
+  // one of at least split_min_bytes / 8 is inflated on one thread and cut into parts of about
+  // split_part_bytes, parsed split_parts at a time.
   uint64_t split_min_bytes = uint64_t{8} << 20;
   int split_parts = 0;
+  size_t split_part_bytes = size_t{256} << 10;
 };
 
 class Importer {

@@ -13,6 +13,11 @@
 // args or a string: then that part reads on to the end by itself and the later ones are
 // dropped). Taken parts are appended in order with their names re-interned in the order they
 // first appeared, so the result is exactly the one-thread result (kineto_importer_test.cc).
+//
+// A compressed file is one stream: this thread inflates it and cuts the document at seams into
+// parts of about ImportOptions::split_part_bytes, parsed one per thread, a few at a time, and
+// taken in order the same way as they finish; memory holds the parts in flight, not the
+// document. Where a part cannot be taken, the last taken parse reads on over the rest.
 #pragma once
 
 #include "trace/importers/importer.h"

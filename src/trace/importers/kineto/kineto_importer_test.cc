@@ -1,6 +1,7 @@
 #include "trace/importers/kineto/kineto_importer.h"
 
 #include <gtest/gtest.h>
+#include <zstd.h>
 
 #include <zlib.h>
 
@@ -177,11 +178,15 @@ struct SplitTally {
   int imports = 0, split = 0, fell_back = 0;
 };
 
-std::string ImportDump(const std::string& path, int parts, size_t chunk, SplitTally* tally = nullptr) {
+// `parts`: parts of a plain file, or parts parsed at once for a compressed one, cut every
+// `part_bytes`.
+std::string ImportDump(const std::string& path, int parts, size_t chunk, SplitTally* tally = nullptr,
+                       size_t part_bytes = size_t{256} << 10) {
   ImportOptions o;
   o.chunk_bytes = chunk;
   o.split_parts = parts;
   o.split_min_bytes = 0;
+  o.split_part_bytes = part_bytes;
   Trace t;
   KinetoSplitStats stats;
   Status st = ImportKineto(path, o, t, &stats);
@@ -201,22 +206,31 @@ std::string Gunzip(const std::string& path) {
   return *text;
 }
 
-SplitTally ExpectSplitEqualsOneThread(const std::string& path, std::vector<int> parts, std::vector<size_t> chunks) {
+SplitTally ExpectSplitEqualsOneThread(const std::string& path, std::vector<int> parts, std::vector<size_t> chunks,
+                                      std::vector<size_t> part_sizes = {size_t{256} << 10}) {
   const std::string one = ImportDump(path, 1, size_t{1} << 20);
   SplitTally tally;
   for (size_t chunk : chunks) {
     for (int n : parts) {
-      const std::string split = ImportDump(path, n, chunk, &tally);
-      if (split == one) continue;
-      const auto a = Split(one, '\n'), b = Split(split, '\n');
-      size_t i = 0;
-      while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-      ADD_FAILURE() << path << ": " << n << " parts, slices of " << chunk << " bytes; line " << i
-                    << " is\n  " << (i < b.size() ? b[i] : "(none)") << "\ninstead of\n  "
-                    << (i < a.size() ? a[i] : "(none)");
+      for (size_t part_bytes : part_sizes) {
+        const std::string split = ImportDump(path, n, chunk, &tally, part_bytes);
+        if (split == one) continue;
+        const auto a = Split(one, '\n'), b = Split(split, '\n');
+        size_t i = 0;
+        while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+        ADD_FAILURE() << path << ": " << n << " parts, slices of " << chunk << " bytes, parts of "
+                      << part_bytes << " bytes; line " << i << " is\n  " << (i < b.size() ? b[i] : "(none)")
+                      << "\ninstead of\n  " << (i < a.size() ? a[i] : "(none)");
+      }
     }
   }
   return tally;
+}
+
+std::string Zstd(const std::string& text) {
+  std::string out(ZSTD_compressBound(text.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), text.data(), text.size(), 3));
+  return out;
 }
 
 TEST(KinetoSplitTest, RealTracesGiveTheOneThreadResult) {
@@ -228,6 +242,9 @@ TEST(KinetoSplitTest, RealTracesGiveTheOneThreadResult) {
     ExpectSplitEqualsOneThread(path, {2, 3, 8}, {size_t{1} << 20});
     SplitTally t = ExpectSplitEqualsOneThread(path, {2, 3, 8}, {65536});
     EXPECT_EQ(t.split, t.imports) << gz << ": every import was split";
+    // The gzip file itself: inflated on this thread, parsed in parts of 256 KiB and 16 KiB.
+    t = ExpectSplitEqualsOneThread(gz, {2, 3, 8}, {size_t{1} << 20, 65536}, {size_t{256} << 10, size_t{16} << 10});
+    EXPECT_GE(t.split, t.imports / 2) << gz << ": at least every import in 16 KiB parts was split";
   }
 }
 
@@ -261,6 +278,22 @@ TEST(KinetoSplitTest, SeamsAnywhereGiveTheOneThreadResult) {
   std::string broken = object;
   broken[broken.size() / 2] = '@';
   ExpectSplitEqualsOneThread(WriteTemp("split_broken.json", broken), all, {4096});
+
+  // The same documents compressed: cut into parts of 1 byte (every seam) to 4 KiB, 2 or 3 in
+  // flight, read in slices of 4096 and 97 bytes.
+  std::vector<size_t> sizes = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181};
+  t = ExpectSplitEqualsOneThread(WriteTemp("split_object.json.zst", Zstd(object)), {2, 3}, {4096, 97}, sizes);
+  EXPECT_GT(t.split, t.imports / 4);
+  EXPECT_GT(t.fell_back, 0);
+  EXPECT_LT(t.fell_back, t.imports);
+  t = ExpectSplitEqualsOneThread(WriteTemp("split_bare.json.zst", Zstd("[" + events + "]")), {2, 3}, {4096}, sizes);
+  EXPECT_GT(t.split, 0);
+  ExpectSplitEqualsOneThread(WriteTemp("split_cut.json.zst", Zstd(object.substr(0, object.size() * 2 / 3))), {2}, {4096}, sizes);
+  ExpectSplitEqualsOneThread(WriteTemp("split_garbage.json.zst", Zstd(object + " x")), {2}, {4096}, sizes);
+  ExpectSplitEqualsOneThread(WriteTemp("split_broken.json.zst", Zstd(broken)), {2}, {4096}, sizes);
+  // A compressed stream cut short: the read error comes after every byte inflated before it.
+  const std::string zst = Zstd(object);
+  ExpectSplitEqualsOneThread(WriteTemp("split_truncated.json.zst", zst.substr(0, zst.size() * 3 / 4)), {2, 3}, {4096, 97}, sizes);
 }
 
 }  // namespace
