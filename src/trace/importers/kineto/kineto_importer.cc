@@ -689,7 +689,10 @@ std::optional<Status> ImportSplitStream(const std::string& path, const ImportOpt
   std::unique_ptr<InputStream> in = std::move(*opened);
   const size_t chunk = options.chunk_bytes;
   const size_t part_bytes = std::max<size_t>(options.split_part_bytes, 1);
-  const size_t slice = std::min<size_t>(chunk, size_t{256} << 10);
+  // Parts queued beyond the workers: a worker done with one starts the next at once instead
+  // of waiting for this thread to wake up and hand it over.
+  const size_t in_flight = 2 * static_cast<size_t>(workers);
+  const size_t slice = std::min<size_t>(chunk, size_t{64} << 10);
   const size_t read = std::min(chunk, std::max<size_t>(part_bytes, 4096));  // after the first slice
 
   // The first slice says whether traceEvents opened (and in which form) before the split.
@@ -781,7 +784,7 @@ std::optional<Status> ImportSplitStream(const std::string& path, const ImportOpt
       search = std::max(search, part_bytes);
       const std::optional<size_t> seam = FindSeamIn(cur.view(), &search);
       if (!seam) break;
-      while (flight.size() >= static_cast<size_t>(workers) && status.ok() && !fell_back) retire();
+      while (flight.size() >= in_flight && status.ok() && !fell_back) retire();
       if (!status.ok() || fell_back) break;
       Bytes rest = fresh();
       rest.Reserve(cur.size - *seam);
