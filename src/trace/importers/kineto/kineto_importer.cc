@@ -440,8 +440,9 @@ struct Part {
   bool done = false;   // the stream split's, under PartWorkers' lock
 };
 
-// Threads that parse the stream split's parts, in the order they are handed in. One pool for
-// the whole import: a thread per part would cost a new stack and a cold heap arena each time.
+// Threads that parse the stream split's parts, in the order they are handed in, with the
+// thread that hands them in helping while it waits. One pool for the whole import: a thread
+// per part would cost a new stack and a cold heap arena each time.
 class PartWorkers {
  public:
   PartWorkers(int n, size_t slice) : slice_(slice) {
@@ -458,7 +459,8 @@ class PartWorkers {
     for (auto& t : threads_) t.join();
   }
 
-  // Feeds `part`'s bytes to `parse` (the part's own, or the head's) on a worker.
+  // Feeds `part`'s bytes to `parse` (the part's own, or the head's) on a worker, or on the
+  // thread that waits for an earlier part.
   void Parse(Part* part, KinetoParse* parse) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -466,9 +468,18 @@ class PartWorkers {
     }
     work_.notify_one();
   }
-  // Waits until `part` is parsed; after this its status and parse are this thread's.
+  // Waits until `part` is parsed, parsing parts still queued on this thread meanwhile (a
+  // thread woken from a wait may sit behind the busy workers for a while; one that helps does
+  // not). After this `part`'s status and parse are this thread's.
   void Wait(Part* part) {
     std::unique_lock<std::mutex> lock(mu_);
+    while (!part->done && !queue_.empty()) {
+      Job job = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      RunJob(job);
+      lock.lock();
+    }
     done_.wait(lock, [&] { return part->done; });
   }
 
@@ -487,19 +498,22 @@ class PartWorkers {
         job = queue_.front();
         queue_.pop_front();
       }
-      // In slices: the scanner copies what it is fed.
-      const std::string_view all = job.part->bytes.view();
-      Status status;
-      for (size_t at = 0; at < all.size() && status.ok(); at += slice_) {
-        status = job.parse->Feed(all.substr(at, slice_));
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        job.part->status = std::move(status);
-        job.part->done = true;
-      }
-      done_.notify_all();
+      RunJob(job);
     }
+  }
+  void RunJob(const Job& job) {
+    // In slices: the scanner copies what it is fed.
+    const std::string_view all = job.part->bytes.view();
+    Status status;
+    for (size_t at = 0; at < all.size() && status.ok(); at += slice_) {
+      status = job.parse->Feed(all.substr(at, slice_));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job.part->status = std::move(status);
+      job.part->done = true;
+    }
+    done_.notify_all();
   }
 
   const size_t slice_;
@@ -715,9 +729,8 @@ std::optional<Status> ImportSplitStream(const std::string& path, const ImportOpt
     return status;
   }
   const bool bare = main.scanner().bare_array();
-
   PartChain chain(trace, source, main);
-  PartWorkers pool(workers, slice);
+  PartWorkers pool(workers - 1, slice);  // this thread parses too, while it waits
   std::deque<std::unique_ptr<Part>> flight;  // parts being parsed, in document order
   std::vector<Bytes> spare;                  // buffers of parts done with, for the next ones
   bool head_done = false;                    // the head's parse got its continuation
