@@ -121,6 +121,17 @@ TEST(KinetoEventTest, LeavesTheUnusualToTheGeneralPath) {
       R"({"ph": "X", "ts": 1$})",                           // a byte no scalar holds
       R"({"ph": "X", "ts": , "dur": 1})",                   // an empty value (fuzz 509fe5bc)
       R"({"ph": "X", "ts": 1.2.3})",                        // not a number by JSON's grammar
+      R"({"ph": "X", "a": [01], "ts": 1})",                  // numbers where only skipped
+      R"({"ph": "X", "a": [-], "ts": 1})",
+      R"({"ph": "X", "a": [1.], "ts": 1})",
+      R"({"ph": "X", "a": [.5], "ts": 1})",
+      R"({"ph": "X", "a": [-.5], "ts": 1})",
+      R"({"ph": "X", "a": [1.5.], "ts": 1})",
+      R"({"ph": "X", "a": [00.5], "ts": 1})",
+      R"({"ph": "X", "a": [1x], "ts": 1})",
+      R"({"ph": "X", "a": [--1], "ts": 1})",
+      R"({"ph": "X", "ts": 1.})",
+      R"({"ph": "X", "ts": 01.5})",
       R"({"ph": "X", "a": tru, "ts": 1})",
       R"({"ph": "X", "args": {"a": [[1, 2], [3 "b": 1]}, "ts": 1})",  // broken inside a skipped value (fuzz 159d3592)
       R"({"ph": "X", "a": [1, 2,], "ts": 1})",
@@ -138,6 +149,18 @@ TEST(KinetoEventTest, LeavesTheUnusualToTheGeneralPath) {
     size_t length = 0;
     EXPECT_EQ(ReadKinetoEventFast(c.data(), c.size(), f, &length), FastRead::kBail) << c;
   }
+  KinetoEventFields f0;
+  size_t length0 = 0;
+  // Every form of JSON number, skipped or read, is taken as it is.
+  const std::string numbers =
+      R"({"ph": "X", "a": [0, -0, 7, -12, 0.5, -0.25, 10.125, 1e3, -2E-2, 0.5e+1, 123456789012],)"
+      R"( "ts": 12.5, "dur": 0.001, "pid": -3, "tid": 0})";
+  ASSERT_EQ(ReadKinetoEventFast(numbers.data(), numbers.size(), f0, &length0), FastRead::kDone);
+  EXPECT_EQ(Describe(f0), "X|||-3|0|12500|1|-|-|-|-|");
+  KinetoEventParser parser;  // its fields point into the parser's buffer
+  KinetoEventFields general;
+  ASSERT_EQ(parser.Parse(numbers, general), nullptr);
+  EXPECT_EQ(Describe(general), Describe(f0));
   // Escapes in what is skipped are fine, as are the args of CPU ops, never read.
   const std::string skipped =
       R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "args": {"correlation": 5, "s": "x\"y\\\u00e9\n"}})";
