@@ -9,9 +9,9 @@ too (the parse alone, without interpreter start). For .gz files both sides decom
 SQLite inputs (.db, .sqlite: rocpd, Nsight Systems export) have no json.load side; for them the
 import rate from `latdoc trace --timings` is reported as M rows/s (issue 5's SQLite target: >= 5).
 
-Each tool runs --repeat times (default 3) and the fastest run counts (the least disturbed by
-other work on the machine; peak RSS is the largest of the runs); json.load runs once on files
-over 200 MB, where it takes a minute and more.
+Each tool runs --repeat times (default 3), the two tools' runs alternating, and the fastest run
+counts (the least disturbed by other work on the machine; peak RSS is the largest of the runs);
+json.load runs once on files over 200 MB, where it takes a minute and more.
 
 Usage: bench/trace_bench.py --latdoc build-trace-rel/src/cli/latdoc [--repeat N] FILE...
 Make a large input with tools/gen_trace.py (e.g. --size-mb 1100), or an SQLite one with
@@ -54,6 +54,21 @@ def timed(cmd, repeat=1):
     return best[0], rss, best[1]
 
 
+def timed_interleaved(cmd_a, repeat_a, cmd_b, repeat_b):
+    """timed() for two commands, their runs alternating, so that a slow spell of a shared
+    machine falls on both and not on one tool's runs only."""
+    runs = {0: [], 1: []}
+    for k in range(max(repeat_a, repeat_b, 1)):
+        for i, (cmd, repeat) in enumerate(((cmd_a, repeat_a), (cmd_b, repeat_b))):
+            if k < max(1, repeat):
+                runs[i].append(timed_once(cmd))
+    out = []
+    for i in (0, 1):
+        best = min(runs[i], key=lambda x: x[0])
+        out.append((best[0], max(x[1] for x in runs[i]), best[2]))
+    return out
+
+
 def uncompressed_size(path):
     if not path.endswith(".gz"):
         return os.path.getsize(path)
@@ -92,16 +107,18 @@ def main():
                                 lat_s, lat_rss))
             continue
         size_mb = uncompressed_size(path) / 1e6
+        py_s = py_parse = py_rss = None
         with tempfile.TemporaryDirectory() as tmp:
-            lat_s, lat_rss, r = timed([a.latdoc, "trace", path, "--quiet", "--json", os.path.join(tmp, "out.json")],
-                                      a.repeat)
+            lat_cmd = [a.latdoc, "trace", path, "--quiet", "--json", os.path.join(tmp, "out.json")]
+            if a.skip_python:
+                lat_s, lat_rss, r = timed(lat_cmd, a.repeat)
+            else:
+                (lat_s, lat_rss, r), (py_s, py_rss, pr) = timed_interleaved(
+                    lat_cmd, a.repeat, [sys.executable, "-c", PY_LOAD, path], a.repeat if size_mb <= 200 else 1)
+                m = re.search(r"parse_s (\S+)", pr.stdout)
+                py_parse = float(m.group(1)) if m else None
         if r.returncode not in (0, 1):
             print("latdoc failed on %s: rc=%d\n%s" % (path, r.returncode, r.stderr[-2000:]), file=sys.stderr)
-        py_s = py_parse = py_rss = None
-        if not a.skip_python:
-            py_s, py_rss, pr = timed([sys.executable, "-c", PY_LOAD, path], a.repeat if size_mb <= 200 else 1)
-            m = re.search(r"parse_s (\S+)", pr.stdout)
-            py_parse = float(m.group(1)) if m else None
         rows.append((path, size_mb, lat_s, lat_rss, py_s, py_parse, py_rss))
     if sqlite_rows:
         print("| SQLite file | format | import s | rows | M rows/s (target >= 5) | latdoc trace s | peak RSS MB |")
@@ -115,7 +132,7 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for path, size_mb, lat_s, lat_rss, py_s, py_parse, py_rss in rows:
         sp = "%.1fx; %.1fx" % (py_s / lat_s, py_parse / lat_s) if py_s else "n/a"
-        print("| %s | %.1f | %.2f | %.0f (%.2fx) | %s | %s | %s |" % (
+        print("| %s | %.1f | %.3f | %.0f (%.2fx) | %s | %s | %s |" % (
             os.path.basename(path), size_mb, lat_s, lat_rss, lat_rss / size_mb,
             "%.2f (%.2f)" % (py_s, py_parse) if py_s else "n/a",
             "%.0f" % py_rss if py_rss else "n/a", sp))
