@@ -1,7 +1,9 @@
 #include "http/client.h"
 
 #include <openssl/ssl.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -92,6 +94,8 @@ class ConnBase : public std::enable_shared_from_this<ConnBase> {
   // calls OnDeadline() once it has passed.
   int64_t deadline_ns = INT64_MAX;
   virtual void OnDeadline() = 0;
+  // A plain connection's socket became readable or writable (`events`: epoll's bits).
+  virtual void OnReady(uint32_t events) = 0;
 };
 
 }  // namespace
@@ -117,6 +121,69 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
   void StartNew(std::unique_ptr<Exchange> ex);
   void Release(const std::shared_ptr<ConnBase>& c) { idle.push_back(c); }
   void Forget(ConnBase* c) { live.erase(c); }
+
+  // Plain connections, once connected, leave Asio's reactor for an epoll set of the client's
+  // own: each socket is added once, edge-triggered, and Asio sees the set as one descriptor.
+  // Waiting on a socket through Asio costs an epoll_ctl() and a queued operation for every
+  // read (async_wait re-arms the descriptor each time); here a batch of ready sockets costs
+  // one epoll_wait(). Returns false (errno set) if the socket could not be added.
+  bool Watch(int fd, ConnBase* c) {
+    if (epfd < 0) {
+      int fd_set = ::epoll_create1(EPOLL_CLOEXEC);
+      if (fd_set < 0) return false;
+      epfd = fd_set;
+      epoll_desc.emplace(io, fd_set);
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.ptr = c;
+    return ::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
+  }
+
+  // `delta` plain connections started (+1) or ended (-1) an exchange. The set is waited on
+  // only while some exchange is under way, so an idle client leaves its event loop free to
+  // return (as with the sweep).
+  void OnPolled(int delta) {
+    polled += delta;
+    if (polled > 0 && !epoll_waiting) {
+      WaitReady();
+    } else if (polled == 0 && epoll_waiting) {
+      epoll_waiting = false;
+      ++epoll_gen;
+      boost::system::error_code ignored;
+      epoll_desc->cancel(ignored);
+    }
+  }
+
+  void WaitReady() {
+    epoll_waiting = true;
+    epoll_desc->async_wait(asio::posix::stream_descriptor::wait_read,
+                           [w = weak_from_this(), gen = epoll_gen](boost::system::error_code ec) {
+                             auto self = w.lock();
+                             if (!self || ec || gen != self->epoll_gen) return;
+                             self->epoll_waiting = false;
+                             self->PollReady();
+                             if (self->polled > 0 && !self->epoll_waiting) self->WaitReady();
+                           });
+  }
+
+  // One batch of ready sockets. More than a batch stays ready in the set, and the next
+  // async_wait finds it at once (re-arming an edge-triggered descriptor re-checks it).
+  void PollReady() {
+    constexpr int kBatch = 256;
+    epoll_event events[kBatch];
+    int n = ::epoll_wait(epfd, events, kBatch, 0);
+    // Every socket in the set is open, and a connection closes its socket before it is
+    // destroyed, so each connection in this batch is alive now; holding them all before any
+    // handler runs keeps them so while earlier handlers run (one may close another).
+    std::shared_ptr<ConnBase> ready[kBatch];
+    for (int i = 0; i < n; ++i)
+      ready[i] = static_cast<ConnBase*>(events[i].data.ptr)->shared_from_this();
+    for (int i = 0; i < n; ++i) {
+      ready[i]->OnReady(events[i].events);
+      ready[i].reset();
+    }
+  }
 
   // `delta` connections got (+1) or lost (-1) a deadline. The sweep runs only while some
   // connection has one, so an idle client leaves its event loop free to return.
@@ -160,6 +227,11 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
   int64_t timed = 0;        // connections with a deadline
   bool sweeping = false;
   uint64_t sweep_gen = 0;   // bumped on cancel, so a cancelled wait never re-arms
+  int epfd = -1;            // the plain connections' epoll set (owned by epoll_desc)
+  std::optional<asio::posix::stream_descriptor> epoll_desc;
+  int64_t polled = 0;       // plain connections in an exchange
+  bool epoll_waiting = false;
+  uint64_t epoll_gen = 0;
 };
 
 namespace {
@@ -168,11 +240,12 @@ namespace {
 // handshake) -> write the request -> read until the parser is done, handing each read's body
 // bytes to the observer -> back to the pool (keep-alive) or closed.
 //
-// Reads on plain connections wait for readability and then drain the socket with recvmsg(),
-// asking the kernel for each read's receive timestamp (SO_TIMESTAMPNS): a stream's timings are
-// when its bytes reached this host, not when this thread got round to them, so thousands of
-// streams on one core do not add the client's own queueing to the measurement. Bytes are fed
-// to Beast's parser by hand (no composed operation, no timer per read).
+// A plain connection, once connected, leaves Asio: its socket joins the client's epoll set
+// (Impl::Watch) and is written with send() and read with recvmsg(), asking the kernel for each
+// read's receive timestamp (SO_TIMESTAMPNS): a stream's timings are when its bytes reached this
+// host, not when this thread got round to them, so thousands of streams on one core do not add
+// the client's own queueing to the measurement. Bytes are fed to Beast's parser by hand (no
+// composed operation, no timer per read). TLS connections stay on Asio's SSL stream.
 template <bool kTls>
 class Conn final : public ConnBase {
   using Stream = std::conditional_t<kTls, asio::ssl::stream<tcp::socket>, tcp::socket>;
@@ -184,10 +257,20 @@ class Conn final : public ConnBase {
 
   ~Conn() override {
     ClearDeadline();
+    CloseFd();
     client_->Forget(this);
   }
 
   void Run(std::unique_ptr<Exchange> ex) override {
+    if constexpr (!kTls) {
+      if (connected_ && !QuietInPool()) {
+        // The server closed it (or answered unasked: 408 and close) while it sat in the
+        // pool; nothing was sent on it, so a new connection takes the exchange.
+        CloseQuietly();
+        ex->res.times = ExchangeTimes{ex->res.times.start_ns};
+        return client_->StartNew(std::move(ex));
+      }
+    }
     ex_ = std::move(ex);
     ex_->res.times.reused = connected_;
     if (connected_) return Write();
@@ -201,6 +284,7 @@ class Conn final : public ConnBase {
     boost::system::error_code ec;
     resolver_.cancel();
     Sock().close(ec);
+    CloseFd();
     if (ex_) Fail(FailureKind::kReset, "cancelled");
   }
 
@@ -213,6 +297,15 @@ class Conn final : public ConnBase {
     }
     Fail(FailureKind::kTimeout,
          headers_seen_ ? "stream idle timeout" : "no response before the first-byte timeout");
+  }
+
+  void OnReady(uint32_t events) override {
+    if (closed_ || !ex_) return;  // idle in the pool: its next exchange reads first
+    if (writing_) {
+      if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) SendRest();
+      return;
+    }
+    Drain((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
   }
 
  private:
@@ -276,6 +369,16 @@ class Conn final : public ConnBase {
         self->Handshake();
       } else {
         EnableReceiveTimestamps(self->Sock().native_handle());
+        boost::system::error_code release_ec;
+        int fd = self->Sock().release(release_ec);
+        if (release_ec || !self->client_->Watch(fd, self.get())) {
+          std::string why = release_ec ? release_ec.message() : std::strerror(errno);
+          if (fd >= 0) ::close(fd);
+          return self->Fail(FailureKind::kConnect,
+                            fmt::format("connect {}: cannot poll the socket: {}",
+                                        self->client_->url.Origin(), why));
+        }
+        self->fd_ = fd;
         self->connected_ = true;
         self->Write();
       }
@@ -323,18 +426,37 @@ class Conn final : public ConnBase {
     parser_->header_limit(64 * 1024);
     headers_seen_ = false;
     in_.Clear();
-    if constexpr (!kTls) {
-      // Most requests fit the socket buffer: send from here, no completion handler.
-      ssize_t n = ::send(Sock().native_handle(), out_.data(), out_.size(),
-                         MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n == ssize_t(out_.size())) return Sent();
-      if (n > 0) out_.erase(0, size_t(n));
+    if constexpr (kTls) {
+      asio::async_write(stream_, asio::buffer(out_),
+                        [self = Self()](boost::system::error_code ec, size_t) {
+                          if (self->closed_ || !self->ex_) return;
+                          if (ec) return self->OnReadError(ec);
+                          self->Sent();
+                        });
+    } else {
+      out_sent_ = 0;
+      SetPolled(true);
+      SendRest();
     }
-    asio::async_write(stream_, asio::buffer(out_), [self = Self()](boost::system::error_code ec, size_t) {
-      if (self->closed_ || !self->ex_) return;
-      if (ec) return self->OnReadError(ec);
-      self->Sent();
-    });
+  }
+
+  // Plain: sends what is left of the request; a full socket buffer waits for EPOLLOUT.
+  void SendRest() {
+    while (out_sent_ < out_.size()) {
+      ssize_t n = ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) {
+        out_sent_ += size_t(n);
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        writing_ = true;
+        return;
+      } else if (errno != EINTR) {
+        writing_ = false;
+        return OnReadError(boost::system::error_code(errno, boost::system::system_category()));
+      }
+    }
+    writing_ = false;
+    Sent();
   }
 
   void Sent() {
@@ -351,32 +473,43 @@ class Conn final : public ConnBase {
             if (ec) return self->OnReadError(ec);
             if (self->Feed(n, MonoNowNs())) self->ReadSome();
           });
-    } else {
-      Sock().async_wait(tcp::socket::wait_read, [self = Self()](boost::system::error_code ec) {
-        if (self->closed_ || !self->ex_) return;
-        if (ec) return self->OnReadError(ec);
-        self->Drain();
-      });
     }
+    // Plain: the response's bytes raise edges in the client's set (OnReady).
   }
 
-  // Reads what the socket holds (a bounded number of reads, for fairness between streams).
-  void Drain() {
-    const int fd = Sock().native_handle();
+  // Plain, kept alive: true if the socket holds nothing and is still open. Its edges came
+  // while no exchange listened, so ask the socket itself (peek, without taking a byte).
+  bool QuietInPool() {
+    char byte;
+    ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+
+  // Plain: reads what the socket holds, a bounded number of reads (fairness between streams).
+  // The set is edge-triggered, so a read that stops early must not leave bytes unread unseen:
+  // a read shorter than its buffer emptied the socket (bytes arriving later raise a new
+  // edge), and after eight full reads the rest is read on a posted turn. `to_end`: the peer
+  // has closed or failed, which raises no later edge: read until EOF or EAGAIN.
+  void Drain(bool to_end = false) {
     const int64_t offset = RealMinusMonoNs();
     for (int i = 0; i < 8; ++i) {
       int64_t at;
-      ssize_t n = StampedRead(fd, in_.space(), in_.space_size(), offset, &at);
+      char* space = in_.space();
+      const size_t room = in_.space_size();
+      ssize_t n = StampedRead(fd_, space, room, offset, &at);
       if (n > 0) {
         if (!Feed(size_t(n), at)) return;
+        if (size_t(n) < room && !to_end) return;
         continue;
       }
       if (n == 0) return OnReadError(asio::error::eof);
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       return OnReadError(boost::system::error_code(errno, boost::system::system_category()));
     }
-    ReadSome();
+    asio::post(client_->io, [self = Self(), to_end] {
+      if (!self->closed_ && self->ex_ && !self->writing_) self->Drain(to_end);
+    });
   }
 
   // Hands `n` bytes just read into in_ to the parser. `at`: when they arrived.
@@ -457,6 +590,7 @@ class Conn final : public ConnBase {
     ex->res.times.end_ns = now;
     ex->res.body_complete = true;
     ClearDeadline();
+    SetPolled(false);
     bool keep = client_->opts.keep_alive && parser_->keep_alive() && in_.size() == 0;
     if (keep) {
       client_->Release(shared_from_this());
@@ -481,6 +615,27 @@ class Conn final : public ConnBase {
     boost::system::error_code ec;
     resolver_.cancel();
     Sock().close(ec);
+    CloseFd();
+  }
+
+  // Plain: closing the socket also takes it out of the client's epoll set.
+  void CloseFd() {
+    SetPolled(false);
+    writing_ = false;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  // While an exchange is under way the connection owns itself: no Asio handler holds it
+  // between reads. Every caller of SetPolled(false) holds its own reference.
+  void SetPolled(bool on) {
+    if (on == polled_) return;
+    polled_ = on;
+    client_->OnPolled(on ? 1 : -1);
+    if (on) {
+      self_ = shared_from_this();
+    } else {
+      self_.reset();
+    }
   }
 
   std::shared_ptr<Conn> Self() { return std::static_pointer_cast<Conn>(shared_from_this()); }
@@ -495,6 +650,12 @@ class Conn final : public ConnBase {
   bool connected_ = false;
   bool closed_ = false;
   bool headers_seen_ = false;
+  // Plain connections after connect (the socket released from Asio):
+  int fd_ = -1;
+  size_t out_sent_ = 0;   // bytes of out_ sent
+  bool writing_ = false;  // waiting for room to send the rest of out_
+  bool polled_ = false;   // counted in the client's `polled`
+  std::shared_ptr<ConnBase> self_;  // set while polled_
 };
 
 }  // namespace

@@ -186,6 +186,23 @@ TEST(HttpClientTest, FirstByteTimeout) {
   held.reset();
 }
 
+// Bodies far larger than a socket buffer both ways: the request is sent in pieces as the
+// socket makes room, and the response takes many more reads than one turn allows (plain
+// connections are edge-triggered: a turn that stops early must still read the rest).
+TEST(HttpClientTest, LargeRequestAndResponseCrossManyReadsAndWrites) {
+  Harness h(Echo());
+  std::string big(6 << 20, 'x');
+  for (size_t i = 0; i < big.size(); i += 4099) big[i] = char('a' + i % 26);
+  for (int i = 0; i < 2; ++i) {
+    Recorder r = h.Send({"POST", "/big", big, {}}, 20 * kNsPerSec);
+    ASSERT_TRUE(r.done);
+    EXPECT_EQ(r.result.failure, FailureKind::kNone) << r.result.error;
+    EXPECT_TRUE(r.body == "POST /big " + big + " ") << r.body.size();
+    EXPECT_GT(r.reads, 8);
+  }
+  EXPECT_EQ(h.client().connections_opened(), 1u);
+}
+
 TEST(HttpClientTest, BodyCutShortIsAReset) {
   Harness h([](const Request&, std::shared_ptr<ResponseStream> w) {
     w->BeginChunked(200, "text/plain");
@@ -301,6 +318,57 @@ TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
   EXPECT_LT(rec.last_body_ns - second_sent.load(), 5 * kNsPerMs);
 }
 
+
+// A kept-alive connection the server answered unasked while it sat in the pool (a 408 that
+// says it will close) is not used again: the next request goes on a new connection and gets its own answer.
+TEST(HttpClientTest, IdleConnectionAnsweredUnaskedIsNotReused) {
+  RawListener listener;
+  const int lfd = listener.fd;
+  auto read_request = [](int fd) {
+    std::string req;
+    char buf[4096];
+    while (req.find("\r\n\r\n") == std::string::npos) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      req.append(buf, size_t(n));
+    }
+    return req;
+  };
+  std::thread server([&] {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    read_request(fd);
+    std::string ok = "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfirst";
+    ::send(fd, ok.data(), ok.size(), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::string timeout =
+        "HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
+    ::send(fd, timeout.data(), timeout.size(), 0);  // and the socket stays open a while
+    int fd2 = ::accept(lfd, nullptr, nullptr);
+    read_request(fd2);
+    std::string second = "HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nsecond";
+    ::send(fd2, second.data(), second.size(), 0);
+    ::close(fd2);
+    ::close(fd);
+  });
+  EventLoop loop;
+  HttpClient client(loop, *ParseUrl(listener.url()), {});
+  Recorder first;
+  client.Send({"GET", "/1", "", {}}, &first);
+  RunUntilDone(loop, first);
+  EXPECT_EQ(first.body, "first");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  loop.RunFor(10 * kNsPerMs);
+  Recorder second;
+  client.Send({"GET", "/2", "", {}}, &second);
+  RunUntilDone(loop, second);
+  server.join();
+  ASSERT_TRUE(second.done);
+  EXPECT_EQ(second.result.failure, FailureKind::kNone) << second.result.error;
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.body, "second");
+  EXPECT_FALSE(second.result.times.reused);
+  EXPECT_EQ(client.connections_opened(), 2u);
+}
 
 // Fuzz crash 93a4a92f: a response announcing a 55 GB body made the client reserve it (Beast's
 // string_body) and abort. Now the stream ends as a reset with the bytes that came.
