@@ -265,6 +265,18 @@ struct RawListener {
   uint16_t port = 0;
 };
 
+// Reads one request's head from a raw server socket (blocking); returns what was read.
+std::string ReadRequestHead(int fd) {
+  std::string req;
+  char buf[4096];
+  while (req.find("\r\n\r\n") == std::string::npos) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    req.append(buf, size_t(n));
+  }
+  return req;
+}
+
 // Runs `loop` until the exchange recorded by `rec` completes (at most 5 s).
 void RunUntilDone(EventLoop& loop, const Recorder& rec) {
   int64_t end = MonoNowNs() + 5 * kNsPerSec;
@@ -281,13 +293,7 @@ TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
   std::atomic<int64_t> second_sent{0};
   std::thread server([&] {
     int fd = ::accept(lfd, nullptr, nullptr);
-    char buf[4096];
-    std::string req;
-    while (req.find("\r\n\r\n") == std::string::npos) {
-      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      req.append(buf, size_t(n));
-    }
+    ReadRequestHead(fd);
     std::string head = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 6\r\n\r\nabc";
     ::send(fd, head.data(), head.size(), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -324,19 +330,9 @@ TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
 TEST(HttpClientTest, IdleConnectionAnsweredUnaskedIsNotReused) {
   RawListener listener;
   const int lfd = listener.fd;
-  auto read_request = [](int fd) {
-    std::string req;
-    char buf[4096];
-    while (req.find("\r\n\r\n") == std::string::npos) {
-      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      req.append(buf, size_t(n));
-    }
-    return req;
-  };
   std::thread server([&] {
     int fd = ::accept(lfd, nullptr, nullptr);
-    read_request(fd);
+    ReadRequestHead(fd);
     std::string ok = "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfirst";
     ::send(fd, ok.data(), ok.size(), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -344,7 +340,7 @@ TEST(HttpClientTest, IdleConnectionAnsweredUnaskedIsNotReused) {
         "HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
     ::send(fd, timeout.data(), timeout.size(), 0);  // and the socket stays open a while
     int fd2 = ::accept(lfd, nullptr, nullptr);
-    read_request(fd2);
+    ReadRequestHead(fd2);
     std::string second = "HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nsecond";
     ::send(fd2, second.data(), second.size(), 0);
     ::close(fd2);
