@@ -326,7 +326,9 @@ TEST(SimPathologyTest, GilBoundSchedulerCostsPerRunningSequence) {
   double base = MeanMs(TokenGaps(c, 10, 16));
   c.engine.host_overhead_per_seq_us = 500;  // 16 running -> +8 ms per step
   double slow = MeanMs(TokenGaps(c, 10, 16));
-  EXPECT_GT(slow - base, 6.0) << base << " -> " << slow;
+  // +8 ms once all 16 run; the first request's early steps may see fewer when the threads'
+  // requests come in late (CI's ASan run: +5.8 ms). Without the cost the difference is ~0.
+  EXPECT_GT(slow - base, 4.0) << base << " -> " << slow;
 }
 
 TEST(SimPathologyTest, SlowKernelMultipliesStepTime) {
