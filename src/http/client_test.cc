@@ -277,11 +277,18 @@ std::string ReadRequestHead(int fd) {
   return req;
 }
 
-// Runs `loop` until the exchange recorded by `rec` completes (at most 5 s).
-void RunUntilDone(EventLoop& loop, const Recorder& rec) {
-  int64_t end = MonoNowNs() + 5 * kNsPerSec;
-  while (!rec.done && MonoNowNs() < end) loop.RunFor(5 * kNsPerMs);
-}
+// A client of a RawListener on its own loop, driven from the test thread.
+struct RawClient {
+  explicit RawClient(const RawListener& listener) : client(loop, *ParseUrl(listener.url()), {}) {}
+  // Sends `req` and runs the loop until `rec` has the exchange's end (at most 5 s).
+  void Send(ClientRequest req, Recorder& rec) {
+    client.Send(std::move(req), &rec);
+    int64_t end = MonoNowNs() + 5 * kNsPerSec;
+    while (!rec.done && MonoNowNs() < end) loop.RunFor(5 * kNsPerMs);
+  }
+  EventLoop loop;
+  HttpClient client;
+};
 
 // Body times are when the bytes reached this host (the kernel's receive timestamp), not when a
 // busy client thread got round to reading them: the observer stalls the loop for 60 ms after
@@ -313,10 +320,8 @@ TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
     }
     int64_t last_body_ns = 0;
   } rec;
-  EventLoop loop;
-  HttpClient client(loop, *ParseUrl(listener.url()), {});
-  client.Send({"GET", "/", "", {}}, &rec);
-  RunUntilDone(loop, rec);
+  RawClient c(listener);
+  c.Send({"GET", "/", "", {}}, rec);
   server.join();
   ASSERT_TRUE(rec.done);
   EXPECT_EQ(rec.body, "abcdef");
@@ -346,24 +351,21 @@ TEST(HttpClientTest, IdleConnectionAnsweredUnaskedIsNotReused) {
     ::close(fd2);
     ::close(fd);
   });
-  EventLoop loop;
-  HttpClient client(loop, *ParseUrl(listener.url()), {});
+  RawClient c(listener);
   Recorder first;
-  client.Send({"GET", "/1", "", {}}, &first);
-  RunUntilDone(loop, first);
+  c.Send({"GET", "/1", "", {}}, first);
   EXPECT_EQ(first.body, "first");
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  loop.RunFor(10 * kNsPerMs);
+  c.loop.RunFor(10 * kNsPerMs);
   Recorder second;
-  client.Send({"GET", "/2", "", {}}, &second);
-  RunUntilDone(loop, second);
+  c.Send({"GET", "/2", "", {}}, second);
   server.join();
   ASSERT_TRUE(second.done);
   EXPECT_EQ(second.result.failure, FailureKind::kNone) << second.result.error;
   EXPECT_EQ(second.status, 200);
   EXPECT_EQ(second.body, "second");
   EXPECT_FALSE(second.result.times.reused);
-  EXPECT_EQ(client.connections_opened(), 2u);
+  EXPECT_EQ(c.client.connections_opened(), 2u);
 }
 
 // Fuzz crash 93a4a92f: a response announcing a 55 GB body made the client reserve it (Beast's
@@ -379,11 +381,9 @@ TEST(HttpClientTest, FuzzCrash93a4a92fHugeContentLengthIsNotReserved) {
     ::send(fd, r.data(), r.size(), 0);
     ::close(fd);
   });
-  EventLoop loop;
-  HttpClient client(loop, *ParseUrl(listener.url()), {});
+  RawClient c(listener);
   Recorder rec;
-  client.Send({"GET", "/", "", {}}, &rec);
-  RunUntilDone(loop, rec);
+  c.Send({"GET", "/", "", {}}, rec);
   server.join();
   ASSERT_TRUE(rec.done);
   EXPECT_EQ(rec.status, 200);
