@@ -23,6 +23,10 @@ constexpr std::array<bool, 256> kSpecial = MakeSpecial();
 // incrementally instead (re-reading it from its start on every slice would be quadratic).
 constexpr size_t kFastMaxElement = size_t{1} << 18;
 
+// How much of a slice is copied at a time to complete an element the last slice cut (most
+// events are under a kilobyte).
+constexpr size_t kBridgeBytes = 4096;
+
 }  // namespace
 
 JsonEventScanner::JsonEventScanner(EventFn on_event, ValueFn on_value)
@@ -33,21 +37,37 @@ Status JsonEventScanner::Error(uint64_t offset, std::string_view what) {
   return error_;
 }
 
+size_t JsonEventScanner::KeepFrom() const {
+  if (state_ == State::kArrayElem || (state_ == State::kTopValueBody && keep_value_)) return value_start_;
+  return pos_;
+}
+
+void JsonEventScanner::Rebase(size_t from) {
+  buf_offset_ += from;
+  pos_ -= from;
+  value_start_ = value_start_ >= from ? value_start_ - from : 0;
+}
+
 void JsonEventScanner::Compact() {
-  size_t keep_from = pos_;
-  if (state_ == State::kArrayElem || (state_ == State::kTopValueBody && keep_value_)) {
-    keep_from = value_start_;
-  }
+  const size_t keep_from = KeepFrom();
   if (keep_from == 0) return;
   buf_.erase(0, keep_from);
-  buf_offset_ += keep_from;
-  pos_ -= keep_from;
-  value_start_ = value_start_ >= keep_from ? value_start_ - keep_from : 0;
+  Rebase(keep_from);
+  data_ = buf_.data();
+  size_ = buf_.size();
+}
+
+void JsonEventScanner::Retain() {
+  const size_t keep_from = KeepFrom();
+  buf_.assign(data_ + keep_from, size_ - keep_from);
+  Rebase(keep_from);
+  data_ = buf_.data();
+  size_ = buf_.size();
 }
 
 bool JsonEventScanner::ScanValue() {
-  const char* b = buf_.data();
-  const size_t n = buf_.size();
+  const char* b = data_;
+  const size_t n = size_;
   size_t p = pos_;
   if (scalar_) {
     while (p < n) {
@@ -109,10 +129,40 @@ bool JsonEventScanner::ScanValue() {
 Status JsonEventScanner::Feed(std::string_view bytes) {
   if (!error_.ok()) return error_;
   Compact();
-  buf_.append(bytes);
+  // What is left of the last slice (an element cut at its end) is completed from a copy of
+  // the first bytes of this one, a piece at a time, until all that is still needed lies in
+  // `bytes`.
+  while (!buf_.empty() && !bytes.empty()) {
+    const size_t old = buf_.size();
+    const size_t take = std::min(bytes.size(), std::max(kBridgeBytes, old));
+    buf_.append(bytes.data(), take);
+    data_ = buf_.data();
+    size_ = buf_.size();
+    if (Status st = Scan(); !st.ok()) return st;
+    if (KeepFrom() == pos_ && pos_ >= old) {
+      bytes.remove_prefix(pos_ - old);
+      buf_.clear();
+      Rebase(pos_);
+      data_ = buf_.data();
+      size_ = 0;
+      break;
+    }
+    bytes.remove_prefix(take);
+    Compact();
+  }
+  if (!buf_.empty() || bytes.empty()) return Status::Ok();
+  // The rest is scanned where the caller holds it: only what must outlive the call is copied.
+  data_ = bytes.data();
+  size_ = bytes.size();
+  const Status st = Scan();
+  Retain();
+  return st;
+}
+
+Status JsonEventScanner::Scan() {
   auto begin_value = [&] {
     value_start_ = pos_;
-    const char c = buf_[pos_];
+    const char c = data_[pos_];
     depth_ = 0;
     in_string_ = false;
     escape_ = false;
@@ -127,8 +177,8 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
       scalar_ = true;
     }
   };
-  while (pos_ < buf_.size()) {
-    const char c = buf_[pos_];
+  while (pos_ < size_) {
+    const char c = data_[pos_];
     const uint64_t at = buf_offset_ + pos_;
     switch (state_) {
       case State::kStart:
@@ -202,7 +252,7 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
       case State::kTopValueBody:
         if (!ScanValue()) break;
         if (keep_value_) {
-          on_value_(key_, std::string_view(buf_).substr(value_start_, end_ - value_start_));
+          on_value_(key_, std::string_view(data_ + value_start_, end_ - value_start_));
         }
         state_ = State::kTopCommaOrEnd;
         break;
@@ -230,7 +280,7 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
         } else {
           if (fast_ && c == '{') {
             size_t length = 0;
-            const FastResult r = fast_(buf_.data() + pos_, buf_.size() - pos_, at, &length);
+            const FastResult r = fast_(data_ + pos_, size_ - pos_, at, &length);
             if (r == FastResult::kDone) {
               fast_waiting_ = false;
               ++events_;
@@ -240,7 +290,7 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
             }
             // Wait for the rest of the element, unless it is already large: then scan it
             // incrementally rather than re-reading it on every slice.
-            if (r == FastResult::kNeedMore && buf_.size() - pos_ < kFastMaxElement) {
+            if (r == FastResult::kNeedMore && size_ - pos_ < kFastMaxElement) {
               fast_waiting_ = true;
               return Status::Ok();
             }
@@ -253,8 +303,7 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
       case State::kArrayElem:
         if (!ScanValue()) break;
         ++events_;
-        on_event_(std::string_view(buf_).substr(value_start_, end_ - value_start_),
-                  buf_offset_ + value_start_);
+        on_event_(std::string_view(data_ + value_start_, end_ - value_start_), buf_offset_ + value_start_);
         state_ = State::kArrayCommaOrEnd;
         break;
       case State::kArrayCommaOrEnd:
@@ -284,6 +333,8 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
 
 void JsonEventScanner::StartInsideTraceEvents(uint64_t offset, bool bare_array) {
   buf_.clear();
+  data_ = buf_.data();
+  size_ = 0;
   buf_offset_ = offset;
   pos_ = 0;
   state_ = State::kArrayElemOrEnd;

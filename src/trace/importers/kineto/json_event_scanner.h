@@ -83,9 +83,18 @@ class JsonEventScanner {
   };
 
   Status Error(uint64_t offset, std::string_view what);
+  // Scans data_[pos_, size_), calling back for what ends in it.
+  Status Scan();
   // Scans a value from pos_ on; returns true when it ended (end_ is one past its last byte).
   bool ScanValue();
+  // Where what must be kept for the next slice starts: the unfinished value kept whole, or pos_.
+  size_t KeepFrom() const;
+  // Moves the scan's positions `from` bytes on: data_[from] becomes position 0.
+  void Rebase(size_t from);
+  // Drops what buf_ holds before KeepFrom().
   void Compact();
+  // After a scan of the caller's bytes: copies what must be kept into buf_ and scans on there.
+  void Retain();
 
   EventFn on_event_;
   ValueFn on_value_;
@@ -93,9 +102,13 @@ class JsonEventScanner {
   bool fast_waiting_ = false;   // the element at pos_ is incomplete; the fast reader waits
   std::vector<std::string> keep_keys_;
 
+  // The bytes being scanned: buf_, or during Feed() the caller's slice, scanned where it lies.
+  // buf_ holds only what one slice leaves to the next (an element cut at its end).
+  const char* data_ = nullptr;
+  size_t size_ = 0;
   std::string buf_;
-  uint64_t buf_offset_ = 0;     // document offset of buf_[0]
-  size_t pos_ = 0;              // next byte of buf_ to look at
+  uint64_t buf_offset_ = 0;     // document offset of data_[0]
+  size_t pos_ = 0;              // next byte of data_ to look at
   State state_ = State::kStart;
   bool bare_array_ = false;
   Status error_;

@@ -1,6 +1,7 @@
 #include "trace/importers/kineto/kineto_event.h"
 
 #include <array>
+#include <bit>
 #include <cctype>
 #include <cstdint>
 #include <cmath>
@@ -14,6 +15,12 @@
 #endif
 
 #include "trace/importers/kineto/kineto_importer.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define LATDOC_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#else
+#define LATDOC_POPCNT_CLONES
+#endif
 
 namespace latdoc::trace {
 namespace od = simdjson::ondemand;
@@ -93,7 +100,7 @@ bool IsEscape(const char* e, size_t n) {
 }
 
 // Byte classes, one table load each (the scalar loops test every byte).
-enum ByteClass : uint8_t { kScalarByte = 1, kEndsScalar = 2, kWs = 4 };
+enum ByteClass : uint8_t { kScalarByte = 1, kEndsScalar = 2, kWs = 4, kSkipStop = 8 };
 constexpr std::array<uint8_t, 256> kByteClass = [] {
   std::array<uint8_t, 256> t{};
   for (int c = 0; c < 256; ++c) {
@@ -108,6 +115,8 @@ constexpr std::array<uint8_t, 256> kByteClass = [] {
       t[c] |= kEndsScalar;
     }
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') t[c] |= kWs;  // JSON's whitespace
+    // Where skipping an object or array must look: strings, brackets, a stray backslash.
+    if (c == '"' || c == '{' || c == '}' || c == '[' || c == ']' || c == '\\') t[c] |= kSkipStop;
   }
   return t;
 }();
@@ -188,8 +197,10 @@ class EventReader {
   }
 
   // A string at b_[p_] == '"'. With `out`, its text (no escapes allowed: bail on one).
-  bool String(std::string_view* out) {
-    const size_t start = ++p_;
+  bool String(std::string_view* out) { return StringRest(++p_, out); }
+
+  // The rest of a string whose text starts at b_[start] (after its opening quote); p_ is in it.
+  bool StringRest(size_t start, std::string_view* out) {
     while (true) {
       p_ = StringStop(b_, p_, n_);
       if (p_ >= n_) return Stop(FastRead::kNeedMore);
@@ -243,40 +254,119 @@ class EventReader {
     return IsJsonScalar(*out) || Stop(FastRead::kBail);
   }
 
-  // Any value, not kept, checked against JSON's grammar as it goes (the general path rejects
-  // a malformed value even where it does not read it).
-  bool SkipValue(int depth = 0) {
+  // Any value, not kept. A scalar is checked against JSON's grammar; an object or array is
+  // skipped as the general path skips it (simdjson On-Demand's skip_child): strings whole, and
+  // brackets counted, of either kind, until the count returns to zero. Its members' grammar is
+  // not checked, because the general path does not check it either: a skipped `[1 2]` or
+  // `{"a" 1}` is read there as it is here, and bailing on it would only send the event to the
+  // slower path for the same result. What the general path does reject in a skipped value
+  // (control bytes, invalid UTF-8, a string never closed) is rejected here too (String,
+  // AcceptableBytes).
+  bool SkipValue() {
     const char c = b_[p_];
     if (c == '"') return String(nullptr);
     if (c != '{' && c != '[') {
       std::string_view tok;
       return Scalar(&tok);
     }
-    if (depth >= kMaxDepth) return Stop(FastRead::kBail);
-    const char close = c == '{' ? '}' : ']';
-    ++p_;
-    if (!SkipWs()) return false;
-    if (b_[p_] == close) {
-      ++p_;
-      return true;
-    }
+    int depth = 0;
+    bool in_string = false;  // p_ is inside a string that the block loop entered
     while (true) {
-      if (c == '{') {
-        if (b_[p_] != '"') return Stop(FastRead::kBail);
-        if (!String(nullptr) || !SkipWs()) return false;
-        if (b_[p_] != ':') return Stop(FastRead::kBail);
-        ++p_;
-        if (!SkipWs()) return false;
+      if (depth > 0) {
+        if (!SkipBlocks(&depth, &in_string)) return false;
+        if (depth == 0) return true;  // it ended in a block
       }
-      if (!SkipValue(depth + 1) || !SkipWs()) return false;
-      if (b_[p_] == close) {
-        ++p_;
-        return true;
+      // One step the exact way: the rest of a string, or on to the next bracket. Where blocks
+      // cannot go: the first bracket, a block with a backslash, the last 63 bytes.
+      if (in_string) {
+        in_string = false;
+        if (!StringRest(p_, nullptr)) return false;
+        continue;
       }
-      if (b_[p_] != ',') return Stop(FastRead::kBail);
+      while (p_ < n_ && !(kByteClass[static_cast<unsigned char>(b_[p_])] & kSkipStop)) ++p_;
+      if (p_ >= n_) return Stop(FastRead::kNeedMore);
+      switch (b_[p_]) {
+        case '"':
+          if (!String(nullptr)) return false;
+          continue;
+        case '{':
+        case '[':
+          if (++depth > kMaxDepth) return Stop(FastRead::kBail);
+          break;
+        case '}':
+        case ']':
+          if (--depth == 0) {
+            ++p_;
+            return true;
+          }
+          break;
+        default:
+          return Stop(FastRead::kBail);  // a backslash outside a string
+      }
       ++p_;
-      if (!SkipWs()) return false;
     }
+  }
+
+  // Inside an object or array being skipped, `*depth` brackets deep: 64 bytes a step, while
+  // 64 bytes remain and none is a backslash. Strings are found with a prefix XOR of the quote
+  // bits (as simdjson's stage 1 does), brackets outside them counted; a block where the count
+  // may reach zero is walked bracket by bracket. Returns true with p_ where the exact way goes
+  // on (or past the value, *depth 0); false with stop_ set.
+  // Built twice where the compiler can: with the POPCNT instruction, picked at load time where
+  // the CPU has it, and without (a library call per count).
+  LATDOC_POPCNT_CLONES bool SkipBlocks(int* depth, bool* in_string) {
+#ifdef __SSE2__
+    while (p_ + 64 <= n_) {
+      uint64_t quote = 0, backslash = 0, open = 0, close = 0, control = 0;
+      const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+      const __m128i ob = _mm_set1_epi8('{'), cb = _mm_set1_epi8('}');
+      const __m128i oa = _mm_set1_epi8('['), ca = _mm_set1_epi8(']');
+      const __m128i control_max = _mm_set1_epi8(0x1F);
+      for (int k = 0; k < 4; ++k) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b_ + p_ + 16 * k));
+        auto bits = [&](__m128i m) { return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(m))) << (16 * k); };
+        quote |= bits(_mm_cmpeq_epi8(v, q));
+        backslash |= bits(_mm_cmpeq_epi8(v, bs));
+        open |= bits(_mm_or_si128(_mm_cmpeq_epi8(v, ob), _mm_cmpeq_epi8(v, oa)));
+        close |= bits(_mm_or_si128(_mm_cmpeq_epi8(v, cb), _mm_cmpeq_epi8(v, ca)));
+        control |= bits(_mm_cmpeq_epi8(_mm_min_epu8(v, control_max), v));
+      }
+      if (backslash != 0) return true;  // escapes: the exact way
+      // Bytes in a string: from its opening quote up to, not including, its closing one.
+      uint64_t in = quote;
+      in ^= in << 1;
+      in ^= in << 2;
+      in ^= in << 4;
+      in ^= in << 8;
+      in ^= in << 16;
+      in ^= in << 32;
+      if (*in_string) in = ~in;
+      // A raw control byte (tab, LF, CR included) in a string: simdjson rejects the event.
+      if ((control & in) != 0) return Stop(FastRead::kBail);
+      open &= ~in;
+      close &= ~in;
+      if (*depth + std::popcount(open) > kMaxDepth) return Stop(FastRead::kBail);
+      if (*depth > std::popcount(close)) {
+        *depth += std::popcount(open) - std::popcount(close);  // cannot reach zero here
+      } else {
+        for (uint64_t brackets = open | close; brackets != 0; brackets &= brackets - 1) {
+          const int i = std::countr_zero(brackets);
+          if ((open >> i) & 1) {
+            ++*depth;
+          } else if (--*depth == 0) {
+            p_ += static_cast<size_t>(i) + 1;
+            return true;
+          }
+        }
+      }
+      *in_string = (in >> 63) != 0;
+      p_ += 64;
+    }
+#else
+    (void)depth;
+    (void)in_string;
+#endif
+    return true;
   }
 
   static constexpr int kMaxDepth = 64;

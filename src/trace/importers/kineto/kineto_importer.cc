@@ -445,7 +445,7 @@ struct Part {
 // per part would cost a new stack and a cold heap arena each time.
 class PartWorkers {
  public:
-  PartWorkers(int n, size_t slice) : slice_(slice) {
+  explicit PartWorkers(int n) {
     for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Run(); });
   }
   PartWorkers(const PartWorkers&) = delete;
@@ -502,12 +502,8 @@ class PartWorkers {
     }
   }
   void RunJob(const Job& job) {
-    // In slices: the scanner copies what it is fed.
-    const std::string_view all = job.part->bytes.view();
-    Status status;
-    for (size_t at = 0; at < all.size() && status.ok(); at += slice_) {
-      status = job.parse->Feed(all.substr(at, slice_));
-    }
+    // Whole: the scanner reads the part where it lies.
+    Status status = job.parse->Feed(job.part->bytes.view());
     {
       std::lock_guard<std::mutex> lock(mu_);
       job.part->status = std::move(status);
@@ -516,7 +512,6 @@ class PartWorkers {
     done_.notify_all();
   }
 
-  const size_t slice_;
   std::mutex mu_;
   std::condition_variable work_, done_;
   std::deque<Job> queue_;
@@ -706,7 +701,6 @@ std::optional<Status> ImportSplitStream(const std::string& path, const ImportOpt
   // Parts queued beyond the workers: a worker done with one starts the next at once instead
   // of waiting for this thread to wake up and hand it over.
   const size_t in_flight = 2 * static_cast<size_t>(workers);
-  const size_t slice = std::min<size_t>(chunk, size_t{64} << 10);
   const size_t read = std::min(chunk, std::max<size_t>(part_bytes, 4096));  // after the first slice
 
   // The first slice says whether traceEvents opened (and in which form) before the split.
@@ -730,7 +724,7 @@ std::optional<Status> ImportSplitStream(const std::string& path, const ImportOpt
   }
   const bool bare = main.scanner().bare_array();
   PartChain chain(trace, source, main);
-  PartWorkers pool(workers - 1, slice);  // this thread parses too, while it waits
+  PartWorkers pool(workers - 1);  // this thread parses too, while it waits
   std::deque<std::unique_ptr<Part>> flight;  // parts being parsed, in document order
   std::vector<Bytes> spare;                  // buffers of parts done with, for the next ones
   bool head_done = false;                    // the head's parse got its continuation
