@@ -406,8 +406,40 @@ class EventReader {
     return true;
   }
 
+  // The common ts/dur, read in the one pass that finds its end: a non-negative number of at
+  // most 15 integer digits (no overflow possible) and an optional fraction, followed by a token
+  // end; the same value ParseMicrosToNs gives that token. False, p_ unmoved, for anything else.
+  bool PlainMicros(std::optional<int64_t>* out) {
+    auto digit = [&](size_t i) { return i < n_ && static_cast<unsigned>(b_[i] - '0') <= 9; };
+    size_t q = p_;
+    int64_t whole = 0;
+    if (!digit(q)) return false;
+    if (b_[q] == '0') {
+      ++q;
+    } else {
+      for (; digit(q); ++q) {
+        if (q - p_ == 15) return false;
+        whole = whole * 10 + (b_[q] - '0');
+      }
+    }
+    int64_t frac_ns = 0;
+    if (q < n_ && b_[q] == '.') {
+      const size_t first = ++q;
+      for (; digit(q) && q - first < 3; ++q) frac_ns = frac_ns * 10 + (b_[q] - '0');
+      if (q == first) return false;
+      for (size_t k = q - first; k < 3; ++k) frac_ns *= 10;
+      if (digit(q) && b_[q] >= '5') ++frac_ns;  // the fourth decimal rounds
+      while (digit(q)) ++q;
+    }
+    if (q >= n_ || !EndsScalar(b_[q])) return false;
+    p_ = q;
+    *out = whole * 1000 + frac_ns;
+    return true;
+  }
+
   // ts/dur (MicrosValue in the general path): a number, or a string holding one.
   bool Micros(std::optional<int64_t>* out) {
+    if (PlainMicros(out)) return true;
     const char c = b_[p_];
     std::string_view tok;
     if (c == '"') {
