@@ -703,14 +703,26 @@ std::optional<Status> ImportSplitStream(const std::string& path, const ImportOpt
   const size_t in_flight = 2 * static_cast<size_t>(workers);
   const size_t read = std::min(chunk, std::max<size_t>(part_bytes, 4096));  // after the first slice
 
-  // The first slice says whether traceEvents opened (and in which form) before the split.
+  // The first slices say whether traceEvents opened (and in which form) before the split.
+  // Small ones: while this thread parses them alone, the other cores wait.
   Status status;
-  auto got = [&] {
-    const auto first = std::make_unique_for_overwrite<char[]>(chunk);
-    auto n = in->Read(first.get(), chunk);
-    if (n.ok()) status = main.Feed(std::string_view(first.get(), *n));
-    return n;
-  }();
+  StatusOr<size_t> got = size_t{0};
+  {
+    const size_t first_slice = std::min<size_t>(chunk, size_t{64} << 10);
+    const auto first = std::make_unique_for_overwrite<char[]>(first_slice);
+    size_t total = 0;
+    while (status.ok() && !main.scanner().saw_trace_events() && total < chunk) {
+      auto n = in->Read(first.get(), first_slice);
+      if (!n.ok()) {
+        got = n;
+        break;
+      }
+      if (*n == 0) break;
+      total += *n;
+      got = total;
+      status = main.Feed(std::string_view(first.get(), *n));
+    }
+  }
   if (!got.ok()) status = got.status();
   if (!status.ok() || !main.scanner().saw_trace_events()) {
     if (status.ok()) {
