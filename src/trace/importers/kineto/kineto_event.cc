@@ -177,6 +177,10 @@ class EventReader {
   }
   bool SkipWs() {
     if (p_ < n_ && !IsWs(b_[p_])) return true;  // most tokens: none
+    if (p_ + 1 < n_ && b_[p_] == ' ' && !IsWs(b_[p_ + 1])) {  // most others: one space
+      ++p_;
+      return true;
+    }
 #ifdef __SSE2__
     // Indentation runs (PyTorch writes events indented on several lines): 16 bytes a step.
     const __m128i space = _mm_set1_epi8(' '), lf = _mm_set1_epi8('\n');
@@ -624,7 +628,10 @@ const char* KinetoEventParser::Parse(std::string_view text, KinetoEventFields& f
 }
 
 FastRead ReadKinetoEventFast(const char* b, size_t n, KinetoEventFields& f, size_t* length) {
-  f = KinetoEventFields{};
+  // Field by field: `f = {}` is a 192-byte `rep stos`, slow to start, once per event.
+  f.ph = f.cat = f.name = f.kind_arg = {};
+  f.pid = f.tid = f.ts_ns = f.dur_ns = std::nullopt;
+  f.correlation = f.stream = f.device = f.bytes = std::nullopt;
   return EventReader(b, n).Read(f, length);
 }
 
