@@ -615,9 +615,16 @@ std::optional<Status> ImportSplit(const std::string& path, const ImportOptions& 
     return std::nullopt;  // compressed: one stream, ImportSplitStream
   }
 
-  // The first slice says whether traceEvents opened (and in which form) before the split.
-  const uint64_t first = std::min<uint64_t>(size, options.chunk_bytes);
-  Status status = FeedRange(fd, path, 0, first, options.chunk_bytes, main);
+  // The first slices say whether traceEvents opened (and in which form) before the split.
+  // Small ones: while this thread parses them alone, the other cores wait.
+  const uint64_t first_slice = std::min<uint64_t>(options.chunk_bytes, uint64_t{64} << 10);
+  uint64_t first = 0;
+  Status status;
+  while (status.ok() && !main.scanner().saw_trace_events() && first < std::min<uint64_t>(size, options.chunk_bytes)) {
+    const uint64_t to = std::min(size, first + first_slice);
+    status = FeedRange(fd, path, first, to, options.chunk_bytes, main);
+    first = to;
+  }
   std::vector<std::unique_ptr<Part>> parts;
   if (status.ok() && main.scanner().saw_trace_events()) {
     uint64_t prev = first;
