@@ -7,8 +7,11 @@
 // reader below reads an event straight from the scanner's buffer in one pass, skipping what it
 // does not need, and gives up ("bail") on anything unusual — an escape in a string it keeps, a
 // number that is not a plain integer where one is expected, a value of an unexpected type —
-// so that the general path decides those events. Both paths give the same fields for every
-// event the fast one accepts (kineto_event_test.cc checks that on the real fixtures).
+// so that the general path decides those events. An object or array it does not read is
+// skipped the way the general path skips it (simdjson's skip_child: strings whole, brackets of
+// either kind counted), so a malformed value there is accepted by both or by neither. Both
+// paths give the same fields for every event the fast one accepts (kineto_event_test.cc checks
+// that on the real fixtures; fuzz_kineto_event on arbitrary bytes).
 #pragma once
 
 #include <cstddef>
