@@ -16,12 +16,6 @@
 
 #include "trace/importers/kineto/kineto_importer.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define LATDOC_POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
-#else
-#define LATDOC_POPCNT_CLONES
-#endif
-
 namespace latdoc::trace {
 namespace od = simdjson::ondemand;
 
@@ -88,6 +82,20 @@ bool AcceptableBytes(const char* b, size_t n) {
     non_ascii |= c >= 0x80;
   }
   return !non_ascii || simdjson::validate_utf8(b, n);
+}
+
+// std::popcount without a library call where the target has no POPCNT instruction (x86-64's
+// baseline lacks it; a resolver picking a POPCNT clone at load time runs before the sanitizers'
+// runtimes are up and crashed the TSan build).
+inline int CountBits(uint64_t x) {
+#ifdef __POPCNT__
+  return std::popcount(x);
+#else
+  x -= (x >> 1) & 0x5555555555555555u;
+  x = (x & 0x3333333333333333u) + ((x >> 2) & 0x3333333333333333u);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Fu;
+  return static_cast<int>((x * 0x0101010101010101u) >> 56);
+#endif
 }
 
 // The bytes after a backslash: one of `"\\/bfnrt`, or `u` and four hex digits.
@@ -316,9 +324,7 @@ class EventReader {
   // bits (as simdjson's stage 1 does), brackets outside them counted; a block where the count
   // may reach zero is walked bracket by bracket. Returns true with p_ where the exact way goes
   // on (or past the value, *depth 0); false with stop_ set.
-  // Built twice where the compiler can: with the POPCNT instruction, picked at load time where
-  // the CPU has it, and without (a library call per count).
-  LATDOC_POPCNT_CLONES bool SkipBlocks(int* depth, bool* in_string) {
+  bool SkipBlocks(int* depth, bool* in_string) {
 #ifdef __SSE2__
     while (p_ + 64 <= n_) {
       uint64_t quote = 0, backslash = 0, open = 0, close = 0, control = 0;
@@ -349,9 +355,10 @@ class EventReader {
       if ((control & in) != 0) return Stop(FastRead::kBail);
       open &= ~in;
       close &= ~in;
-      if (*depth + std::popcount(open) > kMaxDepth) return Stop(FastRead::kBail);
-      if (*depth > std::popcount(close)) {
-        *depth += std::popcount(open) - std::popcount(close);  // cannot reach zero here
+      const int opens = CountBits(open), closes = CountBits(close);
+      if (*depth + opens > kMaxDepth) return Stop(FastRead::kBail);
+      if (*depth > closes) {
+        *depth += opens - closes;  // cannot reach zero here
       } else {
         for (uint64_t brackets = open | close; brackets != 0; brackets &= brackets - 1) {
           const int i = std::countr_zero(brackets);
