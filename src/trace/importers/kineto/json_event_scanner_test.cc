@@ -59,6 +59,80 @@ TEST(JsonEventScannerTest, ByteAtATime) {
   EXPECT_EQ(c.events.size(), 2u);
 }
 
+// Elements and kept values far larger than the 4 KiB the scanner copies at a time to complete
+// an element a slice cut, fed in slices of many sizes, through the fast reader (which asks for
+// more bytes until an element is whole, or declines one) and the general path: each element is
+// delivered once, whole, with its document offset, and the kept value whole.
+TEST(JsonEventScannerTest, LargeElementsAcrossSlicesOfEverySize) {
+  auto event = [](int i, size_t pad) {
+    return "{\"ph\": \"X\", \"i\": " + std::to_string(i) + ", \"args\": {\"s\": \"" + std::string(pad, 'x') +
+           "\\\"}]\", \"a\": [[1, 2], {\"b\": []}]}}";
+  };
+  std::vector<std::string> want;
+  std::string doc = "{\"deviceProperties\": [\"" + std::string(10000, 'd') + "\"], \"traceEvents\": [\n";
+  std::vector<uint64_t> want_offsets;
+  const size_t pads[] = {10, 20000, 3, 4090, 4100, 9000, 1, 70000, 5};
+  for (int i = 0; i < 9; ++i) {
+    if (i > 0) doc += ",\n";
+    want_offsets.push_back(doc.size());
+    want.push_back(event(i, pads[i]));
+    doc += want.back();
+  }
+  doc += "\n]}";
+  for (const bool fast : {false, true}) {
+    for (size_t slice : {size_t{1} << 20, size_t{1}, size_t{7}, size_t{1000}, size_t{4095}, size_t{4096},
+                         size_t{4097}, size_t{9999}, size_t{65536}}) {
+      if (slice == 1 && fast) continue;  // byte by byte re-reads each large element per byte
+      std::vector<std::string> got;
+      std::vector<uint64_t> offsets;
+      std::vector<std::string> values;
+      JsonEventScanner s(
+          [&](std::string_view e, uint64_t off) {
+            got.emplace_back(e);
+            offsets.push_back(off);
+          },
+          [&](std::string_view k, std::string_view v) { values.push_back(std::string(k) + "=" + std::string(v)); });
+      s.KeepValue("deviceProperties");
+      if (fast) {
+        // Reads an element whole by counting brackets outside strings; declines every third.
+        s.SetFastElement([&](const char* b, size_t n, uint64_t off, size_t* length) {
+          bool in_string = false;
+          int depth = 0;
+          for (size_t i = 0; i < n; ++i) {
+            if (in_string) {
+              if (b[i] == '\\') {
+                ++i;
+              } else if (b[i] == '"') {
+                in_string = false;
+              }
+            } else if (b[i] == '"') {
+              in_string = true;
+            } else if (b[i] == '{' || b[i] == '[') {
+              ++depth;
+            } else if ((b[i] == '}' || b[i] == ']') && --depth == 0) {
+              if (got.size() % 3 == 2) return JsonEventScanner::FastResult::kDecline;
+              got.emplace_back(b, i + 1);
+              offsets.push_back(off);
+              *length = i + 1;
+              return JsonEventScanner::FastResult::kDone;
+            }
+          }
+          return JsonEventScanner::FastResult::kNeedMore;
+        });
+      }
+      for (size_t at = 0; at < doc.size(); at += slice) {
+        ASSERT_TRUE(s.Feed(std::string_view(doc).substr(at, slice)).ok()) << "slice " << slice;
+      }
+      ASSERT_TRUE(s.Finish().ok()) << "slice " << slice;
+      EXPECT_EQ(got, want) << "slice " << slice << (fast ? " fast" : "");
+      EXPECT_EQ(offsets, want_offsets) << "slice " << slice;
+      EXPECT_EQ(s.events(), 9u);
+      ASSERT_EQ(values.size(), 1u);
+      EXPECT_EQ(values[0], "deviceProperties=[\"" + std::string(10000, 'd') + "\"]") << "slice " << slice;
+    }
+  }
+}
+
 TEST(JsonEventScannerTest, BareArrayIsATrace) {
   Collected c;
   ASSERT_TRUE(Scan("[{\"ph\":\"X\"},{\"ph\":\"B\"}]", {}, c).ok());
