@@ -10,6 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -64,6 +68,27 @@ json ReadJson(const std::string& path) {
   return json::parse(*text);
 }
 
+// A step of the sweep in `j` that the host stalled, said in words: its p99 ITL is over twice the
+// simulator's step time at its batch (a prompt's prefill included), which only a stall of the
+// whole process explains.
+std::optional<std::string> HostStall(const json& j, const SimModel& m) {
+  for (const auto& s : j["steps"]) {
+    if (!s["p99_itl_ms"].is_number()) continue;
+    const double c = s["concurrency"].get<double>();
+    const double batch = std::min(c, double(m.max_num_seqs));
+    const double step_ms = m.step_base_ms + m.prefill_token_us / 1e3 * kInputLen + m.decode_seq_us / 1e3 * batch;
+    const double itl = s["p99_itl_ms"].get<double>();
+    if (itl > 2 * step_ms) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "concurrency %.0f: p99 ITL %.1f ms, the step takes %.1f ms", c, itl, step_ms);
+      return std::string(buf);
+    }
+  }
+  return std::nullopt;
+}
+
+constexpr int kSweepAttempts = 4;
+
 // The reported knee is within 10% of the true one, for two batch limits and one compute-bound
 // step-time setting.
 TEST(SweepTruthTest, KneeWithinTenPercentOfTheSimulatorsTruth) {
@@ -73,14 +98,32 @@ TEST(SweepTruthTest, KneeWithinTenPercentOfTheSimulatorsTruth) {
 #endif
   for (SimModel m : {SimModel{16, 6, 80, 5}, SimModel{48, 6, 80, 5}}) {
     double truth = TrueKnee(m);
-    SimProcess sim(SimArgs(m));
-    std::string out = TempPath("sweep.json");
-    RunResult r = RunLatdoc(SweepArgs(sim.url(), out));
-    sim.process().Signal(SIGTERM);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    json j = ReadJson(out);
-    ASSERT_FALSE(j["knee"].is_null()) << r.out;
-    double knee = j["knee"]["concurrency"].get<double>();
+    // Sweeping again only when a sweep's knee is off and the host stalled during it: a stall
+    // holds every stream at once, so it lands in the p99 of every latency of its step, and the
+    // knee is judged on steps 10% apart (CI, 2 cores, failed once: p99 ITL 21 ms at 45 against
+    // 8-10 ms beside it, knee 41 for 48; on this shared VM most sweeps see such a stall, and
+    // about one in four missed the knee of 48 in a noisy hour). A quiet sweep that misses fails
+    // at once; so does a sweep that misses kSweepAttempts times.
+    json j;
+    RunResult r;
+    double knee = 0;
+    std::vector<std::string> stalls;
+    for (int attempt = 1; attempt <= kSweepAttempts; ++attempt) {
+      SimProcess sim(SimArgs(m));
+      std::string out = TempPath("sweep.json");
+      r = RunLatdoc(SweepArgs(sim.url(), out));
+      sim.process().Signal(SIGTERM);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      j = ReadJson(out);
+      ASSERT_FALSE(j["knee"].is_null()) << r.out;
+      knee = j["knee"]["concurrency"].get<double>();
+      if (std::abs(knee - truth) <= 0.10 * truth) break;
+      std::optional<std::string> stall = HostStall(j, m);
+      if (!stall) break;
+      stalls.push_back(*stall);
+      std::fprintf(stderr, "sweep %d: knee %.0f (truth %.0f) while the host stalled (%s)\n%s", attempt, knee,
+                   truth, stall->c_str(), r.out.c_str());
+    }
     EXPECT_TRUE(j["knee"]["reached"].get<bool>()) << r.out;
     EXPECT_NEAR(knee, truth, 0.10 * truth) << "max_num_seqs " << m.max_num_seqs << "\n" << r.out;
     EXPECT_EQ(j["schema"], "latdoc.sweep/1");
