@@ -113,6 +113,27 @@ std::vector<std::string> With(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
+// One closed-loop bench against a fast simulator that records its ground truth: the results
+// and the truth of the requests after the warm-up.
+struct TruthRun {
+  json results;
+  Truth truth;
+};
+TruthRun BenchAgainstTruth(const std::vector<std::string>& sim_args, int concurrency, int requests,
+                           int input_len, int output_len, int warmup) {
+  const std::string trace = TempPath("truth.jsonl");
+  SimProcess sim(With(With(kFastSim, sim_args), {"--trace-requests", trace}));
+  TruthRun run;
+  run.results = RunBench(sim.url(), {"--concurrency", std::to_string(concurrency), "--num-requests",
+                                     std::to_string(requests), "--input-len", std::to_string(input_len),
+                                     "--output-len", std::to_string(output_len), "--token-ids", "--warmup",
+                                     std::to_string(warmup)});
+  sim.process().Signal(SIGTERM);
+  run.truth = ReadTruth(trace, warmup);
+  std::remove(trace.c_str());
+  return run;
+}
+
 // Up to three runs: a stall of the shared host between the simulator's send() and its time
 // stamp moves single truth gaps by milliseconds (CI VM, run alone: 1 run in 5 had p99 ITL 6.69
 // ms measured against 8.07 ms of truth). A client whose times are wrong misses in every run.
@@ -120,18 +141,14 @@ TEST(BenchTruthTest, LatenciesMatchTheSimulatorsGroundTruth) {
   std::vector<std::string> misses;
   json b;
   for (int attempt = 1; attempt <= 3; ++attempt) {
-    std::string trace = TempPath("truth.jsonl");
-    SimProcess sim(With(kFastSim, {"--sim-network-delay-ms", "3", "--trace-requests", trace}));
-    json r = RunBench(sim.url(), {"--concurrency", "8", "--num-requests", "160", "--input-len", "64",
-                                  "--output-len", "16", "--token-ids", "--warmup", "8"});
-    sim.process().Signal(SIGTERM);
+    const TruthRun run = BenchAgainstTruth({"--sim-network-delay-ms", "3"}, 8, 160, 64, 16, 8);
+    const json& r = run.results;
+    const Truth& t = run.truth;
     ASSERT_EQ(r["completed"], 160);
     EXPECT_EQ(r["failed"], 0);
     EXPECT_EQ(r["total_output_tokens"], 160 * 16);
     EXPECT_EQ(r["total_input_tokens"], 160 * 64);
     EXPECT_EQ(r["token_count_method"]["usage_per_chunk"], 160);
-    Truth t = ReadTruth(trace, 8);
-    std::remove(trace.c_str());
     ASSERT_EQ(t.ttft_ms.size(), 160u);
     misses.clear();
     for (std::string m : {Miss(r["median_ttft_ms"], Pct(t.ttft_ms, 50), "p50 TTFT"),
@@ -152,14 +169,11 @@ TEST(BenchTruthTest, LatenciesMatchTheSimulatorsGroundTruth) {
 }
 
 TEST(BenchTruthTest, SeveralTokensPerChunkStillGivePerTokenItl) {
-  std::string trace = TempPath("spec.jsonl");
-  SimProcess sim(With(kFastSim, {"--sim-tokens-per-chunk", "4", "--trace-requests", trace}));
-  json r = RunBench(sim.url(), {"--concurrency", "4", "--num-requests", "40", "--input-len", "32",
-                                "--output-len", "33", "--token-ids", "--warmup", "4"});
-  sim.process().Signal(SIGTERM);
+  const TruthRun run = BenchAgainstTruth({"--sim-tokens-per-chunk", "4"}, 4, 40, 32, 33, 4);
+  const json& r = run.results;
+  const Truth& t = run.truth;
   ASSERT_EQ(r["completed"], 40);
   EXPECT_EQ(r["total_output_tokens"], 40 * 33);
-  Truth t = ReadTruth(trace, 4);
   ExpectClose(r["median_itl_ms"], Pct(t.itl_ms, 50), "p50 ITL");
   ExpectClose(r["mean_itl_ms"], [&] {
     double s = 0;
@@ -168,7 +182,6 @@ TEST(BenchTruthTest, SeveralTokensPerChunkStillGivePerTokenItl) {
   }(), "mean ITL");
   // A step is ~4.2 ms and carries 4 tokens: about 1 ms per token, not 4.
   EXPECT_LT(r["median_itl_ms"].get<double>(), 1.6);
-  std::remove(trace.c_str());
 }
 
 TEST(BenchFaultTest, EveryRequestEndsInExactlyOneRecord) {
