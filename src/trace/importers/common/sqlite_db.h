@@ -8,12 +8,16 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -118,6 +122,32 @@ class IdIndex {
   int64_t min_ = 0;
   std::vector<int32_t> slots_;
   std::unordered_map<int64_t, int32_t> map_;
+};
+
+// Runs `fn` on a thread of its own (to read a table through a connection of its own), or, where none can be had, on the caller's at Join().
+// A library built single-threaded (SQLITE_THREADSAFE=0) may not be used from two threads at all,
+// even through two connections, so then `fn` always waits for Join().
+class SqliteWorker {
+ public:
+  explicit SqliteWorker(std::function<void()> fn) : fn_(std::move(fn)) {
+    if (sqlite3_threadsafe() == 0) return;
+    try {
+      thread_ = std::thread(fn_);
+      fn_ = nullptr;
+    } catch (const std::system_error&) {
+      // No thread to be had: Join() runs fn_.
+    }
+  }
+  SqliteWorker(const SqliteWorker&) = delete;
+  ~SqliteWorker() { Join(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+    if (fn_) std::exchange(fn_, nullptr)();
+  }
+
+ private:
+  std::function<void()> fn_;
+  std::thread thread_;
 };
 
 // True when `head` starts with the SQLite file magic.

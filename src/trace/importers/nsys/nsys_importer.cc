@@ -1,5 +1,8 @@
 #include "trace/importers/nsys/nsys_importer.h"
 
+#include <memory>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "trace/importers/common/gpu_names.h"
@@ -97,9 +100,12 @@ class NsysStrings {
     return Status::Ok();
   }
   // nullptr when the id is NULL or not in StringIds.
-  Entry* Find(std::optional<int64_t> id) {
-    const int32_t i = index_.Find(id);
-    return i == IdIndex::kNone ? nullptr : &entries_[static_cast<size_t>(i)];
+  Entry* Find(std::optional<int64_t> id) { return At(index_.Find(id)); }
+  // The position of the id's entry, or IdIndex::kNone; reads only the index, so it may run on
+  // another thread while this one names entries.
+  int32_t Position(std::optional<int64_t> id) const { return index_.Find(id); }
+  Entry* At(int32_t position) {
+    return position == IdIndex::kNone ? nullptr : &entries_[static_cast<size_t>(position)];
   }
   NameId Name(Entry& e, Trace& trace) {
     if (e.name == kUnset) e.name = trace.names.Intern(e.value);
@@ -120,6 +126,65 @@ struct LazyName {
     return id;
   }
 };
+
+// A row whose end is before its start, kept to be reported in row order.
+struct NegativeRow {
+  int64_t rowid, start, end;
+};
+
+// CUPTI_ACTIVITY_KIND_RUNTIME, read into `out` on a thread of its own with a connection of its
+// own, while the caller's thread reads the GPU tables. Each call's name is left as the position
+// of its StringIds entry (or IdIndex::kNone), for NameRuntimeCalls to turn into a NameId on the
+// caller's thread, in row order, so names are interned in the same order as a one-thread read.
+Status ReadRuntime(SqliteDb& db, const NsysStrings& strings, uint16_t source,
+                   std::vector<ApiCall>& out, std::vector<NegativeRow>& negatives) {
+  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(
+      "SELECT rowid, start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"));
+  Status st;
+  while (q.Step(&st)) {
+    const int64_t start = q.Int(1), end = q.Int(2);
+    if (end < start) {
+      negatives.push_back(NegativeRow{q.Int(0), start, end});
+      continue;
+    }
+    ApiCall a;
+    a.start_ns = start;
+    a.dur_ns = end - start;
+    const int64_t g = q.Int(3);
+    a.pid = static_cast<int32_t>((g >> 24) & 0xFFFFFF);
+    a.tid = static_cast<int32_t>(g & 0xFFFFFF);
+    a.correlation = q.OptInt(4).value_or(kNoCorrelation);
+    a.name = static_cast<NameId>(strings.Position(q.OptInt(5)));
+    a.source = source;
+    out.push_back(a);
+  }
+  return st;
+}
+
+// Names the calls ReadRuntime left with StringIds positions: the version-stripped name and its
+// classification, once per StringIds entry.
+void NameRuntimeCalls(NsysStrings& strings, Trace& trace, ApiCall* first, ApiCall* last) {
+  NameId unknown_name = kUnset;
+  ApiKind unknown_kind = ApiKind::kOther;
+  for (ApiCall* a = first; a != last; ++a) {
+    if (NsysStrings::Entry* e = strings.At(static_cast<int32_t>(a->name))) {
+      if (e->api_name == kUnset) {
+        const std::string_view name = StripVersion(e->value);
+        e->api_name = trace.names.Intern(name);
+        e->api_kind = ClassifyApi(name);
+      }
+      a->name = e->api_name;
+      a->kind = e->api_kind;
+    } else {
+      if (unknown_name == kUnset) {
+        unknown_name = trace.names.Intern("unknown API");
+        unknown_kind = ClassifyApi("unknown API");
+      }
+      a->name = unknown_name;
+      a->kind = unknown_kind;
+    }
+  }
+}
 
 // Rows of `table` per its largest rowid (O(log n); an upper bound), to reserve vectors once.
 size_t RowsHint(SqliteDb& db, std::string_view table) {
@@ -169,6 +234,20 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
       trace.api_calls.reserve(trace.api_calls.size() + RowsHint(*db, "CUPTI_ACTIVITY_KIND_RUNTIME"));
     }
   }
+
+  // The runtime table (as many rows as the GPU tables together, or more) is read on a second
+  // thread while this one reads the GPU tables; it writes only trace.api_calls, which nothing
+  // here touches until Join().
+  const size_t first_call = trace.api_calls.size();
+  std::vector<NegativeRow> runtime_negatives;
+  Status runtime_status;
+  SqliteWorker runtime([&] {
+    if (!has_runtime) return;
+    StatusOr<std::unique_ptr<SqliteDb>> own = SqliteDb::Open(path);
+    runtime_status = own.ok() ? ReadRuntime(**own, strings, source, trace.api_calls,
+                                            runtime_negatives)
+                              : own.status();
+  });
 
   if (db->Has("TARGET_INFO_GPU")) {
     ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare("SELECT id, name, computeMajor, computeMinor FROM TARGET_INFO_GPU"));
@@ -268,42 +347,15 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
     RETURN_IF_ERROR(st.WithContext(path));
   }
   if (has_runtime) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
-        "SELECT rowid, start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"));
-    NameId unknown_name = kUnset;
-    ApiKind unknown_kind = ApiKind::kOther;
-    while (q.Step(&st)) {
-      const int64_t start = q.Int(1), end = q.Int(2);
-      if (negative("CUPTI_ACTIVITY_KIND_RUNTIME", q, start, end)) continue;
-      ApiCall a;
-      a.start_ns = start;
-      a.dur_ns = end - start;
-      const int64_t g = q.Int(3);
-      a.pid = static_cast<int32_t>((g >> 24) & 0xFFFFFF);
-      a.tid = static_cast<int32_t>(g & 0xFFFFFF);
-      a.correlation = q.OptInt(4).value_or(kNoCorrelation);
-      // The version-stripped name and its classification, once per StringIds entry.
-      if (NsysStrings::Entry* e = strings.Find(q.OptInt(5))) {
-        if (e->api_name == kUnset) {
-          const std::string_view name = StripVersion(e->value);
-          e->api_name = trace.names.Intern(name);
-          e->api_kind = ClassifyApi(name);
-        }
-        a.name = e->api_name;
-        a.kind = e->api_kind;
-      } else {
-        if (unknown_name == kUnset) {
-          unknown_name = trace.names.Intern("unknown API");
-          unknown_kind = ClassifyApi("unknown API");
-        }
-        a.name = unknown_name;
-        a.kind = unknown_kind;
-      }
-      a.source = source;
-      trace.api_calls.push_back(a);
-      ++src.events_read;
+    runtime.Join();
+    RETURN_IF_ERROR(runtime_status.WithContext(path));
+    for (const NegativeRow& n : runtime_negatives) {
+      src.issues.Add("negative duration", fmt::format("CUPTI_ACTIVITY_KIND_RUNTIME rowid={}", n.rowid),
+                     fmt::format("end {} < start {}", n.end, n.start));
     }
-    RETURN_IF_ERROR(st.WithContext(path));
+    ApiCall* const calls = trace.api_calls.data();
+    NameRuntimeCalls(strings, trace, calls + first_call, calls + trace.api_calls.size());
+    src.events_read += trace.api_calls.size() - first_call;
   }
   if (db->Has("NVTX_EVENTS")) {
     ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(

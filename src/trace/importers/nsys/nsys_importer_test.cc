@@ -1,6 +1,13 @@
 #include "trace/importers/nsys/nsys_importer.h"
 
+#include <sqlite3.h>
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
 
 #include "trace/analysis/trace_analysis.h"
 #include "trace/importers/registry.h"
@@ -54,6 +61,73 @@ TEST(NsysImporterTest, CopiesAreSynchronousAndPageable) {
   EXPECT_EQ(sync, 3);
   EXPECT_EQ(pageable, 3);
   EXPECT_FALSE(rep.copies.pageable_is_heuristic);
+}
+
+// A copy of the fixture with `sql` applied to it.
+std::string ChangedFixture(const std::string& name, const char* sql) {
+  const std::string path = ::testing::TempDir() + name;
+  std::filesystem::copy_file(kFixture, path, std::filesystem::copy_options::overwrite_existing);
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+  return path;
+}
+
+std::map<std::string, int> CallNames(const Trace& trace, size_t first, size_t last) {
+  std::map<std::string, int> out;
+  for (size_t i = first; i < last; ++i) ++out[std::string(trace.Name(trace.api_calls[i].name))];
+  return out;
+}
+
+// The runtime table is read on a second thread while the GPU tables are read on the first; the
+// result must be what one thread reading the tables in order gives: bad rows reported in table
+// order, GPU names interned before runtime names, every call named (a nameId missing from
+// StringIds: "unknown API"), and a second file's calls named too.
+TEST(NsysImporterTest, RuntimeReadBesideTheGpuTablesKeepsTheOneThreadResult) {
+  constexpr char kChanges[] =
+      "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = start - 5 WHERE rowid = 3;"
+      "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start - 7 WHERE rowid = 2;"
+      "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 987654321 WHERE rowid = 7;";
+  const std::string rank0 = ChangedFixture("nsys_runtime_thread0.sqlite", kChanges);
+  const std::string rank1 = ChangedFixture("nsys_runtime_thread1.sqlite", kChanges);
+  Trace trace;
+  auto r = ImportFiles({rank0, rank1}, ImportOptions{}, trace);
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  ASSERT_TRUE(r[1].status.ok()) << r[1].status.ToString();
+  ASSERT_EQ(trace.sources.size(), 2u);
+  for (const SourceFile& src : trace.sources) {
+    EXPECT_EQ(src.events_read, 1 + 2 + 14);  // kernel, copies, calls: one copy, one call bad
+    EXPECT_EQ(src.issues.count_by_reason.at("negative duration"), 2);
+    ASSERT_EQ(src.issues.examples.size(), 2u);
+    EXPECT_EQ(src.issues.examples[0].where, "CUPTI_ACTIVITY_KIND_MEMCPY rowid=3");
+    EXPECT_EQ(src.issues.examples[1].where, "CUPTI_ACTIVITY_KIND_RUNTIME rowid=2");
+    EXPECT_NE(src.issues.examples[1].what.find(" < start "), std::string::npos)
+        << src.issues.examples[1].what;
+  }
+  ASSERT_EQ(trace.api_calls.size(), 28u);
+  const std::map<std::string, int> expected = {
+      {"cuModuleGetLoadingMode", 1}, {"cudaMalloc", 2}, {"cudaMemcpy", 3},
+      {"unknown API", 1}, {"cuLibraryGetKernel", 1}, {"cuKernelGetName", 1},
+      {"cudaLaunchKernel", 1}, {"cudaDeviceSynchronize", 1}, {"cudaFree", 3}};
+  std::map<std::string, int> both = expected;
+  for (auto& [name, n] : both) n *= 2;
+  EXPECT_EQ(CallNames(trace, 0, trace.api_calls.size()), both);
+  NameId max_gpu_name = 0, min_call_name = UINT32_MAX;
+  for (const GpuOp& op : trace.gpu_ops) max_gpu_name = std::max(max_gpu_name, op.name);
+  for (const ApiCall& a : trace.api_calls) {
+    min_call_name = std::min(min_call_name, a.name);
+    if (trace.Name(a.name) == "cudaLaunchKernel") {
+      EXPECT_EQ(a.kind, ApiKind::kKernelLaunch);
+    }
+    if (trace.Name(a.name) == "cudaDeviceSynchronize") {
+      EXPECT_EQ(a.kind, ApiKind::kSync);
+    }
+  }
+  EXPECT_LT(max_gpu_name, min_call_name);  // GPU names were interned first
 }
 
 }  // namespace

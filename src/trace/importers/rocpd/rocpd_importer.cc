@@ -1,10 +1,7 @@
 #include "trace/importers/rocpd/rocpd_importer.h"
 
 #include <algorithm>
-#include <functional>
 #include <memory>
-#include <system_error>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -465,32 +462,6 @@ Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid,
   });
 }
 
-// Runs `fn` on a thread of its own, or, where none can be had, on the caller's at Join().
-// A library built single-threaded (SQLITE_THREADSAFE=0) may not be used from two threads at all,
-// even through two connections, so then `fn` always waits for Join().
-class Worker {
- public:
-  explicit Worker(std::function<void()> fn) : fn_(std::move(fn)) {
-    if (sqlite3_threadsafe() == 0) return;
-    try {
-      thread_ = std::thread(fn_);
-      fn_ = nullptr;
-    } catch (const std::system_error&) {
-      // No thread to be had: Join() runs fn_.
-    }
-  }
-  Worker(const Worker&) = delete;
-  ~Worker() { Join(); }
-  void Join() {
-    if (thread_.joinable()) thread_.join();
-    if (fn_) std::exchange(fn_, nullptr)();
-  }
-
- private:
-  std::function<void()> fn_;
-  std::thread thread_;
-};
-
 // Stages the fact tables and reads rocpd_event on three threads, each with its own connection:
 // kernel dispatches and memory copies (this one), rocpd_event (second), regions with their guid
 // column and then the guid checks of the other two fact tables (third). The shares take about
@@ -505,10 +476,10 @@ Status StageWithEvents(SqliteDb& db, const RocpdTables& t, StagedFacts& s, Event
     *out = own.ok() ? fn(**own) : own.status();
   };
   Status events_status, regions_status;
-  Worker events([&] {
+  SqliteWorker events([&] {
     on_own_connection(&events_status, [&](SqliteDb& own) { return LoadEvents(own, t, ev); });
   });
-  Worker regions([&] {
+  SqliteWorker regions([&] {
     on_own_connection(&regions_status, [&](SqliteDb& own) -> Status {
       RETURN_IF_ERROR(StageRegions(own, t, true, s.regions));
       RETURN_IF_ERROR(HasForeignRows(own, t, kKernelTable, &foreign[kKernelTable]));
