@@ -6,12 +6,35 @@
 
 namespace latdoc::trace {
 
+namespace {
+
+// The table a statement reads: the word after its last " FROM " (a view's name for the views
+// read), or the statement's start.
+std::string_view TableOf(std::string_view sql) {
+  const size_t from = sql.rfind(" FROM ");
+  if (from == std::string_view::npos) return sql.substr(0, 60);
+  std::string_view rest = sql.substr(from + 6);
+  return rest.substr(0, rest.find(' '));
+}
+
+// "reading TABLE after N rows: SQLite's message (SQLite error RC)": where a scan broke off (a
+// corrupt page, a file cut short), so the rows before it are known to be read.
+Status ReadError(int rc, sqlite3* db, std::string_view table, int64_t rows) {
+  return DataLoss(fmt::format("reading {} after {} row{}: {} (SQLite error {})", table, rows,
+                              rows == 1 ? "" : "s", sqlite3_errmsg(db), rc));
+}
+
+}  // namespace
+
 bool SqliteStmt::Step(Status* status) {
   const int rc = sqlite3_step(s_);
-  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_ROW) {
+    ++rows_;
+    return true;
+  }
   if (rc != SQLITE_DONE) {
-    *status = DataLoss(fmt::format("SQLite error {} while reading: {}", rc,
-                                   sqlite3_errmsg(sqlite3_db_handle(s_))));
+    const char* sql = sqlite3_sql(s_);
+    *status = ReadError(rc, sqlite3_db_handle(s_), TableOf(sql != nullptr ? sql : ""), rows_);
   }
   return false;
 }
@@ -110,6 +133,7 @@ Status SqliteDb::ForEachRow(std::string_view columns, std::string_view from,
   // triggers), and removed once the statement is finalized.
   auto step = [](sqlite3_context* ctx, int, sqlite3_value** values) {
     RowSink* s = static_cast<RowSink*>(sqlite3_user_data(ctx));
+    ++s->rows;
     s->call(s->fn, values);
   };
   auto finish = [](sqlite3_context* ctx) { sqlite3_result_null(ctx); };
@@ -127,7 +151,9 @@ Status SqliteDb::ForEachRow(std::string_view columns, std::string_view from,
     } else if (param1 && !q->BindText(1, *param1)) {
       st = Internal(fmt::format("{}: cannot bind ?1 (in \"{}\")", path_, from.substr(0, 80)));
     } else {
-      while (q->Step(&st)) {
+      const int rc = sqlite3_step(q->get());
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        st = ReadError(rc, db_, from.substr(0, from.find(' ')), sink.rows);
       }
     }
   }

@@ -27,7 +27,7 @@ namespace latdoc::trace {
 class SqliteStmt {
  public:
   SqliteStmt(sqlite3_stmt* s) : s_(s) {}
-  SqliteStmt(SqliteStmt&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  SqliteStmt(SqliteStmt&& o) noexcept : s_(o.s_), rows_(o.rows_) { o.s_ = nullptr; }
   SqliteStmt(const SqliteStmt&) = delete;
   ~SqliteStmt() { sqlite3_finalize(s_); }
   // Binds text to parameter `index` (1-based; copied). False on error.
@@ -35,7 +35,8 @@ class SqliteStmt {
     return sqlite3_bind_text(s_, index, text.data(), static_cast<int>(text.size()),
                              SQLITE_TRANSIENT) == SQLITE_OK;
   }
-  // True with a row, false at the end; an error as a Status through `status`.
+  // True with a row, false at the end; an error as a Status through `status`, naming the table
+  // read and the rows read before it.
   bool Step(Status* status);
   bool IsNull(int col) const { return sqlite3_column_type(s_, col) == SQLITE_NULL; }
   int64_t Int(int col) const { return sqlite3_column_int64(s_, col); }
@@ -49,9 +50,11 @@ class SqliteStmt {
   std::string_view Text(int col) const;
   // The text of a column, or nullopt for NULL; same lifetime as Text().
   std::optional<std::string_view> OptText(int col) const;
+  sqlite3_stmt* get() const { return s_; }
 
  private:
   sqlite3_stmt* s_;
+  int64_t rows_ = 0;  // rows stepped to
 };
 
 class SqliteDb {
@@ -88,6 +91,7 @@ class SqliteDb {
   struct RowSink {
     void (*call)(void* fn, sqlite3_value** values);
     void* fn;
+    int64_t rows = 0;  // rows passed to `call`
   };
   Status ForEachRow(std::string_view columns, std::string_view from,
                     std::optional<std::string_view> param1, RowSink& sink);

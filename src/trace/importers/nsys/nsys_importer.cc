@@ -241,6 +241,16 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
   const size_t first_call = trace.api_calls.size();
   std::vector<NegativeRow> runtime_negatives;
   Status runtime_status;
+  // Until they are named, the calls read hold StringIds positions, not NameIds: a return on an
+  // error in a GPU table (the runtime table not yet reached, on one thread) drops them.
+  struct DropUnnamedCalls {
+    std::vector<ApiCall>& calls;
+    size_t first;
+    bool named = false;
+    ~DropUnnamedCalls() {
+      if (!named) calls.resize(first);
+    }
+  } unnamed{trace.api_calls, first_call};
   SqliteWorker runtime([&] {
     if (!has_runtime) return;
     StatusOr<std::unique_ptr<SqliteDb>> own = SqliteDb::Open(path);
@@ -348,14 +358,16 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
   }
   if (has_runtime) {
     runtime.Join();
-    RETURN_IF_ERROR(runtime_status.WithContext(path));
+    // The rows read before an error are kept, as a one-thread read keeps them.
     for (const NegativeRow& n : runtime_negatives) {
       src.issues.Add("negative duration", fmt::format("CUPTI_ACTIVITY_KIND_RUNTIME rowid={}", n.rowid),
                      fmt::format("end {} < start {}", n.end, n.start));
     }
     ApiCall* const calls = trace.api_calls.data();
     NameRuntimeCalls(strings, trace, calls + first_call, calls + trace.api_calls.size());
+    unnamed.named = true;
     src.events_read += trace.api_calls.size() - first_call;
+    RETURN_IF_ERROR(runtime_status.WithContext(path));
   }
   if (db->Has("NVTX_EVENTS")) {
     ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(

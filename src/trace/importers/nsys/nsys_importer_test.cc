@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -128,6 +129,48 @@ TEST(NsysImporterTest, RuntimeReadBesideTheGpuTablesKeepsTheOneThreadResult) {
     }
   }
   EXPECT_LT(max_gpu_name, min_call_name);  // GPU names were interned first
+}
+
+// The root page of `table` in the SQLite file at `path`.
+int64_t RootPage(const std::string& path, const std::string& table) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_master WHERE name = ?1", -1, &q, nullptr);
+  sqlite3_bind_text(q, 1, table.c_str(), -1, SQLITE_TRANSIENT);
+  const int64_t page = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return page;
+}
+
+// A GPU table that cannot be read fails the file with its path, while the runtime table is being
+// read on the other thread: no call read there is left behind unnamed (the trace holds only
+// valid names), and the other file given with it is read whole.
+TEST(NsysImporterTest, AnUnreadableGpuTableLeavesNoHalfReadCalls) {
+  const std::string bad = ChangedFixture("nsys_bad_kernel_table.sqlite", "SELECT 1;");
+  const int64_t page = RootPage(bad, "CUPTI_ACTIVITY_KIND_KERNEL");
+  ASSERT_GT(page, 1);
+  {
+    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((page - 1) * 4096);  // the fixture's page size
+    const std::string garbage(4096, '\xee');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+    ASSERT_TRUE(f.good());
+  }
+  Trace trace;
+  auto r = ImportFiles({bad, kFixture}, ImportOptions{}, trace);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_FALSE(r[0].status.ok());
+  // Where: the file, the table and the rows read before the break.
+  EXPECT_EQ(r[0].status.message().rfind(bad + ": reading CUPTI_ACTIVITY_KIND_KERNEL after 0 rows: ", 0), 0u)
+      << r[0].status.ToString();
+  EXPECT_TRUE(r[1].status.ok()) << r[1].status.ToString();
+  EXPECT_EQ(trace.api_calls.size(), 15u);  // the good file's, all named
+  for (const ApiCall& a : trace.api_calls) {
+    ASSERT_LT(a.name, trace.names.size());
+    EXPECT_NE(trace.Name(a.name), "");
+  }
 }
 
 }  // namespace

@@ -72,6 +72,24 @@ TEST(RocpdImporterTest, UnknownSchemaVersionIsRefusedWithPath) {
   EXPECT_EQ(r[0].status.message(), path + ": rocpd schema_version '4.1.0' is not supported (3.x is)");
 }
 
+// A table that cannot be read (its root page overwritten) fails the file with the path, the table
+// and the rows read before the break; the scan runs on a reader thread of its own.
+TEST(RocpdImporterTest, UnreadableEventTableIsNamedWithThePath) {
+  const std::string path = CopyFixture("rocpd_bad_event_page.db");
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp((21 - 1) * 4096);  // rocpd_event_<uuid>'s root page; the fixture's page size
+    const std::string garbage(4096, '\xee');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+    ASSERT_TRUE(f.good());
+  }
+  Trace trace;
+  auto r = ImportFiles({path}, ImportOptions{}, trace);
+  EXPECT_EQ(r[0].status.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(r[0].status.message(),
+            path + ": reading rocpd_event after 0 rows: database disk image is malformed (SQLite error 11)");
+}
+
 TEST(RocpdImporterTest, NegativeDurationsAreCountedWithTheRow) {
   const std::string path = CopyFixture("rocpd_neg.db");
   // Swap start and end of one dispatch through the view's underlying table.
