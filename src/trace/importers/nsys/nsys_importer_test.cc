@@ -131,6 +131,69 @@ TEST(NsysImporterTest, RuntimeReadBesideTheGpuTablesKeepsTheOneThreadResult) {
   EXPECT_LT(max_gpu_name, min_call_name);  // GPU names were interned first
 }
 
+TEST(NsysImporterTest, UnknownExportSchemaMajorIsRefusedWithPath) {
+  const std::string path = ChangedFixture("nsys_schema4.sqlite",
+      "UPDATE META_DATA_EXPORT SET value = '4' WHERE name = 'EXPORT_SCHEMA_VERSION_MAJOR';");
+  Trace trace;
+  auto r = ImportFiles({path}, ImportOptions{}, trace);
+  EXPECT_EQ(r[0].status.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(r[0].status.message(),
+            path + ": Nsight Systems export schema major version 4 is not supported (3 is)");
+}
+
+// Memsets and NVTX ranges (tables the fixture's capture did not have; their columns as in
+// trace-formats.md 4.1): a memset is a GPU op with its bytes; an NVTX range is a marker on the
+// thread globalTid names, named by its text, else its textId's string, else "nvtx"; an instant
+// mark (end NULL) is not a range; a negative duration is counted with the table and rowid.
+TEST(NsysImporterTest, MemsetsAndNvtxRanges) {
+  // globalTid = pid << 24 | tid: pid 4321, tid 8765.
+  const std::string path = ChangedFixture("nsys_memset_nvtx.sqlite",
+      "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, "
+      "  deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, "
+      "  correlationId INTEGER, bytes INTEGER NOT NULL, value INTEGER NOT NULL);"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (1000, 1500, 0, 1, 7, NULL, 4096, 0);"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (2000, 1900, 0, 1, 7, NULL, 64, 0);"
+      "INSERT INTO StringIds (id, value) VALUES (990001, 'prefill');"
+      "CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, "
+      "  rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, "
+      "  endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);"
+      "INSERT INTO NVTX_EVENTS VALUES (100, 900, 59, NULL, NULL, NULL, 'decode step', 72494359101, NULL, NULL, 0);"
+      "INSERT INTO NVTX_EVENTS VALUES (200, 300, 59, NULL, NULL, NULL, NULL, 72494359101, NULL, 990001, 0);"
+      "INSERT INTO NVTX_EVENTS VALUES (400, NULL, 34, NULL, NULL, NULL, 'instant', 72494359101, NULL, NULL, 0);"
+      "INSERT INTO NVTX_EVENTS VALUES (500, 600, 59, NULL, NULL, NULL, NULL, 72494359101, NULL, 424242, 0);"
+      "INSERT INTO NVTX_EVENTS VALUES (700, 650, 59, NULL, NULL, NULL, 'backwards', 72494359101, NULL, NULL, 0);");
+  static_assert(((int64_t{4321} << 24) | 8765) == 72494359101);
+  Trace trace;
+  auto r = ImportFiles({path}, ImportOptions{}, trace);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  int memsets = 0;
+  for (const GpuOp& op : trace.gpu_ops) {
+    if (op.kind != GpuOpKind::kMemset) continue;
+    ++memsets;
+    EXPECT_EQ(op.start_ns, 1000);
+    EXPECT_EQ(op.dur_ns, 500);
+    EXPECT_EQ(op.bytes, 4096);
+    EXPECT_EQ(op.stream, 7);
+    EXPECT_EQ(trace.Name(op.name), "Memset (Device)");
+  }
+  EXPECT_EQ(memsets, 1);
+  std::map<std::string, int64_t> markers;  // name -> start
+  for (const CpuOp& c : trace.cpu_ops) {
+    EXPECT_EQ(c.kind, CpuOpKind::kMarker);
+    EXPECT_EQ(c.pid, 4321);
+    EXPECT_EQ(c.tid, 8765);
+    markers[std::string(trace.Name(c.name))] = c.start_ns;
+  }
+  EXPECT_EQ(markers, (std::map<std::string, int64_t>{{"decode step", 100}, {"prefill", 200}, {"nvtx", 500}}));
+  const ImportIssues& issues = trace.sources[0].issues;
+  EXPECT_EQ(issues.count_by_reason.at("negative duration"), 2);
+  ASSERT_EQ(issues.examples.size(), 2u);
+  EXPECT_EQ(issues.examples[0].where, "CUPTI_ACTIVITY_KIND_MEMSET rowid=2");
+  EXPECT_EQ(issues.examples[0].what, "negative duration: end 1900 < start 2000");
+  EXPECT_EQ(issues.examples[1].where, "NVTX_EVENTS rowid=5");
+  EXPECT_EQ(trace.sources[0].events_read, 1 + 3 + 1 + 15 + 3);  // kernel, copies, memset, calls, ranges
+}
+
 // The root page of `table` in the SQLite file at `path`.
 int64_t RootPage(const std::string& path, const std::string& table) {
   sqlite3* db = nullptr;
