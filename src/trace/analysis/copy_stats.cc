@@ -2,6 +2,7 @@
 // coalescable_transfers); pageable copies (CUDA: memory kinds from the trace; ROCm: a
 // heuristic, trace-formats.md 3.9 b); synchronous copies (launched by a blocking call).
 #include <map>
+#include <tuple>
 
 #include "trace/analysis/trace_analysis.h"
 
@@ -12,7 +13,9 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o, int64_t
   std::map<CopyDirection, CopyDirectionStat> by_dir;
   std::map<CopyDirection, int64_t> bytes_time_ns;   // device time of copies with bytes
   std::map<CopyDirection, int64_t> bytes_sum;
-  std::map<CopyDirection, std::pair<int64_t, int64_t>> run;   // (run length, last end)
+  // Small-copy runs per direction on each device of each file (a storm is one process's copies
+  // back to back; copies of other ranks in between do not extend or break it): (length, last end).
+  std::map<std::tuple<CopyDirection, uint16_t, int32_t>, std::pair<int64_t, int64_t>> run;
   bool any_kind_known = false;
   for (const GpuOp& op : trace.gpu_ops) {
     if (op.kind == GpuOpKind::kMemset) {
@@ -33,7 +36,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o, int64_t
       bytes_sum[op.direction] += op.bytes;
       bytes_time_ns[op.direction] += op.dur_ns;
     }
-    auto& [len, last_end] = run[op.direction];
+    auto& [len, last_end] = run[{op.direction, op.source, op.device}];
     if (small) {
       ++d.small_count;
       ++s.small_copies;

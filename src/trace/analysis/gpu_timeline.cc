@@ -156,13 +156,20 @@ bool IsComm(std::vector<int8_t>& cache, const Trace& trace, NameId name) {
 }  // namespace
 
 GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& options,
-                               std::optional<int32_t> device) {
+                               std::optional<SourceDevice> device) {
   GpuTimeline t;
-  t.device = device;
-  auto counted = [&](const GpuOp& op) {
-    return (!device || op.device == *device) &&
-           !(options.require_host_launch && op.api == kNoLink);
+  if (device) {
+    t.source = device->source;
+    t.device = device->device;
+  }
+  auto on_device = [&](const GpuOp& op) {
+    return !device || (op.source == device->source && op.device == device->device);
   };
+  auto dropped = [&](const GpuOp& op) {
+    return options.require_host_launch && op.api == kNoLink &&
+           !(op.source < options.all_ops_of_source.size() && options.all_ops_of_source[op.source]);
+  };
+  auto counted = [&](const GpuOp& op) { return on_device(op) && !dropped(op); };
   // One pass in gpu_ops order (start order once finalized) builds the category sets and the
   // length of the union of all, which is all that is needed of that one. `counted` is the
   // loop's filter, for the fallback below.
@@ -175,8 +182,8 @@ GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& opt
   // IsCommunicationKernel per name, not per op: -1 unknown yet, 0 no, 1 yes.
   std::vector<int8_t> comm_by_name(trace.names.size(), -1);
   for (const GpuOp& op : trace.gpu_ops) {
-    if (device && op.device != *device) continue;
-    if (options.require_host_launch && op.api == kNoLink) {
+    if (!on_device(op)) continue;
+    if (dropped(op)) {
       ++t.ops_dropped_unlinked;
       continue;
     }

@@ -26,7 +26,10 @@
 namespace latdoc::trace {
 
 struct GpuTimeline {
-  std::optional<int32_t> device;   // nullopt: all devices of all sources together (TraceLens)
+  // One device of one file (rank, process), or nullopt: all devices of all files together
+  // (TraceLens's definition).
+  std::optional<uint16_t> source;
+  std::optional<int32_t> device;
   int64_t ops = 0;                 // GPU events counted
   int64_t ops_dropped_unlinked = 0;
   int64_t total_ns = 0;
@@ -45,12 +48,22 @@ struct GpuTimeline {
 struct GpuTimelineOptions {
   // TraceLens's rule; off counts every GPU event (needed for formats without host launches).
   bool require_host_launch = true;
+  // Sources (by index) whose GPU events all count under the rule: files with no GPU event
+  // linked to a launch (kernel-only formats), read beside files that have them.
+  std::vector<bool> all_ops_of_source;
 };
 
 bool IsCommunicationKernel(std::string_view name);
 
-// `device`: restrict to one device (nullopt: all).
+// One device of one file: device numbers repeat across files (every rank's process may see its
+// GPU as device 0), so a device is named with its source.
+struct SourceDevice {
+  uint16_t source = 0;
+  int32_t device = 0;
+};
+
+// `device`: restrict to one device of one source (nullopt: all).
 GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& options,
-                               std::optional<int32_t> device = std::nullopt);
+                               std::optional<SourceDevice> device = std::nullopt);
 
 }  // namespace latdoc::trace

@@ -71,14 +71,18 @@ struct GapCandidate {
   uint32_t next;
 };
 
-// The ranking of the largest gaps: longer first, then earlier.
+// The ranking of the largest gaps: longer first, then earlier, then by file and device. A total
+// order (one device's gaps start at different times), so which gaps make the cut and their
+// order do not depend on the order they were found in or on the sort used.
 bool Larger(const GapCandidate& a, const GapCandidate& b) {
-  return (a.end - a.start) != (b.end - b.start) ? (a.end - a.start) > (b.end - b.start)
-                                                : a.start < b.start;
+  const int64_t la = a.end - a.start, lb = b.end - b.start;
+  if (la != lb) return la > lb;
+  if (a.start != b.start) return a.start < b.start;
+  if (a.source != b.source) return a.source < b.source;
+  return a.device < b.device;
 }
 
-// Every gap candidate, devices in key order and each device's in start order, sorted with
-// std::sort by Larger: the reference order, which decides ties among equivalent candidates.
+// Every gap candidate, sorted by Larger.
 std::vector<GapCandidate> AllGapsSorted(const Trace& trace) {
   std::map<std::pair<uint16_t, int32_t>, std::vector<uint32_t>> by_device;
   for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
@@ -113,14 +117,10 @@ class BestGaps {
       std::push_heap(heap_.begin(), heap_.end(), Larger);
     }
   }
-  // The kept candidates, best first; nullopt when two of them are equivalent under Larger.
-  // Otherwise they are exactly the first ones of AllGapsSorted(): a candidate left out ranks
-  // no better than the worst kept, so strictly after every other kept one.
-  std::optional<std::vector<GapCandidate>> Sorted() {
+  // The kept candidates, best first: exactly the first ones of AllGapsSorted(), Larger being a
+  // total order.
+  std::vector<GapCandidate> Sorted() {
     std::sort_heap(heap_.begin(), heap_.end(), Larger);
-    for (size_t i = 1; i < heap_.size(); ++i) {
-      if (!Larger(heap_[i - 1], heap_[i])) return std::nullopt;
-    }
     return std::move(heap_);
   }
 
@@ -163,10 +163,10 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
     int64_t first_start = 0;
     int64_t last_end = INT64_MIN;
   };
-  // The gaps reported are the first `largest_gaps` of AllGapsSorted(). One more is kept here
-  // to see whether ties reach the cut; if they do, or all are wanted, the reference decides.
+  // The gaps reported are the first `largest_gaps` of AllGapsSorted(), kept here as they come
+  // (all wanted, or very many: sorted after).
   const bool bounded = o.largest_gaps >= 0 && o.largest_gaps < 1024;
-  BestGaps best(bounded ? static_cast<size_t>(o.largest_gaps) + 1 : 0);
+  BestGaps best(bounded ? static_cast<size_t>(o.largest_gaps) : 0);
   std::vector<int64_t> cover_end;   // per device slot: end of the ops so far
   Slots<std::tuple<uint16_t, int32_t, int32_t>> stream_slots;
   Slots<std::pair<uint16_t, int32_t>> device_slots;
@@ -220,9 +220,7 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
   }
   int64_t max_api_ns = 0;
   for (const ApiCall& a : trace.api_calls) max_api_ns = std::max(max_api_ns, a.dur_ns);
-  std::optional<std::vector<GapCandidate>> kept;
-  if (bounded) kept = best.Sorted();
-  const std::vector<GapCandidate> gaps = kept ? std::move(*kept) : AllGapsSorted(trace);
+  const std::vector<GapCandidate> gaps = bounded ? best.Sorted() : AllGapsSorted(trace);
   for (size_t k = 0; k < gaps.size() && k < static_cast<size_t>(o.largest_gaps); ++k) {
     const GapCandidate& c = gaps[k];
     IdleGap g;

@@ -9,9 +9,8 @@ namespace latdoc::trace {
 namespace {
 
 // Two devices with one equal gap each. The largest gaps come longest first, then earliest,
-// and `largest_gaps` cuts the list anywhere, through the equal pair too (the cut is decided
-// with one gap more kept; equal gaps there fall back to sorting every candidate, which for
-// a list this short keeps device order).
+// then in file and device order, and `largest_gaps` cuts the list anywhere, through the equal
+// pair too.
 TEST(IdleGapsTest, LargestGapsInOrderWhereverTheCut) {
   Trace t;
   t.AddSource("a", "test");
@@ -41,6 +40,39 @@ TEST(IdleGapsTest, LargestGapsInOrderWhereverTheCut) {
       EXPECT_EQ(s.largest_gaps[i].device, all[i].device) << "keep=" << keep << " i=" << i;
       EXPECT_EQ(s.largest_gaps[i].at_ns, all[i].at_ns) << "keep=" << keep << " i=" << i;
       EXPECT_EQ(s.largest_gaps[i].dur_ns, all[i].dur_ns) << "keep=" << keep << " i=" << i;
+    }
+  }
+}
+
+// Forty devices over two files with the same gap at the same time (more than a sort keeps in
+// order by chance): every cut lists them in file, then device, order.
+TEST(IdleGapsTest, EqualGapsOnManyDevicesInFileAndDeviceOrder) {
+  Trace t;
+  t.AddSource("a", "test");
+  t.AddSource("b", "test");
+  for (int32_t device = 19; device >= 0; --device) {
+    for (uint16_t source : {1, 0}) {
+      for (int64_t start : {0, 30}) {
+        GpuOp op;
+        op.source = source;
+        op.device = device;
+        op.start_ns = start;
+        op.dur_ns = 10;
+        op.name = t.names.Intern("k");
+        t.gpu_ops.push_back(op);
+      }
+    }
+  }
+  t.Finalize();
+  for (int keep : {1, 7, 20, 39, 40, -1}) {
+    AnalysisOptions o;
+    o.largest_gaps = keep;
+    const IdleStats s = ComputeIdle(t, o, 0);
+    const size_t n = keep < 0 ? 40 : static_cast<size_t>(keep);
+    ASSERT_EQ(s.largest_gaps.size(), n) << "keep=" << keep;
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(s.largest_gaps[i].source, i / 20) << "keep=" << keep << " i=" << i;
+      EXPECT_EQ(s.largest_gaps[i].device, static_cast<int32_t>(i % 20)) << "keep=" << keep << " i=" << i;
     }
   }
 }

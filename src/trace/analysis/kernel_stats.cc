@@ -1,6 +1,7 @@
 // Kernel hot list (per normalised name: count, total, mean, p50, p99, max, share of busy
 // time; like nsys cuda_gpu_kern_sum and rocprof's stats CSV) and outlier instances.
 #include <algorithm>
+#include <tuple>
 #include <unordered_map>
 
 #include "trace/analysis/quantile.h"
@@ -75,10 +76,13 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
     r.counter_gbps = static_cast<double>(r.counter_bytes) / static_cast<double>(r.counter_kernel_ns);
   }
   r.outlier_count = static_cast<int64_t>(outliers.size());
+  // Largest excess first, then earlier; the rest of the key makes the order total, so which
+  // instances make the cut does not depend on the sort.
   std::sort(outliers.begin(), outliers.end(), [](const OutlierInstance& a, const OutlierInstance& b) {
     const double ea = static_cast<double>(a.dur_ns) - a.median_ns;
     const double eb = static_cast<double>(b.dur_ns) - b.median_ns;
-    return ea != eb ? ea > eb : a.at_ns < b.at_ns;
+    if (ea != eb) return ea > eb;
+    return std::tie(a.at_ns, a.device, a.stream, a.name) < std::tie(b.at_ns, b.device, b.stream, b.name);
   });
   if (outliers.size() > static_cast<size_t>(o.outliers_kept)) outliers.resize(o.outliers_kept);
   r.outliers = std::move(outliers);

@@ -8,6 +8,29 @@
 #include "trace/analysis/trace_analysis.h"
 
 namespace latdoc::trace {
+namespace {
+
+// The API calls of one file that pass a filter: how many, first start, last end.
+struct SourceSpan {
+  int64_t calls = 0;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+};
+
+template <typename Keep>
+std::vector<SourceSpan> PerSourceSpans(const Trace& trace, Keep keep) {
+  std::vector<SourceSpan> spans(trace.sources.size());
+  for (const ApiCall& a : trace.api_calls) {
+    if (!keep(a)) continue;
+    if (a.source >= spans.size()) spans.resize(size_t{a.source} + 1);
+    SourceSpan& f = spans[a.source];
+    ++f.calls;
+    f.first = std::min(f.first, a.start_ns);
+    f.last = std::max(f.last, a.end_ns());
+  }
+  return spans;
+}
+
+}  // namespace
 
 LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
   LaunchStats s;
@@ -39,20 +62,22 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
     }
     delays.push_back(std::max<int64_t>(delay, 0));
   }
-  int64_t first_call = INT64_MAX, last_call = INT64_MIN;
+  std::vector<SourceSpan> launches = PerSourceSpans(trace, [](const ApiCall& a) {
+    return a.kind == ApiKind::kKernelLaunch;
+  });
   for (const ApiCall& a : trace.api_calls) {
     if (a.kind == ApiKind::kGraphLaunch) ++s.graph_launches;
     if (a.kind != ApiKind::kKernelLaunch) continue;
     ++s.launch_calls;
     call_durs.push_back(a.dur_ns);
-    first_call = std::min(first_call, a.start_ns);
-    last_call = std::max(last_call, a.end_ns());
   }
   for (const auto& [api, start] : graph_min_start) {
     graph_first.push_back(std::max<int64_t>(0, start - trace.api_calls[api].end_ns()));
   }
-  if (s.launch_calls > 1 && last_call > first_call) {
-    s.launches_per_s = static_cast<double>(s.launch_calls) * 1e9 / static_cast<double>(last_call - first_call);
+  for (const SourceSpan& f : launches) {
+    if (f.calls < 2 || f.last <= f.first) continue;
+    const double rate = static_cast<double>(f.calls) * 1e9 / static_cast<double>(f.last - f.first);
+    s.launches_per_s = std::max(s.launches_per_s.value_or(0), rate);
   }
   if (!delays.empty()) {
     s.delay_max_ns = static_cast<double>(*std::max_element(delays.begin(), delays.end()));
@@ -67,17 +92,20 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
 
 SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns) {
   SteadyStateApi s;
-  int64_t first = INT64_MAX, last = INT64_MIN;
-  for (const ApiCall& a : trace.api_calls) {
-    first = std::min(first, a.start_ns);
-    last = std::max(last, a.end_ns());
+  std::vector<SourceSpan> spans = PerSourceSpans(trace, [](const ApiCall&) { return true; });
+  std::vector<int64_t> from(spans.size(), INT64_MAX);  // per source; INT64_MAX: no calls
+  int64_t earliest = INT64_MAX;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const SourceSpan& f = spans[i];
+    if (f.calls == 0) continue;
+    from[i] = f.first + static_cast<int64_t>(o.warmup_share * static_cast<double>(f.last - f.first));
+    earliest = std::min(earliest, from[i]);
   }
-  if (first > last) return s;
-  const int64_t from = first + static_cast<int64_t>(o.warmup_share * static_cast<double>(last - first));
-  s.steady_from_ns = from - t0_ns;
+  if (earliest == INT64_MAX) return s;
+  s.steady_from_ns = earliest - t0_ns;
   std::map<NameId, ApiUse> syncs, allocs;
   for (const ApiCall& a : trace.api_calls) {
-    if (a.start_ns < from) continue;
+    if (a.start_ns < from[a.source]) continue;
     if (a.kind == ApiKind::kMemcpy) ++s.sync_copy_count;
     std::map<NameId, ApiUse>* m = nullptr;
     if (a.kind == ApiKind::kSync) {

@@ -20,6 +20,15 @@ std::string Bytes(int64_t b) {
   return fmt::format("{} B", b);
 }
 
+// "device 3", or with several files "device 0 of rank1.json" (device numbers repeat across
+// ranks).
+std::string DeviceLabel(uint16_t source, int32_t device, const std::vector<SourceFile>& sources) {
+  if (sources.size() <= 1 || source >= sources.size()) return fmt::format("device {}", device);
+  const std::string& path = sources[source].path;
+  const size_t slash = path.find_last_of('/');
+  return fmt::format("device {} of {}", device, slash == std::string::npos ? path : path.substr(slash + 1));
+}
+
 }  // namespace
 
 std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFile>& sources,
@@ -43,14 +52,14 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                      s.fatal_error ? "; DAMAGED: " + *s.fatal_error : ""));
   }
   for (const DeviceInfo& d : r.devices) {
-    line(fmt::format("  device {}: {} ({})", d.device, d.name.empty() ? "unnamed" : d.name,
+    line(fmt::format("  {}: {} ({})", DeviceLabel(d.source, d.device, sources), d.name.empty() ? "unnamed" : d.name,
                      d.arch.empty() ? "arch n/a" : d.arch));
   }
   if (r.idle_devices > 0) line(fmt::format("  ({} more devices in the trace ran no GPU work)", r.idle_devices));
   const GpuTimeline& t = r.timeline;
   line("");
   line(fmt::format("GPU time (TraceLens gpu_timeline; {} ops{}, {} without a host launch dropped)",
-                   t.ops, r.timeline_used_all_ops ? ", no host launches in trace: all counted" : " with a host launch",
+                   t.ops, r.timeline_used_all_ops ? " (a file without host launches: all its ops)" : " with a host launch",
                    t.ops_dropped_unlinked));
   if (t.ops > 0) {
     const double total = t.total_ms;
@@ -61,8 +70,9 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                      t.computation_ms, t.exposed_comm_ms, t.exposed_memcpy_ms));
   }
   for (const GpuTimeline& d : r.per_device) {
-    line(fmt::format("  device {}: total {:.3f} ms, busy {:.3f} ms, idle {:.3f} ms", d.device.value_or(-1),
-                     d.total_ms, d.busy_ms, d.idle_ms));
+    line(fmt::format("  {}: total {:.3f} ms, busy {:.3f} ms, idle {:.3f} ms",
+                     DeviceLabel(d.source.value_or(0), d.device.value_or(-1), sources), d.total_ms,
+                     d.busy_ms, d.idle_ms));
   }
   if (!r.hot_kernels.empty()) {
     line("");
@@ -108,8 +118,9 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     for (const CpuActivity& a : g.cpu_top) {
       cpu += fmt::format("{}{} {:.1f} us", cpu.empty() ? "" : ", ", Cut(a.name, 40), static_cast<double>(a.overlap_ns) / 1e3);
     }
-    line(fmt::format("  {:.1f} us at {:.3f} ms on device {} before {}", static_cast<double>(g.dur_ns) / 1e3,
-                     static_cast<double>(g.at_ns) / 1e6, g.device, Cut(g.next_op, 50)));
+    line(fmt::format("  {:.1f} us at {:.3f} ms on {} before {}", static_cast<double>(g.dur_ns) / 1e3,
+                     static_cast<double>(g.at_ns) / 1e6, DeviceLabel(g.source, g.device, sources),
+                     Cut(g.next_op, 50)));
     if (g.next_launch) {
       const int64_t wait = g.launch_wait_ns.value_or(0);
       line(fmt::format("      launched by {} (tid {}) {:.1f} us {} the gap began; launching thread busy {} of it{}",

@@ -54,14 +54,12 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   });
 
   // Devices of all GPU ops; ops come in runs of one device, so a set lookup only on a change.
-  std::set<std::pair<uint16_t, int32_t>> used;
-  std::set<int32_t> devices;
+  std::set<std::pair<uint16_t, int32_t>> used;  // (source, device)
   {
     const GpuOp* prev = nullptr;
     for (const GpuOp& op : trace.gpu_ops) {
       if (prev != nullptr && prev->source == op.source && prev->device == op.device) continue;
       used.insert({op.source, op.device});
-      devices.insert(op.device);
       prev = &op;
     }
     for (const DeviceInfo& d : trace.devices) {
@@ -73,16 +71,30 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
     }
   }
 
+  // TraceLens's rule counts GPU ops with their launch in the trace. A file none of whose ops
+  // has one (a kernel-only format) has all its ops counted, as when it is read alone.
   GpuTimelineOptions tl;
-  r.timeline = ComputeGpuTimeline(trace, tl);
-  if (r.timeline.ops == 0 && !trace.gpu_ops.empty()) {
-    // No GPU op has its launch in the trace (kernel-only formats): count them all.
-    tl.require_host_launch = false;
-    r.timeline_used_all_ops = true;
-    r.timeline = ComputeGpuTimeline(trace, tl);
+  {
+    std::vector<bool> has_ops(trace.sources.size()), has_linked(trace.sources.size());
+    for (const GpuOp& op : trace.gpu_ops) {
+      if (op.source >= has_ops.size()) {
+        has_ops.resize(size_t{op.source} + 1);
+        has_linked.resize(size_t{op.source} + 1);
+      }
+      has_ops[op.source] = true;
+      if (op.api != kNoLink) has_linked[op.source] = true;
+    }
+    tl.all_ops_of_source.resize(has_ops.size());
+    for (size_t s = 0; s < has_ops.size(); ++s) {
+      tl.all_ops_of_source[s] = has_ops[s] && !has_linked[s];
+      r.timeline_used_all_ops = r.timeline_used_all_ops || tl.all_ops_of_source[s];
+    }
   }
-  if (devices.size() > 1) {
-    for (int32_t d : devices) r.per_device.push_back(ComputeGpuTimeline(trace, tl, d));
+  r.timeline = ComputeGpuTimeline(trace, tl);
+  if (used.size() > 1) {
+    for (const auto& [source, device] : used) {
+      r.per_device.push_back(ComputeGpuTimeline(trace, tl, SourceDevice{source, device}));
+    }
   }
   ComputeKernelStats(trace, o, r.timeline.busy_ns, t0, r);
   r.copies = ComputeCopyStats(trace, o, r.span_ns);
@@ -111,6 +123,7 @@ json Opt(const std::optional<T>& v) {
 
 json TimelineJson(const GpuTimeline& t) {
   json j;
+  j["source"] = Opt(t.source);
   j["device"] = Opt(t.device);
   j["gpu_ops"] = t.ops;
   j["gpu_ops_dropped_unlinked"] = t.ops_dropped_unlinked;

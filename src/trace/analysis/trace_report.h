@@ -96,6 +96,8 @@ struct LaunchStats {
   int64_t kernels = 0;
   int64_t kernels_linked = 0;               // with a launch call in the trace
   int64_t launch_calls = 0;                 // kernel launch API calls
+  // Kernel launch calls per second of the file that launches most (each file over its own
+  // span: ranks may run on different clocks).
   std::optional<double> launches_per_s;
   std::optional<double> delay_p50_ns, delay_p99_ns, delay_max_ns;   // GPU start − call end
   int64_t delays_rejected = 0;              // negative beyond clock noise or > 1 s
@@ -116,7 +118,9 @@ struct ApiUse {
 };
 
 struct SteadyStateApi {
-  int64_t steady_from_ns = 0;       // offset where the steady state starts
+  // Offset where the steady state starts: each file's warm-up is the first warmup_share of its
+  // own API-call span (ranks may start apart or run on different clocks); the earliest cut.
+  int64_t steady_from_ns = 0;
   std::vector<ApiUse> syncs;        // sorted by total time
   std::vector<ApiUse> allocs;       // malloc and free calls
   int64_t sync_count = 0, sync_ns = 0, alloc_count = 0, alloc_ns = 0;
@@ -166,7 +170,7 @@ struct TraceReport {
   int idle_devices = 0;                        // devices listed by the profiler without work
   GpuTimeline timeline;                       // all devices, TraceLens rule
   std::vector<GpuTimeline> per_device;
-  bool timeline_used_all_ops = false;         // no host launches in the trace: rule relaxed
+  bool timeline_used_all_ops = false;         // a file without host launches: its ops all counted
   std::vector<KernelStat> hot_kernels;
   std::vector<OutlierInstance> outliers;
   int64_t outlier_count = 0;

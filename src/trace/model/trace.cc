@@ -130,18 +130,9 @@ void StableSortRuns(std::vector<T>& v, Less less) {
   if (from != &v) v.swap(buf);
 }
 
-constexpr int kCorrelationBits = 48;
-constexpr uint64_t kCorrelationMask = (uint64_t{1} << kCorrelationBits) - 1;
-
-// (source, correlation) -> key. Correlation ids are < 2^48 in every format seen; the source
-// takes the top 16 bits.
-uint64_t CorrelationKey(uint16_t source, int64_t correlation) {
-  return (uint64_t{source} << kCorrelationBits) ^ static_cast<uint64_t>(correlation);
-}
-
-// Key -> first API call with it (in api_calls order). A flat array per source when every
-// API correlation is in [0, 2^48) (then keys and (source, correlation) pairs match one to one)
-// and the ids are dense enough; a hash map otherwise.
+// (source, correlation) -> the first API call with it (in api_calls order). A flat array per
+// source when the ids are dense enough (max - min summed over sources <= 2n + 4096), a hash map
+// per source otherwise.
 class CorrelationIndex {
  public:
   explicit CorrelationIndex(const std::vector<ApiCall>& calls) {
@@ -149,67 +140,64 @@ class CorrelationIndex {
       int64_t lo = INT64_MAX, hi = INT64_MIN;
     };
     std::vector<Range> ranges;
-    bool flat = true;
     size_t keyed = 0;
     for (const ApiCall& a : calls) {
       if (a.correlation == kNoCorrelation) continue;
       ++keyed;
-      if (a.correlation < 0 || static_cast<uint64_t>(a.correlation) > kCorrelationMask) {
-        flat = false;
-        break;
-      }
       if (a.source >= ranges.size()) ranges.resize(size_t{a.source} + 1);
       Range& r = ranges[a.source];
       r.lo = std::min(r.lo, a.correlation);
       r.hi = std::max(r.hi, a.correlation);
     }
+    // Spans in unsigned arithmetic: hi - lo of any two int64 fits in a uint64.
     uint64_t slots = 0;
-    if (flat) {
-      for (const Range& r : ranges) {
-        if (r.lo <= r.hi) slots += static_cast<uint64_t>(r.hi - r.lo) + 1;
-      }
-      flat = slots <= 2 * uint64_t{keyed} + 4096;
+    bool flat = true;
+    for (const Range& r : ranges) {
+      if (r.lo > r.hi) continue;
+      const uint64_t span = static_cast<uint64_t>(r.hi) - static_cast<uint64_t>(r.lo);
+      if (span > 2 * uint64_t{keyed} + 4096) flat = false;
+      slots += span + 1;
     }
+    flat = flat && slots <= 2 * uint64_t{keyed} + 4096;
     if (flat) {
       tables_.resize(ranges.size());
       size_t offset = 0;
       for (size_t s = 0; s < ranges.size(); ++s) {
         if (ranges[s].lo > ranges[s].hi) continue;
         tables_[s] = {ranges[s].lo, ranges[s].hi, offset};
-        offset += static_cast<size_t>(ranges[s].hi - ranges[s].lo) + 1;
+        offset += static_cast<size_t>(static_cast<uint64_t>(ranges[s].hi) -
+                                      static_cast<uint64_t>(ranges[s].lo)) + 1;
       }
       first_.assign(offset, kNoLink);
       for (uint32_t i = 0; i < calls.size(); ++i) {
         const ApiCall& a = calls[i];
         if (a.correlation == kNoCorrelation) continue;
-        uint32_t& slot = first_[Slot(a.source, a.correlation)];
+        uint32_t& slot = first_[Slot(tables_[a.source], a.correlation)];
         if (slot == kNoLink) slot = i;
       }
       return;
     }
     use_map_ = true;
-    by_key_.reserve(calls.size());
+    by_source_.resize(ranges.size());
     for (uint32_t i = 0; i < calls.size(); ++i) {
       const ApiCall& a = calls[i];
       if (a.correlation == kNoCorrelation) continue;
-      by_key_.emplace(CorrelationKey(a.source, a.correlation), i);
+      by_source_[a.source].emplace(a.correlation, i);  // keeps the first
     }
   }
 
-  // The first API call whose key equals CorrelationKey(source, correlation), or kNoLink.
+  // The first API call of `source` with `correlation`, or kNoLink.
   uint32_t Find(uint16_t source, int64_t correlation) const {
-    const uint64_t key = CorrelationKey(source, correlation);
     if (use_map_) {
-      auto it = by_key_.find(key);
-      return it == by_key_.end() ? kNoLink : it->second;
+      if (source >= by_source_.size()) return kNoLink;
+      const auto& m = by_source_[source];
+      auto it = m.find(correlation);
+      return it == m.end() ? kNoLink : it->second;
     }
-    // Every stored key is (s << 48) | c with c < 2^48, so split the key the same way.
-    const uint64_t s = key >> kCorrelationBits;
-    const int64_t c = static_cast<int64_t>(key & kCorrelationMask);
-    if (s >= tables_.size()) return kNoLink;
-    const Table& t = tables_[s];
-    if (c < t.lo || c > t.hi) return kNoLink;
-    return first_[Slot(static_cast<uint16_t>(s), c)];
+    if (source >= tables_.size()) return kNoLink;
+    const Table& t = tables_[source];
+    if (correlation < t.lo || correlation > t.hi) return kNoLink;
+    return first_[Slot(t, correlation)];
   }
 
  private:
@@ -217,15 +205,16 @@ class CorrelationIndex {
     int64_t lo = 1, hi = 0;   // empty
     size_t offset = 0;
   };
-  size_t Slot(uint16_t source, int64_t correlation) const {
-    const Table& t = tables_[source];
-    return t.offset + static_cast<size_t>(correlation - t.lo);
+  // REQUIRES: t.lo <= correlation <= t.hi.
+  static size_t Slot(const Table& t, int64_t correlation) {
+    return t.offset + static_cast<size_t>(static_cast<uint64_t>(correlation) -
+                                          static_cast<uint64_t>(t.lo));
   }
 
   bool use_map_ = false;
   std::vector<Table> tables_;
   std::vector<uint32_t> first_;
-  std::unordered_map<uint64_t, uint32_t> by_key_;
+  std::vector<std::unordered_map<int64_t, uint32_t>> by_source_;
 };
 
 }  // namespace

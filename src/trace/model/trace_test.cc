@@ -91,8 +91,9 @@ TEST(TraceTest, FinalizeSortIsStableSort) {
   }
 }
 
-// Links go to the first API call (in sorted order) with the op's key, dense correlation ids or
-// not, and a correlation past 2^48 keeps the key arithmetic of (source << 48) ^ correlation.
+// Links go to the first API call (in sorted order) of the op's source with its correlation,
+// dense correlation ids or not; a correlation past 2^48 is just a larger id, never another
+// source's.
 TEST(TraceTest, FinalizeLinksFirstCallOfEachKey) {
   for (int64_t base : {int64_t{0}, int64_t{1} << 40}) {
     Trace t;
@@ -111,7 +112,7 @@ TEST(TraceTest, FinalizeLinksFirstCallOfEachKey) {
     GpuOp op;
     op.source = 1;
     op.correlation = base + 2;
-    GpuOp alias;   // source 0 with the correlation's bit 48 set: key (1 << 48) ^ (base + 3)
+    GpuOp alias;   // source 0 with the correlation's bit 48 set: not source 1's base + 3
     alias.correlation = (int64_t{1} << 48) + base + 3;
     GpuOp missing;
     missing.source = 1;
@@ -119,8 +120,38 @@ TEST(TraceTest, FinalizeLinksFirstCallOfEachKey) {
     t.gpu_ops = {op, alias, missing};
     t.Finalize();
     EXPECT_EQ(t.gpu_ops[0].api, 2u) << base;
-    EXPECT_EQ(t.gpu_ops[1].api, 3u) << base;
+    EXPECT_EQ(t.gpu_ops[1].api, kNoLink) << base;
     EXPECT_EQ(t.gpu_ops[2].api, kNoLink) << base;
+  }
+}
+
+// Source 0's call with correlation 2^48 + 7 and source 1's call with 7 are different keys:
+// each op links to its own source's call (sparse ids: the hash-map path; dense: the flat one).
+TEST(TraceTest, FinalizeNeverLinksAcrossSources) {
+  for (bool sparse : {true, false}) {
+    Trace t;
+    t.AddSource("rank0", "test");
+    t.AddSource("rank1", "test");
+    ApiCall a;
+    a.source = 0;
+    a.start_ns = 0;
+    a.correlation = sparse ? (int64_t{1} << 48) + 7 : 8;
+    ApiCall b;
+    b.source = 1;
+    b.start_ns = 10;
+    b.correlation = 7;
+    t.api_calls = {a, b};
+    GpuOp op0, op1;
+    op0.source = 0;
+    op0.correlation = a.correlation;
+    op0.start_ns = 20;
+    op1.source = 1;
+    op1.correlation = 7;
+    op1.start_ns = 30;
+    t.gpu_ops = {op0, op1};
+    t.Finalize();
+    EXPECT_EQ(t.gpu_ops[0].api, 0u) << sparse;
+    EXPECT_EQ(t.gpu_ops[1].api, 1u) << sparse;
   }
 }
 

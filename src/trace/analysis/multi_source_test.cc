@@ -1,0 +1,139 @@
+// Several files (ranks, processes) analysed together: device numbers, correlation ids and clocks
+// repeat or differ from file to file, so what belongs to one process is judged per file.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "trace/analysis/trace_analysis.h"
+
+namespace latdoc::trace {
+namespace {
+
+class TwoRanks {
+ public:
+  TwoRanks() {
+    trace.AddSource("rank0.json", "test");
+    trace.AddSource("rank1.json", "test");
+  }
+  GpuOp& Kernel(uint16_t source, int32_t device, int64_t start_ns, int64_t dur_ns) {
+    GpuOp op;
+    op.source = source;
+    op.device = device;
+    op.start_ns = start_ns;
+    op.dur_ns = dur_ns;
+    op.name = trace.names.Intern("k");
+    trace.gpu_ops.push_back(op);
+    return trace.gpu_ops.back();
+  }
+  void SmallCopy(uint16_t source, int64_t start_ns) {
+    GpuOp& op = Kernel(source, 0, start_ns, 1'000);
+    op.kind = GpuOpKind::kMemcpy;
+    op.direction = CopyDirection::kHtoD;
+    op.bytes = 4096;
+    op.name = trace.names.Intern("Memcpy HtoD");
+  }
+  void Call(uint16_t source, ApiKind kind, const char* name, int64_t start_ns) {
+    ApiCall a;
+    a.source = source;
+    a.kind = kind;
+    a.name = trace.names.Intern(name);
+    a.start_ns = start_ns;
+    a.dur_ns = 0;
+    trace.api_calls.push_back(a);
+  }
+  TraceReport Analyze() {
+    trace.Finalize();
+    return trace::Analyze(trace, AnalysisOptions{});
+  }
+  Trace trace;
+};
+
+// Both ranks see their GPU as device 0, and rank 1 ran a microsecond later: two devices, each
+// busy all its own window, not one device idle for most of the pair's.
+TEST(MultiSourceTest, RanksWithTheSameDeviceNumberAreSeparateDevices) {
+  TwoRanks t;
+  t.Kernel(0, 0, 0, 100);
+  t.Kernel(1, 0, 1'000, 100);
+  const TraceReport r = t.Analyze();
+  ASSERT_EQ(r.per_device.size(), 2u);
+  for (uint16_t s = 0; s < 2; ++s) {
+    const GpuTimeline& d = r.per_device[s];
+    EXPECT_EQ(d.source, s);
+    EXPECT_EQ(d.device, 0);
+    EXPECT_EQ(d.total_ns, 100);
+    EXPECT_EQ(d.busy_ns, 100);
+    EXPECT_EQ(d.idle_ns, 0);
+  }
+  EXPECT_EQ(r.timeline.total_ns, 1'100);  // the whole trace, as TraceLens counts it
+}
+
+// Rank 0's small copies 1.5 ms apart, rank 1's in between: no storm (each process's gaps are
+// over the 1 ms limit). Three of rank 0's 0.2 ms apart, with rank 1's copies between them: one.
+TEST(MultiSourceTest, SmallCopyStormsArePerProcess) {
+  {
+    TwoRanks t;
+    for (int64_t ms10 : {0, 15, 30}) t.SmallCopy(0, ms10 * 100'000);
+    for (int64_t ms10 : {7, 22}) t.SmallCopy(1, ms10 * 100'000 + 50'000);
+    const TraceReport r = t.Analyze();
+    ASSERT_EQ(r.copies.by_direction.size(), 1u);
+    EXPECT_EQ(r.copies.by_direction[0].small_count, 5);
+    EXPECT_EQ(r.copies.by_direction[0].storm_runs, 0);
+  }
+  {
+    TwoRanks t;
+    for (int64_t us : {0, 200, 400}) t.SmallCopy(0, us * 1'000);
+    for (int64_t us : {100, 300}) {
+      GpuOp& big = t.Kernel(1, 0, us * 1'000, 1'000);
+      big.kind = GpuOpKind::kMemcpy;
+      big.direction = CopyDirection::kHtoD;
+      big.bytes = 64 << 20;  // not small: would break a run of rank 0's if runs were shared
+    }
+    const TraceReport r = t.Analyze();
+    ASSERT_EQ(r.copies.by_direction.size(), 1u);
+    EXPECT_EQ(r.copies.by_direction[0].storm_runs, 1);
+    EXPECT_EQ(r.copies.by_direction[0].longest_storm, 3);
+  }
+}
+
+// Rank 1's clock is 1000 s ahead. Each rank's warm-up is the first 20% of its own calls' span,
+// and its launch rate is over its own span.
+TEST(MultiSourceTest, WarmUpAndLaunchRateArePerProcess) {
+  TwoRanks t;
+  constexpr int64_t kLater = 1'000'000'000'000;
+  for (int64_t i = 0; i <= 10; ++i) t.Call(0, ApiKind::kKernelLaunch, "cudaLaunchKernel", i * 100);
+  t.Call(0, ApiKind::kSync, "cudaDeviceSynchronize", 100);  // warm-up of rank 0
+  t.Call(0, ApiKind::kSync, "cudaDeviceSynchronize", 900);
+  t.Call(1, ApiKind::kKernelLaunch, "cudaLaunchKernel", kLater);
+  t.Call(1, ApiKind::kKernelLaunch, "cudaLaunchKernel", kLater + 1'000'000);
+  t.Call(1, ApiKind::kSync, "cudaDeviceSynchronize", kLater + 100);  // warm-up of rank 1
+  t.Call(1, ApiKind::kSync, "cudaDeviceSynchronize", kLater + 900'000);
+  const TraceReport r = t.Analyze();
+  EXPECT_EQ(r.steady.sync_count, 2);
+  EXPECT_EQ(r.steady.steady_from_ns, 200);  // rank 0's cut, the earlier
+  ASSERT_TRUE(r.launch.launches_per_s.has_value());
+  EXPECT_DOUBLE_EQ(*r.launch.launches_per_s, 11 * 1e9 / 1'000);  // rank 0: 11 over 1 us
+}
+
+// A trace whose launches are all in one file and a kernel-only file beside it (a rocprofv3
+// kernel trace): the TraceLens rule (count GPU ops with a host launch) holds for the first;
+// the second has no launches to hold it to, so its ops count, as when it is read alone.
+TEST(MultiSourceTest, KernelOnlyFileCountsBesideALinkedOne) {
+  TwoRanks t;
+  t.Call(0, ApiKind::kKernelLaunch, "cudaLaunchKernel", 0);
+  t.trace.api_calls.back().correlation = 5;
+  t.Kernel(0, 0, 10, 100).correlation = 5;
+  t.Kernel(0, 0, 200, 100);  // rank 0, no launch in the trace: dropped by the rule
+  t.Kernel(1, 0, 0, 1'000);
+  const TraceReport r = t.Analyze();
+  EXPECT_EQ(r.timeline.ops, 2);
+  EXPECT_EQ(r.timeline.ops_dropped_unlinked, 1);
+  EXPECT_EQ(r.timeline.busy_ns, 1'000);  // [0, 1000) covers rank 0's [10, 110)
+  ASSERT_EQ(r.per_device.size(), 2u);
+  EXPECT_EQ(r.per_device[0].ops, 1);
+  EXPECT_EQ(r.per_device[1].ops, 1);
+  EXPECT_EQ(r.per_device[1].busy_ns, 1'000);
+}
+
+}  // namespace
+}  // namespace latdoc::trace
