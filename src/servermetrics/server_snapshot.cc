@@ -52,19 +52,28 @@ ServerSnapshot BuildSnapshot(const PrometheusPage& page, std::string_view model_
   if (table == nullptr) return snap;
   snap.server = std::string(table->server);
 
-  // Index the server's samples that pass the model filter, and note the models seen.
-  SampleIndex index;
+  // The models seen. vLLM labels every series with the first served name only, so a request
+  // to an alias (--served-model-name a b) or a LoRA adapter names a model no series carries:
+  // when the page has one model, the filter then keeps everything (that engine serves them
+  // all); with several, which one serves it is unknown, and the filter keeps nothing.
   std::set<std::string, std::less<>> models;
+  if (!table->model_label.empty()) {
+    for (const Sample& s : page.samples) {
+      if (!StartsWith(s.name, table->prefix)) continue;
+      if (std::optional<std::string_view> m = s.label(table->model_label)) models.emplace(*m);
+    }
+  }
+  snap.model_names.assign(models.begin(), models.end());
+  const bool filter = !model_name.empty() && (models.count(model_name) != 0 || models.size() > 1);
+  SampleIndex index;
   for (const Sample& s : page.samples) {
     if (!StartsWith(s.name, table->prefix)) continue;
-    if (!table->model_label.empty()) {
+    if (filter) {
       std::optional<std::string_view> m = s.label(table->model_label);
-      if (m) models.emplace(*m);
-      if (m && !model_name.empty() && *m != model_name) continue;
+      if (m && *m != model_name) continue;
     }
     index[s.name].push_back(&s);
   }
-  snap.model_names.assign(models.begin(), models.end());
 
   for (const ScalarName& entry : table->scalars) {
     if ((snap.*entry.field).has_value()) continue;  // a preferred name already filled it
@@ -174,7 +183,10 @@ std::optional<HistogramDelta> HistDelta(const std::optional<HistogramData>& befo
   d.count = after->count;
   d.sum = after->sum;
   if (!before) return d;
-  if (before->upper_bounds != after->upper_bounds || after->count < before->count) {
+  // A restart shows as a count, a bucket or the sum going down (observations are latencies,
+  // never negative, so the sum only grows): the new values are then the delta.
+  if (before->upper_bounds != after->upper_bounds || after->count < before->count ||
+      after->sum < before->sum) {
     *reset = true;
     return d;
   }

@@ -63,7 +63,8 @@ struct ServerSnapshot {
 };
 
 // Maps `page` onto a snapshot. Samples whose model label differs from `model_name` are left
-// out; samples without a model label (llama.cpp) are kept. An empty `model_name` keeps all.
+// out; samples without a model label (llama.cpp) are kept. An empty `model_name` keeps all, and
+// so does one that no sample carries on a page of one model (an alias or a LoRA adapter of it).
 ServerSnapshot BuildSnapshot(const PrometheusPage& page, std::string_view model_name = {});
 
 // Parses and maps a page in one call.

@@ -118,8 +118,18 @@ TEST(ServerSnapshotTest, ModelFilter) {
   EXPECT_EQ(b.requests_running, 5);
   EXPECT_FALSE(b.prompt_tokens_total.has_value());  // model b has none: not 0
   EXPECT_THAT(b.model_names, ElementsAre("a", "b"));
+  // "c" on a page of two engines: which serves it is unknown, so nothing is kept.
   ServerSnapshot none = SnapshotFromText(kPage, "c");
   EXPECT_FALSE(none.requests_running.has_value());
+  // On a page of one model, "c" is an alias or a LoRA adapter of it (vLLM labels series with
+  // the first served name only): its series are the engine's.
+  const char kOneModel[] =
+      "vllm:num_requests_running{engine=\"0\",model_name=\"a\"} 2.0\n"
+      "vllm:prompt_tokens_total{engine=\"0\",model_name=\"a\"} 100.0\n";
+  ServerSnapshot alias = SnapshotFromText(kOneModel, "c");
+  EXPECT_EQ(alias.requests_running, 2);
+  EXPECT_EQ(alias.prompt_tokens_total, 100);
+  EXPECT_THAT(alias.model_names, ElementsAre("a"));
 }
 
 TEST(ServerSnapshotTest, PreferredNamesWinOverDeprecatedOnes) {
@@ -182,6 +192,20 @@ TEST(ServerSnapshotTest, CounterResetUsesTheNewValue) {
   EXPECT_EQ(d.generation_tokens, 7);
   EXPECT_FALSE(d.preemptions.has_value());
   EXPECT_FALSE(d.ttft_s.has_value());
+}
+
+// A restart between scrapes after which more, faster requests were served: no count and no
+// bucket went down, but the sum did. The delta is the new histogram, not a negative mean.
+TEST(ServerSnapshotTest, HistogramWhoseSumWentDownWasReset) {
+  ServerSnapshot before, after;
+  before.ttft_s = HistogramData{{0.1, 5, kInf}, {0, 10, 10}, 20.0, 10};
+  after.ttft_s = HistogramData{{0.1, 5, kInf}, {40, 40, 40}, 2.0, 40};
+  SnapshotDelta d = Delta(before, after);
+  EXPECT_TRUE(d.counter_reset);
+  ASSERT_TRUE(d.ttft_s.has_value());
+  EXPECT_EQ(d.ttft_s->count, 40);
+  EXPECT_EQ(d.ttft_s->sum, 2.0);
+  EXPECT_EQ(d.ttft_s->cumulative_counts, (std::vector<double>{40, 40, 40}));
 }
 
 TEST(HistogramDeltaTest, QuantileEdgeCases) {
