@@ -162,11 +162,13 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   // Server-side attribution from the /metrics deltas.
   ordered_json srv;
   srv["metrics_available"] = run.metrics_available;
-  std::optional<double> mean_client_ttft_ms;
+  std::optional<double> mean_client_ttft_ms, mean_client_queue_ms;
   if (!ttfts.empty()) {
-    double s = 0;
+    double s = 0, q = 0;
     for (int64_t t : ttfts) s += double(t);
+    for (int64_t t : queue_ns) q += double(t);
     mean_client_ttft_ms = s / double(ttfts.size()) / 1e6;
+    mean_client_queue_ms = q / double(queue_ns.size()) / 1e6;
   }
   std::string breakdown_text;
   if (run.metrics_available) {
@@ -203,28 +205,34 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                     {"waiting", Opt(s.waiting)}, {"kv_cache_usage", Opt(s.kv_cache_usage)}});
     }
     srv["timeline"] = tl;
-    // TTFT = queue + prefill (server, measured) + network and front end (client - server).
+    // TTFT = client queue (open loop: scheduled -> sent, measured) + queue + prefill (server,
+    // measured) + network and front end (client - client queue - server, inferred).
     auto server_ttft = mean_ms(d.ttft_s);
     auto queue = mean_ms(d.queue_s);
     auto prefill = mean_ms(d.prefill_s);
     if (mean_client_ttft_ms && server_ttft) {
       ordered_json b;
       b["client_ttft_ms"] = *mean_client_ttft_ms;
+      b["client_queue_ms"] = *mean_client_queue_ms;
       b["server_ttft_ms"] = *server_ttft;
       b["queue_ms"] = Opt(queue);
       b["prefill_ms"] = Opt(prefill);
-      double net = *mean_client_ttft_ms - *server_ttft;
+      double net = *mean_client_ttft_ms - *mean_client_queue_ms - *server_ttft;
       b["network_and_front_end_ms"] = net;
       std::optional<double> other;
       if (queue && prefill) other = *server_ttft - *queue - *prefill;
       b["server_other_ms"] = Opt(other);
-      b["note"] = "means over the run; queue and prefill from the server's histograms (measured), "
-                  "network and front end = client TTFT - server TTFT (inferred)";
+      b["note"] = "means over the run; client queue = sent - scheduled (open loop, measured); queue "
+                  "and prefill from the server's histograms (measured); network and front end = "
+                  "client TTFT - client queue - server TTFT (inferred)";
       srv["ttft_breakdown"] = b;
+      const bool client_queued = *mean_client_queue_ms >= 0.005;
       breakdown_text = fmt::format(
-          "TTFT breakdown (mean): client {:.2f} ms = queue {} + prefill {} + other server {} + "
+          "TTFT breakdown (mean): client {:.2f} ms = {}queue {} + prefill {} + other server {} + "
           "network and front end {:.2f} ms\n",
-          *mean_client_ttft_ms, queue ? fmt::format("{:.2f} ms", *queue) : "n/a",
+          *mean_client_ttft_ms,
+          client_queued ? fmt::format("client queue {:.2f} ms + ", *mean_client_queue_ms) : "",
+          queue ? fmt::format("{:.2f} ms", *queue) : "n/a",
           prefill ? fmt::format("{:.2f} ms", *prefill) : "n/a",
           other ? fmt::format("{:.2f} ms", *other) : "n/a", net);
     }

@@ -119,8 +119,10 @@ ordered_json Waterfall(const ordered_json& diagnosis) {
       {"prefill_ms", "prefill"},
       {"server_other_ms", "server other"}};
   std::vector<std::pair<const char*, const char*>> parts;
-  if (NumberAt(*src, "network_ms")) parts.assign(std::begin(kProbedParts), std::end(kProbedParts));
-  else parts.assign(std::begin(kParts), std::end(kParts));
+  // Open loop: the wait in the client's own queue comes first, when there was one.
+  if (NumberAt(*src, "client_queue_ms").value_or(0) >= 0.005) parts.push_back({"client_queue_ms", "client queue"});
+  if (NumberAt(*src, "network_ms")) parts.insert(parts.end(), std::begin(kProbedParts), std::end(kProbedParts));
+  else parts.insert(parts.end(), std::begin(kParts), std::end(kParts));
   ordered_json segs = ordered_json::array();
   double at_ms = 0;
   int measured = 0;

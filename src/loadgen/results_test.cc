@@ -1,0 +1,67 @@
+#include "loadgen/results.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "loadgen/runner.h"
+
+namespace latdoc::loadgen {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kMs = 1'000'000;
+
+// One histogram of `n` observations summing to `sum_s`, all in the last bucket.
+servermetrics::HistogramData Hist(double n, double sum_s) {
+  return servermetrics::HistogramData{{0.5, kInf}, {n, n}, sum_s, n};
+}
+
+// Open loop with --max-concurrency: two requests waited 30 ms in the client's own queue
+// (scheduled -> sent) and got their first token 80 ms after they were due. The server says
+// TTFT 50 ms (queue 10 + prefill 30 + 10 other). The 30 ms were the client's, not the network's:
+// client TTFT 80 = client queue 30 + server TTFT 50 + network and front end 0.
+TEST(SummarizeRunTest, ClientQueueIsNotCountedAsNetwork) {
+  BenchRun run;
+  run.model = "m";
+  run.start_ns = 0;
+  run.end_ns = 200 * kMs;
+  for (int i = 0; i < 2; ++i) {
+    RequestRecord r;
+    r.index = static_cast<uint64_t>(i);
+    r.outcome = Outcome::kOk;
+    r.scheduled_ns = i * 10 * kMs;
+    r.sent_ns = r.scheduled_ns + 30 * kMs;
+    r.first_token_ns = r.scheduled_ns + 80 * kMs;
+    r.last_token_ns = r.end_ns = r.scheduled_ns + 100 * kMs;
+    r.output_tokens = 2;
+    r.chunks = {{r.first_token_ns, 1}, {r.last_token_ns, 1}};
+    run.records.push_back(r);
+  }
+  run.metrics_available = true;
+  run.before.server = run.after.server = "vllm";
+  run.before.ttft_s = Hist(0, 0);
+  run.before.queue_s = Hist(0, 0);
+  run.before.prefill_s = Hist(0, 0);
+  run.after.ttft_s = Hist(2, 0.100);
+  run.after.queue_s = Hist(2, 0.020);
+  run.after.prefill_s = Hist(2, 0.060);
+  BenchOptions options;
+  options.request_rate = 10;
+  options.max_concurrency = 1;
+  const BenchSummary s = SummarizeRun(run, options, ResultOptions{});
+  const auto& b = s.json["server_metrics"]["ttft_breakdown"];
+  ASSERT_TRUE(b.is_object()) << s.json.dump(2);
+  EXPECT_DOUBLE_EQ(b["client_ttft_ms"].get<double>(), 80);
+  EXPECT_DOUBLE_EQ(b["client_queue_ms"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(b["server_ttft_ms"].get<double>(), 50);
+  EXPECT_NEAR(b["network_and_front_end_ms"].get<double>(), 0, 1e-9);
+  EXPECT_NEAR(b["server_other_ms"].get<double>(), 10, 1e-9);
+  EXPECT_NE(s.text.find("client 80.00 ms = client queue 30.00 ms + queue 10.00 ms + prefill 30.00 ms"),
+            std::string::npos)
+      << s.text;
+}
+
+}  // namespace
+}  // namespace latdoc::loadgen
