@@ -101,13 +101,14 @@ class Runner {
     ++done_;
     if (rec->outcome != Outcome::kOk) ++failed_;
     flights_.erase(f);
+    // Stopping (Ctrl-C, SIGTERM) sends nothing more, warm-up included.
+    if (stopping_) {
+      if (in_flight_ == 0) Finish();
+      return;
+    }
     if (phase_ == Phase::kWarmup) {
       if (in_flight_ == 0 && sent_ >= uint64_t(o_.warmup)) StartMeasured();
       else if (sent_ < uint64_t(o_.warmup)) Dispatch(true);
-      return;
-    }
-    if (stopping_) {
-      if (in_flight_ == 0) Finish();
       return;
     }
     if (!open_loop()) {

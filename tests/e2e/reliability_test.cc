@@ -84,18 +84,23 @@ void ExpectAllAccountedFor(const json& r, const std::string& what) {
       << what;
 }
 
-// Waits until the simulator has finished `n` requests (its /metrics), so a fault is injected
-// mid-run however slow the machine is. False after `timeout_ms`.
+// The requests the simulator has finished (its /metrics).
+double FinishedRequests(SimProcess& sim) {
+  http::testing::BlockingResponse r = http::testing::Fetch(sim.port(), "GET", "/metrics");
+  double done = 0;
+  for (size_t p = r.body.find("\nvllm:request_success_total{"); p != std::string::npos;
+       p = r.body.find("\nvllm:request_success_total{", p + 1)) {
+    size_t sp = r.body.find("} ", p);
+    if (sp != std::string::npos) done += std::atof(r.body.c_str() + sp + 2);
+  }
+  return done;
+}
+
+// Waits until the simulator has finished `n` requests, so a fault is injected mid-run however
+// slow the machine is. False after `timeout_ms`.
 bool WaitForFinished(SimProcess& sim, int n, int timeout_ms = 60000) {
   for (int waited = 0; waited < timeout_ms; waited += 50) {
-    http::testing::BlockingResponse r = http::testing::Fetch(sim.port(), "GET", "/metrics");
-    double done = 0;
-    for (size_t p = r.body.find("\nvllm:request_success_total{"); p != std::string::npos;
-         p = r.body.find("\nvllm:request_success_total{", p + 1)) {
-      size_t sp = r.body.find("} ", p);
-      if (sp != std::string::npos) done += std::atof(r.body.c_str() + sp + 2);
-    }
-    if (done >= n) return true;
+    if (FinishedRequests(sim) >= n) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
@@ -191,6 +196,26 @@ TEST(FaultTest, SigtermWritesPartialBenchResults) {
   EXPECT_EQ(r["partial_reason"], "interrupted by SIGTERM");
   ExpectAllAccountedFor(r, "bench");
   EXPECT_GT(r["completed"].get<int>(), 0);
+}
+
+// SIGINT during the warm-up: nothing more is sent, warm-up requests included; the streams in
+// flight (4) end and the run is written, partial, with no measured request.
+TEST(FaultTest, SigintDuringWarmupStopsSending) {
+  SimProcess sim(kFastSim);
+  TempDir dir("bench_warmup_int");
+  Process bench({LatdocBinary(), "bench", "--url", sim.url(), "--concurrency", "4", "--warmup",
+                 "100000", "--num-requests", "10", "--input-len", "8", "--output-len", "20",
+                 "--json", dir / "w.json", "--quiet"});
+  EXPECT_TRUE(WaitForFinished(sim, 8));
+  const int code = bench.Signal(SIGINT);
+  EXPECT_EQ(code, 0);
+  const double at_exit = FinishedRequests(sim);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(FinishedRequests(sim), at_exit);  // the bench is gone: nothing was left sending
+  json r = ReadJson(dir / "w.json");
+  EXPECT_EQ(r["partial"], true);
+  EXPECT_EQ(r["partial_reason"], "interrupted by SIGINT");
+  EXPECT_EQ(r["completed"].get<int>() + r["failed"].get<int>(), 0);
 }
 
 TEST(FaultTest, SigtermWritesPartialSweepResults) {
