@@ -320,6 +320,21 @@ const ParsedLine& LineParser::Parse(std::string_view line) {
 void LineParser::ClassifyVllm() {
   std::string_view m = out_.msg;
   if (m.empty()) return;
+  // vLLM's formatter repeats the prefix on every line of a message, so a logged exception's
+  // traceback arrives as prefixed lines: the header, then frames and their code lines (indented,
+  // at the level it was logged at); its last line, the exception, as raw ones have it.
+  if (m.substr(0, 10) == "Traceback ") {
+    out_.event = Event::kTraceback;
+    return;
+  }
+  if (m[0] == ' ' && out_.level >= Level::kWarning) {
+    out_.event = Event::kTraceback;
+    return;
+  }
+  if (out_.level >= Level::kWarning && LooksLikeException(m)) {
+    out_.event = Event::kException;
+    return;
+  }
   switch (m[0]) {
     case 'E':
       if (m.substr(0, 7) == "Engine ") {

@@ -464,11 +464,12 @@ void LogAnalyzer::AddLine(const Line& line) {
         default: break;
       }
   }
-  // Raw traceback lines: the "Traceback" header, frames, and the code lines under them.
+  // Traceback lines, raw or with vLLM's prefix: the "Traceback" header, frames, and the code
+  // lines under them. One traceback per header.
   bool traceback_body = false;
   if (pl.event == Event::kTraceback) {
     kind = LineKind::kError;
-    if (pl.level == Level::kError) {
+    if (pl.msg.substr(0, 10) == "Traceback ") {
       ++f.tracebacks;
       s.in_traceback = true;
     }

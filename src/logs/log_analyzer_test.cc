@@ -160,6 +160,24 @@ TEST(LogAnalyzerTest, SameFactsAtEveryChunkBoundary) {
   }
 }
 
+// vLLM's formatter prefixes every line of a logged exception: one traceback, and its frames are
+// not error lines of their own (the message and the exception are).
+TEST(LogAnalyzerTest, TracebackWithVllmPrefixOnEveryLine) {
+  const std::string log =
+      "ERROR 06-25 10:00:00 [core.py:710] EngineCore encountered a fatal error.\n"
+      "ERROR 06-25 10:00:00 [core.py:710] Traceback (most recent call last):\n"
+      "ERROR 06-25 10:00:00 [core.py:710]   File \"/v/core.py\", line 701, in run\n"
+      "ERROR 06-25 10:00:00 [core.py:710]     engine_core.run_busy_loop()\n"
+      "ERROR 06-25 10:00:00 [core.py:710] RuntimeError: CUDA error: illegal memory access\n"
+      "INFO 06-25 10:00:01 [a.py:1] shutting down\n";
+  for (std::vector<size_t> cuts : {std::vector<size_t>{}, std::vector<size_t>{100, 170}}) {
+    LogFacts f = Analyze(log, cuts);
+    EXPECT_EQ(f.tracebacks, 1u);
+    EXPECT_EQ(f.error_lines, 2u);
+    EXPECT_EQ(f.unknown_lines, 0u);
+  }
+}
+
 TEST(LogAnalyzerTest, NewYearDoesNotGoBackInTime) {
   std::string log =
       "INFO 12-31 23:59:55 [a.py:1] old year\n"
