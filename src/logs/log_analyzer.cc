@@ -154,6 +154,11 @@ struct LogAnalyzer::State {
   std::optional<int64_t> cur_ts;             // time of the last timestamped line
   std::optional<int64_t> last_wall;
   int64_t year_offset_ns = 0;
+  // Wall times come on a leap-year calendar ("MM-DD" has no year). The day of the year of the
+  // last line (0-based, on that calendar), and whether this year's Feb 29 had a line.
+  std::optional<int64_t> last_day;
+  bool saw_feb29 = false;
+  std::vector<int64_t> day_skips;  // the times from which a Feb 29 was left out, for labels
   bool relative_known = false;
   std::vector<EngineState> engines;
   std::unordered_map<std::string, size_t> group_index;
@@ -212,11 +217,22 @@ struct LogAnalyzer::State {
     }
     if (!pl.ts_is_relative) {
       // "MM-DD" has no year: a jump back by more than half a year is New Year's Eve.
+      constexpr int64_t kFeb29 = 31 + 28, kDayNs = 86400 * kSecNs;
+      const int64_t day = t / kDayNs;
       t += year_offset_ns;
       if (last_wall && t + kHalfYearNs < *last_wall) {
         year_offset_ns += kYearNs;
         t += kYearNs;
+        saw_feb29 = false;
+      } else if (last_day && *last_day < kFeb29 && day > kFeb29 && !saw_feb29) {
+        // From Feb 28 or before to Mar 1 or after with no line on Feb 29: a year without one
+        // (or a leap year's silent day, a day off then), not a day of silence.
+        year_offset_ns -= kDayNs;
+        t -= kDayNs;
+        day_skips.push_back(t);
       }
+      saw_feb29 = saw_feb29 || day == kFeb29;
+      last_day = day;
       last_wall = std::max(last_wall.value_or(t), t);
     }
     cur_ts = t;
@@ -224,7 +240,14 @@ struct LogAnalyzer::State {
     if (!f.last_ns || t > *f.last_ns) f.last_ns = t;
   }
 
-  std::string Label(int64_t t) const { return TimeLabel(t, f.relative_time); }
+  // The label of a time on this log's timeline: back on the leap-year calendar of the lines
+  // (a day for each Feb 29 left out before it) for "MM-DD".
+  std::string Label(int64_t t) const {
+    if (!f.relative_time) {
+      for (int64_t skip : day_skips) t += t >= skip ? 86400 * kSecNs : 0;
+    }
+    return TimeLabel(t, f.relative_time);
+  }
 
   EngineState* Engine(int engine, bool v0) {
     for (auto& e : engines) {

@@ -188,6 +188,43 @@ TEST(LogAnalyzerTest, NewYearDoesNotGoBackInTime) {
   EXPECT_EQ(f.last_label, "01-01 00:00:05");
 }
 
+// "MM-DD" has no year: Feb 28 -> Mar 1 with no line on Feb 29 is the next day (2025, 2026,
+// 2027...), not a day of silence; a log with a Feb 29 line keeps it.
+TEST(LogAnalyzerTest, FebruaryHasTwentyNineDaysOnlyWhenTheLogSaysSo) {
+  {
+    LogFacts f = Analyze(
+        "INFO 02-28 23:59:55 [a.py:1] before\n"
+        "INFO 03-01 00:00:05 [a.py:1] after\n"
+        "INFO 12-31 23:59:55 [a.py:1] old year\n"
+        "INFO 01-01 00:00:05 [a.py:1] new year\n"
+        "INFO 02-28 23:59:55 [a.py:1] before again\n"
+        "INFO 03-01 00:00:05 [a.py:1] after again\n");
+    // Feb 28 23:59:55 of one year to Mar 1 00:00:05 of the next: 365 days and 10 s.
+    EXPECT_EQ(*f.last_ns - *f.first_ns, (365LL * 86400 + 10) * kS);
+    EXPECT_EQ(f.first_label, "02-28 23:59:55");
+    EXPECT_EQ(f.last_label, "03-01 00:00:05");
+  }
+  {
+    LogFacts f = Analyze(
+        "INFO 02-28 23:59:55 [a.py:1] before\n"
+        "INFO 02-29 12:00:00 [a.py:1] leap day\n"
+        "INFO 03-01 00:00:05 [a.py:1] after\n");
+    EXPECT_EQ(f.duration_ns, (86400 + 10) * kS);
+  }
+  {
+    // Stats 10 s apart across the month's end: no stall.
+    LogFacts f = Analyze(
+        "INFO 02-28 23:59:55 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
+        "Avg generation throughput: 1.0 tokens/s, Running: 5 reqs, Waiting: 0 reqs, GPU KV cache "
+        "usage: 1.0%, Prefix cache hit rate: 5.0%\n"
+        "INFO 03-01 00:00:05 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, "
+        "Avg generation throughput: 1.0 tokens/s, Running: 5 reqs, Waiting: 0 reqs, GPU KV cache "
+        "usage: 1.0%, Prefix cache hit rate: 5.0%\n");
+    EXPECT_EQ(f.duration_ns, 10 * kS);
+    EXPECT_TRUE(f.engines.at(0).gaps.empty());
+  }
+}
+
 TEST(LogAnalyzerTest, LongRunsKeepSeriesAndVolumeBounded) {
   std::string log;
   for (int i = 0; i < 6000; ++i) {
