@@ -51,8 +51,9 @@ StatusOr<bool> LineReader::Next(Line* line) {
         return true;
       }
       scan_ = end_;
-      if (end_ - begin_ >= max_line_) {
-        // Too long: keep the first max_line_ bytes in place, drop the rest until the '\n'.
+      if (end_ - begin_ > max_line_) {
+        // Too long: keep the first max_line_ bytes in place, drop the rest until the '\n'. (A
+        // line of exactly max_line_ bytes whose '\n' is in the next read is not too long.)
         skipping_ = true;
         skip_bytes_ = end_ - begin_ - max_line_;
         end_ = scan_ = begin_ + max_line_;

@@ -78,6 +78,25 @@ TEST(LineReaderTest, OverlongLinesAreCutAndTheRestSkippedAtEveryBoundary) {
   }
 }
 
+// Lines of exactly the limit are whole, one byte more is cut, wherever the reads end.
+TEST(LineReaderTest, LineOfExactlyTheLimitIsWholeAtEveryBoundary) {
+  const std::string text = std::string(20, 'a') + "\n" + std::string(21, 'b') + "\n" +
+                           std::string(20, 'c');
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    SlicedInput in(text, {cut});
+    LineReader r(&in, /*max_line_bytes=*/20, /*read_bytes=*/16);
+    Got g = ReadAllLines(r);
+    ASSERT_EQ(g.text.size(), 3u) << "cut=" << cut;
+    EXPECT_EQ(g.text[0], std::string(20, 'a')) << "cut=" << cut;
+    EXPECT_FALSE(g.truncated[0]) << "cut=" << cut;
+    EXPECT_EQ(g.text[1], std::string(20, 'b')) << "cut=" << cut;
+    EXPECT_TRUE(g.truncated[1]) << "cut=" << cut;
+    EXPECT_EQ(g.raw[1], 22u) << "cut=" << cut;
+    EXPECT_EQ(g.text[2], std::string(20, 'c')) << "cut=" << cut;
+    EXPECT_FALSE(g.truncated[2]) << "cut=" << cut;
+  }
+}
+
 // A file being written: the partial last line waits for its '\n'.
 TEST(LineReaderTest, PartialLineIsHeldUntilItsNewlineArrives) {
   const std::string text = "one\ntw";
