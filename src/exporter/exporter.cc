@@ -456,6 +456,13 @@ void Exporter::RunCycle(int64_t tick_ns) {
       case RunOutcome::kTimeout: ++st.runs; ++st.timeouts; break;
       case RunOutcome::kBusy: ++st.skipped_busy; break;
     }
+    if (spec.name == "canary" && rep.outcome == RunOutcome::kTimeout) {
+      // The canary's own timeouts bound each wait (connect, first byte, between chunks), not
+      // the whole stream: a slow stream outlives the deadline. That is a failed canary too, not
+      // a silence that leaves the last run's values standing.
+      state_.canary_outcomes[std::string(loadgen::OutcomeName(loadgen::Outcome::kTimeout))]++;
+      state_.canary_last_ok = false;
+    }
     // Say so once when a collector starts failing, not every cycle.
     if (!st.last_ok && was_ok) fmt::print(stderr, "latdoc exporter: {}\n", rep.error);
   }

@@ -197,6 +197,9 @@ class Runner {
       if (in_flight_ == 0 && queue_.empty()) Finish();
       return;
     }
+    // An arrival due after --duration is not sent; the stop timer, or the last request to
+    // finish, ends the run.
+    if (o_.duration_s > 0 && next_due_ns_ >= run_.start_ns + SecToNs(o_.duration_s)) return;
     dispatch_timer_.ExpireAtNs(next_due_ns_, [this] {
       int64_t due = next_due_ns_;
       Arrive(due);

@@ -94,5 +94,27 @@ TEST(RunnerTest, CleanRunCompletesEveryRequest) {
   }
 }
 
+// Open loop bounded by --duration: no arrival is due after its end, though requests are still
+// in flight when the next one would be (each streams for longer than the mean gap).
+TEST(RunnerTest, OpenLoopSendsNothingDueAfterTheDuration) {
+  Sim sim(sim::FaultRates{});
+  BenchOptions o = Options(sim.url());
+  o.request_rate = 40;
+  o.num_requests = 0;
+  o.duration_s = 0.5;
+  RandomWorkloadOptions w;
+  w.input_len = 8;
+  w.output_len = 60;
+  o.prompts = RandomPrompts(w, 16);
+  auto run = RunBench(o);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_GT(run->records.size(), 5u);
+  const int64_t end_ns = run->start_ns + 500'000'000;
+  for (const RequestRecord& r : run->records) {
+    EXPECT_LT(r.scheduled_ns, end_ns) << r.index;
+    EXPECT_EQ(r.outcome, Outcome::kOk) << r.index << ": " << r.error;
+  }
+}
+
 }  // namespace
 }  // namespace latdoc::loadgen

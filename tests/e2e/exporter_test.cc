@@ -28,6 +28,7 @@ namespace latdoc::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 const std::string kDeploy = std::string(LATDOC_SOURCE_DIR) + "/deploy/prometheus";
@@ -312,6 +313,22 @@ TEST(ExporterE2eTest, HangingCanaryTimesOutAndScrapesStayFast) {
   EXPECT_THAT(page, HasSubstr("latdoc_server_up 1\n"));
   // Each cycle waited for the canary no longer than the deadline.
   EXPECT_THAT(page, HasSubstr("latdoc_collector_timeouts_total{collector=\"canary\"} 0\n"));
+}
+
+// A canary stream slower than the deadline though no single wait is (a token every 300 ms, 16
+// of them, a 1 s deadline): counted as a timed-out canary and canary_up 0, not left stale.
+TEST(ExporterE2eTest, CanaryStreamLongerThanTheDeadlineIsATimeout) {
+  SimProcess sim({"--sim-step-base-ms", "300", "--log-file", "/dev/null"});
+  ExporterProcess exporter({"--target", sim.url(), "--interval", "1s", "--timeout", "1s",
+                            "--canary-tokens", "16", "--no-host"});
+  ASSERT_NE(exporter.port(), 0);
+  std::string page;
+  ASSERT_TRUE(WaitFor(15000, [&] {
+    page = exporter.Page();
+    return page.find("latdoc_canary_requests_total{outcome=\"timeout\"} ") != std::string::npos;
+  })) << page;
+  EXPECT_THAT(page, HasSubstr("latdoc_canary_up 0\n"));
+  EXPECT_THAT(page, Not(HasSubstr("latdoc_collector_timeouts_total{collector=\"canary\"} 0\n")));
 }
 
 // The value of the series `name` (the text before the value, labels included) on `page`.
