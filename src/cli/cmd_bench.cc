@@ -26,7 +26,8 @@ struct BenchArgs {
   double max_error_rate = -1;
   std::string json_out, requests_out;
   bool no_keepalive = false;
-  double connect_timeout_s = 10, first_byte_timeout_s = 600, idle_timeout_s = 60;
+  double connect_timeout_s = 10, first_byte_timeout_s = 600, idle_timeout_s = 60,
+         request_timeout_s = 0;
   bool no_ignore_eos = false;
   bool quiet = false;
 };
@@ -52,6 +53,7 @@ int RunBenchCommand(BenchArgs& a) {
   o.client.connect_timeout_ns = SecToNs(a.connect_timeout_s);
   o.client.first_byte_timeout_ns = SecToNs(a.first_byte_timeout_s);
   o.client.idle_timeout_ns = SecToNs(a.idle_timeout_s);
+  o.client.request_timeout_ns = SecToNs(a.request_timeout_s);
   o.ignore_eos = !a.no_ignore_eos;
   o.progress = !a.quiet && ::isatty(2);
   size_t total = size_t(std::max(0, o.num_requests) + o.warmup);
@@ -115,6 +117,8 @@ Command RegisterBench(CLI::App& root) {
   app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds")->group(load)->capture_default_str();
   app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds")->group(load)->capture_default_str();
   app->add_option("--idle-timeout", a->idle_timeout_s, "Seconds between stream reads")->group(load)->capture_default_str();
+  app->add_option("--request-timeout", a->request_timeout_s, "Seconds for a whole request, stream included (0: none)")
+      ->check(CLI::NonNegativeNumber)->group(load)->capture_default_str();
   auto* wl = "Workload";
   app->add_option("--input-len", a->random.input_len, "Prompt tokens")->group(wl)->capture_default_str();
   app->add_option("--output-len", a->random.output_len, "Tokens to generate")->group(wl)->capture_default_str();

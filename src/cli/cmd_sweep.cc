@@ -33,7 +33,8 @@ struct SweepArgs {
   std::string slo, goal = "latency", knee_latency = "e2el";
   std::string json_out, csv_out, svg_out;
   bool no_keepalive = false;
-  double connect_timeout_s = 10, first_byte_timeout_s = 600, idle_timeout_s = 60;
+  double connect_timeout_s = 10, first_byte_timeout_s = 600, idle_timeout_s = 60,
+         request_timeout_s = 0;
   bool quiet = false;
 };
 
@@ -113,6 +114,7 @@ int RunSweepCommand(SweepArgs& a) {
   o.client.connect_timeout_ns = SecToNs(a.connect_timeout_s);
   o.client.first_byte_timeout_ns = SecToNs(a.first_byte_timeout_s);
   o.client.idle_timeout_ns = SecToNs(a.idle_timeout_s);
+  o.client.request_timeout_ns = SecToNs(a.request_timeout_s);
   if (s.rate_mode) o.request_rate = s.lo;
   if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
@@ -235,6 +237,8 @@ Command RegisterSweep(CLI::App& root) {
   app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds")->group(load)->capture_default_str();
   app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds")->group(load)->capture_default_str();
   app->add_option("--idle-timeout", a->idle_timeout_s, "Seconds between stream reads")->group(load)->capture_default_str();
+  app->add_option("--request-timeout", a->request_timeout_s, "Seconds for a whole request, stream included (0: none)")
+      ->check(CLI::NonNegativeNumber)->group(load)->capture_default_str();
   app->add_option("--scrape-interval", o.scrape_interval_s, "Seconds between /metrics scrapes")
       ->group(load)->capture_default_str();
   auto* wl = "Workload";

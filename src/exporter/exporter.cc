@@ -47,12 +47,14 @@ loadgen::BenchOptions CanaryBenchOptions(const ExporterOptions& o, const std::st
   b.ignore_eos = true;
   b.scrape_metrics = false;
   b.client.keep_alive = false;
-  // The request's own timeouts end it a little before the collector's deadline, so a server
-  // that stalls shows as a failed canary (outcome "timeout"), not as a lost result.
+  // The request's own timeout ends it a little before the collector's deadline, so a server
+  // that stalls, or a stream that runs too long, shows as a failed canary (outcome "timeout")
+  // and is not left running into the next cycle.
   const int64_t limit_ns = o.collector_timeout_ns * 4 / 5;
   b.client.connect_timeout_ns = limit_ns;
   b.client.first_byte_timeout_ns = limit_ns;
   b.client.idle_timeout_ns = limit_ns;
+  b.client.request_timeout_ns = limit_ns;
   b.drain_timeout_ns = limit_ns;
   loadgen::Prompt p;
   p.text = kCanaryPrompt;

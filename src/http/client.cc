@@ -115,6 +115,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
     // read: re-arming a timer on every read of thousands of streams costs more than the read.
     int64_t shortest = std::min({opts.connect_timeout_ns, opts.first_byte_timeout_ns,
                                  opts.idle_timeout_ns});
+    if (opts.request_timeout_ns > 0) shortest = std::min(shortest, opts.request_timeout_ns);
     sweep_every_ns = std::clamp<int64_t>(shortest / 8, 5'000'000, 250'000'000);
   }
 
@@ -295,6 +296,12 @@ class Conn final : public ConnBase {
   void OnDeadline() override {
     ClearDeadline();
     if (closed_ || !ex_) return;
+    const int64_t total = client_->opts.request_timeout_ns;
+    if (total > 0 && MonoNowNs() >= ex_->res.times.start_ns + total) {
+      return Fail(FailureKind::kTimeout,
+                  fmt::format("not finished within the request timeout ({:.3g} s)",
+                              double(total) / 1e9));
+    }
     if (!connected_) {
       return Fail(FailureKind::kTimeout,
                   fmt::format("connect {}: timed out", client_->url.Origin()));
@@ -327,13 +334,21 @@ class Conn final : public ConnBase {
       return stream_;
     }
   }
+  // The wait now under way ends by now + timeout_ns (none if 0), and never after the
+  // exchange's own limit (request_timeout_ns from Send()).
   void SetDeadline(int64_t timeout_ns, int64_t now = MonoNowNs()) {
+    int64_t d = timeout_ns > 0 ? now + timeout_ns : INT64_MAX;
+    if (ex_ && client_->opts.request_timeout_ns > 0)
+      d = std::min(d, ex_->res.times.start_ns + client_->opts.request_timeout_ns);
+    PutDeadline(d);
+  }
+  void ClearDeadline() { PutDeadline(INT64_MAX); }
+  void PutDeadline(int64_t d) {
     bool had = deadline_ns != INT64_MAX;
-    deadline_ns = timeout_ns > 0 ? now + timeout_ns : INT64_MAX;
+    deadline_ns = d;
     bool has = deadline_ns != INT64_MAX;
     if (has != had) client_->OnTimed(has ? 1 : -1);
   }
-  void ClearDeadline() { SetDeadline(0); }
 
   void Resolve() {
     const Url& u = client_->url;

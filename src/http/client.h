@@ -44,6 +44,7 @@ struct ClientOptions {
   int64_t connect_timeout_ns = 10'000'000'000;   // DNS + TCP + TLS
   int64_t first_byte_timeout_ns = 600'000'000'000;
   int64_t idle_timeout_ns = 60'000'000'000;      // between body reads
+  int64_t request_timeout_ns = 0;                // the whole exchange, from Send(); 0: none
 };
 
 struct ClientRequest {

@@ -186,6 +186,43 @@ TEST(HttpClientTest, FirstByteTimeout) {
   held.reset();
 }
 
+// A stream whose every wait is short but which runs past the request timeout ends there, as a
+// timeout, with what arrived so far; without the limit the same stream completes.
+TEST(HttpClientTest, RequestTimeoutBoundsAStreamOfShortWaits) {
+  auto slow_stream = [](int64_t* i) {
+    ServerOptions so;
+    so.write_delay_ns = [i] { return ((*i)++) * 40 * kNsPerMs; };  // a chunk every 40 ms
+    return so;
+  };
+  auto handler = [](const Request&, std::shared_ptr<ResponseStream> w) {
+    w->BeginChunked(200, "text/event-stream");
+    for (int k = 0; k < 10; ++k) w->WriteChunk("data: " + std::to_string(k) + "\n\n");
+    w->EndChunked();
+  };
+  ClientOptions co;
+  co.idle_timeout_ns = 300 * kNsPerMs;
+  {
+    int64_t i = 0;
+    Harness h(handler, slow_stream(&i), co);
+    Recorder r = h.Send({"GET", "/s", "", {}});
+    EXPECT_EQ(r.result.failure, FailureKind::kNone) << r.result.error;
+    EXPECT_TRUE(r.result.body_complete);
+  }
+  co.request_timeout_ns = 150 * kNsPerMs;
+  int64_t i = 0;
+  Harness h(handler, slow_stream(&i), co);
+  Recorder r = h.Send({"GET", "/s", "", {}});
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.result.failure, FailureKind::kTimeout);
+  EXPECT_EQ(r.result.error, "not finished within the request timeout (0.15 s)");
+  EXPECT_FALSE(r.result.body_complete);
+  EXPECT_THAT(r.body, HasSubstr("data: 0"));
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr("data: 9")));
+  const int64_t took = r.result.times.end_ns - r.result.times.start_ns;
+  EXPECT_GE(took, 150 * kNsPerMs);
+  EXPECT_LT(took, 330 * kNsPerMs);  // the limit plus a sweep period (limit / 8), with slack
+}
+
 // Bodies far larger than a socket buffer both ways: the request is sent in pieces as the
 // socket makes room, and the response takes many more reads than one turn allows (plain
 // connections are edge-triggered: a turn that stops early must still read the rest).
