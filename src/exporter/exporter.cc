@@ -229,6 +229,9 @@ std::string RenderMetrics(const ExporterState& s) {
   m.Family("latdoc_server_up", K::kGauge,
            "1 when the latest scrape of the server's /metrics worked.");
   if (s.server_up) m.Add("latdoc_server_up", {}, *s.server_up ? 1 : 0);
+  m.Family("latdoc_server_restarts_total", K::kCounter,
+           "Scrapes of the server's /metrics whose counters went down since the last one.");
+  if (s.server_up) m.Add("latdoc_server_restarts_total", {}, double(s.server_restarts));
   m.Family("latdoc_server_requests_running", K::kGauge, "Requests the server is running.");
   if (s.server_running) m.Add("latdoc_server_requests_running", {}, *s.server_running);
   m.Family("latdoc_server_requests_waiting", K::kGauge, "Requests waiting in the server's queue.");
@@ -404,6 +407,7 @@ void Exporter::JudgeLoad(std::optional<loadgen::BenchRun> canary) {
   std::optional<servermetrics::SnapshotDelta> delta;
   if (snapshot_fresh_ && prev_snapshot_ && snapshot_)
     delta = servermetrics::Delta(*prev_snapshot_, *snapshot_);
+  if (delta && delta->counter_reset) ++state_.server_restarts;
 
   std::optional<double> client_ttft_s;
   if (canary) {

@@ -104,6 +104,7 @@ struct ExporterState {
   std::optional<bool> canary_last_ok;
   std::optional<bool> server_up;      // nullopt: no target
   std::optional<double> server_running, server_waiting, server_kv_usage;
+  uint64_t server_restarts = 0;       // scrapes whose counters went down since the last one
   TtftDecomposition ttft;
   std::map<std::string, CollectorStats> collectors;
   uint64_t cycles = 0, skipped_ticks = 0;

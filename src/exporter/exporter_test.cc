@@ -54,6 +54,7 @@ TEST(RenderMetricsTest, MatchesGolden) {
   for (double v : {0.02, 0.3, 0.3}) s.canary_ttft_s.Record(v);
   for (double v : {0.005, 0.012, 2.0}) s.canary_itl_s.Record(v);
   s.server_up = true;
+  s.server_restarts = 1;
   s.server_running = 3;
   s.server_waiting = 0;
   s.server_kv_usage = 0.125;
@@ -195,6 +196,27 @@ TEST(ExporterTest, CheapEveryCycleExpensiveOncePerPeriod) {
   EXPECT_THAT(page, HasSubstr("latdoc_collector_period_seconds{collector=\"cheap\"} 1\n"));
   // The expensive collector's findings stay served between its runs.
   EXPECT_THAT(page, HasSubstr("latdoc_finding{rule=\"p.rule\""));
+}
+
+// The server's counters went down between two scrapes (a restart): counted once, and the
+// scrapes either side of it are not.
+TEST(ExporterTest, ServerRestartBetweenScrapesIsCounted) {
+  auto scrapes = std::make_shared<std::atomic<int>>(0);
+  std::vector<CollectorSpec> specs;
+  specs.push_back({"server_metrics", 0, [scrapes]() -> StatusOr<Observation> {
+                     const double tokens[] = {1000, 1500, 30, 60};
+                     Observation o;
+                     o.snapshot.emplace();
+                     o.snapshot->server = "vllm";
+                     o.snapshot->prompt_tokens_total = tokens[std::min(3, (*scrapes)++)];
+                     return o;
+                   }});
+  ExporterOptions o = TestOptions(kNsPerSec);
+  o.target = "http://127.0.0.1:1";
+  Exporter e(o, std::move(specs));
+  for (int i = 0; i < 4; ++i) e.RunCycle(i * kNsPerSec);
+  EXPECT_EQ(e.state().server_restarts, 1u);
+  EXPECT_THAT(*e.page(), HasSubstr("\nlatdoc_server_restarts_total 1\n"));
 }
 
 }  // namespace

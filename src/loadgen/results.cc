@@ -188,6 +188,9 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
     srv["decode_mean_ms"] = Opt(mean_ms(d.decode_s));
     srv["itl_mean_ms"] = Opt(mean_ms(d.itl_s));
     srv["e2e_mean_ms"] = Opt(mean_ms(d.e2e_s));
+    // A counter or histogram that went down between the first and the last scrape: the server
+    // restarted during the run, and its figures cover only the time since.
+    srv["server_restarted"] = d.counter_reset;
     srv["preemptions"] = Opt(d.preemptions);
     srv["requests_finished"] = Opt(d.request_success);
     std::optional<double> max_running, max_waiting, max_kv;
@@ -210,7 +213,13 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
     auto server_ttft = mean_ms(d.ttft_s);
     auto queue = mean_ms(d.queue_s);
     auto prefill = mean_ms(d.prefill_s);
-    if (mean_client_ttft_ms && server_ttft) {
+    if (d.counter_reset) {
+      // The client's TTFT covers the whole run, the server's only the time since its restart:
+      // their difference would be no network time at all.
+      breakdown_text =
+          "Server restarted during the run (its counters went down): server figures cover only "
+          "the time since, and TTFT is not split\n";
+    } else if (mean_client_ttft_ms && server_ttft) {
       ordered_json b;
       b["client_ttft_ms"] = *mean_client_ttft_ms;
       b["client_queue_ms"] = *mean_client_queue_ms;

@@ -63,5 +63,38 @@ TEST(SummarizeRunTest, ClientQueueIsNotCountedAsNetwork) {
       << s.text;
 }
 
+// The server restarted between the first and the last scrape: its histograms start again from
+// zero and cover only the time since. The client's TTFT covers the whole run, so no breakdown
+// is made from the two (it would call the difference network time), and the run says why.
+TEST(SummarizeRunTest, ServerRestartDuringTheRunIsShownAndTtftIsNotSplit) {
+  BenchRun run;
+  run.model = "m";
+  run.start_ns = 0;
+  run.end_ns = 200 * kMs;
+  RequestRecord r;
+  r.outcome = Outcome::kOk;
+  r.scheduled_ns = r.sent_ns = 0;
+  r.first_token_ns = 80 * kMs;
+  r.last_token_ns = r.end_ns = 100 * kMs;
+  r.output_tokens = 1;
+  r.chunks = {{r.first_token_ns, 1}};
+  run.records.push_back(r);
+  run.metrics_available = true;
+  run.before.server = run.after.server = "vllm";
+  run.before.ttft_s = Hist(500, 40.0);  // before the restart
+  run.after.ttft_s = Hist(1, 0.010);    // after it: one request, counted from zero
+  const BenchSummary s = SummarizeRun(run, BenchOptions{}, ResultOptions{});
+  const auto& srv = s.json["server_metrics"];
+  EXPECT_EQ(srv["server_restarted"], true) << srv.dump(2);
+  EXPECT_FALSE(srv.contains("ttft_breakdown")) << srv.dump(2);
+  EXPECT_DOUBLE_EQ(srv["ttft_mean_ms"].get<double>(), 10);
+  EXPECT_NE(s.text.find("Server restarted during the run"), std::string::npos) << s.text;
+
+  run.before.ttft_s = Hist(0, 0);  // no restart: the same run is split
+  const BenchSummary quiet = SummarizeRun(run, BenchOptions{}, ResultOptions{});
+  EXPECT_EQ(quiet.json["server_metrics"]["server_restarted"], false);
+  EXPECT_TRUE(quiet.json["server_metrics"].contains("ttft_breakdown"));
+}
+
 }  // namespace
 }  // namespace latdoc::loadgen
