@@ -34,6 +34,11 @@ StatusOr<Url> ParseUrl(std::string_view text) {
   }
   if (u.scheme != "http" && u.scheme != "https")
     return InvalidArgument(fmt::format("'{}': scheme must be http or https", text));
+  rest = rest.substr(0, rest.find('#'));  // a fragment is never sent
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    u.query = std::string(rest.substr(q + 1));  // Azure's ?api-version=...: sent every time
+    rest = rest.substr(0, q);
+  }
   std::string_view hostport = rest.substr(0, rest.find('/'));
   if (rest.size() > hostport.size()) {
     std::string_view path = rest.substr(hostport.size());
@@ -312,9 +317,12 @@ class Conn final : public ConnBase {
 
   void OnReady(uint32_t events) override {
     if (closed_ || !ex_) return;  // idle in the pool: its next exchange reads first
+    const bool readable = (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
     if (writing_) {
       if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) SendRest();
-      return;
+      // A server may answer before it has read the whole request (413 for a body too large):
+      // read the answer now, as its edge will not come again.
+      if (closed_ || !ex_ || !readable) return;
     }
     Drain((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
   }
@@ -430,8 +438,9 @@ class Conn final : public ConnBase {
     const Url& u = client_->url;
     out_.clear();
     auto o = std::back_inserter(out_);
-    fmt::format_to(o, "{} {}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: latdoc\r\nAccept: */*\r\n",
-                   r.method, u.base_path, r.target, client_->host_header);
+    const char* query_sep = u.query.empty() ? "" : r.target.find('?') == std::string::npos ? "?" : "&";
+    fmt::format_to(o, "{} {}{}{}{} HTTP/1.1\r\nHost: {}\r\nUser-Agent: latdoc\r\nAccept: */*\r\n",
+                   r.method, u.base_path, r.target, query_sep, u.query, client_->host_header);
     if (!client_->opts.keep_alive) out_ += "Connection: close\r\n";
     for (const auto& [k, v] : r.headers) fmt::format_to(o, "{}: {}\r\n", k, v);
     if (!r.body.empty() || r.method == "POST")
@@ -439,11 +448,7 @@ class Conn final : public ConnBase {
     out_ += "\r\n";
     out_ += r.body;
     SetDeadline(client_->opts.first_byte_timeout_ns);
-    parser_.emplace();
-    parser_->eager(true);
-    parser_->body_limit(uint64_t{1} << 50);  // streams are consumed as they arrive
-    parser_->header_limit(64 * 1024);
-    headers_seen_ = false;
+    NewParser();
     in_.Clear();
     if constexpr (kTls) {
       asio::async_write(stream_, asio::buffer(out_),
@@ -459,6 +464,14 @@ class Conn final : public ConnBase {
     }
   }
 
+  void NewParser() {
+    parser_.emplace();
+    parser_->eager(true);
+    parser_->body_limit(uint64_t{1} << 50);  // streams are consumed as they arrive
+    parser_->header_limit(64 * 1024);
+    headers_seen_ = false;
+  }
+
   // Plain: sends what is left of the request; a full socket buffer waits for EPOLLOUT.
   void SendRest() {
     while (out_sent_ < out_.size()) {
@@ -470,8 +483,13 @@ class Conn final : public ConnBase {
         writing_ = true;
         return;
       } else if (errno != EINTR) {
+        // The server stopped reading (closed or reset): what it answered before that is still
+        // in the socket, and is the better account of what happened.
+        const boost::system::error_code send_ec(errno, boost::system::system_category());
         writing_ = false;
-        return OnReadError(boost::system::error_code(errno, boost::system::system_category()));
+        Drain(true);
+        if (!closed_ && ex_) OnReadError(send_ec);
+        return;
       }
     }
     writing_ = false;
@@ -536,7 +554,17 @@ class Conn final : public ConnBase {
   // Returns true when more should be read.
   bool Feed(size_t n, int64_t at) {
     in_.Commit(n);
+    // The kernel stamps arrivals; the request's end is stamped after send() returns, and on a
+    // fast loopback the answer can arrive before that: it did not come before the request.
+    if (at < ex_->res.times.sent_ns) at = ex_->res.times.sent_ns;
     boost::system::error_code ec = in_.FeedTo(*parser_);
+    // 100 Continue, 103 Early Hints: interim responses, each a complete header-only message to
+    // the parser. The final response follows on the same connection.
+    while (!ec && !headers_seen_ && parser_->is_done() && parser_->get().result_int() / 100 == 1 &&
+           parser_->get().result_int() != 101) {
+      NewParser();
+      ec = in_.FeedTo(*parser_);
+    }
     if (!headers_seen_ && parser_->is_header_done()) {
       headers_seen_ = true;
       ex_->res.times.headers_ns = at;
@@ -566,8 +594,10 @@ class Conn final : public ConnBase {
 
   void OnReadError(boost::system::error_code ec) {
     bool got_some = parser_ && parser_->got_some();
-    if (ec == asio::error::eof && parser_ && parser_->got_some() && !parser_->is_done()) {
-      // A body delimited by the end of the connection ends here.
+    if ((ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) && parser_ &&
+        parser_->got_some() && !parser_->is_done()) {
+      // A body delimited by the end of the connection ends here (over TLS, many servers close
+      // without a close_notify: the end is the same).
       boost::system::error_code eof_ec;
       parser_->put_eof(eof_ec);
       if (!eof_ec && parser_->is_done()) {
@@ -611,7 +641,9 @@ class Conn final : public ConnBase {
     ex->res.body_complete = true;
     ClearDeadline();
     SetPolled(false);
-    bool keep = client_->opts.keep_alive && parser_->keep_alive() && in_.size() == 0;
+    // An answer that came before the request was all sent leaves the connection mid-request.
+    bool keep = client_->opts.keep_alive && parser_->keep_alive() && in_.size() == 0 &&
+                !writing_ && (kTls || out_sent_ == out_.size());
     if (keep) {
       client_->Release(shared_from_this());
     } else {
@@ -707,6 +739,23 @@ void HttpClient::Send(ClientRequest request, ExchangeObserver* observer) {
   ex->req = std::move(request);
   ex->obs = observer;
   ex->res.times.start_ns = MonoNowNs();
+  // A header line break would end the header early and smuggle the rest in as another (an API
+  // key read from a file with its CRLF): refused before anything is sent, and the value is not
+  // repeated in the message (it may be a key). Reported from the loop, as every result is.
+  for (const auto& [name, value] : ex->req.headers) {
+    if (name.find_first_of("\r\n:") == std::string::npos &&
+        value.find_first_of("\r\n") == std::string::npos)
+      continue;
+    ex->res.failure = FailureKind::kProtocol;
+    ex->res.error = fmt::format("request header {}: a line break in the name or value", name);
+    auto shared = std::make_shared<std::unique_ptr<Exchange>>(std::move(ex));
+    asio::post(impl_->io, [shared] {
+      Exchange& e = **shared;
+      e.res.times.end_ns = MonoNowNs();
+      e.obs->OnComplete(e.res);
+    });
+    return;
+  }
   if (impl_->opts.keep_alive && !impl_->idle.empty()) {
     auto c = std::move(impl_->idle.back());
     impl_->idle.pop_back();

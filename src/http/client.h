@@ -31,11 +31,13 @@ struct Url {
   std::string host;
   uint16_t port = 0;
   std::string base_path;  // "" or "/prefix" (no trailing slash)
+  std::string query;      // "" or "api-version=1" (no '?'): added to every request's target
   bool tls() const { return scheme == "https"; }
   std::string Origin() const;  // "http://host:port"
 };
 
-// Parses "http://host[:port][/path]"; the port defaults to 80/443. Errors say what is wrong.
+// Parses "http://host[:port][/path][?query]"; the port defaults to 80/443. Errors say what is
+// wrong.
 StatusOr<Url> ParseUrl(std::string_view text);
 
 struct ClientOptions {

@@ -26,6 +26,12 @@ TEST(ParseUrlTest, Forms) {
   EXPECT_EQ(u->port, 8000);
   EXPECT_EQ(u->base_path, "/v1");
   EXPECT_EQ(ParseUrl("https://example.com")->port, 443);
+  // A query on the base URL (Azure OpenAI's api-version) is kept apart from the path; a
+  // fragment is dropped.
+  auto az = ParseUrl("https://r.openai.azure.com/openai/deployments/d?api-version=2024-10-21#x");
+  ASSERT_TRUE(az.ok());
+  EXPECT_EQ(az->base_path, "/openai/deployments/d");
+  EXPECT_EQ(az->query, "api-version=2024-10-21");
   EXPECT_EQ(ParseUrl("http://[::1]:9/")->host, "::1");
   EXPECT_EQ(ParseUrl("localhost:8000").status().message(),
             "'localhost:8000': not a URL (expected http://host:port)");
@@ -100,6 +106,25 @@ TEST(HttpClientTest, KeepAliveReusesOneConnection) {
     EXPECT_TRUE(r.result.body_complete);
   }
   EXPECT_EQ(h.client().connections_opened(), 1u);
+}
+
+// The base URL's query goes on every request, after the request's own query if it has one.
+TEST(HttpClientTest, BaseUrlQueryIsSentWithEveryRequest) {
+  EventLoop loop;
+  Server server(loop, {}, Echo());
+  ASSERT_TRUE(server.Listen().ok());
+  HttpClient client(loop, *ParseUrl("http://127.0.0.1:" + std::to_string(server.port()) +
+                                    "/base?api-version=7"), {});
+  for (auto [target, want] : {std::pair{"/v1/models", "GET /base/v1/models?api-version=7  "},
+                              std::pair{"/m?x=1", "GET /base/m?x=1&api-version=7  "}}) {
+    Recorder r;
+    client.Send({"GET", target, "", {}}, &r);
+    const int64_t end = MonoNowNs() + 5 * kNsPerSec;
+    while (!r.done && MonoNowNs() < end) loop.RunFor(5 * kNsPerMs);
+    EXPECT_EQ(r.body, want);
+  }
+  server.Stop();
+  loop.RunFor(10 * kNsPerMs);
 }
 
 TEST(HttpClientTest, NoKeepAliveOpensAConnectionPerRequest) {
@@ -403,6 +428,92 @@ TEST(HttpClientTest, IdleConnectionAnsweredUnaskedIsNotReused) {
   EXPECT_EQ(second.body, "second");
   EXPECT_FALSE(second.result.times.reused);
   EXPECT_EQ(c.client.connections_opened(), 2u);
+}
+
+// Interim responses (100 Continue, 103 Early Hints) are not the answer: the final response
+// that follows is, whether it comes later or in the same read, and the kept-alive connection
+// then carries the next request's own answer (before, the 100 was taken as the response and
+// the 200 that followed was read as the next request's).
+TEST(HttpClientTest, InterimResponsesAreSkippedForTheFinalOne) {
+  RawListener listener;
+  const int lfd = listener.fd;
+  std::thread server([&] {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    ReadRequestHead(fd);
+    std::string cont = "HTTP/1.1 100 Continue\r\n\r\n";
+    ::send(fd, cont.data(), cont.size(), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::string first = "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfirst";
+    ::send(fd, first.data(), first.size(), 0);
+    ReadRequestHead(fd);
+    std::string second =
+        "HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n"
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\ncontent-length: 6\r\n\r\nsecond";
+    ::send(fd, second.data(), second.size(), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ::close(fd);
+  });
+  RawClient c(listener);
+  Recorder first, second;
+  c.Send({"POST", "/1", "x", {}}, first);
+  c.Send({"POST", "/2", "y", {}}, second);
+  server.join();
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.body, "first");
+  EXPECT_EQ(first.result.failure, FailureKind::kNone) << first.result.error;
+  EXPECT_EQ(second.status, 201);
+  EXPECT_EQ(second.body, "second");
+  EXPECT_TRUE(second.result.times.reused);
+  EXPECT_EQ(c.client.connections_opened(), 1u);
+}
+
+// A server that answers before it has read the whole request (413 for a body too large) and
+// closes: the answer is read while the request is still being written, not left unread until
+// the first-byte timeout, and the connection is not kept for another request.
+TEST(HttpClientTest, AnswerBeforeTheRequestIsAllSentIsRead) {
+  RawListener listener;
+  const int lfd = listener.fd;
+  std::thread server([&] {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    ReadRequestHead(fd);
+    std::string r = "HTTP/1.1 413 Payload Too Large\r\ncontent-length: 8\r\n"
+                    "connection: close\r\n\r\ntoo big!";
+    ::send(fd, r.data(), r.size(), 0);
+    // Reads on slowly (a server draining before it closes), so the client's send blocks.
+    char buf[4096];
+    for (int i = 0; i < 100 && ::recv(fd, buf, sizeof buf, MSG_DONTWAIT) != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::close(fd);
+  });
+  ClientOptions co;
+  co.first_byte_timeout_ns = 3 * kNsPerSec;
+  EventLoop loop;
+  HttpClient client(loop, *ParseUrl(listener.url()), co);
+  Recorder r;
+  const int64_t t0 = MonoNowNs();
+  client.Send({"POST", "/big", std::string(32 << 20, 'x'), {}}, &r);
+  while (!r.done && MonoNowNs() - t0 < 5 * kNsPerSec) loop.RunFor(5 * kNsPerMs);
+  const int64_t took = MonoNowNs() - t0;
+  server.join();
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.body, "too big!");
+  EXPECT_EQ(r.result.failure, FailureKind::kNone) << r.result.error;
+  EXPECT_LT(took, 2 * kNsPerSec);
+  EXPECT_EQ(client.idle_connections(), 0u);
+}
+
+// A header value with a line break (an API key read from a file with its CRLF) would end the
+// header and smuggle in another: the request fails before anything is sent, and the message
+// names the header but not its value (it may be a key).
+TEST(HttpClientTest, HeaderWithALineBreakIsRefusedWithoutEchoingIt) {
+  Harness h(Echo());
+  Recorder r = h.Send({"GET", "/", "", {{"Authorization", "Bearer sk-secret\r\nX-Evil: 1"}}});
+  ASSERT_TRUE(r.done);
+  EXPECT_EQ(r.result.failure, FailureKind::kProtocol);
+  EXPECT_EQ(r.result.error, "request header Authorization: a line break in the name or value");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(h.client().connections_opened(), 0u);
 }
 
 // Fuzz crash 93a4a92f: a response announcing a 55 GB body made the client reserve it (Beast's

@@ -27,6 +27,8 @@ void SseDecoder::Reset() {
   id_.clear();
   has_data_ = false;
   pending_cr_ = false;
+  at_start_ = true;
+  bom_seen_ = 0;
   skipping_ = false;
   dropping_line_ = false;
 }

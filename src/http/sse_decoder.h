@@ -87,6 +87,8 @@ class SseDecoder {
   std::string id_;     // last event id
   bool has_data_ = false;
   bool pending_cr_ = false;  // the previous Feed ended with '\r': skip a leading '\n'
+  bool at_start_ = true;     // no byte of the stream seen yet past a leading BOM
+  size_t bom_seen_ = 0;      // bytes of a UTF-8 BOM matched at the start (possibly split)
   bool skipping_ = false;    // inside an oversized event: drop lines until a blank one
   bool dropping_line_ = false;  // the rest of an oversized line is still to come
   uint64_t line_offset_ = 0;    // stream offset of the current line's terminator
@@ -142,6 +144,18 @@ Status SseDecoder::Feed(std::string_view bytes, F&& on_event) {
   error_ = Status::Ok();
   const char* p = bytes.data();
   const char* const end = p + bytes.size();
+  // The stream may begin with a UTF-8 byte order mark, which is not part of the first line
+  // (WHATWG "Interpreting an event stream"); it may be split across calls.
+  static constexpr char kBom[] = "\xEF\xBB\xBF";
+  while (at_start_ && p != end) {
+    if (*p == kBom[bom_seen_]) {
+      ++p;
+      if (++bom_seen_ == 3) at_start_ = false;
+    } else {
+      line_.append(kBom, bom_seen_);  // a partial match was the first line's start
+      at_start_ = false;
+    }
+  }
   if (pending_cr_ && p != end) {
     pending_cr_ = false;
     if (*p == '\n') ++p;

@@ -130,6 +130,30 @@ TEST(SseDecoderTest, LineEndings) {
   }
 }
 
+// A UTF-8 byte order mark that starts the stream is not part of the first line (it would make
+// the first field "\xEF\xBB\xBFdata" and lose the first event), wherever the stream is split,
+// even inside the mark; a mark later on, or the start of one that is not a mark, is data.
+TEST(SseDecoderTest, LeadingByteOrderMarkIsDroppedAtEveryBoundary) {
+  const std::string stream = "\xEF\xBB\xBF" "data: a\n\ndata: \xEF\xBB\xBF" "b\n\n";
+  for (size_t cut = 0; cut <= stream.size(); ++cut) {
+    std::vector<std::string> got;
+    SseDecoder d;
+    ASSERT_TRUE(d.Feed(std::string_view(stream).substr(0, cut), AppendData(&got)).ok());
+    ASSERT_TRUE(d.Feed(std::string_view(stream).substr(cut), AppendData(&got)).ok());
+    EXPECT_THAT(got, ElementsAre("a", "\xEF\xBB\xBF" "b")) << "cut=" << cut;
+  }
+  // Two bytes of a mark and then something else: those bytes begin the first line.
+  std::vector<std::string> got;
+  SseDecoder d;
+  ASSERT_TRUE(d.Feed("\xEF\xBB", AppendData(&got)).ok());
+  ASSERT_TRUE(d.Feed("x\ndata: c\n\n", AppendData(&got)).ok());
+  EXPECT_THAT(got, ElementsAre("c"));
+  // Reset() is a new stream, which may start with a mark again.
+  d.Reset();
+  ASSERT_TRUE(d.Feed("\xEF\xBB\xBF" "data: d\n\n", AppendData(&got)).ok());
+  EXPECT_THAT(got, ElementsAre("c", "d"));
+}
+
 // "\r" then "\n" in the next chunk is one line ending, not a line ending and a blank line.
 TEST(SseDecoderTest, CrLfSplitAcrossChunksIsOneTerminator) {
   std::vector<std::string> got;

@@ -1,5 +1,7 @@
 #include "loadgen/record.h"
 
+#include <fmt/core.h>
+
 namespace latdoc::loadgen {
 
 std::string_view OutcomeName(Outcome o) {
@@ -42,6 +44,11 @@ ChunkInfo ChunkParser::Parse(std::string_view data) {
   simdjson::dom::element doc;
   if (parser_.parse(data.data(), data.size(), true).get(doc) != simdjson::SUCCESS ||
       !doc.is_object()) {
+    // Not a chunk the server meant to send (a proxy's page, a payload cut and spliced): the
+    // stream's token counts and timings can no longer be trusted.
+    c.error = true;
+    c.error_message = fmt::format("a data payload that is not a JSON object: '{}'{}",
+                                  data.substr(0, 60), data.size() > 60 ? "..." : "");
     return c;
   }
   c.json = true;

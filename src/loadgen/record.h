@@ -58,7 +58,7 @@ struct ChunkInfo {
   bool finished = false;         // a choice has a finish_reason
   std::optional<int64_t> usage_completion_tokens;
   std::optional<int64_t> usage_prompt_tokens;
-  bool error = false;
+  bool error = false;             // an error event, or a payload that is not a JSON object
   std::string error_message;
 };
 

@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/json_text.h"
+#include "base/strings.h"
 #include "http/sse_decoder.h"
 
 namespace latdoc::loadgen {
@@ -34,7 +36,7 @@ std::string RequestBody(const BenchOptions& o, const std::string& model, const P
   j["stream"] = true;
   j["stream_options"] = {{"include_usage", true}, {"continuous_usage_stats", true}};
   if (o.ignore_eos) j["ignore_eos"] = true;
-  return j.dump();
+  return JsonText(j);
 }
 
 namespace {
@@ -59,7 +61,7 @@ class Flight final : public http::ExchangeObserver {
     rec_->headers_ns = now;
     if (status != 200) {
       rec_->outcome = Outcome::kHttpStatus;
-    } else if (content_type.find("text/event-stream") == std::string_view::npos) {
+    } else if (ToLower(content_type).find("text/event-stream") == std::string::npos) {  // any case
       rec_->outcome = Outcome::kProtocol;
       rec_->error = fmt::format("expected text/event-stream, got '{}'", content_type);
     }
@@ -359,7 +361,6 @@ class Runner {
   http::EventLoop& loop_;
   http::HttpClient& client_;
   http::EventLoop::Timer dispatch_timer_, stop_timer_, scrape_timer_, progress_timer_, drain_timer_;
-  std::unique_ptr<http::HttpClient> metrics_client_;
   std::mt19937_64 rng_;
   ChunkParser parser_;
   BenchRun run_;
@@ -374,6 +375,9 @@ class Runner {
   int64_t next_due_ns_ = 0;
   bool stopping_ = false;
   double cpu0_ = 0;
+  // Last, so destroyed first: shutting it down completes a scrape in flight, whose handler
+  // writes run_ and re-arms scrape_timer_, which must still be there.
+  std::unique_ptr<http::HttpClient> metrics_client_;
 };
 
 void Flight::OnComplete(const http::ExchangeResult& r) {

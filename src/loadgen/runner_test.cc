@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "http/event_loop.h"
+#include "loadgen/record.h"
 #include "sim/sim_server.h"
 
 namespace latdoc::loadgen {
@@ -114,6 +115,32 @@ TEST(RunnerTest, OpenLoopSendsNothingDueAfterTheDuration) {
     EXPECT_LT(r.scheduled_ns, end_ns) << r.index;
     EXPECT_EQ(r.outcome, Outcome::kOk) << r.index << ": " << r.error;
   }
+}
+
+// A data payload that is not a JSON object (a proxy's HTML page spliced in, a chunk cut short)
+// makes the stream's counts untrustworthy: the request fails as a stream error that quotes the
+// payload, instead of counting as ok with a token silently missing.
+TEST(StreamAccountantTest, PayloadThatIsNotJsonIsAStreamError) {
+  ChunkParser parser;
+  RequestRecord rec;
+  StreamAccountant acct(&rec);
+  int64_t t = 1000;
+  for (const char* payload : {R"({"choices":[{"text":" a","finish_reason":null}]})",
+                              R"({"choices":[{"text":"x")", "<html>oops</html>",
+                              R"({"choices":[{"text":" b","finish_reason":"length"}]})", "[DONE]"})
+    acct.OnPayload(parser.Parse(payload), t += 10);
+  acct.Finish(true, t + 10);
+  EXPECT_EQ(rec.outcome, Outcome::kStreamError);
+  EXPECT_EQ(rec.error, R"(a data payload that is not a JSON object: '{"choices":[{"text":"x"')");
+  // The same stream without the bad payloads is ok with both tokens.
+  RequestRecord good;
+  StreamAccountant ok(&good);
+  for (const char* payload : {R"({"choices":[{"text":" a","finish_reason":null}]})",
+                              R"({"choices":[{"text":" b","finish_reason":"length"}]})", "[DONE]"})
+    ok.OnPayload(parser.Parse(payload), t += 10);
+  ok.Finish(true, t + 10);
+  EXPECT_EQ(good.outcome, Outcome::kOk);
+  EXPECT_EQ(good.output_tokens, 2);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -25,6 +26,7 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -41,6 +43,37 @@ bool WaitFor(int fd, short events, int64_t deadline_ns) {
     if (n > 0) return true;
     if (n < 0 && errno != EINTR) return true;  // let the caller's I/O call report the error
   }
+}
+
+// Connects to the first of `addrs` that accepts, in getaddrinfo's order, all by `deadline_ns`:
+// "localhost" may give ::1 before 127.0.0.1 while the server listens on only one of them.
+// Returns the connected non-blocking socket, or -1 with `error` saying why the last one failed.
+int ConnectFirst(const addrinfo* addrs, int64_t deadline_ns, std::string& error) {
+  error = "connect: no address";
+  for (const addrinfo* ai = addrs; ai != nullptr; ai = ai->ai_next) {
+    Fd fd(::socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (fd.get() < 0) {
+      error = fmt::format("socket: {}", std::strerror(errno));
+      continue;
+    }
+    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 && errno != EINPROGRESS) {
+      error = fmt::format("connect: {}", std::strerror(errno));
+      continue;
+    }
+    if (!WaitFor(fd.get(), POLLOUT, deadline_ns)) {
+      error = "connect: timed out";
+      return -1;  // the time is spent for every later address too
+    }
+    int soerr = 0;
+    socklen_t len = sizeof(soerr);
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soerr, &len);
+    if (soerr != 0) {
+      error = fmt::format("connect: {}", std::strerror(soerr));
+      continue;
+    }
+    return fd.release();
+  }
+  return -1;
 }
 
 IdleCloseFacts Skip(std::string why) {
@@ -60,23 +93,23 @@ IdleCloseFacts CheckIdleClose(const http::Url& url, const std::string& path, int
   std::string port = std::to_string(url.port);
   if (int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res); rc != 0)
     return Skip(fmt::format("resolve {}: {}", url.host, ::gai_strerror(rc)));
-  Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  int crc = fd.get() < 0 ? -1 : ::connect(fd.get(), res->ai_addr, res->ai_addrlen);
-  int cerr = errno;
+  IdleCloseFacts f = CheckIdleCloseAt(res, url, path, max_wait_ns, connect_timeout_ns);
   ::freeaddrinfo(res);
-  if (fd.get() < 0) return Skip(fmt::format("socket: {}", std::strerror(cerr)));
-  if (crc != 0 && cerr != EINPROGRESS) return Skip(fmt::format("connect: {}", std::strerror(cerr)));
-  int64_t deadline = MonoNowNs() + connect_timeout_ns;
-  if (!WaitFor(fd.get(), POLLOUT, deadline)) return Skip("connect: timed out");
-  int soerr = 0;
-  socklen_t len = sizeof(soerr);
-  ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soerr, &len);
-  if (soerr != 0) return Skip(fmt::format("connect: {}", std::strerror(soerr)));
+  return f;
+}
+
+IdleCloseFacts CheckIdleCloseAt(const addrinfo* addrs, const http::Url& url,
+                                const std::string& path, int64_t max_wait_ns,
+                                int64_t connect_timeout_ns) {
+  const int64_t deadline = MonoNowNs() + connect_timeout_ns;
+  std::string error;
+  Fd fd(ConnectFirst(addrs, deadline, error));
+  if (fd.get() < 0) return Skip(error);
 
   std::string host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
   std::string req = fmt::format(
-      "GET {}{} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: latdoc\r\nAccept: */*\r\n\r\n",
-      url.base_path, path, host, url.port);
+      "GET {}{}{}{} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: latdoc\r\nAccept: */*\r\n\r\n",
+      url.base_path, path, url.query.empty() ? "" : "?", url.query, host, url.port);
   size_t sent = 0;
   while (sent < req.size()) {
     if (!WaitFor(fd.get(), POLLOUT, deadline)) return Skip("send: timed out");

@@ -3,6 +3,7 @@
 // applied, which is the ground truth the probe's differences must match within 1 ms. All
 // traffic stays on 127.0.0.1; every probe is bounded by its sample timeout.
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -20,6 +21,7 @@
 
 #include "base/clock.h"
 #include "base/file_util.h"
+#include "net/idle_close.h"
 #include "net/probe.h"
 #include "net/testing/delay_proxy.h"
 #include "stats/sample_summary.h"
@@ -191,6 +193,37 @@ TEST(NetE2eTest, DetectsTheServersIdleClose) {
   EXPECT_LT(MonoNowNs() - t0, 4'000'000'000);
 }
 
+// "localhost" often resolves to ::1 before 127.0.0.1, and the sim listens on 127.0.0.1 only:
+// the check must go on to the next address, as the probe's client does.
+TEST(NetE2eTest, IdleCloseTriesEveryAddress) {
+  SimProcess sim({"--keep-alive-timeout", "1"});
+  sockaddr_in6 v6{};
+  v6.sin6_family = AF_INET6;
+  v6.sin6_addr = in6addr_loopback;
+  v6.sin6_port = htons(sim.port());
+  sockaddr_in v4{};
+  v4.sin_family = AF_INET;
+  v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  v4.sin_port = htons(sim.port());
+  addrinfo second{};
+  second.ai_family = AF_INET;
+  second.ai_socktype = SOCK_STREAM;
+  second.ai_addr = reinterpret_cast<sockaddr*>(&v4);
+  second.ai_addrlen = sizeof(v4);
+  addrinfo first = second;
+  first.ai_family = AF_INET6;
+  first.ai_addr = reinterpret_cast<sockaddr*>(&v6);
+  first.ai_addrlen = sizeof(v6);
+  first.ai_next = &second;
+  http::Url url{"http", "localhost", sim.port(), "", ""};
+  net::IdleCloseFacts f =
+      net::CheckIdleCloseAt(&first, url, "/health", 3'000'000'000, 2'000'000'000);
+  ASSERT_TRUE(f.checked) << f.skipped_reason;
+  EXPECT_TRUE(f.closed);
+  ASSERT_TRUE(f.closed_after_s);
+  EXPECT_NEAR(*f.closed_after_s, 1.0, 0.1);
+}
+
 TEST(NetE2eTest, RefusedConnectionsAreRecordedPerSample) {
   std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());
   int64_t t0 = MonoNowNs();
@@ -350,6 +383,57 @@ TEST(NetE2eTest, CommandLineBadInputAndUnreachable) {
                                ": Connection refused"));
   EXPECT_THAT(r.out, HasSubstr("loss: 2 of 2 samples failed (2 refused)"));
   EXPECT_TRUE(ReadFileToString(json_path).ok());
+}
+
+// An HTTP error is an answer: the server was reached. A bad --model or --cheap-path fails
+// net.loss (exit 1) and stderr says which request got which status, never "no sample reached"
+// (exit 3, kept for name lookup, connect, TLS and timeouts).
+TEST(NetE2eTest, CommandLineHttpErrorsAreAnswersNotUnreachable) {
+  SimProcess sim({});
+  const std::vector<std::string> quick = {"net", "--url", sim.url(), "--samples", "2", "--no-path",
+                                          "--idle-wait", "0", "--stream-tokens", "0", "--no-color"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = quick;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunLatdoc(args);
+  };
+  RunResult model = run({"--model", "nosuch"});  // the GET answers 200, the completion 404
+  EXPECT_EQ(model.exit_code, 1) << model.err;
+  EXPECT_EQ(model.err, "latdoc net: " + sim.url() +
+                           " answered, but every sample failed: POST /v1/completions: HTTP 404 "
+                           "(check --model)\n");
+  EXPECT_THAT(model.out, HasSubstr("net.loss"));
+
+  RunResult path = run({"--cheap-path", "/nope"});
+  EXPECT_EQ(path.exit_code, 1) << path.err;
+  EXPECT_EQ(path.err, "latdoc net: " + sim.url() +
+                          " answered, but every sample failed: GET /nope: HTTP 404 "
+                          "(check --cheap-path)\n");
+
+  RunResult slash = run({"--cheap-path", "health"});
+  EXPECT_EQ(slash.exit_code, 2);
+  EXPECT_EQ(slash.err, "latdoc net: --cheap-path 'health' must start with '/' (e.g. /health)\n");
+}
+
+// Seconds are range-checked before they become int64 nanoseconds (1e11 s would overflow), and
+// before any traffic: the URL here refuses, which would exit 3.
+TEST(NetE2eTest, CommandLineRejectsOutOfRangeSeconds) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());
+  struct Case {
+    std::string flag, value, err;
+  };
+  const Case cases[] = {
+      {"--timeout", "1e11", "--timeout 1e+11: must be more than 0 and at most 86400 seconds"},
+      {"--timeout", "0", "--timeout 0: must be more than 0 and at most 86400 seconds"},
+      {"--idle-wait", "1e10", "--idle-wait 1e+10: must be 0 to 86400 seconds"},
+      {"--idle-wait", "-1", "--idle-wait -1: must be 0 to 86400 seconds"},
+      {"--iperf3-seconds", "0", "--iperf3-seconds 0: must be 1 to 86400 seconds"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = RunLatdoc({"net", "--url", url, "--samples", "1", "--no-path", c.flag, c.value});
+    EXPECT_EQ(r.exit_code, 2) << c.flag << " " << c.value << ": " << r.err;
+    EXPECT_EQ(r.err, "latdoc net: " + c.err + "\n") << c.flag << " " << c.value;
+  }
 }
 
 }  // namespace
