@@ -1,6 +1,7 @@
 // latdoc net --url URL [--samples N] [--compare URL2] [--link-mbps M] [--iperf3-server HOST]
 //            [--insecure] [--json FILE]: the network layer, measured from the client side.
 // Argument parsing, output and exit codes only; the work is in net/ and rules/net_rules.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "base/clock.h"
 #include "base/exit_codes.h"
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "host/command_runner.h"
 #include "http/client.h"
@@ -42,11 +44,35 @@ int Fail(const Status& st) {
   return ExitCodeFor(st);
 }
 
-bool AllFailed(const net::ProbeFacts& p) { return p.loss.samples > 0 && p.loss.failed == p.loss.samples; }
+// Seconds become int64 nanoseconds, which overflow past 292 years; a day is far above any
+// useful bound and far below that.
+constexpr double kMaxSeconds = 86400;
+
+// A sample reached the server when an HTTP answer came back: to the cheap GET (any status), or
+// to a completion after it. A failed name lookup, connect or TLS handshake, a timeout, a reset or
+// a reply that is not HTTP before that: nothing reached it.
+bool Reached(const net::ProbeSample& s) {
+  return s.failed_phase != "cheap" || s.failure == net::FailureReason::kHttpStatus;
+}
+
+// What to check when the server answered every sample with an HTTP error to a request the user
+// shaped with a flag.
+std::string HttpErrorHint(const NetArgs& a, const net::ProbeSample& s) {
+  if (s.failure != net::FailureReason::kHttpStatus) return "";
+  if (s.failed_phase != "cheap") return a.probe.model.empty() ? "" : " (check --model)";
+  return a.probe.cheap_path == net::ProbeOptions{}.cheap_path ? "" : " (check --cheap-path)";
+}
 
 int RunNet(NetArgs& a) {
-  if (a.timeout_s <= 0) return Fail(InvalidArgument("--timeout must be positive"));
-  if (a.idle_wait_s < 0) return Fail(InvalidArgument("--idle-wait must be 0 or more"));
+  if (!(a.timeout_s > 0 && a.timeout_s <= kMaxSeconds))
+    return Fail(InvalidArgument(fmt::format(
+        "--timeout {:g}: must be more than 0 and at most {:g} seconds", a.timeout_s, kMaxSeconds)));
+  if (!(a.idle_wait_s >= 0 && a.idle_wait_s <= kMaxSeconds))
+    return Fail(InvalidArgument(
+        fmt::format("--idle-wait {:g}: must be 0 to {:g} seconds", a.idle_wait_s, kMaxSeconds)));
+  if (a.iperf3_seconds < 1 || a.iperf3_seconds > kMaxSeconds)
+    return Fail(InvalidArgument(fmt::format("--iperf3-seconds {}: must be 1 to {:g} seconds",
+                                            a.iperf3_seconds, kMaxSeconds)));
   if (a.link_mbps < 0) return Fail(InvalidArgument("--link-mbps must be positive"));
   a.probe.sample_timeout_ns = SecToNs(a.timeout_s);
   a.probe.idle_wait_ns = SecToNs(a.idle_wait_s);
@@ -108,7 +134,7 @@ int RunNet(NetArgs& a) {
     nlohmann::json fj = nlohmann::json::array();
     for (const auto& f : findings) fj.push_back(rules::ToJson(f));
     doc["findings"] = std::move(fj);
-    if (Status st = WriteFileAtomic(a.json_path, doc.dump(2) + "\n"); !st.ok()) return Fail(st);
+    if (Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n"); !st.ok()) return Fail(st);
   }
   std::string out = net::RenderNetText(facts);
   report::TextOptions to;
@@ -117,11 +143,21 @@ int RunNet(NetArgs& a) {
   out += "\nFindings\n" + report::RenderFindingsText(findings, to);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
-  if (AllFailed(facts.probe)) {
-    const net::ProbeSample& s = facts.probe.samples.front();
-    std::fprintf(stderr, "latdoc net: no sample reached %s: %s\n", facts.probe.url.c_str(),
-                 s.error.c_str());
-    return kExitCannotRun;
+  const net::ProbeFacts& probe = facts.probe;
+  if (probe.loss.samples > 0 && probe.loss.failed == probe.loss.samples) {
+    auto answered = std::find_if(probe.samples.begin(), probe.samples.end(), Reached);
+    if (answered == probe.samples.end()) {
+      std::fprintf(stderr, "latdoc net: no sample reached %s: %s\n", probe.url.c_str(),
+                   probe.samples.front().error.c_str());
+      return kExitCannotRun;
+    }
+    // The server answered, so this is no network failure: net.loss fails (exit 1), and this
+    // names the request and what came back.
+    std::string request =
+        answered->failed_phase == "cheap" ? "GET " + probe.cheap_path : "POST /v1/completions";
+    std::fprintf(stderr, "latdoc net: %s answered, but every sample failed: %s: %s%s\n",
+                 probe.url.c_str(), request.c_str(), answered->error.c_str(),
+                 HttpErrorHint(a, *answered).c_str());
   }
   return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
 }
@@ -154,7 +190,8 @@ Command RegisterNet(CLI::App& root) {
   app->add_option("--stream-tokens", a->probe.stream_tokens,
                   "Tokens of the stream that measures bytes per token (0: skip)")
       ->capture_default_str();
-  app->add_option("--cheap-path", a->probe.cheap_path, "The cheap GET (404 falls back to /v1/models)")
+  app->add_option("--cheap-path", a->probe.cheap_path,
+                  "Path of the cheap GET, from '/' (a 404 on /health falls back to /v1/models)")
       ->capture_default_str();
   app->add_option("--model", a->probe.model, "Model name for the completions (default: server's)");
   app->add_flag("--no-path", a->no_path, "Do not run tracepath/traceroute");

@@ -103,15 +103,13 @@ CompareFacts ComparePhases(const ProbeFacts& a, const ProbeFacts& b) {
     d.phase = name;
     d.p50_a_ms = pa.p50_ms;
     d.p50_b_ms = pb.p50_ms;
-    if (std::string_view(name) == "tls") {
-      if (!d.p50_a_ms && no_tls(a)) d.p50_a_ms = 0.0;
-      if (!d.p50_b_ms && no_tls(b)) d.p50_b_ms = 0.0;
-      if (d.p50_a_ms && d.p50_b_ms) d.p50_diff_ms = *d.p50_b_ms - *d.p50_a_ms;
-      c.phases.push_back(std::move(d));
-      return;
+    std::optional<double> jitter_a = pa.jitter_ms, jitter_b = pb.jitter_ms;
+    if (d.phase == "tls") {
+      if (!d.p50_a_ms && no_tls(a)) d.p50_a_ms = jitter_a = 0.0;
+      if (!d.p50_b_ms && no_tls(b)) d.p50_b_ms = jitter_b = 0.0;
     }
-    if (pa.p50_ms && pb.p50_ms) d.p50_diff_ms = *pb.p50_ms - *pa.p50_ms;
-    if (pa.jitter_ms && pb.jitter_ms) d.jitter_diff_ms = *pb.jitter_ms - *pa.jitter_ms;
+    if (d.p50_a_ms && d.p50_b_ms) d.p50_diff_ms = *d.p50_b_ms - *d.p50_a_ms;
+    if (jitter_a && jitter_b) d.jitter_diff_ms = *jitter_b - *jitter_a;
     c.phases.push_back(std::move(d));
   };
   add("dns", a.dns, b.dns);

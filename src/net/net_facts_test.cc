@@ -89,6 +89,34 @@ TEST(ComparePhasesTest, BMinusAPerPhase) {
   EXPECT_NEAR(*c.phases[3].jitter_diff_ms, 5.88 - 0.98, 1e-9);
 }
 
+// The TLS handshake's jitter is compared like every other phase's; plain http has none (0).
+TEST(ComparePhasesTest, TlsJitterIsCompared) {
+  ProbeFacts a, b;
+  a.url = "https://a";
+  b.url = "https://b";
+  for (int i = 0; i < 10; ++i) {
+    ProbeSample sa = Ok(i, 1, 2, 10, 9);
+    sa.tls_ms = 3.0;
+    a.samples.push_back(sa);
+    ProbeSample sb = Ok(i, 1, 2, 10, 9);
+    sb.tls_ms = i == 9 ? 33.0 : 3.0;  // p99 - p50 = 0.91 * 30
+    b.samples.push_back(sb);
+  }
+  SummarizeProbe(a);
+  SummarizeProbe(b);
+  const PhaseDiff& tls = ComparePhases(a, b).phases[2];
+  ASSERT_EQ(tls.phase, "tls");
+  ASSERT_TRUE(tls.jitter_diff_ms);
+  EXPECT_NEAR(*tls.jitter_diff_ms, 27.3, 1e-9);
+  ProbeFacts plain;
+  plain.url = "http://a";
+  plain.samples = {Ok(0, 1, 2, 10, 9)};
+  SummarizeProbe(plain);
+  const PhaseDiff& added = ComparePhases(plain, b).phases[2];
+  ASSERT_TRUE(added.jitter_diff_ms);
+  EXPECT_NEAR(*added.jitter_diff_ms, 27.3, 1e-9);
+}
+
 TEST(NetFactsJsonTest, FailedSampleCarriesReasonAndNulls) {
   ProbeSample s;
   s.index = 7;

@@ -175,6 +175,9 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
   ASSIGN_OR_RETURN(http::Url url, http::ParseUrl(options.url));
   if (options.samples < 1) return InvalidArgument("--samples must be at least 1");
   if (options.sample_timeout_ns <= 0) return InvalidArgument("the sample timeout must be positive");
+  if (options.cheap_path.empty() || options.cheap_path.front() != '/')
+    return InvalidArgument(
+        fmt::format("--cheap-path '{}' must start with '/' (e.g. /health)", options.cheap_path));
   const int64_t t0 = MonoNowNs();
   http::EventLoop loop;
   http::ClientOptions co;

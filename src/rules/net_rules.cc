@@ -1,6 +1,7 @@
 #include "rules/net_rules.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include <fmt/core.h>
 
@@ -58,30 +59,64 @@ void NoKeepalive(const ProbeFacts& p, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// How a title says where a phase's added time is.
+std::string_view PhaseWhere(std::string_view phase) {
+  if (phase == "dns") return "in the name lookup";
+  if (phase == "connect") return "at TCP connect";
+  if (phase == "tls") return "in the TLS handshake";
+  if (phase == "ttfb") return "at first byte";
+  if (phase == "ttft_reused") return "to TTFT on a kept-alive connection";
+  return "to TTFT on a new connection";
+}
+
 void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
   if (!nf.compare) return;
   const net::CompareFacts& c = *nf.compare;
-  const net::PhaseDiff* ttfb = nullptr;
-  const net::PhaseDiff* worst = nullptr;
-  for (const auto& d : c.phases) {
-    if (d.phase == "ttfb") ttfb = &d;
-    if (d.p50_diff_ms && (!worst || *d.p50_diff_ms > *worst->p50_diff_ms)) worst = &d;
-  }
-  if (!ttfb || !ttfb->p50_diff_ms) {
+  auto diff = [&](std::string_view phase) -> const net::PhaseDiff* {
+    for (const auto& d : c.phases)
+      if (d.phase == phase && d.p50_diff_ms) return &d;
+    return nullptr;
+  };
+  // The first byte needs an answered request on both sides; without one the other phases would
+  // compare a failure (a refused connect still has a name lookup).
+  if (!diff("ttfb")) {
     Finding f = Make("net.gateway_delay", Severity::kSkip,
                      "Direct vs gateway not compared: one side has no successful sample");
     f.evidence = {Text("url_a", c.url_a), Text("url_b", c.url_b)};
     out.push_back(std::move(f));
     return;
   }
-  double add = *ttfb->p50_diff_ms;
+  // The verdict is the phase where B adds the most. Phases nest (TTFT on a new connection holds
+  // the handshakes; first byte and kept-alive TTFT both hold a request's trip through the
+  // gateway), so one delay shows in several: it is named at the first phase, in this order from
+  // the most specific, within kGatewayTieMs of the extreme.
+  std::vector<const net::PhaseDiff*> known;
+  for (std::string_view phase : {"dns", "connect", "tls", "ttfb", "ttft_reused", "ttft_new"})
+    if (const net::PhaseDiff* d = diff(phase)) known.push_back(d);
+  auto extreme = [&](double sign) {
+    double most = sign * *known.front()->p50_diff_ms;
+    for (const net::PhaseDiff* d : known) most = std::max(most, sign * *d->p50_diff_ms);
+    for (const net::PhaseDiff* d : known)
+      if (sign * *d->p50_diff_ms >= most - kGatewayTieMs) return d;
+    return known.front();
+  };
+  const net::PhaseDiff* worst = extreme(1);
+  const net::PhaseDiff* best = extreme(-1);
+  double add = *worst->p50_diff_ms;
   Severity sev = add >= kGatewayFailMs ? Severity::kFail
                  : add >= kGatewayWarnMs ? Severity::kWarn : Severity::kOk;
+  // B adds nothing that matters and saves more somewhere (e.g. the URLs given the other way
+  // round): say where it is faster.
+  const bool faster = sev == Severity::kOk && -*best->p50_diff_ms > add;
+  const net::PhaseDiff* named = faster ? best : worst;
   Finding f = Make("net.gateway_delay", sev,
-                   add >= 0 ? fmt::format("{} adds {:.1f} ms at first byte over {}", c.url_b, add, c.url_a)
-                            : fmt::format("{} is {:.1f} ms faster at first byte than {}", c.url_b, -add, c.url_a));
+                   faster ? fmt::format("{} is {:.1f} ms faster {} than {}", c.url_b,
+                                        -*best->p50_diff_ms, PhaseWhere(best->phase), c.url_a)
+                          : fmt::format("{} adds {:.1f} ms {} over {}", c.url_b, add,
+                                        PhaseWhere(worst->phase), c.url_a));
   f.evidence.push_back(Text("url_a", c.url_a));
   f.evidence.push_back(Text("url_b", c.url_b));
+  f.evidence.push_back(Text("phase", named->phase));
   for (const auto& d : c.phases) {
     if (!d.p50_diff_ms) continue;
     f.evidence.push_back(Num(d.phase + "_p50_added", d.p50_diff_ms, "ms"));
@@ -100,8 +135,10 @@ void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
 
 void Jitter(const ProbeFacts& p, std::vector<Finding>& out) {
   struct Ph { const char* name; const PhaseStats* s; };
+  // Network phases only: TTFT also holds the server's queue and batching, whose spread is the
+  // server's, not the network's. The cheap request's first byte holds a trivial handler only.
   const Ph phases[] = {{"dns", &p.dns}, {"connect", &p.connect}, {"tls", &p.tls},
-                       {"ttfb", &p.ttfb}, {"ttft_reused", &p.ttft_reused}};
+                       {"ttfb", &p.ttfb}};
   const Ph* worst = nullptr;
   for (const auto& ph : phases)
     if (ph.s->jitter_ms && (!worst || *ph.s->jitter_ms > *worst->s->jitter_ms)) worst = &ph;
@@ -169,6 +206,10 @@ void Loss(const ProbeFacts& p, std::vector<Finding>& out) {
   } else if (l.timeout > 0) {
     f.advice = "Something accepts but does not answer: a hung proxy, a full listen backlog or a "
                "firewall dropping packets; compare with --compare against the server directly.";
+  } else if (l.http_status > 0) {
+    f.advice = "The server answered with an HTTP error: check the model name (--model; GET "
+               "/v1/models lists the server's), the cheap request's path (--cheap-path) and the "
+               "URL's path prefix; the body of the error says more (`curl -i URL/v1/models`).";
   } else {
     f.advice = "Look at the server's and the gateway's logs at the failure times "
                "(`latdoc logs`), and retry with more --samples.";
@@ -303,10 +344,12 @@ void RoundTrip(const ProbeFacts& p, std::vector<Finding>& out) {
 std::optional<double> PerRequestNetworkMs(const ProbeFacts& p) {
   if (!p.ttfb.p50_ms) return std::nullopt;
   double connect = p.connect.p50_ms.value_or(0);
+  // The handshake cost is a difference of TTFTs counted from Send(), so it holds the name
+  // lookup, connect and TLS; ttfb (from the request written) holds none of them.
   double per_connection_extra = 0;
   if (p.keepalive.handshake_cost_ms)
-    per_connection_extra =
-        std::max(0.0, *p.keepalive.handshake_cost_ms - connect - p.tls.p50_ms.value_or(0));
+    per_connection_extra = std::max(0.0, *p.keepalive.handshake_cost_ms - p.dns.p50_ms.value_or(0) -
+                                             connect - p.tls.p50_ms.value_or(0));
   return std::max(*p.ttfb.p50_ms - per_connection_extra, connect);
 }
 

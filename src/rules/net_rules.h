@@ -21,8 +21,9 @@ namespace latdoc::rules {
 inline constexpr double kNoKeepaliveWarnMs = 2.0;       // handshake cost per request
 inline constexpr double kNoKeepaliveWarnShare = 0.05;   // of TTFT on a new connection
 inline constexpr double kNoKeepaliveFailShare = 0.20;
-inline constexpr double kGatewayWarnMs = 2.0;           // added at first byte (p50)
+inline constexpr double kGatewayWarnMs = 2.0;           // added in the worst phase (p50)
 inline constexpr double kGatewayFailMs = 20.0;
+inline constexpr double kGatewayTieMs = 1.0;            // within this of the worst: same delay
 inline constexpr double kJitterWarnMs = 10.0;           // p99 - p50 of a phase
 inline constexpr double kJitterFailMs = 50.0;
 inline constexpr double kLossFailShare = 0.05;          // of samples
@@ -36,9 +37,10 @@ inline constexpr double kRoundTripFailShare = 0.25;
 // The network time one request pays on a kept-alive connection, in ms: the cheap request's time
 // to first byte (request written -> response headers: a round trip, whatever sits on the path,
 // and the server's handling of a trivial request), less what only a new connection pays beyond
-// TCP connect and TLS (the probe's cheap request goes on a new connection; a gateway that
-// opens a backend connection per client connection charges that to its first request), and
-// never less than one TCP round trip (connect). nullopt when the cheap request never answered.
+// the name lookup, TCP connect and TLS (the probe's cheap request goes on a new connection; a
+// gateway that opens a backend connection per client connection charges that to its first
+// request), and never less than one TCP round trip (connect). nullopt when the cheap request
+// never answered.
 std::optional<double> PerRequestNetworkMs(const net::ProbeFacts& p);
 
 std::vector<Finding> EvaluateNetRules(const net::NetFacts& facts);
