@@ -26,6 +26,19 @@ std::string JoinArgv(const std::vector<std::string>& argv) {
 namespace {
 
 constexpr size_t kMaxStdoutBytes = 16u << 20;
+// How long a killed process gets to disappear; SIGKILL normally takes effect at once.
+constexpr int64_t kKillGraceNs = 500 * kNsPerMs;
+
+// Reaps the child `pid` into `status`, polling until `deadline_ns` at most. False if it is still
+// running then. A child that is no longer ours to wait for (ECHILD) counts as reaped.
+bool ReapBy(pid_t pid, int64_t deadline_ns, int* status) {
+  while (true) {
+    pid_t r = ::waitpid(pid, status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return true;
+    if (MonoNowNs() >= deadline_ns) return false;
+    ::usleep(1000);
+  }
+}
 
 class ExecCommandRunner : public CommandRunner {
  public:
@@ -96,13 +109,21 @@ class ExecCommandRunner : public CommandRunner {
       }
     }
     ::close(pipefd[0]);
-    if (timed_out) ::kill(pid, SIGKILL);
+    // End of output is not the end of the program (it may close stdout and run on): the
+    // deadline bounds the wait too.
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    if (!timed_out && !ReapBy(pid, deadline_ns, &status)) timed_out = true;
     if (timed_out) {
-      return DeadlineExceeded(argv[0] + ": no answer within " +
-                              std::to_string(timeout_ns / 1000000) + " ms");
+      ::kill(pid, SIGKILL);
+      const std::string late = argv[0] + ": no answer within " +
+                               std::to_string(timeout_ns / kNsPerMs) + " ms";
+      // A process in uninterruptible sleep (a driver call that never returns) outlives
+      // SIGKILL; doctor must not hang with it, so it is left behind, unreaped.
+      if (!ReapBy(pid, MonoNowNs() + kKillGraceNs, &status)) {
+        return DeadlineExceeded(late + "; pid " + std::to_string(pid) +
+                                " still there after SIGKILL, left behind");
+      }
+      return DeadlineExceeded(late);
     }
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return result;

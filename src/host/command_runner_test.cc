@@ -34,6 +34,19 @@ TEST(ExecCommandRunnerTest, SlowProgramIsKilledAtTheDeadline) {
   EXPECT_LT(took_ns, 2'000'000'000);
 }
 
+// The deadline bounds the whole run, not only the reads: a program that closes its stdout and
+// keeps running is killed at the deadline too.
+TEST(ExecCommandRunnerTest, ProgramThatClosesStdoutAndRunsOnIsKilledAtTheDeadline) {
+  auto r = MakeExecCommandRunner();
+  const int64_t t0 = MonoNowNs();
+  auto res = r->Run({"sh", "-c", "exec >&-; exec sleep 5"}, 100'000'000);
+  const int64_t took_ns = MonoNowNs() - t0;
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(res.status().message(), "sh: no answer within 100 ms");
+  EXPECT_LT(took_ns, 2'000'000'000);
+}
+
 TEST(ReplayCommandRunnerTest, AnswersTheRecordedArgvOnly) {
   auto r = MakeReplayCommandRunner("tests/data/host/mi300x_built/tree/.commands");
   auto res = r->Run({"amd-smi", "metric", "--json"}, 0);

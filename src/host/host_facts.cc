@@ -1,4 +1,5 @@
 #include "host/host_facts.h"
+#include "base/json_text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -50,7 +51,7 @@ void ToJsonImpl(nlohmann::json& j, const HostFacts& f) {
 std::string FactsToJson(const HostFacts& facts) {
   nlohmann::json j;
   ToJsonImpl(j, facts);
-  return j.dump(2) + "\n";
+  return JsonText(j, 2) + "\n";
 }
 
 StatusOr<HostFacts> FactsFromJson(std::string_view text, std::string_view name) {

@@ -1,6 +1,7 @@
 #include "host/pci.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "base/strings.h"
 #include "host/proc_parsers.h"
@@ -24,10 +25,36 @@ Fact<std::string> ReadStringFact(const SysRoot& fs, const std::string& host_path
 
 namespace {
 
-bool LooksLikeBdf(std::string_view s) {
-  // dddd:bb:dd.f
-  return s.size() == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.';
+// Exactly `digits` hex digits (at least `digits` when `at_least`), all of `s`.
+std::optional<uint32_t> ParseHexField(std::string_view s, size_t digits, bool at_least) {
+  if (s.size() < digits || (!at_least && s.size() != digits) || s.size() > 8) return std::nullopt;
+  uint32_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
 }
+
+}  // namespace
+
+// The kernel names devices "%04x:%02x:%02x.%d" (drivers/pci/probe.c pci_setup_device), so the
+// domain is 4 hex digits or more; only the last three fields have fixed widths.
+std::optional<PciAddress> ParsePciAddress(std::string_view name) {
+  // dddd[d...]:bb:dd.f
+  if (name.size() < 12 || name[name.size() - 2] != '.' || name[name.size() - 5] != ':' ||
+      name[name.size() - 8] != ':') {
+    return std::nullopt;
+  }
+  auto domain = ParseHexField(name.substr(0, name.size() - 8), 4, /*at_least=*/true);
+  auto bus = ParseHexField(name.substr(name.size() - 7, 2), 2, false);
+  auto device = ParseHexField(name.substr(name.size() - 4, 2), 2, false);
+  auto function = ParseHexField(name.substr(name.size() - 1), 1, false);
+  if (!domain || !bus || !device || *device > 0x1f || !function || *function > 7) {
+    return std::nullopt;
+  }
+  return PciAddress{*domain, *bus, *device, *function};
+}
+
+namespace {
 
 Fact<double> ReadSpeed(const SysRoot& fs, const std::string& path) {
   auto s = fs.ReadTrimmed(path);
@@ -66,7 +93,7 @@ std::vector<PcieLink> ReadPciePath(const SysRoot& fs, const std::string& bdf) {
     auto slash = p.rfind('/');
     if (slash == std::string::npos) break;
     std::string name = p.substr(slash + 1);
-    if (!LooksLikeBdf(name)) break;
+    if (!ParsePciAddress(name)) break;
     PcieLink l = ReadLink(fs, p, name, first ? "gpu" : "bridge");
     // Root-complex integrated devices and host bridges have no link files: leave them out.
     if (first || l.cur_width.known() || l.cur_speed_gts.known()) path.push_back(std::move(l));
@@ -81,6 +108,7 @@ std::vector<GpuFacts> ListPciGpus(const SysRoot& fs, const std::string& vendor_i
   auto names = fs.List("/sys/bus/pci/devices");
   if (!names.ok()) return gpus;
   for (const auto& bdf : *names) {
+    if (!ParsePciAddress(bdf)) continue;
     const std::string dir = "/sys/bus/pci/devices/" + bdf;
     auto cls = fs.ReadTrimmed(dir + "/class");
     auto ven = fs.ReadTrimmed(dir + "/vendor");

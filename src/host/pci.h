@@ -3,7 +3,10 @@
 // device_discovery_linux.c walks the same ancestors). Read-only; all reads through SysRoot.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "host/host_facts.h"
@@ -14,9 +17,21 @@ namespace latdoc::host {
 inline constexpr const char* kPciVendorNvidia = "0x10de";
 inline constexpr const char* kPciVendorAmd = "0x1002";
 
+// A PCI address as sysfs names it: "0000:0c:00.0". The domain has at least 4 hex digits and
+// more where the platform numbers domains from 0x10000 (Intel VMD: "10000:e1:00.0").
+struct PciAddress {
+  uint32_t domain = 0;
+  uint32_t bus = 0;       // 0-0xff
+  uint32_t device = 0;    // 0-0x1f
+  uint32_t function = 0;  // 0-7
+};
+// nullopt for anything else ("pci0000:00", a stray name in a hand-made tree).
+std::optional<PciAddress> ParsePciAddress(std::string_view name);
+
 // GPUs: PCI class 0x03xxxx (display; 0x0302 for NVIDIA datacenter parts, 0x0380 for MI210/MI250)
-// or 0x12xxxx (processing accelerator: MI300X) of the given vendor, sorted by address. Each has bdf, vendor, driver,
-// numa_node, local_cpulist and pcie_path filled; index is the position in that list.
+// or 0x12xxxx (processing accelerator: MI300X) of the given vendor, sorted by address; entries
+// not named like a PCI address are left out. Each has bdf, vendor, driver, numa_node,
+// local_cpulist and pcie_path filled; index is the position in that list.
 // An empty vendor matches both NVIDIA and AMD. Missing /sys/bus/pci: an empty list.
 std::vector<GpuFacts> ListPciGpus(const SysRoot& fs, const std::string& vendor_id);
 

@@ -1,6 +1,7 @@
 #include "host/server_process.h"
 
 #include <algorithm>
+#include <set>
 
 #include "base/strings.h"
 #include "host/proc_parsers.h"
@@ -11,6 +12,17 @@ namespace {
 std::string_view Basename(std::string_view p) {
   auto slash = p.rfind('/');
   return slash == std::string_view::npos ? p : p.substr(slash + 1);
+}
+
+// Deep enough for any real process tree; a bound against a cycle in a hand-made --sysroot tree.
+constexpr int kMaxAncestors = 64;
+
+// "PPid:" of /proc/<pid>/status; nullopt when the process is gone or the field is missing.
+std::optional<int64_t> ParentPid(const SysRoot& fs, int64_t pid) {
+  auto status = fs.Read("/proc/" + std::to_string(pid) + "/status");
+  if (!status.ok()) return std::nullopt;
+  auto ppid = StatusField(*status, "PPid");
+  return ppid ? ParseInt64(*ppid) : std::nullopt;
 }
 
 }  // namespace
@@ -91,20 +103,34 @@ StatusOr<FoundServer> FindServerProcess(const SysRoot& fs, std::optional<int64_t
   }
   auto names = fs.List("/proc");
   if (!names.ok()) return names.status();
-  std::vector<int64_t> pids;
+  std::map<int64_t, std::vector<std::string>> matches;  // pid -> argv, in pid order
   for (const auto& n : *names) {
-    if (auto p = ParseInt64(n)) pids.push_back(*p);
-  }
-  std::sort(pids.begin(), pids.end());
-  for (int64_t p : pids) {
-    auto cmd = fs.Read("/proc/" + std::to_string(p) + "/cmdline", 64 << 10);
+    auto p = ParseInt64(n);
+    if (!p) continue;
+    auto cmd = fs.Read("/proc/" + n + "/cmdline", 64 << 10);
     if (!cmd.ok()) continue;  // exited or not ours to read: keep looking
     auto argv = SplitNul(*cmd);
-    auto kind = ServerKindFromArgv(argv);
-    if (!kind) continue;
+    if (ServerKindFromArgv(argv)) matches[*p] = std::move(argv);
+  }
+  // Wrappers match too (`uv run vllm serve`, `sudo -u svc vllm serve`, `timeout 3600 vllm
+  // serve`) and start the server as a descendant, usually at a lower pid; a child forked
+  // without exec (sudo's monitor, older vLLM workers) repeats its parent's command line. So walk
+  // up from each match: an ancestor match with another command line is a wrapper, and a match
+  // repeating an ancestor's is a fork copy. The lowest pid left is the server.
+  std::set<int64_t> dropped;
+  for (const auto& [pid, argv] : matches) {
+    std::optional<int64_t> up = ParentPid(fs, pid);
+    for (int depth = 0; up && *up > 0 && depth < kMaxAncestors; ++depth) {
+      auto it = matches.find(*up);
+      if (it != matches.end()) dropped.insert(it->second == argv ? pid : *up);
+      up = ParentPid(fs, *up);
+    }
+  }
+  for (auto& [pid, argv] : matches) {
+    if (dropped.count(pid)) continue;
     FoundServer s;
-    s.pid = p;
-    s.kind = *kind;
+    s.pid = pid;
+    s.kind = *ServerKindFromArgv(argv);
     s.argv = RedactArgv(std::move(argv));
     return s;
   }

@@ -32,8 +32,10 @@ struct FoundServer {
   std::vector<std::string> argv;  // redacted
 };
 
-// The server among /proc/<pid>/cmdline (lowest pid wins), or the process `pid` when given
-// (then any command line is accepted, kind "unknown" if it is none of the above).
+// The server among /proc/<pid>/cmdline: the innermost match, not a wrapper that started it
+// (`uv run vllm serve`, `sudo -u svc vllm serve`) nor a forked copy of it (ancestry from "PPid:"
+// in /proc/<pid>/status); the lowest pid among several servers. Or the process `pid` when
+// given (then any command line is accepted, kind "unknown" if it is none of the above).
 // Error: no server process (the message lists what was looked for), or `pid` not readable.
 StatusOr<FoundServer> FindServerProcess(const SysRoot& fs, std::optional<int64_t> pid);
 

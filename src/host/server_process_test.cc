@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "host/test_tree.h"
+
 namespace latdoc::host {
 namespace {
 
@@ -45,6 +47,43 @@ TEST(ServerProcessTest, FindsTheServerInARecordedTree) {
   EXPECT_EQ(s->kind, "vllm");
   EXPECT_THAT(s->argv, testing::Contains("<redacted>"));
   EXPECT_THAT(s->argv, testing::Not(testing::Contains("sk-test-secret-1234")));
+}
+
+// Wrappers (`uv run`, `sudo -u`, `timeout`) match `vllm serve` too, at lower pids than the
+// server they start; the server is the innermost match. A child forked without exec (older
+// vLLM workers) carries its parent's very command line and is not the server either.
+TEST(ServerProcessTest, PicksTheInnermostMatchNotTheWrapper) {
+  struct Proc {
+    int64_t pid;
+    int64_t ppid;
+    V argv;
+  };
+  const V serve = {"/srv/.venv/bin/python3", "/srv/.venv/bin/vllm", "serve", "m"};
+  const V sudo = {"sudo", "-u", "svc", "vllm", "serve", "m"};
+  const struct {
+    std::vector<Proc> procs;
+    int64_t want;
+  } cases[] = {
+      {{{100, 1, {"uv", "run", "vllm", "serve", "m"}}, {120, 100, serve}}, 120},
+      // sudo forks a monitor (same command line) that starts the command.
+      {{{200, 1, sudo}, {201, 200, sudo}, {202, 201, {"vllm", "serve", "m"}}}, 202},
+      {{{300, 1, {"timeout", "3600", "vllm", "serve", "m"}}, {301, 300, serve}, {302, 301, serve}},
+       301},
+  };
+  for (const auto& c : cases) {
+    TestTree t("tests/data/host/h200_snapshot/tree");
+    for (const auto& p : c.procs) {
+      std::string cmdline;
+      for (const auto& w : p.argv) cmdline += w + std::string(1, '\0');
+      const std::string dir = "/proc/" + std::to_string(p.pid);
+      t.Write(dir + "/cmdline", cmdline);
+      t.Write(dir + "/status", "Name:\tx\nPid:\t" + std::to_string(p.pid) +
+                                   "\nPPid:\t" + std::to_string(p.ppid) + "\n");
+    }
+    auto s = FindServerProcess(SysRoot(t.root()), std::nullopt);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(s->pid, c.want) << c.procs[0].argv[0];
+  }
 }
 
 TEST(ServerProcessTest, NoServerAndBadPidAreErrorsWithReasons) {

@@ -215,7 +215,14 @@ Finding PcieLink(const GpuFacts& g) {
   Finding f = Make(id, Layer::kSystem, Severity::kOk, who + ": PCIe links at full width and speed");
   std::string worst_width, worst_speed;
   bool any_known = false;
-  for (const auto& l : g.pcie_path) {
+  // A link trains to the lower max of its two ends (nvtop keeps the minimum over the path): a
+  // Gen4 card under a Gen5 port runs at full speed at Gen4. The path runs GPU first, root port
+  // last, and the ends pair up from the GPU: the GPU with the port above it, then each switch's
+  // upstream port with the port above that (hops 0-1, 2-3, ...). A hop without a partner (a GPU
+  // on a VM's root bus) has only its own max.
+  const auto& path = g.pcie_path;
+  for (size_t i = 0; i < path.size(); ++i) {
+    const auto& l = path[i];
     std::string text;
     if (l.cur_speed_gts.known() && l.max_speed_gts.known() && l.cur_width.known() &&
         l.max_width.known()) {
@@ -224,12 +231,22 @@ Finding PcieLink(const GpuFacts& g) {
         auto n = host::PcieGenFromGts(gts);
         return n ? fmt::format("Gen{}", *n) : fmt::format("{} GT/s", gts);
       };
+      double limit_gts = *l.max_speed_gts;
+      int64_t limit_width = *l.max_width;
+      if ((i ^ 1) < path.size()) {
+        const auto& other = path[i ^ 1];
+        if (other.max_speed_gts.known()) limit_gts = std::min(limit_gts, *other.max_speed_gts);
+        if (other.max_width.known()) limit_width = std::min(limit_width, *other.max_width);
+      }
       text = fmt::format("{} x{} of {} x{}", gen(*l.cur_speed_gts), *l.cur_width,
                          gen(*l.max_speed_gts), *l.max_width);
-      if (*l.cur_width < *l.max_width && worst_width.empty()) {
+      if (limit_gts + 0.01 < *l.max_speed_gts || limit_width < *l.max_width) {
+        text += fmt::format(" (link max {} x{})", gen(limit_gts), limit_width);
+      }
+      if (*l.cur_width < limit_width && worst_width.empty()) {
         worst_width = l.role + " " + l.bdf + ": " + text;
       }
-      if (*l.cur_speed_gts + 0.01 < *l.max_speed_gts && worst_speed.empty()) {
+      if (*l.cur_speed_gts + 0.01 < limit_gts && worst_speed.empty()) {
         worst_speed = l.role + " " + l.bdf + ": " + text;
       }
     } else {
@@ -289,8 +306,10 @@ std::set<int64_t> CpuSet(const std::string& list) {
   return v ? std::set<int64_t>(v->begin(), v->end()) : std::set<int64_t>();
 }
 
-// GPU indices the server uses: *_VISIBLE_DEVICES when set to plain indices, else all.
-std::vector<const GpuFacts*> ServerGpus(const HostFacts& facts) {
+// GPU indices the server uses: *_VISIBLE_DEVICES when set to plain indices, else all. When
+// the variable names none of the host's GPUs (an index past the end, CUDA's "-1"), the result
+// is empty and `*why` says so.
+std::vector<const GpuFacts*> ServerGpus(const HostFacts& facts, std::string* why = nullptr) {
   std::vector<const GpuFacts*> all;
   for (const auto& g : facts.gpus) all.push_back(&g);
   if (!facts.server || !facts.server->env.known()) return all;
@@ -305,6 +324,10 @@ std::vector<const GpuFacts*> ServerGpus(const HostFacts& facts) {
       for (const auto& g : facts.gpus) {
         if (g.index == *idx) picked.push_back(&g);
       }
+    }
+    if (picked.empty() && why) {
+      *why = fmt::format("{}={} names no GPU of this host ({} found)", var, it->second,
+                         facts.gpus.size());
     }
     return picked;
   }
@@ -333,7 +356,9 @@ Finding GpuNuma(const HostFacts& facts) {
     }
     return f;
   }
-  auto gpus = ServerGpus(facts);
+  std::string none_visible;
+  auto gpus = ServerGpus(facts, &none_visible);
+  if (gpus.empty()) return Skip(id, Layer::kSystem, "server NUMA binding", none_visible);
   std::set<int64_t> local;
   std::vector<int64_t> gpu_nodes;
   for (const auto* g : gpus) {
@@ -678,10 +703,14 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
 
   // GPU memory of the server's GPUs (for the batch defaults and the KV budget).
   std::optional<int64_t> mem_mib;
+  bool a100 = false;
   for (const auto* g : ServerGpus(facts)) {
     if (g->memory_total_mib.known()) mem_mib = std::max(mem_mib.value_or(0), *g->memory_total_mib);
+    a100 |= g->name.known() && ToLower(*g->name).find("a100") != std::string::npos;
   }
-  const bool big_gpu = mem_mib && *mem_mib >= 70 * 1024;
+  // vLLM's get_batch_defaults gives the large defaults to >= 70 GiB GPUs other than the A100
+  // (it tests "a100" in the device name): an A100-80GB gets 256 (vllm.md section 6).
+  const bool big_gpu = mem_mib && *mem_mib >= 70 * 1024 && !a100;
 
   {  // config.gpu_memory_utilization
     auto gmu = FlagDouble(a, "--gpu-memory-utilization");
@@ -717,7 +746,7 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
       basis = "--max-num-seqs";
     } else if (mem_mib) {
       eff = big_gpu ? 1024 : 256;
-      basis = big_gpu ? "default for >= 70 GiB GPUs" : "default";
+      basis = big_gpu ? "default for >= 70 GiB GPUs" : a100 ? "default on A100" : "default";
     }
     if (!eff) {
       out.push_back(Skip("config.max_num_seqs", L, who, "GPU memory unknown, so the default is unknown"));

@@ -189,6 +189,50 @@ TEST(HostRulesTest, NvidiaPcieSpeedDropIsNormalOnlyWhileIdle) {
   EXPECT_EQ(Worst(JudgeHost(f, {}))["gpu.pcie_link"], Severity::kWarn);
 }
 
+// A link trains to the lower max of its two ends (nvtop takes the minimum over the path): a
+// Gen4 card under a Gen5 root port, or an x8 card in an x16 slot, runs at full speed. The ends
+// pair up from the GPU: the GPU with the port above it, then each switch's upstream port with
+// the port above that.
+TEST(HostRulesTest, PcieLinkLimitIsTheLowerMaxOfItsTwoEnds) {
+  HostFacts f = OneNvidiaGpu();
+  auto& g = f.gpus[0];
+  g.bdf = "0000:03:00.0";
+  g.name = Fact<std::string>::Known("NVIDIA A100-PCIE-40GB");  // built for Gen4
+  g.util_pct = Fact<int64_t>::Known(90);                       // busy: a slow link would count
+  auto hop = [](const char* bdf, double cur_gts, int64_t cur_w, double max_gts, int64_t max_w) {
+    return host::PcieLink{bdf, std::string(bdf) == "0000:03:00.0" ? "gpu" : "bridge",
+                          Fact<double>::Known(cur_gts), Fact<double>::Known(max_gts),
+                          Fact<int64_t>::Known(cur_w), Fact<int64_t>::Known(max_w)};
+  };
+  auto judge = [&](std::vector<host::PcieLink> path) {
+    g.pcie_path = std::move(path);
+    return One(JudgeHost(f, {}), "gpu.pcie_link");
+  };
+  // Gen4 x16 card in a Gen5 x16 root port.
+  Finding l = judge({hop("0000:03:00.0", 16, 16, 16, 16), hop("0000:00:01.0", 16, 16, 32, 16)});
+  EXPECT_EQ(SeverityName(l.severity), "ok") << l.title;
+  EXPECT_EQ(l.title,
+            "GPU 0 (0000:03:00.0, NVIDIA A100-PCIE-40GB): PCIe links at full width and speed");
+  // x8 card in an x16 slot.
+  l = judge({hop("0000:03:00.0", 16, 8, 16, 8), hop("0000:00:01.0", 16, 8, 16, 16)});
+  EXPECT_EQ(SeverityName(l.severity), "ok") << l.title;
+  // Behind a switch: the downstream port pairs with the card, the upstream port with the root
+  // port; the switch's own x16 uplink trained x8 is a fault even though the card is x8.
+  l = judge({hop("0000:03:00.0", 16, 8, 16, 8), hop("0000:02:00.0", 16, 8, 16, 16),
+             hop("0000:01:00.0", 16, 16, 16, 16), hop("0000:00:01.0", 16, 16, 32, 16)});
+  EXPECT_EQ(SeverityName(l.severity), "ok") << l.title;
+  l = judge({hop("0000:03:00.0", 16, 8, 16, 8), hop("0000:02:00.0", 16, 8, 16, 16),
+             hop("0000:01:00.0", 16, 8, 16, 16), hop("0000:00:01.0", 16, 8, 32, 16)});
+  EXPECT_EQ(SeverityName(l.severity), "fail");
+  EXPECT_EQ(l.title, "GPU 0 (0000:03:00.0, NVIDIA A100-PCIE-40GB): PCIe link trained narrower than "
+                     "it can: bridge 0000:01:00.0: Gen4 x8 of Gen4 x16");
+  // Both ends can do x16 but the link came up x8: still a fault.
+  l = judge({hop("0000:03:00.0", 16, 8, 16, 16), hop("0000:00:01.0", 16, 8, 32, 16)});
+  EXPECT_EQ(SeverityName(l.severity), "fail");
+  EXPECT_EQ(l.title, "GPU 0 (0000:03:00.0, NVIDIA A100-PCIE-40GB): PCIe link trained narrower than "
+                     "it can: gpu 0000:03:00.0: Gen4 x8 of Gen4 x16");
+}
+
 TEST(HostRulesTest, UnknownFactsGiveSkipWithTheReason) {
   HostFacts f = OneNvidiaGpu();
   f.gpus[0].clocks_event_reasons = Fact<uint64_t>::Unknown("nvidia-smi: not installed");
@@ -249,6 +293,41 @@ TEST(HostRulesTest, MaxNumSeqsDefaultFollowsGpuMemoryAndTheKnee) {
   EXPECT_EQ(One(JudgeHost(f, o), "config.max_num_seqs").severity, Severity::kWarn);
   o.sweep_knee_concurrency = 600;
   EXPECT_EQ(One(JudgeHost(f, o), "config.max_num_seqs").severity, Severity::kOk);
+}
+
+// vLLM's get_batch_defaults: 1024 only on >= 70 GiB GPUs that are not A100s (vllm.md section 6).
+TEST(HostRulesTest, MaxNumSeqsDefaultIs256OnA100Even80GB) {
+  HostFacts f = Load("mi300x_built");
+  for (auto& g : f.gpus) {
+    g.name = Fact<std::string>::Known("NVIDIA A100-SXM4-80GB");
+    g.memory_total_mib = Fact<int64_t>::Known(81920);
+  }
+  EXPECT_EQ(One(JudgeHost(f, {}), "config.max_num_seqs").title,
+            "vLLM pid 4242: max_num_seqs 256 (default on A100); no sweep given (latdoc sweep finds "
+            "the knee)");
+  f.gpus[0].name = Fact<std::string>::Known("NVIDIA H100 80GB HBM3");
+  f.gpus[1].name = f.gpus[0].name;
+  EXPECT_EQ(One(JudgeHost(f, {}), "config.max_num_seqs").title,
+            "vLLM pid 4242: max_num_seqs 1024 (default for >= 70 GiB GPUs); no sweep given "
+            "(latdoc sweep finds the knee)");
+}
+
+// *_VISIBLE_DEVICES naming no GPU of this host (an index past the end, CUDA's -1) leaves no
+// GPU to compare the server's CPUs with: skip and say why, never a numactl line without nodes.
+TEST(HostRulesTest, VisibleDevicesMatchingNoGpuSkipsTheNumaCheck) {
+  for (auto [var, value] : {std::pair{"HIP_VISIBLE_DEVICES", "3"},
+                            std::pair{"CUDA_VISIBLE_DEVICES", "-1"}}) {
+    HostFacts f = Load("mi300x_built");
+    std::map<std::string, std::string> env = {{var, value}};
+    f.server->env = Fact<std::map<std::string, std::string>>::Known(env);
+    f.server->cpus_allowed_list = Fact<std::string>::Known("0-95");
+    Finding n = One(JudgeHost(f, {}), "gpu.numa");
+    EXPECT_EQ(SeverityName(n.severity), "skip") << var << ": " << n.title << " / " << n.advice;
+    ASSERT_FALSE(n.evidence.empty()) << var;
+    EXPECT_EQ(n.evidence[0].text,
+              std::string(var) + "=" + value + " names no GPU of this host (2 found)");
+    EXPECT_THAT(n.advice, testing::Not(testing::HasSubstr("--cpunodebind=")));
+  }
 }
 
 TEST(HostRulesTest, LoggingSeverities) {

@@ -31,14 +31,12 @@ const std::map<std::string, std::string>& AmdDeviceNames() {
 //   domain 0
 // Returns {gfx name, CU count} for the KFD node whose domain/location_id is `bdf`.
 std::optional<std::string> KfdArch(const SysRoot& fs, const std::string& bdf) {
+  auto addr = ParsePciAddress(bdf);
+  if (!addr) return std::nullopt;
   auto nodes = fs.List("/sys/class/kfd/kfd/topology/nodes");
   if (!nodes.ok()) return std::nullopt;
   // bdf "0000:0c:00.0" -> domain 0, location_id = bus << 8 | dev << 3 | fn.
-  auto dom = ParseUint64("0x" + bdf.substr(0, 4));
-  unsigned long bus = std::strtoul(bdf.substr(5, 2).c_str(), nullptr, 16);
-  unsigned long dev = std::strtoul(bdf.substr(8, 2).c_str(), nullptr, 16);
-  unsigned long fn = std::strtoul(bdf.substr(11, 1).c_str(), nullptr, 16);
-  const int64_t location = static_cast<int64_t>(bus << 8 | dev << 3 | fn);
+  const int64_t location = addr->bus << 8 | addr->device << 3 | addr->function;
   for (const auto& n : *nodes) {
     auto props = fs.Read("/sys/class/kfd/kfd/topology/nodes/" + n + "/properties");
     if (!props.ok()) continue;
@@ -50,7 +48,7 @@ std::optional<std::string> KfdArch(const SysRoot& fs, const std::string& bdf) {
       }
     }
     if (kv["simd_count"] == 0 || kv["location_id"] != location) continue;
-    if (dom && kv.count("domain") && kv["domain"] != static_cast<int64_t>(*dom)) continue;
+    if (kv.count("domain") && kv["domain"] != addr->domain) continue;
     int64_t gfx = kv["gfx_target_version"];  // MMmmss decimal: 90402 -> gfx942
     char name[32];
     std::snprintf(name, sizeof(name), "gfx%lld%llx%llx", static_cast<long long>(gfx / 10000),
@@ -116,6 +114,24 @@ void FillFromRocmSmi(const ProbeContext& ctx, std::vector<GpuFacts>& gpus,
   api->shut_down();
 }
 
+// amd-smi prints the amdsmi_dev_perf_level_t enumerator (amdsmi.h), with or without its
+// AMDSMI_DEV_PERF_LEVEL_ prefix depending on the version: "AMDSMI_DEV_PERF_LEVEL_STABLE_MIN_SCLK".
+// The facts carry the names power_dpm_force_performance_level uses (amdgpu_pm.c), which the
+// rules know. An unrecognised name is kept, lower-cased.
+std::string SysfsPerfLevel(std::string_view amdsmi_name) {
+  static const auto* kNames = new std::map<std::string, std::string, std::less<>>{
+      {"stable_std", "profile_standard"},
+      {"stable_peak", "profile_peak"},
+      {"stable_min_mclk", "profile_min_mclk"},
+      {"stable_min_sclk", "profile_min_sclk"},
+      {"determinism", "perf_determinism"}};
+  std::string p = ToLower(amdsmi_name);
+  const std::string_view prefix = "amdsmi_dev_perf_level_";
+  if (p.rfind(prefix, 0) == 0) p = p.substr(prefix.size());
+  auto it = kNames->find(p);
+  return it == kNames->end() ? p : it->second;
+}
+
 // `amd-smi metric --json`: a list of per-GPU objects (older) or {"gpu_data": [...]} (newer):
 //   [{"gpu": 0, "usage": {"gfx_activity": {"value": 0, "unit": "%"}, ...},
 //     "perf_level": "AMDSMI_DEV_PERF_LEVEL_AUTO", ...}]
@@ -138,10 +154,8 @@ void FillFromAmdSmi(const ProbeContext& ctx, std::vector<GpuFacts>& gpus,
     const auto& e = j[i];
     GpuFacts& g = gpus[i];
     if (!g.perf_level.known() && e.contains("perf_level") && e["perf_level"].is_string()) {
-      std::string p = ToLower(e["perf_level"].get<std::string>());
-      const std::string prefix = "amdsmi_dev_perf_level_";
-      if (p.rfind(prefix, 0) == 0) p = p.substr(prefix.size());
-      g.perf_level = Fact<std::string>::Known(p, "amd-smi metric --json");
+      g.perf_level = Fact<std::string>::Known(SysfsPerfLevel(e["perf_level"].get<std::string>()),
+                                              "amd-smi metric --json");
     }
     if (!g.util_pct.known() && e.contains("usage") && e["usage"].contains("gfx_activity")) {
       const auto& a = e["usage"]["gfx_activity"];

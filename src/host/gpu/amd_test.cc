@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 
 #include "host/collector.h"
@@ -12,6 +13,8 @@ namespace {
 
 const std::string kGpu0 =
     "/sys/devices/pci0000:00/0000:00:01.1/0000:0a:00.0/0000:0b:00.0/0000:0c:00.0";
+const std::string kGpu1 =
+    "/sys/devices/pci0000:80/0000:80:01.1/0000:8a:00.0/0000:8b:00.0/0000:8c:00.0";
 
 HostFacts Collect(const std::string& root) {
   CollectOptions o;
@@ -99,6 +102,67 @@ TEST(AmdVendorTest, AmdSmiFillsOnlyWhatSysfsDidNotGive) {
   // GPU 1 kept its sysfs value.
   EXPECT_EQ(f.gpus.at(1).perf_level.source,
             "/sys/bus/pci/devices/0000:8c:00.0/power_dpm_force_performance_level");
+}
+
+// amd-smi prints the amdsmi_dev_perf_level_t names (AMDSMI_DEV_PERF_LEVEL_STABLE_MIN_SCLK, or
+// without the prefix in some versions); the facts carry the sysfs names the rules know.
+TEST(AmdVendorTest, AmdSmiPerfLevelNamesBecomeTheSysfsNames) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  t.Remove(kGpu0 + "/power_dpm_force_performance_level");
+  t.Remove(kGpu1 + "/power_dpm_force_performance_level");
+  const std::pair<const char*, const char*> kLevels[] = {
+      {"AUTO", "auto"},
+      {"LOW", "low"},
+      {"HIGH", "high"},
+      {"MANUAL", "manual"},
+      {"STABLE_STD", "profile_standard"},
+      {"STABLE_PEAK", "profile_peak"},
+      {"STABLE_MIN_MCLK", "profile_min_mclk"},
+      {"STABLE_MIN_SCLK", "profile_min_sclk"},
+      {"DETERMINISM", "perf_determinism"}};
+  for (auto [amdsmi, sysfs] : kLevels) {
+    t.Write("/.commands/amd-smi.1.out",
+            std::string("[{\"gpu\": 0, \"perf_level\": \"AMDSMI_DEV_PERF_LEVEL_") + amdsmi +
+                "\"}, {\"gpu\": 1, \"perf_level\": \"" + amdsmi + "\"}]");
+    HostFacts f = Collect(t.root());
+    EXPECT_EQ(f.gpus.at(0).perf_level.value_or("?"), sysfs) << amdsmi;
+    EXPECT_EQ(f.gpus.at(1).perf_level.value_or("?"), sysfs) << amdsmi;
+  }
+}
+
+// PCI domains wider than 4 hex digits (Intel VMD puts its devices in 10000 and up) still give
+// the link path and the KFD architecture; a stray entry that is no PCI address (a hand-made
+// --sysroot tree) is not a GPU, and nothing throws.
+TEST(AmdVendorTest, LongPciDomainAndOddEntryNamesAreHandled) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  const std::string port = "/sys/devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:06.0";
+  const std::string dev = port + "/10000:e1:00.0";
+  for (const std::string& d : {port, dev}) {
+    t.Write(d + "/current_link_speed", "32.0 GT/s PCIe\n");
+    t.Write(d + "/max_link_speed", "32.0 GT/s PCIe\n");
+    t.Write(d + "/current_link_width", "16\n");
+    t.Write(d + "/max_link_width", "16\n");
+  }
+  t.Write(dev + "/class", "0x120000\n");
+  t.Write(dev + "/vendor", "0x1002\n");
+  t.Write(dev + "/device", "0x74a1\n");
+  std::filesystem::create_directory_symlink("../../../devices/pci0000:00/0000:00:0e.0/"
+                                            "pci10000:e0/10000:e0:06.0/10000:e1:00.0",
+                                            t.root() + "/sys/bus/pci/devices/10000:e1:00.0");
+  t.Write("/sys/class/kfd/kfd/topology/nodes/9/properties",
+          "simd_count 1216\nsimd_per_cu 4\ngfx_target_version 90402\nlocation_id 57600\n"
+          "domain 65536\n");
+  t.Write("/sys/bus/pci/devices/x/class", "0x120000\n");
+  t.Write("/sys/bus/pci/devices/x/vendor", "0x1002\n");
+  HostFacts f = Collect(t.root());
+  ASSERT_EQ(f.gpus.size(), 3u);
+  const GpuFacts& g = f.gpus.at(2);
+  EXPECT_EQ(g.bdf, "10000:e1:00.0");
+  EXPECT_EQ(g.name.value_or(""), "AMD Instinct MI300X (gfx942, 304 CU)");
+  ASSERT_EQ(g.pcie_path.size(), 2u);
+  EXPECT_EQ(g.pcie_path[0].bdf, "10000:e1:00.0");
+  EXPECT_EQ(g.pcie_path[1].bdf, "10000:e0:06.0");
+  EXPECT_EQ(g.pcie_path[1].max_width.value_or(0), 16);
 }
 
 TEST(AmdVendorTest, WithoutAmdSmiAMissingFileStaysUnknown) {
