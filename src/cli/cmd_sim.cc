@@ -12,22 +12,7 @@ namespace latdoc::cli {
 
 namespace {
 
-struct SimArgs {
-  sim::SimConfig cfg;
-  std::string chunked = "true";
-};
-
-int RunSim(SimArgs& args) {
-  sim::SimConfig& cfg = args.cfg;
-  if (args.chunked == "true" || args.chunked == "1") {
-    cfg.engine.enable_chunked_prefill = true;
-  } else if (args.chunked == "false" || args.chunked == "0") {
-    cfg.engine.enable_chunked_prefill = false;
-  } else {
-    fmt::print(stderr, "latdoc sim: --enable-chunked-prefill: expected true or false, got '{}'\n",
-               args.chunked);
-    return kExitBadInput;
-  }
+int RunSim(const sim::SimConfig& cfg) {
   http::RaiseFileLimit();
   http::EventLoop loop;
   sim::SimServer server(loop, cfg);
@@ -53,11 +38,9 @@ Command RegisterSim(CLI::App& root) {
       "sim",
       "Run a simulated OpenAI-compatible inference server that behaves like vLLM\n"
       "(continuous batching, KV cache, /metrics, logs, injectable pathologies).");
-  auto args = std::make_shared<SimArgs>();
-  sim::SimConfig* cfg = &args->cfg;
+  auto cfg = std::make_shared<sim::SimConfig>();
   sim::EngineConfig& e = cfg->engine;
   sim::FaultRates& f = cfg->faults;
-  std::string& chunked = args->chunked;
 
   app->add_option("--host", cfg->host, "Address to listen on")->capture_default_str();
   app->add_option("--port", cfg->port, "Port (0: any free port)")->capture_default_str();
@@ -74,7 +57,12 @@ Command RegisterSim(CLI::App& root) {
   app->add_option("--max-num-seqs", e.max_num_seqs, "Max running requests")->group(g)->capture_default_str();
   app->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "Token budget per step")
       ->group(g)->capture_default_str();
-  app->add_option("--enable-chunked-prefill", chunked, "true|false")->group(g)->capture_default_str();
+  // vLLM's boolean flags have --x and --no-x forms (argparse.BooleanOptionalAction); an
+  // explicit value (--enable-chunked-prefill false) is still taken, as before.
+  app->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", e.enable_chunked_prefill,
+                "Split long prompts over steps (default: on)")
+      ->expected(0, 1)
+      ->group(g);
   app->add_option("--block-size", e.block_size, "KV block size in tokens")->group(g)->capture_default_str();
   app->add_option("--max-model-len", e.max_model_len, "Max prompt + output tokens")->group(g)->capture_default_str();
   app->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
@@ -124,7 +112,7 @@ Command RegisterSim(CLI::App& root) {
   app->add_option("--sim-fault-reset-after", f.reset_after_first_token,
                   "Rate of connection resets after the first token")->group(p);
   app->add_option("--sim-fault-cut-stream", f.cut_stream,
-                  "Rate of streams ended half-way without [DONE]")->group(p);
+                  "Rate of responses cut half-way (streams end without [DONE])")->group(p);
   app->add_option("--sim-fault-slow-first-byte", f.slow_first_byte,
                   "Rate of requests held by the front end")->group(p);
   app->add_option("--sim-slow-first-byte-ms", f.slow_first_byte_ms, "...for this long")->group(p);
@@ -140,7 +128,7 @@ Command RegisterSim(CLI::App& root) {
   app->add_option("--max-body-bytes", cfg->max_body_bytes, "Larger request bodies get 413")
       ->group(o)->capture_default_str();
 
-  return {app, [args] { return RunSim(*args); }};
+  return {app, [cfg] { return RunSim(*cfg); }};
 }
 
 }  // namespace latdoc::cli

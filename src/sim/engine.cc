@@ -81,7 +81,9 @@ int Engine::Schedule(Seq& s, int budget) {
   int remaining = s.req.max_tokens - s.generated;
   if (s.req.stop_at_tokens > 0) remaining = std::min(remaining, s.req.stop_at_tokens - s.generated);
   int n = std::min({config_.spec_tokens, std::max(remaining, 1), budget});
-  if (n <= 0 || !Grow(s, s.req.prompt_tokens + s.generated + n)) return 0;
+  // As vLLM's allocate_slots: room for the computed tokens and the n this step computes (the
+  // last sampled token first); the token the step samples gets its KV in the next step.
+  if (n <= 0 || !Grow(s, s.computed + n)) return 0;
   return n;
 }
 

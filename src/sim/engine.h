@@ -125,7 +125,7 @@ class Engine {
  private:
   struct Seq {
     EngineRequest req;
-    int computed = 0;     // tokens whose KV is computed (prompt + generated)
+    int computed = 0;     // tokens whose KV is computed (prompt + generated - 1 when decoding)
     int generated = 0;
     int blocks = 0;
     int scheduled_now = 0;  // tokens scheduled in the current step

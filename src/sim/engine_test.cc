@@ -180,6 +180,22 @@ TEST(EngineTest, PreemptionVictimIsTheNewestRunningRequest) {
   EXPECT_EQ(preempted.front(), 2u);
 }
 
+// vLLM's allocate_slots reserves cdiv(num_computed + num_new, block_size) blocks: a step holds
+// KV for the tokens computed so far and those it computes, not for the token it samples.
+TEST(EngineTest, KvBlocksCoverComputedAndScheduledTokensOnly) {
+  EngineConfig c = Small();
+  c.block_size = 16;
+  Engine e(c);
+  e.Add({1, 15, 40, 0});
+  // Step 0 computes the 15 prompt tokens; step i > 0 the token sampled in step i - 1.
+  for (int i = 0; e.has_work(); ++i) {
+    e.BeginStep(0);
+    EXPECT_EQ(e.total_blocks() - e.free_blocks(), (15 + i + 15) / 16) << "step " << i;
+    StepOutput out;
+    e.FinishStep(&out);
+  }
+}
+
 TEST(EngineTest, AbortFreesBlocks) {
   Engine e(Small());
   e.Add({1, 100, 10, 0});

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/json_text.h"
 #include "base/strings.h"
 #include "http/server.h"
 #include "sim/metrics.h"
@@ -90,7 +91,7 @@ uint64_t Fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ULL) {
   return h;
 }
 
-std::string Escape(std::string_view s) { return json(std::string(s)).dump(); }  // with quotes
+std::string Escape(std::string_view s) { return JsonText(json(std::string(s))); }  // with quotes
 
 // vLLM's ErrorResponse, fields in its order: {"error":{"message","type","param","code"}}.
 std::string ErrorBody(int code, std::string_view type, std::string_view message) {
@@ -101,7 +102,7 @@ std::string ErrorBody(int code, std::string_view type, std::string_view message)
   e["code"] = code;
   nlohmann::ordered_json j;
   j["error"] = std::move(e);
-  return j.dump();
+  return JsonText(j);
 }
 
 // vLLM's log line prefix: "(APIServer pid=N) INFO MM-DD HH:MM:SS [file.py:line] message".
@@ -163,7 +164,7 @@ struct PendingTrace {
     if (fields.is_null()) return;
     written_ns.resize(token_chunks, -1);
     fields["written_ns"] = std::move(written_ns);
-    std::string line = fields.dump() + "\n";
+    std::string line = JsonText(fields) + "\n";
     std::fwrite(line.data(), 1, line.size(), file.get());
     std::fflush(file.get());
   }
@@ -197,6 +198,7 @@ struct SimServer::Impl {
         engine(cfg.engine),
         metrics(cfg.engine.max_model_len),
         rng(cfg.seed),
+        jitter_rng(Mix(cfg.seed)),
         step_timer(l),
         stats_timer(l),
         model_json(Escape(cfg.served_model_name)) {}
@@ -212,34 +214,39 @@ struct SimServer::Impl {
   // Returns the status sent (or that will be sent), 0 when the connection was reset.
   int Route(const http::Request& req, const std::shared_ptr<http::ResponseStream>& out) {
     const std::string& p = req.path;
-    bool get = req.method == "GET" || req.method == "HEAD";
+    bool get = req.method == "GET";
+    bool head = req.method == "HEAD";
     bool post = req.method == "POST";
-    auto not_allowed = [&] {
-      out->Send(405, "application/json", R"({"detail":"Method Not Allowed"})");
-      return 405;
+    // uvicorn answers HEAD with the headers alone; a body would be read by a kept-alive client
+    // as the start of its next response.
+    auto send = [&](int status, std::string_view content_type, std::string_view body) {
+      out->Send(status, content_type, head ? std::string_view() : body);
+      return status;
     };
+    auto not_allowed = [&] {
+      return send(405, "application/json", R"({"detail":"Method Not Allowed"})");
+    };
+    // vLLM's /health and /v1/models are FastAPI @get routes, which (unlike Starlette's) do not
+    // add HEAD: it gets 405 (fastapi/fastapi#1773). /metrics is prometheus_client's ASGI app
+    // mounted as is, which answers HEAD like GET.
     if (p == "/health") {
       if (!get) return not_allowed();
-      out->Send(200, "", "");
-      return 200;
+      return send(200, "", "");
     }
     if (p == "/metrics") {
-      if (!get) return not_allowed();
-      out->Send(200, "text/plain; version=0.0.4; charset=utf-8",
-                metrics.Render(cfg.served_model_name));
-      return 200;
+      if (!get && !head) return not_allowed();
+      return send(200, "text/plain; version=0.0.4; charset=utf-8",
+                  metrics.Render(cfg.served_model_name));
     }
     if (p == "/v1/models") {
       if (!get) return not_allowed();
-      out->Send(200, "application/json", ModelsJson());
-      return 200;
+      return send(200, "application/json", ModelsJson());
     }
     if (p == "/v1/completions" || p == "/v1/chat/completions") {
       if (!post) return not_allowed();
       return Generate(req, out, p == "/v1/chat/completions");
     }
-    out->Send(404, "application/json", R"({"detail":"Not Found"})");
-    return 404;
+    return send(404, "application/json", R"({"detail":"Not Found"})");
   }
 
   std::string ModelsJson() const {
@@ -254,7 +261,7 @@ struct SimServer::Impl {
     nlohmann::ordered_json list;
     list["object"] = "list";
     list["data"] = nlohmann::ordered_json::array({m});
-    return list.dump();
+    return JsonText(list);
   }
 
   int SendError(const std::shared_ptr<http::ResponseStream>& out, int code,
@@ -399,6 +406,8 @@ struct SimServer::Impl {
       if (!OptBool(*so, "include_usage", &a->include_usage, &err) ||
           !OptBool(*so, "continuous_usage_stats", &a->continuous_usage, &err))
         return SendError(out, 400, "BadRequestError", "stream_options." + err);
+      // vLLM: include_continuous_usage = include_usage and continuous_usage_stats.
+      a->continuous_usage = a->continuous_usage && a->include_usage;
       if (!a->stream)
         return SendError(out, 400, "BadRequestError",
                          "Stream options can only be defined when `stream=True`.");
@@ -416,12 +425,15 @@ struct SimServer::Impl {
                                    max_len, a->prompt_tokens));
     }
     int64_t mt = want ? *want : (chat ? max_len - a->prompt_tokens : 16);
-    if (a->prompt_tokens + mt > max_len) {
+    // prompt + mt would overflow for max_tokens near INT64_MAX: compare against what is left,
+    // and sum unsigned for the message (both terms are positive, so it fits).
+    if (mt > max_len - a->prompt_tokens) {
       return SendError(out, 400, "BadRequestError",
                        fmt::format("This model's maximum context length is {} tokens. However, you "
                                    "requested {} tokens ({} in the messages, {} in the completion). "
                                    "Please reduce the length of the messages or completion.",
-                                   max_len, a->prompt_tokens + mt, a->prompt_tokens, mt));
+                                   max_len, uint64_t(a->prompt_tokens) + uint64_t(mt),
+                                   a->prompt_tokens, mt));
     }
     a->max_tokens = static_cast<int>(mt);
 
@@ -444,7 +456,6 @@ struct SimServer::Impl {
     else if (hit(f.cut_stream)) a->fault = Fault::kCut;
     // A slow front end is independent of the other faults: its own draw.
     bool slow = std::uniform_real_distribution<double>(0, 1)(rng) < f.slow_first_byte;
-    if (a->fault == Fault::kCut) a->cut_after = std::max(1, a->max_tokens / 2);
 
     a->id = next_id++;
     uint64_t h = Mix(cfg.seed ^ Mix(a->id));
@@ -466,6 +477,9 @@ struct SimServer::Impl {
       stop_at = p >= 1 ? 1 : std::max(1, int(std::ceil(std::log(u) / std::log1p(-p))));
       if (stop_at > a->max_tokens) stop_at = 0;
     }
+    // Half of the tokens the request will really get, so that an early EOS cannot end it first.
+    if (a->fault == Fault::kCut)
+      a->cut_after = std::max(1, (stop_at > 0 ? stop_at : a->max_tokens) / 2);
     if (cfg.enable_log_requests) {
       log.Line("INFO", "logger.py:49",
                fmt::format("Received request {}: params: SamplingParams(n=1, presence_penalty=0.0, "
@@ -585,14 +599,14 @@ struct SimServer::Impl {
     out += '"';
   }
 
-  void AppendUsage(std::string& out, const Active& a) const {
+  static void AppendUsage(std::string& out, int prompt_tokens, int completion_tokens) {
     fmt::format_to(std::back_inserter(out),
                    R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}})",
-                   a.prompt_tokens, a.prompt_tokens + a.generated, a.generated);
+                   prompt_tokens, prompt_tokens + completion_tokens, completion_tokens);
   }
-  std::string UsageJson(const Active& a) const {
+  static std::string UsageJson(const Active& a) {
     std::string s;
-    AppendUsage(s, a);
+    AppendUsage(s, a.prompt_tokens, a.generated);
     return s;
   }
 
@@ -611,7 +625,7 @@ struct SimServer::Impl {
   void AppendUsageTail(std::string& out, const Active& a) const {
     out += R"(,"stop_reason":null}],"usage":)";
     if (a.continuous_usage) {
-      AppendUsage(out, a);
+      AppendUsage(out, a.prompt_tokens, a.generated);
     } else {
       out += "null";
     }
@@ -656,7 +670,7 @@ struct SimServer::Impl {
           AppendChunkHead(chunk, a);
           chunk += R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":)";
           if (a.continuous_usage) {
-            AppendUsage(chunk, a);
+            AppendUsage(chunk, a.prompt_tokens, 0);  // as vLLM: the role precedes every token
           } else {
             chunk += "null";
           }
@@ -680,7 +694,11 @@ struct SimServer::Impl {
       return Drop(a, "reset_after_first_token");
     }
     if (cut) {
-      a.out->EndChunked();  // a clean HTTP end, but no finish_reason and no [DONE]
+      if (a.stream) {
+        a.out->EndChunked();  // a clean HTTP end, but no finish_reason and no [DONE]
+      } else {
+        a.out->Abort(/*reset=*/false);  // no headers went out: the connection closes unanswered
+      }
       return Drop(a, "cut_stream");
     }
     if (ev.finish == FinishReason::kNone) return true;
@@ -716,7 +734,7 @@ struct SimServer::Impl {
       if (a.include_usage) {
         AppendChunkHead(tail, a);
         tail += R"("choices":[],"usage":)";
-        AppendUsage(tail, a);
+        AppendUsage(tail, a.prompt_tokens, a.generated);
         tail += "}\n\n";
       }
       tail += "data: [DONE]\n\n";
@@ -789,7 +807,10 @@ struct SimServer::Impl {
   SimConfig cfg;
   Engine engine;
   SimMetrics metrics;
-  std::mt19937_64 rng;
+  std::mt19937_64 rng;         // per-request draws (faults), in arrival order
+  // Network jitter draws per write, as many as the responses happen to need: from `rng` they
+  // would shift which requests fault for a given seed.
+  std::mt19937_64 jitter_rng;
   http::EventLoop::Timer step_timer, stats_timer;
   std::string model_json;
   std::unique_ptr<http::Server> server;
@@ -832,9 +853,10 @@ Status SimServer::Start() {
   o.keep_alive_timeout_ns = SecToNs(s.cfg.keep_alive_timeout_s);
   if (s.cfg.network_delay_ms > 0 || s.cfg.network_jitter_ms > 0) {
     o.write_delay_ns = [&s] {
-      double j = s.cfg.network_jitter_ms > 0
-                     ? std::uniform_real_distribution<double>(0, s.cfg.network_jitter_ms)(s.rng)
-                     : 0;
+      double j =
+          s.cfg.network_jitter_ms > 0
+              ? std::uniform_real_distribution<double>(0, s.cfg.network_jitter_ms)(s.jitter_rng)
+              : 0;
       return s.Scaled((s.cfg.network_delay_ms + j) * 1e6);
     };
   }

@@ -25,7 +25,9 @@ struct FaultRates {
   double http_429 = 0, http_500 = 0, http_503 = 0;
   double reset_before_first_token = 0;
   double reset_after_first_token = 0;
-  double cut_stream = 0;          // the stream ends after half its tokens, without [DONE]
+  // After half its tokens a stream ends without [DONE]; a plain response is never sent (the
+  // connection closes).
+  double cut_stream = 0;
   double slow_first_byte = 0;     // the front end holds the request for slow_first_byte_ms
   double slow_first_byte_ms = 1000;
 };

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <thread>
 
@@ -142,6 +143,83 @@ TEST(SimServerTest, ContinuousUsageAndTokenIdPrompts) {
     EXPECT_EQ(c["usage"]["prompt_tokens"], 7);
     EXPECT_EQ(c["usage"]["completion_tokens"], i + 1);
   }
+}
+
+// vLLM's role chunk goes out before any token is counted: completion_tokens 0.
+TEST(SimServerTest, ChatRoleChunkCountsNoCompletionTokens) {
+  Sim sim(FastConfig());
+  json req = {{"messages", {{{"role", "user"}, {"content", "hello there"}}}},
+              {"max_completion_tokens", 3}, {"stream", true}, {"ignore_eos", true},
+              {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}};
+  BlockingResponse r = sim.Post("/v1/chat/completions", req);
+  ASSERT_EQ(r.sse_data.size(), 6u);  // role, 3 tokens, usage, [DONE]
+  EXPECT_EQ(json::parse(r.sse_data[0])["usage"],
+            json({{"prompt_tokens", 2}, {"total_tokens", 2}, {"completion_tokens", 0}}));
+  EXPECT_EQ(json::parse(r.sse_data[1])["usage"]["completion_tokens"], 1);
+}
+
+// vLLM sends continuous usage only when include_usage is on as well.
+TEST(SimServerTest, ContinuousUsageNeedsIncludeUsage) {
+  Sim sim(FastConfig());
+  json req = Completion(3, true);
+  req["stream_options"] = {{"include_usage", false}, {"continuous_usage_stats", true}};
+  BlockingResponse r = sim.Post("/v1/completions", req);
+  ASSERT_EQ(r.sse_data.size(), 4u);  // 3 tokens, [DONE]
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(json::parse(r.sse_data[i])["usage"].is_null()) << i;
+}
+
+TEST(SimServerTest, HugeMaxTokensIsAContextLengthError) {
+  Sim sim(FastConfig());
+  json req = {{"prompt", "x"}, {"max_tokens", std::numeric_limits<int64_t>::max()}};
+  BlockingResponse r = sim.Post("/v1/completions", req);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body)["error"]["message"],
+            "This model's maximum context length is 2048 tokens. However, you requested "
+            "9223372036854775808 tokens (1 in the messages, 9223372036854775807 in the "
+            "completion). Please reduce the length of the messages or completion.");
+}
+
+// Writes `raw` on one connection and reads until the server closes it.
+std::string Exchange(uint16_t port, const std::string& raw) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string got;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL) == ssize_t(raw.size())) {
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, size_t(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+// HEAD is answered with headers only, so a kept-alive connection reads the next response at
+// its first byte. vLLM's FastAPI @get routes (/health, /v1/models) answer HEAD with 405;
+// /metrics is a mounted Prometheus app that answers any method.
+TEST(SimServerTest, HeadResponsesHaveNoBody) {
+  Sim sim(FastConfig());
+  std::string got = Exchange(sim.port(),
+                             "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "HEAD /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::vector<std::string> heads;
+  size_t pos = 0;
+  for (size_t end; (end = got.find("\r\n\r\n", pos)) != std::string::npos; pos = end + 4)
+    heads.push_back(got.substr(pos, end - pos));
+  EXPECT_EQ(pos, got.size());  // nothing but heads
+  ASSERT_EQ(heads.size(), 5u);
+  EXPECT_THAT(heads[0], ::testing::StartsWith("HTTP/1.1 200 OK"));
+  EXPECT_THAT(heads[1], ::testing::StartsWith("HTTP/1.1 405 Method Not Allowed"));
+  EXPECT_THAT(heads[2], ::testing::StartsWith("HTTP/1.1 405 Method Not Allowed"));
+  EXPECT_THAT(heads[3], ::testing::StartsWith("HTTP/1.1 404 Not Found"));
+  EXPECT_THAT(heads[4], ::testing::StartsWith("HTTP/1.1 200 OK"));
 }
 
 TEST(SimServerTest, EosStopsEarlyWithoutIgnoreEos) {
@@ -431,6 +509,53 @@ TEST(SimFaultTest, CutStreamEndsWithoutDone) {
   EXPECT_TRUE(r.complete);
   ASSERT_EQ(r.sse_data.size(), 5u);
   EXPECT_NE(r.sse_data.back(), "[DONE]");
+}
+
+// The cut falls at half the tokens the stream will really have, so an early EOS cannot
+// outrun it: at rate 1 every stream is cut.
+TEST(SimFaultTest, CutStreamFiresBeforeAnEarlyEos) {
+  SimConfig c = FastConfig();
+  c.faults.cut_stream = 1.0;
+  c.mean_output_tokens = 4;
+  Sim sim(c);
+  for (int i = 0; i < 10; ++i) {
+    json req = {{"prompt", "prompt number " + std::to_string(i)}, {"max_tokens", 200},
+                {"stream", true}};
+    BlockingResponse r = sim.Post("/v1/completions", req);
+    ASSERT_FALSE(r.sse_data.empty()) << i;
+    EXPECT_NE(r.sse_data.back(), "[DONE]") << i;
+  }
+}
+
+// A plain response has no stream to end early: the cut closes the connection at once, so the
+// client reads it short instead of waiting for a response that never comes.
+TEST(SimFaultTest, CutNonStreamedResponseClosesTheConnection) {
+  SimConfig c = FastConfig();
+  c.faults.cut_stream = 1.0;
+  Sim sim(c);
+  int64_t t0 = MonoNowNs();
+  BlockingResponse r = sim.Post("/v1/completions", Completion(10, false));
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.err, 0);  // an orderly close, not the client's receive timeout
+  EXPECT_LT(MonoNowNs() - t0, 5 * kNsPerSec);
+}
+
+// Jitter draws from its own stream: turning it on must not change which requests fault.
+TEST(SimFaultTest, JitterDoesNotChangeWhichRequestsFault) {
+  auto statuses = [](double jitter_ms) {
+    SimConfig c = FastConfig();
+    c.faults.http_500 = 0.5;
+    c.network_jitter_ms = jitter_ms;
+    Sim sim(c);
+    std::vector<int> s;
+    for (int i = 0; i < 16; ++i)
+      s.push_back(sim.Post("/v1/completions", Completion(2, true)).status);
+    return s;
+  };
+  std::vector<int> without = statuses(0);
+  EXPECT_THAT(without, ::testing::Contains(200));
+  EXPECT_THAT(without, ::testing::Contains(500));
+  EXPECT_EQ(statuses(1), without);
 }
 
 TEST(SimFaultTest, SlowFirstByte) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <thread>
 
@@ -219,6 +220,23 @@ TEST(BenchCliTest, BadOptionsExit2) {
   RunResult d = RunLatdoc({"bench", "--url", "http://127.0.0.1:1", "--dataset", "/nonexistent.jsonl"});
   EXPECT_EQ(d.exit_code, 2);
   EXPECT_THAT(d.err, HasSubstr("/nonexistent.jsonl: No such file or directory"));
+}
+
+// vLLM's forms of the chunked-prefill switch are flags (argparse BooleanOptionalAction): a
+// flag followed by another option, and its --no- form, both start the simulator as asked.
+TEST(SimCliTest, ChunkedPrefillTakesVllmsFlagForms) {
+  for (auto [flag, want] : {std::pair{"--enable-chunked-prefill", "enabled"},
+                            std::pair{"--no-enable-chunked-prefill", "disabled"}}) {
+    const std::string log = TempPath(std::string("chunked") + want + ".log");
+    {
+      SimProcess sim({flag, "--max-num-seqs", "4", "--log-file", log});
+      ASSERT_NE(sim.port(), 0) << flag;
+    }
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(text, HasSubstr(std::string("Chunked prefill is ") + want)) << flag;
+    std::remove(log.c_str());
+  }
 }
 
 TEST(BenchCliTest, MissedSloExits1) {
