@@ -281,6 +281,20 @@ Status WriteFileAtomic(const std::string& path, std::string_view content) {
   return Status::Ok();
 }
 
+Status CheckOutputPath(const std::string& path) {
+  if (path.empty()) return InvalidArgument("an output path is empty");
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return InvalidArgument(fmt::format("{}: is a directory, not a file", path));
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return InvalidArgument(fmt::format("{}: no such directory {}", path, dir));
+  if (::access(dir.c_str(), W_OK) != 0)
+    return InvalidArgument(fmt::format("{}: directory {} is not writable", path, dir));
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<InputStream>> OpenInput(const std::string& path) {
   std::unique_ptr<Source> src;
   if (path == "-") {

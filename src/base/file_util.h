@@ -23,6 +23,11 @@ StatusOr<std::string> ReadFileToString(const std::string& path);
 // at `path` that was not there before, and the temporary is removed.
 Status WriteFileAtomic(const std::string& path, std::string_view content);
 
+// Whether a file can be written at `path` later (its directory exists and is writable, and the
+// path is not a directory): checked before a run, so no measurement is lost to a typo in an
+// output path. InvalidArgument naming the path otherwise.
+Status CheckOutputPath(const std::string& path);
+
 enum class Compression { kNone, kGzip, kZstd };
 
 // A sequential byte source over a file or standard input ("-"), decompressing gzip or zstd

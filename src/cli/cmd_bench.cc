@@ -8,6 +8,7 @@
 #include "base/clock.h"
 #include "base/exit_codes.h"
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
@@ -71,12 +72,17 @@ int RunBenchCommand(BenchArgs& a) {
     a.random.token_ids = a.random.token_ids && o.endpoint == loadgen::Endpoint::kCompletions;
     o.prompts = loadgen::RandomPrompts(a.random, total);
   }
+  // Output paths are checked before any load is sent (no run lost to a typo).
+  for (const std::string* p : {&a.json_out, &a.requests_out}) {
+    if (p->empty()) continue;
+    if (Status st = CheckOutputPath(*p); !st.ok()) return Fail(st);
+  }
   auto run = loadgen::RunBench(o);
   if (!run.ok()) return Fail(run.status());
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
-    if (Status st = WriteFileAtomic(a.json_out, s.json.dump(2) + "\n"); !st.ok()) return Fail(st);
+    if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) return Fail(st);
   }
   if (!a.requests_out.empty()) {
     if (Status st = WriteFileAtomic(a.requests_out, loadgen::RequestsJsonl(*run)); !st.ok())

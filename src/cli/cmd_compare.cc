@@ -7,6 +7,7 @@
 
 #include "base/exit_codes.h"
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "compare/compare.h"
 
@@ -36,14 +37,14 @@ int RunCompare(CompareArgs& args) {
   auto r = compare::Compare(*a, *b, o);
   if (!r.ok()) return Fail(r.status());
   if (!args.json_path.empty()) {
-    if (Status st = WriteFileAtomic(args.json_path, compare::CompareToJson(*r).dump(2) + "\n"); !st.ok()) {
+    if (Status st = WriteFileAtomic(args.json_path, JsonText(compare::CompareToJson(*r), 2) + "\n"); !st.ok()) {
       fmt::print(stderr, "latdoc compare: {}\n", st.message());
       return ExitCodeFor(st);
     }
   }
   std::string out = compare::RenderCompareText(*r, o);
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return args.fail_on_worse && r->worse > 0 ? kExitFindings : kExitOk;
+  return args.fail_on_worse && (r->worse > 0 || r->findings_worse > 0) ? kExitFindings : kExitOk;
 }
 
 }  // namespace
@@ -58,7 +59,7 @@ Command RegisterCompare(CLI::App& root) {
   app->add_option("B", a->b, "The result after")->required();
   app->add_option("--json", a->json_path, "Write the comparison as JSON (schema latdoc.compare/1)");
   app->add_flag("--all", a->all, "List metrics within noise too");
-  app->add_flag("--fail-on-worse", a->fail_on_worse, "Exit 1 when any metric got worse beyond noise");
+  app->add_flag("--fail-on-worse", a->fail_on_worse, "Exit 1 when any metric got worse beyond noise, or a finding is new or more severe");
   app->add_option("--seed", a->seed, "Seed of the bootstrap resampling")->capture_default_str();
   return Command{app, [a] { return RunCompare(*a); }};
 }

@@ -2,13 +2,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/core.h>
 
 #include "base/exit_codes.h"
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "diagnose/demo.h"
 #include "diagnose/diagnose.h"
@@ -33,13 +36,23 @@ void AddOutputs(CLI::App* app, Outputs& o) {
   app->add_flag("--quiet", o.quiet, "No terminal summary");
 }
 
+// The output paths, checked before anything runs: a typo must not cost a load test, nor leave
+// one report written and another not.
+Status CheckOutputs(const Outputs& o) {
+  for (const std::string* p : {&o.json, &o.markdown, &o.html}) {
+    if (p->empty()) continue;
+    if (Status st = CheckOutputPath(*p); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
 int Write(const diagnose::DiagnoseResult& r, const Outputs& o) {
   if (!o.quiet) fmt::print("{}", diagnose::RenderDiagnoseText(r, report::StdoutWantsColor(), o.show_ok));
   auto put = [](const std::string& path, const std::string& text) {
     if (path.empty()) return Status::Ok();
     return WriteFileAtomic(path, text);
   };
-  Status st = put(o.json, r.doc.dump(2) + "\n");
+  Status st = put(o.json, JsonText(r.doc, 2) + "\n");
   if (st.ok() && !o.markdown.empty()) st = put(o.markdown, report::RenderMarkdownReport(r.doc));
   if (st.ok() && !o.html.empty()) st = put(o.html, report::RenderHtmlReport(r.doc));
   if (!st.ok()) {
@@ -93,8 +106,29 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
     return kExitBadInput;
   }
   d.net_timeout_ns = int64_t(a.net_timeout_s * 1e9);
+  if (d.sweep_max < 2) {
+    fmt::print(stderr, "latdoc diagnose: --sweep-max must be at least 2\n");
+    return kExitBadInput;
+  }
   if (d.concurrency < 1 || d.requests < 1 || d.baseline_requests < 1) {
     fmt::print(stderr, "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
+    return kExitBadInput;
+  }
+  // Inputs the user named must exist: a misspelt --trace is bad input, not a layer that
+  // quietly failed under an otherwise clean report.
+  std::vector<std::pair<const char*, std::string>> inputs;
+  for (const auto& t : d.traces) inputs.push_back({"--trace", t});
+  for (const auto& l : d.logs)
+    if (l != "-") inputs.push_back({"--logs", l});
+  if (!d.facts_path.empty()) inputs.push_back({"--facts", d.facts_path});
+  for (const auto& [flag, path] : inputs) {
+    if (::access(path.c_str(), R_OK) != 0) {
+      fmt::print(stderr, "latdoc diagnose: {} {}: {}\n", flag, path, std::strerror(errno));
+      return kExitBadInput;
+    }
+  }
+  if (Status st = CheckOutputs(a.out); !st.ok()) {
+    fmt::print(stderr, "latdoc diagnose: {}\n", st.message());
     return kExitBadInput;
   }
   d.progress = !a.out.quiet && ::isatty(2);
@@ -129,6 +163,10 @@ int RunDemoCommand(DemoArgs& a) {
   if (a.out.html.empty()) a.out.html = a.dir + "/report.html";
   if (a.out.json.empty()) a.out.json = a.dir + "/diagnosis.json";
   if (a.out.markdown.empty()) a.out.markdown = a.dir + "/report.md";
+  if (Status st = CheckOutputs(a.out); !st.ok()) {
+    fmt::print(stderr, "latdoc demo: {}\n", st.message());
+    return kExitBadInput;
+  }
   auto r = diagnose::RunDemo(a.demo);
   if (!r.ok()) {
     fmt::print(stderr, "latdoc demo: {}\n", r.status().message());
@@ -163,6 +201,8 @@ Command RegisterDiagnose(CLI::App& root) {
   app->add_option("--concurrency", d.concurrency, "Target load")->capture_default_str();
   app->add_option("--requests", d.requests, "Requests at the target load")->capture_default_str();
   app->add_option("--baseline-requests", d.baseline_requests, "Requests at concurrency 1")->capture_default_str();
+  app->add_flag("--sweep", d.sweep, "Also step up the load to find the latency knee (as latdoc sweep)");
+  app->add_option("--sweep-max", d.sweep_max, "Highest concurrency the sweep tries")->capture_default_str();
   app->add_option("--input-len", d.workload.input_len, "Prompt tokens")->capture_default_str();
   app->add_option("--output-len", d.workload.output_len, "Tokens to generate")->capture_default_str();
   app->add_flag("--token-ids", d.workload.token_ids, "Send prompts as token ids (exact lengths)");

@@ -11,6 +11,7 @@
 
 #include "base/exit_codes.h"
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "host/collector.h"
 #include "host/host_facts.h"
@@ -86,7 +87,7 @@ int RunDoctor(const DoctorArgs& a) {
     nlohmann::json fj = nlohmann::json::array();
     for (const auto& f : findings) fj.push_back(rules::ToJson(f));
     doc["findings"] = std::move(fj);
-    Status st = WriteFileAtomic(a.json_path, doc.dump(2) + "\n");
+    Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n");
     if (!st.ok()) return Fail(st);
   }
 

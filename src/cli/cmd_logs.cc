@@ -13,6 +13,7 @@
 
 #include "base/exit_codes.h"
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "logs/log_analyzer.h"
 #include "logs/log_follower.h"
@@ -51,7 +52,7 @@ int Report(const LogsArgs& a, const logs::LogFacts& facts) {
     nlohmann::json fj = nlohmann::json::array();
     for (const auto& f : findings) fj.push_back(rules::ToJson(f));
     doc["findings"] = std::move(fj);
-    Status st = WriteFileAtomic(a.json_path, doc.dump(2) + "\n");
+    Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n");
     if (!st.ok()) return Fail(st);
   }
   logs::SummaryOptions so;

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/exit_codes.h"
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "base/strings.h"
 #include "cli/command.h"
 #include "loadgen/results.h"
@@ -134,10 +135,7 @@ int RunSweepCommand(SweepArgs& a) {
   // Output paths are checked before any load is sent (no sweep lost to a typo).
   for (const std::string* p : {&a.json_out, &a.csv_out, &a.svg_out}) {
     if (p->empty()) continue;
-    std::string dir = p->find('/') == std::string::npos ? "." : p->substr(0, p->rfind('/'));
-    if (dir.empty()) dir = "/";
-    if (::access(dir.c_str(), W_OK) != 0)
-      return Fail(InvalidArgument(fmt::format("{}: directory not writable", *p)));
+    if (Status st = CheckOutputPath(*p); !st.ok()) return Fail(st);
   }
 
   auto runner = loadgen::MakeBenchStepRunner(o);
@@ -164,7 +162,7 @@ int RunSweepCommand(SweepArgs& a) {
   ctx.date = date;
   int rc = kExitOk;
   if (!a.json_out.empty()) {
-    if (Status st = WriteFileAtomic(a.json_out, loadgen::SweepJson(r, s, ctx).dump(2) + "\n"); !st.ok())
+    if (Status st = WriteFileAtomic(a.json_out, JsonText(loadgen::SweepJson(r, s, ctx), 2) + "\n"); !st.ok())
       return Fail(st);
   }
   if (!a.csv_out.empty()) {

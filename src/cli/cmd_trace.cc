@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/exit_codes.h"
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "cli/command.h"
 #include "report/findings_text.h"
 #include "rules/trace_rules.h"
@@ -130,7 +131,7 @@ int Run(TraceArgs& a) {
     nlohmann::json fj = nlohmann::json::array();
     for (const auto& f : findings) fj.push_back(rules::ToJson(f));
     doc["findings"] = std::move(fj);
-    const Status st = WriteFileAtomic(a.json_path, doc.dump(2) + "\n");
+    const Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n");
     if (!st.ok()) {
       std::fprintf(stderr, "latdoc trace: %s\n", st.message().c_str());
       return ExitCodeFor(st);

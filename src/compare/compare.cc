@@ -309,31 +309,56 @@ void CompareTrace(const json& fa, const json& fb, const std::string& group, Comp
       group, kThresholdCentre * 100, kThresholdKernel * 100));
 }
 
+// Severity as a rank: a change to a higher one is worse.
+int SeverityRank(const std::string& s) {
+  static const char* kOrder[] = {"skip", "ok", "info", "warn", "fail"};
+  for (int i = 0; i < 5; ++i)
+    if (s == kOrder[i]) return i;
+  return -1;
+}
+
 void CompareFindings(const json& a, const json& b, CompareResult& r) {
-  struct F { std::string layer, severity, title; };
-  auto read = [](const json& d) {
-    std::map<std::string, F> m;
+  struct F { std::string id, layer, severity, title; };
+  auto str = [](const json& f, const char* k) {
+    return f.contains(k) && f[k].is_string() ? f[k].get<std::string>() : std::string();
+  };
+  auto list = [&](const json& d) {
+    std::vector<F> v;
     if (d.contains("findings") && d["findings"].is_array())
       for (const auto& f : d["findings"])
         if (f.is_object() && f.contains("id") && f["id"].is_string())
-          m[f["id"].get<std::string>()] = F{f.value("layer", std::string()),
-                                            f.value("severity", std::string()),
-                                            f.value("title", std::string())};
-    return m;
+          v.push_back({f["id"].get<std::string>(), str(f, "layer"), str(f, "severity"), str(f, "title")});
+    return v;
   };
-  auto fa = read(a), fb = read(b);
+  const std::vector<F> la = list(a), lb = list(b);
+  // A rule that judges each GPU or NIC on its own gives one finding per subject under one id,
+  // titled "SUBJECT: ..." ("GPU 1 (0000:3b:00.0): power limit ..."). Such ids are matched by
+  // id and subject; every other id by id alone (its title carries numbers that change).
+  std::map<std::string, int> most;
+  for (const auto* l : {&la, &lb}) {
+    std::map<std::string, int> n;
+    for (const F& f : *l) most[f.id] = std::max(most[f.id], ++n[f.id]);
+  }
+  auto key = [&](const F& f) {
+    if (most[f.id] < 2) return f.id;
+    const size_t colon = f.title.find(": ");
+    return f.id + " " + (colon == std::string::npos ? f.title : f.title.substr(0, colon));
+  };
+  std::map<std::string, F> fa, fb;
+  for (const F& f : la) fa.emplace(key(f), f);
+  for (const F& f : lb) fb.emplace(key(f), f);
   auto counts = [](const std::string& s) { return s == "warn" || s == "fail"; };
-  for (const auto& [id, f] : fb) {
-    auto it = fa.find(id);
+  for (const auto& [k, f] : fb) {
+    auto it = fa.find(k);
     if (it == fa.end()) {
-      if (counts(f.severity)) r.findings.push_back({id, f.layer, "new", "", f.severity, f.title});
+      if (counts(f.severity)) r.findings.push_back({f.id, f.layer, "new", "", f.severity, f.title});
     } else if (it->second.severity != f.severity) {
-      r.findings.push_back({id, f.layer, "severity", it->second.severity, f.severity, f.title});
+      r.findings.push_back({f.id, f.layer, "severity", it->second.severity, f.severity, f.title});
     }
   }
-  for (const auto& [id, f] : fa)
-    if (!fb.count(id) && counts(f.severity))
-      r.findings.push_back({id, f.layer, "resolved", f.severity, "", f.title});
+  for (const auto& [k, f] : fa)
+    if (!fb.count(k) && counts(f.severity))
+      r.findings.push_back({f.id, f.layer, "resolved", f.severity, "", f.title});
 }
 
 std::string Fmt(std::optional<double> v) {
@@ -432,7 +457,10 @@ Interval BootstrapDiff(const std::vector<double>& a, const std::vector<double>& 
   return iv;
 }
 
-StatusOr<CompareResult> Compare(const LoadedResult& a, const LoadedResult& b, const CompareOptions& o) {
+namespace {
+
+StatusOr<CompareResult> CompareDocs(const LoadedResult& a, const LoadedResult& b,
+                                    const CompareOptions& o) {
   if (a.kind != b.kind)
     return InvalidArgument(fmt::format(
         "{} is a {} result but {} is a {} result: compare two results of the same kind", a.path,
@@ -488,7 +516,26 @@ StatusOr<CompareResult> Compare(const LoadedResult& a, const LoadedResult& b, co
     if (m.verdict == "better") ++r.better;
     if (m.verdict == "worse") ++r.worse;
   }
+  for (const auto& f : r.findings) {
+    if (f.change == "new" || (f.change == "severity" &&
+                              SeverityRank(f.severity_b) > SeverityRank(f.severity_a)))
+      ++r.findings_worse;
+  }
   return r;
+}
+
+}  // namespace
+
+StatusOr<CompareResult> Compare(const LoadedResult& a, const LoadedResult& b,
+                                const CompareOptions& o) {
+  // The files passed their schema check, but a field of the wrong type (a null where a string
+  // or object belongs) must be an error that names them, not an abort.
+  try {
+    return CompareDocs(a, b, o);
+  } catch (const json::exception& e) {
+    return InvalidArgument(fmt::format("{} / {}: a field has an unexpected type ({})", a.path,
+                                       b.path, e.what()));
+  }
 }
 
 std::string RenderCompareText(const CompareResult& r, const CompareOptions& o) {
@@ -534,7 +581,9 @@ std::string RenderCompareText(const CompareResult& r, const CompareOptions& o) {
     }
   }
   for (const auto& n : r.notes) out += "Note: " + n + "\n";
-  out += fmt::format("\nBeyond noise: {} better, {} worse.\n", r.better, r.worse);
+  out += fmt::format("\nBeyond noise: {} better, {} worse.", r.better, r.worse);
+  if (r.findings_worse > 0) out += fmt::format(" Findings: {} new or more severe.", r.findings_worse);
+  out += "\n";
   return out;
 }
 
@@ -584,6 +633,7 @@ ordered_json CompareToJson(const CompareResult& r) {
   j["notes"] = r.notes;
   j["better"] = r.better;
   j["worse"] = r.worse;
+  j["findings_worse"] = r.findings_worse;
   return j;
 }
 

@@ -88,6 +88,7 @@ struct CompareResult {
   std::vector<FindingChange> findings;
   std::vector<std::string> notes;     // what could not be compared, and why
   int better = 0, worse = 0;          // metrics beyond noise in each direction
+  int findings_worse = 0;             // findings new at warn or fail, or more severe than in A
 };
 
 struct CompareOptions {

@@ -201,6 +201,52 @@ TEST(CompareTest, DiagnoseNewAndResolvedFindings) {
   EXPECT_THAT(r->notes, ::testing::Contains(HasSubstr("load layer was not measured")));
 }
 
+// A rule that judges each GPU gives one finding per GPU under one id: matched by id and GPU,
+// so GPU 0 going from ok to warn is one change (and counts as worse) while GPU 1 stays put.
+TEST(CompareTest, FindingsOfOneIdPerGpuAreMatchedByGpu) {
+  auto diag = [](const char* gpu0_sev, const char* gpu0_title) {
+    json f = json::array();
+    f.push_back({{"id", "gpu.power_cap"}, {"layer", "system"}, {"severity", gpu0_sev},
+                 {"title", std::string("GPU 0 (0000:18:00.0): ") + gpu0_title}});
+    f.push_back({{"id", "gpu.power_cap"}, {"layer", "system"}, {"severity", "ok"},
+                 {"title", "GPU 1 (0000:3b:00.0): power limit 700 W (default)"}});
+    return json{{"schema", "latdoc.diagnose/1"}, {"findings", f}};
+  };
+  auto r = Compare(Doc(diag("ok", "power limit 700 W (default)")),
+                   Doc(diag("warn", "power limit 500 W below the default 700 W")));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->findings.size(), 1u);
+  EXPECT_EQ(r->findings[0].change, "severity");
+  EXPECT_EQ(r->findings[0].severity_a, "ok");
+  EXPECT_EQ(r->findings[0].severity_b, "warn");
+  EXPECT_THAT(r->findings[0].title, HasSubstr("GPU 0"));
+  EXPECT_EQ(r->findings_worse, 1);
+  EXPECT_THAT(RenderCompareText(*r), HasSubstr("Findings: 1 new or more severe."));
+  // The other way round it is better, not worse.
+  auto back = Compare(Doc(diag("warn", "power limit 500 W below the default 700 W")),
+                      Doc(diag("ok", "power limit 700 W (default)")));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->findings.size(), 1u);
+  EXPECT_EQ(back->findings_worse, 0);
+}
+
+// Files that pass the schema check but hold a null where a string belongs: an error naming
+// both files, not an abort.
+TEST(CompareTest, FieldOfTheWrongTypeIsAnErrorNotACrash) {
+  const json sweep = {{"schema", "latdoc.sweep/1"}, {"mode", nullptr}, {"steps", json::array()}};
+  auto r = Compare(Doc(sweep, "a.json"), Doc(sweep, "b.json"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("a.json / b.json: a field has an unexpected type"));
+  const json bench_ok = Bench(100, 200, 50);
+  json bad = bench_ok;
+  bad["findings"] = json::array({{{"id", "x"}, {"severity", nullptr}}});
+  bad["schema"] = "latdoc.diagnose/1";
+  json good = bad;
+  good["findings"] = json::array();
+  EXPECT_TRUE(Compare(Doc(good), Doc(bad)).ok());  // a null severity reads as none
+}
+
 TEST(CompareTest, JsonSaysHowNoiseWasJudged) {
   auto r = Compare(Doc(Bench(100, 200, 1000), "a.json"), Doc(Bench(150, 200, 1000), "b.json"));
   ASSERT_TRUE(r.ok());

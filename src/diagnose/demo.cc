@@ -53,6 +53,7 @@ StatusOr<DiagnoseResult> RunDemo(const DemoOptions& o) {
   if (!o.trace_file.empty()) {
     d.traces = {o.trace_file};
     d.trace_note = "an example GPU trace (" + o.trace_file + "), not of the simulated server";
+    d.trace_of_target = false;
   }
   d.local = true;
   d.progress = o.progress;

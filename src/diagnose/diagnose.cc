@@ -9,8 +9,11 @@
 
 #include "base/clock.h"
 #include "base/file_util.h"
+#include "base/json_text.h"
 #include "host/collector.h"
 #include "host/host_facts.h"
+#include "loadgen/sweep.h"
+#include "loadgen/sweep_report.h"
 #include "logs/log_analyzer.h"
 #include "logs/log_facts.h"
 #include "net/probe.h"
@@ -38,7 +41,7 @@ void Append(std::vector<rules::Finding>& all, std::vector<rules::Finding> more) 
 
 ordered_json FindingsJson(const std::vector<rules::Finding>& fs) {
   ordered_json a = ordered_json::array();
-  for (const auto& f : fs) a.push_back(ordered_json::parse(rules::ToJson(f).dump()));
+  for (const auto& f : fs) a.push_back(ordered_json::parse(JsonText(rules::ToJson(f))));
   return a;
 }
 
@@ -54,9 +57,72 @@ rules::Finding Unreachable(const std::string& url, const std::string& why) {
   return f;
 }
 
+// The sweep (--sweep): steps up the load from 1 to `sweep_max` concurrent requests with the same
+// workload as the load step, as `latdoc sweep` does. Returns its document (latdoc.sweep/1) and
+// one finding that compares the target load with the knee, or null with `why` set.
+ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& out,
+                       std::optional<int64_t>* knee_concurrency, std::string* why) {
+  loadgen::BenchOptions b = o.bench;
+  b.url = o.url;
+  b.request_rate = 0;
+  b.duration_s = 0;
+  b.progress = false;
+  loadgen::RandomWorkloadOptions w = o.workload;
+  w.seed = o.workload.seed + 2;
+  b.prompts = loadgen::RandomPrompts(w, 4096);
+  loadgen::SweepOptions s;
+  s.hi = o.sweep_max;
+  s.slo = o.slo;
+  s.input_len = o.workload.input_len;
+  auto runner = loadgen::MakeBenchStepRunner(b);
+  auto r = loadgen::RunSweep(*runner, s, [&](const loadgen::SweepStep& step) {
+    Say(o, fmt::format("sweep: concurrency {:g}", step.load));
+  });
+  runner.reset();
+  if (!r.ok()) {
+    *why = r.status().message();
+    return nullptr;
+  }
+  loadgen::SweepContext ctx;
+  ctx.url = o.url;
+  ordered_json doc = loadgen::SweepJson(*r, s, ctx);
+
+  rules::Finding f;
+  f.id = "load.sweep_knee";
+  f.layer = rules::Layer::kLoad;
+  f.severity = rules::Severity::kInfo;
+  if (r->knee_index && r->knee_reached) {
+    const double knee = r->steps[*r->knee_index].load;
+    *knee_concurrency = static_cast<int64_t>(knee);
+    f.evidence.push_back({"knee_concurrency", knee, "", ""});
+    f.evidence.push_back({"target_concurrency", double(o.concurrency), "", ""});
+    if (!r->knee_explanation.empty()) f.evidence.push_back({"why", std::nullopt, "", r->knee_explanation});
+    std::string flags;
+    for (const loadgen::Recommendation& rec : r->recommendations)
+      if (rec.value) flags += fmt::format("{}{} {}", flags.empty() ? "" : " ", rec.flag, *rec.value);
+    // The knee is judged on steps about 10% apart: a target within a step of it is at it.
+    if (o.concurrency > knee * 1.1) {
+      f.severity = rules::Severity::kWarn;
+      f.title = fmt::format("the target load ({} concurrent) is past the latency knee at {:g}: "
+                            "latency grows there with little more throughput", o.concurrency, knee);
+      f.advice = flags.empty() ? fmt::format("Keep concurrency near {:g} per replica.", knee)
+                               : fmt::format("{} (the sweep's recommendation)", flags);
+    } else {
+      f.severity = rules::Severity::kOk;
+      f.title = fmt::format("latency knee at {:g} concurrent requests; the target load ({}) is "
+                            "at or below it", knee, o.concurrency);
+    }
+  } else {
+    f.title = fmt::format("no latency knee up to {} concurrent requests{}", o.sweep_max,
+                          r->stop_reason.empty() ? "" : " (" + r->stop_reason + ")");
+  }
+  out.push_back(std::move(f));
+  return doc;
+}
+
 // One load step: returns the bench document, or null with `why` set.
 ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, uint64_t seed,
-                      std::string* why) {
+                      std::string* why, bool* unreachable) {
   loadgen::BenchOptions b = o.bench;
   b.url = o.url;
   b.concurrency = concurrency;
@@ -70,6 +136,7 @@ ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, u
   auto run = loadgen::RunBench(b);
   if (!run.ok()) {
     *why = run.status().message();
+    *unreachable = run.status().code() == StatusCode::kUnavailable;
     return nullptr;
   }
   loadgen::ResultOptions ro;
@@ -154,7 +221,13 @@ void ScaleNetFindings(std::vector<rules::Finding>& fs, std::optional<double> mea
     std::optional<double> ms;
     if (f.id == "net.no_keepalive") ms = EvidenceValue(f, "handshake_cost");
     else if (f.id == "net.round_trip") ms = EvidenceValue(f, "per_request_network");
-    else if (f.id == "net.gateway_delay") ms = EvidenceValue(f, "ttfb_p50_added");
+    else if (f.id == "net.gateway_delay") {
+      // The delay in the phase the rule judged it by (first byte, TTFT, TLS, ...).
+      std::string phase = "ttfb";
+      for (const auto& e : f.evidence)
+        if (e.name == "phase" && !e.text.empty()) phase = e.text;
+      ms = EvidenceValue(f, phase + "_p50_added");
+    }
     // Jitter moves the tail, not the mean: no share of the mean to claim.
     f.latency_share = ms ? std::optional<double>(std::clamp(*ms / *mean_e2el_ms, 0.0, 1.0))
                          : std::nullopt;
@@ -264,6 +337,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   const net::ProbeFacts* target_probe = nullptr;
   std::vector<rules::Finding> net_findings;
   bool reachable = true;
+  std::optional<int64_t> knee_concurrency;  // from --sweep: judges max_num_seqs (host rules)
   if (o.url.empty()) {
     layers["network"] = "skipped: no --url";
   } else if (o.net_samples <= 0) {
@@ -302,6 +376,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     layers["load"] = "skipped: " + stop;
   } else {
     std::string why;
+    bool unreachable = false;  // with the probe off, the load step is the first to find out
     // A step the runner ended early on a signal says so in its results.
     auto note_partial = [&](const ordered_json& step) {
       CatchSignals();
@@ -309,12 +384,12 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         stop = step.value("partial_reason", std::string("interrupted"));
     };
     Say(o, fmt::format("baseline: {} requests at concurrency 1", o.baseline_requests));
-    ordered_json base = LoadStep(o, 1, o.baseline_requests, o.workload.seed + 1, &why);
+    ordered_json base = LoadStep(o, 1, o.baseline_requests, o.workload.seed + 1, &why, &unreachable);
     note_partial(base);
     ordered_json load;
     if (!base.is_null() && !stopped()) {
       Say(o, fmt::format("load: {} requests at concurrency {}", o.requests, o.concurrency));
-      load = LoadStep(o, o.concurrency, o.requests, o.workload.seed, &why);
+      load = LoadStep(o, o.concurrency, o.requests, o.workload.seed, &why, &unreachable);
       note_partial(load);
     }
     if (load.is_null() && !base.is_null() && stopped()) {
@@ -323,6 +398,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     } else if (load.is_null()) {
       layers["load"] = "failed: " + why;
       all.push_back(Unreachable(o.url, why));
+      if (unreachable) reachable = false;
     } else {
       layers["load"] = stopped() ? "partial (" + stop + ")" : "measured";
       doc["baseline"] = base;
@@ -330,6 +406,21 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       const ordered_json& srv = load["server_metrics"];
       if (srv.contains("ttft_breakdown")) doc["ttft_waterfall"] = srv["ttft_breakdown"];
       Append(all, rules::EvaluateLoadRules(base, load));
+      if (o.sweep && !stopped()) {
+        Say(o, fmt::format("sweep: concurrency 1 to {}", o.sweep_max));
+        std::string sweep_why;
+        ordered_json sweep = SweepStep(o, all, &knee_concurrency, &sweep_why);
+        CatchSignals();
+        if (sweep.is_null()) {
+          layers["load"] = layers["load"].get<std::string>() + "; sweep failed: " + sweep_why;
+        } else {
+          if (stop.empty() && sweep.value("partial", false))
+            stop = sweep.value("partial_reason", std::string("interrupted"));
+          layers["load"] = layers["load"].get<std::string>() +
+                           fmt::format("; sweep of {} steps", sweep["steps"].size());
+          doc["sweep"] = std::move(sweep);
+        }
+      }
     }
   }
   doc["target_reachable"] = o.url.empty() ? ordered_json(nullptr) : ordered_json(reachable);
@@ -342,7 +433,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
                        rules::LoadRuleOptions{});
     ordered_json nj;
     nj["schema"] = "latdoc.net/1";
-    nj["facts"] = ordered_json::parse(net::ToJson(*net_facts).dump());
+    nj["facts"] = ordered_json::parse(JsonText(net::ToJson(*net_facts)));
     nj["findings"] = FindingsJson(net_findings);
     doc["net"] = std::move(nj);
     Append(all, std::move(net_findings));
@@ -366,11 +457,15 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       trace::TraceReport report = trace::Analyze(t, trace::AnalysisOptions{});
       rules::AddKnowledgeFacts(report);
       auto fs = rules::EvaluateTraceRules(report, rules::TraceRuleOptions{});
+      // A trace's shares are of its own GPU time. Of the target's server, that is the best
+      // estimate of its latency; of another server, it says nothing about this one's.
+      if (!o.trace_of_target)
+        for (rules::Finding& f : fs) f.latency_share.reset();
       ordered_json tj;
       tj["schema"] = "latdoc.trace/1";
       tj["complete"] = errors.empty();
       if (!errors.empty()) tj["errors"] = errors;
-      tj["facts"] = ordered_json::parse(trace::ReportToJson(report).dump());
+      tj["facts"] = ordered_json::parse(JsonText(trace::ReportToJson(report)));
       tj["findings"] = FindingsJson(fs);
       doc["trace"] = std::move(tj);
       Append(all, std::move(fs));
@@ -394,7 +489,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       auto fs = rules::EvaluateLogRules(*facts);
       ordered_json lj;
       lj["schema"] = "latdoc.logs/1";
-      lj["facts"] = ordered_json::parse(logs::ToJson(*facts).dump());
+      lj["facts"] = ordered_json::parse(JsonText(logs::ToJson(*facts)));
       lj["findings"] = FindingsJson(fs);
       doc["logs"] = std::move(lj);
       Append(all, std::move(fs));
@@ -426,7 +521,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     if (!facts) {
       layers["system"] = layers["config"] = "failed: " + why;
     } else {
-      auto fs = rules::JudgeHost(*facts, rules::HostRuleOptions{});
+      rules::HostRuleOptions hro;
+      hro.sweep_knee_concurrency = knee_concurrency;
+      auto fs = rules::JudgeHost(*facts, hro);
       doc["doctor"] = {{"facts", ordered_json::parse(host::FactsToJson(*facts))},
                        {"findings", FindingsJson(fs)}};
       Append(all, std::move(fs));
@@ -505,8 +602,13 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
   out += report::RenderFindingsText(r.findings, to);
   if (const rules::Finding* it = ChangeFirst(r.findings)) {
     out += fmt::format("\nChange first: {}\n  {}\n", it->title, it->advice);
-    if (it->latency_share)
-      out += fmt::format("  (about {:.0f}% of the mean end-to-end latency)\n", *it->latency_share * 100);
+    if (it->latency_share) {
+      // Load and network shares are of the measured end-to-end latency; a trace's, of the GPU
+      // time it recorded.
+      out += fmt::format("  (about {:.0f}% of {})\n", *it->latency_share * 100,
+                         it->layer == rules::Layer::kKernel ? "the traced GPU time"
+                                                            : "the mean end-to-end latency");
+    }
   }
   return out;
 }

@@ -36,10 +36,14 @@ struct DiagnoseOptions {
   int concurrency = 32;               // the target load
   int requests = 200;
   int baseline_requests = 16;         // at concurrency 1
+  bool sweep = false;                 // also sweep the load to find the knee (latdoc sweep)
+  int sweep_max = 256;                // the sweep's highest concurrency
   loadgen::RandomWorkloadOptions workload;
   loadgen::SloSpec slo;
   std::vector<std::string> traces;
   std::string trace_note;             // said with the kernel layer's status (e.g. "example trace")
+  bool trace_of_target = true;        // false: the traces are of another server (the demo's
+                                      // example); their findings then claim no share of latency
   std::vector<std::string> logs;
   std::string facts_path;             // judge host facts collected elsewhere
   bool local = false;                 // collect host facts here

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "base/clock.h"
+#include "base/json_text.h"
 #include "base/strings.h"
 #include "stats/sample_summary.h"
 
@@ -346,7 +347,7 @@ std::string RequestsJsonl(const BenchRun& run) {
     ordered_json chunks = ordered_json::array();
     for (const auto& [t, k] : r.chunks) chunks.push_back({ms(t), k});
     j["chunks"] = chunks;
-    out += j.dump();
+    out += JsonText(j);
     out += '\n';
   }
   return out;

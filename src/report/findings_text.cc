@@ -1,5 +1,7 @@
 #include "report/findings_text.h"
 
+#include <algorithm>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -55,24 +57,56 @@ std::string RenderFindingsText(const std::vector<Finding>& findings, const TextO
   return out;
 }
 
+std::string MarkdownText(std::string_view s) {
+  std::string r;
+  r.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    switch (c) {
+      case '&': r += "&amp;"; break;
+      case '<': r += "&lt;"; break;
+      case '>': r += "&gt;"; break;
+      case '\\': case '`': case '*': case '[': case ']': case '|':
+        r += '\\';
+        r += c;
+        break;
+      case '\r':
+        if (i + 1 < s.size() && s[i + 1] == '\n') break;  // CRLF: one break
+        [[fallthrough]];
+      case '\n': r += "<br>"; break;
+      default: r += c;
+    }
+  }
+  return r;
+}
+
+std::string MarkdownCode(std::string_view s) {
+  size_t longest = 0, run = 0;
+  std::string body;
+  body.reserve(s.size());
+  for (char c : s) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if (c == '|') body += "\\|";
+    else if (c == '\n' || c == '\r') body += ' ';
+    else body += c;
+  }
+  const std::string fence(longest + 1, '`');
+  // A span that starts or ends with a backtick needs a space between it and the fence (the
+  // parser strips one space from each end).
+  const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
+  return pad ? fence + " " + body + " " + fence : fence + body + fence;
+}
+
 std::string RenderFindingsMarkdown(const std::vector<Finding>& findings) {
   std::string out = "| # | severity | layer | finding | fix |\n|---|---|---|---|---|\n";
   int n = 0;
-  auto esc = [](std::string s) {
-    std::string r;
-    for (char c : s) {
-      if (c == '|') r += "\\|";
-      else if (c == '\n') r += "<br>";
-      else r += c;
-    }
-    return r;
-  };
   for (const Finding& f : findings) {
     std::string ev;
-    for (const auto& e : f.evidence) ev += "<br>" + EvidenceLine(e);
-    out += fmt::format("| {} | {} | {} | **{}** (`{}`){} | {} |\n", ++n,
-                       rules::SeverityName(f.severity), rules::LayerName(f.layer), esc(f.title),
-                       f.id, esc(ev), esc(f.advice));
+    for (const auto& e : f.evidence) ev += "<br>" + MarkdownText(EvidenceLine(e));
+    out += fmt::format("| {} | {} | {} | **{}** ({}){} | {} |\n", ++n,
+                       rules::SeverityName(f.severity), rules::LayerName(f.layer),
+                       MarkdownText(f.title), MarkdownCode(f.id), ev, MarkdownText(f.advice));
   }
   return out;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rules/finding.h"
@@ -17,6 +18,14 @@ struct TextOptions {
 std::string RenderFindingsText(const std::vector<rules::Finding>& findings,
                                const TextOptions& opts);
 std::string RenderFindingsMarkdown(const std::vector<rules::Finding>& findings);
+
+// Text from outside (kernel, model and file names, server messages, log lines) in a Markdown
+// table cell: shown literally. HTML is escaped (`<img onerror=...>` stays text), as are the
+// characters that start emphasis (*), code, links or a new cell; a line break becomes <br>.
+std::string MarkdownText(std::string_view s);
+// The same text as a code span: a fence longer than any run of backticks inside it, '|'
+// escaped (tables split cells before inline parsing), line breaks as spaces.
+std::string MarkdownCode(std::string_view s);
 
 // True when standard output is a terminal and NO_COLOR is unset.
 bool StdoutWantsColor();

@@ -331,7 +331,7 @@ ordered_json ServerSeries(const ordered_json& diagnosis) {
 ordered_json Layers(const ordered_json& diagnosis) {
   const ordered_json& layers = Child(diagnosis, "layers");
   ordered_json out = ordered_json::array();
-  for (const char* l : {"network", "system", "kernel", "config", "load"}) {
+  for (const char* l : {"network", "system", "kernel", "config", "load", "logs"}) {
     const ordered_json& v = Child(layers, l);
     out.push_back({{"layer", l}, {"status", v.is_string() ? v.get<std::string>() : "not reported"}});
   }

@@ -16,17 +16,6 @@ std::string Num(const ordered_json& v) {
   return FormatNumber(v.is_number() ? std::optional(v.get<double>()) : std::nullopt);
 }
 
-// Text inside a table cell: '|' and newlines would break the row; backticks are kept literal.
-std::string Cell(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out += c;
-  }
-  return out;
-}
-
 std::string NotMeasured(std::string_view what) { return fmt::format("_{}: not measured._\n\n", what); }
 
 // Peak of a column of numbers-or-null (nullopt when all are null).
@@ -45,9 +34,9 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
   const ordered_json d = ReportData(diagnosis);
   std::string out = "# latdoc diagnosis\n\n";
   const std::string target = StringAt(diagnosis, "target");
-  out += fmt::format("- target: {}\n", target.empty() ? "n/a" : "`" + Cell(target) + "`");
+  out += fmt::format("- target: {}\n", target.empty() ? "n/a" : MarkdownCode(target));
   const std::string generated = StringAt(diagnosis, "generated_at");
-  if (!generated.empty()) out += "- generated: " + Cell(generated) + "\n";
+  if (!generated.empty()) out += "- generated: " + MarkdownText(generated) + "\n";
   int counts[5] = {0, 0, 0, 0, 0};
   for (const auto& f : df.findings) ++counts[static_cast<int>(f.severity)];
   out += fmt::format("- findings: {} fail, {} warn, {} info, {} ok, {} skipped\n\n", counts[4], counts[3],
@@ -59,7 +48,7 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
 
   out += "\n## Layers checked\n\n| layer | status |\n|---|---|\n";
   for (const auto& l : d["layers"]) {
-    out += fmt::format("| {} | {} |\n", l["layer"].get<std::string>(), Cell(l["status"].get<std::string>()));
+    out += fmt::format("| {} | {} |\n", l["layer"].get<std::string>(), MarkdownText(l["status"].get<std::string>()));
   }
 
   out += "\n## TTFT decomposition\n\n";
@@ -126,7 +115,7 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
                        "|---|---:|---:|---:|---:|\n",
                        k["items"].size(), Num(k["shown_of"]));
     for (const auto& i : k["items"]) {
-      out += fmt::format("| `{}` | {} | {} | {} | {} |\n", Cell(i["name"].get<std::string>()), Num(i["count"]),
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", MarkdownCode(i["name"].get<std::string>()), Num(i["count"]),
                          Num(i["total_ms"]), Num(i["mean_us"]), Num(i["busy_pct"]));
     }
     out += "\n";
@@ -144,8 +133,8 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
     if (!g["gaps"].empty()) {
       out += "| at (ms) | idle (us) | device | next op |\n|---:|---:|---:|---|\n";
       for (const auto& x : g["gaps"]) {
-        out += fmt::format("| {} | {} | {} | `{}` |\n", Num(x["at_ms"]), Num(x["dur_us"]), Num(x["device"]),
-                           Cell(x["next_op"].get<std::string>()));
+        out += fmt::format("| {} | {} | {} | {} |\n", Num(x["at_ms"]), Num(x["dur_us"]), Num(x["device"]),
+                           MarkdownCode(x["next_op"].get<std::string>()));
       }
       out += "\n";
     }
@@ -161,7 +150,7 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
       std::optional<double> dur;
       if (t.size() >= 1 && t.front().is_number() && t.back().is_number())
         dur = t.back().get<double>() - t.front().get<double>();
-      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", Cell(x["source"].get<std::string>()), t.size(),
+      out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", MarkdownText(x["source"].get<std::string>()), t.size(),
                          FormatNumber(dur), FormatNumber(Peak(x["running"])), FormatNumber(Peak(x["waiting"])),
                          FormatNumber(Peak(x["kv_pct"])));
     }

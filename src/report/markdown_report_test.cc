@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "base/file_util.h"
+#include "report/findings_text.h"
 
 namespace latdoc::report {
 namespace {
@@ -40,7 +41,7 @@ TEST(MarkdownReportTest, NothingMeasured) {
             "No findings.\n\n"
             "## Layers checked\n\n| layer | status |\n|---|---|\n"
             "| network | not reported |\n| system | not reported |\n| kernel | not reported |\n"
-            "| config | not reported |\n| load | not reported |\n\n"
+            "| config | not reported |\n| load | not reported |\n| logs | not reported |\n\n"
             "## TTFT decomposition\n\n_TTFT waterfall: not measured._\n\n"
             "## Load run\n\n_Load run: not measured._\n\n"
             "## Latency curve (sweep)\n\n_Latency curve: not measured._\n\n"
@@ -56,6 +57,37 @@ TEST(MarkdownReportTest, CellsEscapePipesAndNewlines) {
                                           {"busy_share", 0.5}}}}}}}}};
   const std::string md = RenderMarkdownReport(d);
   EXPECT_THAT(md, HasSubstr("| `a\\|b c` | 2 | 4 | 2000 | 50.0 |\n"));
+}
+
+// Names and messages from outside are shown literally: HTML stays text (a kernel name cannot
+// inject a tag into a renderer that allows HTML), a backtick cannot end a code span early, and
+// a CRLF is one line break, not a broken row.
+TEST(MarkdownReportTest, OutsideTextCannotInjectHtmlOrEndACodeSpan) {
+  const std::string evil = "gemm<float>(<img src=x onerror=alert(1)>) | a`b & *c*";
+  const ordered_json d = {
+      {"findings", {{{"id", "kernel.hot_kernel"}, {"layer", "kernel"}, {"severity", "warn"},
+                     {"title", evil + "\r\nsecond line"}, {"advice", "[x](javascript:y)"}}}},
+      {"layers", {{"logs", "failed: <b>log</b>"}}},
+      {"trace", {{"facts", {{"kernels", {{{"name", evil}, {"count", 1}, {"total_ns", 1e6},
+                                          {"mean_ns", 1e6}, {"busy_share", 1}}}}}}}}};
+  const std::string md = RenderMarkdownReport(d);
+  // Outside code spans no tag survives (the kernel table below shows the name as code).
+  const std::string checklist = md.substr(0, md.find("## TTFT decomposition"));
+  EXPECT_THAT(checklist, ::testing::Not(HasSubstr("<img")));
+  EXPECT_THAT(checklist, ::testing::Not(HasSubstr("<float>")));
+  EXPECT_THAT(md, HasSubstr("**gemm&lt;float&gt;(&lt;img src=x onerror=alert(1)&gt;) \\| a\\`b &amp; "
+                            "\\*c\\*<br>second line**"));
+  EXPECT_THAT(md, HasSubstr("| \\[x\\](javascript:y) |"));
+  EXPECT_THAT(md, HasSubstr("| logs | failed: &lt;b&gt;log&lt;/b&gt; |"));
+  // In a code span '<' is literal (not HTML); the fence is longer than the backtick inside.
+  EXPECT_THAT(md, HasSubstr("| ``gemm<float>(<img src=x onerror=alert(1)>) \\| a`b & *c*`` | 1 |"));
+}
+
+TEST(MarkdownCodeTest, FenceOutgrowsEveryBacktickRun) {
+  EXPECT_EQ(MarkdownCode("plain"), "`plain`");
+  EXPECT_EQ(MarkdownCode("a``b"), "```a``b```");
+  EXPECT_EQ(MarkdownCode("`edge"), "`` `edge ``");
+  EXPECT_EQ(MarkdownCode("x|y\nz"), "`x\\|y z`");
 }
 
 }  // namespace

@@ -90,7 +90,14 @@ std::optional<Finding> FindingFromJson(const nlohmann::json& j) {
 }
 
 void RankFindings(std::vector<Finding>& findings) {
-  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+  // Problems (fail, warn) come first, ranked by the latency they explain; a passed check that
+  // carries a share (the part of TTFT that was fine) explains nothing to change.
+  auto problem = [](const Finding& f) {
+    return f.severity == Severity::kFail || f.severity == Severity::kWarn;
+  };
+  std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
+    if (problem(a) != problem(b)) return problem(a);
+    if (!problem(a) && a.severity != b.severity) return a.severity > b.severity;
     double sa = a.latency_share.value_or(-1), sb = b.latency_share.value_or(-1);
     if (sa != sb) return sa > sb;
     if (a.severity != b.severity) return a.severity > b.severity;

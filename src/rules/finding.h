@@ -46,7 +46,8 @@ nlohmann::json ToJson(const Finding& f);
 // Reads a finding written by ToJson; unknown fields are ignored.
 std::optional<Finding> FindingFromJson(const nlohmann::json& j);
 
-// Sorts by latency share (unknown last), then severity (fail first), then id: a stable order.
+// Sorts problems (fail, warn) first, by latency share (unknown last), then severity, then id;
+// then info, ok and skip, in that order (each by share, then id). A total order.
 void RankFindings(std::vector<Finding>& findings);
 
 // The worst severity among `findings` (kOk when empty).

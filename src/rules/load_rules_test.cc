@@ -197,4 +197,26 @@ TEST(LoadRulesTest, QueueingForKvBlocksIsKvPressure) {
 }
 
 }  // namespace
+// Problems first, by the share of latency they explain (then severity); then info, ok and skip.
+// A passed check carries a share (the part of TTFT that was fine) but explains nothing to
+// change, so it never ranks above a failure.
+TEST(RankFindingsTest, ProblemsBeforePassedChecksWhateverTheirShare) {
+  auto f = [](std::string id, Severity s, std::optional<double> share) {
+    Finding x;
+    x.id = std::move(id);
+    x.severity = s;
+    x.latency_share = share;
+    return x;
+  };
+  std::vector<Finding> fs = {f("a.ok", Severity::kOk, 0.9),       f("b.skip", Severity::kSkip, {}),
+                             f("c.fail", Severity::kFail, {}),     f("d.info", Severity::kInfo, 0.5),
+                             f("e.warn", Severity::kWarn, 0.01),  f("f.fail", Severity::kFail, 0.2),
+                             f("g.warn", Severity::kWarn, {})};
+  RankFindings(fs);
+  std::vector<std::string> ids;
+  for (const Finding& x : fs) ids.push_back(x.id);
+  EXPECT_THAT(ids, ::testing::ElementsAre("f.fail", "e.warn", "c.fail", "g.warn", "d.info", "a.ok",
+                                          "b.skip"));
+}
+
 }  // namespace latdoc::rules

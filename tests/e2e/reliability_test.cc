@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -274,6 +275,60 @@ TEST(AtomicWriteTest, FailingWriteLeavesNoPartialOrTemporaryFile) {
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir.path())) left.push_back(e.path().filename());
   EXPECT_THAT(left, ::testing::ElementsAre("taken.json"));
+}
+
+// Inputs and outputs are checked before anything runs: a misspelt --trace is bad input (not a
+// layer that quietly failed under a clean report), and an output path that cannot be written
+// costs no load test and leaves no other report written.
+TEST(DiagnoseInputTest, MissingInputOrUnwritableOutputIsRefusedBeforeAnythingRuns) {
+  TempDir dir("diag_input");
+  RunResult r = RunLatdoc({"diagnose", "--trace", dir / "nosuch.json", "--json", dir / "d.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--trace " + (dir / "nosuch.json") + ": No such file or directory"));
+  EXPECT_FALSE(fs::exists(dir / "d.json"));
+
+  SimProcess sim(kFastSim);
+  const auto t0 = std::chrono::steady_clock::now();
+  r = RunLatdoc({"diagnose", "--url", sim.url(), "--net-samples", "0", "--json", dir / "ok.json",
+                 "--report", dir / "missing_dir/r.html"});
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("missing_dir/r.html: no such directory"));
+  EXPECT_FALSE(fs::exists(dir / "ok.json"));
+  EXPECT_LT(took, std::chrono::seconds(2));  // no baseline or load step was run
+  EXPECT_EQ(FinishedRequests(sim), 0);
+}
+
+// With the network probe off, the load step is the first to find the target unreachable: the
+// report says so and the exit code is 3, as with the probe on.
+TEST(DiagnoseInputTest, UnreachableTargetWithTheProbeOffExitsThree) {
+  TempDir dir("diag_unreachable");
+  RunResult r = RunLatdoc({"diagnose", "--url", "http://127.0.0.1:1", "--net-samples", "0",
+                           "--json", dir / "d.json", "--quiet"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const json d = ReadJson(dir / "d.json");
+  EXPECT_EQ(d["target_reachable"], false);
+}
+
+// A byte that is not UTF-8 in a file name and in a log line (a log cut mid-character, a path
+// from another locale) reaches the JSON, Markdown and HTML reports: they are written, with the
+// byte replaced, instead of the process aborting after the whole run.
+TEST(DiagnoseInputTest, BytesThatAreNotUtf8StillGiveEveryReport) {
+  TempDir dir("diag_utf8");
+  const std::string trace = dir / "\xff\xfe_kernel_trace.csv";
+  fs::copy_file("tests/data/trace/handmade/run1_kernel_trace.csv", trace);
+  const std::string log = dir / "server\xff.log";
+  std::ofstream(log) << "ERROR 01-02 03:04:05 [engine.py:1] boom \xc3\n"
+                     << "INFO 01-02 03:04:06 [loggers.py:1] Engine 000: Avg prompt throughput: "
+                        "1.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: "
+                        "1.0%\n";
+  RunResult r = RunLatdoc({"diagnose", "--trace", trace, "--logs", log, "--json", dir / "d.json",
+                           "--markdown", dir / "d.md", "--report", dir / "d.html", "--quiet"});
+  ExpectNoCrash(r.exit_code, "diagnose " + r.err);
+  for (const char* f : {"d.json", "d.md", "d.html"}) EXPECT_TRUE(fs::exists(dir / f)) << f;
+  const std::string text = Slurp(dir / "d.json");
+  EXPECT_TRUE(json::accept(text));
+  EXPECT_THAT(text, HasSubstr("\xef\xbf\xbd"));  // U+FFFD where the bad bytes were
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -180,6 +180,36 @@ TEST(SweepTruthTest, QueueingIsExplainedByTheServersMetrics) {
   std::remove(svg.c_str());
 }
 
+// `diagnose --sweep` runs the sweep with the load test: the sweep's document goes into the
+// diagnosis (the report's latency curve), and a target load past the knee (64 concurrent on a
+// server that runs 16 at a time) is a warning whose advice is the sweep's recommendation.
+TEST(DiagnoseSweepTest, TargetPastTheKneeIsAWarningWithTheSweepsFlags) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "the knee's timing is checked by the release build";
+#endif
+  SimModel m{16, 6, 80, 5};
+  SimProcess sim(SimArgs(m));
+  std::string out = TempPath("diag_sweep.json");
+  RunResult r = RunLatdoc({"diagnose", "--url", sim.url(), "--net-samples", "0", "--concurrency",
+                           "64", "--requests", "128", "--baseline-requests", "4", "--input-len",
+                           std::to_string(kInputLen), "--output-len", std::to_string(kOutputLen),
+                           "--token-ids", "--sweep", "--sweep-max", "64", "--json", out,
+                           "--quiet"});
+  sim.process().Signal(SIGTERM);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  json d = ReadJson(out);
+  ASSERT_TRUE(d["sweep"].is_object()) << d["layers"].dump();
+  EXPECT_EQ(d["sweep"]["schema"], "latdoc.sweep/1");
+  EXPECT_GE(d["sweep"]["steps"].size(), 4u);
+  EXPECT_THAT(d["layers"]["load"].get<std::string>(), HasSubstr("; sweep of "));
+  const json* knee = nullptr;
+  for (const json& f : d["findings"])
+    if (f["id"] == "load.sweep_knee") knee = &f;
+  ASSERT_NE(knee, nullptr);
+  EXPECT_EQ((*knee)["severity"], "warn") << knee->dump();
+  EXPECT_THAT((*knee)["advice"].get<std::string>(), HasSubstr("--max-num-seqs"));
+}
+
 TEST(SweepCliTest, RangeWithOnePointExits2) {
   RunResult r = RunLatdoc({"sweep", "--url", "http://127.0.0.1:9", "--concurrency", "8:8"});
   EXPECT_EQ(r.exit_code, 2);

@@ -1,4 +1,5 @@
 #include "trace/analysis/annotate.h"
+#include "base/json_text.h"
 
 #include <map>
 
@@ -15,7 +16,7 @@ std::string Us(int64_t ns) {
   return fmt::format("{}{}.{:03}", neg ? "-" : "", a / 1000, a % 1000);
 }
 
-std::string Q(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
+std::string Q(std::string_view s) { return JsonText(nlohmann::json(std::string(s))); }
 
 }  // namespace
 
