@@ -1,5 +1,7 @@
 #include "trace/importers/nsys/nsys_importer.h"
 
+#include <algorithm>
+
 #include <memory>
 #include <vector>
 
@@ -127,6 +129,22 @@ struct LazyName {
   }
 };
 
+// CUDA counts correlation ids per process, so a report of several processes (tensor-parallel
+// workers profiled with --trace-fork-before-exec) repeats them: a launch is linked to GPU work
+// by (process, id). The process is bits 24-47 of globalPid or globalTid; the key is the pid
+// above the 32-bit id (ids of one process keep their order).
+int64_t ProcessCorrelation(std::optional<int64_t> global_id, std::optional<int64_t> correlation) {
+  if (!correlation) return kNoCorrelation;
+  const int64_t pid = global_id ? (*global_id >> 24) & 0xFFFFFF : 0;
+  return pid << 32 | (*correlation & 0xFFFFFFFF);
+}
+
+// The globalPid column of a GPU table, or NULL in a hand-made file without it.
+std::string PidColumn(SqliteDb& db, std::string_view table) {
+  const std::vector<std::string> cols = db.Columns(table);
+  return std::find(cols.begin(), cols.end(), "globalPid") != cols.end() ? "globalPid" : "NULL";
+}
+
 // A row whose end is before its start, kept to be reported in row order.
 struct NegativeRow {
   int64_t rowid, start, end;
@@ -153,7 +171,7 @@ Status ReadRuntime(SqliteDb& db, const NsysStrings& strings, uint16_t source,
     const int64_t g = q.Int(3);
     a.pid = static_cast<int32_t>((g >> 24) & 0xFFFFFF);
     a.tid = static_cast<int32_t>(g & 0xFFFFFF);
-    a.correlation = q.OptInt(4).value_or(kNoCorrelation);
+    a.correlation = ProcessCorrelation(g, q.OptInt(4));
     a.name = static_cast<NameId>(strings.Position(q.OptInt(5)));
     a.source = source;
     out.push_back(a);
@@ -274,9 +292,9 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
   // Every loop below reads each column once, in column order (SQLite decodes a record left to
   // right and caches the offsets).
   if (has_kernel) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
-        "SELECT rowid, start, end, deviceId, streamId, correlationId, demangledName, shortName "
-        "FROM CUPTI_ACTIVITY_KIND_KERNEL"));
+    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(fmt::format(
+        "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, demangledName, "
+        "shortName FROM CUPTI_ACTIVITY_KIND_KERNEL", PidColumn(*db, "CUPTI_ACTIVITY_KIND_KERNEL"))));
     LazyName unknown{"unknown kernel"};
     while (q.Step(&st)) {
       const int64_t start = q.Int(1), end = q.Int(2);
@@ -286,11 +304,11 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
       op.dur_ns = end - start;
       op.device = static_cast<int32_t>(q.Int(3));
       op.stream = static_cast<int32_t>(q.Int(4));
-      op.correlation = q.OptInt(5).value_or(kNoCorrelation);
+      op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
       // demangledName, else shortName, else "unknown kernel" (an empty demangled name counts
       // as missing).
-      NsysStrings::Entry* e = strings.Find(q.OptInt(6));
-      if (e == nullptr || e->value.empty()) e = strings.Find(q.OptInt(7));
+      NsysStrings::Entry* e = strings.Find(q.OptInt(7));
+      if (e == nullptr || e->value.empty()) e = strings.Find(q.OptInt(8));
       op.name = e != nullptr ? strings.Name(*e, trace) : unknown.Get(trace);
       op.source = source;
       trace.gpu_ops.push_back(op);
@@ -299,9 +317,10 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
     RETURN_IF_ERROR(st.WithContext(path));
   }
   if (has_memcpy) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
-        "SELECT rowid, start, end, deviceId, streamId, correlationId, bytes, copyKind, srcKind, dstKind "
-        "FROM CUPTI_ACTIVITY_KIND_MEMCPY"));
+    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(fmt::format(
+        "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes, copyKind, "
+        "srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+        PidColumn(*db, "CUPTI_ACTIVITY_KIND_MEMCPY"))));
     // Names per (direction, src kind, dst kind), made on first use.
     constexpr size_t kDirs = 6, kKinds = 6;
     std::vector<NameId> copy_names(kDirs * kKinds * kKinds, kUnset);
@@ -314,11 +333,11 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
       op.dur_ns = end - start;
       op.device = static_cast<int32_t>(q.Int(3));
       op.stream = static_cast<int32_t>(q.Int(4));
-      op.correlation = q.OptInt(5).value_or(kNoCorrelation);
-      op.bytes = q.OptInt(6).value_or(-1);
-      op.direction = CopyKind(q.Int(7));
-      op.src_kind = NsysMemKind(q.OptInt(8));
-      op.dst_kind = NsysMemKind(q.OptInt(9));
+      op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
+      op.bytes = q.OptInt(7).value_or(-1);
+      op.direction = CopyKind(q.Int(8));
+      op.src_kind = NsysMemKind(q.OptInt(9));
+      op.dst_kind = NsysMemKind(q.OptInt(10));
       NameId& name = copy_names[(static_cast<size_t>(op.direction) * kKinds +
                                  static_cast<size_t>(op.src_kind)) * kKinds +
                                 static_cast<size_t>(op.dst_kind)];
@@ -335,8 +354,9 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
     RETURN_IF_ERROR(st.WithContext(path));
   }
   if (has_memset) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
-        "SELECT rowid, start, end, deviceId, streamId, correlationId, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET"));
+    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(fmt::format(
+        "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes FROM "
+        "CUPTI_ACTIVITY_KIND_MEMSET", PidColumn(*db, "CUPTI_ACTIVITY_KIND_MEMSET"))));
     const NameId memset_name = trace.names.Intern("Memset (Device)");
     while (q.Step(&st)) {
       const int64_t start = q.Int(1), end = q.Int(2);
@@ -347,8 +367,8 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
       op.dur_ns = end - start;
       op.device = static_cast<int32_t>(q.Int(3));
       op.stream = static_cast<int32_t>(q.Int(4));
-      op.correlation = q.OptInt(5).value_or(kNoCorrelation);
-      op.bytes = q.OptInt(6).value_or(-1);
+      op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
+      op.bytes = q.OptInt(7).value_or(-1);
       op.name = memset_name;
       op.source = source;
       trace.gpu_ops.push_back(op);

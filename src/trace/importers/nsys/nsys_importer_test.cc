@@ -77,6 +77,32 @@ std::string ChangedFixture(const std::string& name, const char* sql) {
   return path;
 }
 
+// A report of two processes (tensor-parallel workers) whose CUDA correlation ids repeat: each
+// kernel is linked to the launch of its own process. The second process (pid 777) launches
+// with the same correlation id 126, 5 ms later.
+TEST(NsysImporterTest, CorrelationIdsRepeatedByAnotherProcessLinkWithinTheirProcess) {
+  const std::string path = ChangedFixture("nsys_two_processes.sqlite",
+      "CREATE TEMP TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId = 126;"
+      "UPDATE k SET start = start + 5000000, end = end + 5000000, globalPid = 777 << 24;"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM k;"
+      "CREATE TEMP TABLE r AS SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId = 126;"
+      "UPDATE r SET start = start + 5000000, end = end + 5000000, globalTid = (777 << 24) | 778;"
+      "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM r;");
+  Trace trace;
+  auto r = ImportFiles({path}, ImportOptions{}, trace);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  int kernels = 0;
+  for (const GpuOp& op : trace.gpu_ops) {
+    if (op.kind != GpuOpKind::kKernel) continue;
+    ++kernels;
+    ASSERT_NE(op.api, kNoLink);
+    const ApiCall& a = trace.api_calls[op.api];
+    EXPECT_EQ(a.pid, op.start_ns > 1143927944 ? 777 : 1246) << op.start_ns;
+    EXPECT_EQ(op.start_ns - a.end_ns(), 1119214);  // each to its own launch
+  }
+  EXPECT_EQ(kernels, 2);
+}
+
 std::map<std::string, int> CallNames(const Trace& trace, size_t first, size_t last) {
   std::map<std::string, int> out;
   for (size_t i = first; i < last; ++i) ++out[std::string(trace.Name(trace.api_calls[i].name))];
