@@ -124,7 +124,7 @@ Command RegisterBench(CLI::App& root) {
   app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds")->group(load)->capture_default_str();
   app->add_option("--idle-timeout", a->idle_timeout_s, "Seconds between stream reads")->group(load)->capture_default_str();
   app->add_option("--request-timeout", a->request_timeout_s, "Seconds for a whole request, stream included (0: none)")
-      ->check(CLI::NonNegativeNumber)->group(load)->capture_default_str();
+      ->check(CLI::Range(0.0, 864000.0))->group(load)->capture_default_str();
   auto* wl = "Workload";
   app->add_option("--input-len", a->random.input_len, "Prompt tokens")->group(wl)->capture_default_str();
   app->add_option("--output-len", a->random.output_len, "Tokens to generate")->group(wl)->capture_default_str();

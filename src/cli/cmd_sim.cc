@@ -44,6 +44,7 @@ Command RegisterSim(CLI::App& root) {
 
   app->add_option("--host", cfg->host, "Address to listen on")->capture_default_str();
   app->add_option("--port", cfg->port, "Port (0: any free port)")->capture_default_str();
+  app->add_option("--api-key", cfg->api_key, "Require 'Authorization: Bearer KEY' on /v1 (as vLLM)");
   app->add_option("--served-model-name,--model", cfg->served_model_name, "Model name served")
       ->capture_default_str();
   app->add_option("--seed", cfg->seed, "Seed for generated text, EOS positions and faults")

@@ -516,9 +516,10 @@ StatusOr<CompareResult> CompareDocs(const LoadedResult& a, const LoadedResult& b
     if (m.verdict == "better") ++r.better;
     if (m.verdict == "worse") ++r.worse;
   }
+  // Worse: a problem (warn, fail) that is new or more severe than in A; skip -> ok is not.
   for (const auto& f : r.findings) {
-    if (f.change == "new" || (f.change == "severity" &&
-                              SeverityRank(f.severity_b) > SeverityRank(f.severity_a)))
+    const bool problem = f.severity_b == "warn" || f.severity_b == "fail";
+    if (problem && (f.change == "new" || SeverityRank(f.severity_b) > SeverityRank(f.severity_a)))
       ++r.findings_worse;
   }
   return r;

@@ -228,6 +228,12 @@ TEST(CompareTest, FindingsOfOneIdPerGpuAreMatchedByGpu) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->findings.size(), 1u);
   EXPECT_EQ(back->findings_worse, 0);
+  // A check that was skipped and now passes (or now informs) is no worse.
+  auto later = Compare(Doc(diag("skip", "no power limit reported")),
+                       Doc(diag("info", "power limit 700 W (default)")));
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->findings.size(), 1u);
+  EXPECT_EQ(later->findings_worse, 0);
 }
 
 // Files that pass the schema check but hold a null where a string belongs: an error naming

@@ -57,6 +57,18 @@ rules::Finding Unreachable(const std::string& url, const std::string& why) {
   return f;
 }
 
+// The load test could not run although the target answered (401 on /v1/models: the key).
+rules::Finding LoadRefused(const std::string& url, const std::string& why) {
+  rules::Finding f;
+  f.id = "load.refused";
+  f.layer = rules::Layer::kLoad;
+  f.severity = rules::Severity::kFail;
+  f.title = fmt::format("the target {} answered but the load test could not run", url);
+  f.evidence = {{"error", std::nullopt, "", why}};
+  f.advice = "Check the API key (--api-key-env names the variable), --model and the URL's path.";
+  return f;
+}
+
 // The sweep (--sweep): steps up the load from 1 to `sweep_max` concurrent requests with the same
 // workload as the load step, as `latdoc sweep` does. Returns its document (latdoc.sweep/1) and
 // one finding that compares the target load with the knee, or null with `why` set.
@@ -222,11 +234,22 @@ void ScaleNetFindings(std::vector<rules::Finding>& fs, std::optional<double> mea
     if (f.id == "net.no_keepalive") ms = EvidenceValue(f, "handshake_cost");
     else if (f.id == "net.round_trip") ms = EvidenceValue(f, "per_request_network");
     else if (f.id == "net.gateway_delay") {
-      // The delay in the phase the rule judged it by (first byte, TTFT, TLS, ...).
+      // The delay in the phase the rule judged it by (first byte, TTFT, TLS, ...). A load that
+      // keeps connections alive pays what a gateway adds to a new connection (DNS, connect,
+      // TLS, a new connection's TTFT) once per connection, not per request: per request it
+      // pays the first byte and the kept-alive TTFT.
       std::string phase = "ttfb";
       for (const auto& e : f.evidence)
         if (e.name == "phase" && !e.text.empty()) phase = e.text;
-      ms = EvidenceValue(f, phase + "_p50_added");
+      const bool per_connection =
+          phase == "dns" || phase == "connect" || phase == "tls" || phase == "ttft_new";
+      if (load_kept_alive && per_connection) {
+        std::optional<double> a = EvidenceValue(f, "ttfb_p50_added");
+        std::optional<double> b = EvidenceValue(f, "ttft_reused_p50_added");
+        if (a || b) ms = std::max(a.value_or(0), b.value_or(0));
+      } else {
+        ms = EvidenceValue(f, phase + "_p50_added");
+      }
     }
     // Jitter moves the tail, not the mean: no share of the mean to claim.
     f.latency_share = ms ? std::optional<double>(std::clamp(*ms / *mean_e2el_ms, 0.0, 1.0))
@@ -397,8 +420,8 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       doc["baseline"] = base;
     } else if (load.is_null()) {
       layers["load"] = "failed: " + why;
-      all.push_back(Unreachable(o.url, why));
       if (unreachable) reachable = false;
+      all.push_back(unreachable ? Unreachable(o.url, why) : LoadRefused(o.url, why));
     } else {
       layers["load"] = stopped() ? "partial (" + stop + ")" : "measured";
       doc["baseline"] = base;
@@ -414,8 +437,11 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         if (sweep.is_null()) {
           layers["load"] = layers["load"].get<std::string>() + "; sweep failed: " + sweep_why;
         } else {
-          if (stop.empty() && sweep.value("partial", false))
-            stop = sweep.value("partial_reason", std::string("interrupted"));
+          // Only a signal ends the diagnosis early; a sweep that stopped because the server
+          // gave out at some load is a result, and the layers after it (logs above all) run.
+          if (stop.empty() && sweep.value("partial", false) &&
+              sweep.value("partial_reason", std::string()) == "interrupted")
+            stop = "interrupted during the sweep";
           layers["load"] = layers["load"].get<std::string>() +
                            fmt::format("; sweep of {} steps", sweep["steps"].size());
           doc["sweep"] = std::move(sweep);

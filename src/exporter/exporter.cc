@@ -395,6 +395,11 @@ void Exporter::Apply(const std::string& name, Observation obs) {
   findings_by_source_[name] = std::move(obs.findings);
   if (obs.canary) canary_run_ = std::move(obs.canary);
   if (obs.snapshot) {
+    // Against the last scrape that worked, even across failed ones: a real restart (loading
+    // the model) usually makes a scrape or two fail, which breaks the chain of deltas below.
+    if (last_good_snapshot_ && servermetrics::Delta(*last_good_snapshot_, *obs.snapshot).counter_reset)
+      ++state_.server_restarts;
+    last_good_snapshot_ = *obs.snapshot;
     prev_snapshot_ = std::move(snapshot_);
     snapshot_ = std::move(obs.snapshot);
     snapshot_fresh_ = true;
@@ -407,7 +412,6 @@ void Exporter::JudgeLoad(std::optional<loadgen::BenchRun> canary) {
   std::optional<servermetrics::SnapshotDelta> delta;
   if (snapshot_fresh_ && prev_snapshot_ && snapshot_)
     delta = servermetrics::Delta(*prev_snapshot_, *snapshot_);
-  if (delta && delta->counter_reset) ++state_.server_restarts;
 
   std::optional<double> client_ttft_s;
   if (canary) {

@@ -152,6 +152,7 @@ class Exporter {
   std::map<std::string, std::optional<int64_t>> last_tick_;  // expensive collectors
   std::map<std::string, std::vector<rules::Finding>> findings_by_source_;
   std::optional<servermetrics::ServerSnapshot> prev_snapshot_, snapshot_;
+  std::optional<servermetrics::ServerSnapshot> last_good_snapshot_;  // kept across failed scrapes
   bool snapshot_fresh_ = false;
   std::optional<loadgen::BenchRun> canary_run_;
   std::optional<Schedule> schedule_;

@@ -199,24 +199,29 @@ TEST(ExporterTest, CheapEveryCycleExpensiveOncePerPeriod) {
 }
 
 // The server's counters went down between two scrapes (a restart): counted once, and the
-// scrapes either side of it are not.
+// scrapes either side of it are not. A restart usually makes a scrape fail (the model loads):
+// it is still seen, against the last scrape that worked.
 TEST(ExporterTest, ServerRestartBetweenScrapesIsCounted) {
   auto scrapes = std::make_shared<std::atomic<int>>(0);
   std::vector<CollectorSpec> specs;
   specs.push_back({"server_metrics", 0, [scrapes]() -> StatusOr<Observation> {
-                     const double tokens[] = {1000, 1500, 30, 60};
+                     const double tokens[] = {1000, 1500, -1, 30, 60, 5, 9};  // -1: down
+                     const double t = tokens[std::min(6, (*scrapes)++)];
+                     if (t < 0) return Unavailable("connection refused");
                      Observation o;
                      o.snapshot.emplace();
                      o.snapshot->server = "vllm";
-                     o.snapshot->prompt_tokens_total = tokens[std::min(3, (*scrapes)++)];
+                     o.snapshot->prompt_tokens_total = t;
                      return o;
                    }});
   ExporterOptions o = TestOptions(kNsPerSec);
   o.target = "http://127.0.0.1:1";
   Exporter e(o, std::move(specs));
-  for (int i = 0; i < 4; ++i) e.RunCycle(i * kNsPerSec);
-  EXPECT_EQ(e.state().server_restarts, 1u);
-  EXPECT_THAT(*e.page(), HasSubstr("\nlatdoc_server_restarts_total 1\n"));
+  for (int i = 0; i < 5; ++i) e.RunCycle(i * kNsPerSec);
+  EXPECT_EQ(e.state().server_restarts, 1u);  // 1500 -> (down) -> 30
+  for (int i = 5; i < 7; ++i) e.RunCycle(i * kNsPerSec);
+  EXPECT_EQ(e.state().server_restarts, 2u);  // 60 -> 5, between two good scrapes
+  EXPECT_THAT(*e.page(), HasSubstr("\nlatdoc_server_restarts_total 2\n"));
 }
 
 }  // namespace

@@ -432,6 +432,13 @@ StatusOr<BenchRun> RunBench(const BenchOptions& o) {
         st = Unavailable(fmt::format("{}: {}", url.Origin(), r.error));
         return;
       }
+      if (r.status == 401 || r.status == 403) {
+        // Reached, but refused: the key, not the network (a caller that tells the two apart
+        // does not call the server unreachable).
+        st = PermissionDenied(fmt::format("{}/v1/models answered HTTP {}: check the API key "
+                                          "(--api-key-env)", url.Origin(), r.status));
+        return;
+      }
       if (r.status != 200) {
         st = Unavailable(fmt::format("{}/v1/models answered HTTP {}", url.Origin(), r.status));
         return;

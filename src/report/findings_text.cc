@@ -98,6 +98,23 @@ std::string MarkdownCode(std::string_view s) {
   return pad ? fence + " " + body + " " + fence : fence + body + fence;
 }
 
+std::string MarkdownAdvice(std::string_view s) {
+  std::string r;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t open = s.find('`', i);
+    const size_t close = open == std::string_view::npos ? open : s.find('`', open + 1);
+    if (close == std::string_view::npos) {
+      r += MarkdownText(s.substr(i));
+      break;
+    }
+    r += MarkdownText(s.substr(i, open - i));
+    r += MarkdownCode(s.substr(open + 1, close - open - 1));
+    i = close + 1;
+  }
+  return r;
+}
+
 std::string RenderFindingsMarkdown(const std::vector<Finding>& findings) {
   std::string out = "| # | severity | layer | finding | fix |\n|---|---|---|---|---|\n";
   int n = 0;
@@ -106,7 +123,7 @@ std::string RenderFindingsMarkdown(const std::vector<Finding>& findings) {
     for (const auto& e : f.evidence) ev += "<br>" + MarkdownText(EvidenceLine(e));
     out += fmt::format("| {} | {} | {} | **{}** ({}){} | {} |\n", ++n,
                        rules::SeverityName(f.severity), rules::LayerName(f.layer),
-                       MarkdownText(f.title), MarkdownCode(f.id), ev, MarkdownText(f.advice));
+                       MarkdownText(f.title), MarkdownCode(f.id), ev, MarkdownAdvice(f.advice));
   }
   return out;
 }

@@ -23,6 +23,9 @@ std::string RenderFindingsMarkdown(const std::vector<rules::Finding>& findings);
 // table cell: shown literally. HTML is escaped (`<img onerror=...>` stays text), as are the
 // characters that start emphasis (*), code, links or a new cell; a line break becomes <br>.
 std::string MarkdownText(std::string_view s);
+// Advice as the rules write it: `code` spans kept as code (their text literal but for '|'), the
+// rest as MarkdownText. A backtick without its pair is shown as a backtick.
+std::string MarkdownAdvice(std::string_view s);
 // The same text as a code span: a fence longer than any run of backticks inside it, '|'
 // escaped (tables split cells before inline parsing), line breaks as spaces.
 std::string MarkdownCode(std::string_view s);

@@ -132,8 +132,8 @@ std::string SummarySection(const ordered_json& diagnosis, const DiagnosisFinding
 
 std::string FindingsSection(const DiagnosisFindings& df) {
   std::string out =
-      "<section id=\"findings\"><h2>Findings checklist</h2>\n<p class=\"lead\">Ranked by the estimated "
-      "share of latency each explains, then by severity. Each item gives its evidence and the exact "
+      "<section id=\"findings\"><h2>Findings checklist</h2>\n<p class=\"lead\">Problems first, ranked by the "
+      "estimated share of latency each explains, then by severity. Each item gives its evidence and the exact "
       "change to try; latdoc never applies it.</p>\n";
   std::string main, rest;
   int rest_n = 0;

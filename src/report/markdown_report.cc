@@ -42,7 +42,7 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
   out += fmt::format("- findings: {} fail, {} warn, {} info, {} ok, {} skipped\n\n", counts[4], counts[3],
                      counts[2], counts[1], counts[0]);
 
-  out += "## Findings checklist\n\nRanked by the estimated share of latency each explains, then severity.\n\n";
+  out += "## Findings checklist\n\nProblems (fail, warn) first, ranked by the estimated share of latency each explains, then severity; then the rest.\n\n";
   out += df.findings.empty() ? std::string("No findings.\n") : RenderFindingsMarkdown(df.findings);
   if (df.unreadable > 0) out += fmt::format("\n{} unreadable findings not shown.\n", df.unreadable);
 

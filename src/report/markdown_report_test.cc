@@ -37,7 +37,7 @@ TEST(MarkdownReportTest, NothingMeasured) {
             "# latdoc diagnosis\n\n"
             "- target: n/a\n"
             "- findings: 0 fail, 0 warn, 0 info, 0 ok, 0 skipped\n\n"
-            "## Findings checklist\n\nRanked by the estimated share of latency each explains, then severity.\n\n"
+            "## Findings checklist\n\nProblems (fail, warn) first, ranked by the estimated share of latency each explains, then severity; then the rest.\n\n"
             "No findings.\n\n"
             "## Layers checked\n\n| layer | status |\n|---|---|\n"
             "| network | not reported |\n| system | not reported |\n| kernel | not reported |\n"
@@ -88,6 +88,14 @@ TEST(MarkdownCodeTest, FenceOutgrowsEveryBacktickRun) {
   EXPECT_EQ(MarkdownCode("a``b"), "```a``b```");
   EXPECT_EQ(MarkdownCode("`edge"), "`` `edge ``");
   EXPECT_EQ(MarkdownCode("x|y\nz"), "`x\\|y z`");
+}
+
+// The rules write commands in advice as `code`: kept as code spans, their text literal (an
+// entity would show as "&lt;" inside one); the text around them and a lone backtick escaped.
+TEST(MarkdownAdviceTest, CodeSpansStayCode) {
+  EXPECT_EQ(MarkdownAdvice("run `nvidia-smi -pl <W>` then <b>check</b>"),
+            "run `nvidia-smi -pl <W>` then &lt;b&gt;check&lt;/b&gt;");
+  EXPECT_EQ(MarkdownAdvice("a `x|y` b ` c"), "a `x\\|y` b \\` c");
 }
 
 }  // namespace

@@ -229,6 +229,12 @@ struct SimServer::Impl {
     // vLLM's /health and /v1/models are FastAPI @get routes, which (unlike Starlette's) do not
     // add HEAD: it gets 405 (fastapi/fastapi#1773). /metrics is prometheus_client's ASGI app
     // mounted as is, which answers HEAD like GET.
+    // vLLM's authentication middleware: every /v1 path needs the key; /health and /metrics
+    // do not. Its answer, as vLLM's: 401 {"error": "Unauthorized"}.
+    if (!cfg.api_key.empty() && p.rfind("/v1", 0) == 0 &&
+        req.Header("authorization") != "Bearer " + cfg.api_key) {
+      return send(401, "application/json", R"({"error":"Unauthorized"})");
+    }
     if (p == "/health") {
       if (!get) return not_allowed();
       return send(200, "", "");

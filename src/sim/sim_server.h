@@ -35,6 +35,7 @@ struct FaultRates {
 struct SimConfig {
   EngineConfig engine;
   std::string served_model_name = "latdoc-sim/llama-3-8b";
+  std::string api_key;  // vLLM's --api-key: /v1 requests without "Bearer KEY" get 401
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
   uint64_t seed = 0;

@@ -114,6 +114,23 @@ TEST(SimServerTest, ChatStreamStartsWithRoleOnlyChunk) {
   EXPECT_EQ(json::parse(r.sse_data[3])["choices"][0]["finish_reason"], "length");
 }
 
+// --api-key as vLLM's: a /v1 request without "Bearer KEY" gets 401 {"error":"Unauthorized"};
+// /health and /metrics need no key.
+TEST(SimServerTest, ApiKeyGuardsV1PathsOnly) {
+  SimConfig c = FastConfig();
+  c.api_key = "k3y";
+  Sim sim(c);
+  BlockingResponse no_key = Fetch(sim.port(), "GET", "/v1/models");
+  EXPECT_EQ(no_key.status, 401);
+  EXPECT_EQ(no_key.body, R"({"error":"Unauthorized"})");
+  EXPECT_EQ(Fetch(sim.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer wrong"}}).status,
+            401);
+  EXPECT_EQ(Fetch(sim.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer k3y"}}).status,
+            200);
+  EXPECT_EQ(Fetch(sim.port(), "GET", "/health").status, 200);
+  EXPECT_EQ(Fetch(sim.port(), "GET", "/metrics").status, 200);
+}
+
 TEST(SimServerTest, PlainResponsesAndDeterministicText) {
   Sim sim(FastConfig());
   BlockingResponse a = sim.Post("/v1/completions", Completion(8, false));

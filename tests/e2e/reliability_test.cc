@@ -310,6 +310,27 @@ TEST(DiagnoseInputTest, UnreachableTargetWithTheProbeOffExitsThree) {
   EXPECT_EQ(d["target_reachable"], false);
 }
 
+// A server that answers but refuses the key (401 on /v1, as vLLM with --api-key) is reachable:
+// the report says the load test could not run and why, and the exit code is 1, not 3.
+TEST(DiagnoseInputTest, RefusedKeyIsNotAnUnreachableTarget) {
+  TempDir dir("diag_refused");
+  SimProcess sim(With(kFastSim, {"--api-key", "right"}));
+  ::setenv("LATDOC_TEST_KEY", "wrong", 1);
+  for (const char* samples : {"0", "2"}) {
+    RunResult r = RunLatdoc({"diagnose", "--url", sim.url(), "--net-samples", samples,
+                             "--api-key-env", "LATDOC_TEST_KEY", "--json", dir / "d.json",
+                             "--quiet"});
+    EXPECT_EQ(r.exit_code, 1) << samples << " " << r.err;
+    const json d = ReadJson(dir / "d.json");
+    EXPECT_EQ(d["target_reachable"], true) << samples;
+    bool refused = false;
+    for (const json& f : d["findings"]) refused = refused || f["id"] == "load.refused";
+    EXPECT_TRUE(refused) << samples << " " << d["findings"].dump();
+    EXPECT_THAT(d["layers"]["load"].get<std::string>(), HasSubstr("answered HTTP 401"));
+  }
+  ::unsetenv("LATDOC_TEST_KEY");
+}
+
 // A byte that is not UTF-8 in a file name and in a log line (a log cut mid-character, a path
 // from another locale) reaches the JSON, Markdown and HTML reports: they are written, with the
 // byte replaced, instead of the process aborting after the whole run.
