@@ -104,7 +104,7 @@ TEST(ComparePhasesTest, TlsJitterIsCompared) {
   }
   SummarizeProbe(a);
   SummarizeProbe(b);
-  const PhaseDiff& tls = ComparePhases(a, b).phases[2];
+  const PhaseDiff tls = ComparePhases(a, b).phases[2];  // a copy: the result is a temporary
   ASSERT_EQ(tls.phase, "tls");
   ASSERT_TRUE(tls.jitter_diff_ms);
   EXPECT_NEAR(*tls.jitter_diff_ms, 27.3, 1e-9);
@@ -112,7 +112,7 @@ TEST(ComparePhasesTest, TlsJitterIsCompared) {
   plain.url = "http://a";
   plain.samples = {Ok(0, 1, 2, 10, 9)};
   SummarizeProbe(plain);
-  const PhaseDiff& added = ComparePhases(plain, b).phases[2];
+  const PhaseDiff added = ComparePhases(plain, b).phases[2];
   ASSERT_TRUE(added.jitter_diff_ms);
   EXPECT_NEAR(*added.jitter_diff_ms, 27.3, 1e-9);
 }

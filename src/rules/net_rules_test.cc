@@ -198,7 +198,8 @@ TEST(NetRulesTest, LossAdvisesOnHttpErrors) {
     f.probe.samples.push_back(s);
   }
   net::SummarizeProbe(f.probe);
-  const Finding* l = Find(EvaluateNetRules(f), "net.loss");
+  const std::vector<Finding> fs = EvaluateNetRules(f);  // Find points into it
+  const Finding* l = Find(fs, "net.loss");
   ASSERT_NE(l, nullptr);
   EXPECT_EQ(l->severity, Severity::kFail);
   EXPECT_THAT(l->advice, testing::HasSubstr("--model"));
