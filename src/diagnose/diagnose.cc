@@ -45,28 +45,31 @@ ordered_json FindingsJson(const std::vector<rules::Finding>& fs) {
   return a;
 }
 
-rules::Finding Unreachable(const std::string& url, const std::string& why) {
+// The load test did not run: `id` says why, the error is the evidence.
+rules::Finding LoadFailed(std::string id, std::string title, const std::string& why,
+                          std::string advice) {
   rules::Finding f;
-  f.id = "load.unreachable";
+  f.id = std::move(id);
   f.layer = rules::Layer::kLoad;
   f.severity = rules::Severity::kFail;
-  f.title = fmt::format("the target {} could not be reached", url);
+  f.title = std::move(title);
   f.evidence = {{"error", std::nullopt, "", why}};
-  f.advice = "Check that the server is up and the URL (scheme, host, port) is right; "
-             "`latdoc net --url ...` separates DNS, connect and TLS problems.";
+  f.advice = std::move(advice);
   return f;
 }
 
-// The load test could not run although the target answered (401 on /v1/models: the key).
+rules::Finding Unreachable(const std::string& url, const std::string& why) {
+  return LoadFailed("load.unreachable", fmt::format("the target {} could not be reached", url), why,
+                    "Check that the server is up and the URL (scheme, host, port) is right; "
+                    "`latdoc net --url ...` separates DNS, connect and TLS problems.");
+}
+
+// The target answered but refused the run (401 on /v1/models: the key).
 rules::Finding LoadRefused(const std::string& url, const std::string& why) {
-  rules::Finding f;
-  f.id = "load.refused";
-  f.layer = rules::Layer::kLoad;
-  f.severity = rules::Severity::kFail;
-  f.title = fmt::format("the target {} answered but the load test could not run", url);
-  f.evidence = {{"error", std::nullopt, "", why}};
-  f.advice = "Check the API key (--api-key-env names the variable), --model and the URL's path.";
-  return f;
+  return LoadFailed("load.refused",
+                    fmt::format("the target {} answered but the load test could not run", url), why,
+                    "Check the API key (--api-key-env names the variable), --model and the URL's "
+                    "path.");
 }
 
 // The sweep (--sweep): steps up the load from 1 to `sweep_max` concurrent requests with the same
