@@ -56,6 +56,8 @@ StatusOr<DiagnoseResult> RunDemo(const DemoOptions& o) {
     d.trace_of_target = false;
   }
   d.local = true;
+  d.sweep = true;          // the latency curve and its knee, against the target's 96
+  d.sweep_max = 128;
   d.progress = o.progress;
   DiagnoseResult r = RunDiagnose(d);
 

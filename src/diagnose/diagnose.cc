@@ -82,6 +82,9 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
   b.request_rate = 0;
   b.duration_s = 0;
   b.progress = false;
+  // As `latdoc sweep`: the server's running batch at each step (its recommendations rest on
+  // it) is read from /metrics 10 times a second; once a second misses short rounds.
+  b.scrape_interval_s = 0.1;
   loadgen::RandomWorkloadOptions w = o.workload;
   w.seed = o.workload.seed + 2;
   b.prompts = loadgen::RandomPrompts(w, 4096);
