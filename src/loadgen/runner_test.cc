@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "http/event_loop.h"
+#include "http/server.h"
 #include "loadgen/record.h"
 #include "sim/sim_server.h"
 
@@ -141,6 +142,38 @@ TEST(StreamAccountantTest, PayloadThatIsNotJsonIsAStreamError) {
   ok.Finish(true, t + 10);
   EXPECT_EQ(good.outcome, Outcome::kOk);
   EXPECT_EQ(good.output_tokens, 2);
+}
+
+// Media types are case-insensitive (RFC 9110): a server that answers "Text/Event-Stream" streams,
+// and its requests are ok, not protocol failures.
+TEST(RunnerTest, EventStreamContentTypeInAnyCase) {
+  http::EventLoop loop;
+  http::Server server(loop, {}, [](const http::Request&, std::shared_ptr<http::ResponseStream> w) {
+    w->BeginChunked(200, "Text/Event-Stream; Charset=UTF-8");
+    w->WriteChunk("data: {\"choices\":[{\"text\":\" a\",\"finish_reason\":null}]}\n\n");
+    w->WriteChunk("data: {\"choices\":[{\"text\":\" b\",\"finish_reason\":\"length\"}]}\n\n");
+    w->WriteChunk("data: [DONE]\n\n");
+    w->EndChunked();
+  });
+  ASSERT_TRUE(server.Listen().ok());
+  std::thread t([&] { loop.Run(); });
+  BenchOptions o = Options("http://127.0.0.1:" + std::to_string(server.port()));
+  o.model = "m";
+  o.scrape_metrics = false;
+  o.concurrency = 1;
+  o.num_requests = 3;
+  StatusOr<BenchRun> run = RunBench(o);
+  loop.Post([&] {
+    server.Stop();
+    loop.Stop();
+  });
+  t.join();
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_EQ(run->records.size(), 3u);
+  for (const RequestRecord& r : run->records) {
+    EXPECT_EQ(r.outcome, Outcome::kOk) << r.error;
+    EXPECT_EQ(r.output_tokens, 2);
+  }
 }
 
 }  // namespace
