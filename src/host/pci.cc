@@ -112,8 +112,8 @@ std::vector<GpuFacts> ListPciGpus(const SysRoot& fs, const std::string& vendor_i
     const std::string dir = "/sys/bus/pci/devices/" + bdf;
     auto cls = fs.ReadTrimmed(dir + "/class");
     auto ven = fs.ReadTrimmed(dir + "/vendor");
-    // Display (0x03xxxx: H100/H200 are 0x0302, MI210/MI250 0x0380) or processing accelerator
-    // (0x12xxxx: MI300X).
+    // Display (base class 0x03: H100/H200 are 0x0302, MI210/MI250 0x0380) or processing
+    // accelerator (base class 0x12: MI300X).
     if (!cls.ok() || !ven.ok()) continue;
     if (cls->rfind("0x03", 0) != 0 && cls->rfind("0x12", 0) != 0) continue;
     if (*ven != kPciVendorNvidia && *ven != kPciVendorAmd) continue;

@@ -28,8 +28,8 @@ struct PciAddress {
 // nullopt for anything else ("pci0000:00", a stray name in a hand-made tree).
 std::optional<PciAddress> ParsePciAddress(std::string_view name);
 
-// GPUs: PCI class 0x03xxxx (display; 0x0302 for NVIDIA datacenter parts, 0x0380 for MI210/MI250)
-// or 0x12xxxx (processing accelerator: MI300X) of the given vendor, sorted by address; entries
+// GPUs: PCI base class 0x03 (display; 0x0302 for NVIDIA datacenter parts, 0x0380 for MI210/MI250)
+// or base class 0x12 (processing accelerator: MI300X) of the given vendor, sorted by address; entries
 // not named like a PCI address are left out. Each has bdf, vendor, driver, numa_node,
 // local_cpulist and pcie_path filled; index is the position in that list.
 // An empty vendor matches both NVIDIA and AMD. Missing /sys/bus/pci: an empty list.
