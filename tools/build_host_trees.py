@@ -183,6 +183,27 @@ def amd_host(tree, unhealthy):
           "%d (%s) S 1 %d %d 0 -1 4194304 1 0 0 0 500 20 0 0 20 0 2 0 100 1000 10 "
           "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0\n" % (tid, comm, pid, pid, tid % 96))
     w(tree, "/proc/1/cmdline", "/sbin/init\0")
+    # Its cgroup (v2). Healthy: a systemd service with no CPU quota. Unhealthy: a Kubernetes pod
+    # (quota 8 CPUs) whose container (quota 2 CPUs) was throttled in 12% of its periods so far.
+    w(tree, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n")
+    if unhealthy:
+        pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod7c1e.slice"
+        ctr = pod + "/cri-containerd-4f3a.scope"
+        w(tree, "/proc/%d/cgroup" % pid, "0::%s\n" % ctr)
+        w(tree, "/sys/fs/cgroup/kubepods.slice/cpu.max", "max 100000\n")
+        w(tree, "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/cpu.max", "max 100000\n")
+        w(tree, "/sys/fs/cgroup" + pod + "/cpu.max", "800000 100000\n")
+        w(tree, "/sys/fs/cgroup" + pod + "/cpu.stat", "usage_usec 912000000\nuser_usec 800000000\n"
+          "system_usec 112000000\nnr_periods 36000\nnr_throttled 40\nthrottled_usec 1200000\n")
+        w(tree, "/sys/fs/cgroup" + ctr + "/cpu.max", "200000 100000\n")
+        w(tree, "/sys/fs/cgroup" + ctr + "/cpu.stat", "usage_usec 900000000\nuser_usec 790000000\n"
+          "system_usec 110000000\nnr_periods 36000\nnr_throttled 4320\nthrottled_usec 151200000\n")
+    else:
+        w(tree, "/proc/%d/cgroup" % pid, "0::/system.slice/vllm.service\n")
+        w(tree, "/sys/fs/cgroup/system.slice/cpu.max", "max 100000\n")
+        w(tree, "/sys/fs/cgroup/system.slice/vllm.service/cpu.max", "max 100000\n")
+        w(tree, "/sys/fs/cgroup/system.slice/vllm.service/cpu.stat", "usage_usec 912000000\n"
+          "user_usec 800000000\nsystem_usec 112000000\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n")
     # Network: sockstat, a listener on 8000 and some TIME_WAIT on it.
     tw = 40000 if unhealthy else 12
     w(tree, "/proc/net/sockstat", "sockets: used 900\nTCP: inuse 120 orphan 0 tw %d alloc 130 mem 20\n"
@@ -255,6 +276,8 @@ def main():
         return
     os.makedirs(os.path.join(DATA, "facts"), exist_ok=True)
     trees["h200_recorded"] = os.path.join(DATA, "h200_recorded", "tree")
+    trees["cgroup_v1_throttled"] = os.path.join(DATA, "cgroup_v1_throttled", "tree")
+    trees["cgroup_v2_throttled"] = os.path.join(DATA, "cgroup_v2_throttled", "tree")
     for name, tree in trees.items():
         out = os.path.join(DATA, "facts", name + ".json")
         facts = collect(args.latdoc, tree, out)
@@ -266,6 +289,10 @@ def main():
                                       {"tid": 4243, "comm": "uvicorn", "cpu_pct": 4.0, "last_cpu": 7}],
                             "source": "BUILT: hand-set delta"}
             s["write_bytes_per_s"] = {"value": 52000000.0, "source": "BUILT: hand-set delta"}
+            lim = s["cgroup_cpu"]["value"]["limits"][0]  # the container's 2-CPU quota
+            lim["periods_delta"] = {"value": 10, "source": "BUILT: hand-set delta"}
+            lim["throttled_delta"] = {"value": 6, "source": "BUILT: hand-set delta"}
+            lim["throttled_s_delta"] = {"value": 0.21, "source": "BUILT: hand-set delta"}
             n = facts["net"]
             n["listen_overflows_delta"] = {"value": 37, "source": "BUILT: hand-set delta"}
             n["retrans_segs_delta"] = {"value": 500, "source": "BUILT: hand-set delta"}

@@ -110,6 +110,35 @@ if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
       grep -v -E '^VLLM_API_KEY=' | tr '\n' '\0' >"$d/environ"
   fi
   for t in /proc/"$pid"/task/*; do copy "$t/stat"; copy "$t/comm"; done
+  # Its CPU cgroup: the quota and throttling counters of each group from its own up to the
+  # hierarchy's root (v1 cpu controller first, as latdoc looks; else the v2 tree).
+  copy "/proc/$pid/cgroup"
+  cg_walk() {  # cg_walk MOUNT PATH FILE...: copies FILEs of PATH's group and every parent.
+    local mount=$1 path=$2; shift 2
+    local dir="$mount$path"
+    [ "$path" = / ] && dir=$mount
+    [ -d "$dir" ] || dir=$mount  # another cgroup namespace: the mount's root is the group
+    while :; do
+      for f in "$@"; do copy "$dir/$f"; done
+      [ "$dir" = "$mount" ] && break
+      dir=$(dirname "$dir")
+    done
+  }
+  v1=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $2 ":" $3; exit}' "/proc/$pid/cgroup")
+  v2=$(awk -F: '$1 == "0" && $2 == "" {print $3; exit}' "/proc/$pid/cgroup")
+  if [ -n "$v1" ]; then
+    for m in "/sys/fs/cgroup/${v1%%:*}" /sys/fs/cgroup/cpu; do
+      if [ -r "$m/cpu.cfs_period_us" ]; then
+        cg_walk "$m" "${v1#*:}" cpu.cfs_quota_us cpu.cfs_period_us cpu.stat; break
+      fi
+    done
+  elif [ -n "$v2" ]; then
+    for m in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+      if [ -r "$m/cgroup.controllers" ]; then
+        copy "$m/cgroup.controllers"; cg_walk "$m" "$v2" cpu.max cpu.stat; break
+      fi
+    done
+  fi
 fi
 
 # External commands, replayed by latdoc under --sysroot: .commands/<prog>.<n>.cmd holds the argv

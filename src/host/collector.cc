@@ -31,11 +31,17 @@ struct Counters {
   Status irq_status;
   std::map<std::string, int64_t> disk_ticks;
   Status disk_status;
+  std::vector<std::optional<CgroupCpuStat>> cgroup_stats;  // one per CgroupCpu limit
 };
 
-Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid) {
+Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid,
+                        const std::vector<CgroupCpuLimit>& cgroup_limits) {
   Counters c;
   c.t_ns = MonoNowNs();
+  for (const auto& limit : cgroup_limits) {
+    auto text = fs.Read(limit.dir + "/cpu.stat");
+    c.cgroup_stats.push_back(text.ok() ? ParseCgroupCpuStat(*text) : std::nullopt);
+  }
   if (pid) {
     const std::string base = "/proc/" + std::to_string(*pid);
     auto tids = fs.List(base + "/task");
@@ -112,6 +118,112 @@ void CollectCpu(const SysRoot& fs, CpuFacts* cpu) {
                      "/sys/kernel/mm/transparent_hugepage/enabled: no [choice]");
   } else {
     cpu->transparent_hugepage = Fact<std::string>::Unknown(thp.status().message());
+  }
+}
+
+std::string ParentDir(const std::string& dir) {
+  const size_t slash = dir.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
+}
+
+void SetCumulative(const CgroupCpuStat& st, CgroupCpuLimit* limit) {
+  limit->nr_periods = st.nr_periods;
+  limit->nr_throttled = st.nr_throttled;
+  limit->throttled_s = static_cast<double>(st.throttled_us) / 1e6;
+}
+
+// The server's CPU cgroup (/proc/PID/cgroup) and every group from it up to the hierarchy's root
+// that sets a CFS quota, with cpu.stat as read now. The cpu controller is looked for in cgroup v1
+// first (on a hybrid host it is bound there, not in the unified tree).
+Fact<CgroupCpu> FindCgroupCpu(const SysRoot& fs, int64_t pid) {
+  const std::string file = "/proc/" + std::to_string(pid) + "/cgroup";
+  auto text = fs.Read(file);
+  if (!text.ok()) return Fact<CgroupCpu>::Unknown(text.status().message());
+  const ProcCgroup pc = ParseProcCgroup(*text);
+  CgroupCpu cg;
+  std::string mount;
+  if (pc.v1_cpu) {
+    cg.version = 1;
+    cg.cgroup = *pc.v1_cpu;
+    for (const std::string& m : {"/sys/fs/cgroup/" + pc.v1_cpu_controllers,
+                                 std::string("/sys/fs/cgroup/cpu"),
+                                 std::string("/sys/fs/cgroup/cpu,cpuacct"),
+                                 std::string("/sys/fs/cgroup/cpuacct,cpu")}) {
+      if (fs.Exists(m + "/cpu.cfs_period_us")) {
+        mount = m;
+        break;
+      }
+    }
+    if (mount.empty()) {
+      return Fact<CgroupCpu>::Unknown("the cgroup v1 cpu hierarchy (" + pc.v1_cpu_controllers +
+                                      ") is not mounted under /sys/fs/cgroup");
+    }
+  } else if (pc.unified) {
+    cg.version = 2;
+    cg.cgroup = *pc.unified;
+    for (const char* m : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
+      if (fs.Exists(std::string(m) + "/cgroup.controllers")) {
+        mount = m;
+        break;
+      }
+    }
+    if (mount.empty()) {
+      return Fact<CgroupCpu>::Unknown("cgroup v2 is not mounted at /sys/fs/cgroup");
+    }
+  } else {
+    return Fact<CgroupCpu>::Unknown(file + ": no cgroup v2 line and no v1 cpu hierarchy");
+  }
+  std::string leaf = cg.cgroup == "/" ? mount : mount + cg.cgroup;
+  if (!fs.Exists(leaf)) {
+    // A container without its own cgroup namespace: the host's path is not under this mount,
+    // whose root is the container's own group.
+    cg.note = cg.cgroup + " is not under " + mount +
+              " (the server is in another cgroup namespace); read the mount's root group";
+    leaf = mount;
+  }
+  for (std::string dir = leaf;; dir = ParentDir(dir)) {
+    std::optional<CpuQuota> quota;
+    if (cg.version == 2) {
+      if (auto t = fs.Read(dir + "/cpu.max"); t.ok()) quota = ParseCpuMax(*t);
+    } else {
+      auto q = fs.Read(dir + "/cpu.cfs_quota_us");
+      auto p = fs.Read(dir + "/cpu.cfs_period_us");
+      if (q.ok() && p.ok()) quota = ParseCfsQuota(*q, *p);
+    }
+    if (quota && quota->quota_us) {
+      CgroupCpuLimit limit;
+      limit.dir = dir;
+      limit.period_us = quota->period_us;
+      limit.quota_cpus = static_cast<double>(*quota->quota_us) / static_cast<double>(quota->period_us);
+      if (auto t = fs.Read(dir + "/cpu.stat"); t.ok()) {
+        if (auto st = ParseCgroupCpuStat(*t)) SetCumulative(*st, &limit);
+      }
+      cg.limits.push_back(std::move(limit));
+    }
+    if (dir == mount || dir.size() <= mount.size()) break;
+  }
+  return Fact<CgroupCpu>::Known(std::move(cg), file);
+}
+
+// Throttling over the sample interval, and the counters as of the second sample.
+void CgroupDeltas(const Counters& a, const Counters& b, CgroupCpu* cg) {
+  for (size_t i = 0; i < cg->limits.size(); ++i) {
+    CgroupCpuLimit& limit = cg->limits[i];
+    const auto& x = i < a.cgroup_stats.size() ? a.cgroup_stats[i] : std::nullopt;
+    const auto& y = i < b.cgroup_stats.size() ? b.cgroup_stats[i] : std::nullopt;
+    if (!x || !y) {
+      const std::string why = limit.dir + "/cpu.stat: unreadable or without nr_periods";
+      limit.periods_delta = limit.throttled_delta = Fact<int64_t>::Unknown(why);
+      limit.throttled_s_delta = Fact<double>::Unknown(why);
+      continue;
+    }
+    SetCumulative(*y, &limit);
+    const std::string src = limit.dir + "/cpu.stat";
+    limit.periods_delta = Fact<int64_t>::Known(std::max<int64_t>(y->nr_periods - x->nr_periods, 0), src);
+    limit.throttled_delta =
+        Fact<int64_t>::Known(std::max<int64_t>(y->nr_throttled - x->nr_throttled, 0), src);
+    limit.throttled_s_delta = Fact<double>::Known(
+        static_cast<double>(std::max<int64_t>(y->throttled_us - x->throttled_us, 0)) / 1e6, src);
   }
 }
 
@@ -328,9 +440,14 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
     facts.server_note = found.status().message();
   }
   std::optional<int64_t> pid;
-  if (facts.server) pid = facts.server->pid;
+  std::vector<CgroupCpuLimit> cgroup_limits;
+  if (facts.server) {
+    pid = facts.server->pid;
+    facts.server->cgroup_cpu = FindCgroupCpu(fs, *pid);
+    if (facts.server->cgroup_cpu.known()) cgroup_limits = facts.server->cgroup_cpu->limits;
+  }
 
-  Counters first = SampleCounters(fs, pid);
+  Counters first = SampleCounters(fs, pid, cgroup_limits);
 
   // Static probes, between the two samples.
   ProbeContext ctx;
@@ -359,7 +476,7 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   if (options.between_samples) options.between_samples();
   const int64_t wait_ns = options.sample_interval_ns - (MonoNowNs() - first.t_ns);
   if (wait_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
-  Counters second = SampleCounters(fs, pid);
+  Counters second = SampleCounters(fs, pid, cgroup_limits);
   const int64_t dt_ns = std::max<int64_t>(second.t_ns - first.t_ns, 1);
   facts.sample_interval_ns = dt_ns;
   const double dt_s = static_cast<double>(dt_ns) / 1e9;
@@ -388,6 +505,11 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
       });
       if (threads.size() > 16) threads.resize(16);
       s.threads = Fact<std::vector<ThreadCpu>>::Known(std::move(threads), base + "/task/*/stat");
+    }
+    if (s.cgroup_cpu.known()) {
+      CgroupCpu cg = *s.cgroup_cpu;
+      CgroupDeltas(first, second, &cg);
+      s.cgroup_cpu = Fact<CgroupCpu>::Known(std::move(cg), s.cgroup_cpu.source);
     }
     if (first.write_bytes && second.write_bytes) {
       s.write_bytes_per_s = Fact<double>::Known(

@@ -187,6 +187,126 @@ TEST(CollectorTest, FirewallPrefersNftAndSaysWhyWhenNeitherAnswers) {
             "nft exited with 1 (needs root); iptables-save: not installed");
 }
 
+// A real throttled group, recorded on this project's build VM (cgroup v1 cpu controller; the
+// stand-in server spun one thread under a quota of a fifth of a CPU for 2 s:
+// tools/capture_cgroup_throttle.sh).
+TEST(CollectorTest, RecordedThrottledCgroupV1) {
+  HostFacts f = CollectHostFacts(Recorded("tests/data/host/cgroup_v1_throttled/tree"));
+  ASSERT_TRUE(f.server.has_value()) << f.server_note;
+  EXPECT_EQ(f.server->pid, 3890);
+  ASSERT_TRUE(f.server->cgroup_cpu.known()) << f.server->cgroup_cpu.reason;
+  const CgroupCpu& cg = *f.server->cgroup_cpu;
+  EXPECT_EQ(cg.version, 1);
+  EXPECT_EQ(cg.cgroup, "/latdoc_capture");
+  EXPECT_EQ(cg.note, "");
+  ASSERT_EQ(cg.limits.size(), 1u);  // the root group has no quota (-1)
+  const CgroupCpuLimit& l = cg.limits[0];
+  EXPECT_EQ(l.dir, "/sys/fs/cgroup/cpu/latdoc_capture");
+  EXPECT_DOUBLE_EQ(l.quota_cpus, 0.2);
+  EXPECT_EQ(l.period_us, 100000);
+  EXPECT_EQ(l.nr_periods, 25);
+  EXPECT_EQ(l.nr_throttled, 25);
+  EXPECT_DOUBLE_EQ(l.throttled_s, 1.683556);
+  EXPECT_EQ(l.throttled_delta.value_or(-1), 0);  // a recording does not move
+}
+
+// The same capture on the lent H200 machine, which has cgroup v2 only: the group is the stand-in's
+// own, the root has no cpu.max.
+TEST(CollectorTest, RecordedThrottledCgroupV2) {
+  HostFacts f = CollectHostFacts(Recorded("tests/data/host/cgroup_v2_throttled/tree"));
+  ASSERT_TRUE(f.server.has_value()) << f.server_note;
+  EXPECT_EQ(f.server->pid, 527);
+  ASSERT_TRUE(f.server->cgroup_cpu.known()) << f.server->cgroup_cpu.reason;
+  const CgroupCpu& cg = *f.server->cgroup_cpu;
+  EXPECT_EQ(cg.version, 2);
+  EXPECT_EQ(cg.cgroup, "/latdoc_capture");
+  ASSERT_EQ(cg.limits.size(), 1u);
+  EXPECT_EQ(cg.limits[0].dir, "/sys/fs/cgroup/latdoc_capture");
+  EXPECT_DOUBLE_EQ(cg.limits[0].quota_cpus, 0.2);
+  EXPECT_EQ(cg.limits[0].nr_periods, 22);
+  EXPECT_EQ(cg.limits[0].nr_throttled, 22);
+  EXPECT_DOUBLE_EQ(cg.limits[0].throttled_s, 1.687108);
+  EXPECT_EQ(f.gpus.size(), 1u);
+}
+
+// cgroup v2 as Kubernetes lays it out: a pod group and a container group each with a quota; the
+// counters move between the two samples.
+TEST(CollectorTest, CgroupV2LimitsOnThePathAndTheirDeltas) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  const std::string pod = "/sys/fs/cgroup/kubepods.slice/kubepods-pod7.slice";
+  const std::string ctr = pod + "/cri-containerd-ab12.scope";
+  t.Write("/proc/4242/cgroup", "0::/kubepods.slice/kubepods-pod7.slice/cri-containerd-ab12.scope\n");
+  t.Write("/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n");
+  t.Write("/sys/fs/cgroup/kubepods.slice/cpu.max", "max 100000\n");
+  t.Write(pod + "/cpu.max", "400000 100000\n");
+  t.Write(pod + "/cpu.stat", "usage_usec 5\nnr_periods 1000\nnr_throttled 3\nthrottled_usec 9000\n");
+  t.Write(ctr + "/cpu.max", "250000 50000\n");
+  t.Write(ctr + "/cpu.stat", "usage_usec 5\nnr_periods 900\nnr_throttled 100\nthrottled_usec 4000000\n");
+  CollectOptions o = Recorded(t.root());
+  o.between_samples = [&] {
+    t.Write(ctr + "/cpu.stat", "usage_usec 9\nnr_periods 920\nnr_throttled 112\nthrottled_usec 4600000\n");
+  };
+  HostFacts f = CollectHostFacts(o);
+  ASSERT_TRUE(f.server.has_value());
+  ASSERT_TRUE(f.server->cgroup_cpu.known()) << f.server->cgroup_cpu.reason;
+  const CgroupCpu& cg = *f.server->cgroup_cpu;
+  EXPECT_EQ(cg.version, 2);
+  ASSERT_EQ(cg.limits.size(), 2u);  // kubepods.slice says "max": no limit there
+  EXPECT_EQ(cg.limits[0].dir, ctr);
+  EXPECT_DOUBLE_EQ(cg.limits[0].quota_cpus, 5.0);
+  EXPECT_EQ(cg.limits[0].period_us, 50000);
+  EXPECT_EQ(cg.limits[0].nr_periods, 920);  // as of the second sample
+  EXPECT_EQ(cg.limits[0].periods_delta.value_or(-1), 20);
+  EXPECT_EQ(cg.limits[0].throttled_delta.value_or(-1), 12);
+  EXPECT_DOUBLE_EQ(cg.limits[0].throttled_s_delta.value_or(-1), 0.6);
+  EXPECT_EQ(cg.limits[1].dir, pod);
+  EXPECT_DOUBLE_EQ(cg.limits[1].quota_cpus, 4.0);
+  EXPECT_EQ(cg.limits[1].throttled_delta.value_or(-1), 0);
+
+  // The group's cpu.stat vanishes between the samples (the container was replaced): the delta
+  // is unknown with the reason, the quota still stands.
+  TestTree gone("tests/data/host/mi300x_built/tree");
+  gone.Write("/proc/4242/cgroup", "0::/c\n");
+  gone.Write("/sys/fs/cgroup/cgroup.controllers", "cpu\n");
+  gone.Write("/sys/fs/cgroup/c/cpu.max", "100000 100000\n");
+  gone.Write("/sys/fs/cgroup/c/cpu.stat", "nr_periods 1\nnr_throttled 0\nthrottled_usec 0\n");
+  CollectOptions g = Recorded(gone.root());
+  g.between_samples = [&] { gone.Remove("/sys/fs/cgroup/c/cpu.stat"); };
+  f = CollectHostFacts(g);
+  ASSERT_TRUE(f.server->cgroup_cpu.known());
+  ASSERT_EQ(f.server->cgroup_cpu->limits.size(), 1u);
+  EXPECT_FALSE(f.server->cgroup_cpu->limits[0].throttled_delta.known());
+  EXPECT_EQ(f.server->cgroup_cpu->limits[0].throttled_delta.reason,
+            "/sys/fs/cgroup/c/cpu.stat: unreadable or without nr_periods");
+}
+
+// A server in a container without its own cgroup namespace names a host path this mount does
+// not have; the mount's root is then the container's group. No cgroup file: unknown, with why.
+TEST(CollectorTest, CgroupOfAnotherNamespaceAndNoCgroupFile) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  t.Write("/proc/4242/cgroup", "0::/system.slice/docker-3f2a.scope\n");
+  t.Write("/sys/fs/cgroup/cgroup.controllers", "cpu memory\n");
+  t.Write("/sys/fs/cgroup/cpu.max", "150000 100000\n");
+  t.Write("/sys/fs/cgroup/cpu.stat", "nr_periods 10\nnr_throttled 1\nthrottled_usec 100\n");
+  HostFacts f = CollectHostFacts(Recorded(t.root()));
+  ASSERT_TRUE(f.server->cgroup_cpu.known()) << f.server->cgroup_cpu.reason;
+  EXPECT_EQ(f.server->cgroup_cpu->note,
+            "/system.slice/docker-3f2a.scope is not under /sys/fs/cgroup (the server is in another "
+            "cgroup namespace); read the mount's root group");
+  ASSERT_EQ(f.server->cgroup_cpu->limits.size(), 1u);
+  EXPECT_DOUBLE_EQ(f.server->cgroup_cpu->limits[0].quota_cpus, 1.5);
+
+  t.Remove("/proc/4242/cgroup");
+  f = CollectHostFacts(Recorded(t.root()));
+  EXPECT_FALSE(f.server->cgroup_cpu.known());
+  EXPECT_EQ(f.server->cgroup_cpu.reason, "/proc/4242/cgroup: No such file or directory");
+
+  t.Write("/proc/4242/cgroup", "0::/x\n");
+  t.Remove("/sys/fs/cgroup");
+  f = CollectHostFacts(Recorded(t.root()));
+  EXPECT_EQ(f.server->cgroup_cpu.reason, "cgroup v2 is not mounted at /sys/fs/cgroup");
+}
+
 // The machine the tests run on: whatever it has, both samples are taken the interval apart and
 // every GPU-less, server-less fact is explained rather than zero. (Wall time: doctor_bench.)
 TEST(CollectorTest, LiveHost) {

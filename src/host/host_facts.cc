@@ -19,9 +19,13 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NumaNode, id, cpulist)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CpuFacts, online_cpus, numa_nodes, governor,
                                                 numa_balancing, transparent_hugepage)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ThreadCpu, tid, comm, cpu_pct, last_cpu)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpuLimit, dir, quota_cpus, period_us,
+                                                nr_periods, nr_throttled, throttled_s,
+                                                periods_delta, throttled_delta, throttled_s_delta)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpu, version, cgroup, note, limits)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ServerProcess, pid, kind, argv, env,
                                                 cpus_allowed_list, mems_allowed_list, threads,
-                                                write_bytes_per_s)
+                                                write_bytes_per_s, cgroup_cpu)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NicIrqs, nic, irq_count, per_cpu, since_boot)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, tcp_inuse, tcp_time_wait, server_port,
                                                 server_port_time_wait, conntrack_count,

@@ -81,6 +81,30 @@ struct ThreadCpu {
   int64_t last_cpu = -1;
 };
 
+// One cgroup on the path from the server's cgroup up to the root that sets a CPU quota (CFS
+// bandwidth control: v2 cpu.max, v1 cpu.cfs_quota_us over cpu.cfs_period_us). When the group
+// uses its quota up within a period, every thread in it waits for the next period.
+struct CgroupCpuLimit {
+  std::string dir;            // the directory read: "/sys/fs/cgroup/kubepods.slice/..."
+  double quota_cpus = 0;      // quota / period: 2.5 = two and a half CPUs
+  int64_t period_us = 0;
+  // cpu.stat since the cgroup was made.
+  int64_t nr_periods = 0;
+  int64_t nr_throttled = 0;
+  double throttled_s = 0;
+  // The same counters over the sample interval.
+  Fact<int64_t> periods_delta;
+  Fact<int64_t> throttled_delta;
+  Fact<double> throttled_s_delta;
+};
+
+struct CgroupCpu {
+  int64_t version = 0;   // 1 or 2
+  std::string cgroup;    // the server's cgroup, as /proc/PID/cgroup names it
+  std::string note;      // how the path was mapped, when not directly
+  std::vector<CgroupCpuLimit> limits;  // innermost first; empty: no CPU quota on the path
+};
+
 // The inference server process, found by its command line.
 struct ServerProcess {
   int64_t pid = 0;
@@ -91,6 +115,7 @@ struct ServerProcess {
   Fact<std::string> mems_allowed_list;
   Fact<std::vector<ThreadCpu>> threads;  // busiest first, at most 16
   Fact<double> write_bytes_per_s;        // /proc/PID/io write_bytes delta (needs same uid)
+  Fact<CgroupCpu> cgroup_cpu;            // CPU quota and throttling of its cgroup (container)
 };
 
 struct NicIrqs {

@@ -296,4 +296,88 @@ std::vector<std::string> SplitNul(std::string_view bytes) {
   return out;
 }
 
+// /proc/PID/cgroup (man 7 cgroups), one hierarchy a line, "ID:CONTROLLERS:PATH":
+//   12:cpu,cpuacct:/docker/3f2a9c         (cgroup v1)
+//   1:name=systemd:/docker/3f2a9c
+//   0::/kubepods.slice/kubepods-pod7.slice/cri-containerd-ab12.scope   (cgroup v2)
+// The path may itself hold ':' (it is everything after the second one).
+ProcCgroup ParseProcCgroup(std::string_view text) {
+  ProcCgroup out;
+  for (auto line : Split(text, '\n')) {
+    const size_t a = line.find(':');
+    if (a == std::string_view::npos) continue;
+    const size_t b = line.find(':', a + 1);
+    if (b == std::string_view::npos) continue;
+    std::string_view controllers = line.substr(a + 1, b - a - 1);
+    std::string path(line.substr(b + 1));
+    if (path.empty() || path[0] != '/') continue;
+    if (line.substr(0, a) == "0" && controllers.empty()) {
+      out.unified = path;
+      continue;
+    }
+    for (auto c : Split(controllers, ',')) {
+      if (c == "cpu") {
+        out.v1_cpu = path;
+        out.v1_cpu_controllers = std::string(controllers);
+      }
+    }
+  }
+  return out;
+}
+
+// cgroup v2 cpu.max (Documentation/admin-guide/cgroup-v2.rst): "$MAX $PERIOD", MAX "max" = none.
+//   max 100000
+//   250000 100000
+std::optional<CpuQuota> ParseCpuMax(std::string_view text) {
+  auto w = SplitWhitespace(text);
+  if (w.empty() || w.size() > 2) return std::nullopt;
+  CpuQuota q;
+  if (w.size() == 2) {
+    auto period = ParseInt64(w[1]);
+    if (!period || *period <= 0) return std::nullopt;
+    q.period_us = *period;
+  }
+  if (w[0] == "max") return q;
+  auto quota = ParseInt64(w[0]);
+  if (!quota || *quota <= 0) return std::nullopt;
+  q.quota_us = *quota;
+  return q;
+}
+
+// cgroup v1 (Documentation/scheduler/sched-bwc.rst): cpu.cfs_quota_us "-1" (no limit) or
+// "250000"; cpu.cfs_period_us "100000".
+std::optional<CpuQuota> ParseCfsQuota(std::string_view quota_text, std::string_view period_text) {
+  auto quota = ParseInt64(Trim(quota_text));
+  auto period = ParseInt64(Trim(period_text));
+  if (!quota || !period || *period <= 0 || *quota == 0 || *quota < -1) return std::nullopt;
+  CpuQuota q;
+  q.period_us = *period;
+  if (*quota > 0) q.quota_us = *quota;
+  return q;
+}
+
+// cpu.stat. v2 (cgroup-v2.rst, with the cpu controller enabled):
+//   usage_usec 1234 / user_usec / system_usec / nr_periods 40 / nr_throttled 31 /
+//   throttled_usec 2871342 / nr_bursts 0 / burst_usec 0
+// v1 (sched-bwc.rst): nr_periods 40 / nr_throttled 31 / throttled_time 2871342000 (ns)
+std::optional<CgroupCpuStat> ParseCgroupCpuStat(std::string_view text) {
+  std::optional<int64_t> periods, throttled, usec, nsec;
+  for (auto line : Split(text, '\n')) {
+    auto w = SplitWhitespace(line);
+    if (w.size() != 2) continue;
+    auto v = ParseInt64(w[1]);
+    if (!v || *v < 0) continue;
+    if (w[0] == "nr_periods") periods = v;
+    else if (w[0] == "nr_throttled") throttled = v;
+    else if (w[0] == "throttled_usec") usec = v;
+    else if (w[0] == "throttled_time") nsec = v;
+  }
+  if (!periods || !throttled) return std::nullopt;
+  CgroupCpuStat s;
+  s.nr_periods = *periods;
+  s.nr_throttled = *throttled;
+  s.throttled_us = usec ? *usec : nsec ? *nsec / 1000 : 0;
+  return s;
+}
+
 }  // namespace latdoc::host

@@ -76,6 +76,35 @@ struct SclkLevels {
 };
 std::optional<SclkLevels> ParsePpDpmSclk(std::string_view text);
 
+// /proc/PID/cgroup (man 7 cgroups): "0::/system.slice/vllm.service" is the cgroup v2 line;
+// "4:cpu,cpuacct:/docker/3f2a" is a cgroup v1 hierarchy with its controllers. Lines that do not
+// have three ':'-separated fields are skipped.
+struct ProcCgroup {
+  std::optional<std::string> unified;  // the path on the v2 line ("0::")
+  std::optional<std::string> v1_cpu;   // the path in the v1 hierarchy that has the cpu controller
+  std::string v1_cpu_controllers;      // that hierarchy's controller list: "cpu,cpuacct"
+};
+ProcCgroup ParseProcCgroup(std::string_view text);
+
+// CFS bandwidth limit. cgroup v2 cpu.max: "200000 100000" (quota and period in us) or
+// "max 100000" (no limit). cgroup v1: cpu.cfs_quota_us ("-1" = no limit) and cpu.cfs_period_us.
+struct CpuQuota {
+  std::optional<int64_t> quota_us;  // nullopt: no limit
+  int64_t period_us = 100000;
+};
+std::optional<CpuQuota> ParseCpuMax(std::string_view text);
+std::optional<CpuQuota> ParseCfsQuota(std::string_view quota_text, std::string_view period_text);
+
+// A cgroup's cpu.stat throttling counters, since the cgroup was made. v2: nr_periods,
+// nr_throttled, throttled_usec; v1: nr_periods, nr_throttled, throttled_time (ns). nullopt when
+// nr_periods or nr_throttled is missing.
+struct CgroupCpuStat {
+  int64_t nr_periods = 0;
+  int64_t nr_throttled = 0;
+  int64_t throttled_us = 0;
+};
+std::optional<CgroupCpuStat> ParseCgroupCpuStat(std::string_view text);
+
 // NUL-separated /proc/PID/cmdline or environ -> words (a trailing NUL makes no empty word).
 std::vector<std::string> SplitNul(std::string_view bytes);
 

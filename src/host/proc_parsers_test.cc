@@ -166,5 +166,72 @@ TEST(ProcParsersTest, SplitNulHasNoTrailingEmptyWord) {
   EXPECT_TRUE(SplitNul("").empty());
 }
 
+// /proc/PID/cgroup as recorded on this project's build VM (cgroup v1 cpu plus the v2 line) and
+// a Kubernetes node on cgroup v2.
+TEST(ProcParsersTest, ProcCgroupFindsTheCpuHierarchyAndTheUnifiedLine) {
+  ProcCgroup hybrid = ParseProcCgroup(
+      "9:name=systemd:/\n4:memory:/process_api/f9423d\n2:cpuacct:/\n1:cpu:/latdoc_capture\n0::/\n");
+  EXPECT_EQ(hybrid.v1_cpu.value_or(""), "/latdoc_capture");
+  EXPECT_EQ(hybrid.v1_cpu_controllers, "cpu");
+  EXPECT_EQ(hybrid.unified.value_or(""), "/");
+  ProcCgroup joined = ParseProcCgroup("12:cpuacct,cpu:/docker/3f2a\n");
+  EXPECT_EQ(joined.v1_cpu.value_or(""), "/docker/3f2a");
+  EXPECT_EQ(joined.v1_cpu_controllers, "cpuacct,cpu");
+  EXPECT_FALSE(joined.unified.has_value());
+  // "cpuset" and "cpuacct" alone are not the cpu controller; a path may hold ':'.
+  ProcCgroup v2 = ParseProcCgroup("3:cpuset:/a\n2:cpuacct:/b\n0::/kubepods.slice/pod:x.scope\n");
+  EXPECT_FALSE(v2.v1_cpu.has_value());
+  EXPECT_EQ(v2.unified.value_or(""), "/kubepods.slice/pod:x.scope");
+  ProcCgroup junk = ParseProcCgroup("garbage\n1:cpu\n1:cpu:relative\n\n");
+  EXPECT_FALSE(junk.v1_cpu.has_value());
+  EXPECT_FALSE(junk.unified.has_value());
+}
+
+TEST(ProcParsersTest, CpuQuotaBothVersions) {
+  auto limited = ParseCpuMax("250000 100000\n");
+  ASSERT_TRUE(limited.has_value());
+  EXPECT_EQ(limited->quota_us.value_or(0), 250000);
+  EXPECT_EQ(limited->period_us, 100000);
+  auto none = ParseCpuMax("max 50000\n");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_FALSE(none->quota_us.has_value());
+  EXPECT_EQ(none->period_us, 50000);
+  EXPECT_EQ(ParseCpuMax("max")->period_us, 100000);  // the period may be left out
+  EXPECT_FALSE(ParseCpuMax("").has_value());
+  EXPECT_FALSE(ParseCpuMax("10 0").has_value());
+  EXPECT_FALSE(ParseCpuMax("-5 100000").has_value());
+  EXPECT_FALSE(ParseCpuMax("lots 100000").has_value());
+
+  auto v1 = ParseCfsQuota("20000\n", "100000\n");
+  ASSERT_TRUE(v1.has_value());
+  EXPECT_EQ(v1->quota_us.value_or(0), 20000);
+  auto unlimited = ParseCfsQuota("-1\n", "100000\n");
+  ASSERT_TRUE(unlimited.has_value());
+  EXPECT_FALSE(unlimited->quota_us.has_value());
+  EXPECT_FALSE(ParseCfsQuota("-2", "100000").has_value());
+  EXPECT_FALSE(ParseCfsQuota("20000", "0").has_value());
+  EXPECT_FALSE(ParseCfsQuota("x", "100000").has_value());
+}
+
+TEST(ProcParsersTest, CgroupCpuStatThrottledTimeInMicroseconds) {
+  // v1, recorded (tests/data/host/cgroup_v1_throttled): throttled_time is in nanoseconds.
+  auto v1 = ParseCgroupCpuStat(
+      "nr_periods 25\nnr_throttled 25\nthrottled_time 1683556815\nnr_bursts 0\nburst_time 0\n");
+  ASSERT_TRUE(v1.has_value());
+  EXPECT_EQ(v1->nr_periods, 25);
+  EXPECT_EQ(v1->nr_throttled, 25);
+  EXPECT_EQ(v1->throttled_us, 1683556);
+  // v2: throttled_usec.
+  auto v2 = ParseCgroupCpuStat(
+      "usage_usec 9000\nuser_usec 8000\nsystem_usec 1000\nnr_periods 40\nnr_throttled 31\n"
+      "throttled_usec 2871342\nnr_bursts 0\nburst_usec 0\n");
+  ASSERT_TRUE(v2.has_value());
+  EXPECT_EQ(v2->nr_throttled, 31);
+  EXPECT_EQ(v2->throttled_us, 2871342);
+  // Without the cpu controller a v2 cpu.stat has only the usage lines.
+  EXPECT_FALSE(ParseCgroupCpuStat("usage_usec 9000\nuser_usec 8000\nsystem_usec 1000\n").has_value());
+  EXPECT_FALSE(ParseCgroupCpuStat("nr_periods -1\nnr_throttled 0\n").has_value());
+}
+
 }  // namespace
 }  // namespace latdoc::host

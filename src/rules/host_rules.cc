@@ -493,6 +493,85 @@ Finding Saturation(const HostFacts& facts) {
   return f;
 }
 
+// CFS quota throttling of the server's cgroup. When a group has used its quota within a period
+// (100 ms by default), every thread in it waits for the next period: the API server's event
+// loop and the engine's scheduler stall together, which shows up as TTFT and ITL spikes at p99
+// while average CPU use looks moderate. Judged on the sample interval first (throttling now),
+// then on the counters since the cgroup was made (a doctor run at idle still sees what load did).
+constexpr double kThrottledNowShare = 0.05;    // of the periods in the sample interval
+constexpr double kThrottledEverShare = 0.01;   // of the periods since the cgroup was made
+
+Finding CgroupThrottle(const HostFacts& facts) {
+  const std::string id = "cpu.cgroup_throttle";
+  const std::string what = "server CPU quota";
+  if (!facts.server) return Skip(id, Layer::kSystem, what, facts.server_note);
+  const auto& s = *facts.server;
+  if (!s.cgroup_cpu.known()) return Skip(id, Layer::kSystem, what, s.cgroup_cpu.reason);
+  const host::CgroupCpu& cg = *s.cgroup_cpu;
+  Finding f = Make(id, Layer::kSystem, Severity::kOk,
+                   fmt::format("no CPU quota on the server's cgroup (v{})", cg.version));
+  f.evidence.push_back(Text("cgroup", cg.cgroup));
+  if (!cg.note.empty()) f.evidence.push_back(Text("note", cg.note));
+  if (cg.limits.empty()) return f;
+
+  // The limit that throttled most: in the sample when any did, else since it was made.
+  auto now_share = [](const host::CgroupCpuLimit& l) {
+    return l.periods_delta.known() && l.throttled_delta.known() && *l.periods_delta > 0
+               ? static_cast<double>(*l.throttled_delta) / static_cast<double>(*l.periods_delta)
+               : 0.0;
+  };
+  auto ever_share = [](const host::CgroupCpuLimit& l) {
+    return l.nr_periods > 0 ? static_cast<double>(l.nr_throttled) / static_cast<double>(l.nr_periods)
+                            : 0.0;
+  };
+  const host::CgroupCpuLimit* worst = &cg.limits.front();
+  for (const auto& l : cg.limits) {
+    if (std::make_pair(now_share(l), ever_share(l)) >
+        std::make_pair(now_share(*worst), ever_share(*worst))) {
+      worst = &l;
+    }
+  }
+  const host::CgroupCpuLimit& l = *worst;
+  const double now = now_share(l);
+  const double ever = ever_share(l);
+  f.evidence.push_back(Text("limit_dir", l.dir));
+  f.evidence.push_back(Num("quota", l.quota_cpus, "CPUs"));
+  f.evidence.push_back(Num("period", static_cast<double>(l.period_us) / 1e3, "ms"));
+  if (l.periods_delta.known() && l.throttled_delta.known()) {
+    f.evidence.push_back(Text("throttled_in_sample",
+                              fmt::format("{} of {} periods ({:.0f}%), {:.1f} ms waiting",
+                                          *l.throttled_delta, *l.periods_delta, now * 100,
+                                          l.throttled_s_delta.value_or(0) * 1e3)));
+  } else {
+    f.evidence.push_back(FactNum("throttled_in_sample", l.throttled_delta, "periods"));
+  }
+  f.evidence.push_back(Text("throttled_since_start",
+                            fmt::format("{} of {} periods ({:.1f}%), {:.1f} s waiting",
+                                        l.nr_throttled, l.nr_periods, ever * 100, l.throttled_s)));
+  std::string quota = fmt::format("{:.2f}", l.quota_cpus);  // "2.50" -> "2.5 CPUs"
+  quota.erase(quota.find_last_not_of('0') + 1);
+  if (quota.back() == '.') quota.pop_back();
+  quota += quota == "1" ? " CPU" : " CPUs";
+  f.title = fmt::format("server's cgroup has a CPU quota of {}; not throttled", quota);
+  const std::string advice = fmt::format(
+      "raise or remove the CPU limit on the server's container: Kubernetes "
+      "resources.limits.cpu (keep requests; or a Guaranteed pod with whole CPUs and the static "
+      "CPU manager policy), docker run --cpus, systemd CPUQuota=. A throttled group stops every "
+      "server thread for the rest of its {:.0f} ms period", static_cast<double>(l.period_us) / 1e3);
+  if (now >= kThrottledNowShare) {
+    f.severity = Severity::kFail;
+    f.title = fmt::format("server's cgroup throttled in {:.0f}% of CPU periods during the sample "
+                          "(quota {}): its threads stall until the next period", now * 100, quota);
+    f.advice = advice;
+  } else if (ever >= kThrottledEverShare) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("server's cgroup throttled in {:.1f}% of CPU periods since it started "
+                          "(quota {})", ever * 100, quota);
+    f.advice = advice;
+  }
+  return f;
+}
+
 Finding LogWrite(const HostFacts& facts) {
   const std::string id = "disk.log_write";
   if (!facts.server) return Skip(id, Layer::kSystem, "server disk writes", facts.server_note);
@@ -929,6 +1008,7 @@ std::vector<Finding> JudgeHost(const HostFacts& facts, const HostRuleOptions& op
   out.push_back(Thp(facts));
   out.push_back(Governor(facts));
   out.push_back(Saturation(facts));
+  out.push_back(CgroupThrottle(facts));
   out.push_back(LogWrite(facts));
   out.push_back(TimeWait(facts));
   out.push_back(Conntrack(facts));

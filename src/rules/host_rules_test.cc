@@ -68,6 +68,7 @@ TEST(HostRulesTest, EveryRuleFiresOnTheUnhealthyHostAndNotOnTheHealthyOne) {
       {"host.thp", Severity::kInfo, Severity::kOk},
       {"cpu.governor", Severity::kWarn, Severity::kOk},
       {"cpu.saturation", Severity::kWarn, Severity::kOk},
+      {"cpu.cgroup_throttle", Severity::kFail, Severity::kOk},
       {"disk.log_write", Severity::kWarn, Severity::kOk},
       {"net.time_wait", Severity::kWarn, Severity::kOk},
       {"net.conntrack", Severity::kFail, Severity::kOk},
@@ -370,6 +371,90 @@ TEST(HostRulesTest, SweepKnee) {
             "s.json: no knee found (expected knee.concurrency, knee.max_num_seqs, "
             "recommendations.max_num_seqs.value, recommendation.max_num_seqs or "
             "knee_concurrency)");
+}
+
+host::CgroupCpuLimit Limit(const std::string& dir, double cpus, int64_t periods,
+                           int64_t throttled, int64_t periods_now, int64_t throttled_now) {
+  host::CgroupCpuLimit l;
+  l.dir = dir;
+  l.quota_cpus = cpus;
+  l.period_us = 100000;
+  l.nr_periods = periods;
+  l.nr_throttled = throttled;
+  l.throttled_s = static_cast<double>(throttled) * 0.05;
+  l.periods_delta = Fact<int64_t>::Known(periods_now);
+  l.throttled_delta = Fact<int64_t>::Known(throttled_now);
+  l.throttled_s_delta = Fact<double>::Known(static_cast<double>(throttled_now) * 0.05);
+  return l;
+}
+
+// Throttled now (>= 5% of the sample's periods) fails; throttled since the group started
+// (>= 1% of its periods) warns, so a doctor run at idle still sees what load did; a quota that
+// never bit is ok. The worst of several limits on the path is the one judged.
+TEST(HostRulesTest, CgroupThrottleNowSinceStartAndNever) {
+  HostFacts f = Load("h200_recorded");
+  ASSERT_TRUE(f.server.has_value());
+  host::CgroupCpu cg;
+  cg.version = 2;
+  cg.cgroup = "/kubepods.slice/pod7/ctr";
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  auto fs = JudgeHost(f, {});
+  EXPECT_EQ(Worst(fs)["cpu.cgroup_throttle"], Severity::kOk);
+  EXPECT_EQ(One(fs, "cpu.cgroup_throttle").title, "no CPU quota on the server's cgroup (v2)");
+
+  cg.limits = {Limit("/sys/fs/cgroup/kubepods.slice/pod7/ctr", 2.5, 5000, 10, 10, 0),
+               Limit("/sys/fs/cgroup/kubepods.slice/pod7", 4, 5000, 0, 10, 0)};
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  fs = JudgeHost(f, {});
+  EXPECT_EQ(Worst(fs)["cpu.cgroup_throttle"], Severity::kOk);  // 0.2% of periods
+  EXPECT_EQ(One(fs, "cpu.cgroup_throttle").title,
+            "server's cgroup has a CPU quota of 2.5 CPUs; not throttled");
+
+  cg.limits[1] = Limit("/sys/fs/cgroup/kubepods.slice/pod7", 4, 5000, 600, 10, 0);
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  fs = JudgeHost(f, {});
+  Finding warn = One(fs, "cpu.cgroup_throttle");
+  EXPECT_EQ(SeverityName(warn.severity), "warn");
+  EXPECT_EQ(warn.title, "server's cgroup throttled in 12.0% of CPU periods since it started (quota 4 CPUs)");
+  EXPECT_THAT(warn.advice, testing::HasSubstr("resources.limits.cpu"));
+  EXPECT_THAT(warn.advice, testing::HasSubstr("rest of its 100 ms period"));
+
+  cg.limits[0] = Limit("/sys/fs/cgroup/kubepods.slice/pod7/ctr", 1, 5000, 10, 20, 7);
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  fs = JudgeHost(f, {});
+  Finding fail = One(fs, "cpu.cgroup_throttle");
+  EXPECT_EQ(SeverityName(fail.severity), "fail");
+  EXPECT_EQ(fail.title, "server's cgroup throttled in 35% of CPU periods during the sample (quota "
+                        "1 CPU): its threads stall until the next period");
+  bool saw = false;
+  for (const auto& e : fail.evidence) {
+    if (e.name == "throttled_in_sample") {
+      EXPECT_EQ(e.text, "7 of 20 periods (35%), 350.0 ms waiting");
+      saw = true;
+    }
+  }
+  EXPECT_TRUE(saw);
+
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Unknown("/proc/623/cgroup: Permission denied");
+  fs = JudgeHost(f, {});
+  EXPECT_EQ(Worst(fs)["cpu.cgroup_throttle"], Severity::kSkip);
+  f.server.reset();
+  f.server_note = "no server process";
+  EXPECT_EQ(Worst(JudgeHost(f, {}))["cpu.cgroup_throttle"], Severity::kSkip);
+}
+
+// The recorded throttled groups (cgroup v1 on the build VM, v2 on the H200 machine; a fifth of
+// a CPU, throttled in every period). A recording's two samples are the same, so the counters
+// since the group started are what warn.
+TEST(HostRulesTest, RecordedThrottledCgroupsWarnFromTheirCounters) {
+  for (const char* name : {"cgroup_v1_throttled", "cgroup_v2_throttled"}) {
+    auto fs = JudgeHost(Load(name), {});
+    Finding c = One(fs, "cpu.cgroup_throttle");
+    EXPECT_EQ(SeverityName(c.severity), "warn") << name;
+    EXPECT_EQ(c.title,
+              "server's cgroup throttled in 100.0% of CPU periods since it started (quota 0.2 CPUs)")
+        << name;
+  }
 }
 
 }  // namespace

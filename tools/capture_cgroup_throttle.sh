@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# capture_cgroup_throttle.sh: records a host whose inference "server" runs in a cgroup with a CPU
+# quota it overruns, for tests/data/host/cgroup_v{1,2}_throttled/. Needs root and a writable
+# cgroup hierarchy with the cpu controller (v1: /sys/fs/cgroup/cpu; v2: /sys/fs/cgroup with
+# "cpu" in cgroup.subtree_control).
+#
+#   sudo tools/capture_cgroup_throttle.sh OUT_DIR [QUOTA_US]
+#
+# Makes the group latdoc_capture with a quota of QUOTA_US (default 20000) per 100000 us period,
+# i.e. a fifth of a CPU, starts the stand-in of capture_host_device.sh (python3 running a script
+# named `vllm`, one thread spinning; it is NOT vLLM) inside it, lets it run 2 s so the kernel
+# throttles it, then runs capture_host.sh OUT_DIR PID, and removes the group.
+set -u
+out=${1:?usage: capture_cgroup_throttle.sh OUT_DIR [QUOTA_US]}
+quota=${2:-20000}
+if grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+  cg=/sys/fs/cgroup/latdoc_capture
+  mkdir -p "$cg" && echo "$quota 100000" >"$cg/cpu.max"
+elif [ -w /sys/fs/cgroup/cpu ]; then
+  cg=/sys/fs/cgroup/cpu/latdoc_capture
+  mkdir -p "$cg" && echo 100000 >"$cg/cpu.cfs_period_us" && echo "$quota" >"$cg/cpu.cfs_quota_us"
+else
+  echo "no writable cgroup hierarchy with the cpu controller" >&2; exit 1
+fi
+mkdir -p /tmp/standin/bin
+cat >/tmp/standin/bin/vllm <<'PY'
+#!/usr/bin/env python3
+import threading, time
+def spin():
+    while True:
+        pass
+threading.Thread(target=spin, name="spin", daemon=True).start()
+time.sleep(60)
+PY
+chmod +x /tmp/standin/bin/vllm
+# The shell joins the group first, so the stand-in starts inside it.
+sh -c "echo \$\$ >$cg/cgroup.procs && exec /tmp/standin/bin/vllm serve Qwen/Qwen2.5-7B-Instruct \
+  --max-num-seqs 256 --port 8000" &
+spid=$!
+sleep 2
+"$(dirname "$0")/capture_host.sh" "$out" "$spid"
+kill "$spid"; wait "$spid" 2>/dev/null
+rmdir "$cg"
