@@ -272,14 +272,13 @@ class Conn final : public ConnBase {
   }
 
   void Run(std::unique_ptr<Exchange> ex) override {
-    if constexpr (!kTls) {
-      if (connected_ && !QuietInPool()) {
-        // The server closed it (or answered unasked: 408 and close) while it sat in the
-        // pool; nothing was sent on it, so a new connection takes the exchange.
-        CloseQuietly();
-        ex->res.times = ExchangeTimes{ex->res.times.start_ns};
-        return client_->StartNew(std::move(ex));
-      }
+    if (connected_ && !QuietInPool()) {
+      // The server closed it (or answered unasked: 408 and close; over TLS also a
+      // close_notify) while it sat in the pool; nothing was sent on it, so a new connection
+      // takes the exchange.
+      CloseQuietly();
+      ex->res.times = ExchangeTimes{ex->res.times.start_ns};
+      return client_->StartNew(std::move(ex));
     }
     ex_ = std::move(ex);
     ex_->res.times.reused = connected_;
@@ -514,11 +513,20 @@ class Conn final : public ConnBase {
     // Plain: the response's bytes raise edges in the client's set (OnReady).
   }
 
-  // Plain, kept alive: true if the socket holds nothing and is still open. Its edges came
-  // while no exchange listened, so ask the socket itself (peek, without taking a byte).
+  // Kept alive: true if the socket holds nothing and is still open. Its edges came while no
+  // exchange listened, so ask the socket itself (peek, without taking a byte). Over TLS the
+  // bytes would be a record (an answer or an alert); TLS 1.3 session tickets come before the
+  // first answer, so a quiet pooled socket stays quiet. Records that came in the same read as
+  // the end of the last answer sit in Asio's SSL engine, where this cannot see them; a server's
+  // unasked answer comes after its idle timeout, long after that read.
   bool QuietInPool() {
+    int fd = fd_;
+    if constexpr (kTls) {
+      if (SSL_pending(stream_.native_handle()) > 0) return false;
+      fd = Sock().native_handle();
+    }
     char byte;
-    ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 
