@@ -148,6 +148,7 @@ std::vector<double> LadderLevels(const SweepOptions& o) {
 // stable: the p99 of the window's last half agrees with the p99 of the window. Earlier rounds
 // are a transient (warm-up): spent, but left out of the step's statistics.
 StatusOr<SweepStep> MeasureStep(StepRunner& runner, double load, const SweepOptions& o) {
+  runner.StartStep(load);
   SweepStep s;
   s.load = load;
   const int need = std::max(o.min_requests, o.rate_mode ? o.min_requests : int(2 * load));
@@ -610,6 +611,23 @@ bool KneeConfirmed(const SweepResult& r) {
   return false;
 }
 
+// A closed-loop step whose output tokens/s fell under this share of a lower load's. More
+// requests in flight never make a server slower per second unless its KV cache thrashes
+// (preemption and recompute); a fall without KV pressure is the client's host stalling (on a
+// shared machine, every stream at once), and it would put the knee too early.
+constexpr double kStallThroughputShare = 0.75;
+
+// The lower step whose throughput `s` fell under, or nullptr.
+const SweepStep* ThroughputFellUnder(const std::vector<SweepStep>& steps, const SweepStep& s) {
+  const SweepStep* best = nullptr;
+  for (const auto& x : steps) {
+    if (x.load < s.load && (!best || x.output_tokens_per_s > best->output_tokens_per_s)) best = &x;
+  }
+  return best && s.output_tokens_per_s < kStallThroughputShare * best->output_tokens_per_s
+             ? best
+             : nullptr;
+}
+
 }  // namespace
 
 // Plan: the ladder (stopping early), then refinement rounds around the knee. Every measured
@@ -636,6 +654,33 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
     s.phase = phase;
     ++steps_run;
     r.requests_spent += s.spent;
+    // A suspected host stall is measured once more, and the better measurement kept: a real
+    // fall (or a second stall) stays, a passing one does not bend the curve.
+    if (!o.rate_mode && !s.interrupted && s.completed > 0 && s.failed == 0) {
+      ClassifyStep(s, o.rate_mode);
+      const SweepStep* lower = s.bend == Bend::kKvCache ? nullptr : ThroughputFellUnder(r.steps, s);
+      if (lower) {
+        StatusOr<SweepStep> again = MeasureStep(runner, load, o);
+        if (again.ok()) {
+          r.requests_spent += again->spent;
+          const uint64_t spent = s.spent + again->spent;
+          const bool again_interrupted = again->interrupted;
+          const bool keep_again = !again_interrupted &&
+                                  again->output_tokens_per_s > s.output_tokens_per_s;
+          const std::string note = fmt::format(
+              "{:.0f} output tokens/s, under {:.0f}% of the {:.0f} at {} {} with no KV pressure "
+              "(a stall of the client's host?): measured again, {:.0f} tokens/s; kept the {}",
+              s.output_tokens_per_s, 100 * kStallThroughputShare, lower->output_tokens_per_s,
+              lower->load, unit, again->output_tokens_per_s, keep_again ? "second" : "first");
+          if (keep_again) s = std::move(*again);
+          s.phase = phase;
+          s.spent = spent;
+          s.remeasured = note;
+          s.interrupted = s.interrupted || again_interrupted;
+        }
+        // A failed second measurement keeps the first; the next step meets the failure.
+      }
+    }
     bool interrupted = s.interrupted;
     if (s.spent > 0) {
       if (on_step) on_step(s);

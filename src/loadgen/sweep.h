@@ -96,6 +96,8 @@ class StepRunner {
   virtual ~StepRunner() = default;
   // Errors: the target could not be reached (kUnavailable), bad options.
   virtual StatusOr<RoundResult> RunRound(double load, int num_requests) = 0;
+  // Called when a step's measurement begins (again, when a step is measured twice).
+  virtual void StartStep(double /*load*/) {}
   // True once Ctrl-C was pressed (also between rounds).
   virtual bool interrupted() const = 0;
 };
@@ -146,6 +148,9 @@ struct SweepStep {
   ServerStepMetrics server;
   Bend bend = Bend::kNone;         // what the server's metrics say bends at this step
   std::string bend_evidence;
+  // Set when the step was measured twice because its first measurement looked like a stall of
+  // the client's host (RunSweep): what was seen and which measurement was kept.
+  std::string remeasured;
 
   double error_rate() const { return requests ? double(failed) / double(requests) : 0; }
   std::optional<double> KneeP99Ms(KneeLatency k) const;

@@ -60,6 +60,7 @@ ordered_json StepJson(const SweepStep& s, const SweepOptions& o) {
   j["server_metrics"] = sm;
   j["bend"] = BendName(s.bend);
   j["bend_evidence"] = s.bend_evidence;
+  if (!s.remeasured.empty()) j["remeasured"] = s.remeasured;
   if (s.interrupted) j["interrupted"] = true;
   return j;
 }

@@ -7,6 +7,7 @@
 #include "loadgen/sweep.h"
 
 #include <cmath>
+#include <map>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -31,6 +32,11 @@ struct Model {
   int unreachable_after_rounds = -1; // later rounds fail: the server went away
   double noise = 0.0;                // relative, deterministic, first round of a step only
   bool noise_every_round = false;
+  // A stall of the client's host: the first `stall_measurements` measurements of each step with
+  // a load in [stall_lo, stall_hi] run `stall_factor` times slower (every stream at once).
+  double stall_lo = -1, stall_hi = -1;
+  int stall_measurements = 1;
+  double stall_factor = 2;
 };
 
 class FakeRunner : public StepRunner {
@@ -49,6 +55,7 @@ class FakeRunner : public StepRunner {
     double kv = batch * m_.ctx_tokens / m_.kv_tokens_capacity;
     double t_ms = m_.a_ms + m_.b_ms * batch;
     if (kv > 1) t_ms *= kv * kv;  // recompute after preemption: much slower
+    const double host = stalled_ ? m_.stall_factor : 1.0;  // what the client sees
     double wave_ms = m_.output_tokens * t_ms;
     bool first_round_of_step = load != last_load_;
     last_load_ = load;
@@ -67,16 +74,16 @@ class FakeRunner : public StepRunner {
       double jitter = 1 + (first_round_of_step || m_.noise_every_round ? m_.noise : 0) *
                               std::sin((i + 7 * rounds_) * 1.7);
       s.ok = true;
-      s.ttft_ns = int64_t((waves * wave_ms + t_ms) * 1e6 * jitter);
-      s.e2el_ns = int64_t((waves + 1) * wave_ms * 1e6 * jitter);
-      s.tpot_ns = int64_t(t_ms * 1e6);
+      s.ttft_ns = int64_t((waves * wave_ms + t_ms) * 1e6 * jitter * host);
+      s.e2el_ns = int64_t((waves + 1) * wave_ms * 1e6 * jitter * host);
+      s.tpot_ns = int64_t(t_ms * 1e6 * host);
       s.output_tokens = m_.output_tokens;
       total_wait_ns += int64_t(waves * wave_ms * 1e6);
-      for (int k = 1; k < m_.output_tokens; ++k) r.itl_ns.push_back(int64_t(t_ms * 1e6));
+      for (int k = 1; k < m_.output_tokens; ++k) r.itl_ns.push_back(int64_t(t_ms * 1e6 * host));
       r.requests.push_back(s);
     }
     // Steady state: the engine completes `batch` requests per wave.
-    r.dur_ns = int64_t(double(n) / batch * wave_ms * 1e6);
+    r.dur_ns = int64_t(double(n) / batch * wave_ms * 1e6 * host);
     ServerStepMetrics& sm = r.server;
     sm.available = true;
     sm.max_running = batch;
@@ -94,6 +101,10 @@ class FakeRunner : public StepRunner {
     return r;
   }
   bool interrupted() const override { return interrupted_; }
+  void StartStep(double load) override {
+    stalled_ = load >= m_.stall_lo && load <= m_.stall_hi &&
+               measurements_[load]++ < m_.stall_measurements;
+  }
 
   int64_t requests() const { return requests_; }
 
@@ -103,6 +114,8 @@ class FakeRunner : public StepRunner {
   int64_t requests_ = 0;
   double last_load_ = -1;
   bool interrupted_ = false;
+  std::map<double, int> measurements_;  // per load
+  bool stalled_ = false;                // this measurement runs slow
 };
 
 SweepOptions Opts(double lo = 1, double hi = 1024) {
@@ -149,6 +162,56 @@ TEST(SweepTest, KneeWithinTenPercentOfTruth) {
     EXPECT_FALSE(r->partial);
     EXPECT_EQ(fake.requests(), int64_t(r->requests_spent));
   }
+}
+
+// A stall of the client's host halves every stream's speed during the first measurement of the
+// steps between 40 and 47 concurrent (M = 48). Measured once, the stall bends the curve there
+// (the knee lands under 40); each such step is measured again, the better measurement is kept,
+// and the knee is the true one. A fall that repeats is real and stays; a KV-cache fall is the
+// server's own and is not measured again.
+TEST(SweepTest, HostStallIsMeasuredAgainAndDoesNotMoveTheKnee) {
+  Model m;
+  m.max_num_seqs = 48;
+  m.stall_lo = 40;
+  m.stall_hi = 47;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NEAR(KneeLoad(*r), 48, 4.8) << SweepCsv(*r, Opts());
+  EXPECT_EQ(fake.requests(), int64_t(r->requests_spent));
+  int remeasured = 0;
+  for (const auto& s : r->steps) {
+    if (s.load < 40 || s.load > 47) {
+      EXPECT_EQ(s.remeasured, "") << s.load;
+      continue;
+    }
+    ++remeasured;
+    EXPECT_THAT(s.remeasured, HasSubstr("measured again"));
+    EXPECT_THAT(s.remeasured, HasSubstr("kept the second"));
+    EXPECT_THAT(SweepJson(*r, Opts(), {}).dump(), HasSubstr("\"remeasured\""));
+  }
+  EXPECT_GE(remeasured, 1) << SweepCsv(*r, Opts());
+
+  // Without the second look the same stall puts the knee early: the test's stall is one.
+  Model always = m;
+  always.stall_measurements = 2;
+  FakeRunner slow(always);
+  auto s = RunSweep(slow, Opts());
+  ASSERT_TRUE(s.ok());
+  EXPECT_LT(KneeLoad(*s), 40) << SweepCsv(*s, Opts());
+  for (const auto& x : s->steps) {
+    if (!x.remeasured.empty()) {
+      EXPECT_THAT(x.remeasured, HasSubstr("kept the first"));
+    }
+  }
+
+  Model kv;
+  kv.max_num_seqs = 1024;
+  kv.kv_tokens_capacity = 24 * 64;
+  FakeRunner thrash(kv);
+  auto k = RunSweep(thrash, Opts());
+  ASSERT_TRUE(k.ok());
+  for (const auto& x : k->steps) EXPECT_EQ(x.remeasured, "") << x.load;
 }
 
 // Queueing past the server's own limit while the step time says larger batches still pay:
