@@ -183,6 +183,16 @@ def amd_host(tree, unhealthy):
           "%d (%s) S 1 %d %d 0 -1 4194304 1 0 0 0 500 20 0 0 20 0 2 0 100 1000 10 "
           "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0\n" % (tid, comm, pid, pid, tid % 96))
     w(tree, "/proc/1/cmdline", "/sbin/init\0")
+    # Pressure stall information and swap counters.
+    w(tree, "/proc/pressure/cpu", "some avg10=%s avg60=%s avg300=%s total=912345678\n"
+      "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+      % (("31.20", "35.72", "22.10") if unhealthy else ("0.31", "0.22", "0.15")))
+    w(tree, "/proc/pressure/memory", "some avg10=%s avg60=%s avg300=%s total=81234567\n"
+      "full avg10=%s avg60=%s avg300=%s total=61234567\n"
+      % (("18.00", "14.50", "9.20", "9.10", "8.00", "5.10") if unhealthy
+         else ("0.00", "0.00", "0.00", "0.00", "0.00", "0.00")))
+    w(tree, "/proc/vmstat", "nr_free_pages 123456\npswpin %d\npswpout %d\n"
+      % ((90210, 180420) if unhealthy else (0, 0)))
     # Its cgroup (v2). Healthy: a systemd service with no CPU quota. Unhealthy: a Kubernetes pod
     # (quota 8 CPUs) whose container (quota 2 CPUs) was throttled in 12% of its periods so far.
     w(tree, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n")
@@ -289,6 +299,8 @@ def main():
                                       {"tid": 4243, "comm": "uvicorn", "cpu_pct": 4.0, "last_cpu": 7}],
                             "source": "BUILT: hand-set delta"}
             s["write_bytes_per_s"] = {"value": 52000000.0, "source": "BUILT: hand-set delta"}
+            facts["memory"]["swap_in_pages_delta"] = {"value": 1200, "source": "BUILT: hand-set delta"}
+            facts["memory"]["swap_out_pages_delta"] = {"value": 3400, "source": "BUILT: hand-set delta"}
             lim = s["cgroup_cpu"]["value"]["limits"][0]  # the container's 2-CPU quota
             lim["periods_delta"] = {"value": 10, "source": "BUILT: hand-set delta"}
             lim["throttled_delta"] = {"value": 6, "source": "BUILT: hand-set delta"}

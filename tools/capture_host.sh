@@ -33,7 +33,8 @@ for f in /proc/net/sockstat /proc/net/sockstat6 /proc/net/netstat /proc/net/snmp
          /sys/kernel/mm/transparent_hugepage/enabled /sys/devices/system/node/online \
          /sys/devices/system/node/possible /sys/devices/system/cpu/online \
          /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor \
-         /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver; do
+         /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver /proc/pressure/cpu \
+         /proc/pressure/memory /proc/pressure/io /proc/vmstat; do
   copy "$f"
 done
 copy /proc/net/tcp 5000

@@ -32,6 +32,8 @@ struct Counters {
   std::map<std::string, int64_t> disk_ticks;
   Status disk_status;
   std::vector<std::optional<CgroupCpuStat>> cgroup_stats;  // one per CgroupCpu limit
+  std::map<std::string, int64_t> vmstat;
+  Status vmstat_status;
 };
 
 Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid,
@@ -78,7 +80,40 @@ Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid,
   auto disk = fs.Read("/proc/diskstats");
   if (disk.ok()) c.disk_ticks = ParseDiskIoTicks(*disk);
   else c.disk_status = disk.status();
+  auto vm = fs.Read("/proc/vmstat");
+  if (vm.ok()) c.vmstat = ParseVmstat(*vm);
+  else c.vmstat_status = vm.status();
   return c;
+}
+
+Fact<PsiFacts> ReadPsi(const SysRoot& fs, const std::string& path) {
+  auto text = fs.Read(path);
+  if (!text.ok()) {
+    return Fact<PsiFacts>::Unknown(text.status().message() +
+                                   " (PSI needs kernel 4.20+ with CONFIG_PSI, not psi=0)");
+  }
+  auto p = ParsePsi(*text);
+  if (!p) return Fact<PsiFacts>::Unknown(path + ": no \"some avg10= avg60= avg300=\" line");
+  PsiFacts f;
+  f.some_avg10 = p->some_avg10;
+  f.some_avg60 = p->some_avg60;
+  f.some_avg300 = p->some_avg300;
+  f.has_full = p->full_avg10.has_value();
+  f.full_avg10 = p->full_avg10.value_or(0);
+  f.full_avg60 = p->full_avg60.value_or(0);
+  f.full_avg300 = p->full_avg300.value_or(0);
+  return Fact<PsiFacts>::Known(f, path);
+}
+
+Fact<int64_t> VmstatDelta(const Counters& a, const Counters& b, const std::string& key) {
+  if (!a.vmstat_status.ok()) return Fact<int64_t>::Unknown(a.vmstat_status.message());
+  if (!b.vmstat_status.ok()) return Fact<int64_t>::Unknown(b.vmstat_status.message());
+  auto x = a.vmstat.find(key);
+  auto y = b.vmstat.find(key);
+  if (x == a.vmstat.end() || y == b.vmstat.end()) {
+    return Fact<int64_t>::Unknown("/proc/vmstat: no " + key + " line");
+  }
+  return Fact<int64_t>::Known(std::max<int64_t>(y->second - x->second, 0), "/proc/vmstat");
 }
 
 template <typename T>
@@ -119,6 +154,7 @@ void CollectCpu(const SysRoot& fs, CpuFacts* cpu) {
   } else {
     cpu->transparent_hugepage = Fact<std::string>::Unknown(thp.status().message());
   }
+  cpu->pressure = ReadPsi(fs, "/proc/pressure/cpu");
 }
 
 std::string ParentDir(const std::string& dir) {
@@ -521,6 +557,9 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
     }
   }
 
+  facts.memory.pressure = ReadPsi(fs, "/proc/pressure/memory");
+  facts.memory.swap_in_pages_delta = VmstatDelta(first, second, "pswpin");
+  facts.memory.swap_out_pages_delta = VmstatDelta(first, second, "pswpout");
   facts.net.listen_overflows_delta = CounterDelta(first, second, "TcpExt.ListenOverflows");
   facts.net.retrans_segs_delta = CounterDelta(first, second, "Tcp.RetransSegs");
   facts.net.out_segs_delta = CounterDelta(first, second, "Tcp.OutSegs");

@@ -108,6 +108,7 @@ TEST(CollectorTest, DeltasAreTakenBetweenTheTwoSamples) {
                 " 20 0 0 20 0 2 0 100 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 5 0 0 0 0 0\n");
     t.Write("/proc/4242/io", "write_bytes: " + std::to_string(4096 + 2'000'000) + "\n");
     t.Write("/proc/net/netstat", "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 7 7\n");
+    t.Write("/proc/vmstat", "nr_free_pages 123456\npswpin 5\npswpout 40\n");
     t.Write("/proc/net/snmp", "Tcp: RtoAlgorithm ActiveOpens PassiveOpens OutSegs RetransSegs\nTcp: 1 10 900 110000 203\n");
     t.Write("/proc/interrupts",
             "           CPU0       CPU1       CPU2       CPU3\n"
@@ -134,6 +135,12 @@ TEST(CollectorTest, DeltasAreTakenBetweenTheTwoSamples) {
   ASSERT_EQ(f.net.nic_irqs->size(), 1u);
   EXPECT_THAT(f.net.nic_irqs->at(0).per_cpu, testing::ElementsAre(1000, 0, 0, 0));
   EXPECT_FALSE(f.net.nic_irqs->at(0).since_boot);
+  EXPECT_EQ(f.memory.swap_in_pages_delta.value_or(-1), 5);
+  EXPECT_EQ(f.memory.swap_out_pages_delta.value_or(-1), 40);
+  ASSERT_TRUE(f.memory.pressure.known()) << f.memory.pressure.reason;
+  EXPECT_TRUE(f.memory.pressure->has_full);
+  ASSERT_TRUE(f.cpu.pressure.known()) << f.cpu.pressure.reason;
+  EXPECT_DOUBLE_EQ(f.cpu.pressure->some_avg60, 0.22);
 }
 
 TEST(CollectorTest, ProcessThatExitsMidSampleLeavesThreadsUnknown) {
@@ -166,6 +173,16 @@ TEST(CollectorTest, GarbageAndMissingSysfsValuesBecomeUnknownWithTheReason) {
   EXPECT_EQ(g.pcie_path.at(0).max_width.reason, dev + "/max_link_width: No such file or directory");
   EXPECT_EQ(g.sm_clock_mhz.reason, "/sys/bus/pci/devices/0000:0c:00.0/pp_dpm_sclk: unrecognised format");
   EXPECT_EQ(f.cpu.numa_balancing.reason, "/proc/sys/kernel/numa_balancing: No such file or directory");
+
+  t.Remove("/proc/pressure/cpu");
+  t.Write("/proc/pressure/memory", "some nothing here\n");
+  t.Remove("/proc/vmstat");
+  f = CollectHostFacts(Recorded(t.root()));
+  EXPECT_EQ(f.cpu.pressure.reason, "/proc/pressure/cpu: No such file or directory (PSI needs kernel "
+                                   "4.20+ with CONFIG_PSI, not psi=0)");
+  EXPECT_EQ(f.memory.pressure.reason,
+            "/proc/pressure/memory: no \"some avg10= avg60= avg300=\" line");
+  EXPECT_EQ(f.memory.swap_in_pages_delta.reason, "/proc/vmstat: No such file or directory");
 }
 
 TEST(CollectorTest, FirewallPrefersNftAndSaysWhyWhenNeitherAnswers) {

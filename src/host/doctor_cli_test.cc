@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -130,6 +132,42 @@ TEST_F(DoctorCliTest, LiveCheckWritesNothing) {
   EXPECT_THAT(r.out, HasSubstr("checks ok"));
   EXPECT_TRUE(fs::is_empty(cwd));
   fs::remove_all(cwd);
+}
+
+// A live process in a cgroup whose CPU quota (a fifth of a CPU) it overruns: doctor sees the
+// throttling during its own sample. Needs a cgroup hierarchy with the cpu controller that this
+// test may write (root in a VM or container); skipped otherwise.
+TEST_F(DoctorCliTest, LiveProcessOverItsCgroupQuotaIsThrottledNow) {
+  const std::string name = "latdoc_test_" + std::to_string(::getpid());
+  std::string dir;
+  if (Slurp("/sys/fs/cgroup/cgroup.subtree_control").find("cpu") != std::string::npos &&
+      fs::create_directory("/sys/fs/cgroup/" + name)) {
+    dir = "/sys/fs/cgroup/" + name;
+    std::ofstream(dir + "/cpu.max") << "20000 100000\n";
+  } else if (::access("/sys/fs/cgroup/cpu/cpu.cfs_period_us", W_OK) == 0 &&
+             fs::create_directory("/sys/fs/cgroup/cpu/" + name)) {
+    dir = "/sys/fs/cgroup/cpu/" + name;
+    std::ofstream(dir + "/cpu.cfs_period_us") << "100000\n";
+    std::ofstream(dir + "/cpu.cfs_quota_us") << "20000\n";
+  } else {
+    GTEST_SKIP() << "no writable cgroup hierarchy with the cpu controller";
+  }
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::ofstream(dir + "/cgroup.procs") << ::getpid() << "\n";
+    ::alarm(10);  // never outlives the test
+    std::atomic<uint64_t> spins{0};
+    while (true) spins.fetch_add(1, std::memory_order_relaxed);
+  }
+  ASSERT_GT(child, 0);
+  ::usleep(400'000);
+  RunResult r = Latdoc("doctor --pid " + std::to_string(child) + " --all --no-color");
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  fs::remove(dir);
+  EXPECT_THAT(r.out, HasSubstr("FAIL  system   server's cgroup throttled in"));
+  EXPECT_THAT(r.out, HasSubstr("of CPU periods during the sample (quota 0.2 CPUs)"));
+  EXPECT_THAT(r.out, HasSubstr("- cgroup: /" + name));
 }
 
 TEST_F(DoctorCliTest, NumaExecDryRunAndErrors) {

@@ -16,8 +16,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuFacts, index, vendor, bdf, na
                                                 pcie_width_max, perf_level, sclk_deep_sleep,
                                                 vendor_source)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NumaNode, id, cpulist)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PsiFacts, some_avg10, some_avg60, some_avg300,
+                                                has_full, full_avg10, full_avg60, full_avg300)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CpuFacts, online_cpus, numa_nodes, governor,
-                                                numa_balancing, transparent_hugepage)
+                                                numa_balancing, transparent_hugepage, pressure)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemoryFacts, pressure, swap_in_pages_delta,
+                                                swap_out_pages_delta)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ThreadCpu, tid, comm, cpu_pct, last_cpu)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpuLimit, dir, quota_cpus, period_us,
                                                 nr_periods, nr_throttled, throttled_s,
@@ -46,7 +50,8 @@ void ToJsonImpl(nlohmann::json& j, const HostFacts& f) {
                      {"server", nullptr},
                      {"server_note", f.server_note},
                      {"net", f.net},
-                     {"disk", f.disk}};
+                     {"disk", f.disk},
+                     {"memory", f.memory}};
   if (f.server) j["server"] = *f.server;
 }
 
@@ -98,6 +103,8 @@ StatusOr<HostFacts> FactsFromJson(std::string_view text, std::string_view name) 
     if (j.contains("net")) f.net = j.at("net").get<NetFacts>();
     section = "disk";
     if (j.contains("disk")) f.disk = j.at("disk").get<DiskFacts>();
+    section = "memory";
+    if (j.contains("memory")) f.memory = j.at("memory").get<MemoryFacts>();
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgument(std::string(name) + ": in \"" + section + "\": " + e.what());
   }

@@ -66,12 +66,26 @@ struct NumaNode {
   std::string cpulist;  // "0-15"
 };
 
+// Pressure stall information as collected (percent of wall time; proc_parsers.h Psi).
+struct PsiFacts {
+  double some_avg10 = 0, some_avg60 = 0, some_avg300 = 0;
+  bool has_full = false;  // the file had a "full" line
+  double full_avg10 = 0, full_avg60 = 0, full_avg300 = 0;
+};
+
+struct MemoryFacts {
+  Fact<PsiFacts> pressure;             // /proc/pressure/memory
+  Fact<int64_t> swap_in_pages_delta;   // /proc/vmstat pswpin over the sample interval
+  Fact<int64_t> swap_out_pages_delta;  // pswpout
+};
+
 struct CpuFacts {
   Fact<int64_t> online_cpus;
   std::vector<NumaNode> numa_nodes;       // empty when /sys/devices/system/node is absent
   Fact<std::string> governor;             // cpu0 scaling_governor; unknown in most VMs
   Fact<int64_t> numa_balancing;           // /proc/sys/kernel/numa_balancing
   Fact<std::string> transparent_hugepage; // the bracketed choice: "always", "madvise", "never"
+  Fact<PsiFacts> pressure;                // /proc/pressure/cpu (kernel >= 4.20 with PSI on)
 };
 
 struct ThreadCpu {
@@ -155,6 +169,7 @@ struct HostFacts {
   std::string server_note;             // why no server was found
   NetFacts net;
   DiskFacts disk;
+  MemoryFacts memory;
 };
 
 std::string FactsToJson(const HostFacts& facts);  // pretty-printed, ends in '\n'

@@ -380,4 +380,48 @@ std::optional<CgroupCpuStat> ParseCgroupCpuStat(std::string_view text) {
   return s;
 }
 
+// Pressure stall information (Documentation/accounting/psi.rst):
+//   some avg10=4.11 avg60=3.01 avg300=1.27 total=25274890
+//   full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+std::optional<Psi> ParsePsi(std::string_view text) {
+  std::optional<Psi> out;
+  for (auto line : Split(text, '\n')) {
+    auto w = SplitWhitespace(line);
+    if (w.size() < 4 || (w[0] != "some" && w[0] != "full")) continue;
+    std::optional<double> avg[3];
+    static constexpr std::string_view kKeys[3] = {"avg10=", "avg60=", "avg300="};
+    for (size_t i = 1; i < w.size(); ++i) {
+      for (int k = 0; k < 3; ++k) {
+        if (w[i].substr(0, kKeys[k].size()) == kKeys[k]) {
+          auto v = ParseDouble(w[i].substr(kKeys[k].size()));
+          if (v && *v >= 0 && *v <= 100) avg[k] = v;
+        }
+      }
+    }
+    if (!avg[0] || !avg[1] || !avg[2]) continue;
+    if (w[0] == "some") {
+      if (!out) out = Psi();
+      out->some_avg10 = *avg[0];
+      out->some_avg60 = *avg[1];
+      out->some_avg300 = *avg[2];
+    } else if (out) {  // "full" follows "some"
+      out->full_avg10 = avg[0];
+      out->full_avg60 = avg[1];
+      out->full_avg300 = avg[2];
+    }
+  }
+  return out;
+}
+
+// /proc/vmstat: "pswpin 0" / "pswpout 12" / ... one counter a line.
+std::map<std::string, int64_t> ParseVmstat(std::string_view text) {
+  std::map<std::string, int64_t> out;
+  for (auto line : Split(text, '\n')) {
+    auto w = SplitWhitespace(line);
+    if (w.size() != 2) continue;
+    if (auto v = ParseInt64(w[1])) out[std::string(w[0])] = *v;
+  }
+  return out;
+}
+
 }  // namespace latdoc::host

@@ -105,6 +105,19 @@ struct CgroupCpuStat {
 };
 std::optional<CgroupCpuStat> ParseCgroupCpuStat(std::string_view text);
 
+// Pressure stall information (/proc/pressure/{cpu,memory,io}, a cgroup's *.pressure): the share
+// of wall time, in percent, that some (at least one) or all non-idle tasks were stalled on the
+// resource, averaged over 10, 60 and 300 s. The cpu file's "full" line reads 0 before 5.13.
+struct Psi {
+  double some_avg10 = 0, some_avg60 = 0, some_avg300 = 0;
+  std::optional<double> full_avg10, full_avg60, full_avg300;
+};
+// nullopt without a well-formed "some" line.
+std::optional<Psi> ParsePsi(std::string_view text);
+
+// /proc/vmstat "name value" lines -> {name: value} (only the names asked for).
+std::map<std::string, int64_t> ParseVmstat(std::string_view text);
+
 // NUL-separated /proc/PID/cmdline or environ -> words (a trailing NUL makes no empty word).
 std::vector<std::string> SplitNul(std::string_view bytes);
 

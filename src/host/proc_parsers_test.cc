@@ -233,5 +233,32 @@ TEST(ProcParsersTest, CgroupCpuStatThrottledTimeInMicroseconds) {
   EXPECT_FALSE(ParseCgroupCpuStat("nr_periods -1\nnr_throttled 0\n").has_value());
 }
 
+TEST(ProcParsersTest, PsiSomeAndFullLines) {
+  // Recorded on this project's build VM (kernel 6.18).
+  auto cpu = ParsePsi("some avg10=4.11 avg60=3.01 avg300=1.27 total=25274890\n"
+                      "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  ASSERT_TRUE(cpu.has_value());
+  EXPECT_DOUBLE_EQ(cpu->some_avg10, 4.11);
+  EXPECT_DOUBLE_EQ(cpu->some_avg60, 3.01);
+  EXPECT_DOUBLE_EQ(cpu->some_avg300, 1.27);
+  EXPECT_EQ(cpu->full_avg60.value_or(-1), 0.0);
+  // Before 5.13 the cpu file has no "full" line.
+  auto old = ParsePsi("some avg10=0.50 avg60=0.10 avg300=0.00 total=1\n");
+  ASSERT_TRUE(old.has_value());
+  EXPECT_FALSE(old->full_avg10.has_value());
+  EXPECT_FALSE(ParsePsi("").has_value());
+  EXPECT_FALSE(ParsePsi("full avg10=1 avg60=1 avg300=1 total=0\n").has_value());
+  EXPECT_FALSE(ParsePsi("some avg10=x avg60=1 avg300=1 total=0\n").has_value());
+  EXPECT_FALSE(ParsePsi("some avg10=101 avg60=1 avg300=1 total=0\n").has_value());
+}
+
+TEST(ProcParsersTest, VmstatCounters) {
+  auto v = ParseVmstat("nr_free_pages 123\npswpin 7\npswpout 9\nbroken\nx y\n");
+  EXPECT_EQ(v.at("pswpin"), 7);
+  EXPECT_EQ(v.at("pswpout"), 9);
+  EXPECT_EQ(v.count("x"), 0u);
+  EXPECT_EQ(v.count("broken"), 0u);
+}
+
 }  // namespace
 }  // namespace latdoc::host

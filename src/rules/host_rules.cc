@@ -572,6 +572,90 @@ Finding CgroupThrottle(const HostFacts& facts) {
   return f;
 }
 
+// Pressure stall information: the share of time runnable tasks waited for a CPU, or tasks
+// stalled on memory (reclaim, swap-in). Judged on the worst of the 10 s, 60 s and 300 s
+// averages, so a doctor run just after the load still sees it.
+constexpr double kCpuPressureWarnPct = 10;
+constexpr double kCpuPressureFailPct = 40;
+constexpr double kMemoryPressureWarnPct = 5;   // some: at least one task stalled
+constexpr double kMemoryPressureFailPct = 5;   // full: every non-idle task stalled at once
+
+double WorstSome(const host::PsiFacts& p) {
+  return std::max({p.some_avg10, p.some_avg60, p.some_avg300});
+}
+double WorstFull(const host::PsiFacts& p) {
+  return p.has_full ? std::max({p.full_avg10, p.full_avg60, p.full_avg300}) : 0.0;
+}
+Evidence PsiText(const std::string& name, const host::PsiFacts& p, bool full) {
+  return full ? Text(name, fmt::format("full avg10={:.2f} avg60={:.2f} avg300={:.2f} (%)",
+                                       p.full_avg10, p.full_avg60, p.full_avg300))
+              : Text(name, fmt::format("some avg10={:.2f} avg60={:.2f} avg300={:.2f} (%)",
+                                       p.some_avg10, p.some_avg60, p.some_avg300));
+}
+
+Finding CpuPressure(const HostFacts& facts) {
+  const std::string id = "cpu.pressure";
+  const auto& p = facts.cpu.pressure;
+  if (!p.known()) return Skip(id, Layer::kSystem, "CPU pressure", p.reason);
+  const double worst = WorstSome(*p);
+  Finding f = Make(id, Layer::kSystem, Severity::kOk,
+                   fmt::format("CPU pressure low: tasks waited for a CPU at most {:.1f}% of the "
+                               "time", worst));
+  f.evidence.push_back(PsiText("cpu_pressure", *p, false));
+  if (worst < kCpuPressureWarnPct) return f;
+  f.severity = worst >= kCpuPressureFailPct ? Severity::kFail : Severity::kWarn;
+  f.title = fmt::format("CPUs oversubscribed: runnable tasks waited for a CPU {:.0f}% of the time "
+                        "(PSI): the server's threads wait their turn too", worst);
+  f.advice = "find the other work (top -o %CPU, pidstat 1) and move it off the server's cores, "
+             "or reserve CPUs for the server (latdoc numa-exec, taskset, the Kubernetes static "
+             "CPU manager); cap helper threads (OMP_NUM_THREADS, TOKENIZERS_PARALLELISM=false)";
+  return f;
+}
+
+Finding MemoryPressure(const HostFacts& facts) {
+  const std::string id = "host.memory_pressure";
+  const auto& m = facts.memory;
+  const bool swap_known = m.swap_in_pages_delta.known() && m.swap_out_pages_delta.known();
+  if (!m.pressure.known() && !swap_known) {
+    return Skip(id, Layer::kSystem, "memory pressure", m.pressure.reason);
+  }
+  Finding f = Make(id, Layer::kSystem, Severity::kOk, "no memory pressure, no swapping");
+  std::vector<std::string> what;
+  Severity sev = Severity::kOk;
+  if (m.pressure.known()) {
+    const double some = WorstSome(*m.pressure), full = WorstFull(*m.pressure);
+    f.evidence.push_back(PsiText("memory_pressure", *m.pressure, false));
+    if (m.pressure->has_full) f.evidence.push_back(PsiText("memory_pressure_full", *m.pressure, true));
+    if (full >= kMemoryPressureFailPct) {
+      sev = Severity::kFail;
+      what.push_back(fmt::format("every task stalled on memory {:.0f}% of the time", full));
+    } else if (some >= kMemoryPressureWarnPct) {
+      sev = Severity::kWarn;
+      what.push_back(fmt::format("tasks stalled on memory {:.0f}% of the time", some));
+    }
+  } else {
+    f.evidence.push_back(Text("memory_pressure", "unknown: " + m.pressure.reason));
+  }
+  if (swap_known) {
+    const int64_t in = *m.swap_in_pages_delta, out = *m.swap_out_pages_delta;
+    f.evidence.push_back(Text("swap_in_sample", fmt::format("{} pages", in)));
+    f.evidence.push_back(Text("swap_out_sample", fmt::format("{} pages", out)));
+    if (in + out > 0) {
+      sev = std::max(sev, Severity::kWarn);
+      what.push_back(fmt::format("swapped {} pages in and {} out during the sample", in, out));
+    }
+  }
+  if (sev == Severity::kOk) return f;
+  f.severity = sev;
+  std::string joined;
+  for (const auto& w : what) joined += (joined.empty() ? "" : "; ") + w;
+  f.title = "host memory under pressure: " + joined;
+  f.advice = "find what holds host memory (free -m; ps aux --sort=-rss | head) and lower it (the "
+             "server's CPU offload or KV offload size, other processes) or add memory; "
+             "vm.swappiness=10 keeps the server's pages in RAM";
+  return f;
+}
+
 Finding LogWrite(const HostFacts& facts) {
   const std::string id = "disk.log_write";
   if (!facts.server) return Skip(id, Layer::kSystem, "server disk writes", facts.server_note);
@@ -1009,6 +1093,8 @@ std::vector<Finding> JudgeHost(const HostFacts& facts, const HostRuleOptions& op
   out.push_back(Governor(facts));
   out.push_back(Saturation(facts));
   out.push_back(CgroupThrottle(facts));
+  out.push_back(CpuPressure(facts));
+  out.push_back(MemoryPressure(facts));
   out.push_back(LogWrite(facts));
   out.push_back(TimeWait(facts));
   out.push_back(Conntrack(facts));

@@ -69,6 +69,8 @@ TEST(HostRulesTest, EveryRuleFiresOnTheUnhealthyHostAndNotOnTheHealthyOne) {
       {"cpu.governor", Severity::kWarn, Severity::kOk},
       {"cpu.saturation", Severity::kWarn, Severity::kOk},
       {"cpu.cgroup_throttle", Severity::kFail, Severity::kOk},
+      {"cpu.pressure", Severity::kWarn, Severity::kOk},
+      {"host.memory_pressure", Severity::kFail, Severity::kOk},
       {"disk.log_write", Severity::kWarn, Severity::kOk},
       {"net.time_wait", Severity::kWarn, Severity::kOk},
       {"net.conntrack", Severity::kFail, Severity::kOk},
@@ -455,6 +457,57 @@ TEST(HostRulesTest, RecordedThrottledCgroupsWarnFromTheirCounters) {
               "server's cgroup throttled in 100.0% of CPU periods since it started (quota 0.2 CPUs)")
         << name;
   }
+}
+
+// PSI: the worst of the 10 s, 60 s and 300 s averages is judged (a run just after the load
+// still sees it); swapping during the sample warns on its own; memory "full" stalls fail.
+TEST(HostRulesTest, CpuAndMemoryPressure) {
+  HostFacts f = Load("h200_recorded");
+  host::PsiFacts p;
+  p.some_avg10 = 2;
+  p.some_avg60 = 3;
+  p.some_avg300 = 9.9;
+  f.cpu.pressure = Fact<host::PsiFacts>::Known(p);
+  f.memory.pressure = Fact<host::PsiFacts>::Known(host::PsiFacts{});
+  f.memory.swap_in_pages_delta = Fact<int64_t>::Known(0);
+  f.memory.swap_out_pages_delta = Fact<int64_t>::Known(0);
+  auto w = Worst(JudgeHost(f, {}));
+  EXPECT_EQ(w["cpu.pressure"], Severity::kOk);
+  EXPECT_EQ(w["host.memory_pressure"], Severity::kOk);
+
+  p.some_avg300 = 12;
+  f.cpu.pressure = Fact<host::PsiFacts>::Known(p);
+  auto fs = JudgeHost(f, {});
+  EXPECT_EQ(SeverityName(One(fs, "cpu.pressure").severity), "warn");
+  EXPECT_EQ(One(fs, "cpu.pressure").title,
+            "CPUs oversubscribed: runnable tasks waited for a CPU 12% of the time (PSI): the "
+            "server's threads wait their turn too");
+  p.some_avg10 = 55;
+  f.cpu.pressure = Fact<host::PsiFacts>::Known(p);
+  EXPECT_EQ(Worst(JudgeHost(f, {}))["cpu.pressure"], Severity::kFail);
+
+  f.memory.swap_out_pages_delta = Fact<int64_t>::Known(300);
+  fs = JudgeHost(f, {});
+  EXPECT_EQ(SeverityName(One(fs, "host.memory_pressure").severity), "warn");
+  EXPECT_EQ(One(fs, "host.memory_pressure").title,
+            "host memory under pressure: swapped 0 pages in and 300 out during the sample");
+  host::PsiFacts m;
+  m.some_avg60 = 20;
+  m.has_full = true;
+  m.full_avg60 = 6;
+  f.memory.pressure = Fact<host::PsiFacts>::Known(m);
+  fs = JudgeHost(f, {});
+  EXPECT_EQ(SeverityName(One(fs, "host.memory_pressure").severity), "fail");
+  EXPECT_EQ(One(fs, "host.memory_pressure").title,
+            "host memory under pressure: every task stalled on memory 6% of the time; swapped 0 "
+            "pages in and 300 out during the sample");
+
+  f.cpu.pressure = Fact<host::PsiFacts>::Unknown("/proc/pressure/cpu: No such file or directory");
+  f.memory = host::MemoryFacts{};
+  f.memory.pressure = Fact<host::PsiFacts>::Unknown("/proc/pressure/memory: No such file or directory");
+  w = Worst(JudgeHost(f, {}));
+  EXPECT_EQ(w["cpu.pressure"], Severity::kSkip);
+  EXPECT_EQ(w["host.memory_pressure"], Severity::kSkip);
 }
 
 }  // namespace
