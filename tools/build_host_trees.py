@@ -182,6 +182,15 @@ def amd_host(tree, unhealthy):
         w(tree, "/proc/%d/task/%d/stat" % (pid, tid),
           "%d (%s) S 1 %d %d 0 -1 4194304 1 0 0 0 500 20 0 0 20 0 2 0 100 1000 10 "
           "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0\n" % (tid, comm, pid, pid, tid % 96))
+    # vLLM V1's engine core: a child process with its own title and one thread.
+    cpid = 4300
+    w(tree, "/proc/%d/cmdline" % cpid, "VLLM::EngineCore\0")
+    w(tree, "/proc/%d/comm" % cpid, "VLLM::EngineCor\n")
+    w(tree, "/proc/%d/status" % cpid, "Name:\tVLLM::EngineCor\nPid:\t%d\nPPid:\t%d\n" % (cpid, pid))
+    w(tree, "/proc/%d/task/%d/comm" % (cpid, cpid), "VLLM::EngineCor\n")
+    w(tree, "/proc/%d/task/%d/stat" % (cpid, cpid),
+      "%d (VLLM::EngineCor) S %d %d %d 0 -1 4194304 1 0 0 0 900 30 0 0 20 0 1 0 120 1000 10 "
+      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 9 0 0 0 0 0\n" % (cpid, pid, cpid, cpid))
     w(tree, "/proc/1/cmdline", "/sbin/init\0")
     # Pressure stall information and swap counters.
     w(tree, "/proc/pressure/cpu", "some avg10=%s avg60=%s avg300=%s total=912345678\n"
@@ -295,8 +304,12 @@ def main():
             t["cpu_pct"] = 0.0  # a static tree shows no CPU time
         if name == "unhealthy_built":
             s = facts["server"]
-            s["threads"] = {"value": [{"tid": 4242, "comm": "python3", "cpu_pct": 99.5, "last_cpu": 3},
-                                      {"tid": 4243, "comm": "uvicorn", "cpu_pct": 4.0, "last_cpu": 7}],
+            s["threads"] = {"value": [{"tid": 4242, "comm": "python3", "cpu_pct": 99.5, "last_cpu": 3,
+                                       "pid": 4242, "process": ""},
+                                      {"tid": 4300, "comm": "VLLM::EngineCor", "cpu_pct": 61.0,
+                                       "last_cpu": 9, "pid": 4300, "process": "VLLM::EngineCore"},
+                                      {"tid": 4243, "comm": "uvicorn", "cpu_pct": 4.0, "last_cpu": 7,
+                                       "pid": 4242, "process": ""}],
                             "source": "BUILT: hand-set delta"}
             s["write_bytes_per_s"] = {"value": 52000000.0, "source": "BUILT: hand-set delta"}
             facts["memory"]["swap_in_pages_delta"] = {"value": 1200, "source": "BUILT: hand-set delta"}

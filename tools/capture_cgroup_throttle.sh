@@ -4,24 +4,30 @@
 # cgroup hierarchy with the cpu controller (v1: /sys/fs/cgroup/cpu; v2: /sys/fs/cgroup with
 # "cpu" in cgroup.subtree_control).
 #
-#   sudo tools/capture_cgroup_throttle.sh OUT_DIR [QUOTA_US]
+#   sudo tools/capture_cgroup_throttle.sh OUT_DIR [QUOTA_US] [SECONDS]
 #
 # Makes the group latdoc_capture with a quota of QUOTA_US (default 20000) per 100000 us period,
 # i.e. a fifth of a CPU, starts the stand-in of capture_host_device.sh (python3 running a script
-# named `vllm`, one thread spinning; it is NOT vLLM) inside it, lets it run 2 s so the kernel
-# throttles it, then runs capture_host.sh OUT_DIR PID, and removes the group.
+# named `vllm`, one thread spinning; it is NOT vLLM) inside it, lets it run SECONDS (default 12)
+# so the kernel throttles it, then runs capture_host.sh OUT_DIR PID, and removes the group.
 set -u
-out=${1:?usage: capture_cgroup_throttle.sh OUT_DIR [QUOTA_US]}
+out=${1:?usage: capture_cgroup_throttle.sh OUT_DIR [QUOTA_US] [SECONDS]}
 quota=${2:-20000}
+secs=${3:-12}
+die() { echo "capture_cgroup_throttle: $*" >&2; exit 1; }
 if grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
   cg=/sys/fs/cgroup/latdoc_capture
-  mkdir -p "$cg" && echo "$quota 100000" >"$cg/cpu.max"
+  mkdir -p "$cg" && echo "$quota 100000" >"$cg/cpu.max" || die "cannot set $cg/cpu.max"
 elif [ -w /sys/fs/cgroup/cpu ]; then
   cg=/sys/fs/cgroup/cpu/latdoc_capture
-  mkdir -p "$cg" && echo 100000 >"$cg/cpu.cfs_period_us" && echo "$quota" >"$cg/cpu.cfs_quota_us"
+  mkdir -p "$cg" && echo 100000 >"$cg/cpu.cfs_period_us" && echo "$quota" >"$cg/cpu.cfs_quota_us" ||
+    die "cannot set the quota in $cg"
 else
-  echo "no writable cgroup hierarchy with the cpu controller" >&2; exit 1
+  die "no writable cgroup hierarchy with the cpu controller"
 fi
+spid=
+cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null; rmdir "$cg" 2>/dev/null; }
+trap cleanup EXIT
 mkdir -p /tmp/standin/bin
 cat >/tmp/standin/bin/vllm <<'PY'
 #!/usr/bin/env python3
@@ -30,14 +36,14 @@ def spin():
     while True:
         pass
 threading.Thread(target=spin, name="spin", daemon=True).start()
-time.sleep(60)
+time.sleep(120)
 PY
 chmod +x /tmp/standin/bin/vllm
 # The shell joins the group first, so the stand-in starts inside it.
 sh -c "echo \$\$ >$cg/cgroup.procs && exec /tmp/standin/bin/vllm serve Qwen/Qwen2.5-7B-Instruct \
   --max-num-seqs 256 --port 8000" &
 spid=$!
-sleep 2
-"$(dirname "$0")/capture_host.sh" "$out" "$spid"
-kill "$spid"; wait "$spid" 2>/dev/null
-rmdir "$cg"
+sleep 1
+grep -q "latdoc_capture" "/proc/$spid/cgroup" || die "the stand-in is not in $cg"
+sleep "$secs"
+"$(dirname "$0")/capture_host.sh" "$out" "$spid" || die "capture_host.sh failed"

@@ -121,12 +121,16 @@ if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
     [ -d "$dir" ] || dir=$mount  # another cgroup namespace: the mount's root is the group
     while :; do
       for f in "$@"; do copy "$dir/$f"; done
-      [ "$dir" = "$mount" ] && break
+      [ "$dir" = "$mount" ] || [ ${#dir} -le ${#mount} ] && break
       dir=$(dirname "$dir")
     done
   }
-  v1=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $2 ":" $3; exit}' "/proc/$pid/cgroup")
-  v2=$(awk -F: '$1 == "0" && $2 == "" {print $3; exit}' "/proc/$pid/cgroup")
+  # "ID:CONTROLLERS:PATH"; the path is everything after the second ':'.
+  v1=$(sed -n -E 's/^[0-9]+:(([^:]*,)?cpu(,[^:]*)?):(.*)$/\1:\4/p' "/proc/$pid/cgroup" | head -n 1)
+  v2=$(sed -n -E 's/^0::(.*)$/\1/p' "/proc/$pid/cgroup" | head -n 1)
+  # Where the hierarchies are mounted, as latdoc reads it.
+  mkdir -p "$tree/proc/self"
+  grep -E ' - cgroup2? ' /proc/self/mountinfo >"$tree/proc/self/mountinfo" 2>/dev/null || true
   if [ -n "$v1" ]; then
     for m in "/sys/fs/cgroup/${v1%%:*}" /sys/fs/cgroup/cpu; do
       if [ -r "$m/cpu.cfs_period_us" ]; then
@@ -136,7 +140,7 @@ if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
   elif [ -n "$v2" ]; then
     for m in /sys/fs/cgroup /sys/fs/cgroup/unified; do
       if [ -r "$m/cgroup.controllers" ]; then
-        copy "$m/cgroup.controllers"; cg_walk "$m" "$v2" cpu.max cpu.stat; break
+        copy "$m/cgroup.controllers"; cg_walk "$m" "$v2" cpu.max cpu.stat cpu.pressure; break
       fi
     done
   fi

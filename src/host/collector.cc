@@ -21,8 +21,9 @@ namespace {
 // Everything sampled twice.
 struct Counters {
   int64_t t_ns = 0;
-  std::map<int64_t, TaskStat> tasks;  // tid -> stat
-  Status tasks_status;
+  std::map<int64_t, TaskStat> tasks;  // tid -> stat, of the server and its children
+  std::map<int64_t, int64_t> task_pid;  // tid -> the process it belongs to
+  Status tasks_status;                  // of the server's own task list
   std::optional<int64_t> write_bytes;
   Status io_status;
   std::map<std::string, int64_t> tcp;  // ParseCounterPairs of netstat + snmp
@@ -36,7 +37,26 @@ struct Counters {
   Status vmstat_status;
 };
 
+// Reads the stat of every thread of `pid` into c; false when its task list cannot be listed.
+Status SampleTasks(const SysRoot& fs, int64_t pid, Counters& c) {
+  const std::string base = "/proc/" + std::to_string(pid);
+  auto tids = fs.List(base + "/task");
+  if (!tids.ok()) return tids.status();
+  for (const auto& t : *tids) {
+    auto tid = ParseInt64(t);
+    if (!tid) continue;
+    auto text = fs.Read(base + "/task/" + t + "/stat");
+    if (!text.ok()) continue;  // the thread ended between listing and reading
+    if (auto st = ParseTaskStat(*text)) {
+      c.tasks[*tid] = *st;
+      c.task_pid[*tid] = pid;
+    }
+  }
+  return Status();
+}
+
 Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid,
+                        const std::vector<ServerChild>& children,
                         const std::vector<CgroupCpuLimit>& cgroup_limits) {
   Counters c;
   c.t_ns = MonoNowNs();
@@ -46,18 +66,9 @@ Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid,
   }
   if (pid) {
     const std::string base = "/proc/" + std::to_string(*pid);
-    auto tids = fs.List(base + "/task");
-    if (!tids.ok()) {
-      c.tasks_status = tids.status();
-    } else {
-      for (const auto& t : *tids) {
-        auto tid = ParseInt64(t);
-        if (!tid) continue;
-        auto text = fs.Read(base + "/task/" + t + "/stat");
-        if (!text.ok()) continue;  // the thread ended between listing and reading
-        if (auto st = ParseTaskStat(*text)) c.tasks[*tid] = *st;
-      }
-    }
+    c.tasks_status = SampleTasks(fs, *pid, c);
+    // A child that exited meanwhile has no threads to show: not an error.
+    for (const auto& child : children) (void)SampleTasks(fs, child.pid, c);
     auto io = fs.Read(base + "/io");
     if (!io.ok()) {
       c.io_status = io.status();
@@ -168,55 +179,79 @@ void SetCumulative(const CgroupCpuStat& st, CgroupCpuLimit* limit) {
   limit->throttled_s = static_cast<double>(st.throttled_us) / 1e6;
 }
 
+// Where a hierarchy is mounted and which of its groups is the mount's root, from this process's
+// mountinfo; the usual places when that cannot be read (a recorded tree without it).
+std::optional<CgroupMount> FindMount(const SysRoot& fs, int version, const std::string& v1_controllers) {
+  std::vector<CgroupMount> mounts;
+  if (auto mi = fs.Read("/proc/self/mountinfo"); mi.ok()) mounts = ParseCgroupMounts(*mi);
+  for (const auto& m : mounts) {
+    if (m.version != version) continue;
+    if (version == 2 ||
+        std::find(m.controllers.begin(), m.controllers.end(), "cpu") != m.controllers.end()) {
+      return m;
+    }
+  }
+  if (!mounts.empty()) return std::nullopt;  // mountinfo read: it is not mounted here
+  std::vector<std::string> guesses;
+  if (version == 1) {
+    guesses = {"/sys/fs/cgroup/" + v1_controllers, "/sys/fs/cgroup/cpu",
+               "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpuacct,cpu"};
+  } else {
+    guesses = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+  }
+  for (const auto& g : guesses) {
+    if (fs.Exists(g + (version == 1 ? "/cpu.cfs_period_us" : "/cgroup.controllers"))) {
+      CgroupMount m;
+      m.version = version;
+      m.root = "/";
+      m.mount_point = g;
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
 // The server's CPU cgroup (/proc/PID/cgroup) and every group from it up to the hierarchy's root
 // that sets a CFS quota, with cpu.stat as read now. The cpu controller is looked for in cgroup v1
-// first (on a hybrid host it is bound there, not in the unified tree).
+// first (on a hybrid host it is bound there, not in the unified tree). The server's path is
+// mapped through the mount's root: a container without its own cgroup namespace mounts its own
+// group as the root and sees the server's full path; a group outside what this process can see
+// (another container's, or "/.." from a private namespace) is unknown, never someone else's.
 Fact<CgroupCpu> FindCgroupCpu(const SysRoot& fs, int64_t pid) {
   const std::string file = "/proc/" + std::to_string(pid) + "/cgroup";
   auto text = fs.Read(file);
   if (!text.ok()) return Fact<CgroupCpu>::Unknown(text.status().message());
   const ProcCgroup pc = ParseProcCgroup(*text);
   CgroupCpu cg;
-  std::string mount;
   if (pc.v1_cpu) {
     cg.version = 1;
     cg.cgroup = *pc.v1_cpu;
-    for (const std::string& m : {"/sys/fs/cgroup/" + pc.v1_cpu_controllers,
-                                 std::string("/sys/fs/cgroup/cpu"),
-                                 std::string("/sys/fs/cgroup/cpu,cpuacct"),
-                                 std::string("/sys/fs/cgroup/cpuacct,cpu")}) {
-      if (fs.Exists(m + "/cpu.cfs_period_us")) {
-        mount = m;
-        break;
-      }
-    }
-    if (mount.empty()) {
-      return Fact<CgroupCpu>::Unknown("the cgroup v1 cpu hierarchy (" + pc.v1_cpu_controllers +
-                                      ") is not mounted under /sys/fs/cgroup");
-    }
   } else if (pc.unified) {
     cg.version = 2;
     cg.cgroup = *pc.unified;
-    for (const char* m : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
-      if (fs.Exists(std::string(m) + "/cgroup.controllers")) {
-        mount = m;
-        break;
-      }
-    }
-    if (mount.empty()) {
-      return Fact<CgroupCpu>::Unknown("cgroup v2 is not mounted at /sys/fs/cgroup");
-    }
   } else {
     return Fact<CgroupCpu>::Unknown(file + ": no cgroup v2 line and no v1 cpu hierarchy");
   }
-  std::string leaf = cg.cgroup == "/" ? mount : mount + cg.cgroup;
-  if (!fs.Exists(leaf)) {
-    // A container without its own cgroup namespace: the host's path is not under this mount,
-    // whose root is the container's own group.
-    cg.note = cg.cgroup + " is not under " + mount +
-              " (the server is in another cgroup namespace); read the mount's root group";
-    leaf = mount;
+  const auto m = FindMount(fs, static_cast<int>(cg.version), pc.v1_cpu_controllers);
+  if (!m) {
+    return Fact<CgroupCpu>::Unknown(
+        cg.version == 1 ? "the cgroup v1 cpu hierarchy (" + pc.v1_cpu_controllers + ") is not mounted"
+                        : std::string("cgroup v2 is not mounted (looked in /proc/self/mountinfo)"));
   }
+  const std::string& mount = m->mount_point;
+  const std::string root = m->root == "/" ? std::string() : m->root;
+  const bool inside = cg.cgroup.rfind("/..", 0) != 0 &&
+                      (root.empty() || cg.cgroup == root || cg.cgroup.rfind(root + "/", 0) == 0);
+  if (!inside) {
+    return Fact<CgroupCpu>::Unknown(
+        cg.cgroup + " is outside the part of the hierarchy this process sees (" + mount +
+        " is group " + m->root + "): run latdoc on the host or in the server's container");
+  }
+  const std::string rel = cg.cgroup.substr(root.size());
+  if (!root.empty()) cg.note = mount + " is group " + root + " (a container's view)";
+  std::string leaf = rel.empty() || rel == "/" ? mount : mount + rel;
+  if (!fs.Exists(leaf)) return Fact<CgroupCpu>::Unknown(leaf + ": no such group");
+  if (cg.version == 2) cg.pressure = ReadPsi(fs, leaf + "/cpu.pressure");
   for (std::string dir = leaf;; dir = ParentDir(dir)) {
     std::optional<CpuQuota> quota;
     if (cg.version == 2) {
@@ -237,6 +272,22 @@ Fact<CgroupCpu> FindCgroupCpu(const SysRoot& fs, int64_t pid) {
       cg.limits.push_back(std::move(limit));
     }
     if (dir == mount || dir.size() <= mount.size()) break;
+  }
+  // latdoc in the server's container draws on the same quota while it probes.
+  if (fs.live() && !cg.limits.empty()) {
+    if (auto self = fs.Read("/proc/self/cgroup"); self.ok()) {
+      const ProcCgroup mine = ParseProcCgroup(*self);
+      const auto& path = cg.version == 1 ? mine.v1_cpu : mine.unified;
+      if (path && path->rfind("/..", 0) != 0 &&
+          (root.empty() || *path == root || path->rfind(root + "/", 0) == 0)) {
+        const std::string my_rel = path->substr(root.size());
+        const std::string my_leaf = my_rel.empty() || my_rel == "/" ? mount : mount + my_rel;
+        for (auto& limit : cg.limits) {
+          limit.includes_latdoc =
+              my_leaf == limit.dir || my_leaf.rfind(limit.dir + "/", 0) == 0;
+        }
+      }
+    }
   }
   return Fact<CgroupCpu>::Known(std::move(cg), file);
 }
@@ -479,11 +530,14 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   std::vector<CgroupCpuLimit> cgroup_limits;
   if (facts.server) {
     pid = facts.server->pid;
+    for (auto& c : FindDescendants(fs, *pid)) facts.server->children.push_back({c.pid, c.name});
     facts.server->cgroup_cpu = FindCgroupCpu(fs, *pid);
     if (facts.server->cgroup_cpu.known()) cgroup_limits = facts.server->cgroup_cpu->limits;
   }
 
-  Counters first = SampleCounters(fs, pid, cgroup_limits);
+  const std::vector<ServerChild> no_children;
+  const std::vector<ServerChild>& children = facts.server ? facts.server->children : no_children;
+  Counters first = SampleCounters(fs, pid, children, cgroup_limits);
 
   // Static probes, between the two samples.
   ProbeContext ctx;
@@ -512,7 +566,7 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   if (options.between_samples) options.between_samples();
   const int64_t wait_ns = options.sample_interval_ns - (MonoNowNs() - first.t_ns);
   if (wait_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
-  Counters second = SampleCounters(fs, pid, cgroup_limits);
+  Counters second = SampleCounters(fs, pid, children, cgroup_limits);
   const int64_t dt_ns = std::max<int64_t>(second.t_ns - first.t_ns, 1);
   facts.sample_interval_ns = dt_ns;
   const double dt_s = static_cast<double>(dt_ns) / 1e9;
@@ -533,8 +587,12 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
         if (it == first.tasks.end()) continue;  // started during the interval
         const TaskStat& a = it->second;
         int64_t ticks = (b.utime_ticks + b.stime_ticks) - (a.utime_ticks + a.stime_ticks);
-        threads.push_back({tid, b.comm, std::max<int64_t>(ticks, 0) / ticks_per_s / dt_s * 100.0,
-                           b.processor});
+        ThreadCpu t{tid, b.comm, std::max<int64_t>(ticks, 0) / ticks_per_s / dt_s * 100.0,
+                    b.processor, second.task_pid.at(tid), ""};
+        for (const auto& child : s.children) {
+          if (child.pid == t.pid) t.process = child.name;
+        }
+        threads.push_back(std::move(t));
       }
       std::sort(threads.begin(), threads.end(), [](const ThreadCpu& x, const ThreadCpu& y) {
         return x.cpu_pct != y.cpu_pct ? x.cpu_pct > y.cpu_pct : x.tid < y.tid;

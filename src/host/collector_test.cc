@@ -143,6 +143,35 @@ TEST(CollectorTest, DeltasAreTakenBetweenTheTwoSamples) {
   EXPECT_DOUBLE_EQ(f.cpu.pressure->some_avg60, 0.22);
 }
 
+// vLLM V1 runs its scheduler in a child process (VLLM::EngineCore): the server's children are
+// found by PPid and their threads sampled with the server's, named by their process title.
+TEST(CollectorTest, ChildProcessThreadsAreSampledAndNamed) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  CollectOptions o = Recorded(t.root());
+  o.sample_interval_ns = 200'000'000;
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  o.between_samples = [&] {
+    t.Write("/proc/4300/task/4300/stat",
+            "4300 (VLLM::EngineCor) R 4242 4300 4300 0 -1 4194304 1 0 0 0 " +
+                std::to_string(900 + hz / 5) +
+                " 30 0 0 20 0 1 0 120 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 9 0 0 0 0 0\n");
+  };
+  HostFacts f = CollectHostFacts(o);
+  ASSERT_TRUE(f.server.has_value());
+  ASSERT_EQ(f.server->children.size(), 1u);
+  EXPECT_EQ(f.server->children[0].pid, 4300);
+  EXPECT_EQ(f.server->children[0].name, "VLLM::EngineCore");
+  ASSERT_TRUE(f.server->threads.known()) << f.server->threads.reason;
+  ASSERT_EQ(f.server->threads->size(), 3u);  // two of the server's, one of the engine core's
+  const ThreadCpu& top = f.server->threads->front();
+  EXPECT_EQ(top.tid, 4300);
+  EXPECT_EQ(top.pid, 4300);
+  EXPECT_EQ(top.process, "VLLM::EngineCore");
+  EXPECT_GT(top.cpu_pct, 50);
+  EXPECT_EQ(f.server->threads->at(1).pid, 4242);
+  EXPECT_EQ(f.server->threads->at(1).process, "");
+}
+
 TEST(CollectorTest, ProcessThatExitsMidSampleLeavesThreadsUnknown) {
   TestTree t("tests/data/host/mi300x_built/tree");
   CollectOptions o = Recorded(t.root());
@@ -210,21 +239,24 @@ TEST(CollectorTest, FirewallPrefersNftAndSaysWhyWhenNeitherAnswers) {
 TEST(CollectorTest, RecordedThrottledCgroupV1) {
   HostFacts f = CollectHostFacts(Recorded("tests/data/host/cgroup_v1_throttled/tree"));
   ASSERT_TRUE(f.server.has_value()) << f.server_note;
-  EXPECT_EQ(f.server->pid, 3890);
+  EXPECT_EQ(f.server->pid, 19038);
   ASSERT_TRUE(f.server->cgroup_cpu.known()) << f.server->cgroup_cpu.reason;
   const CgroupCpu& cg = *f.server->cgroup_cpu;
   EXPECT_EQ(cg.version, 1);
   EXPECT_EQ(cg.cgroup, "/latdoc_capture");
-  EXPECT_EQ(cg.note, "");
+  EXPECT_EQ(cg.note, "");  // mountinfo: the cpu hierarchy's root is the host's
   ASSERT_EQ(cg.limits.size(), 1u);  // the root group has no quota (-1)
   const CgroupCpuLimit& l = cg.limits[0];
   EXPECT_EQ(l.dir, "/sys/fs/cgroup/cpu/latdoc_capture");
   EXPECT_DOUBLE_EQ(l.quota_cpus, 0.2);
   EXPECT_EQ(l.period_us, 100000);
-  EXPECT_EQ(l.nr_periods, 25);
-  EXPECT_EQ(l.nr_throttled, 25);
-  EXPECT_DOUBLE_EQ(l.throttled_s, 1.683556);
+  EXPECT_EQ(l.nr_periods, 138);
+  EXPECT_EQ(l.nr_throttled, 137);
+  EXPECT_DOUBLE_EQ(l.throttled_s, 9.577289);
   EXPECT_EQ(l.throttled_delta.value_or(-1), 0);  // a recording does not move
+  EXPECT_FALSE(cg.pressure.known());  // v1 has no per-group cpu.pressure
+  EXPECT_TRUE(f.cpu.pressure.known()) << f.cpu.pressure.reason;
+  EXPECT_TRUE(f.memory.swap_in_pages_delta.known());
 }
 
 // The same capture on the lent H200 machine, which has cgroup v2 only: the group is the stand-in's
@@ -232,7 +264,7 @@ TEST(CollectorTest, RecordedThrottledCgroupV1) {
 TEST(CollectorTest, RecordedThrottledCgroupV2) {
   HostFacts f = CollectHostFacts(Recorded("tests/data/host/cgroup_v2_throttled/tree"));
   ASSERT_TRUE(f.server.has_value()) << f.server_note;
-  EXPECT_EQ(f.server->pid, 527);
+  EXPECT_EQ(f.server->pid, 524);
   ASSERT_TRUE(f.server->cgroup_cpu.known()) << f.server->cgroup_cpu.reason;
   const CgroupCpu& cg = *f.server->cgroup_cpu;
   EXPECT_EQ(cg.version, 2);
@@ -240,9 +272,10 @@ TEST(CollectorTest, RecordedThrottledCgroupV2) {
   ASSERT_EQ(cg.limits.size(), 1u);
   EXPECT_EQ(cg.limits[0].dir, "/sys/fs/cgroup/latdoc_capture");
   EXPECT_DOUBLE_EQ(cg.limits[0].quota_cpus, 0.2);
-  EXPECT_EQ(cg.limits[0].nr_periods, 22);
-  EXPECT_EQ(cg.limits[0].nr_throttled, 22);
-  EXPECT_DOUBLE_EQ(cg.limits[0].throttled_s, 1.687108);
+  EXPECT_EQ(cg.limits[0].nr_periods, 133);
+  EXPECT_EQ(cg.limits[0].nr_throttled, 132);
+  EXPECT_DOUBLE_EQ(cg.limits[0].throttled_s, 10.544033);
+  EXPECT_FALSE(cg.pressure.known());  // not recorded
   EXPECT_EQ(f.gpus.size(), 1u);
 }
 
@@ -297,31 +330,60 @@ TEST(CollectorTest, CgroupV2LimitsOnThePathAndTheirDeltas) {
             "/sys/fs/cgroup/c/cpu.stat: unreadable or without nr_periods");
 }
 
-// A server in a container without its own cgroup namespace names a host path this mount does
-// not have; the mount's root is then the container's group. No cgroup file: unknown, with why.
-TEST(CollectorTest, CgroupOfAnotherNamespaceAndNoCgroupFile) {
+// Where the hierarchy is mounted and which group is the mount's root come from latdoc's own
+// mountinfo. In a container without its own cgroup namespace the mount's root is the
+// container's group and the server's path is a host path under it; a group outside that view
+// (another container's, or "/.." from a private namespace) is unknown, never the view's root.
+TEST(CollectorTest, CgroupPathIsMappedThroughTheMountRoot) {
   TestTree t("tests/data/host/mi300x_built/tree");
-  t.Write("/proc/4242/cgroup", "0::/system.slice/docker-3f2a.scope\n");
-  t.Write("/sys/fs/cgroup/cgroup.controllers", "cpu memory\n");
-  t.Write("/sys/fs/cgroup/cpu.max", "150000 100000\n");
-  t.Write("/sys/fs/cgroup/cpu.stat", "nr_periods 10\nnr_throttled 1\nthrottled_usec 100\n");
+  t.Write("/proc/self/mountinfo",
+          "31 23 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpuacct\n"
+          "29 23 0:26 /docker/3f2a /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+  t.Write("/proc/4242/cgroup", "0::/docker/3f2a/inner\n");
+  t.Write("/sys/fs/cgroup/cpu.max", "400000 100000\n");
+  t.Write("/sys/fs/cgroup/inner/cpu.max", "150000 100000\n");
+  t.Write("/sys/fs/cgroup/inner/cpu.stat", "nr_periods 10\nnr_throttled 1\nthrottled_usec 100\n");
+  t.Write("/sys/fs/cgroup/inner/cpu.pressure",
+          "some avg10=12.00 avg60=3.00 avg300=1.00 total=5\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=1\n");
   HostFacts f = CollectHostFacts(Recorded(t.root()));
   ASSERT_TRUE(f.server->cgroup_cpu.known()) << f.server->cgroup_cpu.reason;
-  EXPECT_EQ(f.server->cgroup_cpu->note,
-            "/system.slice/docker-3f2a.scope is not under /sys/fs/cgroup (the server is in another "
-            "cgroup namespace); read the mount's root group");
-  ASSERT_EQ(f.server->cgroup_cpu->limits.size(), 1u);
-  EXPECT_DOUBLE_EQ(f.server->cgroup_cpu->limits[0].quota_cpus, 1.5);
+  const CgroupCpu& cg = *f.server->cgroup_cpu;
+  EXPECT_EQ(cg.note, "/sys/fs/cgroup is group /docker/3f2a (a container's view)");
+  ASSERT_EQ(cg.limits.size(), 2u);
+  EXPECT_EQ(cg.limits[0].dir, "/sys/fs/cgroup/inner");
+  EXPECT_DOUBLE_EQ(cg.limits[0].quota_cpus, 1.5);
+  EXPECT_EQ(cg.limits[1].dir, "/sys/fs/cgroup");  // the container's own group
+  EXPECT_DOUBLE_EQ(cg.limits[1].quota_cpus, 4.0);
+  ASSERT_TRUE(cg.pressure.known()) << cg.pressure.reason;
+  EXPECT_DOUBLE_EQ(cg.pressure->some_avg10, 12.0);
+
+  for (const char* outside : {"0::/system.slice/other.scope\n", "0::/../ctr2\n", "0::/docker/3f2ab\n"}) {
+    t.Write("/proc/4242/cgroup", outside);
+    f = CollectHostFacts(Recorded(t.root()));
+    ASSERT_FALSE(f.server->cgroup_cpu.known()) << outside;
+    EXPECT_THAT(f.server->cgroup_cpu.reason,
+                testing::HasSubstr("is outside the part of the hierarchy this process sees "
+                                   "(/sys/fs/cgroup is group /docker/3f2a)"));
+  }
+  // v1 in mountinfo without the cpu controller: not mounted, says so.
+  t.Write("/proc/4242/cgroup", "4:cpu:/x\n");
+  f = CollectHostFacts(Recorded(t.root()));
+  EXPECT_EQ(f.server->cgroup_cpu.reason, "the cgroup v1 cpu hierarchy (cpu) is not mounted");
+
+  t.Write("/proc/4242/cgroup", "0::/docker/3f2a/gone\n");
+  f = CollectHostFacts(Recorded(t.root()));
+  EXPECT_EQ(f.server->cgroup_cpu.reason, "/sys/fs/cgroup/gone: no such group");
 
   t.Remove("/proc/4242/cgroup");
   f = CollectHostFacts(Recorded(t.root()));
-  EXPECT_FALSE(f.server->cgroup_cpu.known());
   EXPECT_EQ(f.server->cgroup_cpu.reason, "/proc/4242/cgroup: No such file or directory");
 
+  // No mountinfo (a recorded tree without it) and no cgroup2 at the usual places.
+  t.Remove("/proc/self/mountinfo");
   t.Write("/proc/4242/cgroup", "0::/x\n");
   t.Remove("/sys/fs/cgroup");
   f = CollectHostFacts(Recorded(t.root()));
-  EXPECT_EQ(f.server->cgroup_cpu.reason, "cgroup v2 is not mounted at /sys/fs/cgroup");
+  EXPECT_EQ(f.server->cgroup_cpu.reason, "cgroup v2 is not mounted (looked in /proc/self/mountinfo)");
 }
 
 // The machine the tests run on: whatever it has, both samples are taken the interval apart and

@@ -139,17 +139,31 @@ TEST_F(DoctorCliTest, LiveCheckWritesNothing) {
 // test may write (root in a VM or container); skipped otherwise.
 TEST_F(DoctorCliTest, LiveProcessOverItsCgroupQuotaIsThrottledNow) {
   const std::string name = "latdoc_test_" + std::to_string(::getpid());
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    out.close();
+    return !out.fail();
+  };
+  std::istringstream controllers(Slurp("/sys/fs/cgroup/cgroup.subtree_control"));
+  bool v2_cpu = false;
+  for (std::string c; controllers >> c;) v2_cpu |= c == "cpu";
+  std::error_code ec;
   std::string dir;
-  if (Slurp("/sys/fs/cgroup/cgroup.subtree_control").find("cpu") != std::string::npos &&
-      fs::create_directory("/sys/fs/cgroup/" + name)) {
+  if (v2_cpu && fs::create_directory("/sys/fs/cgroup/" + name, ec)) {
     dir = "/sys/fs/cgroup/" + name;
-    std::ofstream(dir + "/cpu.max") << "20000 100000\n";
+    if (!write(dir + "/cpu.max", "20000 100000\n")) dir.clear();
   } else if (::access("/sys/fs/cgroup/cpu/cpu.cfs_period_us", W_OK) == 0 &&
-             fs::create_directory("/sys/fs/cgroup/cpu/" + name)) {
+             fs::create_directory("/sys/fs/cgroup/cpu/" + name, ec)) {
     dir = "/sys/fs/cgroup/cpu/" + name;
-    std::ofstream(dir + "/cpu.cfs_period_us") << "100000\n";
-    std::ofstream(dir + "/cpu.cfs_quota_us") << "20000\n";
-  } else {
+    if (!write(dir + "/cpu.cfs_period_us", "100000\n") ||
+        !write(dir + "/cpu.cfs_quota_us", "20000\n")) {
+      dir.clear();
+    }
+  }
+  if (dir.empty()) {
+    fs::remove("/sys/fs/cgroup/" + name, ec);
+    fs::remove("/sys/fs/cgroup/cpu/" + name, ec);
     GTEST_SKIP() << "no writable cgroup hierarchy with the cpu controller";
   }
   const pid_t child = ::fork();
@@ -164,7 +178,7 @@ TEST_F(DoctorCliTest, LiveProcessOverItsCgroupQuotaIsThrottledNow) {
   RunResult r = Latdoc("doctor --pid " + std::to_string(child) + " --all --no-color");
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
-  fs::remove(dir);
+  fs::remove(dir, ec);
   EXPECT_THAT(r.out, HasSubstr("FAIL  system   server's cgroup throttled in"));
   EXPECT_THAT(r.out, HasSubstr("of CPU periods during the sample (quota 0.2 CPUs)"));
   EXPECT_THAT(r.out, HasSubstr("- cgroup: /" + name));

@@ -22,13 +22,17 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CpuFacts, online_cpus, numa_node
                                                 numa_balancing, transparent_hugepage, pressure)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemoryFacts, pressure, swap_in_pages_delta,
                                                 swap_out_pages_delta)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ThreadCpu, tid, comm, cpu_pct, last_cpu)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ThreadCpu, tid, comm, cpu_pct, last_cpu, pid,
+                                                process)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ServerChild, pid, name)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpuLimit, dir, quota_cpus, period_us,
                                                 nr_periods, nr_throttled, throttled_s,
-                                                periods_delta, throttled_delta, throttled_s_delta)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpu, version, cgroup, note, limits)
+                                                periods_delta, throttled_delta, throttled_s_delta,
+                                                includes_latdoc)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpu, version, cgroup, note, limits, pressure)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ServerProcess, pid, kind, argv, env,
-                                                cpus_allowed_list, mems_allowed_list, threads,
+                                                cpus_allowed_list, mems_allowed_list, children,
+                                                threads,
                                                 write_bytes_per_s, cgroup_cpu)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NicIrqs, nic, irq_count, per_cpu, since_boot)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, tcp_inuse, tcp_time_wait, server_port,

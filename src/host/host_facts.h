@@ -93,6 +93,14 @@ struct ThreadCpu {
   std::string comm;
   double cpu_pct = 0;   // of one core, over the sample interval
   int64_t last_cpu = -1;
+  int64_t pid = 0;       // the process it belongs to: the server's or one of its children
+  std::string process;   // that process's name when it is a child ("VLLM::EngineCore"); "" for the server
+};
+
+// A process the server started, as collected (vLLM V1: VLLM::EngineCore, VLLM::Worker_TP0).
+struct ServerChild {
+  int64_t pid = 0;
+  std::string name;
 };
 
 // One cgroup on the path from the server's cgroup up to the root that sets a CPU quota (CFS
@@ -110,6 +118,7 @@ struct CgroupCpuLimit {
   Fact<int64_t> periods_delta;
   Fact<int64_t> throttled_delta;
   Fact<double> throttled_s_delta;
+  bool includes_latdoc = false;  // latdoc itself ran inside this group (its probes use the quota)
 };
 
 struct CgroupCpu {
@@ -117,6 +126,7 @@ struct CgroupCpu {
   std::string cgroup;    // the server's cgroup, as /proc/PID/cgroup names it
   std::string note;      // how the path was mapped, when not directly
   std::vector<CgroupCpuLimit> limits;  // innermost first; empty: no CPU quota on the path
+  Fact<PsiFacts> pressure;  // v2: the group's own cpu.pressure (its tasks waiting for a CPU)
 };
 
 // The inference server process, found by its command line.
@@ -127,7 +137,8 @@ struct ServerProcess {
   Fact<std::map<std::string, std::string>> env;  // only variables the lint reads
   Fact<std::string> cpus_allowed_list;
   Fact<std::string> mems_allowed_list;
-  Fact<std::vector<ThreadCpu>> threads;  // busiest first, at most 16
+  std::vector<ServerChild> children;      // its descendants, whose threads are sampled too
+  Fact<std::vector<ThreadCpu>> threads;  // busiest first, at most 16, server and children
   Fact<double> write_bytes_per_s;        // /proc/PID/io write_bytes delta (needs same uid)
   Fact<CgroupCpu> cgroup_cpu;            // CPU quota and throttling of its cgroup (container)
 };

@@ -325,6 +325,60 @@ ProcCgroup ParseProcCgroup(std::string_view text) {
   return out;
 }
 
+namespace {
+// mountinfo escapes blanks, tabs, newlines and backslashes in paths as \ooo (octal).
+std::string UnescapeMountPath(std::string_view p) {
+  std::string out;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '\\' && i + 3 < p.size() && std::isdigit(static_cast<unsigned char>(p[i + 1])) &&
+        std::isdigit(static_cast<unsigned char>(p[i + 2])) &&
+        std::isdigit(static_cast<unsigned char>(p[i + 3]))) {
+      out += static_cast<char>((p[i + 1] - '0') * 64 + (p[i + 2] - '0') * 8 + (p[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += p[i];
+    }
+  }
+  return out;
+}
+}  // namespace
+
+// /proc/self/mountinfo (man 5 proc): ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] -
+// FSTYPE SOURCE SUPER_OPTIONS
+//   32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+//   29 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw,nsdelegate
+//   1585 1584 0:31 /docker/3f2a /sys/fs/cgroup/cpu,cpuacct ro,... - cgroup cgroup rw,cpu,cpuacct
+std::vector<CgroupMount> ParseCgroupMounts(std::string_view mountinfo) {
+  std::vector<CgroupMount> out;
+  for (auto line : Split(mountinfo, '\n')) {
+    auto w = SplitWhitespace(line);
+    size_t dash = 0;
+    for (size_t i = 6; i < w.size(); ++i) {
+      if (w[i] == "-") {
+        dash = i;
+        break;
+      }
+    }
+    if (dash == 0 || dash + 2 >= w.size()) continue;  // FSTYPE and SOURCE follow the "-"
+    CgroupMount m;
+    if (w[dash + 1] == "cgroup2") m.version = 2;
+    else if (w[dash + 1] == "cgroup") m.version = 1;
+    else continue;
+    m.root = UnescapeMountPath(w[3]);
+    m.mount_point = UnescapeMountPath(w[4]);
+    if (m.version == 1 && dash + 3 < w.size()) {
+      for (auto opt : Split(w[dash + 3], ',')) {
+        if (opt != "rw" && opt != "ro" && opt.find('=') == std::string_view::npos &&
+            opt != "clone_children" && opt != "noprefix" && opt != "xattr") {
+          m.controllers.emplace_back(opt);
+        }
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 // cgroup v2 cpu.max (Documentation/admin-guide/cgroup-v2.rst): "$MAX $PERIOD", MAX "max" = none.
 //   max 100000
 //   250000 100000

@@ -86,6 +86,17 @@ struct ProcCgroup {
 };
 ProcCgroup ParseProcCgroup(std::string_view text);
 
+// The cgroup mounts in /proc/self/mountinfo (man 5 proc): for each, the group of the hierarchy
+// that is the mount's root ("/" on the host; a container without its own cgroup namespace sees
+// its own group, "/docker/3f2a", as the root) and where it is mounted.
+struct CgroupMount {
+  int version = 0;             // 1 ("cgroup") or 2 ("cgroup2")
+  std::string root;            // "/", "/docker/3f2a"
+  std::string mount_point;     // "/sys/fs/cgroup/cpu,cpuacct"
+  std::vector<std::string> controllers;  // v1: the super options that name controllers
+};
+std::vector<CgroupMount> ParseCgroupMounts(std::string_view mountinfo);
+
 // CFS bandwidth limit. cgroup v2 cpu.max: "200000 100000" (quota and period in us) or
 // "max 100000" (no limit). cgroup v1: cpu.cfs_quota_us ("-1" = no limit) and cpu.cfs_period_us.
 struct CpuQuota {
@@ -107,7 +118,8 @@ std::optional<CgroupCpuStat> ParseCgroupCpuStat(std::string_view text);
 
 // Pressure stall information (/proc/pressure/{cpu,memory,io}, a cgroup's *.pressure): the share
 // of wall time, in percent, that some (at least one) or all non-idle tasks were stalled on the
-// resource, averaged over 10, 60 and 300 s. The cpu file's "full" line reads 0 before 5.13.
+// resource, averaged over 10, 60 and 300 s. The cpu file has no "full" line before 5.13; at the
+// system level it is meaningless (5.13-5.17) or reads 0 (later).
 struct Psi {
   double some_avg10 = 0, some_avg60 = 0, some_avg300 = 0;
   std::optional<double> full_avg10, full_avg60, full_avg300;
@@ -115,7 +127,7 @@ struct Psi {
 // nullopt without a well-formed "some" line.
 std::optional<Psi> ParsePsi(std::string_view text);
 
-// /proc/vmstat "name value" lines -> {name: value} (only the names asked for).
+// /proc/vmstat "name value" lines -> {name: value}.
 std::map<std::string, int64_t> ParseVmstat(std::string_view text);
 
 // NUL-separated /proc/PID/cmdline or environ -> words (a trailing NUL makes no empty word).

@@ -260,5 +260,29 @@ TEST(ProcParsersTest, VmstatCounters) {
   EXPECT_EQ(v.count("broken"), 0u);
 }
 
+TEST(ProcParsersTest, CgroupMountsFromMountinfo) {
+  // Recorded on this project's build VM (hybrid: v1 controllers, v2 at .../unified), plus a
+  // container's cgroup2 view and an escaped blank.
+  auto m = ParseCgroupMounts(
+      "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+      "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+      "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+      "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd\n"
+      "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+      "50 23 0:40 /docker/3f2a /mnt/cg\\040x rw shared:5 - cgroup2 cgroup2 rw,nsdelegate\n"
+      "bad line\n"
+      "60 23 0:41 / /x rw - cgroup\n");
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[0].version, 1);
+  EXPECT_EQ(m[0].mount_point, "/sys/fs/cgroup/cpu");
+  EXPECT_THAT(m[0].controllers, ElementsAre("cpu"));
+  EXPECT_THAT(m[1].controllers, ElementsAre("cpuacct"));
+  EXPECT_TRUE(m[2].controllers.empty());  // name=systemd, xattr: no controller
+  EXPECT_EQ(m[3].version, 2);
+  EXPECT_EQ(m[3].mount_point, "/sys/fs/cgroup/unified");
+  EXPECT_EQ(m[4].root, "/docker/3f2a");
+  EXPECT_EQ(m[4].mount_point, "/mnt/cg x");  // optional fields before "-" are skipped
+}
+
 }  // namespace
 }  // namespace latdoc::host

@@ -1,6 +1,7 @@
 #include "host/server_process.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "base/strings.h"
@@ -137,6 +138,46 @@ StatusOr<FoundServer> FindServerProcess(const SysRoot& fs, std::optional<int64_t
   return NotFound(
       "no server process found (looked for `vllm serve`, `python -m vllm.entrypoints...`, "
       "llama-server, sglang, text-generation-launcher); give --pid PID");
+}
+
+std::vector<ChildProcess> FindDescendants(const SysRoot& fs, int64_t pid) {
+  constexpr size_t kMaxDescendants = 64;
+  std::vector<ChildProcess> out;
+  auto names = fs.List("/proc");
+  if (!names.ok()) return out;
+  std::map<int64_t, std::vector<int64_t>> children;  // ppid -> pids
+  for (const auto& n : *names) {
+    auto p = ParseInt64(n);
+    if (!p || *p == pid) continue;
+    if (auto up = ParentPid(fs, *p)) children[*up].push_back(*p);
+  }
+  std::vector<int64_t> todo = {pid};
+  std::set<int64_t> seen = {pid};
+  std::vector<int64_t> found;
+  while (!todo.empty() && found.size() < kMaxDescendants) {
+    const int64_t parent = todo.back();
+    todo.pop_back();
+    for (int64_t c : children[parent]) {
+      if (!seen.insert(c).second || found.size() >= kMaxDescendants) continue;
+      found.push_back(c);
+      todo.push_back(c);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  for (int64_t c : found) {
+    ChildProcess cp;
+    cp.pid = c;
+    const std::string base = "/proc/" + std::to_string(c);
+    if (auto cmd = fs.Read(base + "/cmdline", 4096); cmd.ok()) {
+      auto argv = SplitNul(*cmd);
+      if (!argv.empty() && argv[0].rfind("VLLM::", 0) == 0) cp.name = argv[0];
+    }
+    if (cp.name.empty()) {
+      if (auto comm = fs.ReadTrimmed(base + "/comm"); comm.ok()) cp.name = *comm;
+    }
+    out.push_back(std::move(cp));
+  }
+  return out;
 }
 
 }  // namespace latdoc::host

@@ -32,6 +32,16 @@ struct FoundServer {
   std::vector<std::string> argv;  // redacted
 };
 
+// A process the server started (vLLM V1: VLLM::EngineCore, VLLM::Worker_TP0, ...).
+struct ChildProcess {
+  int64_t pid = 0;
+  std::string name;  // its process title when it set one ("VLLM::EngineCore"), else its comm
+};
+
+// The descendants of `pid` (children, theirs, ...), at most 64, in pid order; by "PPid:" in
+// /proc/<pid>/status.
+std::vector<ChildProcess> FindDescendants(const SysRoot& fs, int64_t pid);
+
 // The server among /proc/<pid>/cmdline: the innermost match, not a wrapper that started it
 // (`uv run vllm serve`, `sudo -u svc vllm serve`) nor a forked copy of it (ancestry from "PPid:"
 // in /proc/<pid>/status); the lowest pid among several servers. Or the process `pid` when

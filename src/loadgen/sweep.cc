@@ -660,25 +660,41 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
       ClassifyStep(s, o.rate_mode);
       const SweepStep* lower = s.bend == Bend::kKvCache ? nullptr : ThroughputFellUnder(r.steps, s);
       if (lower) {
+        ++steps_run;  // the second measurement counts against --max-steps
         StatusOr<SweepStep> again = MeasureStep(runner, load, o);
-        if (again.ok()) {
-          r.requests_spent += again->spent;
-          const uint64_t spent = s.spent + again->spent;
-          const bool again_interrupted = again->interrupted;
-          const bool keep_again = !again_interrupted &&
-                                  again->output_tokens_per_s > s.output_tokens_per_s;
-          const std::string note = fmt::format(
-              "{:.0f} output tokens/s, under {:.0f}% of the {:.0f} at {} {} with no KV pressure "
-              "(a stall of the client's host?): measured again, {:.0f} tokens/s; kept the {}",
-              s.output_tokens_per_s, 100 * kStallThroughputShare, lower->output_tokens_per_s,
-              lower->load, unit, again->output_tokens_per_s, keep_again ? "second" : "first");
-          if (keep_again) s = std::move(*again);
-          s.phase = phase;
-          s.spent = spent;
-          s.remeasured = note;
-          s.interrupted = s.interrupted || again_interrupted;
+        if (!again.ok()) {
+          // The server went away: keep the first measurement and stop, marked partial.
+          s.remeasured = fmt::format("{:.0f} output tokens/s, under {:.0f}% of the {:.0f} at {} {}; "
+                                     "measuring it again failed: {}", s.output_tokens_per_s,
+                                     100 * kStallThroughputShare, lower->output_tokens_per_s,
+                                     lower->load, unit, again.status().message());
+          if (on_step) on_step(s);
+          InsertStep(r.steps, std::move(s));
+          AnalyzeSweep(o, r);
+          r.partial = true;
+          r.partial_reason = fmt::format("stopped at {} {} (measuring it again): {}", load, unit,
+                                         again.status().message());
+          return false;
         }
-        // A failed second measurement keeps the first; the next step meets the failure.
+        r.requests_spent += again->spent;
+        const uint64_t spent = s.spent + again->spent;
+        const bool again_interrupted = again->interrupted;
+        // The better measurement, as long as it is clean: the first had no failures.
+        const bool keep_again = !again_interrupted && again->failed == 0 &&
+                                again->output_tokens_per_s > s.output_tokens_per_s;
+        const std::string note = fmt::format(
+            "{:.0f} output tokens/s, under {:.0f}% of the {:.0f} at {} {} with {} (a stall of "
+            "the client's host?): measured again, {:.0f} tokens/s{}; kept the {}",
+            s.output_tokens_per_s, 100 * kStallThroughputShare, lower->output_tokens_per_s,
+            lower->load, unit, s.server.available ? "no KV pressure" : "KV pressure unknown (no /metrics)",
+            again->output_tokens_per_s,
+            again->failed > 0 ? fmt::format(" and {} failed", again->failed) : std::string(),
+            keep_again ? "second" : "first");
+        if (keep_again) s = std::move(*again);
+        s.phase = phase;
+        s.spent = spent;
+        s.remeasured = note;
+        s.interrupted = s.interrupted || again_interrupted;
       }
     }
     bool interrupted = s.interrupted;

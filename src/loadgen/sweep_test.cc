@@ -37,6 +37,8 @@ struct Model {
   double stall_lo = -1, stall_hi = -1;
   int stall_measurements = 1;
   double stall_factor = 2;
+  bool server_gone_on_second_look = false;  // the second measurement of a stalled step fails
+  double fail_second_look_rate = 0;         // ... or has this share of failures
 };
 
 class FakeRunner : public StepRunner {
@@ -44,7 +46,7 @@ class FakeRunner : public StepRunner {
   explicit FakeRunner(Model m) : m_(m) {}
 
   StatusOr<RoundResult> RunRound(double load, int n) override {
-    if (m_.unreachable_after_rounds >= 0 && rounds_ >= m_.unreachable_after_rounds)
+    if (gone_ || (m_.unreachable_after_rounds >= 0 && rounds_ >= m_.unreachable_after_rounds))
       return Unavailable("http://x: connect http://x: Connection refused");
     ++rounds_;
     requests_ += n;
@@ -62,7 +64,8 @@ class FakeRunner : public StepRunner {
     int64_t total_wait_ns = 0;
     for (int i = 0; i < n; ++i) {
       RequestSample s;
-      if (load >= m_.fail_from && std::fmod(i * 0.6180339887, 1.0) < m_.fail_rate) {
+      const double fail_rate = second_look_ ? m_.fail_second_look_rate : m_.fail_rate;
+      if ((load >= m_.fail_from || second_look_) && std::fmod(i * 0.6180339887, 1.0) < fail_rate) {
         s.ok = false;
         s.failure = "http_status";
         s.error = "HTTP 500: boom";
@@ -102,8 +105,11 @@ class FakeRunner : public StepRunner {
   }
   bool interrupted() const override { return interrupted_; }
   void StartStep(double load) override {
-    stalled_ = load >= m_.stall_lo && load <= m_.stall_hi &&
-               measurements_[load]++ < m_.stall_measurements;
+    const bool in_range = load >= m_.stall_lo && load <= m_.stall_hi;
+    const int nth = measurements_[load]++;
+    stalled_ = in_range && nth < m_.stall_measurements;
+    second_look_ = in_range && nth == 1;
+    gone_ = gone_ || (second_look_ && m_.server_gone_on_second_look);
   }
 
   int64_t requests() const { return requests_; }
@@ -116,6 +122,8 @@ class FakeRunner : public StepRunner {
   bool interrupted_ = false;
   std::map<double, int> measurements_;  // per load
   bool stalled_ = false;                // this measurement runs slow
+  bool second_look_ = false;            // this is a stalled step's second measurement
+  bool gone_ = false;                   // the server went away
 };
 
 SweepOptions Opts(double lo = 1, double hi = 1024) {
@@ -204,6 +212,40 @@ TEST(SweepTest, HostStallIsMeasuredAgainAndDoesNotMoveTheKnee) {
       EXPECT_THAT(x.remeasured, HasSubstr("kept the first"));
     }
   }
+
+  // A faster second measurement with failures is not kept: the first was clean.
+  Model flaky = m;
+  flaky.fail_second_look_rate = 0.05;
+  FakeRunner flaky_runner(flaky);
+  auto fl = RunSweep(flaky_runner, Opts());
+  ASSERT_TRUE(fl.ok());
+  int kept_first = 0;
+  for (const auto& x : fl->steps) {
+    if (x.remeasured.empty()) continue;
+    EXPECT_THAT(x.remeasured, HasSubstr("failed; kept the first"));
+    EXPECT_EQ(x.failed, 0u);
+    ++kept_first;
+  }
+  EXPECT_GE(kept_first, 1);
+
+  // The server gone during the second look: the first measurement is kept and the sweep
+  // stops, marked partial with the reason.
+  Model gone = m;
+  gone.server_gone_on_second_look = true;
+  FakeRunner gone_runner(gone);
+  auto g = RunSweep(gone_runner, Opts());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE(g->partial);
+  EXPECT_THAT(g->partial_reason, HasSubstr("(measuring it again): http://x: connect"));
+  bool kept = false;
+  for (const auto& x : g->steps) {
+    if (x.load >= 40 && x.load <= 47) {
+      kept = true;
+      EXPECT_THAT(x.remeasured, HasSubstr("measuring it again failed"));
+    }
+  }
+  EXPECT_TRUE(kept) << SweepCsv(*g, Opts());
+  EXPECT_EQ(gone_runner.requests(), int64_t(g->requests_spent));
 
   Model kv;
   kv.max_num_seqs = 1024;

@@ -53,7 +53,9 @@ Finding Make(std::string id, Layer layer, Severity sev, std::string title) {
 
 Finding Skip(std::string id, Layer layer, std::string subject, const std::string& reason) {
   Finding f = Make(std::move(id), layer, Severity::kSkip, subject + ": not checked");
-  f.evidence.push_back(Text("reason", reason));
+  // A fact an older latdoc's facts file does not have comes back with no reason.
+  f.evidence.push_back(Text("reason", reason.empty() ? "not in these facts (collected by an older latdoc)"
+                                                     : reason));
   return f;
 }
 
@@ -475,14 +477,40 @@ Finding Saturation(const HostFacts& facts) {
   if (!s.threads.known()) return Skip(id, Layer::kSystem, "server threads", s.threads.reason);
   if (s.threads->empty()) return Skip(id, Layer::kSystem, "server threads", "no thread sampled");
   const auto& top = s.threads->front();
+  // A thread of one of the server's children (vLLM V1's engine core or a GPU worker) is not the
+  // front end: it says the engine's host side holds the GPU back.
+  const bool child = !top.process.empty() && top.pid != s.pid;
   Finding f = Make(id, Layer::kSystem, Severity::kOk,
                    fmt::format("busiest server thread at {:.0f}% of a core", top.cpu_pct));
   f.evidence.push_back(Num("busiest_thread_cpu", top.cpu_pct, "%"));
-  f.evidence.push_back(Text("busiest_thread", fmt::format("tid {} ({}), on CPU {}", top.tid,
-                                                          top.comm, top.last_cpu)));
+  f.evidence.push_back(Text("busiest_thread",
+                            fmt::format("tid {} ({}), on CPU {}{}", top.tid, top.comm, top.last_cpu,
+                                        child ? fmt::format(", in {} (pid {})", top.process, top.pid)
+                                              : std::string())));
   f.evidence.push_back(Num("sample_interval", static_cast<double>(facts.sample_interval_ns) / 1e6, "ms"));
-  if (top.cpu_pct >= 95) {
-    f.severity = Severity::kWarn;
+  if (!s.children.empty()) {
+    std::string names;
+    for (const auto& c : s.children) names += fmt::format("{}{} ({})", names.empty() ? "" : ", ", c.pid, c.name);
+    f.evidence.push_back(Text("child_processes", names));
+  }
+  if (top.cpu_pct < 95) return f;
+  f.severity = Severity::kWarn;
+  if (child && top.process.find("EngineCore") != std::string::npos) {
+    f.title = fmt::format("engine core thread {} ({}) pinned at {:.0f}% of a core: the scheduler "
+                          "and input preparation hold the GPU back", top.tid, top.comm, top.cpu_pct);
+    f.advice = "--async-scheduling (schedules the next step while the GPU runs this one); keep "
+               "CUDA graphs on (config.enforce_eager); the performance governor and a NUMA-local "
+               "core for the engine; latdoc trace shows the GPU idle while the host works";
+  } else if (child && top.process.find("Worker") != std::string::npos) {
+    f.title = fmt::format("GPU worker thread {} ({}, {}) pinned at {:.0f}% of a core: kernel "
+                          "launches are host-bound", top.tid, top.comm, top.process, top.cpu_pct);
+    f.advice = "keep CUDA graphs on (config.enforce_eager, config.cudagraph_capture); the "
+               "performance governor; a NUMA-local core for the worker (gpu.numa)";
+  } else if (child) {
+    f.title = fmt::format("thread {} ({}) of the server's child {} pinned at {:.0f}% of a core",
+                          top.tid, top.comm, top.process, top.cpu_pct);
+    f.advice = "see what that process does (py-spy dump --pid " + std::to_string(top.pid) + ")";
+  } else {
     f.title = fmt::format("server thread {} ({}) pinned at {:.0f}% of a core: a GIL-bound front end",
                           top.tid, top.comm, top.cpu_pct);
     f.advice = s.kind == "vllm"
@@ -496,10 +524,15 @@ Finding Saturation(const HostFacts& facts) {
 // CFS quota throttling of the server's cgroup. When a group has used its quota within a period
 // (100 ms by default), every thread in it waits for the next period: the API server's event
 // loop and the engine's scheduler stall together, which shows up as TTFT and ITL spikes at p99
-// while average CPU use looks moderate. Judged on the sample interval first (throttling now),
-// then on the counters since the cgroup was made (a doctor run at idle still sees what load did).
+// while average CPU use looks moderate. Judged on the sample interval first (throttling now;
+// a 300 ms sample holds only 3-4 periods, so it takes two throttled ones), then on the counters
+// since the cgroup was made (a doctor run at idle still sees what load did; they include the
+// server's start-up, so they need a few seconds of activity and ten throttled periods).
 constexpr double kThrottledNowShare = 0.05;    // of the periods in the sample interval
+constexpr int64_t kThrottledNowMin = 2;
 constexpr double kThrottledEverShare = 0.01;   // of the periods since the cgroup was made
+constexpr int64_t kEverPeriodsMin = 100;       // 10 s of activity at the default period
+constexpr int64_t kThrottledEverMin = 10;
 
 Finding CgroupThrottle(const HostFacts& facts) {
   const std::string id = "cpu.cgroup_throttle";
@@ -516,13 +549,15 @@ Finding CgroupThrottle(const HostFacts& facts) {
 
   // The limit that throttled most: in the sample when any did, else since it was made.
   auto now_share = [](const host::CgroupCpuLimit& l) {
-    return l.periods_delta.known() && l.throttled_delta.known() && *l.periods_delta > 0
+    return l.periods_delta.known() && l.throttled_delta.known() && *l.periods_delta > 0 &&
+                   *l.throttled_delta >= kThrottledNowMin
                ? static_cast<double>(*l.throttled_delta) / static_cast<double>(*l.periods_delta)
                : 0.0;
   };
   auto ever_share = [](const host::CgroupCpuLimit& l) {
-    return l.nr_periods > 0 ? static_cast<double>(l.nr_throttled) / static_cast<double>(l.nr_periods)
-                            : 0.0;
+    return l.nr_periods >= kEverPeriodsMin && l.nr_throttled >= kThrottledEverMin
+               ? static_cast<double>(l.nr_throttled) / static_cast<double>(l.nr_periods)
+               : 0.0;
   };
   const host::CgroupCpuLimit* worst = &cg.limits.front();
   for (const auto& l : cg.limits) {
@@ -535,24 +570,44 @@ Finding CgroupThrottle(const HostFacts& facts) {
   const double now = now_share(l);
   const double ever = ever_share(l);
   f.evidence.push_back(Text("limit_dir", l.dir));
+  if (l.includes_latdoc) {
+    f.evidence.push_back(Text("note", "latdoc itself runs in this group: its own probes drew on "
+                                      "the quota during the sample"));
+  }
   f.evidence.push_back(Num("quota", l.quota_cpus, "CPUs"));
   f.evidence.push_back(Num("period", static_cast<double>(l.period_us) / 1e3, "ms"));
   if (l.periods_delta.known() && l.throttled_delta.known()) {
+    const double raw = *l.periods_delta > 0 ? static_cast<double>(*l.throttled_delta) /
+                                                  static_cast<double>(*l.periods_delta)
+                                            : 0.0;
     f.evidence.push_back(Text("throttled_in_sample",
                               fmt::format("{} of {} periods ({:.0f}%), {:.1f} ms waiting",
-                                          *l.throttled_delta, *l.periods_delta, now * 100,
+                                          *l.throttled_delta, *l.periods_delta, raw * 100,
                                           l.throttled_s_delta.value_or(0) * 1e3)));
   } else {
     f.evidence.push_back(FactNum("throttled_in_sample", l.throttled_delta, "periods"));
   }
+  const double ever_raw = l.nr_periods > 0 ? static_cast<double>(l.nr_throttled) /
+                                                  static_cast<double>(l.nr_periods)
+                                            : 0.0;
   f.evidence.push_back(Text("throttled_since_start",
-                            fmt::format("{} of {} periods ({:.1f}%), {:.1f} s waiting",
-                                        l.nr_throttled, l.nr_periods, ever * 100, l.throttled_s)));
+                            fmt::format("{} of {} periods ({:.1f}%), {:.1f} s waiting{}",
+                                        l.nr_throttled, l.nr_periods, ever_raw * 100, l.throttled_s,
+                                        l.nr_periods < kEverPeriodsMin
+                                            ? " (too few periods to judge)" : "")));
   std::string quota = fmt::format("{:.2f}", l.quota_cpus);  // "2.50" -> "2.5 CPUs"
   quota.erase(quota.find_last_not_of('0') + 1);
   if (quota.back() == '.') quota.pop_back();
   quota += quota == "1" ? " CPU" : " CPUs";
-  f.title = fmt::format("server's cgroup has a CPU quota of {}; not throttled", quota);
+  if (l.nr_periods < kEverPeriodsMin && l.nr_throttled > 0) {
+    f.title = fmt::format("server's cgroup has a CPU quota of {}; throttled in {} of {} periods "
+                          "since it started, too few to judge", quota, l.nr_throttled, l.nr_periods);
+  } else if (l.nr_throttled > 0) {
+    f.title = fmt::format("server's cgroup has a CPU quota of {}; rarely throttled ({:.2f}% of "
+                          "periods)", quota, ever_raw * 100);
+  } else {
+    f.title = fmt::format("server's cgroup has a CPU quota of {}; not throttled", quota);
+  }
   const std::string advice = fmt::format(
       "raise or remove the CPU limit on the server's container: Kubernetes "
       "resources.limits.cpu (keep requests; or a Guaranteed pod with whole CPUs and the static "
@@ -565,8 +620,8 @@ Finding CgroupThrottle(const HostFacts& facts) {
     f.advice = advice;
   } else if (ever >= kThrottledEverShare) {
     f.severity = Severity::kWarn;
-    f.title = fmt::format("server's cgroup throttled in {:.1f}% of CPU periods since it started "
-                          "(quota {})", ever * 100, quota);
+    f.title = fmt::format("server's cgroup throttled in {:.1f}% of CPU periods since it started, "
+                          "start-up included (quota {})", ever * 100, quota);
     f.advice = advice;
   }
   return f;
@@ -579,6 +634,7 @@ constexpr double kCpuPressureWarnPct = 10;
 constexpr double kCpuPressureFailPct = 40;
 constexpr double kMemoryPressureWarnPct = 5;   // some: at least one task stalled
 constexpr double kMemoryPressureFailPct = 5;   // full: every non-idle task stalled at once
+constexpr double kSwapInWarnPagesPerS = 256;   // 1 MiB/s of 4 KiB pages
 
 double WorstSome(const host::PsiFacts& p) {
   return std::max({p.some_avg10, p.some_avg60, p.some_avg300});
@@ -593,19 +649,30 @@ Evidence PsiText(const std::string& name, const host::PsiFacts& p, bool full) {
                                        p.some_avg10, p.some_avg60, p.some_avg300));
 }
 
+// Judged on the server's own cgroup (v2 cpu.pressure: its tasks waiting) when known; the
+// host-wide figure says only that some task somewhere waited, so it names the host, not the
+// server.
 Finding CpuPressure(const HostFacts& facts) {
   const std::string id = "cpu.pressure";
-  const auto& p = facts.cpu.pressure;
-  if (!p.known()) return Skip(id, Layer::kSystem, "CPU pressure", p.reason);
-  const double worst = WorstSome(*p);
+  const host::PsiFacts* server = nullptr;
+  if (facts.server && facts.server->cgroup_cpu.known() && facts.server->cgroup_cpu->pressure.known()) {
+    server = &*facts.server->cgroup_cpu->pressure;
+  }
+  const auto& host = facts.cpu.pressure;
+  if (!server && !host.known()) return Skip(id, Layer::kSystem, "CPU pressure", host.reason);
+  const double worst = WorstSome(server ? *server : *host);
+  const char* whose = server ? "the server's tasks" : "tasks on the host";
   Finding f = Make(id, Layer::kSystem, Severity::kOk,
-                   fmt::format("CPU pressure low: tasks waited for a CPU at most {:.1f}% of the "
-                               "time", worst));
-  f.evidence.push_back(PsiText("cpu_pressure", *p, false));
+                   fmt::format("CPU pressure low: {} waited for a CPU at most {:.1f}% of the time",
+                               whose, worst));
+  if (server) f.evidence.push_back(PsiText("server_cgroup_cpu_pressure", *server, false));
+  if (host.known()) f.evidence.push_back(PsiText("host_cpu_pressure", *host, false));
   if (worst < kCpuPressureWarnPct) return f;
   f.severity = worst >= kCpuPressureFailPct ? Severity::kFail : Severity::kWarn;
-  f.title = fmt::format("CPUs oversubscribed: runnable tasks waited for a CPU {:.0f}% of the time "
-                        "(PSI): the server's threads wait their turn too", worst);
+  f.title = server ? fmt::format("the server's tasks waited for a CPU {:.0f}% of the time (PSI of "
+                                 "its cgroup): its CPUs are oversubscribed", worst)
+                   : fmt::format("host CPUs oversubscribed: runnable tasks waited for a CPU {:.0f}% "
+                                 "of the time (PSI, whole host)", worst);
   f.advice = "find the other work (top -o %CPU, pidstat 1) and move it off the server's cores, "
              "or reserve CPUs for the server (latdoc numa-exec, taskset, the Kubernetes static "
              "CPU manager); cap helper threads (OMP_NUM_THREADS, TOKENIZERS_PARALLELISM=false)";
@@ -619,7 +686,7 @@ Finding MemoryPressure(const HostFacts& facts) {
   if (!m.pressure.known() && !swap_known) {
     return Skip(id, Layer::kSystem, "memory pressure", m.pressure.reason);
   }
-  Finding f = Make(id, Layer::kSystem, Severity::kOk, "no memory pressure, no swapping");
+  Finding f = Make(id, Layer::kSystem, Severity::kOk, "no memory pressure, no swapping in");
   std::vector<std::string> what;
   Severity sev = Severity::kOk;
   if (m.pressure.known()) {
@@ -637,12 +704,15 @@ Finding MemoryPressure(const HostFacts& facts) {
     f.evidence.push_back(Text("memory_pressure", "unknown: " + m.pressure.reason));
   }
   if (swap_known) {
+    // Swapping in is what stalls a task (a major fault); swapping cold pages out alone is not.
     const int64_t in = *m.swap_in_pages_delta, out = *m.swap_out_pages_delta;
-    f.evidence.push_back(Text("swap_in_sample", fmt::format("{} pages", in)));
+    const double secs = std::max(static_cast<double>(facts.sample_interval_ns) / 1e9, 1e-3);
+    const double in_rate = static_cast<double>(in) / secs;
+    f.evidence.push_back(Text("swap_in_sample", fmt::format("{} pages ({:.0f}/s)", in, in_rate)));
     f.evidence.push_back(Text("swap_out_sample", fmt::format("{} pages", out)));
-    if (in + out > 0) {
+    if (in_rate >= kSwapInWarnPagesPerS) {
       sev = std::max(sev, Severity::kWarn);
-      what.push_back(fmt::format("swapped {} pages in and {} out during the sample", in, out));
+      what.push_back(fmt::format("swapping in {:.0f} pages/s during the sample", in_rate));
     }
   }
   if (sev == Severity::kOk) return f;
@@ -739,7 +809,11 @@ Finding ListenOverflow(const HostFacts& facts) {
     f.severity = Severity::kWarn;
     f.title = fmt::format("{} accept-queue overflows in {:.1f} s: connections wait for a SYN retry",
                           *d, static_cast<double>(facts.sample_interval_ns) / 1e9);
-    f.advice = "sysctl -w net.core.somaxconn=4096; more API-server processes (--api-server-count)";
+    f.advice = "the server accepts too slowly for its connection rate: more API-server processes "
+               "(vllm serve --api-server-count N), keep-alive on the clients; the queue holds "
+               "min(the server's listen backlog, net.core.somaxconn): ss -ltn shows the backlog "
+               "as Send-Q on the port, sysctl net.core.somaxconn the cap (4096 by default since "
+               "Linux 5.4; raise it when lower)";
   }
   return f;
 }
@@ -834,10 +908,64 @@ std::optional<double> FlagDouble(const std::vector<std::string>& argv, std::stri
   return v ? ParseDouble(*v) : std::nullopt;
 }
 
+// The largest CUDA-graph capture size the server's flags set, or nullopt (vLLM's default,
+// min(2 x max_num_seqs, 512)). Newer vLLM: --max-cudagraph-capture-size N or
+// --cudagraph-capture-sizes 1 2 4 ...; v0.10: --cuda-graph-sizes (one value is the largest);
+// any: --compilation-config / -cc / -O JSON with max_cudagraph_capture_size or
+// cudagraph_capture_sizes (older: max_capture_size).
+std::optional<int64_t> CaptureSizeMax(const std::vector<std::string>& a) {
+  if (auto v = FlagValue(a, "--max-cudagraph-capture-size")) {
+    if (auto n = ParseInt64(*v)) return n;
+  }
+  for (const char* flag : {"--cudagraph-capture-sizes", "--cuda-graph-sizes"}) {
+    std::optional<int64_t> best;
+    for (size_t i = 0; i < a.size(); ++i) {
+      std::vector<std::string_view> values;
+      if (a[i] == flag) {
+        for (size_t k = i + 1; k < a.size() && ParseInt64(a[k]); ++k) values.push_back(a[k]);
+      } else if (a[i].rfind(std::string(flag) + "=", 0) == 0) {
+        for (auto v : Split(std::string_view(a[i]).substr(std::string_view(flag).size() + 1), ','))
+          values.push_back(v);
+      }
+      for (auto v : values) {
+        if (auto n = ParseInt64(Trim(v))) best = std::max(best.value_or(0), *n);
+      }
+    }
+    if (best) return best;
+  }
+  for (const char* flag : {"--compilation-config", "-cc", "-O"}) {
+    auto v = FlagValue(a, flag);
+    if (!v || v->empty() || (*v)[0] != '{') continue;
+    auto j = nlohmann::json::parse(*v, nullptr, false);
+    if (!j.is_object()) continue;
+    for (const char* key : {"max_cudagraph_capture_size", "max_capture_size"}) {
+      if (j.contains(key) && j[key].is_number_integer()) return j[key].get<int64_t>();
+    }
+    if (j.contains("cudagraph_capture_sizes") && j["cudagraph_capture_sizes"].is_array()) {
+      std::optional<int64_t> best;
+      for (const auto& e : j["cudagraph_capture_sizes"]) {
+        if (e.is_number_integer()) best = std::max(best.value_or(0), e.get<int64_t>());
+      }
+      if (best) return best;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string EnvValue(const host::ServerProcess& s, const std::string& name) {
   if (!s.env.known()) return "";
   auto it = s.env->find(name);
   return it == s.env->end() ? "" : it->second;
+}
+
+// Graphs off altogether: --enforce-eager, -O0, or cudagraph_mode NONE.
+bool Eager(const std::vector<std::string>& a) {
+  auto opt = FlagValue(a, "-O");
+  auto cc = FlagValue(a, "--compilation-config");
+  if (!cc) cc = FlagValue(a, "-cc");
+  const bool o0 = (opt && *opt == "0") || HasFlag(a, "-O0");
+  const bool cg_none = cc && cc->find("NONE") != std::string::npos;
+  return HasFlag(a, "--enforce-eager") || o0 || cg_none;
 }
 
 std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& options) {
@@ -850,10 +978,8 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
   {  // config.enforce_eager
     Finding f = Make("config.enforce_eager", L, Severity::kOk, who + ": CUDA/HIP graphs on");
     auto opt = FlagValue(a, "-O");
-    auto cc = FlagValue(a, "--compilation-config");
     bool o0 = (opt && *opt == "0") || HasFlag(a, "-O0");
-    bool cg_none = cc && cc->find("NONE") != std::string::npos;
-    if (HasFlag(a, "--enforce-eager") || o0 || cg_none) {
+    if (Eager(a)) {
       f.severity = Severity::kFail;
       f.title = who + ": graphs disabled (" +
                 (HasFlag(a, "--enforce-eager") ? std::string("--enforce-eager")
@@ -900,17 +1026,18 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
     out.push_back(std::move(f));
   }
 
+  // max_num_seqs as the server runs it: the flag, else vLLM's default for its GPUs.
+  std::optional<int64_t> eff;
+  std::string basis;
+  if (auto flag = FlagDouble(a, "--max-num-seqs")) {
+    eff = static_cast<int64_t>(*flag);
+    basis = "--max-num-seqs";
+  } else if (mem_mib) {
+    eff = big_gpu ? 1024 : 256;
+    basis = big_gpu ? "default for >= 70 GiB GPUs" : a100 ? "default on A100" : "default";
+  }
+
   {  // config.max_num_seqs
-    auto flag = FlagDouble(a, "--max-num-seqs");
-    std::optional<int64_t> eff;
-    std::string basis;
-    if (flag) {
-      eff = static_cast<int64_t>(*flag);
-      basis = "--max-num-seqs";
-    } else if (mem_mib) {
-      eff = big_gpu ? 1024 : 256;
-      basis = big_gpu ? "default for >= 70 GiB GPUs" : a100 ? "default on A100" : "default";
-    }
     if (!eff) {
       out.push_back(Skip("config.max_num_seqs", L, who, "GPU memory unknown, so the default is unknown"));
     } else {
@@ -931,6 +1058,41 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
       }
       out.push_back(std::move(f));
     }
+  }
+
+  // config.cudagraph_capture: decode batches larger than the largest captured size run
+  // without CUDA/HIP graphs (every kernel launched one by one), so ITL jumps once the running
+  // batch passes it. Not judged when graphs are off altogether (config.enforce_eager).
+  if (eff && !Eager(a)) {
+    const auto set = CaptureSizeMax(a);
+    const int64_t cap = set.value_or(std::min<int64_t>(2 * *eff, 512));
+    Finding f = Make("config.cudagraph_capture", L, Severity::kOk,
+                     fmt::format("{}: CUDA graphs captured up to batch {} ({}), max_num_seqs {}",
+                                 who, cap, set ? "set" : "vLLM's default min(2 x max_num_seqs, 512)",
+                                 *eff));
+    f.evidence.push_back(Num("max_cudagraph_capture_size", static_cast<double>(cap), ""));
+    f.evidence.push_back(Num("max_num_seqs", static_cast<double>(*eff), ""));
+    if (*eff > cap) {
+      const auto knee = options.sweep_knee_concurrency;
+      if (knee) f.evidence.push_back(Num("sweep_knee_concurrency", static_cast<double>(*knee), ""));
+      if (knee && *knee <= cap) {
+        f.title = fmt::format("{}: batches above {} would run without CUDA graphs, but the latency "
+                              "knee at {} is below that", who, cap, *knee);
+      } else {
+        // Whether the load reaches such batches is what the sweep's knee says.
+        f.severity = knee ? Severity::kWarn : Severity::kInfo;
+        f.title = fmt::format("{}: max_num_seqs {} is above the largest CUDA-graph capture size {}: "
+                              "decode batches of {}-{} run without graphs (inter-token latency "
+                              "jumps past {}){}", who, *eff, cap, cap + 1, *eff, cap,
+                              knee ? fmt::format("; the latency knee at {} is past it", *knee)
+                                   : std::string("; latdoc sweep tells whether the load gets there"));
+        f.advice = fmt::format(
+            "capture up to the batch limit: --compilation-config '{{\"max_cudagraph_capture_size\": {}}}' "
+            "(newer vLLM: --max-cudagraph-capture-size {}), at some start-up time and GPU memory; "
+            "or cap the batch at the captured size: --max-num-seqs {}", *eff, *eff, cap);
+      }
+    }
+    out.push_back(std::move(f));
   }
 
   {  // config.max_num_batched_tokens
@@ -1024,6 +1186,40 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
         f.title = who + ": VLLM_ENABLE_V1_MULTIPROCESSING=0 puts the engine in the API-server "
                         "process: both share one GIL";
         f.advice = "unset VLLM_ENABLE_V1_MULTIPROCESSING";
+      }
+      out.push_back(std::move(f));
+    }
+  }
+
+  // config.rocm_aiter: on MI300X/MI325X (gfx942) and MI350/MI355 (gfx950) AMD's vLLM guide turns
+  // on the AITER kernels (attention, MoE, GEMM); vLLM leaves them off by default.
+  std::string gfx;
+  for (const auto* g : ServerGpus(facts)) {
+    if (g->vendor != "amd" || !g->name.known()) continue;
+    for (const char* arch : {"gfx942", "gfx950"}) {
+      if (g->name->find(arch) != std::string::npos) gfx = arch;
+    }
+  }
+  if (!gfx.empty()) {
+    const std::string id = "config.rocm_aiter";
+    if (!s.env.known()) {
+      out.push_back(Skip(id, L, who, s.env.reason));
+    } else {
+      const std::string aiter = EnvValue(s, "VLLM_ROCM_USE_AITER");
+      const bool on = aiter == "1" || ToLower(aiter) == "true";
+      Finding f = Make(id, L, Severity::kOk, fmt::format("{}: AITER kernels on ({})", who, gfx));
+      f.evidence.push_back(Text("VLLM_ROCM_USE_AITER", aiter.empty() ? "unset (vLLM's default: off)" : aiter));
+      if (!on) {
+        f.severity = Severity::kWarn;
+        f.title = fmt::format("{}: AITER kernels off on {}: attention, MoE and GEMM run vLLM's "
+                              "generic ROCm kernels", who, gfx);
+        f.advice = "VLLM_ROCM_USE_AITER=1 in the server's environment (AMD's vLLM guide for "
+                   "MI300X/MI325X/MI355X); the log then says \"Using Aiter ... backend\"";
+      }
+      const std::string old_flag = EnvValue(s, "VLLM_USE_TRITON_FLASH_ATTN");
+      if (!old_flag.empty()) {
+        f.evidence.push_back(Text("VLLM_USE_TRITON_FLASH_ATTN",
+                                  old_flag + " (obsolete: recent vLLM ignores it)"));
       }
       out.push_back(std::move(f));
     }

@@ -6,10 +6,12 @@
 //
 // Ids: gpu.clock_policy, gpu.throttle, gpu.power_cap, gpu.pcie_link, gpu.persistence,
 // gpu.numa, host.numa_balancing, host.thp, cpu.governor, cpu.saturation, cpu.cgroup_throttle,
-// cpu.pressure, host.memory_pressure, disk.log_write, net.time_wait, net.conntrack, net.listen_overflow, net.retrans, net.irq,
-// net.firewall, config.enforce_eager, config.gpu_memory_utilization, config.max_num_seqs,
+// cpu.pressure, host.memory_pressure, disk.log_write, net.time_wait, net.conntrack,
+// net.listen_overflow, net.retrans, net.irq, net.firewall, config.enforce_eager,
+// config.cudagraph_capture, config.gpu_memory_utilization, config.max_num_seqs,
 // config.max_num_batched_tokens, config.block_size, config.logging, config.async_scheduling,
-// config.v1_multiprocessing. Thresholds: ../shared/reference/host-checks.md sections 3, 5-7, 10.
+// config.v1_multiprocessing, config.rocm_aiter (AMD gfx942/gfx950 only). Thresholds:
+// ../shared/reference/host-checks.md sections 3, 5-7, 10.
 #pragma once
 
 #include <cstdint>

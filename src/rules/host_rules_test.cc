@@ -12,6 +12,7 @@ namespace {
 
 using host::Fact;
 using host::HostFacts;
+using ::testing::HasSubstr;
 
 HostFacts Load(const std::string& name) {
   const std::string path = "tests/data/host/facts/" + name + ".json";
@@ -86,6 +87,7 @@ TEST(HostRulesTest, EveryRuleFiresOnTheUnhealthyHostAndNotOnTheHealthyOne) {
       {"config.logging", Severity::kWarn, Severity::kOk},
       {"config.async_scheduling", Severity::kInfo, Severity::kOk},
       {"config.v1_multiprocessing", Severity::kWarn, Severity::kOk},
+      {"config.rocm_aiter", Severity::kWarn, Severity::kOk},
   };
   for (const auto& c : cases) {
     ASSERT_TRUE(bad.count(c.id)) << c.id;
@@ -410,14 +412,15 @@ TEST(HostRulesTest, CgroupThrottleNowSinceStartAndNever) {
   fs = JudgeHost(f, {});
   EXPECT_EQ(Worst(fs)["cpu.cgroup_throttle"], Severity::kOk);  // 0.2% of periods
   EXPECT_EQ(One(fs, "cpu.cgroup_throttle").title,
-            "server's cgroup has a CPU quota of 2.5 CPUs; not throttled");
+            "server's cgroup has a CPU quota of 2.5 CPUs; rarely throttled (0.20% of periods)");
 
   cg.limits[1] = Limit("/sys/fs/cgroup/kubepods.slice/pod7", 4, 5000, 600, 10, 0);
   f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
   fs = JudgeHost(f, {});
   Finding warn = One(fs, "cpu.cgroup_throttle");
   EXPECT_EQ(SeverityName(warn.severity), "warn");
-  EXPECT_EQ(warn.title, "server's cgroup throttled in 12.0% of CPU periods since it started (quota 4 CPUs)");
+  EXPECT_EQ(warn.title, "server's cgroup throttled in 12.0% of CPU periods since it started, "
+                        "start-up included (quota 4 CPUs)");
   EXPECT_THAT(warn.advice, testing::HasSubstr("resources.limits.cpu"));
   EXPECT_THAT(warn.advice, testing::HasSubstr("rest of its 100 ms period"));
 
@@ -437,6 +440,19 @@ TEST(HostRulesTest, CgroupThrottleNowSinceStartAndNever) {
   }
   EXPECT_TRUE(saw);
 
+  // One throttled period of the three or four a 300 ms sample holds is not yet a failure; a
+  // young group's few periods (start-up) are not judged.
+  cg.limits = {Limit("/sys/fs/cgroup/c", 1, 5000, 10, 3, 1)};
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  EXPECT_EQ(Worst(JudgeHost(f, {}))["cpu.cgroup_throttle"], Severity::kOk);
+  cg.limits = {Limit("/sys/fs/cgroup/c", 1, 40, 30, 3, 0)};
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  fs = JudgeHost(f, {});
+  EXPECT_EQ(SeverityName(One(fs, "cpu.cgroup_throttle").severity), "ok");
+  EXPECT_EQ(One(fs, "cpu.cgroup_throttle").title,
+            "server's cgroup has a CPU quota of 1 CPU; throttled in 30 of 40 periods since it "
+            "started, too few to judge");
+
   f.server->cgroup_cpu = Fact<host::CgroupCpu>::Unknown("/proc/623/cgroup: Permission denied");
   fs = JudgeHost(f, {});
   EXPECT_EQ(Worst(fs)["cpu.cgroup_throttle"], Severity::kSkip);
@@ -449,12 +465,13 @@ TEST(HostRulesTest, CgroupThrottleNowSinceStartAndNever) {
 // a CPU, throttled in every period). A recording's two samples are the same, so the counters
 // since the group started are what warn.
 TEST(HostRulesTest, RecordedThrottledCgroupsWarnFromTheirCounters) {
-  for (const char* name : {"cgroup_v1_throttled", "cgroup_v2_throttled"}) {
+  for (auto [name, share] : {std::pair{"cgroup_v1_throttled", "99.3"},
+                              std::pair{"cgroup_v2_throttled", "99.2"}}) {
     auto fs = JudgeHost(Load(name), {});
     Finding c = One(fs, "cpu.cgroup_throttle");
     EXPECT_EQ(SeverityName(c.severity), "warn") << name;
-    EXPECT_EQ(c.title,
-              "server's cgroup throttled in 100.0% of CPU periods since it started (quota 0.2 CPUs)")
+    EXPECT_EQ(c.title, std::string("server's cgroup throttled in ") + share +
+                           "% of CPU periods since it started, start-up included (quota 0.2 CPUs)")
         << name;
   }
 }
@@ -480,17 +497,38 @@ TEST(HostRulesTest, CpuAndMemoryPressure) {
   auto fs = JudgeHost(f, {});
   EXPECT_EQ(SeverityName(One(fs, "cpu.pressure").severity), "warn");
   EXPECT_EQ(One(fs, "cpu.pressure").title,
-            "CPUs oversubscribed: runnable tasks waited for a CPU 12% of the time (PSI): the "
-            "server's threads wait their turn too");
+            "host CPUs oversubscribed: runnable tasks waited for a CPU 12% of the time (PSI, "
+            "whole host)");
   p.some_avg10 = 55;
   f.cpu.pressure = Fact<host::PsiFacts>::Known(p);
   EXPECT_EQ(Worst(JudgeHost(f, {}))["cpu.pressure"], Severity::kFail);
 
+  // The server's own cgroup, when its PSI is known, is what is judged: a quiet server on a
+  // busy host is fine.
+  host::CgroupCpu cg;
+  cg.version = 2;
+  cg.pressure = Fact<host::PsiFacts>::Known(host::PsiFacts{});
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  fs = JudgeHost(f, {});
+  EXPECT_EQ(SeverityName(One(fs, "cpu.pressure").severity), "ok");
+  EXPECT_EQ(One(fs, "cpu.pressure").title,
+            "CPU pressure low: the server's tasks waited for a CPU at most 0.0% of the time");
+  host::PsiFacts busy;
+  busy.some_avg60 = 22;
+  cg.pressure = Fact<host::PsiFacts>::Known(busy);
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  EXPECT_EQ(One(JudgeHost(f, {}), "cpu.pressure").title,
+            "the server's tasks waited for a CPU 22% of the time (PSI of its cgroup): its CPUs are "
+            "oversubscribed");
+
+  // Swapping cold pages out is not a stall; swapping in (major faults) is.
   f.memory.swap_out_pages_delta = Fact<int64_t>::Known(300);
+  EXPECT_EQ(Worst(JudgeHost(f, {}))["host.memory_pressure"], Severity::kOk);
+  f.memory.swap_in_pages_delta = Fact<int64_t>::Known(300);  // over the recorded 1 s sample
   fs = JudgeHost(f, {});
   EXPECT_EQ(SeverityName(One(fs, "host.memory_pressure").severity), "warn");
   EXPECT_EQ(One(fs, "host.memory_pressure").title,
-            "host memory under pressure: swapped 0 pages in and 300 out during the sample");
+            "host memory under pressure: swapping in 300 pages/s during the sample");
   host::PsiFacts m;
   m.some_avg60 = 20;
   m.has_full = true;
@@ -499,15 +537,94 @@ TEST(HostRulesTest, CpuAndMemoryPressure) {
   fs = JudgeHost(f, {});
   EXPECT_EQ(SeverityName(One(fs, "host.memory_pressure").severity), "fail");
   EXPECT_EQ(One(fs, "host.memory_pressure").title,
-            "host memory under pressure: every task stalled on memory 6% of the time; swapped 0 "
-            "pages in and 300 out during the sample");
+            "host memory under pressure: every task stalled on memory 6% of the time; swapping "
+            "in 300 pages/s during the sample");
 
   f.cpu.pressure = Fact<host::PsiFacts>::Unknown("/proc/pressure/cpu: No such file or directory");
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Unknown("/proc/623/cgroup: No such file or directory");
   f.memory = host::MemoryFacts{};
   f.memory.pressure = Fact<host::PsiFacts>::Unknown("/proc/pressure/memory: No such file or directory");
   w = Worst(JudgeHost(f, {}));
   EXPECT_EQ(w["cpu.pressure"], Severity::kSkip);
   EXPECT_EQ(w["host.memory_pressure"], Severity::kSkip);
+}
+
+// vLLM captures CUDA graphs up to min(2 x max_num_seqs, 512) by default: max_num_seqs 1024 (the
+// default on >= 70 GiB GPUs) leaves batches 513-1024 without graphs. Info without a sweep,
+// warn when the sweep's knee is past the captured size, ok when it is under; the capture size
+// is read from each flag form; eager servers are judged by config.enforce_eager alone.
+TEST(HostRulesTest, CudaGraphCaptureSizeAgainstMaxNumSeqs) {
+  HostFacts f = Load("mi300x_built");  // default max_num_seqs: 1024 on MI300X
+  ASSERT_TRUE(f.server.has_value());
+  auto fs = JudgeHost(f, {});
+  Finding c = One(fs, "config.cudagraph_capture");
+  EXPECT_EQ(SeverityName(c.severity), "info");
+  EXPECT_EQ(c.title, "vLLM pid 4242: max_num_seqs 1024 is above the largest CUDA-graph capture "
+                     "size 512: decode batches of 513-1024 run without graphs (inter-token "
+                     "latency jumps past 512); latdoc sweep tells whether the load gets there");
+  EXPECT_THAT(c.advice, HasSubstr("\"max_cudagraph_capture_size\": 1024"));
+  HostRuleOptions knee;
+  knee.sweep_knee_concurrency = 700;
+  EXPECT_EQ(SeverityName(One(JudgeHost(f, knee), "config.cudagraph_capture").severity), "warn");
+  knee.sweep_knee_concurrency = 300;
+  EXPECT_EQ(SeverityName(One(JudgeHost(f, knee), "config.cudagraph_capture").severity), "ok");
+
+  const std::vector<std::string> base = f.server->argv;
+  struct Case {
+    std::vector<std::string> extra;
+    const char* want;
+  };
+  for (const Case& k : {Case{{"--max-num-seqs", "256"}, "ok"},  // default capture 512
+                        Case{{"--max-cudagraph-capture-size", "1024"}, "ok"},
+                        Case{{"--max-cudagraph-capture-size=768"}, "info"},
+                        Case{{"--cudagraph-capture-sizes", "1", "2", "1024"}, "ok"},
+                        Case{{"--cuda-graph-sizes", "2048"}, "ok"},
+                        Case{{"--compilation-config", R"({"max_cudagraph_capture_size": 1024})"}, "ok"},
+                        Case{{"-cc", R"({"cudagraph_capture_sizes": [1, 8, 64]})"}, "info"},
+                        Case{{"-O", R"({"cudagraph_capture_sizes": [1, 2048]})"}, "ok"}}) {
+    f.server->argv = base;
+    f.server->argv.insert(f.server->argv.end(), k.extra.begin(), k.extra.end());
+    EXPECT_EQ(SeverityName(One(JudgeHost(f, {}), "config.cudagraph_capture").severity), k.want)
+        << k.extra.front();
+  }
+  f.server->argv = base;
+  f.server->argv.push_back("--enforce-eager");
+  fs = JudgeHost(f, {});
+  EXPECT_EQ(First(fs, "config.cudagraph_capture"), nullptr);
+  EXPECT_EQ(SeverityName(One(fs, "config.enforce_eager").severity), "fail");
+}
+
+// The busiest thread may be in one of the server's children: vLLM V1's engine core (the
+// scheduler) or a GPU worker. Each gets its own reading and advice, not the front end's.
+TEST(HostRulesTest, SaturatedChildProcessThreads) {
+  HostFacts f = Load("h200_recorded");
+  ASSERT_TRUE(f.server.has_value());
+  f.server->children = {{700, "VLLM::EngineCore"}, {701, "VLLM::Worker_TP0"}};
+  auto threads = [&](host::ThreadCpu top) {
+    f.server->threads = Fact<std::vector<host::ThreadCpu>>::Known({top});
+    return One(JudgeHost(f, {}), "cpu.saturation");
+  };
+  Finding e = threads({700, "VLLM::EngineCor", 99.0, 3, 700, "VLLM::EngineCore"});
+  EXPECT_EQ(SeverityName(e.severity), "warn");
+  EXPECT_EQ(e.title, "engine core thread 700 (VLLM::EngineCor) pinned at 99% of a core: the "
+                     "scheduler and input preparation hold the GPU back");
+  EXPECT_THAT(e.advice, HasSubstr("--async-scheduling"));
+  bool saw = false;
+  for (const auto& ev : e.evidence) {
+    if (ev.name == "child_processes") {
+      EXPECT_EQ(ev.text, "700 (VLLM::EngineCore), 701 (VLLM::Worker_TP0)");
+      saw = true;
+    }
+  }
+  EXPECT_TRUE(saw);
+  Finding w = threads({705, "python3", 97.0, 4, 701, "VLLM::Worker_TP0"});
+  EXPECT_EQ(w.title, "GPU worker thread 705 (python3, VLLM::Worker_TP0) pinned at 97% of a core: "
+                     "kernel launches are host-bound");
+  Finding front = threads({623, "python3", 99.0, 4, 623, ""});
+  EXPECT_THAT(front.title, HasSubstr("a GIL-bound front end"));
+  EXPECT_THAT(front.advice, HasSubstr("--api-server-count"));
+  EXPECT_EQ(SeverityName(threads({700, "VLLM::EngineCor", 60.0, 3, 700, "VLLM::EngineCore"}).severity),
+            "ok");
 }
 
 }  // namespace
