@@ -506,11 +506,11 @@ Finding Saturation(const HostFacts& facts) {
                           "launches are host-bound", top.tid, top.comm, top.process, top.cpu_pct);
     f.advice = "keep CUDA graphs on (config.enforce_eager, config.cudagraph_capture); the "
                "performance governor; a NUMA-local core for the worker (gpu.numa)";
-  } else if (child) {
+  } else if (child && top.process.find("APIServer") == std::string::npos) {
     f.title = fmt::format("thread {} ({}) of the server's child {} pinned at {:.0f}% of a core",
                           top.tid, top.comm, top.process, top.cpu_pct);
     f.advice = "see what that process does (py-spy dump --pid " + std::to_string(top.pid) + ")";
-  } else {
+  } else {  // the server itself, or one of its API-server processes (--api-server-count)
     f.title = fmt::format("server thread {} ({}) pinned at {:.0f}% of a core: a GIL-bound front end",
                           top.tid, top.comm, top.cpu_pct);
     f.advice = s.kind == "vllm"

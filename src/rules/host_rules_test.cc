@@ -623,6 +623,11 @@ TEST(HostRulesTest, SaturatedChildProcessThreads) {
   Finding front = threads({623, "python3", 99.0, 4, 623, ""});
   EXPECT_THAT(front.title, HasSubstr("a GIL-bound front end"));
   EXPECT_THAT(front.advice, HasSubstr("--api-server-count"));
+  // With --api-server-count the front ends are children titled VLLM::APIServer_N.
+  EXPECT_THAT(threads({710, "python3", 99.0, 5, 702, "VLLM::APIServer_1"}).title,
+              HasSubstr("a GIL-bound front end"));
+  EXPECT_THAT(threads({720, "python3", 99.0, 6, 703, "ray::IDLE"}).title,
+              HasSubstr("of the server's child ray::IDLE pinned at 99% of a core"));
   EXPECT_EQ(SeverityName(threads({700, "VLLM::EngineCor", 60.0, 3, 700, "VLLM::EngineCore"}).severity),
             "ok");
 }
