@@ -29,16 +29,7 @@ spid=
 cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null; rmdir "$cg" 2>/dev/null; }
 trap cleanup EXIT
 mkdir -p /tmp/standin/bin
-cat >/tmp/standin/bin/vllm <<'PY'
-#!/usr/bin/env python3
-import threading, time
-def spin():
-    while True:
-        pass
-threading.Thread(target=spin, name="spin", daemon=True).start()
-time.sleep(120)
-PY
-chmod +x /tmp/standin/bin/vllm
+install -m 755 "$(dirname "$0")/standin/vllm" /tmp/standin/bin/vllm
 # The shell joins the group first, so the stand-in starts inside it.
 sh -c "echo \$\$ >$cg/cgroup.procs && exec /tmp/standin/bin/vllm serve Qwen/Qwen2.5-7B-Instruct \
   --max-num-seqs 256 --port 8000" &

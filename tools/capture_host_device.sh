@@ -8,16 +8,7 @@
 set -u
 out=${1:?usage: capture_host_device.sh OUT_DIR}
 mkdir -p /tmp/standin/bin
-cat >/tmp/standin/bin/vllm <<'PY'
-#!/usr/bin/env python3
-import threading, time
-def spin():
-    while True:
-        pass
-threading.Thread(target=spin, name="spin", daemon=True).start()
-time.sleep(60)
-PY
-chmod +x /tmp/standin/bin/vllm
+install -m 755 "$(dirname "$0")/standin/vllm" /tmp/standin/bin/vllm
 VLLM_LOGGING_LEVEL=DEBUG VLLM_API_KEY=do-not-record /tmp/standin/bin/vllm serve \
   Qwen/Qwen2.5-7B-Instruct --enforce-eager --gpu-memory-utilization 0.97 --max-num-seqs 512 \
   --api-key sk-secret-value --port 8000 &

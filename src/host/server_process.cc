@@ -151,16 +151,16 @@ std::vector<ChildProcess> FindDescendants(const SysRoot& fs, int64_t pid) {
     if (!p || *p == pid) continue;
     if (auto up = ParentPid(fs, *p)) children[*up].push_back(*p);
   }
-  std::vector<int64_t> todo = {pid};
+  std::vector<int64_t> pending = {pid};
   std::set<int64_t> seen = {pid};
   std::vector<int64_t> found;
-  while (!todo.empty() && found.size() < kMaxDescendants) {
-    const int64_t parent = todo.back();
-    todo.pop_back();
+  while (!pending.empty() && found.size() < kMaxDescendants) {
+    const int64_t parent = pending.back();
+    pending.pop_back();
     for (int64_t c : children[parent]) {
       if (!seen.insert(c).second || found.size() >= kMaxDescendants) continue;
       found.push_back(c);
-      todo.push_back(c);
+      pending.push_back(c);
     }
   }
   std::sort(found.begin(), found.end());
