@@ -15,6 +15,10 @@ out=${1:?usage: capture_cgroup_throttle.sh OUT_DIR [QUOTA_US] [SECONDS]}
 quota=${2:-20000}
 secs=${3:-12}
 die() { echo "capture_cgroup_throttle: $*" >&2; exit 1; }
+[ "$secs" -lt 100 ] 2>/dev/null || die "SECONDS must be under 100 (the stand-in lives 120 s)"
+spid= cg=
+cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null; [ -n "$cg" ] && rmdir "$cg" 2>/dev/null; }
+trap cleanup EXIT
 if grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
   cg=/sys/fs/cgroup/latdoc_capture
   mkdir -p "$cg" && echo "$quota 100000" >"$cg/cpu.max" || die "cannot set $cg/cpu.max"
@@ -25,11 +29,8 @@ elif [ -w /sys/fs/cgroup/cpu ]; then
 else
   die "no writable cgroup hierarchy with the cpu controller"
 fi
-spid=
-cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null; rmdir "$cg" 2>/dev/null; }
-trap cleanup EXIT
 mkdir -p /tmp/standin/bin
-install -m 755 "$(dirname "$0")/standin/vllm" /tmp/standin/bin/vllm
+install -m 755 "$(dirname "$0")/standin/vllm" /tmp/standin/bin/vllm || die "cannot install the stand-in"
 # The shell joins the group first, so the stand-in starts inside it.
 sh -c "echo \$\$ >$cg/cgroup.procs && exec /tmp/standin/bin/vllm serve Qwen/Qwen2.5-7B-Instruct \
   --max-num-seqs 256 --port 8000" &
@@ -37,4 +38,5 @@ spid=$!
 sleep 1
 grep -q "latdoc_capture" "/proc/$spid/cgroup" || die "the stand-in is not in $cg"
 sleep "$secs"
+[ -d "/proc/$spid" ] || die "the stand-in exited"
 "$(dirname "$0")/capture_host.sh" "$out" "$spid" || die "capture_host.sh failed"

@@ -181,16 +181,30 @@ void SetCumulative(const CgroupCpuStat& st, CgroupCpuLimit* limit) {
 
 // Where a hierarchy is mounted and which of its groups is the mount's root, from this process's
 // mountinfo; the usual places when that cannot be read (a recorded tree without it).
-std::optional<CgroupMount> FindMount(const SysRoot& fs, int version, const std::string& v1_controllers) {
+// Whether `path` is the group `root` or below it.
+bool UnderRoot(const std::string& path, const std::string& root) {
+  return root == "/" || path == root || path.rfind(root + "/", 0) == 0;
+}
+
+// The same hierarchy may be mounted more than once (a monitoring container's own view, plus the
+// host's bind-mounted elsewhere): a mount whose root holds the server's group wins, the one
+// with the shallowest root first (it shows the most of the groups above the server's).
+std::optional<CgroupMount> FindMount(const SysRoot& fs, int version, const std::string& v1_controllers,
+                                     const std::string& path) {
   std::vector<CgroupMount> mounts;
   if (auto mi = fs.Read("/proc/self/mountinfo"); mi.ok()) mounts = ParseCgroupMounts(*mi);
+  std::optional<CgroupMount> first, best;
   for (const auto& m : mounts) {
     if (m.version != version) continue;
-    if (version == 2 ||
-        std::find(m.controllers.begin(), m.controllers.end(), "cpu") != m.controllers.end()) {
-      return m;
+    if (version == 1 &&
+        std::find(m.controllers.begin(), m.controllers.end(), "cpu") == m.controllers.end()) {
+      continue;
     }
+    if (!first) first = m;
+    if (UnderRoot(path, m.root) && (!best || m.root.size() < best->root.size())) best = m;
   }
+  if (best) return best;
+  if (first) return first;  // the caller says the group is outside this view
   if (!mounts.empty()) return std::nullopt;  // mountinfo read: it is not mounted here
   std::vector<std::string> guesses;
   if (version == 1) {
@@ -232,7 +246,7 @@ Fact<CgroupCpu> FindCgroupCpu(const SysRoot& fs, int64_t pid) {
   } else {
     return Fact<CgroupCpu>::Unknown(file + ": no cgroup v2 line and no v1 cpu hierarchy");
   }
-  const auto m = FindMount(fs, static_cast<int>(cg.version), pc.v1_cpu_controllers);
+  const auto m = FindMount(fs, static_cast<int>(cg.version), pc.v1_cpu_controllers, cg.cgroup);
   if (!m) {
     return Fact<CgroupCpu>::Unknown(
         cg.version == 1 ? "the cgroup v1 cpu hierarchy (" + pc.v1_cpu_controllers + ") is not mounted"
@@ -240,8 +254,7 @@ Fact<CgroupCpu> FindCgroupCpu(const SysRoot& fs, int64_t pid) {
   }
   const std::string& mount = m->mount_point;
   const std::string root = m->root == "/" ? std::string() : m->root;
-  const bool inside = cg.cgroup.rfind("/..", 0) != 0 &&
-                      (root.empty() || cg.cgroup == root || cg.cgroup.rfind(root + "/", 0) == 0);
+  const bool inside = cg.cgroup.rfind("/..", 0) != 0 && UnderRoot(cg.cgroup, m->root);
   if (!inside) {
     return Fact<CgroupCpu>::Unknown(
         cg.cgroup + " is outside the part of the hierarchy this process sees (" + mount +
@@ -251,7 +264,9 @@ Fact<CgroupCpu> FindCgroupCpu(const SysRoot& fs, int64_t pid) {
   if (!root.empty()) cg.note = mount + " is group " + root + " (a container's view)";
   std::string leaf = rel.empty() || rel == "/" ? mount : mount + rel;
   if (!fs.Exists(leaf)) return Fact<CgroupCpu>::Unknown(leaf + ": no such group");
-  if (cg.version == 2) cg.pressure = ReadPsi(fs, leaf + "/cpu.pressure");
+  // The true root group's cpu.pressure is the host's, not a group's own.
+  const bool host_root = leaf == mount && root.empty();
+  if (cg.version == 2 && !host_root) cg.pressure = ReadPsi(fs, leaf + "/cpu.pressure");
   for (std::string dir = leaf;; dir = ParentDir(dir)) {
     std::optional<CpuQuota> quota;
     if (cg.version == 2) {
@@ -278,8 +293,7 @@ Fact<CgroupCpu> FindCgroupCpu(const SysRoot& fs, int64_t pid) {
     if (auto self = fs.Read("/proc/self/cgroup"); self.ok()) {
       const ProcCgroup mine = ParseProcCgroup(*self);
       const auto& path = cg.version == 1 ? mine.v1_cpu : mine.unified;
-      if (path && path->rfind("/..", 0) != 0 &&
-          (root.empty() || *path == root || path->rfind(root + "/", 0) == 0)) {
+      if (path && path->rfind("/..", 0) != 0 && UnderRoot(*path, m->root)) {
         const std::string my_rel = path->substr(root.size());
         const std::string my_leaf = my_rel.empty() || my_rel == "/" ? mount : mount + my_rel;
         for (auto& limit : cg.limits) {

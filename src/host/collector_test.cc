@@ -365,7 +365,32 @@ TEST(CollectorTest, CgroupPathIsMappedThroughTheMountRoot) {
                 testing::HasSubstr("is outside the part of the hierarchy this process sees "
                                    "(/sys/fs/cgroup is group /docker/3f2a)"));
   }
+  // The host's hierarchy bind-mounted beside the container's own view (a monitoring agent):
+  // the mount whose root holds the server's group is used, the shallowest one.
+  t.Write("/proc/self/mountinfo",
+          "29 23 0:26 /kubepods/agent /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+          "30 23 0:26 / /host/cgroup rw - cgroup2 cgroup2 rw\n"
+          "31 23 0:26 /kubepods /host/kp rw - cgroup2 cgroup2 rw\n");
+  t.Write("/proc/4242/cgroup", "0::/kubepods/pod9/ctr\n");
+  t.Write("/host/cgroup/kubepods/pod9/cpu.max", "300000 100000\n");
+  t.Write("/host/cgroup/kubepods/pod9/ctr/cpu.max", "100000 100000\n");
+  f = CollectHostFacts(Recorded(t.root()));
+  ASSERT_TRUE(f.server->cgroup_cpu.known()) << f.server->cgroup_cpu.reason;
+  ASSERT_EQ(f.server->cgroup_cpu->limits.size(), 2u);
+  EXPECT_EQ(f.server->cgroup_cpu->limits[0].dir, "/host/cgroup/kubepods/pod9/ctr");
+  EXPECT_EQ(f.server->cgroup_cpu->limits[1].dir, "/host/cgroup/kubepods/pod9");
+  EXPECT_EQ(f.server->cgroup_cpu->note, "");
+  // A server in the true root group: its cpu.pressure is the host's, not read as the group's.
+  t.Write("/proc/4242/cgroup", "0::/\n");
+  t.Write("/host/cgroup/cpu.pressure", "some avg10=50.00 avg60=50.00 avg300=50.00 total=5\n");
+  f = CollectHostFacts(Recorded(t.root()));
+  ASSERT_TRUE(f.server->cgroup_cpu.known()) << f.server->cgroup_cpu.reason;
+  EXPECT_FALSE(f.server->cgroup_cpu->pressure.known());
+
   // v1 in mountinfo without the cpu controller: not mounted, says so.
+  t.Write("/proc/self/mountinfo",
+          "31 23 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpuacct\n"
+          "29 23 0:26 /docker/3f2a /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
   t.Write("/proc/4242/cgroup", "4:cpu:/x\n");
   f = CollectHostFacts(Recorded(t.root()));
   EXPECT_EQ(f.server->cgroup_cpu.reason, "the cgroup v1 cpu hierarchy (cpu) is not mounted");

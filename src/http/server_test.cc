@@ -282,6 +282,15 @@ TEST(ServerTest, ReceivedTimeIsTheArrivalNotTheRead) {
     received = r.received_ns;
     w->Send(200, "text/plain", "ok");
   });
+  // The kernel turns receive stamping on for the whole host from a work queue, a moment after
+  // the first socket asks (net_enable_timestamp): until then bytes are stamped when read. A
+  // first exchange, and a pause, let it happen (under load the test failed at exactly 50 ms).
+  {
+    RawClient warm(f.port());
+    warm.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    warm.ReadUntil("ok");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   f.loop().Post([] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); });
   RawClient c(f.port());
   int64_t sent = MonoNowNs();

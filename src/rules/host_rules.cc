@@ -479,13 +479,14 @@ Finding Saturation(const HostFacts& facts) {
   const auto& top = s.threads->front();
   // A thread of one of the server's children (vLLM V1's engine core or a GPU worker) is not the
   // front end: it says the engine's host side holds the GPU back.
-  const bool child = !top.process.empty() && top.pid != s.pid;
+  const bool child = top.pid != 0 && top.pid != s.pid;
+  const std::string process = top.process.empty() ? "pid " + std::to_string(top.pid) : top.process;
   Finding f = Make(id, Layer::kSystem, Severity::kOk,
                    fmt::format("busiest server thread at {:.0f}% of a core", top.cpu_pct));
   f.evidence.push_back(Num("busiest_thread_cpu", top.cpu_pct, "%"));
   f.evidence.push_back(Text("busiest_thread",
                             fmt::format("tid {} ({}), on CPU {}{}", top.tid, top.comm, top.last_cpu,
-                                        child ? fmt::format(", in {} (pid {})", top.process, top.pid)
+                                        child ? fmt::format(", in {} (pid {})", process, top.pid)
                                               : std::string())));
   f.evidence.push_back(Num("sample_interval", static_cast<double>(facts.sample_interval_ns) / 1e6, "ms"));
   if (!s.children.empty()) {
@@ -508,7 +509,7 @@ Finding Saturation(const HostFacts& facts) {
                "performance governor; a NUMA-local core for the worker (gpu.numa)";
   } else if (child && top.process.find("APIServer") == std::string::npos) {
     f.title = fmt::format("thread {} ({}) of the server's child {} pinned at {:.0f}% of a core",
-                          top.tid, top.comm, top.process, top.cpu_pct);
+                          top.tid, top.comm, process, top.cpu_pct);
     f.advice = "see what that process does (py-spy dump --pid " + std::to_string(top.pid) + ")";
   } else {  // the server itself, or one of its API-server processes (--api-server-count)
     f.title = fmt::format("server thread {} ({}) pinned at {:.0f}% of a core: a GIL-bound front end",
@@ -599,7 +600,7 @@ Finding CgroupThrottle(const HostFacts& facts) {
   quota.erase(quota.find_last_not_of('0') + 1);
   if (quota.back() == '.') quota.pop_back();
   quota += quota == "1" ? " CPU" : " CPUs";
-  if (l.nr_periods < kEverPeriodsMin && l.nr_throttled > 0) {
+  if ((l.nr_periods < kEverPeriodsMin || l.nr_throttled < kThrottledEverMin) && l.nr_throttled > 0) {
     f.title = fmt::format("server's cgroup has a CPU quota of {}; throttled in {} of {} periods "
                           "since it started, too few to judge", quota, l.nr_throttled, l.nr_periods);
   } else if (l.nr_throttled > 0) {
@@ -669,6 +670,21 @@ Finding CpuPressure(const HostFacts& facts) {
   if (host.known()) f.evidence.push_back(PsiText("host_cpu_pressure", *host, false));
   if (worst < kCpuPressureWarnPct) return f;
   f.severity = worst >= kCpuPressureFailPct ? Severity::kFail : Severity::kWarn;
+  // A group's cpu.pressure also counts the time its own CPU quota held it back: then the
+  // quota, not other work, is the cause (cpu.cgroup_throttle has the numbers and the fix).
+  bool throttled = false;
+  if (server) {
+    for (const auto& l : facts.server->cgroup_cpu->limits) {
+      throttled |= l.nr_throttled > 0 || (l.throttled_delta.known() && *l.throttled_delta > 0);
+    }
+  }
+  if (throttled) {
+    f.title = fmt::format("the server's tasks waited for a CPU {:.0f}% of the time (PSI of its "
+                          "cgroup), partly held back by its own CPU quota", worst);
+    f.advice = "see cpu.cgroup_throttle: raise or remove the server's CPU limit; then, if the "
+               "pressure stays, find the other work on its cores (top -o %CPU, pidstat 1)";
+    return f;
+  }
   f.title = server ? fmt::format("the server's tasks waited for a CPU {:.0f}% of the time (PSI of "
                                  "its cgroup): its CPUs are oversubscribed", worst)
                    : fmt::format("host CPUs oversubscribed: runnable tasks waited for a CPU {:.0f}% "

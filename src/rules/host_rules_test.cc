@@ -453,6 +453,13 @@ TEST(HostRulesTest, CgroupThrottleNowSinceStartAndNever) {
             "server's cgroup has a CPU quota of 1 CPU; throttled in 30 of 40 periods since it "
             "started, too few to judge");
 
+  // 100 periods but fewer than ten throttled: not judged, and not called "rarely".
+  cg.limits = {Limit("/sys/fs/cgroup/c", 1, 100, 9, 3, 0)};
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  EXPECT_EQ(One(JudgeHost(f, {}), "cpu.cgroup_throttle").title,
+            "server's cgroup has a CPU quota of 1 CPU; throttled in 9 of 100 periods since it "
+            "started, too few to judge");
+
   f.server->cgroup_cpu = Fact<host::CgroupCpu>::Unknown("/proc/623/cgroup: Permission denied");
   fs = JudgeHost(f, {});
   EXPECT_EQ(Worst(fs)["cpu.cgroup_throttle"], Severity::kSkip);
@@ -520,6 +527,21 @@ TEST(HostRulesTest, CpuAndMemoryPressure) {
   EXPECT_EQ(One(JudgeHost(f, {}), "cpu.pressure").title,
             "the server's tasks waited for a CPU 22% of the time (PSI of its cgroup): its CPUs are "
             "oversubscribed");
+  // A group's PSI counts the time its own quota throttled it: that is named, not other work.
+  host::CgroupCpuLimit quota;
+  quota.dir = "/sys/fs/cgroup/c";
+  quota.quota_cpus = 0.5;
+  quota.period_us = 100000;
+  quota.nr_periods = 40;
+  quota.nr_throttled = 30;
+  cg.limits = {quota};
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
+  Finding held = One(JudgeHost(f, {}), "cpu.pressure");
+  EXPECT_EQ(held.title, "the server's tasks waited for a CPU 22% of the time (PSI of its cgroup), "
+                        "partly held back by its own CPU quota");
+  EXPECT_THAT(held.advice, HasSubstr("see cpu.cgroup_throttle"));
+  cg.limits.clear();
+  f.server->cgroup_cpu = Fact<host::CgroupCpu>::Known(cg);
 
   // Swapping cold pages out is not a stall; swapping in (major faults) is.
   f.memory.swap_out_pages_delta = Fact<int64_t>::Known(300);
@@ -628,6 +650,9 @@ TEST(HostRulesTest, SaturatedChildProcessThreads) {
               HasSubstr("a GIL-bound front end"));
   EXPECT_THAT(threads({720, "python3", 99.0, 6, 703, "ray::IDLE"}).title,
               HasSubstr("of the server's child ray::IDLE pinned at 99% of a core"));
+  // A child whose name could not be read (it exited, its pid was reused) is still a child.
+  EXPECT_THAT(threads({730, "python3", 99.0, 6, 704, ""}).title,
+              HasSubstr("of the server's child pid 704 pinned at 99% of a core"));
   EXPECT_EQ(SeverityName(threads({700, "VLLM::EngineCor", 60.0, 3, 700, "VLLM::EngineCore"}).severity),
             "ok");
 }
