@@ -234,8 +234,8 @@ TEST(CollectorTest, FirewallPrefersNftAndSaysWhyWhenNeitherAnswers) {
 }
 
 // A real throttled group, recorded on this project's build VM (cgroup v1 cpu controller; the
-// stand-in server spun one thread under a quota of a fifth of a CPU for 2 s:
-// tools/capture_cgroup_throttle.sh).
+// stand-in server spun one thread under a quota of a fifth of a CPU for 12 s:
+// tools/capture_cgroup_throttle.sh OUT 20000 12).
 TEST(CollectorTest, RecordedThrottledCgroupV1) {
   HostFacts f = CollectHostFacts(Recorded("tests/data/host/cgroup_v1_throttled/tree"));
   ASSERT_TRUE(f.server.has_value()) << f.server_note;

@@ -398,6 +398,17 @@ TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
 }
 
 
+// The second request of the "answered unasked while pooled" tests: it got its own answer, on a
+// connection of its own.
+void ExpectAnsweredOnANewConnection(const Recorder& second, const HttpClient& client) {
+  ASSERT_TRUE(second.done);
+  EXPECT_EQ(second.result.failure, FailureKind::kNone) << second.result.error;
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.body, "second");
+  EXPECT_FALSE(second.result.times.reused);
+  EXPECT_EQ(client.connections_opened(), 2u);
+}
+
 // A kept-alive connection the server answered unasked while it sat in the pool (a 408 that
 // says it will close) is not used again: the next request goes on a new connection and gets its own answer.
 TEST(HttpClientTest, IdleConnectionAnsweredUnaskedIsNotReused) {
@@ -428,12 +439,7 @@ TEST(HttpClientTest, IdleConnectionAnsweredUnaskedIsNotReused) {
   Recorder second;
   c.Send({"GET", "/2", "", {}}, second);
   server.join();
-  ASSERT_TRUE(second.done);
-  EXPECT_EQ(second.result.failure, FailureKind::kNone) << second.result.error;
-  EXPECT_EQ(second.status, 200);
-  EXPECT_EQ(second.body, "second");
-  EXPECT_FALSE(second.result.times.reused);
-  EXPECT_EQ(c.client.connections_opened(), 2u);
+  ExpectAnsweredOnANewConnection(second, c.client);
 }
 
 // A TLS server on blocking sockets, for tests: a self-signed P-256 certificate made in memory.
@@ -541,12 +547,7 @@ TEST(HttpClientTest, IdleTlsConnectionAnsweredUnaskedIsNotReused) {
   Recorder second;
   send("/2", second);
   server.join();
-  ASSERT_TRUE(second.done);
-  EXPECT_EQ(second.result.failure, FailureKind::kNone) << second.result.error;
-  EXPECT_EQ(second.status, 200);
-  EXPECT_EQ(second.body, "second");
-  EXPECT_FALSE(second.result.times.reused);
-  EXPECT_EQ(client.connections_opened(), 2u);
+  ExpectAnsweredOnANewConnection(second, client);
 }
 
 // Interim responses (100 Continue, 103 Early Hints) are not the answer: the final response

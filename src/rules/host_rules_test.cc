@@ -1,6 +1,8 @@
 #include "rules/host_rules.h"
 
 #include <map>
+#include <optional>
+#include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -44,6 +46,14 @@ const Finding* First(const std::vector<Finding>& fs, const std::string& id) {
 Finding One(const std::vector<Finding>& fs, const std::string& id) {
   const Finding* f = First(fs, id);
   return f ? *f : Finding();
+}
+
+// The text of a finding's evidence item `name`, or nullopt when it has none.
+std::optional<std::string> EvidenceText(const Finding& f, const std::string& name) {
+  for (const auto& e : f.evidence) {
+    if (e.name == name) return e.text;
+  }
+  return std::nullopt;
 }
 
 // Each rule fires on the unhealthy fixture and stays quiet on the healthy one.
@@ -431,14 +441,8 @@ TEST(HostRulesTest, CgroupThrottleNowSinceStartAndNever) {
   EXPECT_EQ(SeverityName(fail.severity), "fail");
   EXPECT_EQ(fail.title, "server's cgroup throttled in 35% of CPU periods during the sample (quota "
                         "1 CPU): its threads stall until the next period");
-  bool saw = false;
-  for (const auto& e : fail.evidence) {
-    if (e.name == "throttled_in_sample") {
-      EXPECT_EQ(e.text, "7 of 20 periods (35%), 350.0 ms waiting");
-      saw = true;
-    }
-  }
-  EXPECT_TRUE(saw);
+  EXPECT_EQ(EvidenceText(fail, "throttled_in_sample").value_or("(none)"),
+            "7 of 20 periods (35%), 350.0 ms waiting");
 
   // One throttled period of the three or four a 300 ms sample holds is not yet a failure; a
   // young group's few periods (start-up) are not judged.
@@ -631,14 +635,8 @@ TEST(HostRulesTest, SaturatedChildProcessThreads) {
   EXPECT_EQ(e.title, "engine core thread 700 (VLLM::EngineCor) pinned at 99% of a core: the "
                      "scheduler and input preparation hold the GPU back");
   EXPECT_THAT(e.advice, HasSubstr("--async-scheduling"));
-  bool saw = false;
-  for (const auto& ev : e.evidence) {
-    if (ev.name == "child_processes") {
-      EXPECT_EQ(ev.text, "700 (VLLM::EngineCore), 701 (VLLM::Worker_TP0)");
-      saw = true;
-    }
-  }
-  EXPECT_TRUE(saw);
+  EXPECT_EQ(EvidenceText(e, "child_processes").value_or("(none)"),
+            "700 (VLLM::EngineCore), 701 (VLLM::Worker_TP0)");
   Finding w = threads({705, "python3", 97.0, 4, 701, "VLLM::Worker_TP0"});
   EXPECT_EQ(w.title, "GPU worker thread 705 (python3, VLLM::Worker_TP0) pinned at 97% of a core: "
                      "kernel launches are host-bound");
