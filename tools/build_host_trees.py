@@ -21,8 +21,9 @@ Golden outputs (with --latdoc): golden/<name>.txt = `latdoc doctor --facts facts
 
 Facts (with --latdoc): facts/<name>.json = `latdoc doctor --sysroot <tree> --collect`, for each
 tree. The two-sample counters of a static tree are all zero, so facts/unhealthy_built.json also
-gets hand-set deltas (a thread at 99.5%, accept-queue overflows, 5% retransmits, NIC interrupts
-on one CPU, a saturated disk): those values are BUILT, labelled in the README.
+gets hand-set deltas (a thread at 99.5%, accept-queue overflows, socket, softnet and conntrack
+drops, 5% retransmits, NIC interrupts on one CPU, a saturated disk): those values are BUILT,
+labelled in the README.
 """
 import argparse
 import json
@@ -234,8 +235,22 @@ def amd_host(tree, unhealthy):
                      % (k + 1, 40000 + k))
     w(tree, "/proc/net/tcp", "\n".join(lines) + "\n")
     w(tree, "/proc/net/tcp6", "  sl  local_address                         remote_address                        st\n")
-    w(tree, "/proc/net/netstat", "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 %d %d\n"
-      % ((37, 37) if unhealthy else (0, 0)))
+    w(tree, "/proc/net/netstat", "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPBacklogDrop TCPRcvQDrop\n"
+      "TcpExt: 0 %d %d %d 0\n" % ((37, 37, 12) if unhealthy else (0, 0, 0)))
+    # The receive path per CPU (4 CPUs shown) and conntrack's per-CPU statistics, as kernel 6.x
+    # writes them: hex columns (softnet: processed, dropped, time_squeeze, ...).
+    w(tree, "/proc/net/softnet_stat", "".join(
+        "%08x %08x %08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+        "00000000 00000000 00000000 %08x\n" % (1000000 + c, 9 if unhealthy else 0, 40 if unhealthy else 1, c)
+        for c in range(4)))
+    w(tree, "/proc/net/stat/nf_conntrack",
+      "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop "
+      "early_drop icmp_error  expect_new expect_create expect_delete search_restart\n" + "".join(
+          "%08x  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+          "%08x 00000000 00000000  00000000 00000000 00000000 00000000\n" % (1000, 3 if unhealthy else 0)
+          for c in range(4)))
+    w(tree, "/proc/sys/net/core/netdev_max_backlog", "1000\n")
+    w(tree, "/proc/sys/net/core/netdev_budget", "300\n")
     w(tree, "/proc/net/snmp", "Tcp: RtoAlgorithm ActiveOpens PassiveOpens OutSegs RetransSegs\nTcp: 1 10 900 100000 %d\n"
       % (5000 if unhealthy else 3))
     w(tree, "/proc/sys/net/netfilter/nf_conntrack_count", ("255000" if unhealthy else "1000") + "\n")
@@ -320,6 +335,11 @@ def main():
             lim["throttled_s_delta"] = {"value": 0.21, "source": "BUILT: hand-set delta"}
             n = facts["net"]
             n["listen_overflows_delta"] = {"value": 37, "source": "BUILT: hand-set delta"}
+            n["listen_drops_delta"] = {"value": 40, "source": "BUILT: hand-set delta"}
+            n["backlog_drops_delta"] = {"value": 12, "source": "BUILT: hand-set delta"}
+            n["softnet_dropped_delta"] = {"value": 9, "source": "BUILT: hand-set delta"}
+            n["softnet_squeezed_delta"] = {"value": 40, "source": "BUILT: hand-set delta"}
+            n["conntrack_drops_delta"] = {"value": 3, "source": "BUILT: hand-set delta"}
             n["retrans_segs_delta"] = {"value": 500, "source": "BUILT: hand-set delta"}
             n["out_segs_delta"] = {"value": 10000, "source": "BUILT: hand-set delta"}
             n["nic_irqs"] = {"value": [{"nic": "eth0", "irq_count": 2, "per_cpu": [52000, 10, 0, 0],

@@ -34,7 +34,9 @@ for f in /proc/net/sockstat /proc/net/sockstat6 /proc/net/netstat /proc/net/snmp
          /sys/devices/system/node/possible /sys/devices/system/cpu/online \
          /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor \
          /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver /proc/pressure/cpu \
-         /proc/pressure/memory /proc/pressure/io /proc/vmstat; do
+         /proc/pressure/memory /proc/pressure/io /proc/vmstat /proc/net/softnet_stat \
+         /proc/net/stat/nf_conntrack /proc/sys/net/core/netdev_max_backlog \
+         /proc/sys/net/core/netdev_budget; do
   copy "$f"
 done
 copy /proc/net/tcp 5000

@@ -21,6 +21,9 @@ std::optional<int64_t> ParseInt64(std::string_view s);
 std::optional<uint64_t> ParseUint64(std::string_view s);
 std::optional<double> ParseDouble(std::string_view s);
 
+// Appends the decimal digits of `v` (no allocation beyond `out`'s own growth).
+void AppendInt(std::string& out, int64_t v);
+
 std::string ToLower(std::string_view s);
 bool IEquals(std::string_view a, std::string_view b);
 

@@ -14,6 +14,18 @@ TEST(StringsTest, SplitKeepsEmptyFields) {
   EXPECT_THAT(SplitWhitespace("  a \t b\n"), ElementsAre("a", "b"));
 }
 
+TEST(StringsTest, AppendIntWritesEveryInt64) {
+  std::string s = "n=";
+  AppendInt(s, 0);
+  s += ',';
+  AppendInt(s, -42);
+  s += ',';
+  AppendInt(s, INT64_MIN);
+  s += ',';
+  AppendInt(s, INT64_MAX);
+  EXPECT_EQ(s, "n=0,-42,-9223372036854775808,9223372036854775807");
+}
+
 TEST(StringsTest, NumbersParseWholeStringOrNothing) {
   EXPECT_EQ(ParseInt64(" 42 "), 42);
   EXPECT_EQ(ParseInt64("-7"), -7);

@@ -33,19 +33,14 @@ struct BenchArgs {
   bool quiet = false;
 };
 
-int Fail(const Status& st) {
-  fmt::print(stderr, "latdoc bench: {}\n", st.message());
-  return ExitCodeFor(st);
-}
-
 int RunBenchCommand(BenchArgs& a) {
   loadgen::BenchOptions& o = a.o;
   if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
   else if (a.endpoint == "chat") o.endpoint = loadgen::Endpoint::kChat;
-  else return Fail(InvalidArgument("--endpoint must be completions or chat"));
+  else return Fail("bench", InvalidArgument("--endpoint must be completions or chat"));
   if (o.num_requests <= 0 && o.duration_s <= 0) o.num_requests = 200;
   auto slo = loadgen::ParseSlo(a.slo);
-  if (!slo.ok()) return Fail(slo.status());
+  if (!slo.ok()) return Fail("bench", slo.status());
   loadgen::ResultOptions ro;
   ro.slo = *slo;
   if (a.max_error_rate >= 0) ro.max_error_rate = a.max_error_rate;
@@ -61,13 +56,13 @@ int RunBenchCommand(BenchArgs& a) {
   if (total == 0) total = 4096;
   if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
-    if (!w.ok()) return Fail(w.status());
+    if (!w.ok()) return Fail("bench", w.status());
     for (const auto& m : w->bad_line_messages) fmt::print(stderr, "latdoc bench: skipped {}\n", m);
     if (w->bad_lines > w->bad_line_messages.size())
       fmt::print(stderr, "latdoc bench: ... {} bad entries skipped in all\n", w->bad_lines);
     o.prompts = std::move(w->prompts);
   } else {
-    if (Status st = loadgen::ValidateRandomOptions(a.random); !st.ok()) return Fail(st);
+    if (Status st = loadgen::ValidateRandomOptions(a.random); !st.ok()) return Fail("bench", st);
     a.random.seed = o.seed;
     a.random.token_ids = a.random.token_ids && o.endpoint == loadgen::Endpoint::kCompletions;
     o.prompts = loadgen::RandomPrompts(a.random, total);
@@ -75,18 +70,20 @@ int RunBenchCommand(BenchArgs& a) {
   // Output paths are checked before any load is sent (no run lost to a typo).
   for (const std::string* p : {&a.json_out, &a.requests_out}) {
     if (p->empty()) continue;
-    if (Status st = CheckOutputPath(*p); !st.ok()) return Fail(st);
+    if (Status st = CheckOutputPath(*p); !st.ok()) return Fail("bench", st);
   }
   auto run = loadgen::RunBench(o);
-  if (!run.ok()) return Fail(run.status());
+  if (!run.ok()) return Fail("bench", run.status());
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
-    if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) return Fail(st);
+    if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) {
+      return Fail("bench", st);
+    }
   }
   if (!a.requests_out.empty()) {
     if (Status st = WriteFileAtomic(a.requests_out, loadgen::RequestsJsonl(*run)); !st.ok())
-      return Fail(st);
+      return Fail("bench", st);
   }
   if (s.slo_missed || s.error_rate_missed) return kExitFindings;
   return kExitOk;

@@ -21,21 +21,16 @@ struct CompareArgs {
   uint64_t seed = 1;
 };
 
-int Fail(const Status& st) {
-  fmt::print(stderr, "latdoc compare: {}\n", st.message());
-  return kExitBadInput;  // every error here is bad input: unreadable, not ours, or mismatched
-}
-
 int RunCompare(CompareArgs& args) {
   auto a = compare::LoadResult(args.a);
-  if (!a.ok()) return Fail(a.status());
+  if (!a.ok()) return Fail("compare", a.status().message(), kExitBadInput);
   auto b = compare::LoadResult(args.b);
-  if (!b.ok()) return Fail(b.status());
+  if (!b.ok()) return Fail("compare", b.status().message(), kExitBadInput);
   compare::CompareOptions o;
   o.seed = args.seed;
   o.show_all = args.all;
   auto r = compare::Compare(*a, *b, o);
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) return Fail("compare", r.status().message(), kExitBadInput);
   if (!args.json_path.empty()) {
     if (Status st = WriteFileAtomic(args.json_path, JsonText(compare::CompareToJson(*r), 2) + "\n"); !st.ok()) {
       fmt::print(stderr, "latdoc compare: {}\n", st.message());

@@ -33,34 +33,29 @@ struct DoctorArgs {
   bool no_color = false;
 };
 
-int Fail(const Status& st) {
-  std::fprintf(stderr, "latdoc doctor: %s\n", st.message().c_str());
-  return ExitCodeFor(st);
-}
-
 int RunDoctor(const DoctorArgs& a) {
   if (!a.facts_path.empty() && (a.sysroot != "/" || a.pid != 0 || !a.collect_path.empty())) {
-    return Fail(InvalidArgument("--facts judges recorded facts; it cannot be combined with "
+    return Fail("doctor", InvalidArgument("--facts judges recorded facts; it cannot be combined with "
                                 "--sysroot, --pid or --collect"));
   }
   if (a.interval_ms < 0 || a.interval_ms > 10000) {
-    return Fail(InvalidArgument("--interval-ms must be 0..10000"));
+    return Fail("doctor", InvalidArgument("--interval-ms must be 0..10000"));
   }
   rules::HostRuleOptions opts;
   if (!a.sweep_path.empty()) {
     auto text = ReadFileToString(a.sweep_path);
-    if (!text.ok()) return Fail(text.status());
+    if (!text.ok()) return Fail("doctor", text.status());
     auto knee = rules::SweepKneeFromJson(*text, a.sweep_path);
-    if (!knee.ok()) return Fail(knee.status());
+    if (!knee.ok()) return Fail("doctor", knee.status());
     opts.sweep_knee_concurrency = *knee;
   }
 
   host::HostFacts facts;
   if (!a.facts_path.empty()) {
     auto text = ReadFileToString(a.facts_path);
-    if (!text.ok()) return Fail(text.status());
+    if (!text.ok()) return Fail("doctor", text.status());
     auto f = host::FactsFromJson(*text, a.facts_path);
-    if (!f.ok()) return Fail(f.status());
+    if (!f.ok()) return Fail("doctor", f.status());
     facts = std::move(*f);
   } else {
     host::CollectOptions co;
@@ -69,11 +64,11 @@ int RunDoctor(const DoctorArgs& a) {
     co.sample_interval_ns = a.interval_ms * 1'000'000;
     facts = host::CollectHostFacts(co);
     if (a.pid != 0 && !facts.server) {
-      return Fail(NotFound("--pid " + std::to_string(a.pid) + ": " + facts.server_note));
+      return Fail("doctor", NotFound("--pid " + std::to_string(a.pid) + ": " + facts.server_note));
     }
     if (!a.collect_path.empty()) {
       Status st = WriteFileAtomic(a.collect_path, host::FactsToJson(facts));
-      if (!st.ok()) return Fail(st);
+      if (!st.ok()) return Fail("doctor", st);
       std::fprintf(stderr, "latdoc doctor: facts written to %s\n", a.collect_path.c_str());
       return kExitOk;
     }
@@ -88,7 +83,7 @@ int RunDoctor(const DoctorArgs& a) {
     for (const auto& f : findings) fj.push_back(rules::ToJson(f));
     doc["findings"] = std::move(fj);
     Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n");
-    if (!st.ok()) return Fail(st);
+    if (!st.ok()) return Fail("doctor", st);
   }
 
   std::string out;

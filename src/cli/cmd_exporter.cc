@@ -35,11 +35,6 @@ struct ExporterArgs {
   bool once = false;
 };
 
-int Fail(const Status& st) {
-  std::fprintf(stderr, "latdoc exporter: %s\n", st.message().c_str());
-  return ExitCodeFor(st);
-}
-
 // "127.0.0.1:9464", "[::1]:9464", ":9464" (all interfaces is not the default: say 0.0.0.0).
 Status ParseListen(const std::string& text, std::string* host, uint16_t* port) {
   auto bad = [&] {
@@ -67,31 +62,33 @@ StatusOr<int64_t> Duration(const std::string& flag, const std::string& text) {
 
 int RunExporter(const ExporterArgs& a) {
   exporter::ExporterOptions o;
-  if (Status st = ParseListen(a.listen, &o.listen_host, &o.listen_port); !st.ok()) return Fail(st);
+  if (Status st = ParseListen(a.listen, &o.listen_host, &o.listen_port); !st.ok()) {
+    return Fail("exporter", st);
+  }
   auto interval = Duration("--interval", a.interval);
-  if (!interval.ok()) return Fail(interval.status());
+  if (!interval.ok()) return Fail("exporter", interval.status());
   // The canary's rate bound: one request per interval, so at most 1 request/s.
-  if (*interval < kNsPerSec) return Fail(InvalidArgument("--interval must be at least 1s"));
+  if (*interval < kNsPerSec) return Fail("exporter", InvalidArgument("--interval must be at least 1s"));
   o.interval_ns = *interval;
   auto host_interval = Duration("--host-interval", a.host_interval);
-  if (!host_interval.ok()) return Fail(host_interval.status());
+  if (!host_interval.ok()) return Fail("exporter", host_interval.status());
   if (*host_interval != 0 && *host_interval < o.interval_ns)
-    return Fail(InvalidArgument("--host-interval must be 0 (off) or at least --interval"));
+    return Fail("exporter", InvalidArgument("--host-interval must be 0 (off) or at least --interval"));
   o.host_period_ns = a.no_host ? 0 : *host_interval;
   o.collector_timeout_ns = std::min<int64_t>(10 * kNsPerSec, o.interval_ns);
   if (!a.timeout.empty()) {
     auto t = Duration("--timeout", a.timeout);
-    if (!t.ok()) return Fail(t.status());
-    if (*t <= 0) return Fail(InvalidArgument("--timeout must be positive"));
+    if (!t.ok()) return Fail("exporter", t.status());
+    if (*t <= 0) return Fail("exporter", InvalidArgument("--timeout must be positive"));
     o.collector_timeout_ns = *t;
   }
   o.target = a.target;
   if (!o.target.empty()) {
     if (auto u = http::ParseUrl(o.target); !u.ok())
-      return Fail(InvalidArgument("--target " + u.status().message()));
+      return Fail("exporter", InvalidArgument("--target " + u.status().message()));
   }
   if (a.canary_tokens < 1 || a.canary_tokens > 256)
-    return Fail(InvalidArgument("--canary-tokens must be between 1 and 256"));
+    return Fail("exporter", InvalidArgument("--canary-tokens must be between 1 and 256"));
   o.canary_output_tokens = a.canary_tokens;
   o.canary = !a.no_canary;
   o.model = a.model;
@@ -99,7 +96,7 @@ int RunExporter(const ExporterArgs& a) {
   if (a.pid != 0) o.pid = a.pid;
   o.version = LATDOC_VERSION;
   if (o.target.empty() && o.host_period_ns == 0)
-    return Fail(InvalidArgument("nothing to do: give --target or leave the host checks on"));
+    return Fail("exporter", InvalidArgument("nothing to do: give --target or leave the host checks on"));
 
   exporter::Exporter e(o, exporter::DefaultCollectors(o));
   if (a.once) {

@@ -37,11 +37,6 @@ struct LogsArgs {
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void OnStopSignal(int) { g_stop = 1; }
 
-int Fail(const Status& st) {
-  std::fprintf(stderr, "latdoc logs: %s\n", st.message().c_str());
-  return ExitCodeFor(st);
-}
-
 // Prints the summary and findings, writes --json; returns the exit code.
 int Report(const LogsArgs& a, const logs::LogFacts& facts) {
   std::vector<rules::Finding> findings = rules::EvaluateLogRules(facts);
@@ -53,7 +48,7 @@ int Report(const LogsArgs& a, const logs::LogFacts& facts) {
     for (const auto& f : findings) fj.push_back(rules::ToJson(f));
     doc["findings"] = std::move(fj);
     Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n");
-    if (!st.ok()) return Fail(st);
+    if (!st.ok()) return Fail("logs", st);
   }
   logs::SummaryOptions so;
   so.series_rows = a.rows;
@@ -110,7 +105,7 @@ int RunFollow(const LogsArgs& a) {
   std::vector<std::unique_ptr<logs::LogFollower>> followers;
   for (const auto& path : a.files) {
     auto fo = logs::LogFollower::Open(path, &analyzer);
-    if (!fo.ok()) return Fail(fo.status());
+    if (!fo.ok()) return Fail("logs", fo.status());
     followers.push_back(std::move(*fo));
   }
   std::signal(SIGINT, OnStopSignal);
@@ -119,7 +114,7 @@ int RunFollow(const LogsArgs& a) {
   uint64_t initial = 0;
   for (auto& fo : followers) {
     auto n = fo->Poll();
-    if (!n.ok()) return Fail(n.status());
+    if (!n.ok()) return Fail("logs", n.status());
     initial += *n;
   }
   ticker.Prime(analyzer.Snapshot());
@@ -133,7 +128,7 @@ int RunFollow(const LogsArgs& a) {
     uint64_t fresh = 0;
     for (auto& fo : followers) {
       auto n = fo->Poll();
-      if (!n.ok()) return Fail(n.status());
+      if (!n.ok()) return Fail("logs", n.status());
       fresh += *n;
     }
     if (fresh > 0) ticker.Print(analyzer.Snapshot());
@@ -176,7 +171,7 @@ Command RegisterLogs(CLI::App& root) {
                      return RunFollow(a);
                    }
                    auto facts = logs::AnalyzeInputs(a.files);
-                   if (!facts.ok()) return Fail(facts.status());
+                   if (!facts.ok()) return Fail("logs", facts.status());
                    return Report(a, *facts);
                  }};
 }

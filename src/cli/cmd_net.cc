@@ -39,11 +39,6 @@ struct NetArgs {
   bool no_color = false;
 };
 
-int Fail(const Status& st) {
-  std::fprintf(stderr, "latdoc net: %s\n", st.message().c_str());
-  return ExitCodeFor(st);
-}
-
 // Seconds become int64 nanoseconds, which overflow past 292 years; a day is far above any
 // useful bound and far below that.
 constexpr double kMaxSeconds = 86400;
@@ -65,34 +60,34 @@ std::string HttpErrorHint(const NetArgs& a, const net::ProbeSample& s) {
 
 int RunNet(NetArgs& a) {
   if (!(a.timeout_s > 0 && a.timeout_s <= kMaxSeconds))
-    return Fail(InvalidArgument(fmt::format(
+    return Fail("net", InvalidArgument(fmt::format(
         "--timeout {:g}: must be more than 0 and at most {:g} seconds", a.timeout_s, kMaxSeconds)));
   if (!(a.idle_wait_s >= 0 && a.idle_wait_s <= kMaxSeconds))
-    return Fail(InvalidArgument(
+    return Fail("net", InvalidArgument(
         fmt::format("--idle-wait {:g}: must be 0 to {:g} seconds", a.idle_wait_s, kMaxSeconds)));
   if (a.iperf3_seconds < 1 || a.iperf3_seconds > kMaxSeconds)
-    return Fail(InvalidArgument(fmt::format("--iperf3-seconds {}: must be 1 to {:g} seconds",
+    return Fail("net", InvalidArgument(fmt::format("--iperf3-seconds {}: must be 1 to {:g} seconds",
                                             a.iperf3_seconds, kMaxSeconds)));
-  if (a.link_mbps < 0) return Fail(InvalidArgument("--link-mbps must be positive"));
+  if (a.link_mbps < 0) return Fail("net", InvalidArgument("--link-mbps must be positive"));
   a.probe.sample_timeout_ns = SecToNs(a.timeout_s);
   a.probe.idle_wait_ns = SecToNs(a.idle_wait_s);
   // Validate both URLs before any traffic.
   auto url = http::ParseUrl(a.probe.url);
-  if (!url.ok()) return Fail(InvalidArgument("--url " + url.status().message()));
+  if (!url.ok()) return Fail("net", InvalidArgument("--url " + url.status().message()));
   if (!a.compare_url.empty()) {
     if (auto u2 = http::ParseUrl(a.compare_url); !u2.ok())
-      return Fail(InvalidArgument("--compare " + u2.status().message()));
+      return Fail("net", InvalidArgument("--compare " + u2.status().message()));
   }
 
   net::NetFacts facts;
   auto p = net::RunProbe(a.probe);
-  if (!p.ok()) return Fail(p.status());
+  if (!p.ok()) return Fail("net", p.status());
   facts.probe = std::move(*p);
   if (!a.compare_url.empty()) {
     net::ProbeOptions o2 = a.probe;
     o2.url = a.compare_url;
     auto p2 = net::RunProbe(o2);
-    if (!p2.ok()) return Fail(p2.status());
+    if (!p2.ok()) return Fail("net", p2.status());
     facts.compare_probe = std::move(*p2);
     facts.compare = net::ComparePhases(facts.probe, *facts.compare_probe);
   }
@@ -134,7 +129,7 @@ int RunNet(NetArgs& a) {
     nlohmann::json fj = nlohmann::json::array();
     for (const auto& f : findings) fj.push_back(rules::ToJson(f));
     doc["findings"] = std::move(fj);
-    if (Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n"); !st.ok()) return Fail(st);
+    if (Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n"); !st.ok()) return Fail("net", st);
   }
   std::string out = net::RenderNetText(facts);
   report::TextOptions to;

@@ -24,16 +24,11 @@ struct NumaExecArgs {
   std::vector<std::string> command;
 };
 
-int Fail(const std::string& msg, int code) {
-  std::fprintf(stderr, "latdoc numa-exec: %s\n", msg.c_str());
-  return code;
-}
-
 int RunNumaExec(const NumaExecArgs& a) {
-  if (a.command.empty()) return Fail("no command given after --", kExitBadInput);
+  if (a.command.empty()) return Fail("numa-exec", "no command given after --", kExitBadInput);
   host::SysRoot fs(a.sysroot);
   auto b = host::BindingForGpu(fs, a.gpu);
-  if (!b.ok()) return Fail(b.status().message(), ExitCodeFor(b.status()));
+  if (!b.ok()) return Fail("numa-exec", b.status().message(), ExitCodeFor(b.status()));
   std::string cmd;
   for (const auto& w : a.command) cmd += (cmd.empty() ? "" : " ") + w;
   const bool bind_memory = b->node >= 0;
@@ -44,8 +39,12 @@ int RunNumaExec(const NumaExecArgs& a) {
                b->cpulist.c_str(), bind_memory ? ", memory bound to that node" : ", memory not bound",
                cmd.c_str());
   if (a.dry_run) return kExitOk;
-  if (b->cpus.empty()) return Fail("GPU " + b->bdf + ": no CPU list to bind to", kExitCannotRun);
-  if (numa_available() < 0) return Fail("libnuma: NUMA is not available on this kernel", kExitCannotRun);
+  if (b->cpus.empty()) {
+    return Fail("numa-exec", "GPU " + b->bdf + ": no CPU list to bind to", kExitCannotRun);
+  }
+  if (numa_available() < 0) {
+    return Fail("numa-exec", "libnuma: NUMA is not available on this kernel", kExitCannotRun);
+  }
 
   struct bitmask* cpus = numa_allocate_cpumask();
   for (int64_t c : b->cpus) {
@@ -56,7 +55,8 @@ int RunNumaExec(const NumaExecArgs& a) {
   if (numa_sched_setaffinity(0, cpus) != 0) {
     int err = errno;
     numa_free_cpumask(cpus);
-    return Fail(std::string("sched_setaffinity to CPUs ") + b->cpulist + ": " + std::strerror(err),
+    return Fail("numa-exec",
+                std::string("sched_setaffinity to CPUs ") + b->cpulist + ": " + std::strerror(err),
                 kExitCannotRun);
   }
   numa_free_cpumask(cpus);
@@ -71,7 +71,8 @@ int RunNumaExec(const NumaExecArgs& a) {
   argv.push_back(nullptr);
   ::execvp(argv[0], argv.data());
   int err = errno;
-  return Fail(a.command[0] + ": " + std::strerror(err), err == ENOENT ? kExitBadInput : kExitCannotRun);
+  return Fail("numa-exec", a.command[0] + ": " + std::strerror(err),
+              err == ENOENT ? kExitBadInput : kExitCannotRun);
 }
 
 }  // namespace

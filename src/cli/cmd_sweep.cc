@@ -39,11 +39,6 @@ struct SweepArgs {
   bool quiet = false;
 };
 
-int Fail(const Status& st) {
-  fmt::print(stderr, "latdoc sweep: {}\n", st.message());
-  return ExitCodeFor(st);
-}
-
 // "LO:HI" (or a single number, which is a range of one point and rejected by validation).
 Status ParseRange(const std::string& flag, const std::string& text, double* lo, double* hi) {
   auto parts = Split(text, ':');
@@ -89,27 +84,29 @@ int RunSweepCommand(SweepArgs& a) {
   loadgen::SweepOptions& s = a.s;
   if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
   else if (a.endpoint == "chat") o.endpoint = loadgen::Endpoint::kChat;
-  else return Fail(InvalidArgument("--endpoint must be completions or chat"));
+  else return Fail("sweep", InvalidArgument("--endpoint must be completions or chat"));
   if (!a.request_rate.empty() && !a.concurrency.empty())
-    return Fail(InvalidArgument("give --concurrency or --request-rate, not both"));
+    return Fail("sweep", InvalidArgument("give --concurrency or --request-rate, not both"));
   if (!a.request_rate.empty()) {
     s.rate_mode = true;
-    if (Status st = ParseRange("--request-rate", a.request_rate, &s.lo, &s.hi); !st.ok()) return Fail(st);
+    if (Status st = ParseRange("--request-rate", a.request_rate, &s.lo, &s.hi); !st.ok()) {
+      return Fail("sweep", st);
+    }
   } else {
     if (Status st = ParseRange("--concurrency", a.concurrency.empty() ? "1:1024" : a.concurrency,
                                &s.lo, &s.hi); !st.ok())
-      return Fail(st);
+      return Fail("sweep", st);
   }
   if (a.goal == "latency") s.goal = loadgen::SweepGoal::kLatency;
   else if (a.goal == "throughput") s.goal = loadgen::SweepGoal::kThroughput;
-  else return Fail(InvalidArgument(fmt::format("--goal '{}': expected latency or throughput", a.goal)));
+  else return Fail("sweep", fmt::format("--goal '{}': expected latency or throughput", a.goal), kExitBadInput);
   auto kl = loadgen::ParseKneeLatency(a.knee_latency);
-  if (!kl.ok()) return Fail(kl.status());
+  if (!kl.ok()) return Fail("sweep", kl.status());
   s.knee_latency = *kl;
   auto slo = loadgen::ParseSlo(a.slo);
-  if (!slo.ok()) return Fail(slo.status());
+  if (!slo.ok()) return Fail("sweep", slo.status());
   s.slo = *slo;
-  if (Status st = loadgen::ValidateSweepOptions(s); !st.ok()) return Fail(st);
+  if (Status st = loadgen::ValidateSweepOptions(s); !st.ok()) return Fail("sweep", st);
   if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
   o.client.keep_alive = !a.no_keepalive;
   o.client.connect_timeout_ns = SecToNs(a.connect_timeout_s);
@@ -119,14 +116,14 @@ int RunSweepCommand(SweepArgs& a) {
   if (s.rate_mode) o.request_rate = s.lo;
   if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
-    if (!w.ok()) return Fail(w.status());
+    if (!w.ok()) return Fail("sweep", w.status());
     if (w->bad_lines) fmt::print(stderr, "latdoc sweep: {} bad entries skipped in {}\n", w->bad_lines, a.dataset);
     o.prompts = std::move(w->prompts);
     double in = 0;
     for (const auto& p : o.prompts) in += p.input_tokens;
     s.input_len = int(in / double(o.prompts.size()));
   } else {
-    if (Status st = loadgen::ValidateRandomOptions(a.random); !st.ok()) return Fail(st);
+    if (Status st = loadgen::ValidateRandomOptions(a.random); !st.ok()) return Fail("sweep", st);
     a.random.seed = o.seed;
     a.random.token_ids = a.random.token_ids && o.endpoint == loadgen::Endpoint::kCompletions;
     o.prompts = loadgen::RandomPrompts(a.random, 4096);
@@ -135,7 +132,7 @@ int RunSweepCommand(SweepArgs& a) {
   // Output paths are checked before any load is sent (no sweep lost to a typo).
   for (const std::string* p : {&a.json_out, &a.csv_out, &a.svg_out}) {
     if (p->empty()) continue;
-    if (Status st = CheckOutputPath(*p); !st.ok()) return Fail(st);
+    if (Status st = CheckOutputPath(*p); !st.ok()) return Fail("sweep", st);
   }
 
   auto runner = loadgen::MakeBenchStepRunner(o);
@@ -148,7 +145,7 @@ int RunSweepCommand(SweepArgs& a) {
     }
   });
   runner.reset();
-  if (!result.ok()) return Fail(result.status());
+  if (!result.ok()) return Fail("sweep", result.status());
   loadgen::SweepResult& r = *result;
   if (!a.quiet) fmt::print("{}", loadgen::SweepSummaryText(r, s));
 
@@ -163,14 +160,14 @@ int RunSweepCommand(SweepArgs& a) {
   int rc = kExitOk;
   if (!a.json_out.empty()) {
     if (Status st = WriteFileAtomic(a.json_out, JsonText(loadgen::SweepJson(r, s, ctx), 2) + "\n"); !st.ok())
-      return Fail(st);
+      return Fail("sweep", st);
   }
   if (!a.csv_out.empty()) {
-    if (Status st = WriteFileAtomic(a.csv_out, loadgen::SweepCsv(r, s)); !st.ok()) return Fail(st);
+    if (Status st = WriteFileAtomic(a.csv_out, loadgen::SweepCsv(r, s)); !st.ok()) return Fail("sweep", st);
   }
   if (!a.svg_out.empty()) {
     if (Status st = WriteFileAtomic(a.svg_out, report::RenderSvg(BuildChart(r, s))); !st.ok())
-      return Fail(st);
+      return Fail("sweep", st);
   }
   if (r.steps.empty() && r.partial) {
     fmt::print(stderr, "latdoc sweep: interrupted before any step completed\n");

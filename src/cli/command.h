@@ -4,13 +4,21 @@
 #pragma once
 
 #include <functional>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
+
+#include "base/status.h"
 
 namespace latdoc::cli {
 
 // Runs a parsed subcommand; returns the process exit code (base/exit_codes.h).
 using RunFn = std::function<int()>;
+
+// Prints "latdoc COMMAND: MESSAGE" on stderr and returns `code`, for `return Fail(...)`.
+int Fail(std::string_view command, std::string_view message, int code);
+// The same for a status; the exit code is ExitCodeFor(status).
+int Fail(std::string_view command, const Status& status);
 
 struct Command {
   CLI::App* app;

@@ -11,6 +11,20 @@
 #define LATDOC_VERSION "0.0.0"
 #endif
 
+namespace latdoc::cli {
+
+int Fail(std::string_view command, std::string_view message, int code) {
+  std::fprintf(stderr, "latdoc %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
+               static_cast<int>(message.size()), message.data());
+  return code;
+}
+
+int Fail(std::string_view command, const Status& status) {
+  return Fail(command, status.message(), ExitCodeFor(status));
+}
+
+}  // namespace latdoc::cli
+
 int main(int argc, char** argv) {
   CLI::App app{
       "latdoc: finds where the latency of an LLM inference service goes (network, host, GPU\n"

@@ -35,6 +35,10 @@ struct Counters {
   std::vector<std::optional<CgroupCpuStat>> cgroup_stats;  // one per CgroupCpu limit
   std::map<std::string, int64_t> vmstat;
   Status vmstat_status;
+  std::optional<SoftnetTotals> softnet;
+  Status softnet_status;
+  std::map<std::string, int64_t> conntrack_stat;  // ParseStatTable of /proc/net/stat/nf_conntrack
+  Status conntrack_status;
 };
 
 // Reads the stat of every thread of `pid` into c; false when its task list cannot be listed.
@@ -94,6 +98,18 @@ Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid,
   auto vm = fs.Read("/proc/vmstat");
   if (vm.ok()) c.vmstat = ParseVmstat(*vm);
   else c.vmstat_status = vm.status();
+  auto softnet = fs.Read("/proc/net/softnet_stat");
+  if (!softnet.ok()) {
+    c.softnet_status = softnet.status();
+  } else if (!(c.softnet = ParseSoftnetStat(*softnet))) {
+    c.softnet_status = DataLoss("/proc/net/softnet_stat: no line of hex counters");
+  }
+  auto ct = fs.Read("/proc/net/stat/nf_conntrack");
+  if (!ct.ok()) {
+    c.conntrack_status = ct.status();
+  } else if ((c.conntrack_stat = ParseStatTable(*ct)).empty()) {
+    c.conntrack_status = DataLoss("/proc/net/stat/nf_conntrack: no header line");
+  }
   return c;
 }
 
@@ -500,10 +516,45 @@ void CollectNetStatic(const SysRoot& fs, const std::optional<ServerProcess>& ser
   const std::string ct = "/proc/sys/net/netfilter/nf_conntrack_";
   net->conntrack_count = ReadIntFact(fs, ct + "count");
   net->conntrack_max = ReadIntFact(fs, ct + "max");
+  net->netdev_max_backlog = ReadIntFact(fs, "/proc/sys/net/core/netdev_max_backlog");
+  net->netdev_budget = ReadIntFact(fs, "/proc/sys/net/core/netdev_budget");
   if (!net->conntrack_count.known() && !fs.Exists("/proc/sys/net/netfilter")) {
     net->conntrack_count = net->conntrack_max =
         Fact<int64_t>::Unknown("nf_conntrack is not loaded (no /proc/sys/net/netfilter)");
   }
+}
+
+// The softnet counters' growth over the interval, summed over CPUs (`field` picks the column).
+Fact<int64_t> SoftnetDelta(const Counters& a, const Counters& b, int64_t SoftnetTotals::*field) {
+  if (!a.softnet) return Fact<int64_t>::Unknown(a.softnet_status.message());
+  if (!b.softnet) return Fact<int64_t>::Unknown(b.softnet_status.message());
+  // A CPU brought online in between adds its counters since boot: not growth.
+  if (a.softnet->cpus != b.softnet->cpus) {
+    return Fact<int64_t>::Unknown("/proc/net/softnet_stat: CPUs went on or offline during the sample");
+  }
+  return Fact<int64_t>::Known(std::max<int64_t>((*b.softnet).*field - (*a.softnet).*field, 0),
+                              "/proc/net/softnet_stat");
+}
+
+// Packets conntrack dropped over the interval: its drop, early_drop and insert_failed counters.
+Fact<int64_t> ConntrackDropsDelta(const Counters& a, const Counters& b) {
+  if (!a.conntrack_status.ok()) {
+    return Fact<int64_t>::Unknown(a.conntrack_status.message() +
+                                  (a.conntrack_status.code() == StatusCode::kNotFound
+                                       ? " (nf_conntrack is not loaded)"
+                                       : ""));
+  }
+  if (!b.conntrack_status.ok()) return Fact<int64_t>::Unknown(b.conntrack_status.message());
+  int64_t total = 0;
+  for (const char* key : {"drop", "early_drop", "insert_failed"}) {
+    auto x = a.conntrack_stat.find(key);
+    auto y = b.conntrack_stat.find(key);
+    if (x == a.conntrack_stat.end() || y == b.conntrack_stat.end()) {
+      return Fact<int64_t>::Unknown(std::string("/proc/net/stat/nf_conntrack: no ") + key + " column");
+    }
+    total += std::max<int64_t>(y->second - x->second, 0);
+  }
+  return Fact<int64_t>::Known(total, "/proc/net/stat/nf_conntrack");
 }
 
 Fact<int64_t> CounterDelta(const Counters& a, const Counters& b, const std::string& key) {
@@ -633,6 +684,12 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   facts.memory.swap_in_pages_delta = VmstatDelta(first, second, "pswpin");
   facts.memory.swap_out_pages_delta = VmstatDelta(first, second, "pswpout");
   facts.net.listen_overflows_delta = CounterDelta(first, second, "TcpExt.ListenOverflows");
+  facts.net.listen_drops_delta = CounterDelta(first, second, "TcpExt.ListenDrops");
+  facts.net.backlog_drops_delta = CounterDelta(first, second, "TcpExt.TCPBacklogDrop");
+  facts.net.rcvq_drops_delta = CounterDelta(first, second, "TcpExt.TCPRcvQDrop");
+  facts.net.softnet_dropped_delta = SoftnetDelta(first, second, &SoftnetTotals::dropped);
+  facts.net.softnet_squeezed_delta = SoftnetDelta(first, second, &SoftnetTotals::time_squeeze);
+  facts.net.conntrack_drops_delta = ConntrackDropsDelta(first, second);
   facts.net.retrans_segs_delta = CounterDelta(first, second, "Tcp.RetransSegs");
   facts.net.out_segs_delta = CounterDelta(first, second, "Tcp.OutSegs");
   CollectNicIrqs(fs, first, second, &facts.net);

@@ -107,7 +107,23 @@ TEST(CollectorTest, DeltasAreTakenBetweenTheTwoSamples) {
             "4242 (python3) R 1 4242 4242 0 -1 4194304 1 0 0 0 " + std::to_string(500 + hz / 5) +
                 " 20 0 0 20 0 2 0 100 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 5 0 0 0 0 0\n");
     t.Write("/proc/4242/io", "write_bytes: " + std::to_string(4096 + 2'000'000) + "\n");
-    t.Write("/proc/net/netstat", "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 7 7\n");
+    t.Write("/proc/net/netstat", "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPBacklogDrop "
+                                 "TCPRcvQDrop\nTcpExt: 0 7 9 4 0\n");
+    // CPU 1 drops 5 packets at its backlog; CPUs 0 and 3 run out of softirq budget 2 and 1 times.
+    t.Write("/proc/net/softnet_stat",
+            "000f4290 00000000 00000003 0 0 0 0 0 0 0 0 0 0 0 00000000\n"
+            "000f4291 00000005 00000001 0 0 0 0 0 0 0 0 0 0 0 00000001\n"
+            "000f4292 00000000 00000001 0 0 0 0 0 0 0 0 0 0 0 00000002\n"
+            "000f4293 00000000 00000002 0 0 0 0 0 0 0 0 0 0 0 00000003\n");
+    // conntrack: one more drop on each of two CPUs, one early drop.
+    std::string ct = "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop "
+                     "early_drop icmp_error  expect_new expect_create expect_delete search_restart\n";
+    for (int c = 0; c < 4; ++c) {
+      ct += "000003e8  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+            "00000000 0000000" + std::to_string(c < 2 ? 1 : 0) + " 0000000" + std::to_string(c == 3 ? 1 : 0) +
+            " 00000000  00000000 00000000 00000000 00000000\n";
+    }
+    t.Write("/proc/net/stat/nf_conntrack", ct);
     t.Write("/proc/vmstat", "nr_free_pages 123456\npswpin 5\npswpout 40\n");
     t.Write("/proc/net/snmp", "Tcp: RtoAlgorithm ActiveOpens PassiveOpens OutSegs RetransSegs\nTcp: 1 10 900 110000 203\n");
     t.Write("/proc/interrupts",
@@ -129,6 +145,14 @@ TEST(CollectorTest, DeltasAreTakenBetweenTheTwoSamples) {
   EXPECT_EQ(f.server->threads->at(1).cpu_pct, 0.0);
   EXPECT_NEAR(*f.server->write_bytes_per_s, 2e6 / (static_cast<double>(f.sample_interval_ns) / 1e9), 1);
   EXPECT_EQ(f.net.listen_overflows_delta.value_or(-1), 7);
+  EXPECT_EQ(f.net.listen_drops_delta.value_or(-1), 9);
+  EXPECT_EQ(f.net.backlog_drops_delta.value_or(-1), 4);
+  EXPECT_EQ(f.net.rcvq_drops_delta.value_or(-1), 0);
+  EXPECT_EQ(f.net.softnet_dropped_delta.value_or(-1), 5);
+  EXPECT_EQ(f.net.softnet_squeezed_delta.value_or(-1), 3);  // 7 now, 4 in the built tree
+  EXPECT_EQ(f.net.conntrack_drops_delta.value_or(-1), 3);
+  EXPECT_EQ(f.net.netdev_max_backlog.value_or(-1), 1000);
+  EXPECT_EQ(f.net.netdev_budget.value_or(-1), 300);
   EXPECT_EQ(f.net.retrans_segs_delta.value_or(-1), 200);
   EXPECT_EQ(f.net.out_segs_delta.value_or(-1), 10000);
   ASSERT_TRUE(f.net.nic_irqs.known());

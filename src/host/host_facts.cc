@@ -38,7 +38,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NicIrqs, nic, irq_count, per_cpu
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, tcp_inuse, tcp_time_wait, server_port,
                                                 server_port_time_wait, conntrack_count,
                                                 conntrack_max, listen_overflows_delta,
-                                                retrans_segs_delta, out_segs_delta, nic_irqs,
+                                                listen_drops_delta, backlog_drops_delta,
+                                                rcvq_drops_delta, retrans_segs_delta,
+                                                out_segs_delta, softnet_dropped_delta,
+                                                softnet_squeezed_delta, netdev_max_backlog,
+                                                netdev_budget, conntrack_drops_delta, nic_irqs,
                                                 firewall_rules)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DiskFacts, busiest_util_pct, busiest_device)
 

@@ -158,8 +158,17 @@ struct NetFacts {
   Fact<int64_t> conntrack_count;
   Fact<int64_t> conntrack_max;
   Fact<int64_t> listen_overflows_delta;
+  Fact<int64_t> listen_drops_delta;            // TcpExt.ListenDrops (overflows included)
+  Fact<int64_t> backlog_drops_delta;           // TcpExt.TCPBacklogDrop
+  Fact<int64_t> rcvq_drops_delta;              // TcpExt.TCPRcvQDrop
   Fact<int64_t> retrans_segs_delta;
   Fact<int64_t> out_segs_delta;
+  Fact<int64_t> softnet_dropped_delta;         // /proc/net/softnet_stat, all CPUs
+  Fact<int64_t> softnet_squeezed_delta;        // its time_squeeze column, all CPUs
+  Fact<int64_t> netdev_max_backlog;            // net.core.netdev_max_backlog
+  Fact<int64_t> netdev_budget;                 // net.core.netdev_budget
+  Fact<int64_t> conntrack_drops_delta;         // /proc/net/stat/nf_conntrack: drop, early_drop,
+                                               // insert_failed
   Fact<std::vector<NicIrqs>> nic_irqs;
   Fact<int64_t> firewall_rules;                // nft rules or iptables "-A" lines
 };

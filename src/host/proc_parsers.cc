@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 
 #include "base/strings.h"
@@ -474,6 +475,67 @@ std::map<std::string, int64_t> ParseVmstat(std::string_view text) {
     auto w = SplitWhitespace(line);
     if (w.size() != 2) continue;
     if (auto v = ParseInt64(w[1])) out[std::string(w[0])] = *v;
+  }
+  return out;
+}
+
+namespace {
+
+std::optional<int64_t> ParseHex(std::string_view w) {
+  int64_t v = 0;
+  auto r = std::from_chars(w.data(), w.data() + w.size(), v, 16);
+  if (r.ec != std::errc() || r.ptr != w.data() + w.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+// 0017851d 00000000 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 ...
+// 00172670 00000002 0000002a 00000000 00000000 00000000 00000000 00000000 00000000 00000000 ...
+std::optional<SoftnetTotals> ParseSoftnetStat(std::string_view text) {
+  SoftnetTotals t;
+  for (auto line : Split(text, '\n')) {
+    auto w = SplitWhitespace(line);
+    if (w.empty()) continue;
+    std::optional<int64_t> p, d, q;
+    if (w.size() >= 3) {
+      p = ParseHex(w[0]);
+      d = ParseHex(w[1]);
+      q = ParseHex(w[2]);
+    }
+    if (!p || !d || !q) {
+      ++t.bad_lines;
+      continue;
+    }
+    t.processed += *p;
+    t.dropped += *d;
+    t.time_squeeze += *q;
+    ++t.cpus;
+  }
+  if (t.cpus == 0) return std::nullopt;
+  return t;
+}
+
+// entries  clashres found new invalid ignore delete chainlength insert insert_failed drop ...
+// 00000000  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 ...
+std::map<std::string, int64_t> ParseStatTable(std::string_view text) {
+  std::map<std::string, int64_t> out;
+  std::vector<std::string_view> names;
+  for (auto line : Split(text, '\n')) {
+    auto w = SplitWhitespace(line);
+    if (w.empty()) continue;
+    if (names.empty()) {
+      if (std::all_of(w.begin(), w.end(), [](auto x) { return ParseHex(x).has_value(); })) {
+        return out;  // values before any header: not a stat table
+      }
+      names = w;
+      for (auto n : names) out[std::string(n)] = 0;
+      continue;
+    }
+    if (w.size() != names.size()) continue;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (auto v = ParseHex(w[i])) out[std::string(names[i])] += *v;
+    }
   }
   return out;
 }

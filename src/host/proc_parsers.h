@@ -130,6 +130,25 @@ std::optional<Psi> ParsePsi(std::string_view text);
 // /proc/vmstat "name value" lines -> {name: value}.
 std::map<std::string, int64_t> ParseVmstat(std::string_view text);
 
+// /proc/net/softnet_stat: one line per CPU of hex columns; the first three are the packets
+// processed, dropped at the CPU's input backlog (net.core.netdev_max_backlog) and the times the
+// receive softirq ran out of budget (time_squeeze). Summed over CPUs; nullopt when no line
+// parses. Lines that do not parse are counted.
+struct SoftnetTotals {
+  int64_t processed = 0;
+  int64_t dropped = 0;
+  int64_t time_squeeze = 0;
+  int64_t cpus = 0;
+  int64_t bad_lines = 0;
+};
+std::optional<SoftnetTotals> ParseSoftnetStat(std::string_view text);
+
+// /proc/net/stat/nf_conntrack (and the other /proc/net/stat tables): a header line of column
+// names, then one line of hex values per CPU. Each column summed over the CPUs, by name
+// ({"drop": 3, "insert_failed": 0, ...}); empty when there is no header. Columns that are a
+// global value repeated on each line ("entries") come out multiplied: callers read counters.
+std::map<std::string, int64_t> ParseStatTable(std::string_view text);
+
 // NUL-separated /proc/PID/cmdline or environ -> words (a trailing NUL makes no empty word).
 std::vector<std::string> SplitNul(std::string_view bytes);
 

@@ -260,6 +260,43 @@ TEST(ProcParsersTest, VmstatCounters) {
   EXPECT_EQ(v.count("broken"), 0u);
 }
 
+// Recorded on this project's build VM (kernel 6.18): 15 columns, hex; the second CPU's dropped
+// and time_squeeze edited to 2 and 0x2a.
+TEST(ProcParsersTest, SoftnetStatSummedOverCpus) {
+  auto t = ParseSoftnetStat(
+      "0017851d 00000000 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+      "00000000 00000000 00000000 00000000 00000000\n"
+      "00172670 00000002 0000002a 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+      "00000000 00000000 00000001 00000000 00000000\n"
+      "zz 1\n");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->processed, 0x17851d + 0x172670);
+  EXPECT_EQ(t->dropped, 2);
+  EXPECT_EQ(t->time_squeeze, 1 + 0x2a);
+  EXPECT_EQ(t->cpus, 2);
+  EXPECT_EQ(t->bad_lines, 1);
+  EXPECT_FALSE(ParseSoftnetStat("").has_value());
+  EXPECT_FALSE(ParseSoftnetStat("x y z\n").has_value());
+}
+
+// /proc/net/stat/nf_conntrack as kernel 6.18 writes it (two spaces after some columns).
+TEST(ProcParsersTest, StatTableColumnsByName) {
+  auto m = ParseStatTable(
+      "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop "
+      "early_drop icmp_error  expect_new expect_create expect_delete search_restart\n"
+      "00000010  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001 "
+      "0000000a 00000000 00000000  00000000 00000000 00000000 00000000\n"
+      "00000010  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
+      "00000005 00000003 00000000  00000000 00000000 00000000 00000000\n"
+      "00000010 short\n");
+  EXPECT_EQ(m.size(), 17u);
+  EXPECT_EQ(m["drop"], 15);
+  EXPECT_EQ(m["early_drop"], 3);
+  EXPECT_EQ(m["insert_failed"], 1);
+  EXPECT_TRUE(ParseStatTable("00000001 00000002\n").empty());
+  EXPECT_TRUE(ParseStatTable("").empty());
+}
+
 TEST(ProcParsersTest, CgroupMountsFromMountinfo) {
   // Recorded on this project's build VM (hybrid: v1 controllers, v2 at .../unified), plus a
   // container's cgroup2 view and an escaped blank.

@@ -10,6 +10,7 @@
 
 #include "base/strings.h"
 #include "host/proc_parsers.h"
+#include "rules/vllm_args.h"
 
 namespace latdoc::rules {
 namespace {
@@ -40,6 +41,11 @@ template <typename T>
 Evidence FactNum(std::string name, const Fact<T>& f, std::string unit) {
   if (f.known()) return Num(std::move(name), static_cast<double>(*f), std::move(unit));
   return Evidence{std::move(name), std::nullopt, std::move(unit), "unknown: " + f.reason};
+}
+
+// The sample interval in seconds, for "N in S s" titles.
+double SampleSeconds(const HostFacts& facts) {
+  return static_cast<double>(facts.sample_interval_ns) / 1e9;
 }
 
 Finding Make(std::string id, Layer layer, Severity sev, std::string title) {
@@ -460,16 +466,6 @@ Finding Governor(const HostFacts& facts) {
   return f;
 }
 
-bool HasFlag(const std::vector<std::string>& argv, std::string_view flag) {
-  for (const auto& a : argv) {
-    if (a == flag) return true;
-    if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0 && a[flag.size()] == '=') {
-      return true;
-    }
-  }
-  return false;
-}
-
 Finding Saturation(const HostFacts& facts) {
   const std::string id = "cpu.saturation";
   if (!facts.server) return Skip(id, Layer::kSystem, "server threads", facts.server_note);
@@ -812,6 +808,118 @@ Finding Conntrack(const HostFacts& facts) {
     f.advice = fmt::format("sysctl -w net.netfilter.nf_conntrack_max={}; and reuse connections",
                            *n.conntrack_max * 4);
   }
+  f.evidence.push_back(FactNum("conntrack_drops_delta", n.conntrack_drops_delta, ""));
+  if (n.conntrack_drops_delta.known() && *n.conntrack_drops_delta > 0) {
+    f.severity = Severity::kFail;
+    f.title = fmt::format("conntrack dropped {} packets in {:.1f} s (table {:.0f}% full): a new "
+                          "connection that loses its SYN waits a second or more for the retry",
+                          *n.conntrack_drops_delta, SampleSeconds(facts), fill * 100);
+    f.advice = fmt::format("sysctl -w net.netfilter.nf_conntrack_max={}; or leave the serving "
+                           "port out of connection tracking (a NOTRACK / notrack rule in the raw "
+                           "table); and reuse connections",
+                           *n.conntrack_max * 4);
+  }
+  return f;
+}
+
+// Segments the kernel dropped at a socket during the sample, host-wide: SYNs dropped while
+// connecting beyond the accept-queue overflows that net.listen_overflow reports (ListenDrops
+// counts both), a socket backlog over its limit while its owner held the socket
+// (TCPBacklogDrop), a receive queue past its memory (TCPRcvQDrop). Each costs the sender a
+// retransmit timeout (200 ms or more).
+Finding SocketDrops(const HostFacts& facts) {
+  const std::string id = "net.socket_drops";
+  const auto& n = facts.net;
+  struct Part {
+    std::string counter;
+    std::string where;
+    std::string advice;
+    const Fact<int64_t>* delta;
+  };
+  Fact<int64_t> syn_drops = n.listen_drops_delta;
+  if (syn_drops.known()) {
+    if (!n.listen_overflows_delta.known()) {
+      syn_drops = Fact<int64_t>::Unknown(n.listen_overflows_delta.reason);
+    } else {
+      syn_drops = Fact<int64_t>::Known(std::max<int64_t>(*syn_drops - *n.listen_overflows_delta, 0));
+    }
+  }
+  const Part parts[] = {
+      {"ListenDrops-ListenOverflows", "while connecting",
+       "SYNs dropped while connecting: sysctl net.ipv4.tcp_max_syn_backlog (raise it) and "
+       "net.ipv4.tcp_syncookies=1",
+       &syn_drops},
+      {"TCPBacklogDrop", "at a socket backlog",
+       "backlog drops: a process held its socket while data arrived faster than it read "
+       "(a saturated thread: cpu.saturation); ss -tmi shows each socket's drops",
+       &n.backlog_drops_delta},
+      {"TCPRcvQDrop", "at a full receive queue",
+       "receive-queue drops: raise the receive buffers (sysctl -w "
+       "net.ipv4.tcp_rmem='4096 131072 16777216') and check net.ipv4.tcp_mem",
+       &n.rcvq_drops_delta},
+  };
+  std::string unknown;
+  int64_t total = 0;
+  int known = 0;
+  std::vector<std::string> where, advice;
+  Finding f = Make(id, Layer::kNetwork, Severity::kOk, "no TCP segments dropped at sockets during the sample");
+  for (const Part& p : parts) {
+    if (!p.delta->known()) {
+      if (unknown.empty()) unknown = p.delta->reason;
+      continue;
+    }
+    ++known;
+    f.evidence.push_back(Num(p.counter + "_delta", static_cast<double>(**p.delta), ""));
+    if (**p.delta > 0) {
+      total += **p.delta;
+      where.push_back(fmt::format("{} {} ({})", **p.delta, p.where, p.counter));
+      advice.push_back(p.advice);
+    }
+  }
+  if (known == 0) return Skip(id, Layer::kNetwork, "socket drops", unknown);
+  if (total > 0) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("{} TCP segments dropped at sockets in {:.1f} s, host-wide: {}; each "
+                          "waits for a retransmit timeout",
+                          total, SampleSeconds(facts), fmt::join(where, ", "));
+    f.advice = fmt::format("{}", fmt::join(advice, "; "));
+  }
+  return f;
+}
+
+// The CPUs' receive path (/proc/net/softnet_stat): packets dropped because a CPU's input
+// backlog was full (net.core.netdev_max_backlog), and the times the receive softirq ran out of
+// its budget (net.core.netdev_budget) with packets left, which then wait for the next round.
+Finding Softnet(const HostFacts& facts) {
+  const std::string id = "net.softnet";
+  const auto& n = facts.net;
+  const auto& d = n.softnet_dropped_delta;
+  const auto& q = n.softnet_squeezed_delta;
+  if (!d.known()) return Skip(id, Layer::kNetwork, "receive backlog", d.reason);
+  Finding f = Make(id, Layer::kNetwork, Severity::kOk,
+                   "no packets dropped at the CPUs' receive backlog during the sample");
+  f.evidence.push_back(Num("softnet_dropped_delta", static_cast<double>(*d), ""));
+  f.evidence.push_back(FactNum("softnet_time_squeeze_delta", q, ""));
+  f.evidence.push_back(FactNum("net.core.netdev_max_backlog", n.netdev_max_backlog, ""));
+  f.evidence.push_back(FactNum("net.core.netdev_budget", n.netdev_budget, ""));
+  if (*d > 0) {
+    const int64_t backlog = n.netdev_max_backlog.value_or(1000);
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("{} packets dropped at the CPUs' receive backlog in {:.1f} s "
+                          "(net.core.netdev_max_backlog {}): the senders retransmit",
+                          *d, SampleSeconds(facts), backlog);
+    f.advice = fmt::format("sysctl -w net.core.netdev_max_backlog={}; and spread receive "
+                           "processing over more CPUs (more NIC queues, or RPS: see net.irq)",
+                           std::max<int64_t>(backlog * 2, 2000));
+  } else if (q.known() && *q > 0) {
+    const int64_t budget = n.netdev_budget.value_or(300);
+    f.severity = Severity::kInfo;
+    f.title = fmt::format("receive softirq ran out of budget {} times in {:.1f} s "
+                          "(net.core.netdev_budget {}): packets waited for the next round",
+                          *q, SampleSeconds(facts), budget);
+    f.advice = fmt::format("when it grows with the load: sysctl -w net.core.netdev_budget={}",
+                           budget * 2);
+  }
   return f;
 }
 
@@ -919,16 +1027,11 @@ Finding Firewall(const HostFacts& facts) {
 // ---------------------------------------------------------------------------------------------
 // vLLM flag lint (vllm.md sections 6-7).
 
-std::optional<double> FlagDouble(const std::vector<std::string>& argv, std::string_view flag) {
-  auto v = FlagValue(argv, flag);
-  return v ? ParseDouble(*v) : std::nullopt;
-}
-
 // The largest CUDA-graph capture size the server's flags set, or nullopt (vLLM's default,
 // min(2 x max_num_seqs, 512)). Newer vLLM: --max-cudagraph-capture-size N or
 // --cudagraph-capture-sizes 1 2 4 ...; v0.10: --cuda-graph-sizes (one value is the largest);
-// any: --compilation-config / -cc / -O JSON with max_cudagraph_capture_size or
-// cudagraph_capture_sizes (older: max_capture_size).
+// any: --compilation-config (-cc and dotted keys arrive as it: vllm_args.h) / -O JSON with
+// max_cudagraph_capture_size or cudagraph_capture_sizes (older: max_capture_size).
 std::optional<int64_t> CaptureSizeMax(const std::vector<std::string>& a) {
   if (auto v = FlagValue(a, "--max-cudagraph-capture-size")) {
     if (auto n = ParseInt64(*v)) return n;
@@ -949,7 +1052,7 @@ std::optional<int64_t> CaptureSizeMax(const std::vector<std::string>& a) {
     }
     if (best) return best;
   }
-  for (const char* flag : {"--compilation-config", "-cc", "-O"}) {
+  for (const char* flag : {"--compilation-config", "-O"}) {
     auto v = FlagValue(a, flag);
     if (!v || v->empty() || (*v)[0] != '{') continue;
     auto j = nlohmann::json::parse(*v, nullptr, false);
@@ -978,8 +1081,7 @@ std::string EnvValue(const host::ServerProcess& s, const std::string& name) {
 bool Eager(const std::vector<std::string>& a) {
   auto opt = FlagValue(a, "-O");
   auto cc = FlagValue(a, "--compilation-config");
-  if (!cc) cc = FlagValue(a, "-cc");
-  const bool o0 = (opt && *opt == "0") || HasFlag(a, "-O0");
+  const bool o0 = opt && *opt == "0";
   const bool cg_none = cc && cc->find("NONE") != std::string::npos;
   return HasFlag(a, "--enforce-eager") || o0 || cg_none;
 }
@@ -987,14 +1089,15 @@ bool Eager(const std::vector<std::string>& a) {
 std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& options) {
   std::vector<Finding> out;
   const auto& s = *facts.server;
-  const auto& a = s.argv;
+  // As vLLM reads it: underscores, aliases, -O3 and dotted keys in one canonical form.
+  const std::vector<std::string> a = NormalizeVllmArgv(s.argv);
   const Layer L = Layer::kConfig;
   const std::string who = fmt::format("vLLM pid {}", s.pid);
 
   {  // config.enforce_eager
     Finding f = Make("config.enforce_eager", L, Severity::kOk, who + ": CUDA/HIP graphs on");
     auto opt = FlagValue(a, "-O");
-    bool o0 = (opt && *opt == "0") || HasFlag(a, "-O0");
+    bool o0 = opt && *opt == "0";
     if (Eager(a)) {
       f.severity = Severity::kFail;
       f.title = who + ": graphs disabled (" +
@@ -1171,8 +1274,7 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
 
   {  // config.async_scheduling
     Finding f = Make("config.async_scheduling", L, Severity::kOk, who + ": --async-scheduling on");
-    const bool pp = FlagDouble(a, "--pipeline-parallel-size").value_or(1) > 1 ||
-                    FlagDouble(a, "-pp").value_or(1) > 1;
+    const bool pp = FlagDouble(a, "--pipeline-parallel-size").value_or(1) > 1;
     const bool spec = FlagValue(a, "--speculative-config").has_value();
     if (HasFlag(a, "--async-scheduling")) {
       // on
@@ -1245,23 +1347,6 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
 
 }  // namespace
 
-std::optional<std::string> FlagValue(const std::vector<std::string>& argv, std::string_view flag) {
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& w = argv[i];
-    if (w == flag) {
-      if (i + 1 < argv.size() && (argv[i + 1].empty() || argv[i + 1][0] != '-' ||
-                                  ParseDouble(argv[i + 1]))) {
-        return argv[i + 1];
-      }
-      return std::string();
-    }
-    if (w.size() > flag.size() && w.compare(0, flag.size(), flag) == 0 && w[flag.size()] == '=') {
-      return w.substr(flag.size() + 1);
-    }
-  }
-  return std::nullopt;
-}
-
 StatusOr<int64_t> SweepKneeFromJson(std::string_view text, std::string_view name) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
@@ -1311,6 +1396,8 @@ std::vector<Finding> JudgeHost(const HostFacts& facts, const HostRuleOptions& op
   out.push_back(TimeWait(facts));
   out.push_back(Conntrack(facts));
   out.push_back(ListenOverflow(facts));
+  out.push_back(SocketDrops(facts));
+  out.push_back(Softnet(facts));
   out.push_back(Retrans(facts));
   for (auto& f : Irq(facts)) out.push_back(std::move(f));
   out.push_back(Firewall(facts));

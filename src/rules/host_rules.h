@@ -7,11 +7,12 @@
 // Ids: gpu.clock_policy, gpu.throttle, gpu.power_cap, gpu.pcie_link, gpu.persistence,
 // gpu.numa, host.numa_balancing, host.thp, cpu.governor, cpu.saturation, cpu.cgroup_throttle,
 // cpu.pressure, host.memory_pressure, disk.log_write, net.time_wait, net.conntrack,
-// net.listen_overflow, net.retrans, net.irq, net.firewall, config.enforce_eager,
-// config.cudagraph_capture, config.gpu_memory_utilization, config.max_num_seqs,
-// config.max_num_batched_tokens, config.block_size, config.logging, config.async_scheduling,
-// config.v1_multiprocessing, config.rocm_aiter (AMD gfx942/gfx950 only). Thresholds:
-// ../shared/reference/host-checks.md sections 3, 5-7, 10.
+// net.listen_overflow, net.socket_drops, net.softnet, net.retrans, net.irq, net.firewall,
+// config.enforce_eager, config.cudagraph_capture, config.gpu_memory_utilization,
+// config.max_num_seqs, config.max_num_batched_tokens, config.block_size, config.logging,
+// config.async_scheduling, config.v1_multiprocessing, config.rocm_aiter (AMD gfx942/gfx950
+// only). Thresholds: ../shared/reference/host-checks.md sections 3, 5-7, 10. vLLM's flags are
+// read through NormalizeVllmArgv (vllm_args.h).
 #pragma once
 
 #include <cstdint>
@@ -39,9 +40,5 @@ std::vector<Finding> JudgeHost(const host::HostFacts& facts, const HostRuleOptio
 // have no knee concurrency), {"recommendation": {"max_num_seqs": 48}}, {"knee_concurrency": 48}.
 // Error: not JSON, or none of those keys (message names the file).
 StatusOr<int64_t> SweepKneeFromJson(std::string_view text, std::string_view name);
-
-// The value of a command-line flag: "--max-num-seqs 256" or "--max-num-seqs=256". For a
-// boolean flag present without a value, returns "". nullopt when absent.
-std::optional<std::string> FlagValue(const std::vector<std::string>& argv, std::string_view flag);
 
 }  // namespace latdoc::rules

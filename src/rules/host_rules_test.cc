@@ -1,4 +1,5 @@
 #include "rules/host_rules.h"
+#include "rules/vllm_args.h"
 
 #include <map>
 #include <optional>
@@ -86,6 +87,8 @@ TEST(HostRulesTest, EveryRuleFiresOnTheUnhealthyHostAndNotOnTheHealthyOne) {
       {"net.time_wait", Severity::kWarn, Severity::kOk},
       {"net.conntrack", Severity::kFail, Severity::kOk},
       {"net.listen_overflow", Severity::kWarn, Severity::kOk},
+      {"net.socket_drops", Severity::kWarn, Severity::kOk},
+      {"net.softnet", Severity::kWarn, Severity::kOk},
       {"net.retrans", Severity::kWarn, Severity::kOk},
       {"net.irq", Severity::kWarn, Severity::kOk},
       {"net.firewall", Severity::kWarn, Severity::kOk},
@@ -371,6 +374,66 @@ TEST(HostRulesTest, FlagValueForms) {
   EXPECT_EQ(FlagValue(argv, "--port"), std::nullopt);
 }
 
+TEST(HostRulesTest, FlagValueTakesTheLastOfARepeatedFlag) {
+  const std::vector<std::string> argv = {"--max-num-seqs", "128", "--max-num-seqs=256", "--x"};
+  EXPECT_EQ(FlagValue(argv, "--max-num-seqs"), "256");
+  EXPECT_EQ(FlagDouble(argv, "--max-num-seqs"), 256.0);
+  EXPECT_TRUE(HasFlag(argv, "--x"));
+  EXPECT_FALSE(HasFlag(argv, "--max-num"));
+}
+
+// vLLM's FlexibleArgumentParser: underscores, aliases, -O3, dotted keys merged into one JSON
+// object appended last (after the flag given whole, so it wins), "+" appending to a list.
+TEST(HostRulesTest, NormalizeVllmArgvAsVllmReadsIt) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(NormalizeVllmArgv({"vllm", "serve", "org/Model-3.1_8B", "--max_num_seqs", "512",
+                               "--max_num_batched_tokens=8192", "-tp", "2", "-O3", "--gpu-memory-utilization",
+                               "0.9", "--x", "-1.5"}),
+            (V{"vllm", "serve", "org/Model-3.1_8B", "--max-num-seqs", "512",
+               "--max-num-batched-tokens=8192", "--tensor-parallel-size", "2", "-O", "3",
+               "--gpu-memory-utilization", "0.9", "--x", "-1.5"}));
+  EXPECT_EQ(NormalizeVllmArgv({"-O=0"}), (V{"-O", "0"}));
+  EXPECT_EQ(NormalizeVllmArgv({"--optimization_level", "1"}), (V{"-O", "1"}));
+  EXPECT_EQ(NormalizeVllmArgv({"-cc", R"({"level": 3})", "-cc.cudagraph_mode", "NONE",
+                               "--compilation_config.pass_config.fuse_norm_quant=true",
+                               "-cc.max_cudagraph_capture_size", "1k",
+                               "-cc.cudagraph_capture_sizes+", "1,2", "-cc.cudagraph_capture_sizes+=4",
+                               "--port", "8000"}),
+            (V{"--compilation-config", R"({"level": 3})", "--port", "8000", "--compilation-config",
+               R"({"cudagraph_capture_sizes":[1,2,4],"cudagraph_mode":"NONE",)"
+               R"("max_cudagraph_capture_size":1000,"pass_config":{"fuse_norm_quant":true}})"}));
+  EXPECT_EQ(NormalizeVllmArgv({"-cc.level"}), V{});  // a dotted key without a value is dropped
+  EXPECT_EQ(NormalizeVllmArgv({"-cc.sizes", "2K"}), (V{"--compilation-config", R"({"sizes":2048})"}));
+}
+
+// Flags written the other ways vLLM accepts are judged as if written the usual way.
+TEST(HostRulesTest, VllmFlagsInEveryFormVllmAccepts) {
+  HostFacts f = Load("mi300x_built");
+  ASSERT_TRUE(f.server.has_value());
+  const std::vector<std::string> base = f.server->argv;
+  auto judge = [&](std::vector<std::string> extra, const char* id) {
+    f.server->argv = base;
+    f.server->argv.insert(f.server->argv.end(), extra.begin(), extra.end());
+    return One(JudgeHost(f, {}), id);
+  };
+  EXPECT_EQ(SeverityName(judge({}, "config.cudagraph_capture").severity), "info");
+  EXPECT_EQ(SeverityName(judge({"--max_num_seqs", "256"}, "config.cudagraph_capture").severity), "ok");
+  EXPECT_THAT(judge({"--max_num_seqs=300"}, "config.max_num_seqs").title, HasSubstr("max_num_seqs 300"));
+  EXPECT_EQ(SeverityName(judge({"-cc.max_cudagraph_capture_size=1024"}, "config.cudagraph_capture").severity),
+            "ok");
+  EXPECT_EQ(SeverityName(judge({"--compilation-config.cudagraph_capture_sizes+", "1,8,2048"},
+                               "config.cudagraph_capture").severity),
+            "ok");
+  for (std::vector<std::string> eager : {std::vector<std::string>{"-cc.cudagraph_mode", "NONE"},
+                                         {"-O0"}, {"--optimization-level=0"}, {"-O", "0"}}) {
+    EXPECT_EQ(SeverityName(judge(eager, "config.enforce_eager").severity), "fail") << eager.front();
+  }
+  // The last of a repeated flag wins, as in argparse.
+  EXPECT_EQ(SeverityName(judge({"--max-num-seqs", "1024", "--max-num-seqs", "256"},
+                               "config.cudagraph_capture").severity),
+            "ok");
+}
+
 TEST(HostRulesTest, SweepKnee) {
   EXPECT_EQ(*SweepKneeFromJson(R"({"knee": {"concurrency": 48}})", "s.json"), 48);
   EXPECT_EQ(*SweepKneeFromJson(R"({"recommendation": {"max_num_seqs": 32.4}})", "s.json"), 32);
@@ -573,6 +636,73 @@ TEST(HostRulesTest, CpuAndMemoryPressure) {
   w = Worst(JudgeHost(f, {}));
   EXPECT_EQ(w["cpu.pressure"], Severity::kSkip);
   EXPECT_EQ(w["host.memory_pressure"], Severity::kSkip);
+}
+
+// Drops on the receive path, host-wide: at sockets (SYN drops beyond the accept-queue overflows
+// net.listen_overflow reports, backlog and receive-queue drops), at the CPUs' input backlog, and
+// in conntrack. Any drop warns (conntrack's fails); a squeezed softirq alone is information.
+TEST(HostRulesTest, ReceivePathDrops) {
+  HostFacts f = Load("mi300x_built");
+  f.sample_interval_ns = 2'000'000'000;
+  auto& n = f.net;
+  auto known = [](int64_t v) { return Fact<int64_t>::Known(v, "test"); };
+  n.listen_overflows_delta = known(5);
+  n.listen_drops_delta = known(5);
+  n.backlog_drops_delta = known(0);
+  n.rcvq_drops_delta = Fact<int64_t>::Unknown("TcpExt.TCPRcvQDrop: not reported");
+  n.softnet_dropped_delta = known(0);
+  n.softnet_squeezed_delta = known(0);
+  n.netdev_max_backlog = known(1000);
+  n.netdev_budget = known(300);
+  n.conntrack_count = known(1000);
+  n.conntrack_max = known(262144);
+  n.conntrack_drops_delta = known(0);
+  auto fs = JudgeHost(f, {});
+  // Overflows alone are net.listen_overflow's; an older kernel's missing counter is left out.
+  Finding s = One(fs, "net.socket_drops");
+  EXPECT_EQ(s.severity, Severity::kOk);
+  std::vector<std::string> names;
+  for (const auto& e : s.evidence) names.push_back(e.name + "=" + std::to_string(e.value.value_or(-1)));
+  EXPECT_THAT(names, ::testing::ElementsAre("ListenDrops-ListenOverflows_delta=0.000000",
+                                            "TCPBacklogDrop_delta=0.000000"));
+  EXPECT_EQ(One(fs, "net.softnet").severity, Severity::kOk);
+  EXPECT_EQ(One(fs, "net.conntrack").severity, Severity::kOk);
+
+  n.listen_drops_delta = known(8);
+  n.backlog_drops_delta = known(40);
+  n.softnet_squeezed_delta = known(17);
+  fs = JudgeHost(f, {});
+  s = One(fs, "net.socket_drops");
+  EXPECT_EQ(s.severity, Severity::kWarn);
+  EXPECT_EQ(s.title, "43 TCP segments dropped at sockets in 2.0 s, host-wide: 3 while connecting "
+                     "(ListenDrops-ListenOverflows), 40 at a socket backlog (TCPBacklogDrop); each "
+                     "waits for a retransmit timeout");
+  EXPECT_THAT(s.advice, HasSubstr("tcp_max_syn_backlog"));
+  EXPECT_THAT(s.advice, HasSubstr("cpu.saturation"));
+  Finding q = One(fs, "net.softnet");
+  EXPECT_EQ(q.severity, Severity::kInfo);
+  EXPECT_EQ(q.title, "receive softirq ran out of budget 17 times in 2.0 s (net.core.netdev_budget "
+                     "300): packets waited for the next round");
+  EXPECT_EQ(q.advice, "when it grows with the load: sysctl -w net.core.netdev_budget=600");
+
+  n.softnet_dropped_delta = known(9);
+  n.conntrack_drops_delta = known(3);
+  fs = JudgeHost(f, {});
+  q = One(fs, "net.softnet");
+  EXPECT_EQ(q.severity, Severity::kWarn);
+  EXPECT_THAT(q.title, HasSubstr("9 packets dropped at the CPUs' receive backlog in 2.0 s "
+                                 "(net.core.netdev_max_backlog 1000)"));
+  EXPECT_THAT(q.advice, HasSubstr("net.core.netdev_max_backlog=2000"));
+  Finding c = One(fs, "net.conntrack");
+  EXPECT_EQ(c.severity, Severity::kFail);
+  EXPECT_THAT(c.title, HasSubstr("conntrack dropped 3 packets in 2.0 s (table 0% full)"));
+
+  // Nothing readable: skipped with the reason.
+  n.listen_drops_delta = n.backlog_drops_delta = Fact<int64_t>::Unknown("/proc/net/netstat: Permission denied");
+  n.softnet_dropped_delta = Fact<int64_t>::Unknown("/proc/net/softnet_stat: No such file or directory");
+  fs = JudgeHost(f, {});
+  EXPECT_EQ(One(fs, "net.socket_drops").severity, Severity::kSkip);
+  EXPECT_EQ(One(fs, "net.softnet").severity, Severity::kSkip);
 }
 
 // vLLM captures CUDA graphs up to min(2 x max_num_seqs, 512) by default: max_num_seqs 1024 (the

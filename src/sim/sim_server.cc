@@ -606,9 +606,13 @@ struct SimServer::Impl {
   }
 
   static void AppendUsage(std::string& out, int prompt_tokens, int completion_tokens) {
-    fmt::format_to(std::back_inserter(out),
-                   R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}})",
-                   prompt_tokens, prompt_tokens + completion_tokens, completion_tokens);
+    out += R"({"prompt_tokens":)";
+    AppendInt(out, prompt_tokens);
+    out += R"(,"total_tokens":)";
+    AppendInt(out, prompt_tokens + completion_tokens);
+    out += R"(,"completion_tokens":)";
+    AppendInt(out, completion_tokens);
+    out += '}';
   }
   static std::string UsageJson(const Active& a) {
     std::string s;
@@ -622,7 +626,7 @@ struct SimServer::Impl {
     out += R"(","object":")";
     out += a.chat ? "chat.completion.chunk" : "text_completion";
     out += R"(","created":)";
-    fmt::format_to(std::back_inserter(out), "{}", a.created_s);
+    AppendInt(out, a.created_s);
     out += R"(,"model":)";
     out += model_json;
     out += ',';
