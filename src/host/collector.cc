@@ -536,8 +536,11 @@ Fact<int64_t> SoftnetDelta(const Counters& a, const Counters& b, int64_t Softnet
                               "/proc/net/softnet_stat");
 }
 
-// Packets conntrack dropped over the interval: its drop, early_drop and insert_failed counters.
-Fact<int64_t> ConntrackDropsDelta(const Counters& a, const Counters& b) {
+// The growth of one column of conntrack's statistics over the interval, summed over CPUs:
+// "drop" (packets dropped: the table full, or a tracker refusing them) or "insert_failed"
+// (an entry clashed with one inserted at the same time, as parallel UDP lookups do).
+// "early_drop" is not read: an old unconfirmed entry evicted so the new packet gets through.
+Fact<int64_t> ConntrackDelta(const Counters& a, const Counters& b, const std::string& key) {
   if (!a.conntrack_status.ok()) {
     return Fact<int64_t>::Unknown(a.conntrack_status.message() +
                                   (a.conntrack_status.code() == StatusCode::kNotFound
@@ -545,16 +548,13 @@ Fact<int64_t> ConntrackDropsDelta(const Counters& a, const Counters& b) {
                                        : ""));
   }
   if (!b.conntrack_status.ok()) return Fact<int64_t>::Unknown(b.conntrack_status.message());
-  int64_t total = 0;
-  for (const char* key : {"drop", "early_drop", "insert_failed"}) {
-    auto x = a.conntrack_stat.find(key);
-    auto y = b.conntrack_stat.find(key);
-    if (x == a.conntrack_stat.end() || y == b.conntrack_stat.end()) {
-      return Fact<int64_t>::Unknown(std::string("/proc/net/stat/nf_conntrack: no ") + key + " column");
-    }
-    total += std::max<int64_t>(y->second - x->second, 0);
+  auto x = a.conntrack_stat.find(key);
+  auto y = b.conntrack_stat.find(key);
+  if (x == a.conntrack_stat.end() || y == b.conntrack_stat.end()) {
+    return Fact<int64_t>::Unknown("/proc/net/stat/nf_conntrack: no " + key + " column");
   }
-  return Fact<int64_t>::Known(total, "/proc/net/stat/nf_conntrack");
+  return Fact<int64_t>::Known(std::max<int64_t>(y->second - x->second, 0),
+                              "/proc/net/stat/nf_conntrack");
 }
 
 Fact<int64_t> CounterDelta(const Counters& a, const Counters& b, const std::string& key) {
@@ -689,7 +689,8 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   facts.net.rcvq_drops_delta = CounterDelta(first, second, "TcpExt.TCPRcvQDrop");
   facts.net.softnet_dropped_delta = SoftnetDelta(first, second, &SoftnetTotals::dropped);
   facts.net.softnet_squeezed_delta = SoftnetDelta(first, second, &SoftnetTotals::time_squeeze);
-  facts.net.conntrack_drops_delta = ConntrackDropsDelta(first, second);
+  facts.net.conntrack_drops_delta = ConntrackDelta(first, second, "drop");
+  facts.net.conntrack_insert_failed_delta = ConntrackDelta(first, second, "insert_failed");
   facts.net.retrans_segs_delta = CounterDelta(first, second, "Tcp.RetransSegs");
   facts.net.out_segs_delta = CounterDelta(first, second, "Tcp.OutSegs");
   CollectNicIrqs(fs, first, second, &facts.net);

@@ -115,12 +115,14 @@ TEST(CollectorTest, DeltasAreTakenBetweenTheTwoSamples) {
             "000f4291 00000005 00000001 0 0 0 0 0 0 0 0 0 0 0 00000001\n"
             "000f4292 00000000 00000001 0 0 0 0 0 0 0 0 0 0 0 00000002\n"
             "000f4293 00000000 00000002 0 0 0 0 0 0 0 0 0 0 0 00000003\n");
-    // conntrack: one more drop on each of two CPUs, one early drop.
+    // conntrack: one more drop on each of two CPUs, one insert_failed, one early drop (an
+    // eviction, not a loss: not counted).
     std::string ct = "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop "
                      "early_drop icmp_error  expect_new expect_create expect_delete search_restart\n";
     for (int c = 0; c < 4; ++c) {
       ct += "000003e8  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
-            "00000000 0000000" + std::to_string(c < 2 ? 1 : 0) + " 0000000" + std::to_string(c == 3 ? 1 : 0) +
+            "0000000" + std::to_string(c == 2 ? 1 : 0) + " 0000000" + std::to_string(c < 2 ? 1 : 0) +
+            " 0000000" + std::to_string(c == 3 ? 1 : 0) +
             " 00000000  00000000 00000000 00000000 00000000\n";
     }
     t.Write("/proc/net/stat/nf_conntrack", ct);
@@ -150,7 +152,8 @@ TEST(CollectorTest, DeltasAreTakenBetweenTheTwoSamples) {
   EXPECT_EQ(f.net.rcvq_drops_delta.value_or(-1), 0);
   EXPECT_EQ(f.net.softnet_dropped_delta.value_or(-1), 5);
   EXPECT_EQ(f.net.softnet_squeezed_delta.value_or(-1), 3);  // 7 now, 4 in the built tree
-  EXPECT_EQ(f.net.conntrack_drops_delta.value_or(-1), 3);
+  EXPECT_EQ(f.net.conntrack_drops_delta.value_or(-1), 2);
+  EXPECT_EQ(f.net.conntrack_insert_failed_delta.value_or(-1), 1);
   EXPECT_EQ(f.net.netdev_max_backlog.value_or(-1), 1000);
   EXPECT_EQ(f.net.netdev_budget.value_or(-1), 300);
   EXPECT_EQ(f.net.retrans_segs_delta.value_or(-1), 200);

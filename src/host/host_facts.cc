@@ -42,7 +42,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, tcp_inuse, tcp_time_wa
                                                 rcvq_drops_delta, retrans_segs_delta,
                                                 out_segs_delta, softnet_dropped_delta,
                                                 softnet_squeezed_delta, netdev_max_backlog,
-                                                netdev_budget, conntrack_drops_delta, nic_irqs,
+                                                netdev_budget, conntrack_drops_delta,
+                                                conntrack_insert_failed_delta, nic_irqs,
                                                 firewall_rules)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DiskFacts, busiest_util_pct, busiest_device)
 

@@ -167,8 +167,8 @@ struct NetFacts {
   Fact<int64_t> softnet_squeezed_delta;        // its time_squeeze column, all CPUs
   Fact<int64_t> netdev_max_backlog;            // net.core.netdev_max_backlog
   Fact<int64_t> netdev_budget;                 // net.core.netdev_budget
-  Fact<int64_t> conntrack_drops_delta;         // /proc/net/stat/nf_conntrack: drop, early_drop,
-                                               // insert_failed
+  Fact<int64_t> conntrack_drops_delta;         // /proc/net/stat/nf_conntrack "drop"
+  Fact<int64_t> conntrack_insert_failed_delta; // its "insert_failed" (entry clashes)
   Fact<std::vector<NicIrqs>> nic_irqs;
   Fact<int64_t> firewall_rules;                // nft rules or iptables "-A" lines
 };

@@ -809,11 +809,25 @@ Finding Conntrack(const HostFacts& facts) {
                            *n.conntrack_max * 4);
   }
   f.evidence.push_back(FactNum("conntrack_drops_delta", n.conntrack_drops_delta, ""));
+  f.evidence.push_back(FactNum("conntrack_insert_failed_delta", n.conntrack_insert_failed_delta, ""));
+  const int64_t clashes = n.conntrack_insert_failed_delta.value_or(0);
+  if (clashes > 0 && f.severity < Severity::kWarn) {
+    // Two packets of one new flow, or of flows that map to the same entry, raced to insert it
+    // (parallel UDP lookups through NAT are the classic case): the loser is dropped.
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("conntrack insertions failed {} times in {:.1f} s (entry clashes): the "
+                          "packet that lost the race is dropped and its sender retries",
+                          clashes, SampleSeconds(facts));
+    f.advice = "clashes come from parallel connections or UDP lookups of one flow through NAT "
+               "(DNS from pods: single-request-reopen, or a node-local DNS cache); or leave the "
+               "serving port out of connection tracking (a notrack rule in the raw table)";
+  }
   if (n.conntrack_drops_delta.known() && *n.conntrack_drops_delta > 0) {
     f.severity = Severity::kFail;
     f.title = fmt::format("conntrack dropped {} packets in {:.1f} s (table {:.0f}% full): a new "
                           "connection that loses its SYN waits a second or more for the retry",
                           *n.conntrack_drops_delta, SampleSeconds(facts), fill * 100);
+    // A full table is the usual cause; with room left, a protocol tracker refused the packets.
     f.advice = fmt::format("sysctl -w net.netfilter.nf_conntrack_max={}; or leave the serving "
                            "port out of connection tracking (a NOTRACK / notrack rule in the raw "
                            "table); and reuse connections",
@@ -822,11 +836,12 @@ Finding Conntrack(const HostFacts& facts) {
   return f;
 }
 
-// Segments the kernel dropped at a socket during the sample, host-wide: SYNs dropped while
-// connecting beyond the accept-queue overflows that net.listen_overflow reports (ListenDrops
-// counts both), a socket backlog over its limit while its owner held the socket
-// (TCPBacklogDrop), a receive queue past its memory (TCPRcvQDrop). Each costs the sender a
-// retransmit timeout (200 ms or more).
+// Segments the kernel dropped at a socket during the sample, host-wide: drops by listeners
+// beyond the accept-queue overflows that net.listen_overflow reports (ListenDrops counts both,
+// and also a full SYN queue and failures to create the connection at the final ACK), a socket
+// backlog over its limit while its owner held the socket (TCPBacklogDrop), a receive queue past
+// its memory (TCPRcvQDrop). Each costs the sender a retransmit timeout (200 ms or more; about
+// 1 s for a SYN).
 Finding SocketDrops(const HostFacts& facts) {
   const std::string id = "net.socket_drops";
   const auto& n = facts.net;
@@ -845,9 +860,10 @@ Finding SocketDrops(const HostFacts& facts) {
     }
   }
   const Part parts[] = {
-      {"ListenDrops-ListenOverflows", "while connecting",
-       "SYNs dropped while connecting: sysctl net.ipv4.tcp_max_syn_backlog (raise it) and "
-       "net.ipv4.tcp_syncookies=1",
+      {"ListenDrops-ListenOverflows", "by listeners besides accept-queue overflows",
+       "listener drops (a full SYN queue, which the listen() backlog and net.core.somaxconn "
+       "size since Linux 4.4, or a failure to create the connection): raise the server's "
+       "backlog and somaxconn, check nstat TcpExtTCPReqQFullDrop",
        &syn_drops},
       {"TCPBacklogDrop", "at a socket backlog",
        "backlog drops: a process held its socket while data arrived faster than it read "
@@ -880,7 +896,7 @@ Finding SocketDrops(const HostFacts& facts) {
   if (total > 0) {
     f.severity = Severity::kWarn;
     f.title = fmt::format("{} TCP segments dropped at sockets in {:.1f} s, host-wide: {}; each "
-                          "waits for a retransmit timeout",
+                          "waits for a retransmit timeout (about 1 s for a SYN)",
                           total, SampleSeconds(facts), fmt::join(where, ", "));
     f.advice = fmt::format("{}", fmt::join(advice, "; "));
   }
@@ -889,7 +905,8 @@ Finding SocketDrops(const HostFacts& facts) {
 
 // The CPUs' receive path (/proc/net/softnet_stat): packets dropped because a CPU's input
 // backlog was full (net.core.netdev_max_backlog), and the times the receive softirq ran out of
-// its budget (net.core.netdev_budget) with packets left, which then wait for the next round.
+// its budget (net.core.netdev_budget packets, or net.core.netdev_budget_usecs) with packets
+// left, which then wait for the next round.
 Finding Softnet(const HostFacts& facts) {
   const std::string id = "net.softnet";
   const auto& n = facts.net;
@@ -915,9 +932,11 @@ Finding Softnet(const HostFacts& facts) {
     const int64_t budget = n.netdev_budget.value_or(300);
     f.severity = Severity::kInfo;
     f.title = fmt::format("receive softirq ran out of budget {} times in {:.1f} s "
-                          "(net.core.netdev_budget {}): packets waited for the next round",
+                          "(net.core.netdev_budget {} packets, or netdev_budget_usecs): packets "
+                          "waited for the next round",
                           *q, SampleSeconds(facts), budget);
-    f.advice = fmt::format("when it grows with the load: sysctl -w net.core.netdev_budget={}",
+    f.advice = fmt::format("when it grows with the load: sysctl -w net.core.netdev_budget={} "
+                           "(and net.core.netdev_budget_usecs when the time runs out first)",
                            budget * 2);
   }
   return f;
@@ -1037,9 +1056,10 @@ std::optional<int64_t> CaptureSizeMax(const std::vector<std::string>& a) {
     if (auto n = ParseInt64(*v)) return n;
   }
   for (const char* flag : {"--cudagraph-capture-sizes", "--cuda-graph-sizes"}) {
-    std::optional<int64_t> best;
+    std::optional<int64_t> best;  // of the last occurrence (argparse keeps the last)
     for (size_t i = 0; i < a.size(); ++i) {
       std::vector<std::string_view> values;
+      if (a[i] == flag || a[i].rfind(std::string(flag) + "=", 0) == 0) best.reset();
       if (a[i] == flag) {
         for (size_t k = i + 1; k < a.size() && ParseInt64(a[k]); ++k) values.push_back(a[k]);
       } else if (a[i].rfind(std::string(flag) + "=", 0) == 0) {
@@ -1077,13 +1097,28 @@ std::string EnvValue(const host::ServerProcess& s, const std::string& name) {
   return it == s.env->end() ? "" : it->second;
 }
 
-// Graphs off altogether: --enforce-eager, -O0, or cudagraph_mode NONE.
+// Whether -O set level 0: "-O 0" (from -O0), or a JSON "level" of 0 (older vLLM read -O as the
+// compilation config and -O0 as {"level": 0}). Every -O is read: dotted -O keys come after it.
+bool OptimizationLevelZero(const std::vector<std::string>& a) {
+  for (const std::string& v : FlagValues(a, "-O")) {
+    if (v == "0") return true;
+    if (!v.empty() && v[0] == '{') {
+      auto j = nlohmann::json::parse(v, nullptr, false);
+      if (j.is_object() && j.contains("level") && j["level"] == 0) return true;
+    }
+  }
+  return false;
+}
+
+// Graphs off altogether: --enforce-eager, -O0, or cudagraph_mode NONE (in the compilation
+// config, or in -O JSON).
 bool Eager(const std::vector<std::string>& a) {
-  auto opt = FlagValue(a, "-O");
-  auto cc = FlagValue(a, "--compilation-config");
-  const bool o0 = opt && *opt == "0";
-  const bool cg_none = cc && cc->find("NONE") != std::string::npos;
-  return HasFlag(a, "--enforce-eager") || o0 || cg_none;
+  bool cg_none = false;
+  if (auto cc = FlagValue(a, "--compilation-config")) cg_none = cc->find("NONE") != std::string::npos;
+  for (const std::string& v : FlagValues(a, "-O")) {
+    cg_none |= !v.empty() && v[0] == '{' && v.find("NONE") != std::string::npos;
+  }
+  return HasFlag(a, "--enforce-eager") || OptimizationLevelZero(a) || cg_none;
 }
 
 std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& options) {
@@ -1096,8 +1131,7 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
 
   {  // config.enforce_eager
     Finding f = Make("config.enforce_eager", L, Severity::kOk, who + ": CUDA/HIP graphs on");
-    auto opt = FlagValue(a, "-O");
-    bool o0 = opt && *opt == "0";
+    const bool o0 = OptimizationLevelZero(a);
     if (Eager(a)) {
       f.severity = Severity::kFail;
       f.title = who + ": graphs disabled (" +

@@ -395,7 +395,7 @@ TEST(HostRulesTest, NormalizeVllmArgvAsVllmReadsIt) {
   EXPECT_EQ(NormalizeVllmArgv({"-O=0"}), (V{"-O", "0"}));
   EXPECT_EQ(NormalizeVllmArgv({"--optimization_level", "1"}), (V{"-O", "1"}));
   EXPECT_EQ(NormalizeVllmArgv({"-cc", R"({"level": 3})", "-cc.cudagraph_mode", "NONE",
-                               "--compilation_config.pass_config.fuse_norm_quant=true",
+                               "-cc.pass_config.fuse_norm_quant=true",
                                "-cc.max_cudagraph_capture_size", "1k",
                                "-cc.cudagraph_capture_sizes+", "1,2", "-cc.cudagraph_capture_sizes+=4",
                                "--port", "8000"}),
@@ -404,6 +404,15 @@ TEST(HostRulesTest, NormalizeVllmArgvAsVllmReadsIt) {
                R"("max_cudagraph_capture_size":1000,"pass_config":{"fuse_norm_quant":true}})"}));
   EXPECT_EQ(NormalizeVllmArgv({"-cc.level"}), V{});  // a dotted key without a value is dropped
   EXPECT_EQ(NormalizeVllmArgv({"-cc.sizes", "2K"}), (V{"--compilation-config", R"({"sizes":2048})"}));
+  // Grouped by the flag as written, as vLLM does: two objects, the later one wins.
+  EXPECT_EQ(NormalizeVllmArgv({"-cc.cudagraph_mode=NONE", "--compilation_config.max_cudagraph_capture_size=64"}),
+            (V{"--compilation-config", R"({"cudagraph_mode":"NONE"})", "--compilation-config",
+               R"({"max_cudagraph_capture_size":64})"}));
+  // Not UTF-8 (argv is bytes): replaced, no exception.
+  EXPECT_EQ(NormalizeVllmArgv({"-cc.x=\xff"}), (V{"--compilation-config", "{\"x\":\"\xef\xbf\xbd\"}"}));
+  // Human-readable integers that overflow, or that vLLM's pattern rejects, stay strings.
+  EXPECT_EQ(NormalizeVllmArgv({"-cc.a=99999999999T", "-cc.b=1e300k", "-cc.c=2.5K", "-cc.d=25.6k"}),
+            (V{"--compilation-config", R"({"a":"99999999999T","b":"1e300k","c":"2.5K","d":25600})"}));
 }
 
 // Flags written the other ways vLLM accepts are judged as if written the usual way.
@@ -428,10 +437,21 @@ TEST(HostRulesTest, VllmFlagsInEveryFormVllmAccepts) {
                                          {"-O0"}, {"--optimization-level=0"}, {"-O", "0"}}) {
     EXPECT_EQ(SeverityName(judge(eager, "config.enforce_eager").severity), "fail") << eager.front();
   }
-  // The last of a repeated flag wins, as in argparse.
+  // The last of a repeated flag wins, as in argparse; a --no- form turns a boolean off.
   EXPECT_EQ(SeverityName(judge({"--max-num-seqs", "1024", "--max-num-seqs", "256"},
                                "config.cudagraph_capture").severity),
             "ok");
+  EXPECT_EQ(SeverityName(judge({"--cudagraph-capture-sizes", "1", "1024", "--cudagraph-capture-sizes", "1", "8"},
+                               "config.cudagraph_capture").severity),
+            "info");
+  EXPECT_EQ(SeverityName(judge({"--enforce-eager", "--no-enforce-eager"}, "config.enforce_eager").severity),
+            "ok");
+  // Older vLLM read -O as the compilation config: -O0 and a dotted -O key together.
+  EXPECT_EQ(SeverityName(judge({"-O0", "-O.cudagraph_mode=FULL"}, "config.enforce_eager").severity), "fail");
+  EXPECT_EQ(SeverityName(judge({"-O", R"({"level": 0})"}, "config.enforce_eager").severity), "fail");
+  // vLLM's human-readable integers.
+  EXPECT_THAT(judge({"--max-num-batched-tokens", "32k"}, "config.max_num_batched_tokens").title,
+              HasSubstr("32000"));
 }
 
 TEST(HostRulesTest, SweepKnee) {
@@ -674,16 +694,22 @@ TEST(HostRulesTest, ReceivePathDrops) {
   fs = JudgeHost(f, {});
   s = One(fs, "net.socket_drops");
   EXPECT_EQ(s.severity, Severity::kWarn);
-  EXPECT_EQ(s.title, "43 TCP segments dropped at sockets in 2.0 s, host-wide: 3 while connecting "
-                     "(ListenDrops-ListenOverflows), 40 at a socket backlog (TCPBacklogDrop); each "
-                     "waits for a retransmit timeout");
-  EXPECT_THAT(s.advice, HasSubstr("tcp_max_syn_backlog"));
+  EXPECT_EQ(s.title, "43 TCP segments dropped at sockets in 2.0 s, host-wide: 3 by listeners "
+                     "besides accept-queue overflows (ListenDrops-ListenOverflows), 40 at a socket "
+                     "backlog (TCPBacklogDrop); each waits for a retransmit timeout (about 1 s for "
+                     "a SYN)");
+  EXPECT_THAT(s.advice, HasSubstr("somaxconn"));
   EXPECT_THAT(s.advice, HasSubstr("cpu.saturation"));
   Finding q = One(fs, "net.softnet");
   EXPECT_EQ(q.severity, Severity::kInfo);
   EXPECT_EQ(q.title, "receive softirq ran out of budget 17 times in 2.0 s (net.core.netdev_budget "
-                     "300): packets waited for the next round");
-  EXPECT_EQ(q.advice, "when it grows with the load: sysctl -w net.core.netdev_budget=600");
+                     "300 packets, or netdev_budget_usecs): packets waited for the next round");
+  EXPECT_THAT(q.advice, HasSubstr("sysctl -w net.core.netdev_budget=600"));
+  // A conntrack insertion clash is a warning of its own (a race, not a full table).
+  n.conntrack_insert_failed_delta = known(4);
+  Finding clash = One(JudgeHost(f, {}), "net.conntrack");
+  EXPECT_EQ(clash.severity, Severity::kWarn);
+  EXPECT_THAT(clash.title, HasSubstr("conntrack insertions failed 4 times in 2.0 s (entry clashes)"));
 
   n.softnet_dropped_delta = known(9);
   n.conntrack_drops_delta = known(3);

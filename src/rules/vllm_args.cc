@@ -16,13 +16,18 @@ using nlohmann::json;
 // A flag's name in canonical form. A long flag has dashes for underscores (vLLM converts
 // everything between "--" and the first '.'); vLLM's short aliases of the flags the rules read
 // (vllm/engine/arg_utils.py) become their long names, and --optimization-level becomes -O.
-std::string CanonicalName(std::string_view name) {
+std::string DashName(std::string_view name) {
   std::string out(name);
   if (out.rfind("--", 0) == 0) {
     for (char& c : out) {
       if (c == '_') c = '-';
     }
   }
+  return out;
+}
+
+std::string CanonicalName(std::string_view name) {
+  std::string out = DashName(name);
   static const std::map<std::string_view, std::string_view> kAliases = {
       {"-tp", "--tensor-parallel-size"}, {"-pp", "--pipeline-parallel-size"},
       {"-dp", "--data-parallel-size"},   {"-cc", "--compilation-config"},
@@ -51,17 +56,24 @@ std::optional<int64_t> HumanReadableInt(std::string_view s) {
     case 'T': mult = int64_t{1} << 40; break;
     default: return ParseInt64(s);
   }
-  if (number.empty() || !std::isdigit(static_cast<unsigned char>(number.front()))) {
+  // vLLM's pattern: digits, optionally "." and digits (decimals only with a decimal suffix).
+  const size_t point = number.find('.');
+  auto digits = [](std::string_view d) {
+    return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(number.substr(0, point)) ||
+      (point != std::string_view::npos && !digits(number.substr(point + 1)))) {
     return std::nullopt;
   }
   if (std::islower(static_cast<unsigned char>(suffix))) {
     auto v = ParseDouble(number);
-    if (!v) return std::nullopt;
+    if (!v || *v * static_cast<double>(mult) >= 9.2e18) return std::nullopt;
     return static_cast<int64_t>(*v * static_cast<double>(mult));
   }
-  auto v = ParseInt64(number);
-  if (!v) return std::nullopt;
-  return *v * mult;
+  auto v = point == std::string_view::npos ? ParseInt64(number) : std::nullopt;
+  int64_t out = 0;
+  if (!v || __builtin_mul_overflow(*v, mult, &out)) return std::nullopt;
+  return out;
 }
 
 // A dotted key's value as vLLM reads it: JSON, else a human-readable integer, else the string.
@@ -139,7 +151,9 @@ std::vector<std::string> NormalizeVllmArgv(const std::vector<std::string>& argv)
     }
     std::vector<std::string_view> keys = Split(path, '.');
     for (auto k = keys.rbegin(); k != keys.rend(); ++k) leaf = json{{std::string(*k), leaf}};
-    const std::string flag = CanonicalName(key.substr(0, dot));
+    // vLLM groups dotted keys by the flag as written: "-cc.x" and "--compilation-config.y" make
+    // two objects, the later one replacing the earlier. Grouped so, named canonically below.
+    const std::string flag = DashName(key.substr(0, dot));
     auto it = std::find_if(dicts.begin(), dicts.end(), [&](const auto& d) { return d.first == flag; });
     if (it == dicts.end()) {
       dicts.emplace_back(flag, json::object());
@@ -149,8 +163,8 @@ std::vector<std::string> NormalizeVllmArgv(const std::vector<std::string>& argv)
   }
   // As vLLM does, the merged objects come last, so they win over the same flag given whole.
   for (const auto& [flag, obj] : dicts) {
-    out.push_back(flag);
-    out.push_back(obj.dump());
+    out.push_back(CanonicalName(flag));
+    out.push_back(obj.dump(-1, ' ', false, json::error_handler_t::replace));  // argv may not be UTF-8
   }
   return out;
 }
@@ -170,13 +184,38 @@ std::optional<std::string> FlagValue(const std::vector<std::string>& argv, std::
   return last;
 }
 
+std::vector<std::string> FlagValues(const std::vector<std::string>& argv, std::string_view flag) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& w = argv[i];
+    if (w == flag) {
+      out.push_back(i + 1 < argv.size() && !IsFlagWord(argv[i + 1]) ? argv[i + 1] : std::string());
+    } else if (w.size() > flag.size() && w.compare(0, flag.size(), flag) == 0 &&
+               w[flag.size()] == '=') {
+      out.push_back(w.substr(flag.size() + 1));
+    }
+  }
+  return out;
+}
+
 std::optional<double> FlagDouble(const std::vector<std::string>& argv, std::string_view flag) {
   auto v = FlagValue(argv, flag);
-  return v ? ParseDouble(*v) : std::nullopt;
+  if (!v) return std::nullopt;
+  if (auto d = ParseDouble(*v)) return d;
+  if (auto n = HumanReadableInt(*v)) return static_cast<double>(*n);
+  return std::nullopt;
 }
 
 bool HasFlag(const std::vector<std::string>& argv, std::string_view flag) {
-  return FlagValue(argv, flag).has_value();
+  const std::string negated = flag.rfind("--", 0) == 0 ? "--no-" + std::string(flag.substr(2)) : "";
+  bool on = false;
+  for (const std::string& w : argv) {
+    const bool is_flag = w == flag || (w.size() > flag.size() && w.compare(0, flag.size(), flag) == 0 &&
+                                       w[flag.size()] == '=');
+    if (is_flag) on = true;
+    else if (!negated.empty() && w == negated) on = false;
+  }
+  return on;
 }
 
 }  // namespace latdoc::rules

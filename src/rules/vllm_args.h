@@ -29,7 +29,9 @@ namespace latdoc::rules {
 //   * "-O3" and "-O=3" become "-O" "3";
 //   * dotted keys of a flag are taken out and appended as that flag with one JSON object, after
 //     any JSON the flag was given whole: values parse as JSON, else as vLLM's human-readable
-//     integers (1k, 2K), else stay strings. Pairs without a value are dropped.
+//     integers (1k, 2K), else stay strings. Pairs without a value are dropped. As in vLLM, keys
+//     are grouped by the flag as written: "-cc.a 1 --compilation-config.b 2" gives two objects,
+//     and the later one wins.
 // Words that are not flags (the model, values) are kept as they are.
 std::vector<std::string> NormalizeVllmArgv(const std::vector<std::string>& argv);
 
@@ -38,10 +40,15 @@ std::vector<std::string> NormalizeVllmArgv(const std::vector<std::string>& argv)
 // followed by another flag) gives "". nullopt when absent.
 std::optional<std::string> FlagValue(const std::vector<std::string>& argv, std::string_view flag);
 
-// FlagValue read as a number; nullopt when absent or not a number.
+// Every value the flag was given, in order ("" for one given without a value).
+std::vector<std::string> FlagValues(const std::vector<std::string>& argv, std::string_view flag);
+
+// FlagValue read as a number, or as vLLM's human-readable integer ("32k" = 32000, "2K" = 2048);
+// nullopt when absent or neither.
 std::optional<double> FlagDouble(const std::vector<std::string>& argv, std::string_view flag);
 
-// Whether the flag is present, with or without a value.
+// Whether a boolean flag is on: present, and not turned off by a later "--no-" form
+// ("--enforce-eager ... --no-enforce-eager" is off), as argparse's BooleanOptionalAction reads it.
 bool HasFlag(const std::vector<std::string>& argv, std::string_view flag);
 
 }  // namespace latdoc::rules
