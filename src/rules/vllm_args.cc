@@ -103,6 +103,11 @@ bool IsNumber(std::string_view w) { return ParseDouble(w).has_value(); }
 // A word that names a flag (starts with '-' and is not a negative number).
 bool IsFlagWord(std::string_view w) { return w.size() > 1 && w[0] == '-' && !IsNumber(w); }
 
+// "--flag=VALUE" for this flag.
+bool IsGluedForm(std::string_view w, std::string_view flag) {
+  return w.size() > flag.size() && w.substr(0, flag.size()) == flag && w[flag.size()] == '=';
+}
+
 }  // namespace
 
 std::vector<std::string> NormalizeVllmArgv(const std::vector<std::string>& argv) {
@@ -169,33 +174,23 @@ std::vector<std::string> NormalizeVllmArgv(const std::vector<std::string>& argv)
   return out;
 }
 
-std::optional<std::string> FlagValue(const std::vector<std::string>& argv, std::string_view flag) {
-  std::optional<std::string> last;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& w = argv[i];
-    if (w == flag) {
-      const bool has_value = i + 1 < argv.size() && !IsFlagWord(argv[i + 1]);
-      last = has_value ? argv[i + 1] : std::string();
-    } else if (w.size() > flag.size() && w.compare(0, flag.size(), flag) == 0 &&
-               w[flag.size()] == '=') {
-      last = w.substr(flag.size() + 1);
-    }
-  }
-  return last;
-}
-
 std::vector<std::string> FlagValues(const std::vector<std::string>& argv, std::string_view flag) {
   std::vector<std::string> out;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& w = argv[i];
     if (w == flag) {
       out.push_back(i + 1 < argv.size() && !IsFlagWord(argv[i + 1]) ? argv[i + 1] : std::string());
-    } else if (w.size() > flag.size() && w.compare(0, flag.size(), flag) == 0 &&
-               w[flag.size()] == '=') {
+    } else if (IsGluedForm(w, flag)) {
       out.push_back(w.substr(flag.size() + 1));
     }
   }
   return out;
+}
+
+std::optional<std::string> FlagValue(const std::vector<std::string>& argv, std::string_view flag) {
+  std::vector<std::string> all = FlagValues(argv, flag);
+  if (all.empty()) return std::nullopt;
+  return std::move(all.back());
 }
 
 std::optional<double> FlagDouble(const std::vector<std::string>& argv, std::string_view flag) {
@@ -210,9 +205,7 @@ bool HasFlag(const std::vector<std::string>& argv, std::string_view flag) {
   const std::string negated = flag.rfind("--", 0) == 0 ? "--no-" + std::string(flag.substr(2)) : "";
   bool on = false;
   for (const std::string& w : argv) {
-    const bool is_flag = w == flag || (w.size() > flag.size() && w.compare(0, flag.size(), flag) == 0 &&
-                                       w[flag.size()] == '=');
-    if (is_flag) on = true;
+    if (w == flag || IsGluedForm(w, flag)) on = true;
     else if (!negated.empty() && w == negated) on = false;
   }
   return on;
