@@ -27,6 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)ParseDiskIoTicks(text);
   (void)BracketedChoice(text);
   (void)ParsePpDpmSclk(text);
+  (void)ParseSoftnetStat(text);
+  for (const auto& [name, per_cpu] : ParseStatTable(text)) {  // no growth between equal samples
+    if (Counter32Delta(per_cpu, per_cpu) != 0) __builtin_trap();
+  }
   std::vector<std::string> words = SplitNul(text);
   (void)ServerKindFromArgv(words);
   std::vector<std::string> redacted = RedactArgv(words);

@@ -238,10 +238,10 @@ def amd_host(tree, unhealthy):
     w(tree, "/proc/net/netstat", "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPBacklogDrop TCPRcvQDrop\n"
       "TcpExt: 0 %d %d %d 0\n" % ((37, 37, 12) if unhealthy else (0, 0, 0)))
     # The receive path per CPU (4 CPUs shown) and conntrack's per-CPU statistics, as kernel 6.x
-    # writes them: hex columns (softnet: processed, dropped, time_squeeze, ...).
+    # writes them: hex columns (softnet: processed, dropped, time_squeeze, ..., the CPU number 13th).
     w(tree, "/proc/net/softnet_stat", "".join(
         "%08x %08x %08x 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
-        "00000000 00000000 00000000 %08x\n" % (1000000 + c, 9 if unhealthy else 0, 40 if unhealthy else 1, c)
+        "00000000 %08x 00000000 00000000\n" % (1000000 + c, 9 if unhealthy else 0, 40 if unhealthy else 1, c)
         for c in range(4)))
     w(tree, "/proc/net/stat/nf_conntrack",
       "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop "

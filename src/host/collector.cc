@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,9 +36,9 @@ struct Counters {
   std::vector<std::optional<CgroupCpuStat>> cgroup_stats;  // one per CgroupCpu limit
   std::map<std::string, int64_t> vmstat;
   Status vmstat_status;
-  std::optional<SoftnetTotals> softnet;
+  std::optional<SoftnetStat> softnet;
   Status softnet_status;
-  std::map<std::string, int64_t> conntrack_stat;  // ParseStatTable of /proc/net/stat/nf_conntrack
+  std::map<std::string, std::vector<int64_t>> conntrack_stat;  // of /proc/net/stat/nf_conntrack
   Status conntrack_status;
 };
 
@@ -524,16 +525,25 @@ void CollectNetStatic(const SysRoot& fs, const std::optional<ServerProcess>& ser
   }
 }
 
-// The softnet counters' growth over the interval, summed over CPUs (`field` picks the column).
-Fact<int64_t> SoftnetDelta(const Counters& a, const Counters& b, int64_t SoftnetTotals::*field) {
+// The growth of one softnet counter over the interval, summed over CPUs (`field` picks it).
+Fact<int64_t> SoftnetDelta(const Counters& a, const Counters& b, int64_t SoftnetCpu::*field) {
   if (!a.softnet) return Fact<int64_t>::Unknown(a.softnet_status.message());
   if (!b.softnet) return Fact<int64_t>::Unknown(b.softnet_status.message());
-  // A CPU brought online in between adds its counters since boot: not growth.
-  if (a.softnet->cpus != b.softnet->cpus) {
+  const std::vector<SoftnetCpu>& x = a.softnet->cpus;
+  const std::vector<SoftnetCpu>& y = b.softnet->cpus;
+  // A CPU brought online in between adds its counters since boot: not growth. Where the kernel
+  // writes CPU numbers, one going offline as another comes online is seen too.
+  bool same_cpus = x.size() == y.size();
+  for (size_t i = 0; same_cpus && i < x.size(); ++i) same_cpus = x[i].cpu == y[i].cpu;
+  if (!same_cpus) {
     return Fact<int64_t>::Unknown("/proc/net/softnet_stat: CPUs went on or offline during the sample");
   }
-  return Fact<int64_t>::Known(std::max<int64_t>((*b.softnet).*field - (*a.softnet).*field, 0),
-                              "/proc/net/softnet_stat");
+  std::vector<int64_t> before, after;
+  for (const SoftnetCpu& c : x) before.push_back(c.*field);
+  for (const SoftnetCpu& c : y) after.push_back(c.*field);
+  std::optional<int64_t> d = Counter32Delta(before, after);
+  if (!d) return Fact<int64_t>::Unknown("/proc/net/softnet_stat: a counter went back during the sample");
+  return Fact<int64_t>::Known(*d, "/proc/net/softnet_stat");
 }
 
 // The growth of one column of conntrack's statistics over the interval, summed over CPUs:
@@ -553,8 +563,12 @@ Fact<int64_t> ConntrackDelta(const Counters& a, const Counters& b, const std::st
   if (x == a.conntrack_stat.end() || y == b.conntrack_stat.end()) {
     return Fact<int64_t>::Unknown("/proc/net/stat/nf_conntrack: no " + key + " column");
   }
-  return Fact<int64_t>::Known(std::max<int64_t>(y->second - x->second, 0),
-                              "/proc/net/stat/nf_conntrack");
+  std::optional<int64_t> d = Counter32Delta(x->second, y->second);
+  if (!d) {
+    return Fact<int64_t>::Unknown("/proc/net/stat/nf_conntrack: " + key +
+                                  " went back or its CPUs changed during the sample");
+  }
+  return Fact<int64_t>::Known(*d, "/proc/net/stat/nf_conntrack");
 }
 
 Fact<int64_t> CounterDelta(const Counters& a, const Counters& b, const std::string& key) {
@@ -687,8 +701,8 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   facts.net.listen_drops_delta = CounterDelta(first, second, "TcpExt.ListenDrops");
   facts.net.backlog_drops_delta = CounterDelta(first, second, "TcpExt.TCPBacklogDrop");
   facts.net.rcvq_drops_delta = CounterDelta(first, second, "TcpExt.TCPRcvQDrop");
-  facts.net.softnet_dropped_delta = SoftnetDelta(first, second, &SoftnetTotals::dropped);
-  facts.net.softnet_squeezed_delta = SoftnetDelta(first, second, &SoftnetTotals::time_squeeze);
+  facts.net.softnet_dropped_delta = SoftnetDelta(first, second, &SoftnetCpu::dropped);
+  facts.net.softnet_squeezed_delta = SoftnetDelta(first, second, &SoftnetCpu::time_squeeze);
   facts.net.conntrack_drops_delta = ConntrackDelta(first, second, "drop");
   facts.net.conntrack_insert_failed_delta = ConntrackDelta(first, second, "insert_failed");
   facts.net.retrans_segs_delta = CounterDelta(first, second, "Tcp.RetransSegs");

@@ -111,10 +111,10 @@ TEST(CollectorTest, DeltasAreTakenBetweenTheTwoSamples) {
                                  "TCPRcvQDrop\nTcpExt: 0 7 9 4 0\n");
     // CPU 1 drops 5 packets at its backlog; CPUs 0 and 3 run out of softirq budget 2 and 1 times.
     t.Write("/proc/net/softnet_stat",
-            "000f4290 00000000 00000003 0 0 0 0 0 0 0 0 0 0 0 00000000\n"
-            "000f4291 00000005 00000001 0 0 0 0 0 0 0 0 0 0 0 00000001\n"
-            "000f4292 00000000 00000001 0 0 0 0 0 0 0 0 0 0 0 00000002\n"
-            "000f4293 00000000 00000002 0 0 0 0 0 0 0 0 0 0 0 00000003\n");
+            "000f4290 00000000 00000003 0 0 0 0 0 0 0 0 0 00000000 0 0\n"
+            "000f4291 00000005 00000001 0 0 0 0 0 0 0 0 0 00000001 0 0\n"
+            "000f4292 00000000 00000001 0 0 0 0 0 0 0 0 0 00000002 0 0\n"
+            "000f4293 00000000 00000002 0 0 0 0 0 0 0 0 0 00000003 0 0\n");
     // conntrack: one more drop on each of two CPUs, one insert_failed, one early drop (an
     // eviction, not a loss: not counted).
     std::string ct = "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop "

@@ -492,35 +492,34 @@ std::optional<int64_t> ParseHex(std::string_view w) {
 
 // 0017851d 00000000 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 ...
 // 00172670 00000002 0000002a 00000000 00000000 00000000 00000000 00000000 00000000 00000000 ...
-std::optional<SoftnetTotals> ParseSoftnetStat(std::string_view text) {
-  SoftnetTotals t;
+std::optional<SoftnetStat> ParseSoftnetStat(std::string_view text) {
+  SoftnetStat t;
   for (auto line : Split(text, '\n')) {
     auto w = SplitWhitespace(line);
     if (w.empty()) continue;
-    std::optional<int64_t> p, d, q;
+    std::optional<int64_t> p, d, q, cpu = -1;
     if (w.size() >= 3) {
       p = ParseHex(w[0]);
       d = ParseHex(w[1]);
       q = ParseHex(w[2]);
     }
-    if (!p || !d || !q) {
+    if (w.size() >= 13) cpu = ParseHex(w[12]);
+    if (!p || !d || !q || !cpu) {
       ++t.bad_lines;
       continue;
     }
-    t.processed += *p;
-    t.dropped += *d;
-    t.time_squeeze += *q;
-    ++t.cpus;
+    t.cpus.push_back({*p, *d, *q, *cpu});
   }
-  if (t.cpus == 0) return std::nullopt;
+  if (t.cpus.empty()) return std::nullopt;
   return t;
 }
 
 // entries  clashres found new invalid ignore delete chainlength insert insert_failed drop ...
 // 00000000  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 ...
-std::map<std::string, int64_t> ParseStatTable(std::string_view text) {
-  std::map<std::string, int64_t> out;
+std::map<std::string, std::vector<int64_t>> ParseStatTable(std::string_view text) {
+  std::map<std::string, std::vector<int64_t>> out;
   std::vector<std::string_view> names;
+  std::vector<int64_t> values;
   for (auto line : Split(text, '\n')) {
     auto w = SplitWhitespace(line);
     if (w.empty()) continue;
@@ -529,15 +528,32 @@ std::map<std::string, int64_t> ParseStatTable(std::string_view text) {
         return out;  // values before any header: not a stat table
       }
       names = w;
-      for (auto n : names) out[std::string(n)] = 0;
+      for (auto n : names) out[std::string(n)];
       continue;
     }
     if (w.size() != names.size()) continue;
-    for (size_t i = 0; i < w.size(); ++i) {
-      if (auto v = ParseHex(w[i])) out[std::string(names[i])] += *v;
+    values.clear();
+    for (auto x : w) {
+      if (auto v = ParseHex(x)) values.push_back(*v);
     }
+    if (values.size() != names.size()) continue;
+    for (size_t i = 0; i < names.size(); ++i) out[std::string(names[i])].push_back(values[i]);
   }
   return out;
+}
+
+std::optional<int64_t> Counter32Delta(const std::vector<int64_t>& before,
+                                      const std::vector<int64_t>& after) {
+  if (before.size() != after.size()) return std::nullopt;
+  constexpr int64_t kRange = int64_t{1} << 32;
+  int64_t sum = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    int64_t d = after[i] - before[i];
+    if (d < 0) d += kRange;
+    if (d < 0 || d >= kRange / 2) return std::nullopt;
+    sum += d;
+  }
+  return sum;
 }
 
 }  // namespace latdoc::host

@@ -130,24 +130,34 @@ std::optional<Psi> ParsePsi(std::string_view text);
 // /proc/vmstat "name value" lines -> {name: value}.
 std::map<std::string, int64_t> ParseVmstat(std::string_view text);
 
-// /proc/net/softnet_stat: one line per CPU of hex columns; the first three are the packets
+// /proc/net/softnet_stat: one line per online CPU of hex columns; the first three are the packets
 // processed, dropped at the CPU's input backlog (net.core.netdev_max_backlog) and the times the
-// receive softirq ran out of budget (time_squeeze). Summed over CPUs; nullopt when no line
-// parses. Lines that do not parse are counted.
-struct SoftnetTotals {
+// receive softirq ran out of budget (time_squeeze). The kernel keeps them as 32-bit counters per
+// CPU, so they are kept per CPU (see Counter32Delta). Newer kernels write the CPU's number in
+// the 13th column. nullopt when no line parses; lines that do not parse are counted.
+struct SoftnetCpu {
   int64_t processed = 0;
   int64_t dropped = 0;
   int64_t time_squeeze = 0;
-  int64_t cpus = 0;
+  int64_t cpu = -1;  // the 13th column; -1 where the kernel writes fewer
+};
+struct SoftnetStat {
+  std::vector<SoftnetCpu> cpus;
   int64_t bad_lines = 0;
 };
-std::optional<SoftnetTotals> ParseSoftnetStat(std::string_view text);
+std::optional<SoftnetStat> ParseSoftnetStat(std::string_view text);
 
 // /proc/net/stat/nf_conntrack (and the other /proc/net/stat tables): a header line of column
-// names, then one line of hex values per CPU. Each column summed over the CPUs, by name
-// ({"drop": 3, "insert_failed": 0, ...}); empty when there is no header. Columns that are a
-// global value repeated on each line ("entries") come out multiplied: callers read counters.
-std::map<std::string, int64_t> ParseStatTable(std::string_view text);
+// names, then one line of hex values per possible CPU. Each column's values, per CPU, by name
+// ({"drop": {0, 3}, ...}); empty when there is no header. Lines of another width are skipped.
+std::map<std::string, std::vector<int64_t>> ParseStatTable(std::string_view text);
+
+// The growth of counters the kernel keeps per CPU as 32-bit values, summed over the CPUs: a
+// CPU's counter that went down wrapped past 2^32 once. nullopt when the two samples hold a
+// different number of CPUs, or when a counter went down by more than half of 2^32 (a reset, as
+// when nf_conntrack is reloaded, rather than a wrap).
+std::optional<int64_t> Counter32Delta(const std::vector<int64_t>& before,
+                                      const std::vector<int64_t>& after);
 
 // NUL-separated /proc/PID/cmdline or environ -> words (a trailing NUL makes no empty word).
 std::vector<std::string> SplitNul(std::string_view bytes);

@@ -260,27 +260,32 @@ TEST(ProcParsersTest, VmstatCounters) {
   EXPECT_EQ(v.count("broken"), 0u);
 }
 
-// Recorded on this project's build VM (kernel 6.18): 15 columns, hex; the second CPU's dropped
-// and time_squeeze edited to 2 and 0x2a.
-TEST(ProcParsersTest, SoftnetStatSummedOverCpus) {
+// Recorded on this project's build VM (kernel 6.18): 15 columns, hex, the CPU's number in the
+// 13th; the second CPU's dropped and time_squeeze edited to 2 and 0x2a.
+TEST(ProcParsersTest, SoftnetStatPerCpu) {
   auto t = ParseSoftnetStat(
       "0017851d 00000000 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
       "00000000 00000000 00000000 00000000 00000000\n"
       "00172670 00000002 0000002a 00000000 00000000 00000000 00000000 00000000 00000000 00000000 "
       "00000000 00000000 00000001 00000000 00000000\n"
-      "zz 1\n");
+      "zz 1\n"
+      "00000010 00000003 00000004\n");  // an old kernel's short line: no CPU number
   ASSERT_TRUE(t.has_value());
-  EXPECT_EQ(t->processed, 0x17851d + 0x172670);
-  EXPECT_EQ(t->dropped, 2);
-  EXPECT_EQ(t->time_squeeze, 1 + 0x2a);
-  EXPECT_EQ(t->cpus, 2);
+  ASSERT_EQ(t->cpus.size(), 3u);
+  EXPECT_EQ(t->cpus[0].processed, 0x17851d);
+  EXPECT_EQ(t->cpus[0].cpu, 0);
+  EXPECT_EQ(t->cpus[1].dropped, 2);
+  EXPECT_EQ(t->cpus[1].time_squeeze, 0x2a);
+  EXPECT_EQ(t->cpus[1].cpu, 1);
+  EXPECT_EQ(t->cpus[2].dropped, 3);
+  EXPECT_EQ(t->cpus[2].cpu, -1);
   EXPECT_EQ(t->bad_lines, 1);
   EXPECT_FALSE(ParseSoftnetStat("").has_value());
   EXPECT_FALSE(ParseSoftnetStat("x y z\n").has_value());
 }
 
 // /proc/net/stat/nf_conntrack as kernel 6.18 writes it (two spaces after some columns).
-TEST(ProcParsersTest, StatTableColumnsByName) {
+TEST(ProcParsersTest, StatTableColumnsByNamePerCpu) {
   auto m = ParseStatTable(
       "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop "
       "early_drop icmp_error  expect_new expect_create expect_delete search_restart\n"
@@ -290,11 +295,21 @@ TEST(ProcParsersTest, StatTableColumnsByName) {
       "00000005 00000003 00000000  00000000 00000000 00000000 00000000\n"
       "00000010 short\n");
   EXPECT_EQ(m.size(), 17u);
-  EXPECT_EQ(m["drop"], 15);
-  EXPECT_EQ(m["early_drop"], 3);
-  EXPECT_EQ(m["insert_failed"], 1);
+  EXPECT_EQ(m["drop"], (std::vector<int64_t>{10, 5}));
+  EXPECT_EQ(m["early_drop"], (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(m["insert_failed"], (std::vector<int64_t>{1, 0}));
   EXPECT_TRUE(ParseStatTable("00000001 00000002\n").empty());
   EXPECT_TRUE(ParseStatTable("").empty());
+}
+
+// The kernel's per-CPU counters are 32-bit: one that wrapped during the sample still counts
+// what it gained; one that fell by more than half the range was reset, not wrapped.
+TEST(ProcParsersTest, Counter32DeltaSurvivesAWrap) {
+  EXPECT_EQ(Counter32Delta({5, 7}, {8, 7}), 3);
+  EXPECT_EQ(Counter32Delta({0xfffffff0, 1}, {0x00000005, 2}), 0x15 + 1);  // 16 to the wrap, 5 after
+  EXPECT_EQ(Counter32Delta({}, {}), 0);
+  EXPECT_FALSE(Counter32Delta({1, 2}, {1}).has_value());                // a CPU came or went
+  EXPECT_FALSE(Counter32Delta({0x00100000}, {0x00000003}).has_value());  // reset: -0xffffd
 }
 
 TEST(ProcParsersTest, CgroupMountsFromMountinfo) {
