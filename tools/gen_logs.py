@@ -60,6 +60,10 @@ def v1_plain(out):
     rng = random.Random(1)
     L = lambda t, lvl, src, msg: out.append("%s %s [%s] %s" % (lvl, stamp(6, 25, 21 * 3600 + 50 * 60 + t), src, msg))
     L(0, "INFO", "api_server.py:1880", "vLLM API server version 0.10.1")
+    # The flags as vLLM 0.10 prints them (entrypoints/utils.py), its API key verbatim.
+    L(0, "INFO", "utils.py:328", "non-default args: {'model_tag': 'meta-llama/Llama-3.1-8B-Instruct', "
+      "'api_key': ['sk-golden-do-not-print'], 'enable_log_requests': True, 'max_num_seqs': 512, "
+      "'max_num_batched_tokens': 32768, 'enable_prefix_caching': False}")
     L(0, "INFO", "arg_utils.py:1285", "Chunked prefill is enabled with max_num_batched_tokens=8192.")
     out.append("INFO:     Started server process [4242]")
     out.append("INFO:     Waiting for application startup.")
@@ -112,6 +116,9 @@ def v1_apiserver_color(out):
             GREY, src, RESET, msg))
     A, E = "APIServer", "EngineCore_DP0"
     L(A, 101, 0, "INFO", "entrypoints/openai/api_server.py:1880", "vLLM API server version 0.10.1.1")
+    L(A, 101, 0, "INFO", "entrypoints/utils.py:328", "non-default args: {'model_tag': 'Qwen/Qwen3-8B', "
+      "'uvicorn_log_level': 'debug', 'compilation_config': CompilationConfig(level=3, "
+      "cudagraph_mode=<CUDAGraphMode.NONE: 0>, cudagraph_capture_sizes=[1, 2, 4, 8])}")
     L(E, 188, 1, "DEBUG", "v1/engine/core.py:709", "EngineCore waiting for work.")
     out.append(CYAN + "(APIServer pid=101)" + RESET + " INFO:     Application startup complete.")
     stats = [(10, 820.0, 95.5, 4, 0, 3.1, 0.0), (20, 900.1, 180.2, 6, 0, 5.0, 33.3),

@@ -367,6 +367,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   std::vector<rules::Finding> net_findings;
   bool reachable = true;
   std::optional<int64_t> knee_concurrency;  // from --sweep: judges max_num_seqs (host rules)
+  std::vector<rules::Finding> log_config;   // config.* from a vLLM log's startup line
   if (o.url.empty()) {
     layers["network"] = "skipped: no --url";
   } else if (o.net_samples <= 0) {
@@ -518,13 +519,15 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     if (!facts.ok()) {
       layers["logs"] = "failed: " + facts.status().message();
     } else {
-      auto fs = rules::EvaluateLogRules(*facts);
+      auto fs = rules::EvaluateLogRules(*facts, knee_concurrency);
       ordered_json lj;
       lj["schema"] = "latdoc.logs/1";
       lj["facts"] = ordered_json::parse(JsonText(logs::ToJson(*facts)));
       lj["findings"] = FindingsJson(fs);
       doc["logs"] = std::move(lj);
-      Append(all, std::move(fs));
+      for (auto& f : fs) {  // the checks of the server's logged flags wait for the doctor's
+        (f.layer == rules::Layer::kConfig ? log_config : all).push_back(std::move(f));
+      }
       layers["logs"] = "measured";
     }
   }
@@ -556,6 +559,11 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       rules::HostRuleOptions hro;
       hro.sweep_knee_concurrency = knee_concurrency;
       auto fs = rules::JudgeHost(*facts, hro);
+      // The server's own command line, where found, outranks the one its log gave.
+      if (std::any_of(fs.begin(), fs.end(),
+                      [](const rules::Finding& f) { return f.layer == rules::Layer::kConfig; })) {
+        log_config.clear();
+      }
       doc["doctor"] = {{"facts", ordered_json::parse(host::FactsToJson(*facts))},
                        {"findings", FindingsJson(fs)}};
       Append(all, std::move(fs));
@@ -565,6 +573,11 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   } else {
     layers["system"] = "skipped: give --local on the server host, or --facts FILE";
     layers["config"] = "skipped: give --local on the server host, or --facts FILE";
+  }
+
+  if (!log_config.empty()) {
+    layers["config"] = "measured (the flags in the vLLM log's startup line 'non-default args')";
+    Append(all, std::move(log_config));
   }
 
   if (stopped()) {

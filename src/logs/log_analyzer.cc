@@ -9,6 +9,7 @@
 
 #include "logs/line_parser.h"
 #include "logs/message_template.h"
+#include "logs/vllm_startup.h"
 
 namespace latdoc::logs {
 namespace {
@@ -533,6 +534,14 @@ void LogAnalyzer::AddLine(const Line& line) {
   if (pl.level == Level::kWarning || pl.level == Level::kCritical ||
       (pl.level == Level::kError && pl.event != Event::kTraceback)) {
     s.AddMessage(pl.level, pl);
+  }
+
+  if (pl.source == Source::kVllm && pl.level == Level::kInfo && pl.event == Event::kNone) {
+    if (auto version = VllmVersionFromMessage(pl.msg)) {
+      f.vllm_version = std::move(*version);
+    } else if (auto argv = VllmArgvFromLoggedArgs(pl.msg)) {
+      f.vllm_args = VllmLoggedArgs{std::move(*argv), fmt::format("{}:{}", s.path, s.input_lines)};
+    }
   }
 
   switch (pl.event) {

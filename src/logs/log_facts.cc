@@ -218,6 +218,11 @@ json ToJson(const LogFacts& f) {
       {"min_request_gen_tps", l.min_gen_tps ? json(Round2(*l.min_gen_tps)) : json(nullptr)},
       {"max_request_gen_tps", l.max_gen_tps ? json(Round2(*l.max_gen_tps)) : json(nullptr)}};
 
+  j["vllm_server"] = {
+      {"version", f.vllm_version ? json(U(*f.vllm_version)) : json(nullptr)},
+      {"args", f.vllm_args ? json(UAll(f.vllm_args->argv)) : json(nullptr)},
+      {"args_at", f.vllm_args ? json(U(f.vllm_args->where)) : json(nullptr)}};
+
   j["bad_input"] = {{"unknown_lines", f.unknown_lines},
                     {"binary_lines", f.binary_lines},
                     {"overlong_lines", f.overlong_lines},

@@ -152,6 +152,12 @@ struct LlamaFacts {
   std::optional<double> max_gen_tps;
 };
 
+// vLLM's startup line "non-default args: {...}" as a command line (logs/vllm_startup.h).
+struct VllmLoggedArgs {
+  std::vector<std::string> argv;   // {"vllm", "serve", flags...}; secrets left out
+  std::string where;               // "path:line"
+};
+
 struct LogFacts {
   std::vector<InputInfo> inputs;
   uint64_t lines = 0;
@@ -193,6 +199,10 @@ struct LogFacts {
   uint64_t tracebacks = 0;
 
   LlamaFacts llama;
+
+  // vLLM's startup lines, the last of each.
+  std::optional<std::string> vllm_version;   // "vLLM API server version 0.11.0"
+  std::optional<VllmLoggedArgs> vllm_args;   // "non-default args: {...}"
 
   // Bad input, counted, not fatal.
   uint64_t unknown_lines = 0;

@@ -1121,13 +1121,13 @@ bool Eager(const std::vector<std::string>& a) {
   return HasFlag(a, "--enforce-eager") || OptimizationLevelZero(a) || cg_none;
 }
 
-std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& options) {
+std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& options,
+                              const std::string& who) {
   std::vector<Finding> out;
   const auto& s = *facts.server;
   // As vLLM reads it: underscores, aliases, -O3 and dotted keys in one canonical form.
   const std::vector<std::string> a = NormalizeVllmArgv(s.argv);
   const Layer L = Layer::kConfig;
-  const std::string who = fmt::format("vLLM pid {}", s.pid);
 
   {  // config.enforce_eager
     Finding f = Make("config.enforce_eager", L, Severity::kOk, who + ": CUDA/HIP graphs on");
@@ -1409,6 +1409,16 @@ StatusOr<int64_t> SweepKneeFromJson(std::string_view text, std::string_view name
   return *v;
 }
 
+std::vector<Finding> JudgeVllmArgv(const std::vector<std::string>& argv, const std::string& who,
+                                   const HostRuleOptions& options) {
+  HostFacts facts;
+  facts.server.emplace();
+  facts.server->kind = "vllm";
+  facts.server->argv = argv;
+  facts.server->env = Fact<std::map<std::string, std::string>>::Unknown("a log gives no environment");
+  return VllmLint(facts, options, who);
+}
+
 std::vector<Finding> JudgeHost(const HostFacts& facts, const HostRuleOptions& options) {
   std::vector<Finding> out;
   for (const auto& g : facts.gpus) {
@@ -1436,7 +1446,9 @@ std::vector<Finding> JudgeHost(const HostFacts& facts, const HostRuleOptions& op
   for (auto& f : Irq(facts)) out.push_back(std::move(f));
   out.push_back(Firewall(facts));
   if (facts.server && facts.server->kind == "vllm") {
-    for (auto& f : VllmLint(facts, options)) out.push_back(std::move(f));
+    for (auto& f : VllmLint(facts, options, fmt::format("vLLM pid {}", facts.server->pid))) {
+      out.push_back(std::move(f));
+    }
   } else {
     out.push_back(Skip("config.vllm_flags", Layer::kConfig, "vLLM flags",
                        facts.server ? "server is " + facts.server->kind + ", not vLLM"

@@ -34,6 +34,12 @@ struct HostRuleOptions {
 
 std::vector<Finding> JudgeHost(const host::HostFacts& facts, const HostRuleOptions& options);
 
+// The config.* checks on a vLLM command line alone, as a server's startup log gives it
+// (logs/vllm_startup.h): no GPU facts, so the defaults that depend on the GPU's memory are
+// unknown, and no environment. `who` names the server in the titles.
+std::vector<Finding> JudgeVllmArgv(const std::vector<std::string>& argv, const std::string& who,
+                                   const HostRuleOptions& options);
+
 // Reads the knee from a `latdoc sweep` JSON file (src/loadgen/sweep_report.cc). Accepted, first
 // found wins: {"knee": {"concurrency": 48}} (closed-loop sweep), {"knee": {"max_num_seqs": 48}},
 // {"recommendations": {"max_num_seqs": {"value": 48}}} (the sweep's advice; open-loop sweeps

@@ -5,6 +5,8 @@
 
 #include <fmt/core.h>
 
+#include "rules/host_rules.h"
+
 namespace latdoc::rules {
 namespace {
 
@@ -414,7 +416,8 @@ void StatsMissing(const LogFacts& f, std::vector<Finding>& out) {
 
 }  // namespace
 
-std::vector<Finding> EvaluateLogRules(const logs::LogFacts& facts) {
+std::vector<Finding> EvaluateLogRules(const logs::LogFacts& facts,
+                                      std::optional<int64_t> sweep_knee_concurrency) {
   std::vector<Finding> out;
   Queueing(facts, out);
   KvPressure(facts, out);
@@ -425,6 +428,12 @@ std::vector<Finding> EvaluateLogRules(const logs::LogFacts& facts) {
   AccessLog(facts, out);
   DebugLogging(facts, out);
   StatsMissing(facts, out);
+  if (facts.vllm_args) {
+    HostRuleOptions options;
+    options.sweep_knee_concurrency = sweep_knee_concurrency;
+    const std::string who = "vLLM (" + facts.vllm_args->where + ", non-default args)";
+    for (auto& f : JudgeVllmArgv(facts.vllm_args->argv, who, options)) out.push_back(std::move(f));
+  }
   RankFindings(out);
   return out;
 }

@@ -4,10 +4,13 @@
 // Pure functions: facts in, findings out; no I/O, no clocks. Ids are stable:
 //   logs.queueing  logs.kv_pressure  logs.preemptions  logs.stats_gap  logs.errors
 //   logs.request_logging_on  logs.access_log_on  logs.debug_logging  logs.stats_missing
+// and, from vLLM's startup line "non-default args: {...}", the config.* ids of host_rules.h.
 // A check that ran and found nothing returns an `ok` finding; a check with nothing to look at
 // (no stats lines) returns nothing.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "logs/log_facts.h"
@@ -24,6 +27,9 @@ inline constexpr double kDebugWarnShare = 0.10;      // of all lines
 inline constexpr int64_t kStallFailNs = 60LL * 1000 * 1000 * 1000;
 inline constexpr int64_t kPreemptionFailCount = 50;
 
-std::vector<Finding> EvaluateLogRules(const logs::LogFacts& facts);
+// A vLLM log's "non-default args" line adds the config.* checks of host_rules on that command
+// line (JudgeVllmArgv), judged against `sweep_knee_concurrency` as `latdoc doctor` does.
+std::vector<Finding> EvaluateLogRules(const logs::LogFacts& facts,
+                                      std::optional<int64_t> sweep_knee_concurrency = std::nullopt);
 
 }  // namespace latdoc::rules

@@ -105,6 +105,38 @@ std::string ErrorBody(int code, std::string_view type, std::string_view message)
   return JsonText(j);
 }
 
+// Python's repr of a string, as vLLM's startup line prints it.
+std::string PyRepr(std::string_view s) {
+  const char quote = s.find('\'') != std::string_view::npos && s.find('"') == std::string_view::npos ? '"' : '\'';
+  std::string out(1, quote);
+  for (char c : s) {
+    if (c == '\\' || c == quote) out += '\\';
+    out += c;
+  }
+  out += quote;
+  return out;
+}
+
+// vLLM's startup line (vllm/entrypoints/utils.py log_non_default_args): the flags whose values
+// differ from vLLM's defaults, as Python prints the dict. The API key is left out.
+std::string NonDefaultArgsMessage(const SimConfig& c) {
+  const EngineConfig& e = c.engine;
+  std::string d = "{'model_tag': " + PyRepr(c.served_model_name);
+  if (c.host != "127.0.0.1") d += ", 'host': " + PyRepr(c.host);
+  if (c.port != 8000) d += fmt::format(", 'port': {}", c.port);
+  if (c.disable_uvicorn_access_log) d += ", 'disable_uvicorn_access_log': True";
+  if (c.enable_log_requests) d += ", 'enable_log_requests': True";
+  if (c.disable_log_stats) d += ", 'disable_log_stats': True";
+  d += fmt::format(", 'max_model_len': {}", e.max_model_len);
+  if (e.block_size != 16) d += fmt::format(", 'block_size': {}", e.block_size);
+  if (e.gpu_memory_utilization != 0.9) d += fmt::format(", 'gpu_memory_utilization': {}", e.gpu_memory_utilization);
+  if (e.num_gpu_blocks_override > 0) d += fmt::format(", 'num_gpu_blocks_override': {}", e.num_gpu_blocks_override);
+  if (e.max_num_seqs != 1024) d += fmt::format(", 'max_num_seqs': {}", e.max_num_seqs);
+  if (e.max_num_batched_tokens != 8192) d += fmt::format(", 'max_num_batched_tokens': {}", e.max_num_batched_tokens);
+  if (!e.enable_chunked_prefill) d += ", 'enable_chunked_prefill': False";
+  return "non-default args: " + d + "}";
+}
+
 // vLLM's log line prefix: "(APIServer pid=N) INFO MM-DD HH:MM:SS [file.py:line] message".
 class VllmLog {
  public:
@@ -851,6 +883,7 @@ Status SimServer::Start() {
   Impl& s = *impl_;
   RETURN_IF_ERROR(ValidateSimConfig(s.cfg));
   RETURN_IF_ERROR(s.log.Open(s.cfg.log_file));
+  s.log.Line("INFO", "utils.py:328", NonDefaultArgsMessage(s.cfg));
   if (!s.cfg.trace_requests_file.empty()) {
     std::FILE* f = std::fopen(s.cfg.trace_requests_file.c_str(), "w");
     if (!f) return ErrnoStatus(errno, "--trace-requests " + s.cfg.trace_requests_file);

@@ -1,0 +1,71 @@
+#include "logs/vllm_startup.h"
+
+#include <gtest/gtest.h>
+
+namespace latdoc::logs {
+namespace {
+
+using Argv = std::vector<std::string>;
+
+TEST(VllmStartupTest, VersionLine) {
+  EXPECT_EQ(VllmVersionFromMessage("vLLM API server version 0.10.1.1"), "0.10.1.1");
+  EXPECT_FALSE(VllmVersionFromMessage("vLLM API server version ").has_value());
+  EXPECT_FALSE(VllmVersionFromMessage("Starting vLLM API server 0 on http://0.0.0.0:8000").has_value());
+}
+
+// The shape vLLM 0.10 logs (vllm/entrypoints/utils.py log_non_default_args): the namespace's
+// dest names, Python literals, in the order argparse keeps them.
+TEST(VllmStartupTest, FlagsFromTheNonDefaultArgsLine) {
+  auto argv = VllmArgvFromLoggedArgs(
+      "non-default args: {'model_tag': 'meta-llama/Llama-3.1-8B-Instruct', 'port': 8001, "
+      "'enable_log_requests': True, 'enable_prefix_caching': False, 'max_num_seqs': 512, "
+      "'gpu_memory_utilization': 0.85, 'served_model_name': None, "
+      "'cudagraph_capture_sizes': [1, 2, 4, 8], "
+      "'compilation_config': {'level': 3, 'cudagraph_mode': 'NONE'}}");
+  ASSERT_TRUE(argv.has_value());
+  EXPECT_EQ(*argv, (Argv{"vllm", "serve", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--port",
+                         "8001", "--enable-log-requests", "--no-enable-prefix-caching",
+                         "--max-num-seqs", "512", "--gpu-memory-utilization", "0.85",
+                         "--cudagraph-capture-sizes", "1", "2", "4", "8", "--compilation-config",
+                         R"({"level":3,"cudagraph_mode":"NONE"})"}));
+}
+
+// Older and newer namespaces hold objects: a dataclass repr reads as its keyword fields, an
+// enum repr as its member's name; strings keep Python's escapes and either quote.
+TEST(VllmStartupTest, ObjectReprsEnumsAndStrings) {
+  auto argv = VllmArgvFromLoggedArgs(
+      "non-default args: {'compilation_config': CompilationConfig(level=0, "
+      "cudagraph_mode=<CUDAGraphMode.NONE: 0>, compile_sizes=[], inductor_passes={}), "
+      "'chat_template': \"it's {{ x }}\\n\", 'revision': 'caf\\xe9', 'kv_transfer_config': ()}");
+  ASSERT_TRUE(argv.has_value());
+  EXPECT_EQ(*argv, (Argv{"vllm", "serve", "--compilation-config",
+                         R"({"level":0,"cudagraph_mode":"NONE","compile_sizes":[],"inductor_passes":{}})",
+                         "--chat-template", "it's {{ x }}\n", "--revision", "caf\xc3\xa9"}));
+}
+
+// vLLM prints API keys and tokens verbatim in this line; they never reach the argv.
+TEST(VllmStartupTest, SecretsAreLeftOut) {
+  auto argv = VllmArgvFromLoggedArgs(
+      "non-default args: {'api_key': ['sk-live-123', 'sk-live-456'], 'hf_token': 'hf_abc', "
+      "'ssl_keyfile': '/etc/tls/key.pem', 'max_num_batched_tokens': 8192, "
+      "'openai_secret': 'x', 'db_password': 'y', 'some_api_key': 'z'}");
+  ASSERT_TRUE(argv.has_value());
+  EXPECT_EQ(*argv, (Argv{"vllm", "serve", "--ssl-keyfile", "/etc/tls/key.pem",
+                         "--max-num-batched-tokens", "8192"}));
+}
+
+TEST(VllmStartupTest, OtherMessagesAndBrokenDictsGiveNothing) {
+  EXPECT_FALSE(VllmArgvFromLoggedArgs("Engine 000: Avg prompt throughput: 0.0 tokens/s").has_value());
+  EXPECT_FALSE(VllmArgvFromLoggedArgs("non-default args: {'max_num_seqs': 512, 'model_ta").has_value());
+  EXPECT_FALSE(VllmArgvFromLoggedArgs("non-default args: ['a']").has_value());
+  EXPECT_FALSE(VllmArgvFromLoggedArgs("non-default args: {'a': 1} trailing").has_value());
+  EXPECT_FALSE(VllmArgvFromLoggedArgs("non-default args: {'a': 'unterminated}").has_value());
+  EXPECT_EQ(VllmArgvFromLoggedArgs("non-default args: {}"), (Argv{"vllm", "serve"}));
+  // Nesting deeper than the parser's limit is refused, not recursed into.
+  EXPECT_FALSE(VllmArgvFromLoggedArgs("non-default args: {'a': " + std::string(100, '[') +
+                                      std::string(100, ']') + "}")
+                   .has_value());
+}
+
+}  // namespace
+}  // namespace latdoc::logs
