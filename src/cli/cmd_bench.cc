@@ -52,8 +52,9 @@ int RunBenchCommand(BenchArgs& a) {
   o.client.request_timeout_ns = SecToNs(a.request_timeout_s);
   o.ignore_eos = !a.no_ignore_eos;
   o.progress = !a.quiet && ::isatty(2);
-  size_t total = size_t(std::max(0, o.num_requests) + o.warmup);
-  if (total == 0) total = 4096;
+  // Random prompts for a --duration run: 4,096 after the warm-up's, repeated from the first once
+  // used up (a repeat may find its blocks still in the server's prefix cache).
+  const size_t total = size_t(o.warmup) + (o.num_requests > 0 ? size_t(o.num_requests) : 4096);
   if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
     if (!w.ok()) return Fail("bench", w.status());

@@ -310,8 +310,9 @@ class Conn final : public ConnBase {
       return Fail(FailureKind::kTimeout,
                   fmt::format("connect {}: timed out", client_->url.Origin()));
     }
-    Fail(FailureKind::kTimeout,
-         headers_seen_ ? "stream idle timeout" : "no response before the first-byte timeout");
+    Fail(FailureKind::kTimeout, body_seen_      ? "stream idle timeout"
+                                : headers_seen_ ? "no body before the first-byte timeout"
+                                                : "no response before the first-byte timeout");
   }
 
   void OnReady(uint32_t events) override {
@@ -482,6 +483,7 @@ class Conn final : public ConnBase {
     parser_->body_limit(uint64_t{1} << 50);  // streams are consumed as they arrive
     parser_->header_limit(64 * 1024);
     headers_seen_ = false;
+    body_seen_ = false;
   }
 
   // Plain: sends what is left of the request; a full socket buffer waits for EPOLLOUT.
@@ -596,6 +598,7 @@ class Conn final : public ConnBase {
     }
     std::string& body = parser_->get().body();
     if (!body.empty()) {
+      body_seen_ = true;
       ex_->obs->OnBody(body, at);
       if (closed_ || !ex_) return false;
       body.clear();
@@ -608,7 +611,9 @@ class Conn final : public ConnBase {
       OnReadError(ec);
       return false;
     }
-    SetDeadline(headers_seen_ ? client_->opts.idle_timeout_ns : client_->opts.first_byte_timeout_ns,
+    // A streaming server sends its headers at once and its first body bytes after queueing and
+    // prefill: the first-byte timeout runs until the body starts, the idle timeout after.
+    SetDeadline(body_seen_ ? client_->opts.idle_timeout_ns : client_->opts.first_byte_timeout_ns,
                 at);  // idle since these bytes arrived
     return true;
   }
@@ -723,6 +728,7 @@ class Conn final : public ConnBase {
   bool connected_ = false;
   bool closed_ = false;
   bool headers_seen_ = false;
+  bool body_seen_ = false;
   // Plain connections after connect (the socket released from Asio):
   int fd_ = -1;
   size_t out_sent_ = 0;   // bytes of out_ sent

@@ -217,6 +217,46 @@ TEST(HttpClientTest, FirstByteTimeout) {
   held.reset();
 }
 
+// A streaming server sends its headers at once and its first body bytes after queueing and
+// prefill. The wait for the body is the first-byte timeout's, not the idle timeout's: a first
+// token 250 ms after the headers is fine with a 100 ms idle timeout, and no body at all ends
+// at the first-byte timeout, saying so.
+TEST(HttpClientTest, FirstByteTimeoutRunsUntilTheBodyStarts) {
+  std::shared_ptr<ResponseStream> held;
+  ClientOptions co;
+  co.first_byte_timeout_ns = 600 * kNsPerMs;
+  co.idle_timeout_ns = 100 * kNsPerMs;
+  bool write_body = true;
+  std::unique_ptr<EventLoop::Timer> later;
+  EventLoop* loop = nullptr;
+  Harness h(
+      [&](const Request&, std::shared_ptr<ResponseStream> w) {
+        w->BeginChunked(200, "text/event-stream");
+        held = w;
+        if (!write_body) return;
+        later = std::make_unique<EventLoop::Timer>(*loop);
+        later->ExpireAfterNs(250 * kNsPerMs, [&] {
+          held->WriteChunk("data: x\n\n");
+          held->EndChunked();
+        });
+      },
+      {}, co);
+  loop = &h.loop();
+  Recorder ok = h.Send({"GET", "/", "", {}});
+  ASSERT_TRUE(ok.done);
+  EXPECT_EQ(ok.result.failure, FailureKind::kNone) << ok.result.error;
+  EXPECT_EQ(ok.body, "data: x\n\n");
+
+  write_body = false;
+  const int64_t t0 = MonoNowNs();
+  Recorder none = h.Send({"GET", "/", "", {}});
+  EXPECT_EQ(none.result.failure, FailureKind::kTimeout);
+  EXPECT_EQ(none.result.error, "no body before the first-byte timeout");
+  EXPECT_GE(MonoNowNs() - t0, 550 * kNsPerMs);
+  later.reset();
+  held.reset();
+}
+
 // A stream whose every wait is short but which runs past the request timeout ends there, as a
 // timeout, with what arrived so far; without the limit the same stream completes.
 TEST(HttpClientTest, RequestTimeoutBoundsAStreamOfShortWaits) {

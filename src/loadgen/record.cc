@@ -108,12 +108,18 @@ void StreamAccountant::OnPayload(const ChunkInfo& c, int64_t now) {
     if (c.usage_completion_tokens) final_usage_ = *c.usage_completion_tokens;
     return;
   }
+  // Usage on chunks that go on (continuous_usage_stats) counts each chunk's tokens, from the
+  // first such chunk; chunks before it were counted one each. Usage that first comes on the
+  // chunk with the finish_reason (some servers put it there) is the final count, not an
+  // increment.
   int k;
-  if (c.usage_completion_tokens) {
+  if (c.usage_completion_tokens && (per_chunk_usage_ || !c.finished)) {
+    if (!per_chunk_usage_) last_usage_ = counted_;
     per_chunk_usage_ = true;
     k = int(*c.usage_completion_tokens - last_usage_);
     last_usage_ = *c.usage_completion_tokens;
   } else {
+    if (c.usage_completion_tokens) final_usage_ = *c.usage_completion_tokens;
     k = c.content ? 1 : 0;
   }
   if (k <= 0 && !c.content) return;  // a role-only or empty chunk

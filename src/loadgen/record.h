@@ -34,7 +34,7 @@ struct RequestRecord {
   uint64_t index = 0;
   bool warmup = false;
   int64_t scheduled_ns = 0;      // when it was due (open loop) or dispatched (closed loop)
-  int64_t sent_ns = 0;           // handed to the client
+  int64_t sent_ns = -1;          // handed to the client; -1: never sent (cancelled in the queue)
   int64_t connect_ns = -1, tls_ns = -1, headers_ns = -1;
   int64_t first_token_ns = -1, last_token_ns = -1, end_ns = -1;
   bool reused_connection = false;

@@ -83,7 +83,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
     int64_t e2el = r.last_token_ns - start;
     ttfts.push_back(ttft);
     e2els.push_back(e2el);
-    queue_ns.push_back(r.sent_ns - r.scheduled_ns);
+    if (r.sent_ns >= 0) queue_ns.push_back(r.sent_ns - r.scheduled_ns);
     std::optional<int64_t> tpot;
     if (r.output_tokens > 1) {
       tpot = (e2el - ttft) / (r.output_tokens - 1);

@@ -96,7 +96,8 @@ class Runner {
  public:
   Runner(const BenchOptions& o, http::EventLoop& loop, http::HttpClient& client)
       : o_(o), loop_(loop), client_(client), dispatch_timer_(loop), stop_timer_(loop),
-        scrape_timer_(loop), progress_timer_(loop), drain_timer_(loop), rng_(o.seed ^ 0x5bd1e995) {}
+        scrape_timer_(loop), progress_timer_(loop), drain_timer_(loop), rng_(o.seed ^ 0x5bd1e995),
+        prompt_next_(o.first_prompt) {}
 
   void Finished(Flight* f, RequestRecord* rec) {
     --in_flight_;
@@ -128,7 +129,6 @@ class Runner {
       Stop(fmt::format("interrupted by {}", sig == SIGINT ? "SIGINT" : "SIGTERM"));
     });
     if (o_.progress) ArmProgress();
-    cpu0_ = CpuSeconds();
     if (o_.warmup > 0) {
       phase_ = Phase::kWarmup;
       int c = open_loop() ? std::max(1, o_.max_concurrency) : o_.concurrency;
@@ -144,7 +144,7 @@ class Runner {
       run_.records.push_back(std::move(r));
     }
     run_.client_cpu_s = CpuSeconds() - cpu0_;
-    run_.connections_opened = client_.connections_opened();
+    run_.connections_opened = client_.connections_opened() - connections0_;
     if (o_.progress) fmt::print(stderr, "\r\x1b[K");
     return std::move(run_);
   }
@@ -166,6 +166,9 @@ class Runner {
   void StartMeasured() {
     run_.warmup_requests = sent_;
     phase_ = Phase::kMeasured;
+    // The client's cost and connections count from here: the warm-up's are not the run's.
+    cpu0_ = CpuSeconds();
+    connections0_ = client_.connections_opened();
     auto begin = [this] {
       run_.start_ns = MonoNowNs();
       if (o_.duration_s > 0) {
@@ -375,6 +378,7 @@ class Runner {
   int64_t next_due_ns_ = 0;
   bool stopping_ = false;
   double cpu0_ = 0;
+  uint64_t connections0_ = 0;
   // Last, so destroyed first: shutting it down completes a scrape in flight, whose handler
   // writes run_ and re-arms scrape_timer_, which must still be there.
   std::unique_ptr<http::HttpClient> metrics_client_;

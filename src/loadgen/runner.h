@@ -40,6 +40,7 @@ struct BenchOptions {
   int num_requests = 0;            // 0: bounded by duration
   double duration_s = 0;           // 0: bounded by num_requests
   int warmup = 0;                  // requests sent first and left out of the results
+  size_t first_prompt = 0;         // the index in `prompts` of the first one sent (they cycle)
   bool ignore_eos = true;
   uint64_t seed = 0;
   http::ClientOptions client;      // keep-alive, TLS, timeouts

@@ -144,6 +144,52 @@ TEST(StreamAccountantTest, PayloadThatIsNotJsonIsAStreamError) {
   EXPECT_EQ(good.output_tokens, 2);
 }
 
+// Usage that first comes on the finish_reason chunk (llama.cpp before #15444, llama-cpp-python)
+// is the stream's final count, not an increment: 2 tokens, not 4, and one ITL gap, not two.
+TEST(StreamAccountantTest, UsageOnlyOnTheFinishChunkIsTheFinalCount) {
+  ChunkParser parser;
+  RequestRecord rec;
+  StreamAccountant acct(&rec);
+  int64_t t = 1000;
+  for (const char* payload :
+       {R"({"choices":[{"text":" a","finish_reason":null}]})",
+        R"({"choices":[{"text":" b","finish_reason":null}]})",
+        R"({"choices":[{"text":"","finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}})",
+        "[DONE]"})
+    acct.OnPayload(parser.Parse(payload), t += 10);
+  acct.Finish(true, t + 10);
+  EXPECT_EQ(rec.outcome, Outcome::kOk);
+  EXPECT_EQ(rec.output_tokens, 2);
+  EXPECT_EQ(rec.method, TokenMethod::kUsageFinal);
+  EXPECT_FALSE(rec.count_mismatch);
+  EXPECT_EQ(rec.chunks.size(), 2u);
+}
+
+// Usage on every chunk (vLLM's continuous_usage_stats) counts each chunk's tokens: a chunk that
+// brings the count from 1 to 3 carries 2. When the per-chunk usage starts after some chunks,
+// those were counted one each and the first usage counts only what is beyond them.
+TEST(StreamAccountantTest, PerChunkUsageCountsEachChunksTokens) {
+  ChunkParser parser;
+  RequestRecord rec;
+  StreamAccountant acct(&rec);
+  int64_t t = 1000;
+  for (const char* payload :
+       {R"({"choices":[{"text":" a","finish_reason":null}]})",
+        R"({"choices":[{"text":" b c","finish_reason":null}],"usage":{"completion_tokens":3}})",
+        R"({"choices":[{"text":" d","finish_reason":"length"}],"usage":{"completion_tokens":4}})",
+        R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}})", "[DONE]"})
+    acct.OnPayload(parser.Parse(payload), t += 10);
+  acct.Finish(true, t + 10);
+  EXPECT_EQ(rec.outcome, Outcome::kOk);
+  EXPECT_EQ(rec.method, TokenMethod::kUsagePerChunk);
+  EXPECT_EQ(rec.output_tokens, 4);
+  EXPECT_FALSE(rec.count_mismatch);
+  ASSERT_EQ(rec.chunks.size(), 3u);
+  EXPECT_EQ(rec.chunks[0].second, 1);
+  EXPECT_EQ(rec.chunks[1].second, 2);
+  EXPECT_EQ(rec.chunks[2].second, 1);
+}
+
 // Media types are case-insensitive (RFC 9110): a server that answers "Text/Event-Stream" streams,
 // and its requests are ok, not protocol failures.
 TEST(RunnerTest, EventStreamContentTypeInAnyCase) {

@@ -98,6 +98,10 @@ class BenchStepRunner : public StepRunner {
     o.duration_s = 0;
     o.progress = false;
     o.seed = base_.seed + rounds_++;
+    // Each round goes on where the last stopped in the prompt list: a prompt sent again would
+    // find its KV blocks in the server's prefix cache, and its TTFT would read low.
+    o.first_prompt = prompts_sent_;
+    prompts_sent_ += size_t(num_requests) + size_t(std::max(0, o.warmup));
     auto run = RunBench(o);
     InstallHandler();
     if (!run.ok()) return run.status();
@@ -114,6 +118,7 @@ class BenchStepRunner : public StepRunner {
   BenchOptions base_;
   bool rate_mode_ = false;
   uint64_t rounds_ = 0;
+  size_t prompts_sent_ = 0;
 };
 
 }  // namespace

@@ -37,6 +37,15 @@ std::vector<Prompt> RandomPrompts(const RandomWorkloadOptions& o, size_t count) 
   std::uniform_int_distribution<int> tok(0, o.vocab_size - 1);
   std::vector<int32_t> prefix;
   for (int i = 0; i < o.prefix_len; ++i) prefix.push_back(tok(rng));
+  // Text prompts: the shared prefix's words, then words from a stream of their own (so the
+  // lengths drawn from `rng` stay those of the token-id form for a seed).
+  std::string prefix_text;
+  for (size_t k = 0; k < prefix.size(); ++k) {
+    if (k) prefix_text += ' ';
+    prefix_text += kVocab[size_t(prefix[k]) % kVocabSize];
+  }
+  std::mt19937_64 words_rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
+  std::uniform_int_distribution<size_t> word(0, kVocabSize - 1);
   std::vector<Prompt> out;
   out.reserve(count);
   for (size_t i = 0; i < count; ++i) {
@@ -47,14 +56,17 @@ std::vector<Prompt> RandomPrompts(const RandomWorkloadOptions& o, size_t count) 
     std::vector<int32_t> ids = prefix;
     // vLLM: (offset + index + arange(n)) % vocab; offset random per request.
     int offset = tok(rng);
-    for (int k = 0; k < n; ++k) ids.push_back(int32_t((offset + int(i) + k) % o.vocab_size));
     if (o.token_ids) {
+      for (int k = 0; k < n; ++k) ids.push_back(int32_t((offset + int(i) + k) % o.vocab_size));
       p.token_ids = std::move(ids);
     } else {
-      p.text.reserve(ids.size() * 7);
-      for (size_t k = 0; k < ids.size(); ++k) {
-        if (k) p.text += ' ';
-        p.text += kVocab[size_t(ids[k]) % kVocabSize];
+      // Words drawn one by one: the ids' sequence mapped onto 20 words would give only 20
+      // distinct prompts of a length, each a prefix-cache hit after the first.
+      p.text.reserve(size_t(p.input_tokens) * 7);
+      p.text = prefix_text;
+      for (int k = 0; k < n; ++k) {
+        if (!p.text.empty()) p.text += ' ';
+        p.text += kVocab[word(words_rng)];
       }
     }
     out.push_back(std::move(p));

@@ -1,0 +1,77 @@
+#include "loadgen/workload.h"
+
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "base/strings.h"
+
+namespace latdoc::loadgen {
+namespace {
+
+// Every random text prompt is its own: a server with prefix caching (vLLM V1's default) must
+// not find one prompt's first KV block (16 tokens) in another's, or TTFT reads low.
+TEST(WorkloadTest, RandomTextPromptsDifferFromTheFirstBlock) {
+  RandomWorkloadOptions o;
+  o.input_len = 64;
+  o.seed = 7;
+  auto prompts = RandomPrompts(o, 500);
+  std::set<std::string> whole, first_block;
+  for (const auto& p : prompts) {
+    auto words = SplitWhitespace(p.text);
+    ASSERT_EQ(words.size(), 64u);  // one word per token
+    EXPECT_EQ(p.input_tokens, 64);
+    whole.insert(p.text);
+    std::string block;
+    for (size_t k = 0; k < 16; ++k) block += std::string(words[k]) + " ";
+    first_block.insert(block);
+  }
+  EXPECT_EQ(whole.size(), 500u);
+  EXPECT_EQ(first_block.size(), 500u);
+}
+
+// --prefix-len: the same leading words in every prompt, different words after them.
+TEST(WorkloadTest, SharedPrefixThenDistinctText) {
+  RandomWorkloadOptions o;
+  o.input_len = 32;
+  o.prefix_len = 16;
+  auto prompts = RandomPrompts(o, 50);
+  const auto first = SplitWhitespace(prompts[0].text);
+  ASSERT_EQ(first.size(), 48u);
+  std::set<std::string> tails;
+  for (const auto& p : prompts) {
+    auto words = SplitWhitespace(p.text);
+    ASSERT_EQ(words.size(), 48u);
+    EXPECT_EQ(p.input_tokens, 48);
+    for (size_t k = 0; k < 16; ++k) EXPECT_EQ(words[k], first[k]);
+    tails.insert(p.text.substr(p.text.size() - 100));
+  }
+  EXPECT_EQ(tails.size(), 50u);
+}
+
+// Token ids follow vLLM's random dataset: (offset + index + k) % vocab after the prefix, and the
+// same seed gives the same prompts and lengths in both forms.
+TEST(WorkloadTest, TokenIdsAsVllmAndSeedsRepeat) {
+  RandomWorkloadOptions o;
+  o.input_len = 8;
+  o.range_ratio = 0.5;
+  o.token_ids = true;
+  o.seed = 3;
+  auto a = RandomPrompts(o, 20);
+  auto b = RandomPrompts(o, 20);
+  o.token_ids = false;
+  auto text = RandomPrompts(o, 20);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].token_ids, b[i].token_ids);
+    ASSERT_EQ(int(a[i].token_ids.size()), a[i].input_tokens);
+    for (size_t k = 1; k < a[i].token_ids.size(); ++k) {
+      EXPECT_EQ(a[i].token_ids[k], (a[i].token_ids[k - 1] + 1) % o.vocab_size);
+    }
+    EXPECT_EQ(text[i].input_tokens, a[i].input_tokens);
+    EXPECT_EQ(text[i].output_tokens, a[i].output_tokens);
+  }
+}
+
+}  // namespace
+}  // namespace latdoc::loadgen
