@@ -31,6 +31,28 @@ Finding Make(std::string id, Severity sev, std::string title, std::string advice
   return f;
 }
 
+// The GPU time of every device apart, summed: with several devices (GPUs, or ranks in files of
+// their own) one device's busy time must not hide another's idle time, nor the time between
+// two files' windows count as idle. One device: the timeline itself.
+struct GpuTime {
+  int64_t total_ns = 0, busy_ns = 0, idle_ns = 0, exposed_memcpy_ns = 0;
+  size_t devices = 1;
+};
+GpuTime DeviceSum(const TraceReport& r) {
+  if (r.per_device.empty()) {
+    return {r.timeline.total_ns, r.timeline.busy_ns, r.timeline.idle_ns, r.timeline.exposed_memcpy_ns, 1};
+  }
+  GpuTime t;
+  t.devices = r.per_device.size();
+  for (const auto& d : r.per_device) {
+    t.total_ns += d.total_ns;
+    t.busy_ns += d.busy_ns;
+    t.idle_ns += d.idle_ns;
+    t.exposed_memcpy_ns += d.exposed_memcpy_ns;
+  }
+  return t;
+}
+
 std::string Arch(const TraceReport& r) {
   for (const auto& d : r.devices) {
     if (!d.arch.empty()) return d.arch;
@@ -39,7 +61,7 @@ std::string Arch(const TraceReport& r) {
 }
 
 void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
-  const auto& t = r.timeline;
+  const GpuTime t = DeviceSum(r);
   if (t.total_ns <= 0) return;
   const double idle = Share(static_cast<double>(t.idle_ns), static_cast<double>(t.total_ns));
   const double stream_idle = static_cast<double>(r.idle.host_wait_ns + r.idle.kernel_wait_ns + r.idle.other_ns);
@@ -54,7 +76,9 @@ void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Findi
   Finding f = Make(
       host_bound ? "kernel.gpu_idle_host_bound" : "kernel.gpu_idle",
       sev,
-      fmt::format("GPU idle {:.1f}% of its {:.2f} ms window{}", 100 * idle, Ms(static_cast<double>(t.total_ns)),
+      fmt::format("GPU idle {:.1f}% of {} {:.2f} ms window{}", 100 * idle,
+                  t.devices > 1 ? fmt::format("{} devices'", t.devices) : std::string("its"),
+                  Ms(static_cast<double>(t.total_ns)),
                   host_bound ? fmt::format("; {:.0f}% of stream idle time is the host launching late", 100 * host_share)
                              : ""),
       host_bound
@@ -95,17 +119,16 @@ void HotKernelRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<
   f.evidence.push_back(Num("total", Ms(static_cast<double>(k.total_ns)), "ms"));
   f.evidence.push_back(Num("p50", Us(k.p50_ns), "us"));
   f.evidence.push_back(Num("p99", Us(k.p99_ns), "us"));
-  if (r.timeline.total_ns > 0) {
-    f.latency_share = k.busy_share * Share(static_cast<double>(r.timeline.busy_ns), static_cast<double>(r.timeline.total_ns));
-  }
+  const GpuTime t = DeviceSum(r);
+  if (t.total_ns > 0) f.latency_share = std::min(1.0, Share(static_cast<double>(k.total_ns), static_cast<double>(t.total_ns)));
   out.push_back(std::move(f));
 }
 
 void OutlierRule(const TraceReport& r, std::vector<Finding>& out) {
   if (r.outlier_count == 0) return;
-  double excess = 0;
-  for (const auto& x : r.outliers) excess += static_cast<double>(x.dur_ns) - x.median_ns;
-  const double share = Share(excess, static_cast<double>(r.timeline.busy_ns));
+  // Every outlier's excess, not only the instances the report lists.
+  const double excess = static_cast<double>(r.outlier_excess_ns);
+  const double share = Share(excess, static_cast<double>(r.all_ops_busy_ns));
   Finding f = Make("kernel.outlier_instances", share >= 0.01 ? Severity::kWarn : Severity::kInfo,
                    fmt::format("{} kernel instances ran far slower than their kernel's median", r.outlier_count),
                    "open the trace with the findings marked (--annotate) and look at what ran at those "
@@ -117,14 +140,14 @@ void OutlierRule(const TraceReport& r, std::vector<Finding>& out) {
                              fmt::format("{} at {:.3f} ms, median {:.1f} us", x.name.substr(0, 60),
                                          Ms(static_cast<double>(x.at_ns)), Us(x.median_ns))));
   }
-  f.latency_share = Share(excess, static_cast<double>(r.timeline.total_ns));
+  f.latency_share = Share(excess, static_cast<double>(DeviceSum(r).total_ns));
   out.push_back(std::move(f));
 }
 
 void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   for (const auto& d : r.copies.by_direction) {
     if (d.direction == CopyDirection::kHtoD && d.small_count >= o.small_h2d_min_count) {
-      const double rate = r.span_ns > 0 ? static_cast<double>(d.small_count) * 1e9 / static_cast<double>(r.span_ns) : 0;
+      const double rate = d.small_per_s.value_or(0);   // the busiest file, over its own span
       if (rate >= o.small_h2d_min_per_s || d.storm_runs > 0) {
         Finding f = Make("kernel.small_h2d_copies", Severity::kWarn,
                          fmt::format("{} small host-to-device copies ({:.0f}/s)", d.small_count, rate),
@@ -156,23 +179,23 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
                                                           : "memory kind recorded by the profiler"));
     out.push_back(std::move(f));
   }
-  if (r.steady.sync_copy_count > 0 || sync > 0) {
+  if (r.steady.sync_copy_count > 0) {   // warm-up copies (loading the model) are fine
     Finding f = Make("kernel.sync_copies", Severity::kWarn,
                      fmt::format("{} synchronous copy calls after warm-up", r.steady.sync_copy_count),
                      "use async copies (cudaMemcpyAsync/hipMemcpyAsync, .to(non_blocking=True) from "
                      "pinned memory) and keep .item()/.cpu()/.tolist() out of the step loop");
     f.evidence.push_back(Num("sync_copy_calls_steady", static_cast<double>(r.steady.sync_copy_count), ""));
     f.evidence.push_back(Num("gpu_copies_from_sync_calls", static_cast<double>(sync), ""));
-    if (r.steady.sync_copy_count == 0) f.severity = Severity::kInfo;
     out.push_back(std::move(f));
   }
-  const double exposed = Share(static_cast<double>(r.timeline.exposed_memcpy_ns), static_cast<double>(r.timeline.total_ns));
+  const GpuTime t = DeviceSum(r);
+  const double exposed = Share(static_cast<double>(t.exposed_memcpy_ns), static_cast<double>(t.total_ns));
   if (exposed >= o.exposed_memcpy_share) {
     Finding f = Make("kernel.exposed_memcpy", Severity::kWarn,
                      fmt::format("{:.1f}% of the GPU window is copies not hidden under compute", 100 * exposed),
                      "overlap copies with compute on a separate stream, prefetch inputs, or remove the "
                      "copies (keep tensors on the device)");
-    f.evidence.push_back(Num("exposed_memcpy", Ms(static_cast<double>(r.timeline.exposed_memcpy_ns)), "ms"));
+    f.evidence.push_back(Num("exposed_memcpy", Ms(static_cast<double>(t.exposed_memcpy_ns)), "ms"));
     f.latency_share = exposed;
     out.push_back(std::move(f));
   }
@@ -180,8 +203,8 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
     if (b.copies < 0) continue;   // kernel counters: low traffic may just be compute-bound
     const auto it = std::find_if(r.copies.by_direction.begin(), r.copies.by_direction.end(),
                                  [&](const auto& d) { return d.direction == b.direction; });
-    if (it == r.copies.by_direction.end() || !it->bytes || it->count == 0) continue;
-    const double avg = static_cast<double>(*it->bytes) / static_cast<double>(it->count);
+    if (it == r.copies.by_direction.end() || !it->bytes || it->bytes_count == 0) continue;
+    const double avg = static_cast<double>(*it->bytes) / static_cast<double>(it->bytes_count);
     if (avg < static_cast<double>(o.low_bandwidth_min_avg_bytes)) continue;
     if (b.achieved_gbps >= o.low_bandwidth_share * b.peak_gbps) continue;
     Finding f = Make("kernel.low_copy_bandwidth", Severity::kWarn,
@@ -224,7 +247,7 @@ void LaunchRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
 void SteadyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   const auto& s = r.steady;
   if (s.sync_count > 0) {
-    const double share = Share(static_cast<double>(s.sync_ns), static_cast<double>(r.span_ns));
+    const double share = Share(static_cast<double>(s.sync_ns), static_cast<double>(s.steady_span_ns));
     Finding f = Make("kernel.steady_state_sync", share >= o.sync_warn_share ? Severity::kWarn : Severity::kInfo,
                      fmt::format("{} synchronisations after warm-up, {:.2f} ms on the host", s.sync_count, Ms(static_cast<double>(s.sync_ns))),
                      "remove device-wide waits from the step (torch.cuda.synchronize(), .item(), "
@@ -251,7 +274,7 @@ void SteadyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
 
 void PatternRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   for (const auto& p : r.patterns) {
-    const double share = Share(static_cast<double>(p.total_ns), static_cast<double>(r.timeline.busy_ns));
+    const double share = Share(static_cast<double>(p.total_ns), static_cast<double>(r.all_ops_busy_ns));
     Finding f = Make("kernel.pattern." + p.pattern, share >= o.pattern_warn_share ? Severity::kWarn : Severity::kInfo,
                      fmt::format("known slow path: {} ({} calls, {:.1f}% of busy time)", p.kernel.substr(0, 70), p.count, 100 * share),
                      p.advice);
@@ -263,10 +286,11 @@ void PatternRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<F
 
 void ConcurrencyRule(const TraceReport& r, std::vector<Finding>& out) {
   const auto& ov = r.overlap;
-  if (ov.streams_with_kernels >= 2 && ov.concurrency_share && *ov.concurrency_share < 0.05) {
+  // Streams of one device (ComputeOverlap judges only devices with two or more).
+  if (ov.max_streams_per_device >= 2 && ov.concurrency_share && *ov.concurrency_share < 0.05) {
     Finding f = Make("kernel.serialized_streams", Severity::kInfo,
-                     fmt::format("kernels on {} streams but only {:.1f}% of busy time concurrent", ov.streams_with_kernels,
-                                 100 * *ov.concurrency_share),
+                     fmt::format("kernels on {} streams of one device but only {:.1f}% of their busy time concurrent",
+                                 ov.max_streams_per_device, 100 * *ov.concurrency_share),
                      "the streams serialise: check for a sync or an event wait between them, or "
                      "whether one stream would do");
     out.push_back(std::move(f));

@@ -56,6 +56,42 @@ TEST(TraceRulesTest, IdleBelowThresholdIsOk) {
   EXPECT_EQ(FindId(f, "kernel.gpu_idle_host_bound")->severity, Severity::kOk);
 }
 
+// Two ranks' GPUs, each busy its whole window, 1000 s apart: the union of their windows is
+// nearly all idle, but neither GPU was. The rule judges the devices apart, summed.
+TEST(TraceRulesTest, IdleIsJudgedPerDeviceWhenThereAreSeveral) {
+  TraceReport r;
+  r.timeline.total_ns = 1'000'000'000'100;
+  r.timeline.busy_ns = 200;
+  r.timeline.idle_ns = r.timeline.total_ns - 200;
+  for (int i = 0; i < 2; ++i) {
+    trace::GpuTimeline d;
+    d.total_ns = d.busy_ns = 100;
+    r.per_device.push_back(d);
+  }
+  const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* idle = FindId(f, "kernel.gpu_idle");
+  ASSERT_NE(idle, nullptr);
+  EXPECT_EQ(idle->severity, Severity::kOk);
+  EXPECT_EQ(idle->title, "GPU idle 0.0% of 2 devices' 0.00 ms window");
+}
+
+// The outlier rule weighs every outlier's excess, not only the instances the report keeps.
+TEST(TraceRulesTest, OutlierShareCountsEveryOutlier) {
+  TraceReport r;
+  r.timeline.total_ns = r.timeline.busy_ns = 1'000'000'000;
+  r.all_ops_busy_ns = 1'000'000'000;
+  r.outlier_count = 1000;
+  r.outlier_excess_ns = 25'000'000;   // 1000 x 25 us: 2.5% of busy time
+  r.outliers.resize(50);
+  for (auto& x : r.outliers) {
+    x.dur_ns = 45'000;
+    x.median_ns = 20'000;
+  }
+  const Finding* o = FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.outlier_instances");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->severity, Severity::kWarn);
+}
+
 TEST(TraceRulesTest, SmallH2DCopiesNeedCountAndRate) {
   TraceReport r = HostBoundReport();
   trace::CopyDirectionStat d;
@@ -64,7 +100,8 @@ TEST(TraceRulesTest, SmallH2DCopiesNeedCountAndRate) {
   d.small_count = 9;    // below the minimum count
   r.copies.by_direction.push_back(d);
   EXPECT_EQ(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.small_h2d_copies"), nullptr);
-  r.copies.by_direction[0].small_count = 12;   // 120/s over 0.1 s
+  r.copies.by_direction[0].small_count = 12;
+  r.copies.by_direction[0].small_per_s = 120;   // over its file's span (ComputeCopyStats)
   const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
   const Finding* s = FindId(f, "kernel.small_h2d_copies");
   ASSERT_NE(s, nullptr);

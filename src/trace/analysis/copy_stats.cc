@@ -1,6 +1,7 @@
 // Copies per direction: count, bytes, time, achieved GB/s; small-copy storms (RATELProf
 // coalescable_transfers); pageable copies (CUDA: memory kinds from the trace; ROCm: a
 // heuristic, trace-formats.md 3.9 b); synchronous copies (launched by a blocking call).
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -8,8 +9,19 @@
 
 namespace latdoc::trace {
 
-CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o, int64_t span_ns) {
+CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
   CopyStats s;
+  // Each file's span, host and GPU: rates are per file, over its own span (ranks may run on
+  // different clocks, or one after another).
+  std::vector<std::pair<int64_t, int64_t>> spans(trace.sources.size(), {INT64_MAX, INT64_MIN});
+  auto widen = [&spans](uint16_t source, int64_t start, int64_t end) {
+    if (source >= spans.size()) spans.resize(size_t{source} + 1, {INT64_MAX, INT64_MIN});
+    spans[source].first = std::min(spans[source].first, start);
+    spans[source].second = std::max(spans[source].second, end);
+  };
+  for (const GpuOp& op : trace.gpu_ops) widen(op.source, op.start_ns, op.end_ns());
+  for (const ApiCall& a : trace.api_calls) widen(a.source, a.start_ns, a.end_ns());
+  std::map<std::pair<CopyDirection, uint16_t>, int64_t> small_of_source;
   std::map<CopyDirection, CopyDirectionStat> by_dir;
   std::map<CopyDirection, int64_t> bytes_time_ns;   // device time of copies with bytes
   std::map<CopyDirection, int64_t> bytes_sum;
@@ -33,6 +45,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o, int64_t
     const bool small = op.bytes >= 0 && op.bytes < o.small_copy_bytes;
     if (op.bytes >= 0) {
       ++s.copies_with_bytes;
+      ++d.bytes_count;
       bytes_sum[op.direction] += op.bytes;
       bytes_time_ns[op.direction] += op.dur_ns;
     }
@@ -40,6 +53,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o, int64_t
     if (small) {
       ++d.small_count;
       ++s.small_copies;
+      ++small_of_source[{op.direction, op.source}];
       len = (len > 0 && op.start_ns - last_end < o.storm_max_gap_ns) ? len + 1 : 1;
       if (len == o.storm_min_run) ++d.storm_runs;
       d.longest_storm = std::max(d.longest_storm, len >= o.storm_min_run ? len : 0);
@@ -68,6 +82,24 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o, int64_t
       }
     }
   }
+  std::map<uint16_t, int64_t> small_per_source;
+  for (const auto& [key, count] : small_of_source) {
+    const auto& [first, last] = spans[key.second];
+    small_per_source[key.second] += count;
+    if (last <= first) continue;
+    const double rate = static_cast<double>(count) * 1e9 / static_cast<double>(last - first);
+    CopyDirectionStat& d = by_dir[key.first];
+    d.small_per_s = std::max(d.small_per_s.value_or(0), rate);
+  }
+  for (const auto& [first, last] : spans) {
+    if (last > first) s.small_copies_per_s = 0.0;  // none, over a span that exists
+  }
+  for (const auto& [source, count] : small_per_source) {
+    const auto& [first, last] = spans[source];
+    if (last <= first) continue;
+    const double rate = static_cast<double>(count) * 1e9 / static_cast<double>(last - first);
+    s.small_copies_per_s = std::max(s.small_copies_per_s.value_or(0), rate);
+  }
   for (auto& [dir, d] : by_dir) {
     if (bytes_time_ns.count(dir) != 0) {
       d.bytes = bytes_sum[dir];
@@ -77,7 +109,6 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o, int64_t
     }
     s.by_direction.push_back(d);
   }
-  if (span_ns > 0) s.small_copies_per_s = static_cast<double>(s.small_copies) * 1e9 / static_cast<double>(span_ns);
   return s;
 }
 

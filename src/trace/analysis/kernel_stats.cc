@@ -1,6 +1,7 @@
 // Kernel hot list (per normalised name: count, total, mean, p50, p99, max, share of busy
 // time; like nsys cuda_gpu_kern_sum and rocprof's stats CSV) and outlier instances.
 #include <algorithm>
+#include <map>
 #include <tuple>
 #include <unordered_map>
 
@@ -9,6 +10,34 @@
 #include "trace/importers/common/gpu_names.h"
 
 namespace latdoc::trace {
+
+int64_t BusyOfAllOps(const Trace& trace) {
+  // gpu_ops are sorted by start: each device's ops merge in one pass (its open interval).
+  struct Open {
+    int64_t start = 0, end = INT64_MIN;
+  };
+  std::map<std::pair<uint16_t, int32_t>, Open> open;
+  std::pair<uint16_t, int32_t> last_key;
+  Open* last = nullptr;
+  int64_t busy = 0;
+  for (const GpuOp& op : trace.gpu_ops) {
+    const std::pair<uint16_t, int32_t> key{op.source, op.device};
+    if (last == nullptr || key != last_key) {
+      last = &open[key];
+      last_key = key;
+    }
+    if (last->end == INT64_MIN || op.start_ns > last->end) {
+      if (last->end != INT64_MIN) busy += last->end - last->start;
+      *last = {op.start_ns, op.end_ns()};
+    } else {
+      last->end = std::max(last->end, op.end_ns());
+    }
+  }
+  for (const auto& [key, o] : open) {
+    if (o.end != INT64_MIN) busy += o.end - o.start;
+  }
+  return busy;
+}
 
 void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t busy_ns,
                         int64_t t0_ns, TraceReport& r) {
@@ -76,6 +105,9 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
     r.counter_gbps = static_cast<double>(r.counter_bytes) / static_cast<double>(r.counter_kernel_ns);
   }
   r.outlier_count = static_cast<int64_t>(outliers.size());
+  double excess = 0;  // over all of them, before the list is cut
+  for (const OutlierInstance& x : outliers) excess += static_cast<double>(x.dur_ns) - x.median_ns;
+  r.outlier_excess_ns = static_cast<int64_t>(excess);
   // Largest excess first, then earlier; the rest of the key makes the order total, so which
   // instances make the cut does not depend on the sort.
   std::sort(outliers.begin(), outliers.end(), [](const OutlierInstance& a, const OutlierInstance& b) {

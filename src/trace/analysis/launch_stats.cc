@@ -100,6 +100,7 @@ SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, 
     if (f.calls == 0) continue;
     from[i] = f.first + static_cast<int64_t>(o.warmup_share * static_cast<double>(f.last - f.first));
     earliest = std::min(earliest, from[i]);
+    s.steady_span_ns += f.last - from[i];
   }
   if (earliest == INT64_MAX) return s;
   s.steady_from_ns = earliest - t0_ns;

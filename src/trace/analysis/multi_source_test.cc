@@ -135,5 +135,43 @@ TEST(MultiSourceTest, KernelOnlyFileCountsBesideALinkedOne) {
   EXPECT_EQ(r.per_device[1].busy_ns, 1'000);
 }
 
+// Rates are per file, over the file's own span: rank 0's 50 small copies in 0.1 s are 500/s
+// (and more, as its span is the copies' own), whatever rank 1, 1000 s later, does.
+TEST(MultiSourceTest, SmallCopyRateIsPerFileOverItsOwnSpan) {
+  TwoRanks t;
+  for (int64_t i = 0; i < 50; ++i) t.SmallCopy(0, i * 2'000'000);   // 0 .. 98 ms
+  t.Kernel(1, 0, 1'000'000'000'000, 100);
+  const TraceReport r = t.Analyze();
+  ASSERT_EQ(r.copies.by_direction.size(), 1u);
+  ASSERT_TRUE(r.copies.by_direction[0].small_per_s.has_value());
+  EXPECT_NEAR(*r.copies.by_direction[0].small_per_s, 50 / 0.098001, 0.01);
+  ASSERT_TRUE(r.copies.small_copies_per_s.has_value());
+  EXPECT_NEAR(*r.copies.small_copies_per_s, 50 / 0.098001, 0.01);
+}
+
+// One stream on each of two ranks' GPUs is no serialisation: only a device with two streams or
+// more is judged for concurrency. Busy time is summed per device: 200 ns, not the union's 100.
+TEST(MultiSourceTest, StreamsAndBusyTimeArePerDevice) {
+  TwoRanks t;
+  t.Kernel(0, 0, 0, 100).stream = 7;
+  t.Kernel(1, 0, 0, 100).stream = 7;
+  TraceReport r = t.Analyze();
+  EXPECT_EQ(r.overlap.streams_with_kernels, 2);
+  EXPECT_EQ(r.overlap.max_streams_per_device, 1);
+  EXPECT_FALSE(r.overlap.concurrency_share.has_value());
+  EXPECT_EQ(r.all_ops_busy_ns, 200);
+  EXPECT_DOUBLE_EQ(r.hot_kernels.at(0).busy_share, 1.0);   // 200 of 200, not 200%
+
+  TwoRanks u;   // rank 0 has two streams, one after the other: judged, 0% concurrent
+  u.Kernel(0, 0, 0, 100).stream = 7;
+  u.Kernel(0, 0, 100, 100).stream = 8;
+  u.Kernel(1, 0, 0, 100).stream = 7;
+  r = u.Analyze();
+  EXPECT_EQ(r.overlap.max_streams_per_device, 2);
+  EXPECT_EQ(r.overlap.multi_stream_busy_ns, 200);
+  ASSERT_TRUE(r.overlap.concurrency_share.has_value());
+  EXPECT_EQ(*r.overlap.concurrency_share, 0.0);
+}
+
 }  // namespace
 }  // namespace latdoc::trace

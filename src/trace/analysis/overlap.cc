@@ -35,6 +35,7 @@ OverlapStats ComputeOverlap(const Trace& trace, const AnalysisOptions& o) {
   std::vector<std::pair<int64_t, int>> edges, merged_edges;
   for (auto& [dev, streams] : kernels) {
     s.streams_with_kernels += static_cast<int64_t>(streams.size());
+    s.max_streams_per_device = std::max(s.max_streams_per_device, static_cast<int>(streams.size()));
     IntervalSet busy;
     if (streams.size() == 1) {
       // One stream: its set is the device's, and never are two streams busy at once.
@@ -88,6 +89,7 @@ OverlapStats ComputeOverlap(const Trace& trace, const AnalysisOptions& o) {
       }
     }
     s.kernel_busy_ns += TotalLength(busy);
+    if (streams.size() >= 2) s.multi_stream_busy_ns += TotalLength(busy);
     auto c = copies.find(dev);
     if (c != copies.end()) {
       const IntervalSet copy_set = c->second.Finish();
@@ -98,8 +100,10 @@ OverlapStats ComputeOverlap(const Trace& trace, const AnalysisOptions& o) {
   }
   for (auto& [dev, builder] : copies) s.copy_ns += TotalLength(builder.Finish());
   if (s.copy_ns > 0) s.copy_hidden_share = static_cast<double>(s.copy_hidden_ns) / static_cast<double>(s.copy_ns);
-  if (s.kernel_busy_ns > 0) {
-    s.concurrency_share = static_cast<double>(s.multi_stream_ns) / static_cast<double>(s.kernel_busy_ns);
+  // Over the devices that have two streams or more: one stream of each of two GPUs (ranks, or
+  // tensor parallelism in one file) is no serialisation.
+  if (s.multi_stream_busy_ns > 0) {
+    s.concurrency_share = static_cast<double>(s.multi_stream_ns) / static_cast<double>(s.multi_stream_busy_ns);
   }
   return s;
 }

@@ -78,6 +78,8 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     line("");
     line(fmt::format("Top kernels ({} names)          count    total ms   mean us    p50 us    p99 us    max us  busy %",
                      r.hot_kernels.size()));
+    line(fmt::format("  (busy %: share of the {:.3f} ms of GPU busy time, devices summed, every op counted whether its launch is in the trace or not)",
+                     static_cast<double>(r.all_ops_busy_ns) / 1e6));
     for (size_t i = 0; i < r.hot_kernels.size() && i < static_cast<size_t>(o.hot_list); ++i) {
       const KernelStat& k = r.hot_kernels[i];
       line(fmt::format("  {:<30} {:>6} {:>11.3f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f}", Cut(k.name, 30),
@@ -148,7 +150,9 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
   line(fmt::format("Overlap: long copies hidden under kernels {}; kernels on {} streams, concurrent {}",
                    r.overlap.copy_hidden_share ? fmt::format("{:.1f}%", 100 * *r.overlap.copy_hidden_share) : "n/a",
                    r.overlap.streams_with_kernels,
-                   r.overlap.concurrency_share ? fmt::format("{:.1f}% of busy time", 100 * *r.overlap.concurrency_share) : "n/a"));
+                   r.overlap.concurrency_share
+                       ? fmt::format("{:.1f}% of the busy time of devices with 2 or more", 100 * *r.overlap.concurrency_share)
+                       : "n/a"));
   if (r.counter_gbps) {
     line(fmt::format("Kernel memory traffic (FETCH_SIZE+WRITE_SIZE): {} kernels, {} over {:.3f} ms = {:.1f} GB/s",
                      r.counter_kernels, Bytes(r.counter_bytes), static_cast<double>(r.counter_kernel_ns) / 1e6,

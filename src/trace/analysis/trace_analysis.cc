@@ -96,8 +96,9 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
       r.per_device.push_back(ComputeGpuTimeline(trace, tl, SourceDevice{source, device}));
     }
   }
-  ComputeKernelStats(trace, o, r.timeline.busy_ns, t0, r);
-  r.copies = ComputeCopyStats(trace, o, r.span_ns);
+  r.all_ops_busy_ns = BusyOfAllOps(trace);
+  ComputeKernelStats(trace, o, r.all_ops_busy_ns, t0, r);
+  r.copies = ComputeCopyStats(trace, o);
   r.steady = ComputeSteadyState(trace, o, t0);
   SideResults side_results = side.get();
   r.idle = std::move(side_results.idle);
@@ -171,7 +172,8 @@ json ReportToJson(const TraceReport& r) {
                             {"max_ns", k.max_ns}, {"busy_share", k.busy_share}});
   }
   j["kernel_names"] = r.hot_kernels.size();
-  j["outliers"] = {{"count", r.outlier_count}, {"instances", json::array()}};
+  j["all_ops_busy_ns"] = r.all_ops_busy_ns;
+  j["outliers"] = {{"count", r.outlier_count}, {"excess_ns", r.outlier_excess_ns}, {"instances", json::array()}};
   for (const OutlierInstance& x : r.outliers) {
     j["outliers"]["instances"].push_back({{"name", x.name}, {"device", x.device}, {"stream", x.stream},
                                           {"at_ns", x.at_ns}, {"dur_ns", x.dur_ns},
@@ -188,10 +190,11 @@ json ReportToJson(const TraceReport& r) {
   c["by_direction"] = json::array();
   for (const CopyDirectionStat& d : r.copies.by_direction) {
     c["by_direction"].push_back({{"direction", CopyDirectionName(d.direction)}, {"count", d.count},
-                                 {"total_ns", d.total_ns}, {"bytes", Opt(d.bytes)},
+                                 {"total_ns", d.total_ns}, {"bytes", Opt(d.bytes)}, {"with_bytes", d.bytes_count},
                                  {"achieved_gbps", Opt(d.achieved_gbps)}, {"small", d.small_count},
                                  {"pageable", d.pageable_count}, {"sync", d.sync_count},
-                                 {"storm_runs", d.storm_runs}, {"longest_storm", d.longest_storm}});
+                                 {"storm_runs", d.storm_runs}, {"longest_storm", d.longest_storm},
+                                 {"small_per_s", Opt(d.small_per_s)}});
   }
   j["copies"] = c;
   json idle;
@@ -230,15 +233,18 @@ json ReportToJson(const TraceReport& r) {
     for (const ApiUse& u : v) a.push_back({{"name", u.name}, {"count", u.count}, {"total_ns", u.total_ns}});
     return a;
   };
-  j["steady_state"] = {{"from_ns", r.steady.steady_from_ns}, {"sync_count", r.steady.sync_count},
+  j["steady_state"] = {{"from_ns", r.steady.steady_from_ns}, {"span_ns", r.steady.steady_span_ns},
+                       {"sync_count", r.steady.sync_count},
                        {"sync_ns", r.steady.sync_ns}, {"alloc_count", r.steady.alloc_count},
                        {"alloc_ns", r.steady.alloc_ns}, {"sync_copy_count", r.steady.sync_copy_count},
                        {"syncs", uses(r.steady.syncs)}, {"allocs", uses(r.steady.allocs)}};
   const OverlapStats& ov = r.overlap;
   j["overlap"] = {{"copy_ns", ov.copy_ns}, {"copy_hidden_ns", ov.copy_hidden_ns},
                   {"copy_hidden_share", Opt(ov.copy_hidden_share)}, {"kernel_busy_ns", ov.kernel_busy_ns},
-                  {"multi_stream_ns", ov.multi_stream_ns}, {"concurrency_share", Opt(ov.concurrency_share)},
-                  {"streams_with_kernels", ov.streams_with_kernels}};
+                  {"multi_stream_ns", ov.multi_stream_ns}, {"multi_stream_busy_ns", ov.multi_stream_busy_ns},
+                  {"concurrency_share", Opt(ov.concurrency_share)},
+                  {"streams_with_kernels", ov.streams_with_kernels},
+                  {"max_streams_per_device", ov.max_streams_per_device}};
   j["bandwidth"] = json::array();
   for (const BandwidthCheck& b : r.bandwidth) {
     j["bandwidth"].push_back({{"device", b.device}, {"gpu", b.gpu}, {"direction", CopyDirectionName(b.direction)},

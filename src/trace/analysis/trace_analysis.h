@@ -18,9 +18,13 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& options);
 
 // Individual analyses (kernel_stats.cc, copy_stats.cc, idle_gaps.cc, launch_stats.cc,
 // overlap.cc). `t0_ns` is the trace start that `_at_ns` offsets count from.
+// Kernel shares are of `busy_ns`: BusyOfAllOps, as the totals count every kernel.
 void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t busy_ns,
                         int64_t t0_ns, TraceReport& r);
-CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o, int64_t span_ns);
+// GPU busy time summed over the devices of every file, every GPU op counted (linked to a launch
+// in the trace or not; the timeline counts TraceLens's subset).
+int64_t BusyOfAllOps(const Trace& trace);
+CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o);
 IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns);
 LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o);
 SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns);

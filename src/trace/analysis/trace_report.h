@@ -22,7 +22,7 @@ struct KernelStat {
   int64_t total_ns = 0;
   double mean_ns = 0, p50_ns = 0, p99_ns = 0;
   int64_t max_ns = 0;
-  double busy_share = 0;         // total / GPU busy time (may exceed 1 with concurrent streams)
+  double busy_share = 0;         // total / all_ops_busy_ns (may exceed 1 with concurrent streams)
 };
 
 struct OutlierInstance {
@@ -42,6 +42,8 @@ struct CopyDirectionStat {
   int64_t small_count = 0;                // below AnalysisOptions::small_copy_bytes
   int64_t pageable_count = 0;             // CUDA names/kinds, or the ROCm heuristic
   int64_t sync_count = 0;                 // launched by a synchronous copy call
+  int64_t bytes_count = 0;                // copies that reported their size
+  std::optional<double> small_per_s;      // small copies per second: the file with most, over its span
   int64_t storm_runs = 0;                 // runs of small copies back to back
   int64_t longest_storm = 0;
 };
@@ -51,7 +53,8 @@ struct CopyStats {
   int64_t copies = 0;
   int64_t copies_with_bytes = 0;
   int64_t small_copies = 0;
-  std::optional<double> small_copies_per_s;   // over the trace's span
+  // The file with the most small copies per second of its own span (ranks may run apart).
+  std::optional<double> small_copies_per_s;
   bool pageable_is_heuristic = false;         // true when no copy carried a memory kind
   int64_t memsets = 0;
   int64_t memset_ns = 0;
@@ -124,6 +127,7 @@ struct SteadyStateApi {
   std::vector<ApiUse> syncs;        // sorted by total time
   std::vector<ApiUse> allocs;       // malloc and free calls
   int64_t sync_count = 0, sync_ns = 0, alloc_count = 0, alloc_ns = 0;
+  int64_t steady_span_ns = 0;       // the steady states' host time, summed over files
   int64_t sync_copy_count = 0;      // synchronous copy calls (cudaMemcpy, hipMemcpyWithStream)
 };
 
@@ -133,8 +137,10 @@ struct OverlapStats {
   std::optional<double> copy_hidden_share;
   int64_t kernel_busy_ns = 0;
   int64_t multi_stream_ns = 0;      // time with kernels on ≥ 2 streams of one device at once
-  std::optional<double> concurrency_share;
-  int streams_with_kernels = 0;
+  int64_t multi_stream_busy_ns = 0; // kernel busy time of the devices with ≥ 2 kernel streams
+  std::optional<double> concurrency_share;   // multi_stream_ns / multi_stream_busy_ns
+  int streams_with_kernels = 0;     // over all devices
+  int max_streams_per_device = 0;
 };
 
 struct BandwidthCheck {
@@ -169,11 +175,13 @@ struct TraceReport {
   std::vector<DeviceInfo> devices;             // those that ran GPU work (all if none did)
   int idle_devices = 0;                        // devices listed by the profiler without work
   GpuTimeline timeline;                       // all devices, TraceLens rule
-  std::vector<GpuTimeline> per_device;
+  std::vector<GpuTimeline> per_device;        // when more than one device (or file) ran work
+  int64_t all_ops_busy_ns = 0;                // BusyOfAllOps: per device, summed, every op
   bool timeline_used_all_ops = false;         // a file without host launches: its ops all counted
   std::vector<KernelStat> hot_kernels;
   std::vector<OutlierInstance> outliers;
   int64_t outlier_count = 0;
+  int64_t outlier_excess_ns = 0;              // over all outliers: time above their medians
   CopyStats copies;
   IdleStats idle;
   LaunchStats launch;
