@@ -23,6 +23,7 @@ TraceReport HostBoundReport() {
   r.span_ns = 100'000'000;
   r.timeline.total_ns = 50'000'000;
   r.timeline.busy_ns = 30'000'000;
+  r.all_ops_busy_ns = 30'000'000;
   r.timeline.idle_ns = 20'000'000;
   r.idle.host_wait_ns = 15'000'000;
   r.idle.kernel_wait_ns = 1'000'000;
@@ -172,6 +173,7 @@ TEST(AddKnowledgeFactsTest, BandwidthAgainstSpecAndPatternHits) {
   d.direction = CopyDirection::kHtoD;
   d.count = 4;
   d.bytes = 64 << 20;
+  d.bytes_count = 4;
   d.achieved_gbps = 3.0;
   r.copies.by_direction.push_back(d);
   trace::KernelStat k;
