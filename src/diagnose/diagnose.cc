@@ -560,8 +560,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       hro.sweep_knee_concurrency = knee_concurrency;
       auto fs = rules::JudgeHost(*facts, hro);
       // The server's own command line, where found, outranks the one its log gave.
-      if (std::any_of(fs.begin(), fs.end(),
-                      [](const rules::Finding& f) { return f.layer == rules::Layer::kConfig; })) {
+      if (std::any_of(fs.begin(), fs.end(), [](const rules::Finding& f) {
+            return f.layer == rules::Layer::kConfig && f.severity != rules::Severity::kSkip;
+          })) {
         log_config.clear();
       }
       doc["doctor"] = {{"facts", ordered_json::parse(host::FactsToJson(*facts))},
@@ -577,6 +578,12 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
 
   if (!log_config.empty()) {
     layers["config"] = "measured (the flags in the vLLM log's startup line 'non-default args')";
+    // The doctor's "no vLLM process here" gives way to the flags the log gave.
+    all.erase(std::remove_if(all.begin(), all.end(),
+                             [](const rules::Finding& f) {
+                               return f.layer == rules::Layer::kConfig && f.severity == rules::Severity::kSkip;
+                             }),
+              all.end());
     Append(all, std::move(log_config));
   }
 
