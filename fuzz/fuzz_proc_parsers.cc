@@ -1,7 +1,8 @@
 // Every /proc and /sys text parser of src/host on the same arbitrary bytes (each parser must
 // take any content: a file can change while it is read, and --sysroot trees come from
 // elsewhere), plus the argv and environ handling of a server's /proc/PID/cmdline and environ
-// (NUL-separated words) and the facts file that `doctor --facts` reads.
+// (NUL-separated words), a vLLM --config YAML file, and the facts file that `doctor --facts`
+// reads.
 #include <cstdint>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "host/host_facts.h"
 #include "host/proc_parsers.h"
 #include "host/server_process.h"
+#include "host/vllm_config.h"
 
 using namespace latdoc::host;
 
@@ -39,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (words[i] == "--api-key" && redacted[i + 1] != "<redacted>") __builtin_trap();
   }
   (void)FilterEnv(words);
+  if (auto args = VllmConfigFileArgs(text); args.ok()) (void)WithConfigFileArgs(words, *args);
   (void)FactsFromJson(text, "facts.json");
   return 0;
 }

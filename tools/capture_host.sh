@@ -113,6 +113,15 @@ if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
       grep -v -E '^VLLM_API_KEY=' | tr '\n' '\0' >"$d/environ"
   fi
   for t in /proc/"$pid"/task/*; do copy "$t/stat"; copy "$t/comm"; done
+  # vLLM's --config file, where latdoc reads it (the server's root or cwd), API keys redacted.
+  cfg=$(tr '\0' '\n' <"/proc/$pid/cmdline" | awk 'c{print; exit} /^--config$/{c=1}')
+  if [ -n "$cfg" ]; then
+    case "$cfg" in /*) src="/proc/$pid/root$cfg" ;; *) src="/proc/$pid/cwd/$cfg" ;; esac
+    if [ -r "$src" ]; then
+      mkdir -p "$(dirname "$tree$src")"
+      sed -E 's/^([[:space:]]*api[-_]key[[:space:]]*:).*/\1 <redacted>/' "$src" >"$tree$src"
+    fi
+  fi
   # Its CPU cgroup: the quota and throttling counters of each group from its own up to the
   # hierarchy's root (v1 cpu controller first, as latdoc looks; else the v2 tree).
   copy "/proc/$pid/cgroup"

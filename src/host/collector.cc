@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/strings.h"
 #include "host/pci.h"
+#include "host/vllm_config.h"
 #include "host/proc_parsers.h"
 #include "host/server_process.h"
 
@@ -580,6 +581,22 @@ Fact<int64_t> CounterDelta(const Counters& a, const Counters& b, const std::stri
   return Fact<int64_t>::Known(y->second - x->second, "/proc/net/netstat,/proc/net/snmp");
 }
 
+// The flags of a vLLM server's --config file, read as the server sees its file system: through
+// /proc/PID/root (its container's mount namespace) or, for a relative path, /proc/PID/cwd.
+Fact<std::vector<std::string>> ReadVllmConfigFile(const SysRoot& fs, int64_t pid,
+                                                  const std::vector<std::string>& argv) {
+  const std::optional<std::string> path = VllmConfigPath(argv);
+  if (!path) return Fact<std::vector<std::string>>::Unknown("no --config file");
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const std::string where = !path->empty() && (*path)[0] == '/' ? proc + "/root" + *path
+                                                                 : proc + "/cwd/" + *path;
+  auto text = fs.Read(where, 1 << 20);
+  if (!text.ok()) return Fact<std::vector<std::string>>::Unknown("--config " + *path + ": " + text.status().message());
+  auto args = VllmConfigFileArgs(*text);
+  if (!args.ok()) return Fact<std::vector<std::string>>::Unknown("--config " + *path + ": " + args.status().message());
+  return Fact<std::vector<std::string>>::Known(RedactArgv(std::move(*args)), where);
+}
+
 }  // namespace
 
 HostFacts CollectHostFacts(const CollectOptions& options) {
@@ -601,6 +618,7 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
     s.pid = found->pid;
     s.kind = found->kind;
     s.argv = found->argv;
+    if (s.kind == "vllm") s.config_file_args = ReadVllmConfigFile(fs, s.pid, s.argv);
     facts.server = std::move(s);
   } else {
     facts.server_note = found.status().message();

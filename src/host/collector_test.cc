@@ -18,6 +18,37 @@ CollectOptions Recorded(const std::string& root) {
   return o;
 }
 
+// vLLM's --config file, read as the server sees it: an absolute path through /proc/PID/root
+// (its container's file system), a relative one through /proc/PID/cwd; an API key in it
+// redacted; a file that is not there, unknown with the reason.
+TEST(CollectorTest, VllmConfigFileThroughTheServersOwnView) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  using namespace std::string_literals;
+  const std::string argv0 = "/usr/bin/python3\0/usr/local/bin/vllm\0serve\0m\0--config\0"s;
+  auto cmdline = [&](const std::string& path) {
+    std::string s = argv0 + path + std::string(1, '\0');
+    t.Write("/proc/4242/cmdline", s);
+  };
+  t.Write("/proc/4242/root/etc/vllm/serve.yaml", "enforce-eager: true\napi-key: sk-file-secret\n");
+  t.Write("/proc/4242/cwd/local.yaml", "max-num-seqs: 128\n");
+  cmdline("/etc/vllm/serve.yaml");
+  HostFacts f = CollectHostFacts(Recorded(t.root()));
+  ASSERT_TRUE(f.server.has_value());
+  ASSERT_TRUE(f.server->config_file_args.known()) << f.server->config_file_args.reason;
+  EXPECT_EQ(*f.server->config_file_args,
+            (std::vector<std::string>{"--enforce-eager", "--api-key", "<redacted>"}));
+  EXPECT_EQ(f.server->config_file_args.source, "/proc/4242/root/etc/vllm/serve.yaml");
+  cmdline("local.yaml");
+  f = CollectHostFacts(Recorded(t.root()));
+  ASSERT_TRUE(f.server->config_file_args.known()) << f.server->config_file_args.reason;
+  EXPECT_EQ(*f.server->config_file_args, (std::vector<std::string>{"--max-num-seqs", "128"}));
+  cmdline("missing.yaml");
+  f = CollectHostFacts(Recorded(t.root()));
+  EXPECT_FALSE(f.server->config_file_args.known());
+  EXPECT_NE(f.server->config_file_args.reason.find("--config missing.yaml: "), std::string::npos)
+      << f.server->config_file_args.reason;
+}
+
 // The real H200 host recorded by tools/capture_host_device.sh.
 TEST(CollectorTest, RecordedH200) {
   HostFacts f = CollectHostFacts(Recorded("tests/data/host/h200_recorded/tree"));

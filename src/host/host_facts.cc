@@ -30,7 +30,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpuLimit, dir, quota_cpus,
                                                 periods_delta, throttled_delta, throttled_s_delta,
                                                 includes_latdoc)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpu, version, cgroup, note, limits, pressure)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ServerProcess, pid, kind, argv, env,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ServerProcess, pid, kind, argv, config_file_args, env,
                                                 cpus_allowed_list, mems_allowed_list, children,
                                                 threads,
                                                 write_bytes_per_s, cgroup_cpu)

@@ -134,6 +134,9 @@ struct ServerProcess {
   int64_t pid = 0;
   std::string kind;                     // "vllm", "llama.cpp", "sglang", "tgi"
   std::vector<std::string> argv;        // --api-key (and similar) values replaced by "<redacted>"
+  // vLLM's --config FILE.yaml (host/vllm_config.h): the flags it gives, as vLLM inserts them
+  // (secrets redacted as in argv). Unknown when there is no --config, or it could not be read.
+  Fact<std::vector<std::string>> config_file_args;
   Fact<std::map<std::string, std::string>> env;  // only variables the lint reads
   Fact<std::string> cpus_allowed_list;
   Fact<std::string> mems_allowed_list;

@@ -10,6 +10,7 @@
 
 #include "base/strings.h"
 #include "host/proc_parsers.h"
+#include "host/vllm_config.h"
 #include "rules/vllm_args.h"
 
 namespace latdoc::rules {
@@ -1126,7 +1127,10 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
   std::vector<Finding> out;
   const auto& s = *facts.server;
   // As vLLM reads it: underscores, aliases, -O3 and dotted keys in one canonical form.
-  const std::vector<std::string> a = NormalizeVllmArgv(s.argv);
+  // A --config YAML file's flags go where vLLM puts them: before the command line's own.
+  const bool config_file = host::VllmConfigPath(s.argv).has_value();
+  const std::vector<std::string> a = NormalizeVllmArgv(
+      s.config_file_args.known() ? host::WithConfigFileArgs(s.argv, *s.config_file_args) : s.argv);
   const Layer L = Layer::kConfig;
 
   {  // config.enforce_eager
@@ -1375,6 +1379,12 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
       }
       out.push_back(std::move(f));
     }
+  }
+  if (config_file) {
+    const std::string note = s.config_file_args.known()
+                                 ? "read: " + s.config_file_args.source
+                                 : "not read (its flags are not judged): " + s.config_file_args.reason;
+    for (Finding& f : out) f.evidence.push_back(Text("config_file", note));
   }
   return out;
 }

@@ -454,6 +454,28 @@ TEST(HostRulesTest, VllmFlagsInEveryFormVllmAccepts) {
               HasSubstr("32000"));
 }
 
+// A --config YAML file's flags count, under the command line's own (vLLM puts them first); a
+// file that could not be read is named in every config finding's evidence.
+TEST(HostRulesTest, VllmConfigFileFlagsUnderTheCommandLine) {
+  HostFacts f = Load("mi300x_built");
+  ASSERT_TRUE(f.server.has_value());
+  f.server->argv.insert(f.server->argv.end(), {"--config", "serve.yaml", "--max-num-seqs", "64"});
+  f.server->config_file_args = host::Fact<std::vector<std::string>>::Known(
+      {"--enforce-eager", "--max-num-seqs", "2048"}, "/proc/4242/cwd/serve.yaml");
+  auto all = JudgeHost(f, {});
+  EXPECT_EQ(SeverityName(One(all, "config.enforce_eager").severity), "fail");
+  EXPECT_THAT(One(all, "config.max_num_seqs").title, HasSubstr("max_num_seqs 64"));
+  EXPECT_EQ(EvidenceText(One(all, "config.max_num_seqs"), "config_file"), "read: /proc/4242/cwd/serve.yaml");
+
+  f.server->config_file_args = host::Fact<std::vector<std::string>>::Unknown(
+      "--config serve.yaml: /proc/4242/cwd/serve.yaml: Permission denied");
+  all = JudgeHost(f, {});
+  EXPECT_EQ(SeverityName(One(all, "config.enforce_eager").severity), "ok");
+  EXPECT_EQ(EvidenceText(One(all, "config.enforce_eager"), "config_file"),
+            "not read (its flags are not judged): --config serve.yaml: /proc/4242/cwd/serve.yaml: "
+            "Permission denied");
+}
+
 TEST(HostRulesTest, SweepKnee) {
   EXPECT_EQ(*SweepKneeFromJson(R"({"knee": {"concurrency": 48}})", "s.json"), 48);
   EXPECT_EQ(*SweepKneeFromJson(R"({"recommendation": {"max_num_seqs": 32.4}})", "s.json"), 32);

@@ -10,7 +10,7 @@
 //
 // and, as argparse does, the last of a repeated flag wins. NormalizeVllmArgv rewrites argv into
 // one canonical form so that the rules can ask for a flag by its long name and find it however
-// it was written. A YAML file given with --config is not read (it lives on the server's host).
+// it was written. A --config YAML file's flags are read by host/vllm_config.h.
 #ifndef LATDOC_RULES_VLLM_ARGS_H_
 #define LATDOC_RULES_VLLM_ARGS_H_
 

@@ -1,0 +1,373 @@
+#include "host/vllm_config.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/strings.h"
+
+namespace latdoc::host {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string_view Basename(std::string_view p) {
+  const size_t slash = p.rfind('/');
+  return slash == std::string_view::npos ? p : p.substr(slash + 1);
+}
+
+struct YamlLine {
+  int number = 0;       // 1-based, for messages
+  size_t indent = 0;
+  std::string_view text;  // without the indentation and the comment
+};
+
+// The text of a line without a trailing comment (" #" outside quotes, or "#" first).
+std::string_view StripComment(std::string_view s) {
+  char quote = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) {
+      return s.substr(0, i);
+    }
+  }
+  return s;
+}
+
+class YamlReader {
+ public:
+  explicit YamlReader(std::string_view text) {
+    int number = 0;
+    for (std::string_view raw : Split(text, '\n')) {
+      ++number;
+      if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+      std::string_view body = StripComment(raw);
+      size_t indent = 0;
+      while (indent < body.size() && body[indent] == ' ') ++indent;
+      std::string_view t = Trim(body);
+      if (t.empty()) continue;
+      if (indent == 0 && (t == "---" || t.substr(0, 4) == "--- ")) continue;  // document start
+      if (indent == 0 && t == "...") break;                                    // document end
+      lines_.push_back({number, indent, t});
+    }
+  }
+
+  StatusOr<Json> Document() {
+    if (lines_.empty()) return Json::object();  // an empty file: no flags
+    StatusOr<Json> v = Block(lines_[0].indent);
+    if (!v.ok()) return v;
+    if (i_ < lines_.size()) return Error(lines_[i_], "indentation does not match the lines before");
+    return v;
+  }
+
+ private:
+  static constexpr int kMaxDepth = 32;
+
+  Status Error(const YamlLine& l, std::string_view what) const {
+    return InvalidArgument(fmt::format("line {}: {}", l.number, what));
+  }
+
+  static bool IsSequenceItem(std::string_view t) { return t == "-" || t.substr(0, 2) == "- "; }
+
+  // The lines from i_ at exactly `indent`, as one mapping or one sequence.
+  StatusOr<Json> Block(size_t indent) {
+    if (++depth_ > kMaxDepth) return Error(lines_[i_], "nested too deep");
+    StatusOr<Json> out = IsSequenceItem(lines_[i_].text) ? Sequence(indent) : Mapping(indent);
+    --depth_;
+    return out;
+  }
+
+  // The value after "key:" or "- ": inline, or the more-indented block on the next lines.
+  StatusOr<Json> ValueOf(const YamlLine& l, std::string_view rest, size_t indent) {
+    rest = Trim(rest);
+    if (!rest.empty()) return Inline(l, rest);
+    if (i_ < lines_.size() && lines_[i_].indent > indent) return Block(lines_[i_].indent);
+    // PyYAML also takes a block sequence at the key's own indentation.
+    if (i_ < lines_.size() && lines_[i_].indent == indent && IsSequenceItem(lines_[i_].text) &&
+        !IsSequenceItem(l.text)) {
+      return Sequence(indent);
+    }
+    return Json(nullptr);
+  }
+
+  StatusOr<Json> Mapping(size_t indent) {
+    Json out = Json::object();
+    while (i_ < lines_.size() && lines_[i_].indent == indent && !IsSequenceItem(lines_[i_].text)) {
+      const YamlLine l = lines_[i_++];
+      auto [key, rest, ok] = SplitKey(l.text);
+      if (!ok) return Error(l, "expected 'key: value'");
+      StatusOr<Json> v = ValueOf(l, rest, indent);
+      if (!v.ok()) return v;
+      out[key] = std::move(*v);
+    }
+    return out;
+  }
+
+  StatusOr<Json> Sequence(size_t indent) {
+    Json out = Json::array();
+    while (i_ < lines_.size() && lines_[i_].indent == indent && IsSequenceItem(lines_[i_].text)) {
+      const YamlLine l = lines_[i_++];
+      std::string_view rest = l.text.substr(1);
+      if (auto [key, value, ok] = SplitKey(Trim(rest)); ok && !Trim(rest).empty() &&
+                                                       Trim(rest)[0] != '[' && Trim(rest)[0] != '{' &&
+                                                       Trim(rest)[0] != '"' && Trim(rest)[0] != '\'') {
+        return Error(l, "a mapping inside a list is not read");
+      }
+      StatusOr<Json> v = ValueOf(l, rest, indent);
+      if (!v.ok()) return v;
+      out.push_back(std::move(*v));
+    }
+    return out;
+  }
+
+  struct KeyRest {
+    std::string key;
+    std::string_view rest;
+    bool ok;
+  };
+  // "key: rest" (the colon followed by a blank or the end); a quoted key is unquoted.
+  static KeyRest SplitKey(std::string_view t) {
+    size_t colon = std::string_view::npos;
+    if (!t.empty() && (t[0] == '"' || t[0] == '\'')) {
+      const size_t close = t.find(t[0], 1);
+      if (close == std::string_view::npos) return {"", "", false};
+      colon = close + 1 < t.size() && t[close + 1] == ':' ? close + 1 : std::string_view::npos;
+      if (colon == std::string_view::npos) return {"", "", false};
+      if (colon + 1 < t.size() && t[colon + 1] != ' ') return {"", "", false};
+      return {std::string(t.substr(1, close - 1)), t.substr(colon + 1), true};
+    }
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i] == ':' && (i + 1 == t.size() || t[i + 1] == ' ' || t[i + 1] == '\t')) {
+        colon = i;
+        break;
+      }
+    }
+    if (colon == std::string_view::npos || colon == 0) return {"", "", false};
+    return {std::string(Trim(t.substr(0, colon))), t.substr(colon + 1), true};
+  }
+
+  StatusOr<Json> Inline(const YamlLine& l, std::string_view s) {
+    const char c = s[0];
+    if (c == '&' || c == '*' || c == '!') return Error(l, "anchors, aliases and tags are not read");
+    if (c == '|' || c == '>') return Error(l, "multi-line strings are not read");
+    size_t p = 0;
+    std::optional<Json> v = Flow(s, p, 0);
+    while (p < s.size() && s[p] == ' ') ++p;
+    if (!v || p != s.size()) return Error(l, "a value that does not parse");
+    return *v;
+  }
+
+  // A flow value at s[p]: [a, b], {k: v}, a quoted string, or a plain scalar (in a flow
+  // collection it ends at ',', ']' or '}').
+  std::optional<Json> Flow(std::string_view s, size_t& p, int depth) {
+    if (depth > kMaxDepth) return std::nullopt;
+    while (p < s.size() && s[p] == ' ') ++p;
+    if (p >= s.size()) return std::nullopt;
+    if (s[p] == '[' || s[p] == '{') {
+      const bool map = s[p] == '{';
+      const char close = map ? '}' : ']';
+      ++p;
+      Json out = map ? Json::object() : Json::array();
+      while (true) {
+        while (p < s.size() && s[p] == ' ') ++p;
+        if (p < s.size() && s[p] == close) {
+          ++p;
+          return out;
+        }
+        if (map) {
+          std::optional<Json> key = Flow(s, p, depth + 1);
+          while (p < s.size() && s[p] == ' ') ++p;
+          if (!key || p >= s.size() || s[p] != ':') return std::nullopt;
+          ++p;
+          std::optional<Json> value = Flow(s, p, depth + 1);
+          if (!value) return std::nullopt;
+          out[key->is_string() ? key->get<std::string>() : key->dump()] = std::move(*value);
+        } else {
+          std::optional<Json> item = Flow(s, p, depth + 1);
+          if (!item) return std::nullopt;
+          out.push_back(std::move(*item));
+        }
+        while (p < s.size() && s[p] == ' ') ++p;
+        if (p < s.size() && s[p] == ',') {
+          ++p;
+        } else if (p >= s.size() || s[p] != close) {
+          return std::nullopt;
+        }
+      }
+    }
+    if (s[p] == '"' || s[p] == '\'') return Quoted(s, p);
+    const bool in_flow = depth > 0;
+    const size_t start = p;
+    while (p < s.size()) {
+      const char c = s[p];
+      if (in_flow && (c == ',' || c == ']' || c == '}')) break;
+      if (in_flow && c == ':' && (p + 1 == s.size() || s[p + 1] == ' ')) break;
+      ++p;
+    }
+    return Plain(Trim(s.substr(start, p - start)));
+  }
+
+  static std::optional<Json> Quoted(std::string_view s, size_t& p) {
+    const char quote = s[p++];
+    std::string out;
+    while (p < s.size()) {
+      const char c = s[p++];
+      if (quote == '\'' && c == '\'') {
+        if (p < s.size() && s[p] == '\'') {  // '' is one quote
+          out += '\'';
+          ++p;
+          continue;
+        }
+        return Json(std::move(out));
+      }
+      if (quote == '"' && c == '"') return Json(std::move(out));
+      if (quote == '"' && c == '\\' && p < s.size()) {
+        const char e = s[p++];
+        out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        continue;
+      }
+      out += c;
+    }
+    return std::nullopt;  // unterminated
+  }
+
+  // YAML 1.1's plain scalars as PyYAML's safe_load reads them.
+  static Json Plain(std::string_view t) {
+    if (t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL") return Json(nullptr);
+    for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
+      if (t == yes) return Json(true);
+    }
+    for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
+      if (t == no) return Json(false);
+    }
+    std::string digits;
+    for (char c : t) {
+      if (c != '_') digits += c;  // 1_000 is 1000 in YAML 1.1
+    }
+    int64_t i = 0;
+    const char* b = digits.data() + (digits[0] == '+' ? 1 : 0);
+    const char* e = digits.data() + digits.size();
+    if (auto r = std::from_chars(b, e, i); r.ec == std::errc() && r.ptr == e) return Json(i);
+    // A float needs a dot in YAML 1.1 (1e3 is a string to PyYAML).
+    double d = 0;
+    if (digits.find('.') != std::string::npos) {
+      if (auto r = std::from_chars(b, e, d); r.ec == std::errc() && r.ptr == e && std::isfinite(d)) {
+        return Json(d);
+      }
+    }
+    return Json(std::string(t));
+  }
+
+  std::vector<YamlLine> lines_;
+  size_t i_ = 0;
+  int depth_ = 0;
+};
+
+// Python's str() of a scalar.
+std::string PyStr(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    std::string s = fmt::format("{}", d);   // shortest round-trip, as Python's repr
+    if (s.find_first_of(".en") == std::string::npos) s += ".0";
+    return s;
+  }
+  // json.dumps separators: ", " and ": ".
+  return v.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string PyJsonDumps(const Json& v) {
+  if (v.is_object()) {
+    std::string out = "{";
+    bool first = true;
+    for (const auto& [k, x] : v.items()) {
+      if (!first) out += ", ";
+      first = false;
+      out += Json(k).dump(-1, ' ', false, Json::error_handler_t::replace) + ": " + PyJsonDumps(x);
+    }
+    return out + "}";
+  }
+  if (v.is_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + PyJsonDumps(v[i]);
+    return out + "]";
+  }
+  return v.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::optional<std::string> VllmConfigPath(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--config") return argv[i + 1];
+  }
+  return std::nullopt;
+}
+
+StatusOr<std::vector<std::string>> VllmConfigFileArgs(std::string_view yaml) {
+  StatusOr<Json> doc = YamlReader(yaml).Document();
+  if (!doc.ok()) return doc.status();
+  if (doc->is_null()) return std::vector<std::string>{};
+  if (!doc->is_object()) return InvalidArgument("the file is not a mapping of flags to values");
+  std::vector<std::string> out;
+  for (const auto& [key, value] : doc->items()) {
+    if (value.is_boolean()) {
+      out.push_back(value.get<bool>() ? "--" + key : "--no-" + key);
+    } else if (value.is_array()) {
+      if (value.empty()) continue;
+      out.push_back("--" + key);
+      for (const Json& item : value) out.push_back(item.is_object() || item.is_array() ? PyJsonDumps(item) : PyStr(item));
+    } else if (value.is_object()) {
+      out.push_back("--" + key);
+      out.push_back(PyJsonDumps(value));
+    } else {
+      out.push_back("--" + key);
+      out.push_back(PyStr(value));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> WithConfigFileArgs(const std::vector<std::string>& argv,
+                                            const std::vector<std::string>& file_args) {
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--config" && i + 1 < argv.size()) {
+      ++i;
+      continue;
+    }
+    rest.push_back(argv[i]);
+  }
+  // After `serve` and the model (when the command line gives one), else after the entry
+  // point's module (python -m vllm.entrypoints.openai.api_server), else after the program.
+  size_t at = rest.empty() ? 0 : 1;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == "serve" && i > 0 && Basename(rest[i - 1]) == "vllm") {
+      at = i + 1;
+      if (at < rest.size() && !rest[at].empty() && rest[at][0] != '-') ++at;
+      break;
+    }
+    if (rest[i].rfind("vllm.entrypoints", 0) == 0) {
+      at = i + 1;
+      break;
+    }
+  }
+  std::vector<std::string> out(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(at));
+  out.insert(out.end(), file_args.begin(), file_args.end());
+  out.insert(out.end(), rest.begin() + static_cast<std::ptrdiff_t>(at), rest.end());
+  return out;
+}
+
+}  // namespace latdoc::host

@@ -1,0 +1,39 @@
+// vLLM's --config FILE.yaml: the flags a server was started with that its command line does not
+// show. vLLM (vllm/utils/argparse_utils.py, FlexibleArgumentParser) loads the file with
+// yaml.safe_load and turns each top-level key into flags:
+//
+//   key: true        -> --key            key: false -> --no-key
+//   key: [a, b]      -> --key a b        key: {x: 1} (or a nested block) -> --key '{"x": 1}'
+//   key: value       -> --key value      (str(value) in Python)
+//
+// and inserts them after the subcommand and model, before the rest of the command line, so the
+// command line wins over the file.
+#ifndef LATDOC_HOST_VLLM_CONFIG_H_
+#define LATDOC_HOST_VLLM_CONFIG_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace latdoc::host {
+
+// The file named by "--config FILE" in a vLLM command line (vLLM reads only that form).
+std::optional<std::string> VllmConfigPath(const std::vector<std::string>& argv);
+
+// The flags vLLM takes from a config file's text. Reads the YAML that such files use: block
+// mappings and sequences, flow [lists] and {maps}, plain and quoted scalars, YAML 1.1's
+// booleans (yes/no/on/off too, as PyYAML reads them), comments. Other constructs (anchors,
+// multi-line | and > strings, tags) are an error that names the line.
+StatusOr<std::vector<std::string>> VllmConfigFileArgs(std::string_view yaml);
+
+// argv with the config file's flags put where vLLM puts them (after "serve" and the model, or
+// first for an entry point without a subcommand) and "--config FILE" taken out.
+std::vector<std::string> WithConfigFileArgs(const std::vector<std::string>& argv,
+                                            const std::vector<std::string>& file_args);
+
+}  // namespace latdoc::host
+
+#endif  // LATDOC_HOST_VLLM_CONFIG_H_
