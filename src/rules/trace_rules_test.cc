@@ -88,7 +88,8 @@ TEST(TraceRulesTest, OutlierShareCountsEveryOutlier) {
     x.dur_ns = 45'000;
     x.median_ns = 20'000;
   }
-  const Finding* o = FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.outlier_instances");
+  const auto all = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* o = FindId(all, "kernel.outlier_instances");
   ASSERT_NE(o, nullptr);
   EXPECT_EQ(o->severity, Severity::kWarn);
 }
