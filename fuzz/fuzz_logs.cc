@@ -8,18 +8,41 @@
 #include "fuzz/fuzz_util.h"
 #include <nlohmann/json.hpp>
 
+#include "base/secrets.h"
 #include "logs/log_analyzer.h"
 #include "logs/log_facts.h"
 #include "logs/vllm_startup.h"
 
+namespace {
+
+// Whether a key that names a secret holds anything but "<redacted>", at any depth.
+bool HoldsSecret(const nlohmann::json& j) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      if (latdoc::IsSecretName(k) && v != std::string(latdoc::kRedacted)) return true;
+      if (HoldsSecret(v)) return true;
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) {
+      if (HoldsSecret(v)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  // The startup line's Python-repr parser on the raw bytes, and its secrets rule: no word of the
-  // argv comes after a flag that names a key or token.
-  if (auto argv = latdoc::logs::VllmArgvFromLoggedArgs(
+  // The startup line's Python-repr parser on the raw bytes, and its secrets rule: no flag names
+  // a secret, and no JSON value holds one under any key that names a secret.
+  if (auto flags = latdoc::logs::VllmFlagsFromLoggedArgs(
           "non-default args: " + std::string(latdoc::fuzz::AsView(data, size)))) {
-    for (const auto& w : *argv) {
-      if (w == "--api-key" || w == "--hf-token") __builtin_trap();
+    for (const auto& f : *flags) {
+      if (latdoc::IsSecretName(f.flag)) __builtin_trap();
+      for (const auto& v : f.values) {
+        if (HoldsSecret(nlohmann::json::parse(v, nullptr, false))) __builtin_trap();
+      }
     }
   }
   latdoc::logs::AnalyzeOptions opts;

@@ -100,17 +100,54 @@ for n in /sys/class/kfd/kfd/topology/nodes/*; do
   copy "$n/properties"; copy "$n/gpu_id"; copy "$n/name"
 done
 
-# The server process, when given: cmdline (api key redacted), status, io, threads, environ subset.
+# Whether an option or YAML key names a secret, as latdoc's IsSecretName decides: api-key,
+# hf_token, --admin-api-key=..., token, *-key, *-token, *secret*, *password*.
+secret_awk='function secret(name,   n) {
+    n = tolower(name); sub(/^-+/, "", n); sub(/=.*/, "", n); gsub(/_/, "-", n)
+    return n == "key" || n == "token" || n == "apikey" || n ~ /-(key|token|apikey)$/ ||
+           n ~ /secret|password|passwd/
+  }'
+
+# A vLLM config file with every secret's value replaced: a secret key's inline value and the
+# block under it (a list of keys, say) become "<redacted>"; an inline {...} or [...] that
+# mentions a key, token, secret or password anywhere is replaced whole.
+redact_yaml() {
+  awk "$secret_awk"'
+    function indent(s) { match(s, /^ */); return RLENGTH }
+    skip >= 0 {
+      if ($0 ~ /^[ \t]*(#.*)?$/) next
+      i = indent($0)
+      if (i > skip || (i == skip && $0 ~ /^ *-( |$)/)) next
+      skip = -1
+    }
+    match($0, /^ *(- +)?["\047]?[^"\047:#]+["\047]? *:( |\t|$)/) {
+      head = substr($0, 1, RLENGTH); rest = substr($0, RLENGTH + 1)
+      key = head; sub(/^ *(- +)?["\047]?/, "", key); sub(/["\047]? *:.*$/, "", key)
+      sub(/[ \t]*$/, "", head)
+      if (secret(key)) { print head " <redacted>"; skip = indent($0); next }
+      if (rest ~ /^[ \t]*[[{]/ && tolower(rest) ~ /key|token|secret|passw/) {
+        print head " <redacted>"; next
+      }
+    }
+    { print }'
+}
+
+# The server process, when given: cmdline (secrets redacted), status, io, threads, environ subset.
 if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
   d="$tree/proc/$pid"; mkdir -p "$d/task"
-  tr '\0' '\n' <"/proc/$pid/cmdline" | awk 'r{print "<redacted>"; r=0; next}
-      /^--api-key=/{print "--api-key=<redacted>"; next} /^--api-key$/{r=1} {print}' |
-    tr '\n' '\0' >"$d/cmdline"
+  tr '\0' '\n' <"/proc/$pid/cmdline" | awk "$secret_awk"'
+      r == 2 { print "<redacted>"; r = 1; next }           # the value after a secret flag
+      r == 1 && !/^-/ { print "<redacted>"; next }         # and every further one: --api-key k1 k2
+      { r = 0 }
+      /^-/ && secret($0) { e = index($0, "="); if (e) { print substr($0, 1, e) "<redacted>"; next }
+                           print; r = 2; next }
+      { print }' | tr '\n' '\0' >"$d/cmdline"
   copy "/proc/$pid/status"; copy "/proc/$pid/io"; copy "/proc/$pid/stat"
   if [ -r "/proc/$pid/environ" ]; then
     tr '\0' '\n' <"/proc/$pid/environ" |
       grep -E '^(VLLM_|HIP_|ROCM_|HSA_|NCCL_|CUDA_|PYTORCH_|TORCH_|OMP_)' |
-      grep -v -E '^VLLM_API_KEY=' | tr '\n' '\0' >"$d/environ"
+      awk -F= '{ n = toupper($1) } n ~ /KEY|TOKEN|SECRET|PASSW/ { print $1 "=<redacted>"; next } { print }' |
+      tr '\n' '\0' >"$d/environ"
   fi
   for t in /proc/"$pid"/task/*; do copy "$t/stat"; copy "$t/comm"; done
   # vLLM's --config file, where latdoc reads it (the server's root or cwd), API keys redacted.
@@ -119,7 +156,7 @@ if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
     case "$cfg" in /*) src="/proc/$pid/root$cfg" ;; *) src="/proc/$pid/cwd/$cfg" ;; esac
     if [ -r "$src" ]; then
       mkdir -p "$(dirname "$tree$src")"
-      sed -E 's/^([[:space:]]*api[-_]key[[:space:]]*:).*/\1 <redacted>/' "$src" >"$tree$src"
+      redact_yaml <"$src" >"$tree$src"
     fi
   fi
   # Its CPU cgroup: the quota and throttling counters of each group from its own up to the

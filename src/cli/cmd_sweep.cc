@@ -114,6 +114,7 @@ int RunSweepCommand(SweepArgs& a) {
   o.client.idle_timeout_ns = SecToNs(a.idle_timeout_s);
   o.client.request_timeout_ns = SecToNs(a.request_timeout_s);
   if (s.rate_mode) o.request_rate = s.lo;
+  std::optional<loadgen::RandomWorkloadOptions> random;
   if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
     if (!w.ok()) return Fail("sweep", w.status());
@@ -126,7 +127,7 @@ int RunSweepCommand(SweepArgs& a) {
     if (Status st = loadgen::ValidateRandomOptions(a.random); !st.ok()) return Fail("sweep", st);
     a.random.seed = o.seed;
     a.random.token_ids = a.random.token_ids && o.endpoint == loadgen::Endpoint::kCompletions;
-    o.prompts = loadgen::RandomPrompts(a.random, 4096);
+    random = a.random;  // drawn per round by the runner
     s.input_len = a.random.input_len;
   }
   // Output paths are checked before any load is sent (no sweep lost to a typo).
@@ -135,7 +136,7 @@ int RunSweepCommand(SweepArgs& a) {
     if (Status st = CheckOutputPath(*p); !st.ok()) return Fail("sweep", st);
   }
 
-  auto runner = loadgen::MakeBenchStepRunner(o);
+  auto runner = loadgen::MakeBenchStepRunner(o, random);
   if (!a.quiet) fmt::print("{}", loadgen::SweepTableHeader(s));
   std::fflush(stdout);
   auto result = loadgen::RunSweep(*runner, s, [&](const loadgen::SweepStep& step) {

@@ -87,12 +87,11 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
   b.scrape_interval_s = 0.1;
   loadgen::RandomWorkloadOptions w = o.workload;
   w.seed = o.workload.seed + 2;
-  b.prompts = loadgen::RandomPrompts(w, 4096);
   loadgen::SweepOptions s;
   s.hi = o.sweep_max;
   s.slo = o.slo;
   s.input_len = o.workload.input_len;
-  auto runner = loadgen::MakeBenchStepRunner(b);
+  auto runner = loadgen::MakeBenchStepRunner(b, w);
   auto r = loadgen::RunSweep(*runner, s, [&](const loadgen::SweepStep& step) {
     Say(o, fmt::format("sweep: concurrency {:g}", step.load));
   });
@@ -564,6 +563,13 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
             return f.layer == rules::Layer::kConfig && f.severity != rules::Severity::kSkip;
           })) {
         log_config.clear();
+        if (doc.contains("logs")) {  // and the logs section shows only what still counts
+          ordered_json kept = ordered_json::array();
+          for (auto& f : doc["logs"]["findings"]) {
+            if (f.value("layer", "") != rules::LayerName(rules::Layer::kConfig)) kept.push_back(std::move(f));
+          }
+          doc["logs"]["findings"] = std::move(kept);
+        }
       }
       doc["doctor"] = {{"facts", ordered_json::parse(host::FactsToJson(*facts))},
                        {"findings", FindingsJson(fs)}};

@@ -481,11 +481,13 @@ std::map<std::string, int64_t> ParseVmstat(std::string_view text) {
 
 namespace {
 
+// A 32-bit counter as the kernel prints it (%08x): 1 to 8 hex digits, no sign.
 std::optional<int64_t> ParseHex(std::string_view w) {
-  int64_t v = 0;
+  if (w.empty() || w.size() > 8 || !std::isxdigit(static_cast<unsigned char>(w[0]))) return std::nullopt;
+  uint32_t v = 0;
   auto r = std::from_chars(w.data(), w.data() + w.size(), v, 16);
   if (r.ec != std::errc() || r.ptr != w.data() + w.size()) return std::nullopt;
-  return v;
+  return int64_t{v};
 }
 
 }  // namespace

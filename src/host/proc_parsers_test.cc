@@ -282,6 +282,16 @@ TEST(ProcParsersTest, SoftnetStatPerCpu) {
   EXPECT_EQ(t->bad_lines, 1);
   EXPECT_FALSE(ParseSoftnetStat("").has_value());
   EXPECT_FALSE(ParseSoftnetStat("x y z\n").has_value());
+  // Counters are 32-bit hex with no sign: a sign, a ninth digit or a "0x" is a bad line, not a
+  // value (a negative or 64-bit one would break the wrap arithmetic of Counter32Delta).
+  for (const char* bad : {"-0000001 00000000 00000000\n", "+0000001 00000000 00000000\n",
+                          "100000000 00000000 00000000\n", "0x1 00000000 00000000\n"}) {
+    auto b = ParseSoftnetStat(bad);
+    EXPECT_FALSE(b.has_value()) << bad;
+  }
+  auto top = ParseSoftnetStat("ffffffff 00000000 00000000\n");
+  ASSERT_TRUE(top.has_value());
+  EXPECT_EQ(top->cpus[0].processed, 0xffffffffLL);
 }
 
 // /proc/net/stat/nf_conntrack as kernel 6.18 writes it (two spaces after some columns).

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "base/secrets.h"
 #include "base/strings.h"
 #include "host/proc_parsers.h"
 
@@ -54,17 +55,20 @@ std::optional<std::string> ServerKindFromArgv(const std::vector<std::string>& ar
 }
 
 std::vector<std::string> RedactArgv(std::vector<std::string> argv) {
-  static constexpr std::string_view kSecretFlags[] = {"--api-key", "--admin-api-key",
-                                                      "--hf-token", "--token"};
   for (size_t i = 0; i < argv.size(); ++i) {
-    for (std::string_view f : kSecretFlags) {
-      if (argv[i] == f && i + 1 < argv.size()) {
-        argv[i + 1] = "<redacted>";
-      } else if (argv[i].size() > f.size() && argv[i].compare(0, f.size(), f) == 0 &&
-                 argv[i][f.size()] == '=') {
-        argv[i] = std::string(f) + "=<redacted>";
-      }
+    const std::string& w = argv[i];
+    if (w.size() < 2 || w[0] != '-' || !IsSecretName(w)) continue;
+    if (const size_t eq = w.find('='); eq != std::string::npos) {
+      argv[i] = w.substr(0, eq + 1) + std::string(kRedacted);
+      continue;
     }
+    // The value, and every further word up to the next option: vLLM takes several API keys
+    // after one --api-key.
+    size_t j = i + 1;
+    for (; j < argv.size() && (j == i + 1 || argv[j].empty() || argv[j][0] != '-'); ++j) {
+      argv[j] = std::string(kRedacted);
+    }
+    i = j - 1;
   }
   return argv;
 }

@@ -17,8 +17,9 @@ namespace latdoc::host {
 // titled VLLM::EngineCore / VLLM::Worker_TP0, are not the server).
 std::optional<std::string> ServerKindFromArgv(const std::vector<std::string>& argv);
 
-// Replaces the values of --api-key, --admin-api-key, --hf-token, --token (both "--flag value" and
-// "--flag=value" forms) with "<redacted>".
+// Replaces the values of every option that names a secret (IsSecretName: --api-key, --hf-token,
+// --admin-api-key, --token, --ssl-password, ...) with "<redacted>": "--flag=value", and
+// "--flag value" with every further value up to the next option ("--api-key k1 k2").
 std::vector<std::string> RedactArgv(std::vector<std::string> argv);
 
 // Keeps the variables the lint reads (VLLM_*, HIP_*, ROCM_*, HSA_*, NCCL_*, CUDA_*, PYTORCH_*,

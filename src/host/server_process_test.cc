@@ -29,6 +29,14 @@ TEST(ServerProcessTest, RedactsApiKeyInBothForms) {
                          "--api-keys-file", "f"}),
             (V{"vllm", "serve", "--api-key", "<redacted>", "--api-key=<redacted>", "--hf-token",
                "<redacted>", "--api-keys-file", "f"}));
+  // Underscore spellings, several keys after one flag, and any option that names a secret.
+  EXPECT_EQ(RedactArgv(V{"vllm", "serve", "m", "--api_key", "k1", "k2", "--port", "8000",
+                         "--HF_TOKEN=t", "--ssl-password", "-x", "--admin-api-key", "a"}),
+            (V{"vllm", "serve", "m", "--api_key", "<redacted>", "<redacted>", "--port", "8000",
+               "--HF_TOKEN=<redacted>", "--ssl-password", "<redacted>", "--admin-api-key",
+               "<redacted>"}));
+  // A secret flag last has nothing to redact; the program name is never taken for a flag.
+  EXPECT_EQ(RedactArgv(V{"vllm", "serve", "--api-key"}), (V{"vllm", "serve", "--api-key"}));
 }
 
 TEST(ServerProcessTest, EnvKeepsLintedNamesAndRedactsSecrets) {

@@ -3,10 +3,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/secrets.h"
 #include "base/strings.h"
 
 namespace latdoc::host {
@@ -26,19 +29,32 @@ struct YamlLine {
   std::string_view text;  // without the indentation and the comment
 };
 
-// The text of a line without a trailing comment (" #" outside quotes, or "#" first).
+// The text of a line without a trailing comment (" #" outside quotes, or "#" first). A quote
+// opens a quoted scalar only where one can start (first, or after ':', '-', '[', '{' or ','),
+// so the apostrophe in a plain "Bob's model" does not hide the comment after it.
 std::string_view StripComment(std::string_view s) {
   char quote = 0;
+  char before = 0;  // the last non-blank character outside quotes
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (quote != 0) {
-      if (c == quote) quote = 0;
+      if (c == '\'' && quote == '\'' && i + 1 < s.size() && s[i + 1] == '\'') {
+        ++i;  // '' is one quote inside '...'
+      } else if (c == '\\' && quote == '"') {
+        ++i;  // an escape inside "..."
+      } else if (c == quote) {
+        quote = 0;
+        before = c;
+      }
       continue;
     }
-    if (c == '\'' || c == '"') {
+    if ((c == '\'' || c == '"') &&
+        (before == 0 || std::string_view(":-[{,").find(before) != std::string_view::npos)) {
       quote = c;
     } else if (c == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) {
       return s.substr(0, i);
+    } else if (c != ' ' && c != '\t') {
+      before = c;
     }
   }
   return s;
@@ -241,7 +257,9 @@ class YamlReader {
     return std::nullopt;  // unterminated
   }
 
-  // YAML 1.1's plain scalars as PyYAML's safe_load reads them.
+  // YAML 1.1's plain scalars as PyYAML's safe_load reads them (its resolver's patterns):
+  // null, booleans, ints in decimal, 0b binary, 0 octal, 0x hex and base 60 (1:30 is 90), '_'
+  // allowed after the first digit, and floats with a dot. Anything else is a string.
   static Json Plain(std::string_view t) {
     if (t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL") return Json(nullptr);
     for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
@@ -250,22 +268,97 @@ class YamlReader {
     for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
       if (t == no) return Json(false);
     }
-    std::string digits;
-    for (char c : t) {
-      if (c != '_') digits += c;  // 1_000 is 1000 in YAML 1.1
-    }
-    int64_t i = 0;
-    const char* b = digits.data() + (digits[0] == '+' ? 1 : 0);
-    const char* e = digits.data() + digits.size();
-    if (auto r = std::from_chars(b, e, i); r.ec == std::errc() && r.ptr == e) return Json(i);
-    // A float needs a dot in YAML 1.1 (1e3 is a string to PyYAML).
-    double d = 0;
-    if (digits.find('.') != std::string::npos) {
-      if (auto r = std::from_chars(b, e, d); r.ec == std::errc() && r.ptr == e && std::isfinite(d)) {
-        return Json(d);
-      }
-    }
+    if (std::optional<int64_t> i = PlainInt(t)) return Json(*i);
+    if (std::optional<double> d = PlainFloat(t)) return Json(*d);
     return Json(std::string(t));
+  }
+
+  static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+  // Digits of `base`, '_' allowed between them, into v; false on any other character, on no
+  // digit at all, or on overflow.
+  static bool Digits(std::string_view s, int base, int64_t& v) {
+    bool any = false;
+    for (char c : s) {
+      if (c == '_') continue;
+      const int lower = std::tolower(static_cast<unsigned char>(c));
+      const int d = IsDigit(c) ? c - '0' : (lower >= 'a' && lower <= 'f') ? lower - 'a' + 10 : 99;
+      if (d >= base || v > (INT64_MAX - d) / base) return false;
+      v = v * base + d;
+      any = true;
+    }
+    return any;
+  }
+
+  static std::optional<int64_t> PlainInt(std::string_view t) {
+    bool negative = false;
+    if (!t.empty() && (t[0] == '-' || t[0] == '+')) {
+      negative = t[0] == '-';
+      t.remove_prefix(1);
+    }
+    if (t.empty() || !IsDigit(t[0])) return std::nullopt;
+    int64_t v = 0;
+    bool ok = false;
+    if (t.substr(0, 2) == "0b") {
+      ok = Digits(t.substr(2), 2, v);
+    } else if (t.substr(0, 2) == "0x") {
+      ok = Digits(t.substr(2), 16, v);
+    } else if (t[0] == '0') {
+      ok = t.size() == 1 || Digits(t.substr(1), 8, v);
+    } else if (t.find(':') != std::string_view::npos) {  // base 60: 1:30:00
+      const std::vector<std::string_view> parts = Split(t, ':');
+      ok = Digits(parts[0], 10, v);
+      for (size_t k = 1; ok && k < parts.size(); ++k) {
+        int64_t part = 0;
+        ok = !parts[k].empty() && parts[k].size() <= 2 && Digits(parts[k], 10, part) &&
+             part < 60 && v <= (INT64_MAX - part) / 60;
+        if (ok) v = v * 60 + part;
+      }
+    } else {
+      ok = Digits(t, 10, v);
+    }
+    if (!ok) return std::nullopt;
+    return negative ? -v : v;
+  }
+
+  // [-+]?, digits (with '_' after the first) around one dot, and an exponent with its sign:
+  // "1.5", ".5", "1.", "1.0e+3". "1e3" is a string to PyYAML.
+  static std::optional<double> PlainFloat(std::string_view t) {
+    std::string text;
+    size_t p = 0;
+    if (p < t.size() && (t[p] == '-' || t[p] == '+')) text += t[p++];
+    const size_t mantissa = p;
+    bool dot = false, digit = false;
+    for (; p < t.size() && (IsDigit(t[p]) || t[p] == '_' || t[p] == '.'); ++p) {
+      if (t[p] == '_') {
+        if (p == mantissa) return std::nullopt;
+        continue;
+      }
+      if (t[p] == '.') {
+        if (dot) return std::nullopt;
+        dot = true;
+      } else {
+        digit = true;
+      }
+      text += t[p];
+    }
+    if (!dot || !digit) return std::nullopt;
+    if (p < t.size() && (t[p] == 'e' || t[p] == 'E')) {
+      if (p + 2 >= t.size() || (t[p + 1] != '-' && t[p + 1] != '+')) return std::nullopt;
+      for (size_t k = p + 2; k < t.size(); ++k) {
+        if (!IsDigit(t[k])) return std::nullopt;
+      }
+      text += t.substr(p);
+      p = t.size();
+    }
+    if (p != t.size()) return std::nullopt;
+    const char* b = text.data() + (text[0] == '+' ? 1 : 0);
+    const char* e = text.data() + text.size();
+    double d = 0;
+    if (auto r = std::from_chars(b, e, d); r.ec == std::errc() && r.ptr == e && std::isfinite(d)) {
+      return d;
+    }
+    return std::nullopt;
   }
 
   std::vector<YamlLine> lines_;
@@ -322,9 +415,21 @@ StatusOr<std::vector<std::string>> VllmConfigFileArgs(std::string_view yaml) {
   if (doc->is_null()) return std::vector<std::string>{};
   if (!doc->is_object()) return InvalidArgument("the file is not a mapping of flags to values");
   std::vector<std::string> out;
-  for (const auto& [key, value] : doc->items()) {
+  for (auto& [key, value] : doc->items()) {
+    if (IsSecretName(key)) {  // its value is never copied, whatever its form
+      out.push_back("--" + key);
+      out.emplace_back(kRedacted);
+      continue;
+    }
+    RedactSecretValues(value);
     if (value.is_boolean()) {
-      out.push_back(value.get<bool>() ? "--" + key : "--no-" + key);
+      // False gives "--no-key" only where the parser has that option, and vLLM's options are
+      // spelled with dashes: "enable_prefix_caching: false" gives nothing.
+      if (value.get<bool>()) {
+        out.push_back("--" + key);
+      } else if (key.find('_') == std::string::npos) {
+        out.push_back("--no-" + key);
+      }
     } else if (value.is_array()) {
       if (value.empty()) continue;
       out.push_back("--" + key);

@@ -2,12 +2,14 @@
 // show. vLLM (vllm/utils/argparse_utils.py, FlexibleArgumentParser) loads the file with
 // yaml.safe_load and turns each top-level key into flags:
 //
-//   key: true        -> --key            key: false -> --no-key
-//   key: [a, b]      -> --key a b        key: {x: 1} (or a nested block) -> --key '{"x": 1}'
+//   key: true        -> --key            key: false -> --no-key (when the parser has it: only
+//   key: [a, b]      -> --key a b                      dashed keys; key_x: false gives nothing)
+//   key: {x: 1} (or a nested block) -> --key '{"x": 1}'
 //   key: value       -> --key value      (str(value) in Python)
 //
 // and inserts them after the subcommand and model, before the rest of the command line, so the
-// command line wins over the file.
+// command line wins over the file. Secrets never come out: a key that names one (IsSecretName:
+// api_key, hf-token, ...) gives "--key <redacted>", and so does one nested in a mapping.
 #ifndef LATDOC_HOST_VLLM_CONFIG_H_
 #define LATDOC_HOST_VLLM_CONFIG_H_
 

@@ -38,10 +38,76 @@ TEST(VllmConfigTest, FlagsAsVllmLoadsThem) {
                          "--gpu-memory-utilization", "0.92", "--enforce-eager",
                          "--no-enable-prefix-caching", "--served-model-name", "None",
                          "--cudagraph-capture-sizes", "1", "2", "4", "8", "--api-key",
-                         "sk-in-the-file", "--compilation-config",
+                         "<redacted>", "--compilation-config",
                          R"({"level": 3, "pass_config": {"fuse_allreduce_rms": true}, "cudagraph_capture_sizes": [16, 32]})",
                          "--speculative-config",
                          R"({"model": "x/eagle", "num_speculative_tokens": 3})"}));
+}
+
+// No secret in the file reaches the flags, whatever its spelling or form: underscore and quoted
+// keys, a list of keys, a nested key; the flag stays, so the evidence shows one was given.
+TEST(VllmConfigTest, SecretsNeverLeaveTheFile) {
+  auto args = VllmConfigFileArgs(
+      "api_key:\n"
+      "  - sk-one\n"
+      "  - sk-two\n"
+      "\"hf_token\": hf-secret\n"
+      "'admin-api-key': adm\n"
+      "kv-transfer-config: {kv_connector: X, kv_connector_extra_config: {api_key: nested, "
+      "url: http://h}}\n"
+      "max-num-seqs: 8\n");
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_EQ(*args, (Argv{"--api_key", "<redacted>", "--hf_token", "<redacted>", "--admin-api-key",
+                         "<redacted>", "--kv-transfer-config",
+                         R"({"kv_connector": "X", "kv_connector_extra_config": {"api_key": "<redacted>", "url": "http://h"}})",
+                         "--max-num-seqs", "8"}));
+  for (const auto& w : *args) {
+    EXPECT_EQ(w.find("sk-"), std::string::npos) << w;
+    EXPECT_EQ(w.find("secret"), std::string::npos) << w;
+    EXPECT_EQ(w.find("nested"), std::string::npos) << w;
+  }
+}
+
+// False gives "--no-KEY" only for a dashed key (vLLM looks the option up by that spelling, and
+// its options have dashes); an underscore key set to false gives nothing, as in vLLM.
+TEST(VllmConfigTest, FalseOnlyWhereVllmHasTheNoOption) {
+  EXPECT_EQ(*VllmConfigFileArgs("enable-prefix-caching: false\nenforce_eager: false\n"),
+            (Argv{"--no-enable-prefix-caching"}));
+}
+
+// Plain scalars as PyYAML's YAML 1.1 resolver reads them, so a flag gets the value vLLM sees.
+TEST(VllmConfigTest, PlainScalarsAsPyYamlReadsThem) {
+  auto one = [](std::string_view value) {
+    auto args = VllmConfigFileArgs("k: " + std::string(value) + "\n");
+    EXPECT_TRUE(args.ok()) << value;
+    return args.ok() && args->size() == 2 ? (*args)[1] : std::string("?");
+  };
+  EXPECT_EQ(one("1_000"), "1000");
+  EXPECT_EQ(one("010"), "8");          // octal
+  EXPECT_EQ(one("0x10"), "16");
+  EXPECT_EQ(one("0b101"), "5");
+  EXPECT_EQ(one("1:30"), "90");        // base 60
+  EXPECT_EQ(one("-7"), "-7");
+  EXPECT_EQ(one("+7"), "7");
+  EXPECT_EQ(one("0"), "0");
+  EXPECT_EQ(one("_1"), "_1");          // a string: '_' only after the first digit
+  EXPECT_EQ(one("0o10"), "0o10");      // YAML 1.2 octal: a string to PyYAML
+  EXPECT_EQ(one("1e3"), "1e3");        // no dot: a string
+  EXPECT_EQ(one("1.0e+3"), "1000.0");
+  EXPECT_EQ(one("0.92"), "0.92");
+  EXPECT_EQ(one(".5"), "0.5");
+  EXPECT_EQ(one("09"), "09");          // not octal, not decimal: a string
+  EXPECT_EQ(one("99999999999999999999"), "99999999999999999999");  // past int64: kept as text
+}
+
+// A comment after a plain scalar with an apostrophe is still a comment; '' and \" inside quotes
+// do not end them.
+TEST(VllmConfigTest, CommentsAfterApostrophesAndEscapes) {
+  EXPECT_EQ(*VllmConfigFileArgs("served-model-name: Bob's model  # the name\n"),
+            (Argv{"--served-model-name", "Bob's model"}));
+  EXPECT_EQ(*VllmConfigFileArgs("a: 'it''s # not a comment'  # one\n"),
+            (Argv{"--a", "it's # not a comment"}));
+  EXPECT_EQ(*VllmConfigFileArgs("a: \"say \\\" # x\"  # one\n"), (Argv{"--a", "say \" # x"}));
 }
 
 TEST(VllmConfigTest, EmptyFileAndErrorsNameTheLine) {

@@ -43,6 +43,7 @@
 #include "base/status.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
+#include "loadgen/workload.h"
 #include "stats/knee.h"
 
 namespace latdoc::loadgen {
@@ -199,7 +200,11 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
 void AnalyzeSweep(const SweepOptions& o, SweepResult& r);
 
 // The real StepRunner: RunBench rounds built from `base` (its concurrency / request_rate and
-// num_requests are set per round). Keeps SIGINT/SIGTERM caught between rounds.
-std::unique_ptr<StepRunner> MakeBenchStepRunner(BenchOptions base);
+// num_requests are set per round). Keeps SIGINT/SIGTERM caught between rounds. No prompt is
+// sent twice: with `random`, each round draws a new batch of that workload (and base.prompts
+// is not used); else each round goes on where the last stopped in base.prompts, which cycle
+// only once all are sent.
+std::unique_ptr<StepRunner> MakeBenchStepRunner(
+    BenchOptions base, std::optional<RandomWorkloadOptions> random = std::nullopt);
 
 }  // namespace latdoc::loadgen

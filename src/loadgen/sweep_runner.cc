@@ -77,7 +77,8 @@ RoundResult FromRun(const BenchRun& run) {
 
 class BenchStepRunner : public StepRunner {
  public:
-  explicit BenchStepRunner(BenchOptions base) : base_(std::move(base)) {
+  BenchStepRunner(BenchOptions base, std::optional<RandomWorkloadOptions> random)
+      : base_(std::move(base)), random_(std::move(random)) {
     g_interrupted = 0;
     InstallHandler();
   }
@@ -98,10 +99,19 @@ class BenchStepRunner : public StepRunner {
     o.duration_s = 0;
     o.progress = false;
     o.seed = base_.seed + rounds_++;
-    // Each round goes on where the last stopped in the prompt list: a prompt sent again would
-    // find its KV blocks in the server's prefix cache, and its TTFT would read low.
-    o.first_prompt = prompts_sent_;
-    prompts_sent_ += size_t(num_requests) + size_t(std::max(0, o.warmup));
+    // No prompt twice: one sent again would find its KV blocks in the server's prefix cache,
+    // and its TTFT would read low. Random prompts come as a new batch per round; a file's go
+    // on where the last round stopped.
+    const size_t sent = size_t(num_requests) + size_t(std::max(0, o.warmup));
+    if (random_) {
+      RandomWorkloadOptions w = *random_;
+      w.batch = rounds_ - 1;  // the first round's batch is the workload's own (batch 0)
+      o.prompts = RandomPrompts(w, sent);
+      o.first_prompt = 0;
+    } else {
+      o.first_prompt = prompts_sent_;
+      prompts_sent_ += sent;
+    }
     auto run = RunBench(o);
     InstallHandler();
     if (!run.ok()) return run.status();
@@ -116,6 +126,7 @@ class BenchStepRunner : public StepRunner {
 
  private:
   BenchOptions base_;
+  std::optional<RandomWorkloadOptions> random_;
   bool rate_mode_ = false;
   uint64_t rounds_ = 0;
   size_t prompts_sent_ = 0;
@@ -123,8 +134,9 @@ class BenchStepRunner : public StepRunner {
 
 }  // namespace
 
-std::unique_ptr<StepRunner> MakeBenchStepRunner(BenchOptions base) {
-  return std::make_unique<BenchStepRunner>(std::move(base));
+std::unique_ptr<StepRunner> MakeBenchStepRunner(BenchOptions base,
+                                                std::optional<RandomWorkloadOptions> random) {
+  return std::make_unique<BenchStepRunner>(std::move(base), std::move(random));
 }
 
 }  // namespace latdoc::loadgen

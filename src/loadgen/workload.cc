@@ -44,7 +44,11 @@ std::vector<Prompt> RandomPrompts(const RandomWorkloadOptions& o, size_t count) 
     if (k) prefix_text += ' ';
     prefix_text += kVocab[size_t(prefix[k]) % kVocabSize];
   }
-  std::mt19937_64 words_rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
+  if (o.batch != 0) {  // batch 0 is the seed's own stream; a later one draws from its own
+    std::seed_seq seq{uint32_t(o.seed), uint32_t(o.seed >> 32), uint32_t(o.batch), uint32_t(o.batch >> 32)};
+    rng.seed(seq);
+  }
+  std::mt19937_64 words_rng((o.batch == 0 ? o.seed : rng()) ^ 0x9e3779b97f4a7c15ULL);
   std::uniform_int_distribution<size_t> word(0, kVocabSize - 1);
   std::vector<Prompt> out;
   out.reserve(count);

@@ -32,6 +32,9 @@ struct RandomWorkloadOptions {
   uint64_t seed = 0;
   bool token_ids = false;     // send token ids instead of text
   int vocab_size = 32000;
+  // A later batch of the same workload: the same shared prefix, other prompts (drawn from a
+  // stream of their own). A sweep draws one batch per round, so no prompt is sent twice.
+  uint64_t batch = 0;
 };
 
 Status ValidateRandomOptions(const RandomWorkloadOptions& o);

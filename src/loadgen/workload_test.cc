@@ -50,6 +50,35 @@ TEST(WorkloadTest, SharedPrefixThenDistinctText) {
   EXPECT_EQ(tails.size(), 50u);
 }
 
+// A sweep draws one batch per round: every batch keeps the shared prefix, no prompt of one
+// batch appears in another, and batch 0 is the workload's own prompts (as `latdoc bench` sends).
+TEST(WorkloadTest, LaterBatchesKeepThePrefixAndBringNewPrompts) {
+  RandomWorkloadOptions o;
+  o.input_len = 24;
+  o.prefix_len = 8;
+  o.range_ratio = 0.5;
+  o.seed = 11;
+  const auto base = RandomPrompts(o, 40);
+  std::string prefix;
+  for (size_t k = 0; k < 8; ++k) prefix += std::string(SplitWhitespace(base[0].text)[k]) + " ";
+  std::set<std::string> seen;
+  for (uint64_t batch = 0; batch < 5; ++batch) {
+    o.batch = batch;
+    const auto prompts = RandomPrompts(o, 40);
+    if (batch == 0) {
+      for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(prompts[i].text, base[i].text);
+    }
+    for (const auto& p : prompts) {
+      EXPECT_EQ(p.text.compare(0, prefix.size(), prefix), 0) << "batch " << batch;
+      EXPECT_TRUE(seen.insert(p.text).second) << "a prompt repeated in batch " << batch;
+    }
+  }
+  EXPECT_EQ(seen.size(), 200u);
+  // The same batch of the same seed is the same prompts.
+  o.batch = 3;
+  EXPECT_EQ(RandomPrompts(o, 5)[4].text, RandomPrompts(o, 5)[4].text);
+}
+
 // Token ids follow vLLM's random dataset: (offset + index + k) % vocab after the prefix, and the
 // same seed gives the same prompts and lengths in both forms.
 TEST(WorkloadTest, TokenIdsAsVllmAndSeedsRepeat) {

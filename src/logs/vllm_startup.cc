@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/secrets.h"
 #include "base/strings.h"
 
 namespace latdoc::logs {
@@ -196,9 +197,11 @@ class PyRepr {
       }
       return fields;
     }
-    if (name == "True") return Json(true);
-    if (name == "False") return Json(false);
-    if (name == "None") return Json(nullptr);
+    // Python's constants, and JSON's: vLLM logs a config object (CompilationConfig) as the
+    // JSON its __repr__ dumps, {"level":0,"cudagraph_mode":0,"use_inductor":false}.
+    if (name == "True" || name == "true") return Json(true);
+    if (name == "False" || name == "false") return Json(false);
+    if (name == "None" || name == "null") return Json(nullptr);
     return Json(std::string(name));
   }
 
@@ -206,50 +209,56 @@ class PyRepr {
   size_t p_ = 0;
 };
 
-bool SecretKey(std::string key) {
-  key = ToLower(key);
-  auto ends = [&](std::string_view tail) {
-    return key.size() >= tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0;
-  };
-  return key == "api_key" || key == "token" || ends("_key") || ends("_token") ||
-         key.find("secret") != std::string::npos || key.find("password") != std::string::npos;
-}
-
 std::string Word(const Json& v) { return v.is_string() ? v.get<std::string>() : Dump(v); }
 
 }  // namespace
 
 std::optional<std::string> VllmVersionFromMessage(std::string_view msg) {
-  constexpr std::string_view kPrefix = "vLLM API server version ";
-  if (msg.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
-  std::string_view v = Trim(msg.substr(kPrefix.size()));
+  // "vLLM API server version 0.11.0", or (newer) "vLLM server version 0.11.1, serving model m".
+  std::string_view v;
+  for (std::string_view prefix : {"vLLM API server version ", "vLLM server version "}) {
+    if (msg.substr(0, prefix.size()) == prefix) v = msg.substr(prefix.size());
+  }
+  v = Trim(v.substr(0, v.find(',')));
   if (v.empty() || v.size() > 64 || v.find(' ') != std::string_view::npos) return std::nullopt;
   return std::string(v);
 }
 
-std::optional<std::vector<std::string>> VllmArgvFromLoggedArgs(std::string_view msg) {
+std::optional<std::vector<LoggedFlag>> VllmFlagsFromLoggedArgs(std::string_view msg) {
   constexpr std::string_view kPrefix = "non-default args: ";
   if (msg.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
   std::optional<Json> args = PyRepr(Trim(msg.substr(kPrefix.size()))).Whole();
   if (!args || !args->is_object()) return std::nullopt;
-  std::vector<std::string> argv = {"vllm", "serve"};
-  for (const auto& [key, value] : args->items()) {
-    if (value.is_null() || SecretKey(key)) continue;
+  std::vector<LoggedFlag> flags;
+  for (auto& [key, value] : args->items()) {
+    if (value.is_null() || IsSecretName(key)) continue;
+    RedactSecretValues(value);
     std::string flag = "--" + key;
     for (size_t i = 2; i < flag.size(); ++i) {
       if (flag[i] == '_') flag[i] = '-';
     }
     if (key == "model_tag") flag = "--model";
     if (value.is_boolean()) {
-      argv.push_back(value.get<bool>() ? flag : "--no-" + flag.substr(2));
+      flags.push_back({value.get<bool>() ? flag : "--no-" + flag.substr(2), {}});
     } else if (value.is_array()) {
       if (value.empty()) continue;
-      argv.push_back(flag);
-      for (const Json& item : value) argv.push_back(Word(item));
+      LoggedFlag f{flag, {}};
+      for (const Json& item : value) f.values.push_back(Word(item));
+      flags.push_back(std::move(f));
     } else {
-      argv.push_back(flag);
-      argv.push_back(Word(value));
+      flags.push_back({flag, {Word(value)}});
     }
+  }
+  return flags;
+}
+
+std::optional<std::vector<std::string>> VllmArgvFromLoggedArgs(std::string_view msg) {
+  std::optional<std::vector<LoggedFlag>> flags = VllmFlagsFromLoggedArgs(msg);
+  if (!flags) return std::nullopt;
+  std::vector<std::string> argv = {"vllm", "serve"};
+  for (LoggedFlag& f : *flags) {
+    argv.push_back(std::move(f.flag));
+    for (std::string& v : f.values) argv.push_back(std::move(v));
   }
   return argv;
 }

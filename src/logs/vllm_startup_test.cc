@@ -9,7 +9,10 @@ using Argv = std::vector<std::string>;
 
 TEST(VllmStartupTest, VersionLine) {
   EXPECT_EQ(VllmVersionFromMessage("vLLM API server version 0.10.1.1"), "0.10.1.1");
+  EXPECT_EQ(VllmVersionFromMessage("vLLM server version 0.11.1, serving model Qwen/Qwen3-8B"),
+            "0.11.1");
   EXPECT_FALSE(VllmVersionFromMessage("vLLM API server version ").has_value());
+  EXPECT_FALSE(VllmVersionFromMessage("vLLM server version , serving model m").has_value());
   EXPECT_FALSE(VllmVersionFromMessage("Starting vLLM API server 0 on http://0.0.0.0:8000").has_value());
 }
 
@@ -52,6 +55,33 @@ TEST(VllmStartupTest, SecretsAreLeftOut) {
   ASSERT_TRUE(argv.has_value());
   EXPECT_EQ(*argv, (Argv{"vllm", "serve", "--ssl-keyfile", "/etc/tls/key.pem",
                          "--max-num-batched-tokens", "8192"}));
+}
+
+// Every spelling of a secret's key, and secrets nested in a config's dict or in a string that
+// holds JSON: the flag stays where it is not itself the secret, its secret does not.
+TEST(VllmStartupTest, SecretsInEveryFormAreLeftOut) {
+  auto argv = VllmArgvFromLoggedArgs(
+      "non-default args: {'api-key': 'sk-dash', 'API_KEY': 'sk-upper', 'Token': 't', "
+      "'kv_transfer_config': {'kv_connector': 'X', 'kv_connector_extra_config': "
+      "{'auth': {'api_key': 'sk-nested'}, 'keys': [{'hf_token': 'hf-deep'}]}}, "
+      "'speculative_config': '{\"model\": \"m\", \"api_key\": \"sk-in-text\"}'}");
+  ASSERT_TRUE(argv.has_value());
+  EXPECT_EQ(*argv, (Argv{"vllm", "serve", "--kv-transfer-config",
+                         R"({"kv_connector":"X","kv_connector_extra_config":{"auth":{"api_key":"<redacted>"},"keys":[{"hf_token":"<redacted>"}]}})",
+                         "--speculative-config", R"({"model":"m","api_key":"<redacted>"})"}));
+}
+
+// vLLM logs a CompilationConfig as the JSON its __repr__ dumps (only the fields that were set;
+// enums as numbers): JSON's true/false/null read as Python's constants.
+TEST(VllmStartupTest, ConfigObjectsLoggedAsJson) {
+  auto argv = VllmArgvFromLoggedArgs(
+      "non-default args: {'model': 'm', 'compilation_config': {\"level\":0,\"cudagraph_mode\":0,"
+      "\"use_inductor\":false,\"debug_dump_path\":null,\"custom_ops\":[\"none\"]}, "
+      "'enable_prefix_caching': False}");
+  ASSERT_TRUE(argv.has_value());
+  EXPECT_EQ(*argv, (Argv{"vllm", "serve", "--model", "m", "--compilation-config",
+                         R"({"level":0,"cudagraph_mode":0,"use_inductor":false,"debug_dump_path":null,"custom_ops":["none"]})",
+                         "--no-enable-prefix-caching"}));
 }
 
 TEST(VllmStartupTest, OtherMessagesAndBrokenDictsGiveNothing) {

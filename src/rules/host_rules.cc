@@ -1111,15 +1111,32 @@ bool OptimizationLevelZero(const std::vector<std::string>& a) {
   return false;
 }
 
-// Graphs off altogether: --enforce-eager, -O0, or cudagraph_mode NONE (in the compilation
-// config, or in -O JSON).
-bool Eager(const std::vector<std::string>& a) {
-  bool cg_none = false;
-  if (auto cc = FlagValue(a, "--compilation-config")) cg_none = cc->find("NONE") != std::string::npos;
-  for (const std::string& v : FlagValues(a, "-O")) {
-    cg_none |= !v.empty() && v[0] == '{' && v.find("NONE") != std::string::npos;
+// Whether a compilation config turns CUDA graphs off: cudagraph_mode NONE (the name, or 0 as
+// vLLM's own JSON dump of the config writes the enum), or, with no cudagraph_mode, a level or
+// mode of 0 (no compilation, whose default is no graphs). Text that is not JSON is searched
+// for NONE.
+bool CompilationConfigEager(const std::string& v) {
+  auto j = nlohmann::json::parse(v, nullptr, false);
+  if (!j.is_object()) return v.find("NONE") != std::string::npos;
+  if (j.contains("cudagraph_mode")) {
+    const auto& cg = j["cudagraph_mode"];
+    return (cg.is_string() && cg.get<std::string>() == "NONE") || (cg.is_number() && cg == 0);
   }
-  return HasFlag(a, "--enforce-eager") || OptimizationLevelZero(a) || cg_none;
+  for (const char* key : {"level", "mode"}) {
+    if (j.contains(key) && j[key].is_number() && j[key] == 0) return true;
+  }
+  return false;
+}
+
+// Graphs off altogether: --enforce-eager, -O0, or a compilation config (its own flag, or -O
+// JSON) that turns them off.
+bool Eager(const std::vector<std::string>& a) {
+  bool off = false;
+  if (auto cc = FlagValue(a, "--compilation-config")) off = CompilationConfigEager(*cc);
+  for (const std::string& v : FlagValues(a, "-O")) {
+    off |= !v.empty() && v[0] == '{' && CompilationConfigEager(v);
+  }
+  return HasFlag(a, "--enforce-eager") || OptimizationLevelZero(a) || off;
 }
 
 std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& options,

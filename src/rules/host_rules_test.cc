@@ -449,6 +449,20 @@ TEST(HostRulesTest, VllmFlagsInEveryFormVllmAccepts) {
   // Older vLLM read -O as the compilation config: -O0 and a dotted -O key together.
   EXPECT_EQ(SeverityName(judge({"-O0", "-O.cudagraph_mode=FULL"}, "config.enforce_eager").severity), "fail");
   EXPECT_EQ(SeverityName(judge({"-O", R"({"level": 0})"}, "config.enforce_eager").severity), "fail");
+  // A compilation config as vLLM logs it (its JSON dump: enums as numbers, only what was set):
+  // cudagraph_mode 0 is NONE; level or mode 0 without a cudagraph_mode means no graphs; an
+  // explicit cudagraph_mode other than NONE keeps them.
+  for (const char* cc : {R"({"level":0,"cudagraph_mode":0})", R"({"mode":0})", R"({"level":0})",
+                         R"({"cudagraph_mode":"NONE","level":3})"}) {
+    EXPECT_EQ(SeverityName(judge({"--compilation-config", cc}, "config.enforce_eager").severity),
+              "fail") << cc;
+  }
+  for (const char* cc : {R"({"level":0,"cudagraph_mode":"FULL"})", R"({"level":3})",
+                         R"({"cudagraph_mode":2,"custom_ops":["none"]})",
+                         R"({"cudagraph_mode":"FULL_AND_PIECEWISE"})"}) {
+    EXPECT_EQ(SeverityName(judge({"--compilation-config", cc}, "config.enforce_eager").severity),
+              "ok") << cc;
+  }
   // vLLM's human-readable integers.
   EXPECT_THAT(judge({"--max-num-batched-tokens", "32k"}, "config.max_num_batched_tokens").title,
               HasSubstr("32000"));

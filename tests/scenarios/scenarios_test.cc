@@ -327,6 +327,45 @@ TEST(DiagnoseBadInputTest, ServerThatAnswersWithErrorsIsLoadTested) {
   EXPECT_EQ(doc["change_first"]["id"], "load.failures");
 }
 
+// The config layer has one source. The server's own command line (the doctor's facts) outranks
+// the flags its log gave: then no config finding comes from the log, in the ranked list or in
+// the logs section. With facts that found no vLLM process, the log's flags judge the layer.
+TEST(DiagnoseConfigSourceTest, CommandLineOutranksTheLogsFlags) {
+  auto config_ids = [](const json& findings, const std::string& title_part) {
+    int n = 0;
+    for (const auto& f : findings) {
+      if (f["layer"] == "config" && f["title"].get<std::string>().find(title_part) != std::string::npos) ++n;
+    }
+    return n;
+  };
+  const std::string log = "tests/data/logs/vllm_v1_plain.log";
+  std::string out = TempPath("config_source.json");
+  RunResult r = RunLatdoc({"diagnose", "--facts", "tests/data/host/facts/mi300x_built.json", "--logs",
+                           log, "--quiet", "--json", out},
+                          60'000);
+  ASSERT_NE(r.exit_code, 3) << r.err;
+  std::string error;
+  json doc = ReadJson(out, &error);
+  ASSERT_FALSE(doc.is_null()) << error;
+  EXPECT_EQ(doc["layers"]["config"], "measured (the server's command line, where found)");
+  EXPECT_EQ(config_ids(doc["findings"], "non-default args"), 0);
+  EXPECT_GT(config_ids(doc["findings"], ""), 0);
+  EXPECT_EQ(config_ids(doc["logs"]["findings"], ""), 0);
+
+  r = RunLatdoc({"diagnose", "--facts", "tests/data/host/facts/h200_snapshot.json", "--logs", log,
+                 "--quiet", "--json", out},
+                60'000);
+  ASSERT_NE(r.exit_code, 3) << r.err;
+  doc = ReadJson(out, &error);
+  ASSERT_FALSE(doc.is_null()) << error;
+  EXPECT_EQ(doc["layers"]["config"],
+            "measured (the flags in the vLLM log's startup line 'non-default args')");
+  EXPECT_GT(config_ids(doc["findings"], "non-default args"), 0);
+  EXPECT_GT(config_ids(doc["logs"]["findings"], "non-default args"), 0);
+  // The log's API key is never copied into the report.
+  EXPECT_EQ(doc.dump().find("sk-golden-do-not-print"), std::string::npos);
+}
+
 TEST(DiagnoseBadInputTest, UnknownTraceFormatAndNewerFactsAreSaidAndTheReportWritten) {
   std::string junk = TempPath("junk_trace.bin");
   ASSERT_TRUE(WriteFileAtomic(junk, "this is not a trace\n1,2,3\n").ok());
