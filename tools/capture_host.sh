@@ -101,47 +101,68 @@ for n in /sys/class/kfd/kfd/topology/nodes/*; do
 done
 
 # Whether an option or YAML key names a secret, as latdoc's IsSecretName decides: api-key,
-# hf_token, --admin-api-key=..., token, *-key, *-token, *secret*, *password*.
+# hf_token, --admin-api-key=..., token, *-key, *-token, *secret*, *password*, authorization; a
+# dotted --a.b.api_key+ by its last part. mentions(): text that may hold one (JSON, a comment).
 secret_awk='function secret(name,   n) {
-    n = tolower(name); sub(/^-+/, "", n); sub(/=.*/, "", n); gsub(/_/, "-", n)
-    return n == "key" || n == "token" || n == "apikey" || n ~ /-(key|token|apikey)$/ ||
-           n ~ /secret|password|passwd/
-  }'
+    n = tolower(name); sub(/^-+/, "", n); sub(/=.*/, "", n); sub(/\+$/, "", n)
+    sub(/^.*\./, "", n); gsub(/_/, "-", n)
+    return n == "key" || n == "token" || n == "apikey" ||
+           n ~ /(-key|-token|apikey|api-keys|access-tokens)$/ ||
+           n ~ /secret|password|passwd|authorization|credential/
+  }
+  function mentions(s) { return tolower(s) ~ /key|token|secret|passw|auth|credential|bearer/ }'
 
-# A vLLM config file with every secret's value replaced: a secret key's inline value and the
-# block under it (a list of keys, say) become "<redacted>"; an inline {...} or [...] that
-# mentions a key, token, secret or password anywhere is replaced whole.
+# A vLLM config file with every secret's value replaced: a secret key's value and the block
+# under it (a list of keys, say) become "<redacted>", and so does any value, list item or line
+# that mentions a key, token, secret or password in any form (JSON text, a flow mapping, a
+# comment): over-redaction is the safe side. CRLF line ends are read as LF.
 redact_yaml() {
   awk "$secret_awk"'
     function indent(s) { match(s, /^ */); return RLENGTH }
+    { sub(/\r$/, "") }
     skip >= 0 {
       if ($0 ~ /^[ \t]*(#.*)?$/) next
       i = indent($0)
       if (i > skip || (i == skip && $0 ~ /^ *-( |$)/)) next
       skip = -1
     }
+    /^ *[?:]( |$)/ { print substr($0, 1, indent($0)) "<redacted>"; next }  # complex keys
     match($0, /^ *(- +)?["\047]?[^"\047:#]+["\047]? *:( |\t|$)/) {
       head = substr($0, 1, RLENGTH); rest = substr($0, RLENGTH + 1)
       key = head; sub(/^ *(- +)?["\047]?/, "", key); sub(/["\047]? *:.*$/, "", key)
       sub(/[ \t]*$/, "", head)
-      if (secret(key)) { print head " <redacted>"; skip = indent($0); next }
-      if (rest ~ /^[ \t]*[[{]/ && tolower(rest) ~ /key|token|secret|passw/) {
-        print head " <redacted>"; next
+      if (key ~ /^[{[]/) {  # not a key: a flow collection ("- {name: a, api_key: x}")
+        if (mentions($0)) { match($0, /^ *(- +)?/); print substr($0, 1, RLENGTH) "<redacted>"; next }
+        print; next
       }
+      if (secret(key)) { print head " <redacted>"; skip = indent($0); next }
+      if (mentions(rest)) { print head " <redacted>"; next }
+      print; next
     }
+    mentions($0) { print substr($0, 1, indent($0)) "<redacted>"; next }
+    { print }'
+}
+
+# A command line (one word a line) with every secret's value replaced: after a secret flag (and
+# every further value up to the next option), after "--flag=" for a secret flag, and any word or
+# "=value" that mentions one inside (JSON, "token=...").
+redact_cmdline() {
+  awk "$secret_awk"'
+    r == 2 { print "<redacted>"; r = 1; next }           # the value after a secret flag
+    r == 1 && !/^-/ { print "<redacted>"; next }         # and every further one: --api-key k1 k2
+    { r = 0 }
+    /^-/ && secret($0) { e = index($0, "="); if (e) { print substr($0, 1, e) "<redacted>"; next }
+                         print; r = 2; next }
+    /^-/ && index($0, "=") { e = index($0, "=")
+                             if (mentions(substr($0, e + 1))) { print substr($0, 1, e) "<redacted>"; next } }
+    !/^-/ && /[{[=:]/ && mentions($0) { print "<redacted>"; next }
     { print }'
 }
 
 # The server process, when given: cmdline (secrets redacted), status, io, threads, environ subset.
 if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
   d="$tree/proc/$pid"; mkdir -p "$d/task"
-  tr '\0' '\n' <"/proc/$pid/cmdline" | awk "$secret_awk"'
-      r == 2 { print "<redacted>"; r = 1; next }           # the value after a secret flag
-      r == 1 && !/^-/ { print "<redacted>"; next }         # and every further one: --api-key k1 k2
-      { r = 0 }
-      /^-/ && secret($0) { e = index($0, "="); if (e) { print substr($0, 1, e) "<redacted>"; next }
-                           print; r = 2; next }
-      { print }' | tr '\n' '\0' >"$d/cmdline"
+  tr '\0' '\n' <"/proc/$pid/cmdline" | redact_cmdline | tr '\n' '\0' >"$d/cmdline"
   copy "/proc/$pid/status"; copy "/proc/$pid/io"; copy "/proc/$pid/stat"
   if [ -r "/proc/$pid/environ" ]; then
     tr '\0' '\n' <"/proc/$pid/environ" |

@@ -1,13 +1,81 @@
 #include "base/secrets.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
 namespace latdoc {
 
+namespace {
+
+bool NameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+}
+
+bool Blank(char c) { return c == ' ' || c == '\t'; }
+
+// Case-insensitive: does `text` have `word` at `at`?
+bool WordAt(std::string_view text, size_t at, std::string_view word) {
+  if (text.size() - at < word.size()) return false;
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[at + i])) != word[i]) return false;
+  }
+  return true;
+}
+
+// The end of the value that starts at `p`: a quoted string, a bracketed [...] or {...} (nesting
+// and quotes inside followed), or a bare word up to a blank, ',', ';', '&', ')', ']' or '}'.
+// "Bearer X" and "Basic X" count as one value.
+size_t ValueEnd(std::string_view t, size_t p) {
+  if (p >= t.size()) return p;
+  const char c = t[p];
+  if (c == '\'' || c == '"') {
+    for (size_t i = p + 1; i < t.size(); ++i) {
+      if (t[i] == '\\') {
+        ++i;
+      } else if (t[i] == c) {
+        return i + 1;
+      }
+    }
+    return t.size();
+  }
+  if (c == '[' || c == '{') {
+    int depth = 0;
+    char quote = 0;
+    for (size_t i = p; i < t.size(); ++i) {
+      const char x = t[i];
+      if (quote != 0) {
+        if (x == '\\') ++i;
+        else if (x == quote) quote = 0;
+      } else if (x == '\'' || x == '"') {
+        quote = x;
+      } else if (x == '[' || x == '{') {
+        ++depth;
+      } else if ((x == ']' || x == '}') && --depth == 0) {
+        return i + 1;
+      }
+    }
+    return t.size();
+  }
+  size_t i = p;
+  if (WordAt(t, p, "bearer ") || WordAt(t, p, "basic ")) {
+    i = t.find(' ', p) + 1;
+    while (i < t.size() && Blank(t[i])) ++i;
+  }
+  while (i < t.size() && !Blank(t[i]) && t[i] != ',' && t[i] != ';' && t[i] != '&' &&
+         t[i] != ')' && t[i] != ']' && t[i] != '}' && t[i] != '\n' && t[i] != '\r') {
+    ++i;
+  }
+  return i;
+}
+
+}  // namespace
+
 bool IsSecretName(std::string_view name) {
   while (!name.empty() && name.front() == '-') name.remove_prefix(1);
   name = name.substr(0, name.find('='));
+  if (!name.empty() && name.back() == '+') name.remove_suffix(1);
+  if (const size_t dot = name.rfind('.'); dot != std::string_view::npos) name.remove_prefix(dot + 1);
   std::string n;
   n.reserve(name.size());
   for (char c : name) n += c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -15,8 +83,63 @@ bool IsSecretName(std::string_view name) {
     return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0;
   };
   auto has = [&](std::string_view part) { return n.find(part) != std::string::npos; };
-  return n == "key" || n == "token" || n == "apikey" || ends("-key") || ends("-token") ||
-         ends("-apikey") || has("secret") || has("password") || has("passwd");
+  return n == "key" || n == "token" || n == "apikey" || ends("-key") ||
+         ends("-token") || ends("apikey") || ends("api-keys") || ends("apikeys") ||
+         ends("access-tokens") || has("secret") || has("password") ||
+         has("passwd") || has("authorization") || has("credential");
+}
+
+std::string RedactSecretsInText(std::string_view t) {
+  std::string out;
+  out.reserve(t.size());
+  size_t copied = 0;  // t[0, copied) is in `out`
+  size_t i = 0;
+  while (i < t.size()) {
+    // A bearer token anywhere: "Bearer sk-...".
+    if ((WordAt(t, i, "bearer ") || WordAt(t, i, "basic ")) && (i == 0 || !NameChar(t[i - 1]))) {
+      size_t v = t.find(' ', i) + 1;
+      while (v < t.size() && Blank(t[v])) ++v;
+      const size_t end = ValueEnd(t, v);
+      if (end > v) {
+        out.append(t.substr(copied, v - copied));
+        out.append(kRedacted);
+        copied = i = end;
+        continue;
+      }
+    }
+    if (!NameChar(t[i]) || (i > 0 && NameChar(t[i - 1]))) {
+      ++i;
+      continue;
+    }
+    // A name: then its closing quote, blanks, and ':' or '=' (or, for a --flag, one blank).
+    size_t e = i;
+    while (e < t.size() && (NameChar(t[e]) || t[e] == '+')) ++e;
+    const std::string_view name = t.substr(i, e - i);
+    size_t p = e;
+    if (p < t.size() && (t[p] == '\'' || t[p] == '"')) ++p;
+    while (p < t.size() && Blank(t[p])) ++p;
+    bool separated = false;
+    if (p < t.size() && (t[p] == ':' || t[p] == '=')) {
+      ++p;
+      separated = true;
+    } else if (name.size() > 2 && name[0] == '-' && name[1] == '-' && p > e) {
+      separated = true;  // "--api-key sk"
+    }
+    if (!separated || !IsSecretName(name)) {
+      i = e;
+      continue;
+    }
+    while (p < t.size() && Blank(t[p])) ++p;
+    const size_t end = ValueEnd(t, p);
+    if (end > p) {
+      out.append(t.substr(copied, p - copied));
+      out.append(kRedacted);
+      copied = end;
+    }
+    i = std::max(end, e);
+  }
+  out.append(t.substr(copied));
+  return out;
 }
 
 }  // namespace latdoc

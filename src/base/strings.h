@@ -25,6 +25,8 @@ std::optional<double> ParseDouble(std::string_view s);
 void AppendInt(std::string& out, int64_t v);
 
 std::string ToLower(std::string_view s);
+// Appends code point `cp` as UTF-8; a surrogate or anything past U+10FFFF becomes U+FFFD.
+void AppendUtf8(uint32_t cp, std::string& out);
 bool IEquals(std::string_view a, std::string_view b);
 
 // Length of the longest prefix of `s` that is well-formed UTF-8 (RFC 3629: no overlong forms,

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "base/secrets.h"
 #include "base/strings.h"
 #include "host/proc_parsers.h"
@@ -57,7 +59,12 @@ std::optional<std::string> ServerKindFromArgv(const std::vector<std::string>& ar
 std::vector<std::string> RedactArgv(std::vector<std::string> argv) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& w = argv[i];
-    if (w.size() < 2 || w[0] != '-' || !IsSecretName(w)) continue;
+    if (w.size() < 2 || w[0] != '-' || !IsSecretName(w)) {
+      // A value may hold secrets of its own: --kv-transfer-config '{"...": {"api_key": "sk"}}'.
+      nlohmann::ordered_json word = w;
+      if (RedactSecretValues(word)) argv[i] = word.get<std::string>();
+      continue;
+    }
     if (const size_t eq = w.find('='); eq != std::string::npos) {
       argv[i] = w.substr(0, eq + 1) + std::string(kRedacted);
       continue;
@@ -77,7 +84,8 @@ std::map<std::string, std::string> FilterEnv(const std::vector<std::string>& env
   static constexpr std::string_view kPrefixes[] = {"VLLM_", "HIP_",   "ROCM_", "HSA_",
                                                    "NCCL_", "CUDA_",  "PYTORCH_", "TORCH_",
                                                    "OMP_",  "SGLANG_", "LLAMA_"};
-  static constexpr std::string_view kSecretWords[] = {"KEY", "TOKEN", "SECRET", "PASSWORD"};
+  static constexpr std::string_view kSecretWords[] = {"KEY", "TOKEN", "SECRET", "PASSW", "AUTH",
+                                                      "CREDENTIAL"};
   std::map<std::string, std::string> out;
   for (const auto& w : environ_words) {
     auto eq = w.find('=');
@@ -88,7 +96,7 @@ std::map<std::string, std::string> FilterEnv(const std::vector<std::string>& env
     if (!keep) continue;
     bool secret = std::any_of(std::begin(kSecretWords), std::end(kSecretWords),
                               [&](std::string_view s) { return name.find(s) != std::string::npos; });
-    out[name] = secret ? "<redacted>" : w.substr(eq + 1);
+    out[name] = secret || IsSecretName(name) ? std::string(kRedacted) : w.substr(eq + 1);
   }
   return out;
 }

@@ -19,12 +19,13 @@ std::optional<std::string> ServerKindFromArgv(const std::vector<std::string>& ar
 
 // Replaces the values of every option that names a secret (IsSecretName: --api-key, --hf-token,
 // --admin-api-key, --token, --ssl-password, ...) with "<redacted>": "--flag=value", and
-// "--flag value" with every further value up to the next option ("--api-key k1 k2").
+// "--flag value" with every further value up to the next option ("--api-key k1 k2"). Other
+// words are redacted inside (RedactSecretValues): a JSON value's secret keys, "token=..." text.
 std::vector<std::string> RedactArgv(std::vector<std::string> argv);
 
 // Keeps the variables the lint reads (VLLM_*, HIP_*, ROCM_*, HSA_*, NCCL_*, CUDA_*, PYTORCH_*,
-// TORCH_*, OMP_*, SGLANG_*, LLAMA_*); values of names holding KEY, TOKEN, SECRET or PASSWORD
-// become "<redacted>".
+// TORCH_*, OMP_*, SGLANG_*, LLAMA_*); values of names holding KEY, TOKEN, SECRET, PASSW, AUTH or
+// CREDENTIAL, or that IsSecretName, become "<redacted>".
 std::map<std::string, std::string> FilterEnv(const std::vector<std::string>& environ_words);
 
 struct FoundServer {

@@ -35,15 +35,23 @@ TEST(ServerProcessTest, RedactsApiKeyInBothForms) {
             (V{"vllm", "serve", "m", "--api_key", "<redacted>", "<redacted>", "--port", "8000",
                "--HF_TOKEN=<redacted>", "--ssl-password", "<redacted>", "--admin-api-key",
                "<redacted>"}));
+  // Secrets inside other flags' values: a JSON config, a dotted key, "name=value" text.
+  EXPECT_EQ(RedactArgv(V{"vllm", "serve", "m", "--kv-transfer-config",
+                         R"({"kv_connector": "X", "extra": {"api_key": "sk-json"}})",
+                         "--kv-transfer-config.extra.api_key+", "sk-dotted", "--env", "HF_TOKEN=hf-x"}),
+            (V{"vllm", "serve", "m", "--kv-transfer-config",
+               R"({"kv_connector":"X","extra":{"api_key":"<redacted>"}})",
+               "--kv-transfer-config.extra.api_key+", "<redacted>", "--env", "HF_TOKEN=<redacted>"}));
   // A secret flag last has nothing to redact; the program name is never taken for a flag.
   EXPECT_EQ(RedactArgv(V{"vllm", "serve", "--api-key"}), (V{"vllm", "serve", "--api-key"}));
 }
 
 TEST(ServerProcessTest, EnvKeepsLintedNamesAndRedactsSecrets) {
   auto env = FilterEnv(V{"VLLM_LOGGING_LEVEL=DEBUG", "VLLM_API_KEY=sk", "HF_TOKEN=h", "PATH=/bin",
-                         "HIP_VISIBLE_DEVICES=0,1", "NOEQUALS"});
+                         "HIP_VISIBLE_DEVICES=0,1", "NOEQUALS", "VLLM_DB_PASSWD=pw"});
   EXPECT_THAT(env, testing::UnorderedElementsAre(testing::Pair("VLLM_LOGGING_LEVEL", "DEBUG"),
                                                  testing::Pair("VLLM_API_KEY", "<redacted>"),
+                                                 testing::Pair("VLLM_DB_PASSWD", "<redacted>"),
                                                  testing::Pair("HIP_VISIBLE_DEVICES", "0,1")));
 }
 

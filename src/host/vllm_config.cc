@@ -1,5 +1,6 @@
 #include "host/vllm_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -72,14 +73,28 @@ class YamlReader {
       while (indent < body.size() && body[indent] == ' ') ++indent;
       std::string_view t = Trim(body);
       if (t.empty()) continue;
-      if (indent == 0 && (t == "---" || t.substr(0, 4) == "--- ")) continue;  // document start
+      if (indent == 0 && (t == "---" || t.substr(0, 4) == "--- ")) {  // a document's start
+        if (!lines_.empty() && second_document_ == 0) second_document_ = number;
+        if (t != "---") lines_.push_back({number, 0, Trim(t.substr(4))});  // "--- {a: 1}"
+        continue;
+      }
       if (indent == 0 && t == "...") break;                                    // document end
       lines_.push_back({number, indent, t});
     }
   }
 
   StatusOr<Json> Document() {
+    if (second_document_ != 0) {  // yaml.safe_load reads one document and refuses more
+      return InvalidArgument(fmt::format("line {}: a second document (vLLM reads one)", second_document_));
+    }
     if (lines_.empty()) return Json::object();  // an empty file: no flags
+    const char first = lines_[0].text[0];
+    if (first == '{' || first == '[') {  // a flow collection, perhaps over several lines
+      std::string all;
+      for (const YamlLine& l : lines_) (all += ' ') += l.text;
+      i_ = lines_.size();
+      return Inline(lines_[0], Trim(all));
+    }
     StatusOr<Json> v = Block(lines_[0].indent);
     if (!v.ok()) return v;
     if (i_ < lines_.size()) return Error(lines_[i_], "indentation does not match the lines before");
@@ -155,13 +170,15 @@ class YamlReader {
   static KeyRest SplitKey(std::string_view t) {
     size_t colon = std::string_view::npos;
     if (!t.empty() && (t[0] == '"' || t[0] == '\'')) {
-      const size_t close = t.find(t[0], 1);
-      if (close == std::string_view::npos) return {"", "", false};
-      colon = close + 1 < t.size() && t[close + 1] == ':' ? close + 1 : std::string_view::npos;
+      size_t p = 0;
+      std::optional<Json> key = Quoted(t, p);  // escapes read as in values: "api\x5fkey"
+      if (!key) return {"", "", false};
+      colon = p < t.size() && t[p] == ':' ? p : std::string_view::npos;
       if (colon == std::string_view::npos) return {"", "", false};
       if (colon + 1 < t.size() && t[colon + 1] != ' ') return {"", "", false};
-      return {std::string(t.substr(1, close - 1)), t.substr(colon + 1), true};
+      return {key->get<std::string>(), t.substr(colon + 1), true};
     }
+    if (!t.empty() && (t[0] == '{' || t[0] == '[')) return {"", "", false};  // not a key
     for (size_t i = 0; i < t.size(); ++i) {
       if (t[i] == ':' && (i + 1 == t.size() || t[i + 1] == ' ' || t[i + 1] == '\t')) {
         colon = i;
@@ -249,7 +266,18 @@ class YamlReader {
       if (quote == '"' && c == '"') return Json(std::move(out));
       if (quote == '"' && c == '\\' && p < s.size()) {
         const char e = s[p++];
-        out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        const int hex_digits = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
+        if (hex_digits > 0) {  // \xNN, \uNNNN, \UNNNNNNNN as UTF-8
+          int64_t cp = 0;
+          if (p + size_t(hex_digits) > s.size() || !Digits(s.substr(p, size_t(hex_digits)), 16, cp) ||
+              s.substr(p, size_t(hex_digits)).find('_') != std::string_view::npos) {
+            return std::nullopt;
+          }
+          p += size_t(hex_digits);
+          AppendUtf8(uint32_t(std::min<int64_t>(cp, 0x110000)), out);
+          continue;
+        }
+        out += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '0' ? '\0' : e;
         continue;
       }
       out += c;
@@ -304,7 +332,7 @@ class YamlReader {
     } else if (t.substr(0, 2) == "0x") {
       ok = Digits(t.substr(2), 16, v);
     } else if (t[0] == '0') {
-      ok = t.size() == 1 || Digits(t.substr(1), 8, v);
+      ok = t.find_first_not_of('_', 1) == std::string_view::npos || Digits(t.substr(1), 8, v);
     } else if (t.find(':') != std::string_view::npos) {  // base 60: 1:30:00
       const std::vector<std::string_view> parts = Split(t, ':');
       ok = Digits(parts[0], 10, v);
@@ -327,6 +355,7 @@ class YamlReader {
     std::string text;
     size_t p = 0;
     if (p < t.size() && (t[p] == '-' || t[p] == '+')) text += t[p++];
+    if (p > 0 && p < t.size() && t[p] == '.') return std::nullopt;  // "-.5" is a string to PyYAML
     const size_t mantissa = p;
     bool dot = false, digit = false;
     for (; p < t.size() && (IsDigit(t[p]) || t[p] == '_' || t[p] == '.'); ++p) {
@@ -362,6 +391,7 @@ class YamlReader {
   }
 
   std::vector<YamlLine> lines_;
+  int second_document_ = 0;  // the line of a "---" after content, if any
   size_t i_ = 0;
   int depth_ = 0;
 };

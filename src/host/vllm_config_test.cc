@@ -68,6 +68,21 @@ TEST(VllmConfigTest, SecretsNeverLeaveTheFile) {
   }
 }
 
+// A file that is one flow mapping (on one line or several, after "---" too), quoted keys with
+// escapes read as PyYAML reads them, and a second document refused as yaml.safe_load does.
+TEST(VllmConfigTest, FlowDocumentsEscapedKeysAndOneDocument) {
+  EXPECT_EQ(*VllmConfigFileArgs("{model: m, api_key: sk-flow,\n max-num-seqs: 4}\n"),
+            (Argv{"--model", "m", "--api_key", "<redacted>", "--max-num-seqs", "4"}));
+  EXPECT_EQ(*VllmConfigFileArgs("--- {port: 1}\n"), (Argv{"--port", "1"}));
+  EXPECT_EQ(*VllmConfigFileArgs("\"api\\x5fkey\": sk-escaped\n\"caf\\u00e9\": 1\n"),
+            (Argv{"--api_key", "<redacted>", "--caf\xc3\xa9", "1"}));
+  auto two = VllmConfigFileArgs("port: 1\n---\nport: 2\n");
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().message(), "line 2: a second document (vLLM reads one)");
+  EXPECT_FALSE(VllmConfigFileArgs("{model: m\n").ok());  // unterminated
+  EXPECT_FALSE(VllmConfigFileArgs("\"bad\\xZZ\": 1\n").ok());
+}
+
 // False gives "--no-KEY" only for a dashed key (vLLM looks the option up by that spelling, and
 // its options have dashes); an underscore key set to false gives nothing, as in vLLM.
 TEST(VllmConfigTest, FalseOnlyWhereVllmHasTheNoOption) {
@@ -96,6 +111,8 @@ TEST(VllmConfigTest, PlainScalarsAsPyYamlReadsThem) {
   EXPECT_EQ(one("1.0e+3"), "1000.0");
   EXPECT_EQ(one("0.92"), "0.92");
   EXPECT_EQ(one(".5"), "0.5");
+  EXPECT_EQ(one("-.5"), "-.5");        // a string: a sign needs a digit before the dot
+  EXPECT_EQ(one("0_"), "0");
   EXPECT_EQ(one("09"), "09");          // not octal, not decimal: a string
   EXPECT_EQ(one("99999999999999999999"), "99999999999999999999");  // past int64: kept as text
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "base/secrets.h"
 #include "logs/line_parser.h"
 #include "logs/message_template.h"
 #include "logs/vllm_startup.h"
@@ -365,6 +366,9 @@ struct LogAnalyzer::State {
 
   void AddMessage(Level level, const ParsedLine& pl) {
     MessageTemplate(pl.msg, &tmpl);
+    // A secret in a warning (a token in a URL, "HF_TOKEN=...") is neither shown nor a group of
+    // its own. Cheap: one scan of a line that is a warning or an error.
+    tmpl = RedactSecretsInText(tmpl);
     key.assign(LevelName(level));
     key.push_back('\x1f');
     key.append(tmpl);
@@ -380,7 +384,7 @@ struct LogAnalyzer::State {
       g = &f.messages.back();
       g->level = std::string(LevelName(level));
       g->tmpl = tmpl;
-      g->example = std::string(pl.msg.substr(0, 300));
+      g->example = RedactSecretsInText(pl.msg.substr(0, 300));
       if (!pl.file.empty()) g->where = fmt::format("{}:{}", pl.file, pl.file_line);
     } else {
       g = &f.messages[it->second];
@@ -516,7 +520,7 @@ void LogAnalyzer::AddLine(const Line& line) {
     kind = LineKind::kUnknown;
     if (f.unknown_examples.size() < 5) {
       f.unknown_examples.push_back(
-          fmt::format("{}:{}: {}", s.path, s.input_lines, line.text.substr(0, 120)));
+          fmt::format("{}:{}: {}", s.path, s.input_lines, RedactSecretsInText(line.text.substr(0, 120))));
     }
   }
   s.AddVolume(kind, line.raw_bytes);

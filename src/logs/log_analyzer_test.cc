@@ -142,6 +142,23 @@ TEST(LogAnalyzerTest, VolumeByKindAndBytes) {
 }
 
 // Every split point of the byte stream must yield the same facts.
+// The text kept as examples (an unknown line, a warning's first words) never carries a secret:
+// vLLM's startup line without its prefix (journalctl -o cat), a warning that quotes a token.
+TEST(LogAnalyzerTest, ExamplesKeepNoSecret) {
+  LogFacts f = Analyze(
+      "non-default args: {'model_tag': 'm', 'api_key': ['sk-unknown-1'], 'port': 8000}\n"
+      "WARNING 06-25 10:00:01 [x.py:1] retrying with HF_TOKEN=hf-warn and Bearer sk-bearer\n");
+  ASSERT_EQ(f.unknown_examples.size(), 1u);
+  EXPECT_EQ(f.unknown_examples[0],
+            "mem.log:1: non-default args: {'model_tag': 'm', 'api_key': <redacted>, 'port': 8000}");
+  ASSERT_EQ(f.messages.size(), 1u);
+  EXPECT_EQ(f.messages[0].example, "retrying with HF_TOKEN=<redacted> and Bearer <redacted>");
+  const std::string json = ToJson(f).dump();
+  for (const char* secret : {"sk-unknown-1", "hf-warn", "sk-bearer"}) {
+    EXPECT_EQ(json.find(secret), std::string::npos) << secret;
+  }
+}
+
 TEST(LogAnalyzerTest, SameFactsAtEveryChunkBoundary) {
   std::string log = Stats(10, 2, 1, 95) +
                     "\x1b[36m(APIServer pid=1)\x1b[0m INFO:     1.2.3.4:5 - \"GET /metrics HTTP/1.1\" 200 OK\r\n"

@@ -64,11 +64,14 @@ TEST(VllmStartupTest, SecretsInEveryFormAreLeftOut) {
       "non-default args: {'api-key': 'sk-dash', 'API_KEY': 'sk-upper', 'Token': 't', "
       "'kv_transfer_config': {'kv_connector': 'X', 'kv_connector_extra_config': "
       "{'auth': {'api_key': 'sk-nested'}, 'keys': [{'hf_token': 'hf-deep'}]}}, "
-      "'speculative_config': '{\"model\": \"m\", \"api_key\": \"sk-in-text\"}'}");
+      "'speculative_config': '{\"model\": \"m\", \"api_key\": \"sk-in-text\"}', "
+      "'kv_events_config': ' {\"api_key\": \"sk-after-a-blank\"}', 'tag': \"token=sk-t\"}");
   ASSERT_TRUE(argv.has_value());
   EXPECT_EQ(*argv, (Argv{"vllm", "serve", "--kv-transfer-config",
                          R"({"kv_connector":"X","kv_connector_extra_config":{"auth":{"api_key":"<redacted>"},"keys":[{"hf_token":"<redacted>"}]}})",
-                         "--speculative-config", R"({"model":"m","api_key":"<redacted>"})"}));
+                         "--speculative-config", R"({"model":"m","api_key":"<redacted>"})",
+                         "--kv-events-config", R"({"api_key":"<redacted>"})", "--tag",
+                         "token=<redacted>"}));
 }
 
 // vLLM logs a CompilationConfig as the JSON its __repr__ dumps (only the fields that were set;

@@ -1111,19 +1111,24 @@ bool OptimizationLevelZero(const std::vector<std::string>& a) {
   return false;
 }
 
-// Whether a compilation config turns CUDA graphs off: cudagraph_mode NONE (the name, or 0 as
-// vLLM's own JSON dump of the config writes the enum), or, with no cudagraph_mode, a level or
-// mode of 0 (no compilation, whose default is no graphs). Text that is not JSON is searched
-// for NONE.
+// Whether a compilation config turns CUDA graphs off: cudagraph_mode NONE (the name in any
+// case, or 0 as vLLM's own JSON dump of the config writes the enum), or, with no cudagraph_mode,
+// a level or mode other than 3 (PIECEWISE / VLLM_COMPILE): vLLM defaults cudagraph_mode to NONE
+// unless the model is compiled piecewise (VllmConfig.__post_init__). Text that is not JSON is
+// searched for NONE.
 bool CompilationConfigEager(const std::string& v) {
   auto j = nlohmann::json::parse(v, nullptr, false);
   if (!j.is_object()) return v.find("NONE") != std::string::npos;
-  if (j.contains("cudagraph_mode")) {
-    const auto& cg = j["cudagraph_mode"];
-    return (cg.is_string() && cg.get<std::string>() == "NONE") || (cg.is_number() && cg == 0);
-  }
-  for (const char* key : {"level", "mode"}) {
-    if (j.contains(key) && j[key].is_number() && j[key] == 0) return true;
+  auto none = [](const nlohmann::json& x) {
+    return (x.is_string() && IEquals(x.get<std::string>(), "NONE")) || (x.is_number() && x == 0);
+  };
+  if (j.contains("cudagraph_mode")) return none(j["cudagraph_mode"]);
+  for (const char* key : {"mode", "level"}) {
+    if (!j.contains(key)) continue;
+    const auto& m = j[key];
+    if (m.is_number()) return m != 3;
+    if (m.is_string()) return !IEquals(m.get<std::string>(), "VLLM_COMPILE") &&
+                              !IEquals(m.get<std::string>(), "PIECEWISE") && m.get<std::string>() != "3";
   }
   return false;
 }

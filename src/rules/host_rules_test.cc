@@ -450,14 +450,16 @@ TEST(HostRulesTest, VllmFlagsInEveryFormVllmAccepts) {
   EXPECT_EQ(SeverityName(judge({"-O0", "-O.cudagraph_mode=FULL"}, "config.enforce_eager").severity), "fail");
   EXPECT_EQ(SeverityName(judge({"-O", R"({"level": 0})"}, "config.enforce_eager").severity), "fail");
   // A compilation config as vLLM logs it (its JSON dump: enums as numbers, only what was set):
-  // cudagraph_mode 0 is NONE; level or mode 0 without a cudagraph_mode means no graphs; an
-  // explicit cudagraph_mode other than NONE keeps them.
+  // cudagraph_mode 0 is NONE; without a cudagraph_mode, any level or mode but 3 (piecewise
+  // compilation) means no graphs; an explicit cudagraph_mode other than NONE keeps them.
   for (const char* cc : {R"({"level":0,"cudagraph_mode":0})", R"({"mode":0})", R"({"level":0})",
-                         R"({"cudagraph_mode":"NONE","level":3})"}) {
+                         R"({"cudagraph_mode":"NONE","level":3})", R"({"level":1})",
+                         R"({"mode":2})", R"({"cudagraph_mode":"none"})", R"({"mode":"NONE"})"}) {
     EXPECT_EQ(SeverityName(judge({"--compilation-config", cc}, "config.enforce_eager").severity),
               "fail") << cc;
   }
-  for (const char* cc : {R"({"level":0,"cudagraph_mode":"FULL"})", R"({"level":3})",
+  for (const char* cc : {R"({"level":0,"cudagraph_mode":"FULL"})", R"({"level":3})", R"({"mode":3})",
+                         R"({"mode":"VLLM_COMPILE"})", R"({"pass_config":{}})",
                          R"({"cudagraph_mode":2,"custom_ops":["none"]})",
                          R"({"cudagraph_mode":"FULL_AND_PIECEWISE"})"}) {
     EXPECT_EQ(SeverityName(judge({"--compilation-config", cc}, "config.enforce_eager").severity),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # No secret leaves a server's host through latdoc: a stand-in server process (python3 running a
 # script named `vllm`, sleeping; it is NOT vLLM) is started with API keys and tokens in its
-# command line (several after one flag, the --flag=value form), its environment and its --config
-# YAML file (a block list, a quoted key, a nested flow mapping). Then:
+# command line (several after one flag, the --flag=value form, inside a JSON value, a dotted key),
+# its environment and its --config YAML file (CRLF; a block list, a quoted key, a nested flow
+# mapping, JSON in a quoted string, a mapping in a list). Then:
 #   1. tools/capture_host.sh records its tree: no secret value may appear in any file of it;
 #   2. `latdoc doctor --sysroot TREE --pid PID --collect` reads that tree, and
 #   3. `latdoc doctor --pid PID --collect` reads the live process:
@@ -17,20 +18,27 @@ trap cleanup EXIT
 
 mkdir -p "$tmp/srv"
 printf 'import time\ntime.sleep(60)\n' >"$tmp/srv/vllm"
-cat >"$tmp/srv/cfg.yaml" <<'YAML'
+# CRLF line ends, as a file written on Windows has them.
+sed 's/$/\r/' >"$tmp/srv/cfg.yaml" <<'YAML'
 model: stand-in/model
 api_key:
   - sk-file-list-one
   - sk-file-list-two
 "hf_token": hf-file-quoted   # a comment
 kv-transfer-config: {kv_connector: X, kv_connector_extra_config: {api_key: sk-file-nested}}
+speculative-config: '{"model": "m", "api_key": "sk-file-jsonstr"}'
+served-model-name:
+  - {name: a, api_key: sk-file-listmap}
 max-num-seqs: 8
 YAML
 secrets=(sk-cli-one sk-cli-two hf-cli-eq sk-env-key hf-env-token tok-env-x sk-file-list-one
-         sk-file-list-two hf-file-quoted sk-file-nested adm-cli)
+         sk-file-list-two hf-file-quoted sk-file-nested adm-cli sk-file-jsonstr sk-file-listmap
+         sk-cli-json sk-cli-dotted pw-env)
 (cd "$tmp/srv" && exec env VLLM_API_KEY=sk-env-key HF_TOKEN=hf-env-token VLLM_X_TOKEN=tok-env-x \
-   python3 vllm serve stand-in/model --api-key sk-cli-one sk-cli-two --hf-token=hf-cli-eq \
-   --admin_api_key adm-cli --port 8123 --config cfg.yaml) &
+   VLLM_DB_PASSWD=pw-env python3 vllm serve stand-in/model --api-key sk-cli-one sk-cli-two \
+   --hf-token=hf-cli-eq --admin_api_key adm-cli --port 8123 \
+   --kv-transfer-config '{"kv_connector": "X", "kv_connector_extra_config": {"api_key": "sk-cli-json"}}' \
+   --kv-transfer-config.kv_connector_extra_config.api_key+ sk-cli-dotted --config cfg.yaml) &
 pid=$!
 for _ in $(seq 50); do
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "vllm serve" && break
