@@ -12,20 +12,36 @@ bool NameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
 }
 
-bool Blank(char c) { return c == ' ' || c == '\t'; }
+bool Space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+size_t SkipSpace(std::string_view t, size_t p) {
+  while (p < t.size() && Space(t[p])) ++p;
+  return p;
+}
 
 // Case-insensitive: does `text` have `word` at `at`?
 bool WordAt(std::string_view text, size_t at, std::string_view word) {
-  if (text.size() - at < word.size()) return false;
+  if (at > text.size() || text.size() - at < word.size()) return false;
   for (size_t i = 0; i < word.size(); ++i) {
     if (std::tolower(static_cast<unsigned char>(text[at + i])) != word[i]) return false;
   }
   return true;
 }
 
+// Where the credential after an HTTP auth scheme at `at` starts ("Bearer sk-1": at 's'), or
+// npos when no scheme followed by white space is there.
+size_t AfterAuthScheme(std::string_view t, size_t at) {
+  for (std::string_view scheme : {"bearer", "basic"}) {
+    if (WordAt(t, at, scheme) && at + scheme.size() < t.size() && Space(t[at + scheme.size()])) {
+      return SkipSpace(t, at + scheme.size());
+    }
+  }
+  return std::string_view::npos;
+}
+
 // The end of the value that starts at `p`: a quoted string, a bracketed [...] or {...} (nesting
-// and quotes inside followed), or a bare word up to a blank, ',', ';', '&', ')', ']' or '}'.
-// "Bearer X" and "Basic X" count as one value.
+// and quotes inside followed), or a bare word up to white space, ',', ';', '&', ')', ']' or
+// '}' or a quote. "Bearer X" and "Basic X" count as one value.
 size_t ValueEnd(std::string_view t, size_t p) {
   if (p >= t.size()) return p;
   const char c = t[p];
@@ -58,12 +74,9 @@ size_t ValueEnd(std::string_view t, size_t p) {
     return t.size();
   }
   size_t i = p;
-  if (WordAt(t, p, "bearer ") || WordAt(t, p, "basic ")) {
-    i = t.find(' ', p) + 1;
-    while (i < t.size() && Blank(t[i])) ++i;
-  }
-  while (i < t.size() && !Blank(t[i]) && t[i] != ',' && t[i] != ';' && t[i] != '&' &&
-         t[i] != ')' && t[i] != ']' && t[i] != '}' && t[i] != '\n' && t[i] != '\r') {
+  if (size_t credential = AfterAuthScheme(t, p); credential != std::string_view::npos) i = credential;
+  while (i < t.size() && !Space(t[i]) && t[i] != ',' && t[i] != ';' && t[i] != '&' &&
+         t[i] != ')' && t[i] != ']' && t[i] != '}' && t[i] != '\'' && t[i] != '"') {
     ++i;
   }
   return i;
@@ -83,59 +96,60 @@ bool IsSecretName(std::string_view name) {
     return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0;
   };
   auto has = [&](std::string_view part) { return n.find(part) != std::string::npos; };
-  return n == "key" || n == "token" || n == "apikey" || ends("-key") ||
-         ends("-token") || ends("apikey") || ends("api-keys") || ends("apikeys") ||
-         ends("access-tokens") || has("secret") || has("password") ||
-         has("passwd") || has("authorization") || has("credential");
+  return n == "key" || n == "token" || ends("-key") || ends("-token") || ends("apikey") ||
+         ends("api-keys") || ends("apikeys") || ends("access-tokens") || has("secret") ||
+         has("password") || has("passwd") || has("authorization") || has("credential");
 }
 
 std::string RedactSecretsInText(std::string_view t) {
   std::string out;
   out.reserve(t.size());
   size_t copied = 0;  // t[0, copied) is in `out`
+  auto redact = [&](size_t from, size_t to) {
+    out.append(t.substr(copied, from - copied));
+    out.append(kRedacted);
+    copied = to;
+  };
   size_t i = 0;
   while (i < t.size()) {
-    // A bearer token anywhere: "Bearer sk-...".
-    if ((WordAt(t, i, "bearer ") || WordAt(t, i, "basic ")) && (i == 0 || !NameChar(t[i - 1]))) {
-      size_t v = t.find(' ', i) + 1;
-      while (v < t.size() && Blank(t[v])) ++v;
-      const size_t end = ValueEnd(t, v);
-      if (end > v) {
-        out.append(t.substr(copied, v - copied));
-        out.append(kRedacted);
-        copied = i = end;
-        continue;
+    if (i == 0 || !NameChar(t[i - 1])) {
+      // A credential after an auth scheme, anywhere: "Bearer sk-...".
+      if (size_t v = AfterAuthScheme(t, i); v != std::string_view::npos) {
+        const size_t end = ValueEnd(t, v);
+        if (end > v) {
+          redact(v, end);
+          i = end;
+          continue;
+        }
       }
     }
     if (!NameChar(t[i]) || (i > 0 && NameChar(t[i - 1]))) {
       ++i;
       continue;
     }
-    // A name: then its closing quote, blanks, and ':' or '=' (or, for a --flag, one blank).
+    // A name: then its closing quote, white space, and ':' or '=' (or, for a --flag, white
+    // space alone).
     size_t e = i;
     while (e < t.size() && (NameChar(t[e]) || t[e] == '+')) ++e;
     const std::string_view name = t.substr(i, e - i);
     size_t p = e;
     if (p < t.size() && (t[p] == '\'' || t[p] == '"')) ++p;
-    while (p < t.size() && Blank(t[p])) ++p;
+    p = SkipSpace(t, p);
     bool separated = false;
     if (p < t.size() && (t[p] == ':' || t[p] == '=')) {
       ++p;
       separated = true;
-    } else if (name.size() > 2 && name[0] == '-' && name[1] == '-' && p > e) {
-      separated = true;  // "--api-key sk"
+    } else if (name.size() > 2 && name[0] == '-' && name[1] == '-' && p > e && p < t.size() &&
+               t[p] != '-') {
+      separated = true;  // "--api-key sk", but not "--api-key --port"
     }
     if (!separated || !IsSecretName(name)) {
       i = e;
       continue;
     }
-    while (p < t.size() && Blank(t[p])) ++p;
+    p = SkipSpace(t, p);
     const size_t end = ValueEnd(t, p);
-    if (end > p) {
-      out.append(t.substr(copied, p - copied));
-      out.append(kRedacted);
-      copied = end;
-    }
+    if (end > p) redact(p, end);
     i = std::max(end, e);
   }
   out.append(t.substr(copied));

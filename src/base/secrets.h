@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/strings.h"
+
 namespace latdoc {
 
 // Whether an option or setting of this name holds a secret: "--api-key", "api_key", "hf_token",
@@ -25,44 +27,51 @@ inline constexpr std::string_view kRedacted = "<redacted>";
 std::string RedactSecretsInText(std::string_view text);
 
 // Replaces, at any depth of a nlohmann JSON value, every value under a key that names a secret
-// with "<redacted>". A string that is itself JSON (a flag's value as text) is read and written
-// back redacted when it holds one; any other string goes through RedactSecretsInText. Past
-// `max_depth` levels a value is replaced whole. Returns whether anything changed.
+// with "<redacted>". A string that is itself JSON (a flag's value as text) is read and, when it
+// holds a secret key at all, written back from what was read, so a duplicate key's first value
+// does not survive in the text; any other string goes through RedactSecretsInText, and is read
+// as JSON again if that made it JSON. Strings are read as JSON with invalid UTF-8 replaced.
+// Past `max_depth` levels a value is replaced whole. Returns whether it met a secret key, a
+// secret in text, or the depth limit (whether the value may have changed).
 template <typename Json>
 bool RedactSecretValues(Json& v, int max_depth = 64) {
   if (max_depth <= 0) {
     v = std::string(kRedacted);
     return true;
   }
-  bool changed = false;
+  bool touched = false;
   if (v.is_object()) {
     for (auto& [k, x] : v.items()) {
       if (IsSecretName(k)) {
-        changed = changed || !(x.is_string() && x.template get_ref<const std::string&>() == kRedacted);
         x = std::string(kRedacted);
+        touched = true;
       } else {
-        changed = RedactSecretValues(x, max_depth - 1) || changed;
+        touched = RedactSecretValues(x, max_depth - 1) || touched;
       }
     }
-  } else if (v.is_array()) {
-    for (Json& x : v) changed = RedactSecretValues(x, max_depth - 1) || changed;
-  } else if (v.is_string()) {
-    const std::string& s = v.template get_ref<const std::string&>();
-    Json inner = Json::parse(s, nullptr, false);
-    if (!inner.is_discarded() && (inner.is_object() || inner.is_array())) {
-      if (RedactSecretValues(inner, max_depth - 1)) {
-        v = inner.dump();
-        return true;
-      }
-      return false;
-    }
-    std::string redacted = RedactSecretsInText(s);
-    if (redacted != s) {
-      v = std::move(redacted);
-      return true;
-    }
+    return touched;
   }
-  return changed;
+  if (v.is_array()) {
+    for (Json& x : v) touched = RedactSecretValues(x, max_depth - 1) || touched;
+    return touched;
+  }
+  if (!v.is_string()) return false;
+  // JSON text is redacted from the parsed value (0: not JSON; 1: JSON with no secret key; 2:
+  // rewritten). Other text is redacted as text, then as JSON if that made it JSON.
+  auto as_json = [&](const std::string& text) -> int {
+    Json inner = Json::parse(ToValidUtf8(text), nullptr, false);
+    if (inner.is_discarded() || !(inner.is_object() || inner.is_array())) return 0;
+    if (!RedactSecretValues(inner, max_depth - 1)) return 1;
+    v = inner.dump(-1, ' ', false, Json::error_handler_t::replace);
+    return 2;
+  };
+  const std::string s = v.template get<std::string>();
+  if (const int json = as_json(s); json != 0) return json == 2;
+  std::string redacted = RedactSecretsInText(s);
+  if (redacted == s) return false;
+  v = redacted;
+  as_json(redacted);
+  return true;
 }
 
 }  // namespace latdoc

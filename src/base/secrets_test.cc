@@ -42,7 +42,13 @@ TEST(SecretsTest, TextKeepsEverythingButTheSecretValues) {
       {"vllm serve m --api-key sk-a --port 8000", "vllm serve m --api-key <redacted> --port 8000"},
       {"Authorization: Bearer sk-b, next", "Authorization: <redacted>, next"},
       {"sent header Bearer sk-c to the gateway", "sent header Bearer <redacted> to the gateway"},
-      {"password = 'it''s'", "password = <redacted>'s'"},  // Python quoting, not YAML's
+      {"api_key:\n  \"sk-nl\"", "api_key:\n  <redacted>"},       // white space is any space
+      {"\"api_key\"\n: \"sk\"", "\"api_key\"\n: <redacted>"},
+      {"api_key:\tBearer\tsk-tab x", "api_key:\t<redacted> x"},
+      {"curl -H 'Authorization: Basic dXNlcg=='", "curl -H 'Authorization: <redacted>'"},
+      {"--api-key --port 8000", "--api-key --port 8000"},  // no value where an option follows
+      {"bearer", "bearer"},
+      {"Bearer ", "Bearer "},
       {"max_num_batched_tokens: 8192 tokenizer=x", "max_num_batched_tokens: 8192 tokenizer=x"},
       {"no secrets here: 1, 2", "no secrets here: 1, 2"},
       {"token:", "token:"},
@@ -60,10 +66,28 @@ TEST(SecretsTest, JsonValuesAtAnyDepth) {
   EXPECT_TRUE(RedactSecretValues(j));
   EXPECT_EQ(j.dump(),
             R"({"a":{"api_key":"<redacted>","b":[{"hf_token":"<redacted>"}]},"s":"{\"password\":\"<redacted>\"}","t":"token=<redacted>","n":3,"done":{"api_key":"<redacted>"}})");
-  EXPECT_FALSE(RedactSecretValues(j));  // nothing left to change
+  const std::string once = j.dump();
+  RedactSecretValues(j);
+  EXPECT_EQ(j.dump(), once);  // a second pass changes nothing
 
   nlohmann::ordered_json plain = {{"model", "m"}, {"n", {1, 2}}};
   EXPECT_FALSE(RedactSecretValues(plain));
+
+  // The depth limit (64) replaces whole only what lies past it.
+  auto nested = [](int depth) {
+    std::string t;
+    for (int k = 0; k < depth; ++k) t += "{\"a\":";
+    t += "{\"api_key\":\"sk\"}";
+    for (int k = 0; k < depth; ++k) t += "}";
+    return nlohmann::ordered_json::parse(t);
+  };
+  nlohmann::ordered_json shallow = nested(60);
+  EXPECT_TRUE(RedactSecretValues(shallow));
+  EXPECT_NE(shallow.dump().find(R"({"api_key":"<redacted>"})"), std::string::npos);
+  nlohmann::ordered_json past = nested(70);
+  EXPECT_TRUE(RedactSecretValues(past));
+  EXPECT_EQ(past.dump().find("api_key"), std::string::npos);
+  EXPECT_NE(past.dump().find(R"({"a":"<redacted>"})"), std::string::npos);
 
   std::string deep(100000, '[');
   deep += std::string(100000, ']');
@@ -71,6 +95,22 @@ TEST(SecretsTest, JsonValuesAtAnyDepth) {
   EXPECT_TRUE(RedactSecretValues(s));
   EXPECT_LT(s.get<std::string>().size(), 200u);
   EXPECT_NE(s.get<std::string>().find("<redacted>"), std::string::npos);
+}
+
+// Forms that a parse alone would miss: a duplicate key (the parse keeps the last value; the text
+// keeps both), invalid UTF-8 beside the secret, text that the redaction turns into JSON.
+TEST(SecretsTest, DuplicatesInvalidUtf8AndTextThatBecomesJson) {
+  nlohmann::ordered_json dup = R"({"api_key": "sk-first", "api_key": "<redacted>"})";
+  EXPECT_TRUE(RedactSecretValues(dup));
+  EXPECT_EQ(dup.get<std::string>(), R"({"api_key":"<redacted>"})");
+
+  nlohmann::ordered_json bad = std::string(R"({"api\u005fkey": "sk-u", "b": ")") + "\xff" + "\"}";
+  EXPECT_TRUE(RedactSecretValues(bad));
+  EXPECT_EQ(bad.get<std::string>().find("sk-u"), std::string::npos);
+
+  nlohmann::ordered_json text = R"(["token=a"b ", {"api_key":)" "\n" R"("s"}])";
+  EXPECT_TRUE(RedactSecretValues(text));
+  EXPECT_EQ(text.get<std::string>().find("\"s\""), std::string::npos) << text.get<std::string>();
 }
 
 }  // namespace

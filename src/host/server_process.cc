@@ -70,9 +70,13 @@ std::vector<std::string> RedactArgv(std::vector<std::string> argv) {
       continue;
     }
     // The value, and every further word up to the next option: vLLM takes several API keys
-    // after one --api-key.
+    // after one --api-key. A value that is itself a secret option ("--api-key --token x") is
+    // taken as that option too, so the word after it is its value.
     size_t j = i + 1;
-    for (; j < argv.size() && (j == i + 1 || argv[j].empty() || argv[j][0] != '-'); ++j) {
+    for (bool value_due = true; j < argv.size() && (value_due || argv[j].empty() || argv[j][0] != '-');
+         ++j) {
+      value_due = argv[j].size() > 1 && argv[j][0] == '-' && argv[j].find('=') == std::string::npos &&
+                  IsSecretName(argv[j]);
       argv[j] = std::string(kRedacted);
     }
     i = j - 1;

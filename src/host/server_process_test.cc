@@ -42,6 +42,12 @@ TEST(ServerProcessTest, RedactsApiKeyInBothForms) {
             (V{"vllm", "serve", "m", "--kv-transfer-config",
                R"({"kv_connector":"X","extra":{"api_key":"<redacted>"}})",
                "--kv-transfer-config.extra.api_key+", "<redacted>", "--env", "HF_TOKEN=<redacted>"}));
+  // A secret option where a value is due is read as that option too: the word after it is
+  // its value (argparse would take "--api-key --api-key -x" as -x for the second).
+  EXPECT_EQ(RedactArgv(V{"--api-key", "--api-key", "-x", "--port", "1"}),
+            (V{"--api-key", "<redacted>", "<redacted>", "--port", "1"}));
+  EXPECT_EQ(RedactArgv(V{"--token", "--api-key", "--port", "--model", "m"}),
+            (V{"--token", "<redacted>", "<redacted>", "--model", "m"}));
   // A secret flag last has nothing to redact; the program name is never taken for a flag.
   EXPECT_EQ(RedactArgv(V{"vllm", "serve", "--api-key"}), (V{"vllm", "serve", "--api-key"}));
 }

@@ -147,14 +147,16 @@ TEST(LogAnalyzerTest, VolumeByKindAndBytes) {
 TEST(LogAnalyzerTest, ExamplesKeepNoSecret) {
   LogFacts f = Analyze(
       "non-default args: {'model_tag': 'm', 'api_key': ['sk-unknown-1'], 'port': 8000}\n"
-      "WARNING 06-25 10:00:01 [x.py:1] retrying with HF_TOKEN=hf-warn and Bearer sk-bearer\n");
+      "WARNING 06-25 10:00:01 [x.py:1] retrying with HF_TOKEN=hf-warn and Bearer sk-bearer\n"
+      "WARNING 06-25 10:00:02 [x.py:1] retrying with HF_TOKEN=hf-other and Bearer sk-other\n");
   ASSERT_EQ(f.unknown_examples.size(), 1u);
   EXPECT_EQ(f.unknown_examples[0],
             "mem.log:1: non-default args: {'model_tag': 'm', 'api_key': <redacted>, 'port': 8000}");
-  ASSERT_EQ(f.messages.size(), 1u);
+  ASSERT_EQ(f.messages.size(), 1u);  // warnings that differ only in their secret are one group
+  EXPECT_EQ(f.messages[0].count, 2u);
   EXPECT_EQ(f.messages[0].example, "retrying with HF_TOKEN=<redacted> and Bearer <redacted>");
   const std::string json = ToJson(f).dump();
-  for (const char* secret : {"sk-unknown-1", "hf-warn", "sk-bearer"}) {
+  for (const char* secret : {"sk-unknown-1", "hf-warn", "sk-bearer", "hf-other", "sk-other"}) {
     EXPECT_EQ(json.find(secret), std::string::npos) << secret;
   }
 }

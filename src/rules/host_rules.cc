@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -1111,25 +1112,33 @@ bool OptimizationLevelZero(const std::vector<std::string>& a) {
   return false;
 }
 
-// Whether a compilation config turns CUDA graphs off: cudagraph_mode NONE (the name in any
-// case, or 0 as vLLM's own JSON dump of the config writes the enum), or, with no cudagraph_mode,
-// a level or mode other than 3 (PIECEWISE / VLLM_COMPILE): vLLM defaults cudagraph_mode to NONE
-// unless the model is compiled piecewise (VllmConfig.__post_init__). Text that is not JSON is
-// searched for NONE.
+// Whether a compilation config turns CUDA graphs off. cudagraph_mode in vLLM's JSON dump is a
+// number (NONE 0, PIECEWISE 1, FULL 2) or a pair ([2, 0] FULL_DECODE_ONLY, [2, 1]
+// FULL_AND_PIECEWISE); given by hand, a name in any case. vLLM (VllmConfig.__post_init__):
+//   - no cudagraph_mode (or null): NONE unless the model is compiled piecewise (level or mode 3);
+//   - PIECEWISE without piecewise compilation is overridden to NONE;
+//   - NONE is NONE; FULL modes need no compilation.
+// Text that is not JSON is searched for NONE.
 bool CompilationConfigEager(const std::string& v) {
   auto j = nlohmann::json::parse(v, nullptr, false);
   if (!j.is_object()) return v.find("NONE") != std::string::npos;
-  auto none = [](const nlohmann::json& x) {
-    return (x.is_string() && IEquals(x.get<std::string>(), "NONE")) || (x.is_number() && x == 0);
-  };
-  if (j.contains("cudagraph_mode")) return none(j["cudagraph_mode"]);
+  std::optional<bool> compiled;  // level or mode 3, when either is given
   for (const char* key : {"mode", "level"}) {
-    if (!j.contains(key)) continue;
+    if (compiled || !j.contains(key)) continue;
     const auto& m = j[key];
-    if (m.is_number()) return m != 3;
-    if (m.is_string()) return !IEquals(m.get<std::string>(), "VLLM_COMPILE") &&
-                              !IEquals(m.get<std::string>(), "PIECEWISE") && m.get<std::string>() != "3";
+    if (m.is_number()) compiled = m == 3;
+    if (m.is_string()) {
+      const std::string name = m.get<std::string>();
+      compiled = IEquals(name, "VLLM_COMPILE") || IEquals(name, "PIECEWISE") || name == "3";
+    }
   }
+  const nlohmann::json cg = j.value("cudagraph_mode", nlohmann::json());
+  auto is = [&](std::string_view name, int number) {
+    return (cg.is_string() && IEquals(cg.get<std::string>(), name)) || (cg.is_number() && cg == number);
+  };
+  if (cg.is_null()) return compiled.has_value() && !*compiled;
+  if (is("NONE", 0)) return true;
+  if (is("PIECEWISE", 1)) return compiled.has_value() && !*compiled;
   return false;
 }
 

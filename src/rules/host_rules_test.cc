@@ -454,12 +454,16 @@ TEST(HostRulesTest, VllmFlagsInEveryFormVllmAccepts) {
   // compilation) means no graphs; an explicit cudagraph_mode other than NONE keeps them.
   for (const char* cc : {R"({"level":0,"cudagraph_mode":0})", R"({"mode":0})", R"({"level":0})",
                          R"({"cudagraph_mode":"NONE","level":3})", R"({"level":1})",
-                         R"({"mode":2})", R"({"cudagraph_mode":"none"})", R"({"mode":"NONE"})"}) {
+                         R"({"mode":2})", R"({"cudagraph_mode":"none"})", R"({"mode":"NONE"})",
+                         R"({"mode":0,"cudagraph_mode":"PIECEWISE"})", R"({"level":1,"cudagraph_mode":1})",
+                         R"({"mode":0,"cudagraph_mode":null})"}) {
     EXPECT_EQ(SeverityName(judge({"--compilation-config", cc}, "config.enforce_eager").severity),
               "fail") << cc;
   }
   for (const char* cc : {R"({"level":0,"cudagraph_mode":"FULL"})", R"({"level":3})", R"({"mode":3})",
                          R"({"mode":"VLLM_COMPILE"})", R"({"pass_config":{}})",
+                         R"({"mode":0,"cudagraph_mode":[2,0]})", R"({"mode":3,"cudagraph_mode":"PIECEWISE"})",
+                         R"({"cudagraph_mode":[2,1]})",
                          R"({"cudagraph_mode":2,"custom_ops":["none"]})",
                          R"({"cudagraph_mode":"FULL_AND_PIECEWISE"})"}) {
     EXPECT_EQ(SeverityName(judge({"--compilation-config", cc}, "config.enforce_eager").severity),
