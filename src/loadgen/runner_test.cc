@@ -3,14 +3,18 @@
 // once, so this test is also what the TSan build checks for the load client (.ci/run).
 #include "loadgen/runner.h"
 
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "http/event_loop.h"
 #include "http/server.h"
 #include "loadgen/record.h"
+#include "loadgen/sweep.h"
 #include "sim/sim_server.h"
 
 namespace latdoc::loadgen {
@@ -220,6 +224,65 @@ TEST(RunnerTest, EventStreamContentTypeInAnyCase) {
     EXPECT_EQ(r.outcome, Outcome::kOk) << r.error;
     EXPECT_EQ(r.output_tokens, 2);
   }
+}
+
+// The sweep's runner never sends a prompt twice (a repeat would hit the server's prefix cache
+// and read low): random prompts come as a new batch per round, warm-up included, all with the
+// workload's shared prefix; a file's prompts go on from round to round and repeat only once all
+// were sent. The server records every prompt it is sent.
+TEST(SweepRunnerTest, RoundsSendNewPrompts) {
+  std::mutex mu;
+  std::vector<std::string> prompts;
+  http::EventLoop loop;
+  http::Server server(loop, {}, [&](const http::Request& req, std::shared_ptr<http::ResponseStream> w) {
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_object() && body.contains("prompt")) {
+      std::lock_guard<std::mutex> lock(mu);
+      prompts.push_back(body["prompt"].dump());
+    }
+    w->BeginChunked(200, "text/event-stream");
+    w->WriteChunk("data: {\"choices\":[{\"text\":\" a\",\"finish_reason\":\"length\"}]}\n\n");
+    w->WriteChunk("data: [DONE]\n\n");
+    w->EndChunked();
+  });
+  ASSERT_TRUE(server.Listen().ok());
+  std::thread t([&] { loop.Run(); });
+  BenchOptions o = Options("http://127.0.0.1:" + std::to_string(server.port()));
+  o.model = "m";
+  o.scrape_metrics = false;
+  o.warmup = 1;
+  RandomWorkloadOptions w;
+  w.input_len = 24;
+  w.prefix_len = 8;
+  w.output_len = 1;
+  w.seed = 5;
+  {
+    auto runner = MakeBenchStepRunner(o, w);
+    for (int round = 0; round < 3; ++round) ASSERT_TRUE(runner->RunRound(2, 6).ok());
+  }
+  std::vector<std::string> random_prompts;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    random_prompts.swap(prompts);
+  }
+  o.prompts = RandomPrompts(w, 10);  // a "file" of 10 prompts, rounds of 4 + 1 warm-up
+  {
+    auto runner = MakeBenchStepRunner(o);
+    for (int round = 0; round < 3; ++round) ASSERT_TRUE(runner->RunRound(1, 4).ok());
+  }
+  loop.Post([&] {
+    server.Stop();
+    loop.Stop();
+  });
+  t.join();
+
+  ASSERT_EQ(random_prompts.size(), 3u * (6 + 1));
+  EXPECT_EQ(std::set<std::string>(random_prompts.begin(), random_prompts.end()).size(), random_prompts.size());
+  const std::string prefix = random_prompts[0].substr(0, 30);
+  for (const auto& p : random_prompts) EXPECT_EQ(p.substr(0, 30), prefix);
+  ASSERT_EQ(prompts.size(), 3u * (4 + 1));
+  EXPECT_EQ(std::set<std::string>(prompts.begin(), prompts.begin() + 10).size(), 10u);
+  EXPECT_EQ(prompts[10], prompts[0]);  // the file's prompts again only after all 10 were sent
 }
 
 }  // namespace
