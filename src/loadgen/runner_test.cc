@@ -65,6 +65,50 @@ BenchOptions Options(const std::string& url) {
   return o;
 }
 
+// An in-process HTTP server on its own event-loop thread, answering every request with
+// `handler`; stopped and joined when it goes out of scope.
+// Streams `texts` as completion chunks with `content_type`, the last one finishing ("length"),
+// then [DONE].
+void StreamTexts(http::ResponseStream& w, const char* content_type, std::vector<std::string> texts) {
+  w.BeginChunked(200, content_type);
+  for (size_t i = 0; i < texts.size(); ++i) {
+    nlohmann::json choice = {{"text", texts[i]},
+                             {"finish_reason", i + 1 == texts.size() ? nlohmann::json("length") : nlohmann::json()}};
+    w.WriteChunk("data: " + nlohmann::json{{"choices", {choice}}}.dump() + "\n\n");
+  }
+  w.WriteChunk("data: [DONE]\n\n");
+  w.EndChunked();
+}
+
+class LocalServer {
+ public:
+  explicit LocalServer(http::Handler handler) : server_(loop_, {}, std::move(handler)) {
+    ok_ = server_.Listen().ok();
+    thread_ = std::thread([this] { loop_.Run(); });
+  }
+  ~LocalServer() {
+    loop_.Post([this] {
+      server_.Stop();
+      loop_.Stop();
+    });
+    thread_.join();
+  }
+  bool ok() const { return ok_; }
+  // Options for RunBench against this server: model "m", no /metrics scrape.
+  BenchOptions Options() const {
+    BenchOptions o = loadgen::Options("http://127.0.0.1:" + std::to_string(server_.port()));
+    o.model = "m";
+    o.scrape_metrics = false;
+    return o;
+  }
+
+ private:
+  http::EventLoop loop_;
+  http::Server server_;
+  bool ok_ = false;
+  std::thread thread_;
+};
+
 // Every request sent ends in exactly one record, and the counts add up, with the server
 // failing requests in every way it can.
 TEST(RunnerTest, EveryRequestEndsInOneRecordUnderFaults) {
@@ -197,27 +241,17 @@ TEST(StreamAccountantTest, PerChunkUsageCountsEachChunksTokens) {
 // Media types are case-insensitive (RFC 9110): a server that answers "Text/Event-Stream" streams,
 // and its requests are ok, not protocol failures.
 TEST(RunnerTest, EventStreamContentTypeInAnyCase) {
-  http::EventLoop loop;
-  http::Server server(loop, {}, [](const http::Request&, std::shared_ptr<http::ResponseStream> w) {
-    w->BeginChunked(200, "Text/Event-Stream; Charset=UTF-8");
-    w->WriteChunk("data: {\"choices\":[{\"text\":\" a\",\"finish_reason\":null}]}\n\n");
-    w->WriteChunk("data: {\"choices\":[{\"text\":\" b\",\"finish_reason\":\"length\"}]}\n\n");
-    w->WriteChunk("data: [DONE]\n\n");
-    w->EndChunked();
-  });
-  ASSERT_TRUE(server.Listen().ok());
-  std::thread t([&] { loop.Run(); });
-  BenchOptions o = Options("http://127.0.0.1:" + std::to_string(server.port()));
-  o.model = "m";
-  o.scrape_metrics = false;
-  o.concurrency = 1;
-  o.num_requests = 3;
-  StatusOr<BenchRun> run = RunBench(o);
-  loop.Post([&] {
-    server.Stop();
-    loop.Stop();
-  });
-  t.join();
+  StatusOr<BenchRun> run = InvalidArgument("not run");
+  {
+    LocalServer server([](const http::Request&, std::shared_ptr<http::ResponseStream> w) {
+      StreamTexts(*w, "Text/Event-Stream; Charset=UTF-8", {" a", " b"});
+    });
+    ASSERT_TRUE(server.ok());
+    BenchOptions o = server.Options();
+    o.concurrency = 1;
+    o.num_requests = 3;
+    run = RunBench(o);
+  }
   ASSERT_TRUE(run.ok()) << run.status().message();
   ASSERT_EQ(run->records.size(), 3u);
   for (const RequestRecord& r : run->records) {
@@ -232,49 +266,36 @@ TEST(RunnerTest, EventStreamContentTypeInAnyCase) {
 // were sent. The server records every prompt it is sent.
 TEST(SweepRunnerTest, RoundsSendNewPrompts) {
   std::mutex mu;
-  std::vector<std::string> prompts;
-  http::EventLoop loop;
-  http::Server server(loop, {}, [&](const http::Request& req, std::shared_ptr<http::ResponseStream> w) {
-    auto body = nlohmann::json::parse(req.body, nullptr, false);
-    if (body.is_object() && body.contains("prompt")) {
-      std::lock_guard<std::mutex> lock(mu);
-      prompts.push_back(body["prompt"].dump());
+  std::vector<std::string> prompts, random_prompts;
+  {
+    LocalServer server([&](const http::Request& req, std::shared_ptr<http::ResponseStream> w) {
+      auto body = nlohmann::json::parse(req.body, nullptr, false);
+      if (body.is_object() && body.contains("prompt")) {
+        std::lock_guard<std::mutex> lock(mu);
+        prompts.push_back(body["prompt"].dump());
+      }
+      StreamTexts(*w, "text/event-stream", {" a"});
+    });
+    ASSERT_TRUE(server.ok());
+    BenchOptions o = server.Options();
+    o.warmup = 1;
+    RandomWorkloadOptions w;
+    w.input_len = 24;
+    w.prefix_len = 8;
+    w.output_len = 1;
+    w.seed = 5;
+    {
+      auto runner = MakeBenchStepRunner(o, w);
+      for (int round = 0; round < 3; ++round) ASSERT_TRUE(runner->RunRound(2, 6).ok());
     }
-    w->BeginChunked(200, "text/event-stream");
-    w->WriteChunk("data: {\"choices\":[{\"text\":\" a\",\"finish_reason\":\"length\"}]}\n\n");
-    w->WriteChunk("data: [DONE]\n\n");
-    w->EndChunked();
-  });
-  ASSERT_TRUE(server.Listen().ok());
-  std::thread t([&] { loop.Run(); });
-  BenchOptions o = Options("http://127.0.0.1:" + std::to_string(server.port()));
-  o.model = "m";
-  o.scrape_metrics = false;
-  o.warmup = 1;
-  RandomWorkloadOptions w;
-  w.input_len = 24;
-  w.prefix_len = 8;
-  w.output_len = 1;
-  w.seed = 5;
-  {
-    auto runner = MakeBenchStepRunner(o, w);
-    for (int round = 0; round < 3; ++round) ASSERT_TRUE(runner->RunRound(2, 6).ok());
-  }
-  std::vector<std::string> random_prompts;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    random_prompts.swap(prompts);
-  }
-  o.prompts = RandomPrompts(w, 10);  // a "file" of 10 prompts, rounds of 4 + 1 warm-up
-  {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      random_prompts.swap(prompts);
+    }
+    o.prompts = RandomPrompts(w, 10);  // a "file" of 10 prompts, rounds of 4 + 1 warm-up
     auto runner = MakeBenchStepRunner(o);
     for (int round = 0; round < 3; ++round) ASSERT_TRUE(runner->RunRound(1, 4).ok());
   }
-  loop.Post([&] {
-    server.Stop();
-    loop.Stop();
-  });
-  t.join();
 
   ASSERT_EQ(random_prompts.size(), 3u * (6 + 1));
   EXPECT_EQ(std::set<std::string>(random_prompts.begin(), random_prompts.end()).size(), random_prompts.size());
