@@ -12,9 +12,16 @@ pinned to CPU 1, for a fixed duration, on loopback. Reported:
 Targets (issues 2 and 3): >= 5,000 streams with overrun p99 <= 1 ms; >= 500,000 events/s on
 one core and timing error p99 <= 0.2 ms at 4,096 streams.
 
+By default every token is one SSE event in one write: one TCP segment per event, the costliest
+case for a reader, whose kernel then handles a segment (and sends an ACK) per event.
+--tokens-per-step K --event-per-token makes each step send K tokens as K events in one write (as
+TGI and llama.cpp stream speculative tokens, and as any server's writes arrive once its socket
+buffer holds several): what the client costs per event when reads find several.
+
 Usage: bench/load_capacity.py [--latdoc build/release/src/cli/latdoc] [--streams 1024,4096,5000]
+                              [--tokens-per-step K [--event-per-token]]
 """
-import argparse, json, os, re, subprocess, sys, tempfile, time, urllib.request
+import argparse, json, os, re, subprocess, tempfile, time, urllib.request
 
 
 def pct(sorted_vals, p):
@@ -64,22 +71,25 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-# The stress step model: a fixed 40 ms step whatever the batch (a GPU that never slows down),
+# The stress step model: a fixed step (40 ms unless --step-ms) whatever the batch (a GPU that never slows down),
 # so the simulator must write every stream 25 times a second. --default-step-model keeps the
 # simulator's documented defaults instead (an 8B model on one H100-class GPU: the step grows by
 # 80 us per running sequence, ~0.4 s at 5,000).
-STRESS_STEP = ["--sim-step-base-ms", "40", "--sim-decode-seq-us", "1",
-               "--sim-prefill-token-us", "0.1", "--sim-context-token-ns", "0"]
+def stress_step(step_ms):
+    return ["--sim-step-base-ms", str(step_ms), "--sim-decode-seq-us", "1",
+            "--sim-prefill-token-us", "0.1", "--sim-context-token-ns", "0"]
 
 
-def run(latdoc, n, duration, out_len, range_ratio, settle, step_model, tmp):
+def run(latdoc, n, duration, out_len, range_ratio, settle, step_model, tokens_per_step,
+        event_per_token, tmp):
     trace = os.path.join(tmp, f"trace{n}.jsonl")
     reqs = os.path.join(tmp, f"reqs{n}.jsonl")
     res = os.path.join(tmp, f"res{n}.json")
     sim = subprocess.Popen(
         ["taskset", "-c", "0", latdoc, "sim", "--port", "0", "--max-num-seqs", str(n + 64),
          "--max-num-batched-tokens", "262144", "--num-gpu-blocks-override", "4000000",
-         "--max-model-len", "4096"] + step_model +
+         "--max-model-len", "4096", "--sim-tokens-per-chunk", str(tokens_per_step)] + step_model +
+        (["--sim-event-per-token"] if event_per_token else []) +
         ["--log-file", "/dev/null", "--disable-log-stats", "--trace-requests", trace],
         stdout=subprocess.PIPE, text=True)
     port = int(sim.stdout.readline().rsplit(":", 1)[1])
@@ -106,9 +116,12 @@ def run(latdoc, n, duration, out_len, range_ratio, settle, step_model, tmp):
     server = {}
     for line in open(trace):
         t = json.loads(line)
-        server[t["x_request_id"]] = t["written_ns"]
+        written = t["written_ns"]
+        if event_per_token:  # a write of k tokens carried k events
+            written = [ns for ns, k in zip(written, t["token_counts"]) for _ in range(k)]
+        server[t["x_request_id"]] = written
     start_ns = r["start_mono_ns"]
-    errs, events = [], 0
+    errs, steady, events = [], [], 0
     for line in open(reqs):
         q = json.loads(line)
         events += len(q["chunks"]) + 2  # + usage chunk + [DONE]
@@ -117,7 +130,10 @@ def run(latdoc, n, duration, out_len, range_ratio, settle, step_model, tmp):
             continue
         for (t_ms, _k), srv_ns in zip(q["chunks"], s):
             errs.append((start_ns + t_ms * 1e6 - srv_ns) / 1e6)
+            if t_ms >= settle * 1e3:
+                steady.append(errs[-1])
     errs.sort()
+    steady.sort()
     return {
         "streams": n, "max_in_flight": r["max_concurrent_requests"],
         "completed": r["completed"], "failed": r["failed"],
@@ -125,9 +141,11 @@ def run(latdoc, n, duration, out_len, range_ratio, settle, step_model, tmp):
         "overrun_p50_ms": hist_quantile(after, "latdoc_sim:step_overrun_seconds", 0.5, mid) * 1e3,
         "overrun_p99_ms": hist_quantile(after, "latdoc_sim:step_overrun_seconds", 0.99, mid) * 1e3,
         "overrun_all_p99_ms": hist_quantile(after, "latdoc_sim:step_overrun_seconds", 0.99) * 1e3,
-        "client_cpu_s": r["client_cpu_s"], "client_events": events,
+        "client_cpu_s": r["client_cpu_s"], "client_cpu_per_s": r["client_cpu_s"] / r["duration"],
+        "client_events": events,
         "client_events_per_core_s": events / max(r["client_cpu_s"], 1e-9),
         "timing_err_p50_ms": pct(errs, 50), "timing_err_p99_ms": pct(errs, 99),
+        "steady_err_p99_ms": pct(steady, 99),
     }
 
 
@@ -143,16 +161,22 @@ def main():
                     help="the simulator's default step-time model instead of the 40 ms stress step")
     ap.add_argument("--settle", type=float, default=3,
                     help="seconds before the step schedule is judged (connections, first prompts)")
+    ap.add_argument("--step-ms", type=float, default=40,
+                    help="the stress model's fixed step time")
+    ap.add_argument("--tokens-per-step", type=int, default=1,
+                    help="tokens each decode step gives a stream (the simulator's --sim-tokens-per-chunk)")
+    ap.add_argument("--event-per-token", action="store_true",
+                    help="send a step's tokens as one SSE event each, in one write")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        step_model = [] if a.default_step_model else STRESS_STEP
-        rows = [run(a.latdoc, int(n), a.duration, a.output_len, a.range_ratio, a.settle, step_model, tmp)
+        step_model = [] if a.default_step_model else stress_step(a.step_ms)
+        rows = [run(a.latdoc, int(n), a.duration, a.output_len, a.range_ratio, a.settle, step_model,
+                    a.tokens_per_step, a.event_per_token, tmp)
                 for n in a.streams.split(",")]
     keys = list(rows[0].keys())
     print(" ".join(f"{k:>14}" for k in keys))
     for row in rows:
         print(" ".join(f"{row[k]:>14.3f}" if isinstance(row[k], float) else f"{row[k]:>14}" for k in keys))
-    json.dump(rows, sys.stdout if False else open(os.devnull, "w"))
 
 
 if __name__ == "__main__":

@@ -103,6 +103,9 @@ Command RegisterSim(CLI::App& root) {
   app->add_option("--sim-swap-stall-ms", e.swap_stall_ms, "...of this length")->group(p);
   app->add_option("--sim-tokens-per-chunk", e.spec_tokens,
                   "Tokens per decode step and SSE chunk (speculative decoding)")->group(p);
+  app->add_flag("--sim-event-per-token", cfg->event_per_token,
+                "Send a step's tokens as one SSE event each, in one write (as TGI and llama.cpp)")
+      ->group(p);
   app->add_option("--sim-network-delay-ms", cfg->network_delay_ms, "Delay on every write")->group(p);
   app->add_option("--sim-network-jitter-ms", cfg->network_jitter_ms, "Plus uniform jitter")->group(p);
   app->add_option("--sim-fault-429", f.http_429, "Rate of HTTP 429 answers")->group(p);

@@ -664,10 +664,11 @@ struct SimServer::Impl {
     out += ',';
   }
 
-  void AppendUsageTail(std::string& out, const Active& a) const {
+  // Closes an event whose usage counts `generated` completion tokens.
+  void AppendUsageTail(std::string& out, const Active& a, int generated) const {
     out += R"(,"stop_reason":null}],"usage":)";
     if (a.continuous_usage) {
-      AppendUsage(out, a.prompt_tokens, a.generated);
+      AppendUsage(out, a.prompt_tokens, generated);
     } else {
       out += "null";
     }
@@ -707,28 +708,31 @@ struct SimServer::Impl {
       // One reused buffer: a step of thousands of streams formats without allocating.
       std::string& chunk = chunk_buf;
       chunk.clear();
-      if (a.chat) {
-        if (ev.first) {
-          AppendChunkHead(chunk, a);
-          chunk += R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":)";
-          if (a.continuous_usage) {
-            AppendUsage(chunk, a.prompt_tokens, 0);  // as vLLM: the role precedes every token
-          } else {
-            chunk += "null";
-          }
-          chunk += "}\n\n";
+      if (a.chat && ev.first) {
+        AppendChunkHead(chunk, a);
+        chunk += R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":)";
+        if (a.continuous_usage) {
+          AppendUsage(chunk, a.prompt_tokens, 0);  // as vLLM: the role precedes every token
+        } else {
+          chunk += "null";
         }
-        AppendChunkHead(chunk, a);
-        chunk += R"("choices":[{"index":0,"delta":{"content":)";
-      } else {
-        AppendChunkHead(chunk, a);
-        chunk += R"("choices":[{"index":0,"text":)";
+        chunk += "}\n\n";
       }
-      AppendWords(chunk, a, from, ev.new_tokens);
-      if (a.chat) chunk += '}';  // closes "delta"
-      chunk += R"(,"logprobs":null,"finish_reason":)";
-      chunk += finish;
-      AppendUsageTail(chunk, a);
+      // One event for the step, or one per token; either way one write.
+      int events = cfg.event_per_token ? ev.new_tokens : 1;
+      for (int e = 0; e < events; ++e) {
+        int count = events == 1 ? ev.new_tokens : 1;
+        int first = from + (events == 1 ? 0 : e);
+        bool last = e + 1 == events;
+        AppendChunkHead(chunk, a);
+        chunk += a.chat ? R"("choices":[{"index":0,"delta":{"content":)"
+                        : R"("choices":[{"index":0,"text":)";
+        AppendWords(chunk, a, first, count);
+        if (a.chat) chunk += '}';  // closes "delta"
+        chunk += R"(,"logprobs":null,"finish_reason":)";
+        chunk += last ? finish : "null";
+        AppendUsageTail(chunk, a, first + count);
+      }
       a.out->WriteChunk(chunk);
     }
     if (a.fault == Fault::kResetAfterFirst) {

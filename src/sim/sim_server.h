@@ -45,6 +45,9 @@ struct SimConfig {
   double mean_output_tokens = 256;
   double network_delay_ms = 0;    // added to every write...
   double network_jitter_ms = 0;   // ...plus uniform [0, jitter)
+  // A step's tokens go out as one SSE event each, all in one write, as TGI and llama.cpp stream
+  // speculative tokens. Off: one event carries the step's tokens, as vLLM does.
+  bool event_per_token = false;
   FaultRates faults;
   // Logs (vLLM's format).
   std::string log_file;           // empty: standard error

@@ -469,6 +469,35 @@ TEST(SimPathologyTest, SeveralTokensPerChunk) {
   EXPECT_EQ(words(2), 3);
 }
 
+// Event per token: the same steps (1 + 3 + 3 tokens), but every token is its own event, each
+// counting its own usage, and only the last carries the finish reason.
+TEST(SimPathologyTest, EventPerTokenSplitsEachStep) {
+  SimConfig c = FastConfig();
+  c.engine.spec_tokens = 3;
+  c.event_per_token = true;
+  Sim sim(c);
+  json req = Completion(7, true);
+  req["stream_options"] = {{"include_usage", true}, {"continuous_usage_stats", true}};
+  BlockingResponse r = sim.Post("/v1/completions", req);
+  ASSERT_EQ(r.sse_data.size(), 9u);  // 7 tokens, usage, [DONE]
+  for (int i = 0; i < 7; ++i) {
+    json e = json::parse(r.sse_data[i]);
+    std::string t = e["choices"][0]["text"];
+    EXPECT_EQ(std::count(t.begin(), t.end(), ' '), 1) << i;
+    EXPECT_EQ(e["usage"]["completion_tokens"], i + 1);
+    EXPECT_EQ(e["choices"][0]["finish_reason"], i == 6 ? json("length") : json(nullptr));
+  }
+  // The words are the ones a chunk of 3 would carry.
+  c.event_per_token = false;
+  Sim whole(c);
+  BlockingResponse w = whole.Post("/v1/completions", req);
+  ASSERT_EQ(w.sse_data.size(), 5u);
+  std::string joined, split;
+  for (int i = 0; i < 3; ++i) joined += json::parse(w.sse_data[i])["choices"][0]["text"].get<std::string>();
+  for (int i = 0; i < 7; ++i) split += json::parse(r.sse_data[i])["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(split, joined);
+}
+
 TEST(SimPathologyTest, NetworkDelayHoldsEveryWrite) {
   SimConfig c = FastConfig();
   c.network_delay_ms = 60;
