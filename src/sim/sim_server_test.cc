@@ -410,8 +410,11 @@ TEST(SimPathologyTest, LogStallsLengthenEveryNthStep) {
   c.engine.log_stall_every_steps = 4;
   c.engine.log_stall_ms = 40;
   auto gaps = TokenGaps(c, 12);
+  // Stalled gaps are 42 ms against 2 ms, counted at the midpoint: the simulator keeps its step
+  // schedule, so an emit made late by a loaded machine (CI's -j2) shortens the next gap, and a
+  // stall after it can fall under 40 ms. Never stalling (0) or stalling every step (11) fail.
   int stalls = 0;
-  for (int64_t g : gaps) stalls += g >= 40 * kNsPerMs;
+  for (int64_t g : gaps) stalls += g >= 22 * kNsPerMs;
   EXPECT_GE(stalls, 2);
   EXPECT_LE(stalls, 3);
 }
