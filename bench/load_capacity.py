@@ -71,8 +71,8 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-# The stress step model: a fixed step (40 ms unless --step-ms) whatever the batch (a GPU that never slows down),
-# so the simulator must write every stream 25 times a second. --default-step-model keeps the
+# The stress step model: a fixed step whatever the batch (a GPU that never slows down), 40 ms
+# unless --step-ms, so the simulator must write every stream 25 times a second. --default-step-model keeps the
 # simulator's documented defaults instead (an 8B model on one H100-class GPU: the step grows by
 # 80 us per running sequence, ~0.4 s at 5,000).
 def stress_step(step_ms):

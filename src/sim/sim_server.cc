@@ -720,9 +720,9 @@ struct SimServer::Impl {
       }
       // One event for the step, or one per token; either way one write.
       int events = cfg.event_per_token ? ev.new_tokens : 1;
+      int count = cfg.event_per_token ? 1 : ev.new_tokens;
       for (int e = 0; e < events; ++e) {
-        int count = events == 1 ? ev.new_tokens : 1;
-        int first = from + (events == 1 ? 0 : e);
+        int first = from + e * count;
         bool last = e + 1 == events;
         AppendChunkHead(chunk, a);
         chunk += a.chat ? R"("choices":[{"index":0,"delta":{"content":)"
