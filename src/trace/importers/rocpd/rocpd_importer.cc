@@ -59,6 +59,15 @@ bool Negative(SourceFile& src, std::string_view view, int64_t id, int64_t start,
 
 constexpr NameId kUnset = UINT32_MAX;
 
+// A staged row keeps end - start as its duration before Negative has looked at it: in
+// two's-complement arithmetic, so that any pair of times, however far apart, gives back its end.
+int64_t WrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t WrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 // The fast path reads a NULL join key as kNullKey. LoadTables and LoadEvents make sure no id
 // equals kNullKey, so the sentinel joins nothing, as NULL does in SQL.
 constexpr int64_t kNullKey = INT64_MIN;
@@ -282,41 +291,41 @@ Status HasForeignRows(SqliteDb& db, const RocpdTables& t, FactTable f, bool* for
 
 std::string Ref(int64_t key) { return key == kNullKey ? std::string("NULL") : std::to_string(key); }
 
-// A fact row after the joins against the small tables, which need no rocpd_event: positions and
-// values ready for the event, or `failure` indexing a StagedFailure. The event join, issues and
-// name interning wait for JoinStaged, which runs them in row order as the data path would.
-constexpr int32_t kNoFailure = -1;
+// A fact row after the joins against the small tables, which need no rocpd_event, staged as
+// the event it becomes (GpuOp or ApiCall) so that the join fills it in place: `correlation`
+// holds the row's event_id and `name` its position in the small table (symbols for kernels,
+// strings otherwise) until JoinStaged sets them; `source` is set there too. A row a join
+// failed for has a StagedFailure. The event join, issues and name interning wait for
+// JoinStaged, which runs them in row order as the data path would.
 struct StagedFailure {
+  size_t row = 0;             // position in Staged::rows
   std::string before_event;   // a join checked before the event's failed: its message
   std::string after_event;    // one checked after it failed: its message
   bool missing_time = false;  // kernels: start or end is NULL (checked after every join)
 };
-struct StagedKernel {
-  int64_t id, start, end, event_id;
-  int32_t symbol, device, stream, failure;
-};
-struct StagedCopy {
-  int64_t id, start, end, event_id, bytes;
-  int32_t name, device, stream, failure;
-};
-struct StagedRegion {
-  int64_t id, start, end, event_id;
-  int32_t name, pid, tid, failure;
-};
-// One fact table's staged rows, and the failures they index.
-template <typename Row>
+template <typename Event>
 struct Staged {
-  std::vector<Row> rows;
-  std::vector<StagedFailure> failures;
-  int32_t Fail(StagedFailure f) {
-    failures.push_back(std::move(f));
-    return static_cast<int32_t>(failures.size() - 1);
+  std::vector<Event> rows;
+  std::vector<int64_t> ids;              // each row's id, for the issues' "row id="
+  std::vector<StagedFailure> failures;   // in row order
+  void Reserve(size_t n) {
+    rows.reserve(n);
+    ids.reserve(n);
+  }
+  // Adds the row; `failure`, when set, is the row's (its `row` is filled in here).
+  void Add(int64_t id, const Event& e, std::optional<StagedFailure> failure) {
+    if (failure) {
+      failure->row = rows.size();
+      failures.push_back(std::move(*failure));
+    }
+    ids.push_back(id);
+    rows.push_back(e);
   }
 };
 struct StagedFacts {
-  Staged<StagedKernel> kernels;
-  Staged<StagedCopy> copies;
-  Staged<StagedRegion> regions;
+  Staged<GpuOp> kernels;
+  Staged<GpuOp> copies;
+  Staged<ApiCall> regions;
 };
 
 std::string ForeignGuid(const RocpdTables& t) {
@@ -338,10 +347,22 @@ std::string Columns(const char* columns, bool with_guid) {
 std::optional<std::string_view> GuidParam(const RocpdTables& t, bool with_guid) {
   return with_guid ? std::optional<std::string_view>(t.guid) : std::nullopt;
 }
-Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid,
-                    Staged<StagedKernel>& s) {
+StagedFailure BeforeEvent(std::string what) {
+  StagedFailure f;
+  f.before_event = std::move(what);
+  return f;
+}
+StagedFailure AfterEvent(std::string what) {
+  StagedFailure f;
+  f.after_event = std::move(what);
+  return f;
+}
+
+// `extra` rows more are reserved for the memory copies that follow the kernels in one vector.
+Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid, size_t extra,
+                    Staged<GpuOp>& s) {
   s = {};
-  s.rows.reserve(CountRows(db, "rocpd_kernel_dispatch"));
+  s.Reserve(CountRows(db, "rocpd_kernel_dispatch") + extra);
   return db.ForEachRow(
       Columns(kKernelColumns, with_guid), "rocpd_kernel_dispatch",
       GuidParam(t, with_guid), [&](sqlite3_value** v) {
@@ -354,41 +375,40 @@ Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid,
     const int32_t thread = t.thread_index.Find(tid), agent = t.agent_index.Find(agent_id),
                   symbol = t.symbol_index.Find(kernel_id), queue = t.queue_index.Find(queue_id),
                   region_name = t.string_index.Find(region_name_id);
-    StagedKernel k{id, start, end, event_id, symbol, 0, static_cast<int32_t>(stream_id),
-                   kNoFailure};
-    if (!same_guid || agent < 0 || region_name < 0 || symbol < 0 || queue < 0 ||
-        !t.queue_has_process[static_cast<size_t>(queue)] || thread < 0 || missing_time) {
-      StagedFailure f;
-      if (!same_guid) {
-        f.before_event = ForeignGuid(t);
-      } else if (agent < 0) {
-        f.before_event = fmt::format("agent_id {} is not in rocpd_info_agent", Ref(agent_id));
-      } else if (region_name < 0) {
-        f.after_event =
-            fmt::format("region_name_id {} is not in rocpd_string", Ref(region_name_id));
-      } else if (symbol < 0) {
-        f.after_event =
-            fmt::format("kernel_id {} is not in rocpd_info_kernel_symbol", Ref(kernel_id));
-      } else if (queue < 0) {
-        f.after_event = fmt::format("queue_id {} is not in rocpd_info_queue", Ref(queue_id));
-      } else if (!t.queue_has_process[static_cast<size_t>(queue)] || thread < 0) {
-        f.after_event = thread >= 0
-            ? fmt::format("the pid of queue {} is not in rocpd_info_process", queue_id)
-            : fmt::format("tid {} is not in rocpd_info_thread", Ref(tid));
-      } else {
-        f.missing_time = true;
-      }
-      k.failure = s.Fail(std::move(f));
+    GpuOp op;
+    op.start_ns = start;
+    op.dur_ns = WrapSub(end, start);
+    op.correlation = event_id;
+    op.name = static_cast<NameId>(symbol);
+    op.stream = static_cast<int32_t>(stream_id);
+    std::optional<StagedFailure> f;
+    if (!same_guid) {
+      f = BeforeEvent(ForeignGuid(t));
+    } else if (agent < 0) {
+      f = BeforeEvent(fmt::format("agent_id {} is not in rocpd_info_agent", Ref(agent_id)));
+    } else if (region_name < 0) {
+      f = AfterEvent(fmt::format("region_name_id {} is not in rocpd_string", Ref(region_name_id)));
+    } else if (symbol < 0) {
+      f = AfterEvent(fmt::format("kernel_id {} is not in rocpd_info_kernel_symbol", Ref(kernel_id)));
+    } else if (queue < 0) {
+      f = AfterEvent(fmt::format("queue_id {} is not in rocpd_info_queue", Ref(queue_id)));
+    } else if (thread < 0) {  // the data view's last two joins: process, then thread
+      f = AfterEvent(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
+    } else if (!t.queue_has_process[static_cast<size_t>(queue)]) {
+      f = AfterEvent(fmt::format("the pid of queue {} is not in rocpd_info_process", queue_id));
+    } else if (missing_time) {
+      f = StagedFailure();
+      f->missing_time = true;
     } else {
-      k.device = static_cast<int32_t>(t.agents[static_cast<size_t>(agent)].type_index);
+      op.device = static_cast<int32_t>(t.agents[static_cast<size_t>(agent)].type_index);
     }
-    s.rows.push_back(k);
+    s.Add(id, op, std::move(f));
   });
 }
 
-Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<StagedCopy>& s) {
+Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<GpuOp>& s) {
   s = {};
-  s.rows.reserve(CountRows(db, "rocpd_memory_copy"));
+  s.Reserve(CountRows(db, "rocpd_memory_copy"));
   return db.ForEachRow(
       Columns(kCopyColumns, with_guid), "rocpd_memory_copy",
       GuidParam(t, with_guid), [&](sqlite3_value** v) {
@@ -400,39 +420,39 @@ Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<St
     const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
                   name = t.string_index.Find(name_id), dst = t.agent_index.Find(dst_agent_id),
                   srca = t.agent_index.Find(src_agent_id);
-    StagedCopy c{id, start, end, event_id, bytes, name, 0, static_cast<int32_t>(stream_id),
-                 kNoFailure};
-    if (!same_guid || name < 0 || dst < 0 || srca < 0 || process < 0 || thread < 0) {
-      StagedFailure f;
-      if (!same_guid) {
-        f.before_event = ForeignGuid(t);
-      } else if (name < 0) {
-        f.before_event = fmt::format("name_id {} is not in rocpd_string", Ref(name_id));
-      } else if (dst < 0) {
-        f.before_event =
-            fmt::format("dst_agent_id {} is not in rocpd_info_agent", Ref(dst_agent_id));
-      } else if (srca < 0) {
-        f.before_event =
-            fmt::format("src_agent_id {} is not in rocpd_info_agent", Ref(src_agent_id));
-      } else if (process < 0) {
-        f.after_event = fmt::format("pid {} is not in rocpd_info_process", Ref(pid));
-      } else {
-        f.after_event = fmt::format("tid {} is not in rocpd_info_thread", Ref(tid));
-      }
-      c.failure = s.Fail(std::move(f));
+    GpuOp op;
+    op.kind = GpuOpKind::kMemcpy;
+    op.start_ns = start;
+    op.dur_ns = WrapSub(end, start);
+    op.correlation = event_id;
+    op.bytes = bytes;
+    op.name = static_cast<NameId>(name);
+    op.stream = static_cast<int32_t>(stream_id);
+    std::optional<StagedFailure> f;
+    if (!same_guid) {
+      f = BeforeEvent(ForeignGuid(t));
+    } else if (name < 0) {
+      f = BeforeEvent(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
+    } else if (dst < 0) {
+      f = BeforeEvent(fmt::format("dst_agent_id {} is not in rocpd_info_agent", Ref(dst_agent_id)));
+    } else if (srca < 0) {
+      f = BeforeEvent(fmt::format("src_agent_id {} is not in rocpd_info_agent", Ref(src_agent_id)));
+    } else if (process < 0) {
+      f = AfterEvent(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
+    } else if (thread < 0) {
+      f = AfterEvent(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
     } else {
       const RocpdTables::Agent& dst_agent = t.agents[static_cast<size_t>(dst)];
-      c.device = static_cast<int32_t>(
+      op.device = static_cast<int32_t>(
           dst_agent.gpu ? dst_agent.type_index : t.agents[static_cast<size_t>(srca)].type_index);
     }
-    s.rows.push_back(c);
+    s.Add(id, op, std::move(f));
   });
 }
 
-Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid,
-                    Staged<StagedRegion>& s) {
+Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<ApiCall>& s) {
   s = {};
-  s.rows.reserve(CountRows(db, "rocpd_region"));
+  s.Reserve(CountRows(db, "rocpd_region"));
   return db.ForEachRow(
       Columns(kRegionColumns, with_guid), "rocpd_region",
       GuidParam(t, with_guid), [&](sqlite3_value** v) {
@@ -441,24 +461,25 @@ Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid,
     const bool same_guid = !with_guid || IntOf(v[7]) != 0;
     const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
                   name = t.string_index.Find(name_id);
-    StagedRegion r{id, start, end, event_id, name, 0, 0, kNoFailure};
-    if (!same_guid || name < 0 || process < 0 || thread < 0) {
-      StagedFailure f;
-      if (!same_guid) {
-        f.before_event = ForeignGuid(t);
-      } else if (name < 0) {
-        f.after_event = fmt::format("name_id {} is not in rocpd_string", Ref(name_id));
-      } else if (process < 0) {
-        f.after_event = fmt::format("pid {} is not in rocpd_info_process", Ref(pid));
-      } else {
-        f.after_event = fmt::format("tid {} is not in rocpd_info_thread", Ref(tid));
-      }
-      r.failure = s.Fail(std::move(f));
+    ApiCall a;
+    a.start_ns = start;
+    a.dur_ns = WrapSub(end, start);
+    a.correlation = event_id;
+    a.name = static_cast<NameId>(name);
+    std::optional<StagedFailure> f;
+    if (!same_guid) {
+      f = BeforeEvent(ForeignGuid(t));
+    } else if (name < 0) {
+      f = AfterEvent(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
+    } else if (process < 0) {
+      f = AfterEvent(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
+    } else if (thread < 0) {
+      f = AfterEvent(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
     } else {
-      r.pid = static_cast<int32_t>(t.process_pids[static_cast<size_t>(process)]);
-      r.tid = static_cast<int32_t>(t.thread_tids[static_cast<size_t>(thread)]);
+      a.pid = static_cast<int32_t>(t.process_pids[static_cast<size_t>(process)]);
+      a.tid = static_cast<int32_t>(t.thread_tids[static_cast<size_t>(thread)]);
     }
-    s.rows.push_back(r);
+    s.Add(id, a, std::move(f));
   });
 }
 
@@ -482,18 +503,24 @@ Status StageWithEvents(SqliteDb& db, const RocpdTables& t, StagedFacts& s, Event
   SqliteWorker regions([&] {
     on_own_connection(&regions_status, [&](SqliteDb& own) -> Status {
       RETURN_IF_ERROR(StageRegions(own, t, true, s.regions));
+      // The checks read the other two tables' pages through this connection's own small cache,
+      // not a second mapping of pages this thread has no other use for (a page mapped twice is
+      // counted twice in the process's resident size).
+      own.QueryInt("PRAGMA mmap_size=0");
+      own.QueryInt("PRAGMA cache_size=-2000");
       RETURN_IF_ERROR(HasForeignRows(own, t, kKernelTable, &foreign[kKernelTable]));
       return HasForeignRows(own, t, kCopyTable, &foreign[kCopyTable]);
     });
   });
-  Status st = StageKernels(db, t, false, s.kernels);
+  const size_t copies = t.has_memory_copies ? CountRows(db, "rocpd_memory_copy") : 0;
+  Status st = StageKernels(db, t, false, copies, s.kernels);
   if (st.ok() && t.has_memory_copies) st = StageCopies(db, t, false, s.copies);
   regions.Join();
   events.Join();
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(regions_status);
   RETURN_IF_ERROR(events_status);
-  if (foreign[kKernelTable]) RETURN_IF_ERROR(StageKernels(db, t, true, s.kernels));
+  if (foreign[kKernelTable]) RETURN_IF_ERROR(StageKernels(db, t, true, copies, s.kernels));
   if (foreign[kCopyTable]) RETURN_IF_ERROR(StageCopies(db, t, true, s.copies));
   return Status::Ok();
 }
@@ -502,26 +529,33 @@ Status ReadDataViews(SqliteDb& db, uint16_t source, Trace& trace);
 
 // Joins the staged fact rows with rocpd_event and emits their events: the same events, in the
 // same order, with the same names interned in the same order, as ReadDataViews. Rows the data
-// views would drop are counted as "unresolved reference".
-void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint16_t source,
+// views would drop are counted as "unresolved reference". Each table's rows are completed and
+// compacted where they lie, then moved (or, after another file's events, appended) to `trace`.
+void JoinStaged(RocpdTables& t, const EventTable& ev, StagedFacts& s, uint16_t source,
                 Trace& trace) {
   SourceFile& src = trace.sources[source];
-  // The position of the row's event, or kNone once the row is counted as an issue. The checks
+  // The position of row `row`'s event, or kNone once the row is counted as an issue. The checks
   // come in a fixed order, which picks the message: the joins listed before the event's in the
   // data view (see StagedFailure), the event's, those after it, then (kernels) a NULL start or
-  // end.
-  auto event_of = [&](std::string_view table, std::string_view data_view, int64_t id,
-                      int64_t event_id, int32_t failure,
-                      const std::vector<StagedFailure>& failures) -> int32_t {
-    const int32_t event = ev.index.Find(event_id);
-    if (failure == kNoFailure && event >= 0) return event;
-    const StagedFailure* f =
-        failure == kNoFailure ? nullptr : &failures[static_cast<size_t>(failure)];
+  // end, then a negative duration.
+  auto event_of = [&](std::string_view table, std::string_view data_view, const auto& staged,
+                      size_t row, size_t& next_failure) -> int32_t {
+    const auto& e = staged.rows[row];
+    const int64_t id = staged.ids[row];
+    const StagedFailure* f = nullptr;
+    if (next_failure < staged.failures.size() && staged.failures[next_failure].row == row) {
+      f = &staged.failures[next_failure++];
+    }
+    const int32_t event = ev.index.Find(e.correlation);
+    if (f == nullptr && event >= 0) {
+      return Negative(src, data_view, id, e.start_ns, WrapAdd(e.start_ns, e.dur_ns)) ? IdIndex::kNone
+                                                                                  : event;
+    }
     std::string what;
     if (f != nullptr && !f->before_event.empty()) {
       what = f->before_event;
     } else if (event < 0) {
-      what = fmt::format("event_id {} is not in rocpd_event", Ref(event_id));
+      what = fmt::format("event_id {} is not in rocpd_event", Ref(e.correlation));
     } else if (!f->after_event.empty()) {
       what = f->after_event;
     } else {
@@ -532,92 +566,93 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint
                    fmt::format("{} (the {} view leaves the row out)", what, data_view));
     return IdIndex::kNone;
   };
-  trace.gpu_ops.reserve(trace.gpu_ops.size() + s.kernels.rows.size() + s.copies.rows.size());
-  trace.api_calls.reserve(trace.api_calls.size() + s.regions.rows.size());
+  // Appends `rows` to `out`, taking its buffer when `out` is empty.
+  auto emit = [](auto& rows, auto& out) {
+    if (out.empty()) {
+      out.swap(rows);
+    } else {
+      out.insert(out.end(), rows.begin(), rows.end());
+    }
+  };
 
-  for (const StagedKernel& k : s.kernels.rows) {
-    const int32_t event = event_of("rocpd_kernel_dispatch", "kernels", k.id, k.event_id,
-                                   k.failure, s.kernels.failures);
+  Staged<GpuOp>& kernels = s.kernels;
+  size_t kept = 0, next_failure = 0;
+  for (size_t i = 0; i < kernels.rows.size(); ++i) {
+    const int32_t event =
+        event_of("rocpd_kernel_dispatch", "kernels", kernels, i, next_failure);
     if (event < 0) continue;
-    if (Negative(src, "kernels", k.id, k.start, k.end)) continue;
-    GpuOp op;
-    op.start_ns = k.start;
-    op.dur_ns = k.end - k.start;
-    RocpdTables::Symbol& sym = t.symbols[static_cast<size_t>(k.symbol)];
+    GpuOp& op = kernels.rows[kept++];
+    op = kernels.rows[i];
+    RocpdTables::Symbol& sym = t.symbols[op.name];
     if (sym.name == kUnset) {
       sym.name = trace.names.Intern(sym.display_name);
       sym.kind = ClassifyRocmInternalKernel(sym.display_name).value_or(GpuOpKind::kKernel);
     }
     op.name = sym.name;
-    op.device = k.device;
-    op.stream = k.stream;
+    op.kind = sym.kind;
     op.correlation = ev.events[static_cast<size_t>(event)].stack_id;
     op.source = source;
-    op.kind = sym.kind;
-    trace.gpu_ops.push_back(op);
-    ++src.events_read;
   }
+  kernels.rows.resize(kept);
 
-  for (const StagedCopy& c : s.copies.rows) {
-    const int32_t event = event_of("rocpd_memory_copy", "memory_copies", c.id, c.event_id,
-                                   c.failure, s.copies.failures);
+  Staged<GpuOp>& copies = s.copies;
+  kept = 0;
+  next_failure = 0;
+  for (size_t i = 0; i < copies.rows.size(); ++i) {
+    const int32_t event = event_of("rocpd_memory_copy", "memory_copies", copies, i, next_failure);
     if (event < 0) continue;
-    if (Negative(src, "memory_copies", c.id, c.start, c.end)) continue;
-    GpuOp op;
-    op.kind = GpuOpKind::kMemcpy;
-    op.start_ns = c.start;
-    op.dur_ns = c.end - c.start;
-    RocpdTables::String& name = t.strings[static_cast<size_t>(c.name)];
+    GpuOp& op = copies.rows[kept++];
+    op = copies.rows[i];
+    RocpdTables::String& name = t.strings[op.name];
     op.name = t.Name(name, trace);
-    op.bytes = c.bytes;
     if (!name.copy_classified) {
       name.direction = ParseCopyDirection(name.value);
       name.copy_classified = true;
     }
     op.direction = name.direction;
-    op.device = c.device;
-    op.stream = c.stream;
     op.correlation = ev.events[static_cast<size_t>(event)].stack_id;
     op.source = source;
-    trace.gpu_ops.push_back(op);
-    ++src.events_read;
   }
+  copies.rows.resize(kept);
+  // Kernels reserved room for the copies, so this appends without moving them.
+  kernels.rows.insert(kernels.rows.end(), copies.rows.begin(), copies.rows.end());
+  src.events_read += static_cast<int64_t>(kernels.rows.size());
+  emit(kernels.rows, trace.gpu_ops);
 
-  for (const StagedRegion& r : s.regions.rows) {
-    const int32_t event = event_of("rocpd_region", "regions", r.id, r.event_id, r.failure,
-                                   s.regions.failures);
+  Staged<ApiCall>& regions = s.regions;
+  kept = 0;
+  next_failure = 0;
+  for (size_t i = 0; i < regions.rows.size(); ++i) {
+    const int32_t event = event_of("rocpd_region", "regions", regions, i, next_failure);
     if (event < 0) continue;
-    if (Negative(src, "regions", r.id, r.start, r.end)) continue;
+    ++src.events_read;
     const RocpdTables::Event& e = ev.events[static_cast<size_t>(event)];
-    RocpdTables::String& name = t.strings[static_cast<size_t>(r.name)];
+    ApiCall a = regions.rows[i];
+    RocpdTables::String& name = t.strings[a.name];
+    a.name = t.Name(name, trace);
+    a.source = source;
     if (e.category >= 0 && t.strings[static_cast<size_t>(e.category)].marker) {
       CpuOp c;
-      c.start_ns = r.start;
-      c.dur_ns = r.end - r.start;
-      c.name = t.Name(name, trace);
-      c.pid = r.pid;
-      c.tid = r.tid;
+      c.start_ns = a.start_ns;
+      c.dur_ns = a.dur_ns;
+      c.name = a.name;
+      c.pid = a.pid;
+      c.tid = a.tid;
       c.source = source;
       c.kind = CpuOpKind::kMarker;
       trace.cpu_ops.push_back(c);
-    } else {
-      ApiCall a;
-      a.start_ns = r.start;
-      a.dur_ns = r.end - r.start;
-      a.name = t.Name(name, trace);
-      a.pid = r.pid;
-      a.tid = r.tid;
-      a.correlation = e.stack_id;
-      a.source = source;
-      if (!name.api_classified) {
-        name.api_kind = ClassifyApi(name.value);
-        name.api_classified = true;
-      }
-      a.kind = name.api_kind;
-      trace.api_calls.push_back(a);
+      continue;
     }
-    ++src.events_read;
+    a.correlation = e.stack_id;
+    if (!name.api_classified) {
+      name.api_kind = ClassifyApi(name.value);
+      name.api_classified = true;
+    }
+    a.kind = name.api_kind;
+    regions.rows[kept++] = a;
   }
+  regions.rows.resize(kept);
+  emit(regions.rows, trace.api_calls);
 }
 
 }  // namespace
