@@ -7,6 +7,12 @@ namespace latdoc {
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
+  // A message that already starts with the context (a path named twice on the way up) keeps
+  // one.
+  if (message_.size() > context.size() + 1 && message_.compare(0, context.size(), context) == 0 &&
+      message_.compare(context.size(), 2, ": ") == 0) {
+    return *this;
+  }
   std::string msg(context);
   msg += ": ";
   msg += message_;

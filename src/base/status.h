@@ -37,7 +37,8 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
 
-  // Returns this status with "context: " put in front of the message. OK stays OK.
+  // Returns this status with "context: " put in front of the message, unless it begins so
+  // already. OK stays OK.
   Status WithContext(std::string_view context) const;
   std::string ToString() const;
 

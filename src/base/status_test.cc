@@ -22,6 +22,9 @@ TEST(StatusTest, ContextClimbsWithTheError) {
   EXPECT_EQ(s.message(), "trace.json: byte 12: truncated");
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_TRUE(Status::Ok().WithContext("x").ok());
+  // A path already in front is not repeated; a longer name that starts the same is no match.
+  EXPECT_EQ(s.WithContext("trace.json").message(), "trace.json: byte 12: truncated");
+  EXPECT_EQ(s.WithContext("trace").message(), "trace: trace.json: byte 12: truncated");
 }
 
 TEST(StatusTest, AssignOrReturnPropagates) {

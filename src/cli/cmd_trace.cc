@@ -122,8 +122,10 @@ int Run(TraceArgs& a) {
                         {"error", s.fatal_error ? nlohmann::json(*s.fatal_error) : nlohmann::json(nullptr)}});
     }
     for (const auto& res : results) {
-      if (!res.status.ok() && res.format.empty()) {
-        inputs.push_back({{"path", res.path}, {"format", nullptr}, {"error", res.status.message()}});
+      if (!res.status.ok() && res.source < 0) {
+        inputs.push_back({{"path", res.path},
+                          {"format", res.format.empty() ? nlohmann::json(nullptr) : nlohmann::json(res.format)},
+                          {"error", res.status.message()}});
       }
     }
     doc["inputs"] = std::move(inputs);

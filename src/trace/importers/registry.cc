@@ -1,9 +1,15 @@
 #include "trace/importers/registry.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <optional>
+#include <set>
+#include <utility>
 
 #include "base/clock.h"
 #include "base/file_util.h"
+#include "trace/importers/common/sqlite_db.h"
 #include "trace/importers/kineto/kineto_importer.h"
 #include "trace/importers/nsys/nsys_importer.h"
 #include "trace/importers/rocpd/rocpd_importer.h"
@@ -29,6 +35,18 @@ const std::vector<std::unique_ptr<Importer>>& AllImporters() {
 }
 
 StatusOr<const Importer*> DetectFormat(const std::string& path) {
+  // Detection reads the head and the importer reads the file again (SQLite and the split parse
+  // also seek), so a pipe or FIFO would be consumed, or block, before the import began.
+  struct stat st;
+  if (path != "-" && ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) &&
+      !S_ISDIR(st.st_mode)) {
+    return InvalidArgument(path + ": not a regular file (a pipe, FIFO or device); latdoc trace "
+                                  "reads a trace more than once: save it to a file first");
+  }
+  if (path == "-") {
+    return InvalidArgument("-: latdoc trace reads a trace more than once, not from standard "
+                           "input: save it to a file first");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(path));
   std::string head(64 * 1024, '\0');
   size_t got = 0;
@@ -52,6 +70,15 @@ StatusOr<const Importer*> DetectFormat(const std::string& path) {
       best = imp.get();
     }
   }
+  if ((best == nullptr || best_score < 10) && IsSqliteHeader(head)) {
+    // An SQLite file neither SQLite importer claimed: say why when SQLite cannot read it
+    // (locked, cut short, damaged) rather than call it unknown.
+    StatusOr<std::unique_ptr<SqliteDb>> db = SqliteDb::Open(path);
+    if (!db.ok()) return db.status();
+    return InvalidArgument(path + ": an SQLite file that is neither rocpd (no rocpd_metadata "
+                                  "table) nor a Nsight Systems export (no META_DATA_EXPORT or "
+                                  "CUPTI_ACTIVITY_KIND_KERNEL table)");
+  }
   if (best == nullptr || best_score < 10) {
     return InvalidArgument(path + ": unknown trace format (not Kineto JSON, rocprof, rocprofv3, "
                                   "rocpd or Nsight Systems SQLite)");
@@ -59,15 +86,35 @@ StatusOr<const Importer*> DetectFormat(const std::string& path) {
   return best;
 }
 
+namespace {
+
+// A file as the file system knows it, whatever the spelling of its path ("a.json", "./a.json",
+// a link); nullopt when it cannot be looked up (then the importer reports why).
+using FileId = std::pair<dev_t, ino_t>;
+std::optional<FileId> IdOf(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
+}  // namespace
+
 std::vector<FileResult> ImportFiles(const std::vector<std::string>& paths,
                                     const ImportOptions& options, Trace& trace,
                                     ImportTimings* timings) {
   std::vector<FileResult> results;
-  std::vector<std::string> consumed;
+  std::set<FileId> given;     // files named on the command line and read
+  std::set<FileId> siblings;  // files an importer read with them (a CSV set's members)
   for (const std::string& path : paths) {
     FileResult r;
     r.path = path;
-    if (std::find(consumed.begin(), consumed.end(), path) != consumed.end()) {
+    const std::optional<FileId> id = IdOf(path);
+    if (id && given.count(*id) != 0) {
+      r.format = "(already read)";
+      results.push_back(std::move(r));
+      continue;
+    }
+    if (id && siblings.count(*id) != 0) {
       r.format = "(read with its set)";
       results.push_back(std::move(r));
       continue;
@@ -80,9 +127,20 @@ std::vector<FileResult> ImportFiles(const std::vector<std::string>& paths,
       continue;
     }
     r.format = std::string((*imp)->format());
+    std::vector<std::string> consumed;
+    const size_t sources_before = trace.sources.size();
     r.status = (*imp)->Import(path, options, trace, consumed);
     r.import_s = NsToSec(MonoNowNs() - t0);
-    consumed.push_back(path);
+    if (trace.sources.size() > sources_before) {
+      r.source = static_cast<int>(sources_before);
+      // Every importer's error lands on its file, whichever way the importer stopped.
+      SourceFile& src = trace.sources[sources_before];
+      if (!r.status.ok() && !src.fatal_error) src.fatal_error = r.status.message();
+    }
+    if (id) given.insert(*id);
+    for (const std::string& c : consumed) {
+      if (std::optional<FileId> cid = IdOf(c)) siblings.insert(*cid);
+    }
     results.push_back(std::move(r));
   }
   const int64_t t0 = MonoNowNs();

@@ -26,6 +26,8 @@ struct FileResult {
   Status status;          // not OK: the file was unreadable or damaged (events before the
                           // damage are kept in the trace)
   double import_s = 0;    // wall time of detection and import
+  int source = -1;        // index of its SourceFile in the trace; -1 when none was added (the
+                          // file was refused before its first event, or read with its set)
 };
 
 // Where an import's time went, for `latdoc trace --timings` and bench/trace_bench.py.

@@ -6,17 +6,20 @@ namespace latdoc::trace {
 
 StatusOr<std::unique_ptr<CsvReader>> CsvReader::Open(const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<InputStream> in, OpenInput(path));
-  auto r = std::unique_ptr<CsvReader>(new CsvReader(std::move(in), path));
-  ASSIGN_OR_RETURN(bool got, r->ReadRow(r->header_));
-  if (!got) return InvalidArgument(path + ": empty CSV file (no header)");
-  for (std::string& h : r->header_) h = std::string(Trim(h));
-  return r;
+  return Start(std::unique_ptr<CsvReader>(new CsvReader(std::move(in), path)));
 }
 
 StatusOr<std::unique_ptr<CsvReader>> CsvReader::FromString(std::string_view data, std::string name) {
-  auto r = std::unique_ptr<CsvReader>(new CsvReader(OpenMemoryInput(data, name), name));
+  return Start(std::unique_ptr<CsvReader>(new CsvReader(OpenMemoryInput(data, name), name)));
+}
+
+StatusOr<std::unique_ptr<CsvReader>> CsvReader::Start(std::unique_ptr<CsvReader> r) {
+  // A UTF-8 byte order mark (a spreadsheet's "CSV UTF-8") is not part of the first column's
+  // name. The first read fills the buffer with up to 64 KiB, so the mark is whole in it.
+  ASSIGN_OR_RETURN(int first, r->GetChar());
+  if (first >= 0) r->pos_ = r->buf_.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
   ASSIGN_OR_RETURN(bool got, r->ReadRow(r->header_));
-  if (!got) return InvalidArgument(name + ": empty CSV file (no header)");
+  if (!got) return InvalidArgument(r->path_ + ": empty CSV file (no header)");
   for (std::string& h : r->header_) h = std::string(Trim(h));
   return r;
 }

@@ -40,6 +40,8 @@ class CsvReader {
  private:
   explicit CsvReader(std::unique_ptr<InputStream> in, std::string path)
       : in_(std::move(in)), path_(std::move(path)) {}
+  // Skips a byte order mark and reads the header row.
+  static StatusOr<std::unique_ptr<CsvReader>> Start(std::unique_ptr<CsvReader> r);
   StatusOr<bool> ReadRow(std::vector<std::string>& out);
   StatusOr<int> GetChar();
 

@@ -64,8 +64,10 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
   }
   auto out = std::unique_ptr<SqliteDb>(new SqliteDb(db, path));
   // Touch the schema now so a non-database file fails here, with its path.
-  if (!out->Prepare("SELECT count(*) FROM sqlite_master").ok()) {
-    return InvalidArgument(fmt::format("{}: not an SQLite database", path));
+  // SQLite's own words: "file is not a database", "database is locked", "database disk image
+  // is malformed".
+  if (sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return InvalidArgument(fmt::format("{}: not a readable SQLite database: {}", path, sqlite3_errmsg(db)));
   }
   // Read pages in place through a memory map instead of copying each into the page cache (the
   // library caps the map at its compile-time SQLITE_MAX_MMAP_SIZE); 64 MiB of cache for what

@@ -30,6 +30,9 @@ namespace latdoc::trace {
 namespace od = simdjson::ondemand;
 
 std::optional<int64_t> ParseMicrosToNs(std::string_view t) {
+  // 2^62 ns (146 years) at most either way, so that a start plus a duration, or an end less a
+  // start, never overflows; an epoch time in microseconds is about 1.8e15 today.
+  constexpr int64_t kMaxMicros = (int64_t{1} << 62) / 1000;
   if (t.empty()) return std::nullopt;
   size_t i = 0;
   bool neg = false;
@@ -69,11 +72,12 @@ std::optional<int64_t> ParseMicrosToNs(std::string_view t) {
     char* end = nullptr;
     const std::string s(t);
     const double us = std::strtod(s.c_str(), &end);
-    if (end != s.c_str() + s.size() || !std::isfinite(us)) return std::nullopt;
+    if (end != s.c_str() + s.size() || !(std::fabs(us) <= kMaxMicros)) return std::nullopt;
     return static_cast<int64_t>(std::llround(us * 1000.0));
   }
   if (i != t.size()) return std::nullopt;
   const int64_t ns = whole * 1000 + frac_ns;
+  if (ns > kMaxMicros * 1000) return std::nullopt;
   return neg ? -ns : ns;
 }
 

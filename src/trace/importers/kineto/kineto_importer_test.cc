@@ -28,6 +28,13 @@ TEST(ParseMicrosToNsTest, ExactDecimalMicroseconds) {
   EXPECT_EQ(ParseMicrosToNs("abc"), std::nullopt);
   EXPECT_EQ(ParseMicrosToNs(""), std::nullopt);
   EXPECT_EQ(ParseMicrosToNs("1.2x"), std::nullopt);
+  // At most 2^62 ns either way, in either notation, so a start plus a duration cannot overflow.
+  EXPECT_EQ(ParseMicrosToNs("1.8e15"), 1800000000000000000);
+  EXPECT_EQ(ParseMicrosToNs("1800000000000000"), 1800000000000000000);
+  EXPECT_EQ(ParseMicrosToNs("9e15"), std::nullopt);
+  EXPECT_EQ(ParseMicrosToNs("9000000000000000"), std::nullopt);
+  EXPECT_EQ(ParseMicrosToNs("-9e15"), std::nullopt);
+  EXPECT_EQ(ParseMicrosToNs("1e300"), std::nullopt);
 }
 
 std::string WriteTemp(const std::string& name, const std::string& content) {

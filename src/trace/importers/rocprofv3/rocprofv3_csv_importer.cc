@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -10,17 +11,43 @@
 namespace latdoc::trace {
 namespace {
 
+// The files of a set that latdoc reads, in the order it reads them.
 constexpr std::string_view kStems[] = {"kernel_trace.csv", "memory_copy_trace.csv", "hip_api_trace.csv",
-                                       "hsa_api_trace.csv", "marker_api_trace.csv"};
+                                       "hsa_api_trace.csv", "marker_api_trace.csv", "rccl_api_trace.csv"};
+// Files rocprofv3 writes beside them that hold nothing latdoc reads (allocations and scratch
+// memory without a launch to link, counters, the agents): taken with the set, so that naming the
+// whole folder (`run1_*.csv`) reads each set once. The summary files (`*_stats.csv`) are the
+// stats importer's.
+constexpr std::string_view kCompanions[] = {"memory_allocation_trace.csv", "scratch_memory_trace.csv",
+                                            "counter_collection.csv", "agent_info.csv"};
 
-// "<dir>/host/123_kernel_trace.csv" -> "<dir>/host/123_"; empty if not a set member.
-std::string SetPrefix(const std::string& path) {
+bool EndsWith(const std::string& path, std::string_view stem) {
+  return path.size() >= stem.size() && path.compare(path.size() - stem.size(), stem.size(), stem) == 0;
+}
+
+// "<dir>/host/123_kernel_trace.csv" -> "<dir>/host/123_" ("" for "kernel_trace.csv"); nullopt
+// when the name is not one of a set's.
+std::optional<std::string> SetPrefix(const std::string& path) {
   for (std::string_view stem : kStems) {
-    if (path.size() >= stem.size() && path.compare(path.size() - stem.size(), stem.size(), stem) == 0) {
-      return path.substr(0, path.size() - stem.size());
-    }
+    if (EndsWith(path, stem)) return path.substr(0, path.size() - stem.size());
   }
-  return "";
+  for (std::string_view stem : kCompanions) {
+    if (EndsWith(path, stem)) return path.substr(0, path.size() - stem.size());
+  }
+  return std::nullopt;
+}
+
+bool IsFile(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+// Whether the set of `prefix` has a file latdoc reads besides `path`.
+bool SetHasTrace(const std::string& prefix) {
+  for (std::string_view stem : kStems) {
+    if (IsFile(prefix + std::string(stem))) return true;
+  }
+  return false;
 }
 
 // "Agent 4", "GPU-0", "4" -> 4.
@@ -124,33 +151,43 @@ Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uin
 //     "Start_Timestamp","End_Timestamp"
 int Rocprofv3CsvImporter::Detect(const std::string& path, std::string_view head) const {
   const std::string h = ToLower(head.substr(0, head.find('\n')));
-  if (h.find("correlation_id") != std::string::npos && h.find("start_timestamp") != std::string::npos &&
-      !SetPrefix(path).empty()) {
-    return 95;
+  const bool trace_header =
+      h.find("correlation_id") != std::string::npos && h.find("start_timestamp") != std::string::npos;
+  const std::optional<std::string> prefix = SetPrefix(path);
+  if (prefix && trace_header) return 95;
+  for (std::string_view stem : kCompanions) {
+    if (prefix && EndsWith(path, stem) && SetHasTrace(*prefix)) return 95;
   }
-  if (h.find("correlation_id") != std::string::npos && h.find("start_timestamp") != std::string::npos) return 60;
-  return 0;
+  return trace_header ? 60 : 0;
 }
 
 Status Rocprofv3CsvImporter::Import(const std::string& path, const ImportOptions& options,
                                     Trace& trace, std::vector<std::string>& consumed) const {
   (void)options;
-  const std::string prefix = SetPrefix(path);
-  if (prefix.empty()) {
+  const std::optional<std::string> prefix = SetPrefix(path);
+  if (!prefix) {
     return InvalidArgument(path + ": a rocprofv3 CSV must keep its name ending (kernel_trace.csv, "
                                   "memory_copy_trace.csv, hip_api_trace.csv, ...)");
   }
+  if (!SetHasTrace(*prefix)) {
+    return InvalidArgument(fmt::format(
+        "{}: holds nothing latdoc reads, and no kernel_trace.csv, memory_copy_trace.csv or "
+        "*_api_trace.csv of its set ({}...) is beside it", path, *prefix));
+  }
   const uint16_t source = trace.AddSource(path, "rocprofv3_csv");
   for (std::string_view stem : kStems) {
-    const std::string file = prefix + std::string(stem);
-    std::error_code ec;
-    if (file != path && !std::filesystem::is_regular_file(file, ec)) continue;
+    const std::string file = *prefix + std::string(stem);
+    if (file != path && !IsFile(file)) continue;
     Status st = ReadOne(file, stem, trace, source);
     if (!st.ok()) {
       trace.sources[source].fatal_error = st.message();
       return st;
     }
     if (file != path) consumed.push_back(file);
+  }
+  for (std::string_view stem : kCompanions) {
+    const std::string file = *prefix + std::string(stem);
+    if (file != path && IsFile(file)) consumed.push_back(file);
   }
   return Status::Ok();
 }

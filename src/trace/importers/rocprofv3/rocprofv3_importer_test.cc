@@ -1,5 +1,9 @@
 #include "trace/importers/rocprofv3/rocprofv3_importer.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "trace/analysis/trace_analysis.h"
@@ -69,6 +73,93 @@ TEST(Rocprofv3JsonTest, ResolvesNamesDeclaredAfterTheRecords) {
   EXPECT_EQ(trace.sources[0].issues.examples[0].where, "buffer_records.kernel_dispatch[1]");
   ASSERT_EQ(trace.devices.size(), 1u);
   EXPECT_EQ(trace.devices[0].arch, "gfx942");
+}
+
+
+// A copy of the handmade set under `dir` with rocprofv3's other outputs beside it, as
+// `rocprofv3 --kernel-trace --hip-trace --rccl-trace --memory-allocation-trace ... --stats`
+// writes them (trace-formats.md 3.2; the headers are rocprofv3's, the rows made up).
+std::string SetWithCompanions(const std::string& name, const std::string& prefix) {
+  const std::string dir = ::testing::TempDir() + "rocprofv3_" + name + "/";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* stem : {"kernel_trace.csv", "hip_api_trace.csv", "memory_copy_trace.csv"}) {
+    std::filesystem::copy_file(std::string(kDir) + "run1_" + stem, dir + prefix + stem);
+  }
+  auto write = [&](const char* stem, const char* text) {
+    std::ofstream(dir + prefix + stem, std::ios::binary) << text;
+  };
+  write("rccl_api_trace.csv",
+        "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n"
+        "\"RCCL_API\",\"ncclAllReduce\",3001,3001,90,1000400,1000420\n");
+  write("memory_allocation_trace.csv",
+        "\"Kind\",\"Operation\",\"Agent_Id\",\"Allocation_Size\",\"Address\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\"\n"
+        "\"MEMORY_ALLOCATION\",\"MEMORY_ALLOCATION_ALLOCATE\",\"Agent 4\",1048576,\"0x7f0000000000\",91,1000500,1000510\n");
+  write("scratch_memory_trace.csv",
+        "\"Kind\",\"Operation\",\"Agent_Id\",\"Queue_Id\",\"Thread_Id\",\"Alloc_Flags\",\"Start_Timestamp\",\"End_Timestamp\"\n");
+  write("agent_info.csv", "\"Node_Id\",\"Logical_Node_Id\",\"Agent_Type\",\"Name\"\n0,0,\"CPU\",\"AMD EPYC\"\n");
+  return dir;
+}
+
+TEST(Rocprofv3CsvTest, WholeOutputFolderIsOneSetReadOnce) {
+  const std::string dir = SetWithCompanions("folder", "run1_");
+  // In the order a shell glob gives: agent_info first, which has no event columns at all.
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 7u);
+  Trace trace;
+  const std::vector<FileResult> r = ImportFiles(files, ImportOptions{}, trace);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  EXPECT_EQ(r[0].path, dir + "run1_agent_info.csv");
+  EXPECT_EQ(r[0].format, "rocprofv3_csv");
+  for (size_t i = 1; i < r.size(); ++i) {
+    EXPECT_TRUE(r[i].status.ok()) << r[i].path << ": " << r[i].status.ToString();
+    EXPECT_EQ(r[i].format, "(read with its set)") << r[i].path;
+  }
+  ASSERT_EQ(trace.sources.size(), 1u);
+  EXPECT_EQ(trace.gpu_ops.size(), 5u);
+  ASSERT_EQ(trace.api_calls.size(), 8u);  // the set's 7 HIP calls and the RCCL call
+  EXPECT_EQ(std::count_if(trace.api_calls.begin(), trace.api_calls.end(),
+                          [&](const ApiCall& a) { return trace.Name(a.name) == "ncclAllReduce"; }),
+            1);
+}
+
+TEST(Rocprofv3CsvTest, SetWithoutPrefixAndCompanionAlone) {
+  const std::string dir = SetWithCompanions("bare", "");
+  Trace trace;
+  const std::vector<FileResult> r = ImportFiles({dir + "kernel_trace.csv"}, ImportOptions{}, trace);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  EXPECT_EQ(trace.gpu_ops.size(), 5u);
+  EXPECT_EQ(trace.api_calls.size(), 8u);
+
+  // An allocation trace with no event file of its set beside it has nothing to read.
+  const std::string lone = ::testing::TempDir() + "rocprofv3_lone/";
+  std::filesystem::remove_all(lone);
+  std::filesystem::create_directories(lone);
+  std::filesystem::copy_file(dir + "memory_allocation_trace.csv", lone + "x_memory_allocation_trace.csv");
+  Trace none;
+  const std::vector<FileResult> l =
+      ImportFiles({lone + "x_memory_allocation_trace.csv"}, ImportOptions{}, none);
+  EXPECT_EQ(l[0].status.message(),
+            lone + "x_memory_allocation_trace.csv: holds nothing latdoc reads, and no "
+                   "kernel_trace.csv, memory_copy_trace.csv or *_api_trace.csv of its set (" +
+                lone + "x_...) is beside it");
+}
+
+TEST(Rocprofv3JsonTest, DocumentCutShortSaysWhereAndThatNothingWasRead) {
+  std::ifstream in(std::string(kDir) + "rocprofv3_results.json", std::ios::binary);
+  const std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string path = ::testing::TempDir() + "rocprofv3_cut.json";
+  for (size_t n : {size_t{100}, size_t{700}, size_t{2000}, whole.size() - 2}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << whole.substr(0, n);
+    Trace trace;
+    const std::vector<FileResult> r = ImportFiles({path}, ImportOptions{}, trace);
+    const std::string& m = r[0].status.message();
+    EXPECT_EQ(m.rfind(path + ": byte " + std::to_string(n) + ": the document is cut short (", 0), 0u)
+        << m;
+    EXPECT_NE(m.find("); nothing was read"), std::string::npos) << m;
+  }
 }
 
 }  // namespace

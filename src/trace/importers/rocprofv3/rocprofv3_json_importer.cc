@@ -78,10 +78,32 @@ Status Rocprofv3JsonImporter::Import(const std::string& path, const ImportOption
   auto bad = [&](std::string_view what) {
     return InvalidArgument(fmt::format("{}: {}", path, what));
   };
-  if (parser.iterate(json).get(doc)) return bad("not JSON");
+  auto why = [](simdjson::error_code e) {  // simdjson's message, without its full stop
+    std::string_view m = simdjson::error_message(e);
+    if (!m.empty() && m.back() == '.') m.remove_suffix(1);
+    return m;
+  };
+  // simdjson refuses a document whose root is not closed before it reads anything, so a file
+  // cut short loses all its records: said as such, with the size it was cut at.
+  auto refused = [&](simdjson::error_code e, std::string_view what) {
+    if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING) {
+      return bad(fmt::format("byte {}: the document is cut short ({}); nothing was read",
+                             json.size(), why(e)));
+    }
+    const char* at = nullptr;
+    if (!doc.current_location().get(at) && at >= json.data() && at <= json.data() + json.size()) {
+      return bad(fmt::format("byte {}: {} ({})", at - json.data(), what, why(e)));
+    }
+    return bad(fmt::format("{} ({})", what, why(e)));
+  };
+  if (const simdjson::error_code e = parser.iterate(json).get(doc)) {
+    return e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING
+               ? refused(e, "")
+               : bad(fmt::format("not JSON ({})", why(e)));
+  }
   od::array tools;
-  if (doc.find_field("rocprofiler-sdk-tool").get_array().get(tools)) {
-    return bad("no \"rocprofiler-sdk-tool\" array");
+  if (const simdjson::error_code e = doc.find_field("rocprofiler-sdk-tool").get_array().get(tools)) {
+    return refused(e, "no \"rocprofiler-sdk-tool\" array");
   }
   for (auto tool_v : tools) {
     od::object tool;
