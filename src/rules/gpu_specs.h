@@ -1,6 +1,6 @@
 // GPU peak bandwidths, as data: one row per product, each citing its source. Used by the
 // trace rules to put achieved copy bandwidth against the peak. Values are vendor datasheet
-// peaks in GB/s (1e9 bytes/s); host_link_gbps is one direction of the host link.
+// peaks in GB/s (1e9 bytes/s); host_link_gbps and peer_link_gbps are one direction of a link.
 #pragma once
 
 #include <optional>
@@ -15,6 +15,9 @@ struct GpuSpec {
   std::string_view arch;          // "sm90", "gfx942": fallback match when the name is empty
   double hbm_gbps;                // device memory peak
   double host_link_gbps;          // PCIe, one direction, theoretical
+  // The link one peer-to-peer copy crosses, one direction: NVLink through NVSwitch (one peer
+  // can use all of it), one xGMI link to a peer (AMD), or PCIe where a bridge is optional.
+  double peer_link_gbps;
   std::string_view source;
 };
 

@@ -185,7 +185,8 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
                      "use async copies (cudaMemcpyAsync/hipMemcpyAsync, .to(non_blocking=True) from "
                      "pinned memory) and keep .item()/.cpu()/.tolist() out of the step loop");
     f.evidence.push_back(Num("sync_copy_calls_steady", static_cast<double>(r.steady.sync_copy_count), ""));
-    f.evidence.push_back(Num("gpu_copies_from_sync_calls", static_cast<double>(sync), ""));
+    f.evidence.push_back(Num("gpu_copies_from_sync_calls", static_cast<double>(sync), "",
+                             "whole trace, warm-up included"));
     out.push_back(std::move(f));
   }
   const GpuTime t = DeviceSum(r);
@@ -207,11 +208,18 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
     const double avg = static_cast<double>(*it->bytes) / static_cast<double>(it->bytes_count);
     if (avg < static_cast<double>(o.low_bandwidth_min_avg_bytes)) continue;
     if (b.achieved_gbps >= o.low_bandwidth_share * b.peak_gbps) continue;
+    const bool host = b.direction == CopyDirection::kHtoD || b.direction == CopyDirection::kDtoH;
     Finding f = Make("kernel.low_copy_bandwidth", Severity::kWarn,
                      fmt::format("{} copies reach {:.1f} GB/s, {:.0f}% of the {} peak", trace::CopyDirectionName(b.direction),
                                  b.achieved_gbps, 100 * b.achieved_gbps / b.peak_gbps, b.gpu),
-                     "large copies this far under peak are usually pageable (staged) or strided: pin "
-                     "host memory and copy contiguous buffers");
+                     host ? "large copies this far under peak are usually pageable (staged) or strided: pin "
+                            "host memory and copy contiguous buffers"
+                     : b.direction == CopyDirection::kPtoP
+                         ? "peer copies this slow are usually staged through the host: enable peer access "
+                           "(cudaDeviceEnablePeerAccess/hipDeviceEnablePeerAccess; NCCL_P2P_DISABLE unset) "
+                           "and check the GPUs' link (nvidia-smi topo -m, rocm-smi --showtopo)"
+                         : "device copies this far under peak are usually strided or many small ones: copy "
+                           "contiguous buffers, or fuse the copy into the kernel that needs the data");
     f.evidence.push_back(Num("achieved", b.achieved_gbps, "GB/s"));
     f.evidence.push_back(Num("peak", b.peak_gbps, "GB/s", b.peak_source));
     f.evidence.push_back(Num("avg_copy", avg / 1e6, "MB"));
@@ -228,10 +236,10 @@ void LaunchRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
     f.evidence.push_back(Num("graph_launch_to_first_node_p50", l.graph_first_node_p50_ns ? std::optional<double>(Us(*l.graph_first_node_p50_ns)) : std::nullopt, "us"));
     out.push_back(std::move(f));
   }
-  if (l.kernels >= o.tiny_kernel_min_count && l.tiny_share >= o.tiny_kernel_share &&
-      l.graph_kernels < l.kernels / 2) {
+  const int64_t one_by_one = l.kernels - l.graph_kernels;
+  if (one_by_one >= o.tiny_kernel_min_count && l.tiny_share >= o.tiny_kernel_share) {
     Finding f = Make("kernel.launch_overhead", Severity::kWarn,
-                     fmt::format("{:.0f}% of {} kernels run under 10 us and are launched one by one", 100 * l.tiny_share, l.kernels),
+                     fmt::format("{:.0f}% of {} kernels launched one by one run under 10 us", 100 * l.tiny_share, one_by_one),
                      "capture the step in CUDA/HIP graphs (vLLM: remove --enforce-eager; PyTorch: "
                      "torch.compile(mode=\"reduce-overhead\")) and fuse chains of small kernels");
     f.evidence.push_back(Num("tiny_kernels", static_cast<double>(l.tiny_kernels), ""));
@@ -327,9 +335,26 @@ void AddKnowledgeFacts(TraceReport& r) {
       b.gpu = std::string(spec->name);
       b.direction = c.direction;
       b.achieved_gbps = *c.achieved_gbps;
-      const bool host = c.direction == CopyDirection::kHtoD || c.direction == CopyDirection::kDtoH;
-      b.peak_gbps = host ? spec->host_link_gbps : spec->hbm_gbps / 2;   // DtoD reads and writes
-      b.peak_source = std::string(spec->source) + (host ? "" : "; DtoD peak = HBM peak / 2");
+      // Each direction against the link it crosses; a host-to-host copy or one of unknown
+      // direction crosses none of the GPU's, and is not judged.
+      switch (c.direction) {
+        case CopyDirection::kHtoD:
+        case CopyDirection::kDtoH:
+          b.peak_gbps = spec->host_link_gbps;
+          b.peak_source = std::string(spec->source);
+          break;
+        case CopyDirection::kDtoD:
+          b.peak_gbps = spec->hbm_gbps / 2;   // it reads and writes device memory
+          b.peak_source = std::string(spec->source) + "; DtoD peak = HBM peak / 2";
+          break;
+        case CopyDirection::kPtoP:
+          b.peak_gbps = spec->peer_link_gbps;
+          b.peak_source = std::string(spec->source) + "; PtoP peak = one direction of the peer link";
+          break;
+        case CopyDirection::kHtoH:
+        case CopyDirection::kUnknown:
+          continue;
+      }
       b.copies = c.count;
       r.bandwidth.push_back(std::move(b));
     }
@@ -346,11 +371,13 @@ void AddKnowledgeFacts(TraceReport& r) {
   }
   for (const auto& p : KernelPatterns()) {
     trace::PatternHit hit;
-    for (const auto& k : r.hot_kernels) {
-      if (!MatchesPattern(p, k.name, arch)) continue;
-      if (hit.count == 0) hit.kernel = k.name;
-      hit.count += k.count;
-      hit.total_ns += k.total_ns;
+    for (const auto* list : {&r.hot_kernels, &r.other_ops}) {
+      for (const auto& k : *list) {
+        if (!MatchesPattern(p, k.name, arch)) continue;
+        if (hit.count == 0) hit.kernel = k.name;
+        hit.count += k.count;
+        hit.total_ns += k.total_ns;
+      }
     }
     if (hit.count == 0) continue;
     hit.pattern = std::string(p.id);

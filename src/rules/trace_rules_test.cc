@@ -132,8 +132,19 @@ TEST(TraceRulesTest, EagerTinyKernelsWithoutGraphs) {
   auto f = EvaluateTraceRules(r, TraceRuleOptions{});
   ASSERT_NE(FindId(f, "kernel.launch_overhead"), nullptr);
   EXPECT_EQ(FindId(f, "kernel.launch_overhead")->evidence[1].value, std::nullopt);  // n/a
+  EXPECT_EQ(FindId(f, "kernel.launch_overhead")->title, "80% of 1000 kernels launched one by one run under 10 us");
+  // Graph nodes are not launched one by one: the share is of the 500 eager kernels (ComputeLaunch
+  // counts tiny kernels among those only).
   r.launch.graph_launches = 10;
+  r.launch.graph_kernels = 500;
+  r.launch.tiny_kernels = 400;
+  r.launch.tiny_share = 0.8;
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  ASSERT_NE(FindId(f, "kernel.launch_overhead"), nullptr);
+  EXPECT_EQ(FindId(f, "kernel.launch_overhead")->title, "80% of 500 kernels launched one by one run under 10 us");
   r.launch.graph_kernels = 900;
+  r.launch.tiny_kernels = 20;
+  r.launch.tiny_share = 0.2;
   f = EvaluateTraceRules(r, TraceRuleOptions{});
   EXPECT_EQ(FindId(f, "kernel.launch_overhead"), nullptr);
   EXPECT_NE(FindId(f, "kernel.graphs_in_use"), nullptr);
@@ -145,6 +156,8 @@ TEST(GpuSpecsTest, ByNameThenArchEveryRowSourced) {
   EXPECT_EQ(FindGpuSpec("AMD Instinct MI300X VF", "gfx942")->name, "AMD Instinct MI300X");
   EXPECT_EQ(FindGpuSpec("", "gfx942")->name, "AMD Instinct MI300X");
   EXPECT_EQ(FindGpuSpec("NVIDIA H100 80GB HBM3", "sm90")->hbm_gbps, 3350);
+  EXPECT_EQ(FindGpuSpec("NVIDIA A100 80GB PCIe", "sm80")->hbm_gbps, 1935);
+  EXPECT_EQ(FindGpuSpec("NVIDIA A100-SXM4-80GB", "sm80")->peer_link_gbps, 300);
   EXPECT_EQ(FindGpuSpec("Some GPU", ""), nullptr);
   for (const GpuSpec& s : GpuSpecs()) EXPECT_FALSE(s.source.empty()) << s.name;
 }
@@ -192,6 +205,66 @@ TEST(AddKnowledgeFactsTest, BandwidthAgainstSpecAndPatternHits) {
   const Finding* p = FindId(f, "kernel.pattern.unrolled_elementwise");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->severity, Severity::kWarn);
+}
+
+
+TEST(AddKnowledgeFactsTest, EachCopyDirectionAgainstTheLinkItCrosses) {
+  TraceReport r = HostBoundReport();
+  r.devices.push_back({0, 0, "NVIDIA H200", "sm90"});
+  auto copies = [&](CopyDirection dir, double gbps) {
+    trace::CopyDirectionStat d;
+    d.direction = dir;
+    d.count = 4;
+    d.bytes = int64_t{256} << 20;
+    d.bytes_count = 4;
+    d.achieved_gbps = gbps;
+    r.copies.by_direction.push_back(d);
+  };
+  copies(CopyDirection::kDtoD, 2000);     // of 4800 / 2: fine
+  copies(CopyDirection::kPtoP, 419.4);    // of 450 GB/s NVLink one way: fine
+  copies(CopyDirection::kHtoH, 10.5);     // crosses none of the GPU's links
+  copies(CopyDirection::kUnknown, 1.0);
+  AddKnowledgeFacts(r);
+  ASSERT_EQ(r.bandwidth.size(), 2u);
+  EXPECT_EQ(r.bandwidth[0].direction, CopyDirection::kDtoD);
+  EXPECT_EQ(r.bandwidth[0].peak_gbps, 2400);
+  EXPECT_EQ(r.bandwidth[1].direction, CopyDirection::kPtoP);
+  EXPECT_EQ(r.bandwidth[1].peak_gbps, 450);
+  EXPECT_EQ(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.low_copy_bandwidth"), nullptr);
+
+  // The same peer copies on an MI300X cross one 64 GB/s xGMI link each way; slower ones warn,
+  // with advice about peer access rather than pinned host memory.
+  r.devices[0] = {0, 0, "AMD Instinct MI300X", "gfx942"};
+  r.copies.by_direction = {};
+  copies(CopyDirection::kPtoP, 12.0);
+  AddKnowledgeFacts(r);
+  ASSERT_EQ(r.bandwidth.size(), 1u);
+  EXPECT_EQ(r.bandwidth[0].peak_gbps, 64);
+  const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* low = FindId(f, "kernel.low_copy_bandwidth");
+  ASSERT_NE(low, nullptr);
+  EXPECT_NE(low->advice.find("enable peer access"), std::string::npos) << low->advice;
+}
+
+TEST(AddKnowledgeFactsTest, PatternsSeeCopiesAndFillsRunAsKernels) {
+  // ROCm's blit kernels are read as a copy and a fill (ClassifyRocmInternalKernel), so they are
+  // not in the hot kernel list; their patterns must still fire.
+  TraceReport r = HostBoundReport();
+  r.devices.push_back({0, 0, "AMD Instinct MI300X", "gfx942"});
+  trace::KernelStat copy;
+  copy.name = "__amd_rocclr_copyBuffer.kd";
+  copy.kind = trace::GpuOpKind::kMemcpy;
+  copy.count = 40;
+  copy.total_ns = 400'000;
+  trace::KernelStat fill = copy;
+  fill.name = "__amd_rocclr_fillBufferAligned.kd";
+  fill.kind = trace::GpuOpKind::kMemset;
+  r.other_ops = {copy, fill};
+  AddKnowledgeFacts(r);
+  ASSERT_EQ(r.patterns.size(), 2u);
+  EXPECT_EQ(r.patterns[0].pattern, "rocclr_copy_kernel");
+  EXPECT_EQ(r.patterns[0].count, 40);
+  EXPECT_EQ(r.patterns[1].pattern, "rocclr_fill_kernel");
 }
 
 }  // namespace

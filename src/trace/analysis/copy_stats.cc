@@ -62,8 +62,12 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
       len = 0;
     }
     const ApiCall* api = op.api != kNoLink ? &trace.api_calls[op.api] : nullptr;
-    if (api != nullptr && api->kind == ApiKind::kMemcpy) ++d.sync_count;
-    if (op.src_kind == MemKind::kPageable || op.dst_kind == MemKind::kPageable) {
+    const bool sync_call = api != nullptr && api->kind == ApiKind::kMemcpy;
+    if (sync_call) ++d.sync_count;
+    // Pageable as nsys's cuda_memcpy_async rule counts them: a copy the caller meant to be
+    // asynchronous that the staging made synchronous. One from a synchronous call (counted just
+    // above) blocks the host either way.
+    if ((op.src_kind == MemKind::kPageable || op.dst_kind == MemKind::kPageable) && !sync_call) {
       ++d.pageable_count;
     }
   }

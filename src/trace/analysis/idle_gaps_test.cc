@@ -77,5 +77,52 @@ TEST(IdleGapsTest, EqualGapsOnManyDevicesInFileAndDeviceOrder) {
   }
 }
 
+
+// Launch stats count tiny kernels among those launched one by one: a graph's nodes share one
+// launch. Copies and fills (ROCm's blit kernels among them) are kept by name for the pattern
+// table, outside the kernel hot list.
+TEST(LaunchStatsTest, TinyKernelsAreThoseLaunchedOneByOne) {
+  Trace t;
+  t.AddSource("a", "test");
+  auto api = [&](const char* name, int64_t correlation, int64_t start) {
+    ApiCall a;
+    a.start_ns = start;
+    a.dur_ns = 5'000;
+    a.correlation = correlation;
+    a.name = t.names.Intern(name);
+    a.kind = ClassifyApi(name);
+    t.api_calls.push_back(a);
+  };
+  auto op = [&](const char* name, GpuOpKind kind, int64_t correlation, int64_t start, int64_t dur) {
+    GpuOp g;
+    g.start_ns = start;
+    g.dur_ns = dur;
+    g.correlation = correlation;
+    g.kind = kind;
+    g.name = t.names.Intern(name);
+    t.gpu_ops.push_back(g);
+  };
+  api("cudaGraphLaunch", 1, 0);
+  for (int i = 0; i < 8; ++i) op("node", GpuOpKind::kKernel, 1, 10'000 + i * 3'000, 2'000);
+  api("cudaLaunchKernel", 2, 50'000);
+  op("eager_tiny", GpuOpKind::kKernel, 2, 60'000, 2'000);
+  api("cudaLaunchKernel", 3, 70'000);
+  op("eager_long", GpuOpKind::kKernel, 3, 80'000, 50'000);
+  op("__amd_rocclr_copyBuffer", GpuOpKind::kMemcpy, -1, 140'000, 1'000);
+  op("__amd_rocclr_copyBuffer", GpuOpKind::kMemcpy, -1, 150'000, 3'000);
+  t.Finalize();
+  const TraceReport r = Analyze(t, AnalysisOptions{});
+  EXPECT_EQ(r.launch.kernels, 10);
+  EXPECT_EQ(r.launch.graph_kernels, 8);
+  EXPECT_EQ(r.launch.tiny_kernels, 1);
+  EXPECT_DOUBLE_EQ(r.launch.tiny_share, 0.5);
+  ASSERT_EQ(r.other_ops.size(), 1u);
+  EXPECT_EQ(r.other_ops[0].name, "__amd_rocclr_copyBuffer");
+  EXPECT_EQ(r.other_ops[0].kind, GpuOpKind::kMemcpy);
+  EXPECT_EQ(r.other_ops[0].count, 2);
+  EXPECT_EQ(r.other_ops[0].total_ns, 4'000);
+  for (const KernelStat& k : r.hot_kernels) EXPECT_NE(k.name, "__amd_rocclr_copyBuffer");
+}
+
 }  // namespace
 }  // namespace latdoc::trace

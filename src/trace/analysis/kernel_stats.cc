@@ -49,9 +49,16 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
   std::vector<uint32_t> group_of_raw(trace.names.size(), kNoGroup);
   std::unordered_map<std::string, uint32_t> group_by_name;
   std::vector<std::vector<uint32_t>> ops_of_group;
+  std::map<NameId, KernelStat> others;
   for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
     const GpuOp& op = trace.gpu_ops[i];
-    if (op.kind != GpuOpKind::kKernel) continue;
+    if (op.kind != GpuOpKind::kKernel) {
+      KernelStat& other = others[op.name];
+      other.kind = op.kind;
+      ++other.count;
+      other.total_ns += op.dur_ns;
+      continue;
+    }
     if (op.bytes >= 0) {
       ++r.counter_kernels;
       r.counter_bytes += op.bytes;
@@ -65,6 +72,12 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
       g = it->second;
     }
     ops_of_group[g].push_back(i);
+  }
+  r.other_ops.clear();
+  for (auto& [name, stat] : others) {
+    stat.name = std::string(trace.Name(name));
+    stat.mean_ns = static_cast<double>(stat.total_ns) / static_cast<double>(stat.count);
+    r.other_ops.push_back(std::move(stat));
   }
   std::vector<OutlierInstance> outliers;
   r.hot_kernels.reserve(group_by_name.size());

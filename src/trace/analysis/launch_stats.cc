@@ -39,24 +39,25 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
   for (const GpuOp& op : trace.gpu_ops) {
     if (op.kind != GpuOpKind::kKernel) continue;
     ++s.kernels;
-    if (op.dur_ns < o.tiny_kernel_ns) {
+    const ApiCall* a = op.api == kNoLink ? nullptr : &trace.api_calls[op.api];
+    // Tiny kernels count among those launched one by one (a graph's nodes cost one launch).
+    if (op.dur_ns < o.tiny_kernel_ns && (a == nullptr || a->kind != ApiKind::kGraphLaunch)) {
       ++s.tiny_kernels;
       s.tiny_kernel_ns_total += op.dur_ns;
     }
-    if (op.api == kNoLink) continue;
+    if (a == nullptr) continue;
     ++s.kernels_linked;
-    const ApiCall& a = trace.api_calls[op.api];
-    if (a.kind == ApiKind::kGraphLaunch) {
+    if (a->kind == ApiKind::kGraphLaunch) {
       ++s.graph_kernels;
       auto [it, inserted] = graph_min_start.emplace(op.api, op.start_ns);
       if (!inserted) it->second = std::min(it->second, op.start_ns);
       continue;
     }
-    if (a.dur_ns <= 50'000 && op.dur_ns < a.dur_ns) ++s.launch_bound_kernels;
-    const int64_t delay = op.start_ns - a.end_ns();
+    if (a->dur_ns <= 50'000 && op.dur_ns < a->dur_ns) ++s.launch_bound_kernels;
+    const int64_t delay = op.start_ns - a->end_ns();
     // A GPU start before its launch call began, or a delay over the plausible bound, is a
     // clock-domain mismatch (rocprof v1 DispatchNs vs BeginNs) and is not counted.
-    if (op.start_ns < a.start_ns || delay > o.max_plausible_launch_delay_ns) {
+    if (op.start_ns < a->start_ns || delay > o.max_plausible_launch_delay_ns) {
       ++s.delays_rejected;
       continue;
     }
@@ -86,7 +87,8 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
   }
   if (!call_durs.empty()) s.launch_call_p50_ns = QuantileSelect(call_durs, 0.5);
   if (!graph_first.empty()) s.graph_first_node_p50_ns = QuantileSelect(graph_first, 0.5);
-  s.tiny_share = s.kernels > 0 ? static_cast<double>(s.tiny_kernels) / static_cast<double>(s.kernels) : 0;
+  const int64_t one_by_one = s.kernels - s.graph_kernels;
+  s.tiny_share = one_by_one > 0 ? static_cast<double>(s.tiny_kernels) / static_cast<double>(one_by_one) : 0;
   return s;
 }
 

@@ -139,7 +139,7 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                    l.launches_per_s ? fmt::format("{:.0f}", *l.launches_per_s) : "n/a", OptUs(l.launch_call_p50_ns)));
   line(fmt::format("  launch-to-start p50 {}, p99 {}, max {}; {} rejected (clock mismatch)", OptUs(l.delay_p50_ns),
                    OptUs(l.delay_p99_ns), OptUs(l.delay_max_ns), l.delays_rejected));
-  line(fmt::format("  tiny kernels (< {:.0f} us): {} ({:.1f}%); launch-bound (HTA short): {}; graph launches: {} -> {} kernels, first node p50 {}",
+  line(fmt::format("  tiny kernels launched one by one (< {:.0f} us): {} ({:.1f}%); launch-bound (HTA short): {}; graph launches: {} -> {} kernels, first node p50 {}",
                    static_cast<double>(o.tiny_kernel_ns) / 1e3, l.tiny_kernels, 100 * l.tiny_share,
                    l.launch_bound_kernels, l.graph_launches, l.graph_kernels, OptUs(l.graph_first_node_p50_ns)));
   line("");

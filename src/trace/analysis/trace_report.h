@@ -40,7 +40,7 @@ struct CopyDirectionStat {
   std::optional<int64_t> bytes;           // nullopt: no copy of this direction reported bytes
   std::optional<double> achieved_gbps;    // bytes / device time, over copies with bytes
   int64_t small_count = 0;                // below AnalysisOptions::small_copy_bytes
-  int64_t pageable_count = 0;             // CUDA names/kinds, or the ROCm heuristic
+  int64_t pageable_count = 0;             // not from a synchronous call: CUDA names/kinds, or the ROCm heuristic
   int64_t sync_count = 0;                 // launched by a synchronous copy call
   int64_t bytes_count = 0;                // copies that reported their size
   std::optional<double> small_per_s;      // small copies per second: the file with most, over its span
@@ -104,9 +104,9 @@ struct LaunchStats {
   std::optional<double> launches_per_s;
   std::optional<double> delay_p50_ns, delay_p99_ns, delay_max_ns;   // GPU start − call end
   int64_t delays_rejected = 0;              // negative beyond clock noise or > 1 s
-  int64_t tiny_kernels = 0;                 // < tiny_kernel_ns
+  int64_t tiny_kernels = 0;                 // < tiny_kernel_ns, launched one by one (not by a graph)
   int64_t tiny_kernel_ns_total = 0;
-  double tiny_share = 0;                    // of kernels, by count
+  double tiny_share = 0;                    // of the kernels launched one by one, by count
   int64_t launch_bound_kernels = 0;         // HTA: launch call ≤ 50 µs and GPU time < call time
   int64_t graph_launches = 0;
   int64_t graph_kernels = 0;                // kernels launched by graph launches
@@ -179,6 +179,9 @@ struct TraceReport {
   int64_t all_ops_busy_ns = 0;                // BusyOfAllOps: per device, summed, every op
   bool timeline_used_all_ops = false;         // a file without host launches: its ops all counted
   std::vector<KernelStat> hot_kernels;
+  // Copies and fills by raw name (count and total only), for the pattern table: ROCm's blit
+  // kernels (__amd_rocclr_copyBuffer*) are read as copies, not kernels. Not in the JSON.
+  std::vector<KernelStat> other_ops;
   std::vector<OutlierInstance> outliers;
   int64_t outlier_count = 0;
   int64_t outlier_excess_ns = 0;              // over all outliers: time above their medians

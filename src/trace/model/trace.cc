@@ -273,7 +273,8 @@ ApiKind ClassifyApi(std::string_view raw) {
       name == "cuLaunchKernelEx" || name == "hipModuleLaunchKernel") {
     return ApiKind::kKernelLaunch;
   }
-  if (Contains(name, "Synchronize") || Contains(name, "StreamWaitEvent")) return ApiKind::kSync;
+  // A stream waiting on an event does not block the host: not a synchronisation here.
+  if (Contains(name, "Synchronize")) return ApiKind::kSync;
   if (Contains(name, "Memcpy") || Contains(name, "MemcpyHtoD") || Contains(name, "MemcpyDtoH")) {
     return Contains(name, "Async") ? ApiKind::kMemcpyAsync : ApiKind::kMemcpy;
   }

@@ -31,7 +31,7 @@ enum class ApiKind : uint8_t {
   kMemcpy,        // synchronous copy call (cudaMemcpy, hipMemcpy, hipMemcpyWithStream)
   kMemcpyAsync,
   kMemset,
-  kSync,          // *Synchronize, stream wait event
+  kSync,          // *Synchronize: the host waits (a stream wait event does not)
   kMalloc,        // cudaMalloc*, hipMalloc*, hipHostMalloc, ...
   kFree,
 };

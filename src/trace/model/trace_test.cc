@@ -30,6 +30,10 @@ TEST(ClassifyApiTest, NamesOfBothVendors) {
   EXPECT_EQ(ClassifyApi("hipMemsetAsync"), ApiKind::kMemset);
   EXPECT_EQ(ClassifyApi("cudaStreamSynchronize"), ApiKind::kSync);
   EXPECT_EQ(ClassifyApi("hipDeviceSynchronize"), ApiKind::kSync);
+  EXPECT_EQ(ClassifyApi("cudaEventSynchronize"), ApiKind::kSync);
+  // The host does not wait: a stream waits on another's event.
+  EXPECT_EQ(ClassifyApi("cudaStreamWaitEvent"), ApiKind::kOther);
+  EXPECT_EQ(ClassifyApi("hipStreamWaitEvent"), ApiKind::kOther);
   EXPECT_EQ(ClassifyApi("hipMalloc"), ApiKind::kMalloc);
   EXPECT_EQ(ClassifyApi("cudaFreeHost"), ApiKind::kFree);
   EXPECT_EQ(ClassifyApi("cudaStreamIsCapturing"), ApiKind::kOther);
