@@ -23,8 +23,10 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
   for (const ApiCall& a : trace.api_calls) widen(a.source, a.start_ns, a.end_ns());
   std::map<std::pair<CopyDirection, uint16_t>, int64_t> small_of_source;
   std::map<CopyDirection, CopyDirectionStat> by_dir;
-  std::map<CopyDirection, int64_t> bytes_time_ns;   // device time of copies with bytes
-  std::map<CopyDirection, int64_t> bytes_sum;
+  std::map<CopyDirection, int64_t> bytes_sum;       // every copy that reported its size
+  // Bytes and device time of the copies that reported a size and took time: a copy recorded
+  // with no duration (a clock's resolution) would add bytes moved in no time to the rate.
+  std::map<CopyDirection, int64_t> rate_bytes, rate_time_ns;
   // Small-copy runs per direction on each device of each file (a storm is one process's copies
   // back to back; copies of other ranks in between do not extend or break it): (length, last end).
   std::map<std::tuple<CopyDirection, uint16_t, int32_t>, std::pair<int64_t, int64_t>> run;
@@ -47,7 +49,10 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
       ++s.copies_with_bytes;
       ++d.bytes_count;
       bytes_sum[op.direction] += op.bytes;
-      bytes_time_ns[op.direction] += op.dur_ns;
+      if (op.dur_ns > 0) {
+        rate_bytes[op.direction] += op.bytes;
+        rate_time_ns[op.direction] += op.dur_ns;
+      }
     }
     auto& [len, last_end] = run[{op.direction, op.source, op.device}];
     if (small) {
@@ -105,11 +110,9 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
     s.small_copies_per_s = std::max(s.small_copies_per_s.value_or(0), rate);
   }
   for (auto& [dir, d] : by_dir) {
-    if (bytes_time_ns.count(dir) != 0) {
-      d.bytes = bytes_sum[dir];
-      if (bytes_time_ns[dir] > 0) {
-        d.achieved_gbps = static_cast<double>(bytes_sum[dir]) / static_cast<double>(bytes_time_ns[dir]);
-      }
+    if (bytes_sum.count(dir) != 0) d.bytes = bytes_sum[dir];
+    if (rate_time_ns[dir] > 0) {
+      d.achieved_gbps = static_cast<double>(rate_bytes[dir]) / static_cast<double>(rate_time_ns[dir]);
     }
     s.by_direction.push_back(d);
   }

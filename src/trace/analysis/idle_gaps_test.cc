@@ -124,5 +124,56 @@ TEST(LaunchStatsTest, TinyKernelsAreThoseLaunchedOneByOne) {
   for (const KernelStat& k : r.hot_kernels) EXPECT_NE(k.name, "__amd_rocclr_copyBuffer");
 }
 
+
+// Achieved copy bandwidth counts only copies that took time (one recorded at 0 ns moved its
+// bytes in no time); a graph's first node before its launch began is a clock mismatch.
+TEST(CopyStatsTest, ZeroDurationCopiesAddBytesNotRate) {
+  Trace t;
+  t.AddSource("a", "test");
+  auto copy = [&](int64_t start, int64_t dur, int64_t bytes) {
+    GpuOp g;
+    g.kind = GpuOpKind::kMemcpy;
+    g.direction = CopyDirection::kHtoD;
+    g.start_ns = start;
+    g.dur_ns = dur;
+    g.bytes = bytes;
+    g.name = t.names.Intern("Memcpy HtoD");
+    t.gpu_ops.push_back(g);
+  };
+  copy(0, 1'000, 10'000);       // 10 GB/s
+  copy(5'000, 0, 1'000'000);    // no time: bytes only
+  t.Finalize();
+  const CopyStats s = ComputeCopyStats(t, AnalysisOptions{});
+  ASSERT_EQ(s.by_direction.size(), 1u);
+  EXPECT_EQ(s.by_direction[0].bytes, 1'010'000);
+  EXPECT_EQ(s.by_direction[0].bytes_count, 2);
+  ASSERT_TRUE(s.by_direction[0].achieved_gbps.has_value());
+  EXPECT_DOUBLE_EQ(*s.by_direction[0].achieved_gbps, 10.0);
+
+  // Graph launches: one first node 2 us after its call, one before its call began.
+  Trace g;
+  g.AddSource("a", "test");
+  for (int64_t i : {0, 1}) {
+    ApiCall a;
+    a.start_ns = 100'000 * (i + 1);
+    a.dur_ns = 1'000;
+    a.correlation = i + 1;
+    a.name = g.names.Intern("cudaGraphLaunch");
+    a.kind = ApiKind::kGraphLaunch;
+    g.api_calls.push_back(a);
+    GpuOp k;
+    k.start_ns = i == 0 ? a.end_ns() + 2'000 : a.start_ns - 50'000;
+    k.dur_ns = 1'000;
+    k.correlation = i + 1;
+    k.name = g.names.Intern("node");
+    g.gpu_ops.push_back(k);
+  }
+  g.Finalize();
+  const LaunchStats l = ComputeLaunch(g, AnalysisOptions{});
+  EXPECT_EQ(l.graph_kernels, 2);
+  ASSERT_TRUE(l.graph_first_node_p50_ns.has_value());
+  EXPECT_DOUBLE_EQ(*l.graph_first_node_p50_ns, 2'000);
+}
+
 }  // namespace
 }  // namespace latdoc::trace

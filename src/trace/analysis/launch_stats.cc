@@ -73,7 +73,12 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
     call_durs.push_back(a.dur_ns);
   }
   for (const auto& [api, start] : graph_min_start) {
-    graph_first.push_back(std::max<int64_t>(0, start - trace.api_calls[api].end_ns()));
+    // As a kernel's launch delay: a first node before its launch call began, or later than
+    // the plausible bound, is a clock mismatch and not counted.
+    const ApiCall& a = trace.api_calls[api];
+    const int64_t delay = start - a.end_ns();
+    if (start < a.start_ns || delay > o.max_plausible_launch_delay_ns) continue;
+    graph_first.push_back(std::max<int64_t>(0, delay));
   }
   for (const SourceSpan& f : launches) {
     if (f.calls < 2 || f.last <= f.first) continue;

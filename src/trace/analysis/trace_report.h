@@ -38,7 +38,7 @@ struct CopyDirectionStat {
   int64_t count = 0;
   int64_t total_ns = 0;
   std::optional<int64_t> bytes;           // nullopt: no copy of this direction reported bytes
-  std::optional<double> achieved_gbps;    // bytes / device time, over copies with bytes
+  std::optional<double> achieved_gbps;    // bytes / device time, over copies with bytes and a duration
   int64_t small_count = 0;                // below AnalysisOptions::small_copy_bytes
   int64_t pageable_count = 0;             // not from a synchronous call: CUDA names/kinds, or the ROCm heuristic
   int64_t sync_count = 0;                 // launched by a synchronous copy call
