@@ -151,4 +151,23 @@ std::string ToValidUtf8(std::string_view s) {
   return out;
 }
 
+std::string ToTerminalText(std::string_view s) {
+  const std::string valid = ToValidUtf8(s);
+  std::string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(valid[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7F) {
+      out.append("\xEF\xBF\xBD");
+    } else if (c == 0xC2 && i + 1 < valid.size() &&
+               static_cast<unsigned char>(valid[i + 1]) <= 0x9F) {  // U+0080..U+009F
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace latdoc

@@ -35,5 +35,9 @@ size_t ValidUtf8Prefix(std::string_view s);
 // `s` with every byte that is not part of a well-formed UTF-8 sequence replaced by U+FFFD, so
 // text read from input can go into JSON (which must be UTF-8) and HTML.
 std::string ToValidUtf8(std::string_view s);
+// ToValidUtf8, and every control character (C0 but tab, DEL, C1) replaced by U+FFFD too: text
+// from input (a kernel name, a log line) printed on a terminal cannot move the cursor, set the
+// window title or clear the screen.
+std::string ToTerminalText(std::string_view s);
 
 }  // namespace latdoc

@@ -38,4 +38,13 @@ TEST(StringsTest, NumbersParseWholeStringOrNothing) {
 }
 
 }  // namespace
+TEST(StringsTest, TerminalTextHasNoControlCharacters) {
+  // A title escape, a line erase and a carriage return from a kernel name: each one U+FFFD.
+  EXPECT_EQ(ToTerminalText("evil\x1b]0;T\x07\x1b[2K\rfake"),
+            "evil\xEF\xBF\xBD]0;T\xEF\xBF\xBD\xEF\xBF\xBD[2K\xEF\xBF\xBD" "fake");
+  EXPECT_EQ(ToTerminalText("a\tb\nc\x7f"), "a\tb\xEF\xBF\xBD" "c\xEF\xBF\xBD");
+  EXPECT_EQ(ToTerminalText("csi \xC2\x9B" "31m"), "csi \xEF\xBF\xBD" "31m");  // C1 CSI
+  EXPECT_EQ(ToTerminalText("bad \xff utf-8, caf\xC3\xA9 fine"), "bad \xEF\xBF\xBD utf-8, caf\xC3\xA9 fine");
+}
+
 }  // namespace latdoc

@@ -3,6 +3,7 @@
 // Argument parsing, output and exit codes only; the work is in net/ and rules/net_rules.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <fmt/core.h>
@@ -35,6 +36,7 @@ struct NetArgs {
   double idle_wait_s = 8;
   bool no_path = false;
   std::string json_path;
+  std::string api_key_env = "OPENAI_API_KEY";
   bool show_ok = false;
   bool no_color = false;
 };
@@ -69,6 +71,7 @@ int RunNet(NetArgs& a) {
     return Fail("net", InvalidArgument(fmt::format("--iperf3-seconds {}: must be 1 to {:g} seconds",
                                             a.iperf3_seconds, kMaxSeconds)));
   if (a.link_mbps < 0) return Fail("net", InvalidArgument("--link-mbps must be positive"));
+  if (const char* key = std::getenv(a.api_key_env.c_str())) a.probe.api_key = key;
   a.probe.sample_timeout_ns = SecToNs(a.timeout_s);
   a.probe.idle_wait_ns = SecToNs(a.idle_wait_s);
   // Validate both URLs before any traffic.
@@ -189,6 +192,9 @@ Command RegisterNet(CLI::App& root) {
                   "Path of the cheap GET, from '/' (a 404 on /health falls back to /v1/models)")
       ->capture_default_str();
   app->add_option("--model", a->probe.model, "Model name for the completions (default: server's)");
+  app->add_option("--api-key-env", a->api_key_env,
+                  "Environment variable with the API key (sent as a Bearer token)")
+      ->capture_default_str();
   app->add_flag("--no-path", a->no_path, "Do not run tracepath/traceroute");
   app->add_option("--json", a->json_path, "Write facts and findings as JSON here");
   app->add_flag("--show-ok", a->show_ok, "List passing checks too");

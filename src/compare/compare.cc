@@ -118,8 +118,39 @@ bool IsTail(const std::string& name) {
 }
 
 // The bench metrics of a latdoc.bench/1 document (also diagnose's "bench").
+// The load each run offered, as its file records it: a different load makes different latency
+// whatever the server did, so the comparison says so first.
+void NoteWorkloadDifferences(const json& a, const json& b, const std::string& group,
+                             CompareResult& r) {
+  std::vector<std::string> diffs;
+  for (const char* k : {"endpoint_type", "model_id", "request_rate", "max_concurrency", "burstiness"}) {
+    const bool ha = a.contains(k), hb = b.contains(k);
+    if (!ha || !hb) continue;
+    if (a[k] != b[k]) diffs.push_back(fmt::format("{} {} vs {}", k, a[k].dump(), b[k].dump()));
+  }
+  auto per_request = [](const json& d, const char* total) -> std::optional<double> {
+    auto t = Num(d, total), n = Num(d, "completed");
+    if (!t || !n || *n <= 0) return std::nullopt;
+    return *t / *n;
+  };
+  for (auto [total, name] : {std::pair{"total_input_tokens", "input tokens per request"},
+                             std::pair{"total_output_tokens", "output tokens per request"}}) {
+    auto ta = per_request(a, total), tb = per_request(b, total);
+    if (ta && tb && std::fabs(*ta - *tb) > 0.1 * std::max(*ta, *tb)) {
+      diffs.push_back(fmt::format("{} {:.0f} vs {:.0f}", name, *ta, *tb));
+    }
+  }
+  if (diffs.empty()) return;
+  std::string list;
+  for (const auto& d : diffs) list += (list.empty() ? "" : "; ") + d;
+  r.notes.push_back(fmt::format("{}: the two runs offered different loads ({}), so their latency "
+                                "differs for that reason too, not only the server's",
+                                group, list));
+}
+
 void CompareBench(const json& a, const json& b, const std::string& group, const CompareOptions& o,
                   CompareResult& r) {
+  NoteWorkloadDifferences(a, b, group, r);
   struct Series { const char* metric; const char* samples; };
   const Series series[] = {{"ttft", "ttft_ms"}, {"tpot", "tpot_ms"}, {"itl", nullptr},
                            {"e2el", "e2el_ms"}};
@@ -135,7 +166,10 @@ void CompareBench(const json& a, const json& b, const std::string& group, const 
     for (const Statistic& st : stats) {
       std::string name = fmt::format("{}_{}_ms", st.prefix, s.metric);
       std::optional<double> va = Num(a, name.c_str()), vb = Num(b, name.c_str());
-      if (!sa.empty() && !sb.empty()) {
+      // A bootstrap of a few samples a side calls any difference real (with two each, every
+      // resample keeps their order): it needs enough of them, more for a tail.
+      const size_t need = st.q && *st.q > 0.9 ? kMinTailBootstrapSamples : kMinBootstrapSamples;
+      if (sa.size() >= need && sb.size() >= need) {
         any_bootstrap = true;
         MetricDelta m;
         m.group = group;
@@ -148,7 +182,8 @@ void CompareBench(const json& a, const json& b, const std::string& group, const 
         Interval ci = BootstrapDiff(sa, sb, st.q, o.resamples, o.seed);
         m.ci_lo = ci.lo;
         m.ci_hi = ci.hi;
-        m.beyond_noise = ci.lo > 0 || ci.hi < 0;
+        m.beyond_noise = (ci.lo > 0 || ci.hi < 0) && m.a && m.b &&
+                         std::fabs(*m.b - *m.a) > kLatencyFloorMs;
         Judge(m);
         r.metrics.push_back(std::move(m));
       } else {
@@ -160,9 +195,9 @@ void CompareBench(const json& a, const json& b, const std::string& group, const 
   }
   if (!any_bootstrap)
     r.notes.push_back(fmt::format(
-        "{}: no per-request samples in both files, so noise is judged by relative thresholds "
-        "({:.0f}% for means and medians, {:.0f}% for p99, and at least {} ms)",
-        group, kThresholdCentre * 100, kThresholdTail * 100, kLatencyFloorMs));
+        "{}: fewer than {} per-request samples in one file or both, so noise is judged by "
+        "relative thresholds ({:.0f}% for means and medians, {:.0f}% for p99, and at least {} ms)",
+        group, kMinBootstrapSamples, kThresholdCentre * 100, kThresholdTail * 100, kLatencyFloorMs));
   for (const char* k : {"request_throughput", "output_throughput", "request_goodput"}) {
     r.metrics.push_back(ByThreshold(group, k, k[0] == 'o' ? "tok/s" : "req/s",
                                     Direction::kHigherIsBetter, Num(a, k), Num(b, k),
@@ -257,13 +292,25 @@ void CompareTrace(const json& fa, const json& fb, const std::string& group, Comp
     static const json kEmpty = json::object();
     return f.contains("gpu_timeline") && f["gpu_timeline"].is_object() ? f["gpu_timeline"] : kEmpty;
   };
+  // Two captures of one workload differ in length: the times themselves only "changed"; what is
+  // judged better or worse is each part's share of the window.
   for (const char* k : {"total_ms", "busy_ms", "computation_ms", "idle_ms", "exposed_memcpy_ms",
                         "exposed_comm_ms"}) {
-    r.metrics.push_back(ByThreshold(group, k, "ms", Direction::kLowerIsBetter, Num(tl(fa), k),
+    r.metrics.push_back(ByThreshold(group, k, "ms", Direction::kNeither, Num(tl(fa), k),
                                     Num(tl(fb), k), kThresholdCentre, 0.01));
   }
   r.metrics.push_back(ByThreshold(group, "idle_pct", "%", Direction::kLowerIsBetter,
                                   Num(tl(fa), "idle_pct"), Num(tl(fb), "idle_pct"), 0, 2.0));
+  auto pct = [&](const json& f, const char* k) -> std::optional<double> {
+    auto part = Num(tl(f), k), total = Num(tl(f), "total_ms");
+    if (!part || !total || *total <= 0) return std::nullopt;
+    return *part / *total * 100;
+  };
+  for (auto [k, name] : {std::pair{"exposed_memcpy_ms", "exposed_memcpy_pct"},
+                         std::pair{"exposed_comm_ms", "exposed_comm_pct"}}) {
+    r.metrics.push_back(ByThreshold(group, name, "%", Direction::kLowerIsBetter, pct(fa, k),
+                                    pct(fb, k), 0, 2.0));
+  }
   auto launch = [](const json& f, const char* k) -> std::optional<double> {
     if (!f.contains("launch")) return std::nullopt;
     auto v = Num(f["launch"], k);
@@ -273,19 +320,28 @@ void CompareTrace(const json& fa, const json& fb, const std::string& group, Comp
   r.metrics.push_back(ByThreshold(group, "launch_delay_p50_ms", "ms", Direction::kLowerIsBetter,
                                   launch(fa, "delay_p50_ns"), launch(fb, "delay_p50_ns"),
                                   kThresholdKernel, 0.001));
-  // Kernels: the union of each side's ten largest by total time.
+  // Kernels: the union of each side's ten largest by total time, each judged by its time per
+  // call (a longer capture runs it more often, not slower).
+  struct KernelTime {
+    double total_ms = 0;
+    double calls = 0;
+  };
   auto kernels = [](const json& f) {
-    std::map<std::string, double> m;
+    std::map<std::string, KernelTime> m;
     if (f.contains("kernels") && f["kernels"].is_array())
       for (const auto& k : f["kernels"])
         if (k.contains("name") && k["name"].is_string())
-          if (auto t = Num(k, "total_ns")) m[k["name"].get<std::string>()] += *t / 1e6;
+          if (auto t = Num(k, "total_ns")) {
+            KernelTime& kt = m[k["name"].get<std::string>()];
+            kt.total_ms += *t / 1e6;
+            kt.calls += Num(k, "count").value_or(0);
+          }
     return m;
   };
   auto ka = kernels(fa), kb = kernels(fb);
-  auto top = [](const std::map<std::string, double>& m) {
+  auto top = [](const std::map<std::string, KernelTime>& m) {
     std::vector<std::pair<double, std::string>> v;
-    for (const auto& [n, t] : m) v.push_back({-t, n});
+    for (const auto& [n, t] : m) v.push_back({-t.total_ms, n});
     std::sort(v.begin(), v.end());
     std::vector<std::string> names;
     for (size_t i = 0; i < v.size() && i < 10; ++i) names.push_back(v[i].second);
@@ -295,18 +351,20 @@ void CompareTrace(const json& fa, const json& fb, const std::string& group, Comp
   for (const auto& n : top(kb))
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   for (const auto& n : names) {
-    auto get = [&](const std::map<std::string, double>& m) -> std::optional<double> {
+    // Absent from one trace (fused away, renamed): n/a there, not "ran in no time".
+    auto per_call = [&](const std::map<std::string, KernelTime>& m) -> std::optional<double> {
       auto it = m.find(n);
-      if (it == m.end()) return 0.0;  // absent from that trace: it ran for no time
-      return it->second;
+      if (it == m.end() || it->second.calls <= 0) return std::nullopt;
+      return it->second.total_ms / it->second.calls;
     };
-    r.metrics.push_back(ByThreshold(group + " kernel", n, "ms", Direction::kLowerIsBetter,
-                                    get(ka), get(kb), kThresholdKernel, 0.01));
+    r.metrics.push_back(ByThreshold(group + " kernel", n, "ms/call", Direction::kLowerIsBetter,
+                                    per_call(ka), per_call(kb), kThresholdKernel, 0.0001));
   }
   r.notes.push_back(fmt::format(
-      "{}: a trace is one run, so noise is judged by relative thresholds ({:.0f}% for GPU time, "
-      "{:.0f}% per kernel, 2 points of idle share)",
-      group, kThresholdCentre * 100, kThresholdKernel * 100));
+      "{}: a trace is one run, so noise is judged by relative thresholds ({:.0f}% per kernel's "
+      "time per call, 2 points of idle and exposed shares); GPU times themselves grow with the "
+      "capture's length and are only reported as changed",
+      group, kThresholdKernel * 100));
 }
 
 // Severity as a rank: a change to a higher one is worse.

@@ -18,6 +18,7 @@
 // (LoadResult). Not thread-safe per call; no shared state.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,8 +33,12 @@ namespace latdoc::compare {
 inline constexpr int kBootstrapResamples = 1000;
 inline constexpr double kThresholdCentre = 0.05;     // mean, median latency; throughput
 inline constexpr double kThresholdTail = 0.10;       // p90, p95, p99, p99.9 latency
-inline constexpr double kThresholdKernel = 0.10;     // one kernel's total time in a trace
+inline constexpr double kThresholdKernel = 0.10;     // one kernel's time per call in a trace
 inline constexpr double kLatencyFloorMs = 0.5;       // a latency move smaller than this is noise
+// Per-request samples a side the bootstrap needs (else thresholds judge): for means and medians,
+// and for p99 (a handful of samples above it).
+inline constexpr size_t kMinBootstrapSamples = 30;
+inline constexpr size_t kMinTailBootstrapSamples = 300;
 inline constexpr double kErrorRateFloor = 0.01;      // error rate: 1 percentage point
 
 enum class Kind { kBench, kSweep, kTrace, kDiagnose };

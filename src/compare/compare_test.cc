@@ -169,8 +169,8 @@ TEST(CompareTest, TraceKernelsAndFindings) {
   auto trace = [](double gemm_ns, const char* sev) {
     return json{{"schema", "latdoc.trace/1"},
                 {"facts", {{"gpu_timeline", {{"total_ms", 10.0}, {"busy_ms", gemm_ns / 1e6}, {"idle_pct", 20.0}}},
-                           {"kernels", json::array({json{{"name", "gemm"}, {"total_ns", gemm_ns}},
-                                                    json{{"name", "copy"}, {"total_ns", 1e6}}})}}},
+                           {"kernels", json::array({json{{"name", "gemm"}, {"count", 10}, {"total_ns", gemm_ns}},
+                                                    json{{"name", "copy"}, {"count", 10}, {"total_ns", 1e6}}})}}},
                 {"findings", json::array({json{{"id", "kernel.slow"}, {"layer", "kernel"},
                                                {"severity", sev}, {"title", "t"}}})}};
   };
@@ -182,6 +182,62 @@ TEST(CompareTest, TraceKernelsAndFindings) {
   EXPECT_EQ(r->findings[0].change, "severity");
   EXPECT_EQ(r->findings[0].severity_a, "fail");
   EXPECT_EQ(r->findings[0].severity_b, "ok");
+}
+
+TEST(CompareTest, LongerCaptureOfTheSameWorkIsNotWorse) {
+  // 100 and 200 steps of the same two kernels: every time doubles, nothing got slower.
+  auto trace = [](double steps) {
+    return json{{"schema", "latdoc.trace/1"},
+                {"facts", {{"gpu_timeline", {{"total_ms", steps}, {"busy_ms", 0.8 * steps},
+                                             {"idle_ms", 0.2 * steps}, {"idle_pct", 20.0},
+                                             {"exposed_memcpy_ms", 0.05 * steps}}},
+                           {"kernels", json::array({json{{"name", "gemm"}, {"count", steps}, {"total_ns", 6e5 * steps}},
+                                                    json{{"name", "add"}, {"count", 2 * steps}, {"total_ns", 2e5 * steps}}})}}},
+                {"findings", json::array()}};
+  };
+  auto r = Compare(Doc(trace(100)), Doc(trace(200)));
+  ASSERT_TRUE(r.ok());
+  for (const auto& m : r->metrics) EXPECT_NE(m.verdict, "worse") << m.group << " " << m.name;
+  EXPECT_EQ(Find(*r, "trace", "busy_ms")->verdict, "changed");
+  EXPECT_EQ(Find(*r, "trace", "exposed_memcpy_pct")->verdict, "same");
+  EXPECT_EQ(Find(*r, "trace kernel", "gemm")->verdict, "same");
+  EXPECT_EQ(Find(*r, "trace kernel", "gemm")->unit, "ms/call");
+  // A kernel one trace lacks is n/a there, not "ran in no time".
+  json fused = trace(100);
+  fused["facts"]["kernels"].erase(1);
+  auto f = Compare(Doc(trace(100)), Doc(fused));
+  EXPECT_EQ(Find(*f, "trace kernel", "add")->verdict, "n/a");
+}
+
+TEST(CompareTest, FewSamplesAreJudgedByThresholdsAndLoadsCompared) {
+  auto with = [](const std::vector<double>& v, int concurrency, int in_tokens) {
+    json j = Bench(0, 0, 100);
+    j.erase("mean_ttft_ms");
+    j.erase("median_ttft_ms");
+    j.erase("p99_ttft_ms");
+    j["per_request"] = {{"ttft_ms", v}, {"tpot_ms", v}, {"e2el_ms", v}};
+    j["max_concurrency"] = concurrency;
+    j["total_input_tokens"] = in_tokens * 100;
+    return j;
+  };
+  // Two requests a side, B's both a little slower: a bootstrap would call it worse every time.
+  auto r = Compare(Doc(with({10.2, 10.3}, 1, 64)), Doc(with({10.35, 10.4}, 1, 64)));
+  ASSERT_TRUE(r.ok());
+  for (const char* name : {"mean_ttft_ms", "p99_ttft_ms", "mean_e2el_ms"}) {
+    EXPECT_EQ(Find(*r, "bench", name)->method, NoiseMethod::kThreshold) << name;
+    EXPECT_NE(Find(*r, "bench", name)->verdict, "worse") << name;
+  }
+  EXPECT_THAT(r->notes.back(), HasSubstr("fewer than 30 per-request samples"));
+  // 100 samples a side: the bootstrap judges means, thresholds the p99.
+  auto a = Normal(100, 5, 100, 1), b = Normal(100, 5, 100, 2);
+  auto mid = Compare(Doc(with(a, 1, 64)), Doc(with(b, 1, 64)));
+  EXPECT_EQ(Find(*mid, "bench", "mean_ttft_ms")->method, NoiseMethod::kBootstrap);
+  EXPECT_EQ(Find(*mid, "bench", "p99_ttft_ms")->method, NoiseMethod::kThreshold);
+  for (const auto& n : mid->notes) EXPECT_THAT(n, ::testing::Not(HasSubstr("different loads")));
+  // Another load: said first.
+  auto other = Compare(Doc(with(a, 1, 64)), Doc(with(b, 8, 512)));
+  ASSERT_FALSE(other->notes.empty());
+  EXPECT_THAT(other->notes.front(), HasSubstr("different loads (max_concurrency 1 vs 8; input tokens per request 64 vs 512)"));
 }
 
 TEST(CompareTest, DiagnoseNewAndResolvedFindings) {

@@ -185,6 +185,11 @@ bool NoSampleReached(const net::ProbeFacts& p) {
   return true;
 }
 
+// A log finding judged from the server's logged startup flags (the `non-default args` line),
+// which the server's own command line, when the doctor finds it, replaces. What the log
+// measured (KV pressure, preemptions, request logging...) stays.
+bool FromLoggedFlags(std::string_view id) { return id.rfind("config.", 0) == 0; }
+
 // The network layer: the target probed (and the direct path, when given: then `probe` is the
 // direct path and `compare_probe` the target). Returns the facts, or null with the layer status
 // in `status`.
@@ -194,6 +199,7 @@ std::optional<net::NetFacts> ProbeNetwork(const DiagnoseOptions& o, std::string*
   po.samples = o.net_samples;
   po.insecure = o.bench.client.insecure;
   po.model = o.bench.model;
+  po.api_key = o.bench.api_key;  // as the load sends it
   po.sample_timeout_ns = o.net_timeout_ns;
   po.idle_wait_ns = 0;     // holding a connection idle for seconds: `latdoc net` does it
   po.stream_tokens = 0;    // bandwidth needs a link rate: `latdoc net --link-mbps`
@@ -284,6 +290,13 @@ void SplitNetworkPart(ordered_json& w, const net::ProbeFacts& target, bool load_
                        handshake);
   }
   double front_end = *outside - net_ms;
+  if (front_end < 0 && *outside >= 0) {
+    // The probe's network time is more than the load saw outside the server at all: the two
+    // measure within each other's noise, and the network gets all of it, the front end none.
+    how += fmt::format("; capped at the {:.2f} ms the load saw outside the server", *outside);
+    net_ms = *outside;
+    front_end = 0;
+  }
   w["network_ms"] = net_ms;
   w["front_end_ms"] = front_end;
   w["parts"] = {{"queue_ms", "measured (server /metrics)"},
@@ -525,7 +538,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       lj["findings"] = FindingsJson(fs);
       doc["logs"] = std::move(lj);
       for (auto& f : fs) {  // the checks of the server's logged flags wait for the doctor's
-        (f.layer == rules::Layer::kConfig ? log_config : all).push_back(std::move(f));
+        (FromLoggedFlags(f.id) ? log_config : all).push_back(std::move(f));
       }
       layers["logs"] = "measured";
     }
@@ -566,7 +579,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         if (doc.contains("logs")) {  // and the logs section shows only what still counts
           ordered_json kept = ordered_json::array();
           for (auto& f : doc["logs"]["findings"]) {
-            if (f.value("layer", "") != rules::LayerName(rules::Layer::kConfig)) kept.push_back(std::move(f));
+            if (!FromLoggedFlags(f.value("id", ""))) kept.push_back(std::move(f));
           }
           doc["logs"]["findings"] = std::move(kept);
         }
@@ -663,9 +676,9 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
     if (it->latency_share) {
       // Load and network shares are of the measured end-to-end latency; a trace's, of the GPU
       // time it recorded.
-      out += fmt::format("  (about {:.0f}% of {})\n", *it->latency_share * 100,
-                         it->layer == rules::Layer::kKernel ? "the traced GPU time"
-                                                            : "the mean end-to-end latency");
+      out += fmt::format("  (about {:.0f}% of the {})\n", *it->latency_share * 100,
+                         it->layer == rules::Layer::kKernel ? rules::ShareOf(*it)
+                                                            : "mean end-to-end latency");
     }
   }
   return out;

@@ -143,13 +143,16 @@ http::ClientRequest Completion(const ProbeOptions& o, int max_tokens) {
   r.target = "/v1/completions";
   r.body = CompletionBody(o, max_tokens);
   r.headers = {{"Content-Type", "application/json"}};
+  if (!o.api_key.empty()) r.headers.emplace_back("Authorization", "Bearer " + o.api_key);
   return r;
 }
 
-http::ClientRequest Get(const std::string& path) {
+// A server started with --api-key (vLLM) refuses /v1 without it: /v1/models as the cheap path.
+http::ClientRequest Get(const ProbeOptions& o, const std::string& path) {
   http::ClientRequest r;
   r.method = "GET";
   r.target = path;
+  if (!o.api_key.empty()) r.headers.emplace_back("Authorization", "Bearer " + o.api_key);
   return r;
 }
 
@@ -200,12 +203,12 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
     s.index = i;
     // 1. The cheap request on a new connection.
     auto cheap = std::make_unique<Collector>();
-    Outcome o = RunExchange(loop, fresh, Get(p.cheap_path), *cheap, timeout);
+    Outcome o = RunExchange(loop, fresh, Get(options, p.cheap_path), *cheap, timeout);
     if (i == 0 && o.failure == FailureReason::kHttpStatus && cheap->result().status == 404 &&
         p.cheap_path == "/health") {
       p.cheap_path = "/v1/models";  // servers without /health (some gateways)
       cheap = std::make_unique<Collector>();
-      o = RunExchange(loop, fresh, Get(p.cheap_path), *cheap, timeout);
+      o = RunExchange(loop, fresh, Get(options, p.cheap_path), *cheap, timeout);
     }
     const http::ExchangeTimes& t = cheap->result().times;
     if (t.dns_ns >= 0) s.dns_ms = Ms(t.dns_ns - t.start_ns);

@@ -32,6 +32,7 @@ struct ProbeOptions {
   bool insecure = false;                // skip TLS certificate verification
   std::string cheap_path = "/health";
   std::string model;                    // "" leaves "model" out of the request (server default)
+  std::string api_key;                  // sent as a Bearer token when set; never printed
   int64_t sample_timeout_ns = 10'000'000'000;
   int64_t idle_wait_ns = 8'000'000'000; // 0: skip the idle-close check
   int stream_tokens = 64;               // 0: skip the bandwidth stream

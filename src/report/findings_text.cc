@@ -8,6 +8,8 @@
 
 #include <fmt/core.h>
 
+#include "base/strings.h"
+
 namespace latdoc::report {
 namespace {
 
@@ -48,10 +50,11 @@ std::string RenderFindingsText(const std::vector<Finding>& findings, const TextO
     std::string sev = fmt::format("{:<4}", rules::SeverityName(f.severity));
     for (char& c : sev) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (opts.color) sev = std::string(SeverityColor(f.severity)) + sev + "\x1b[0m";
-    out += fmt::format("{}  {:<7}  {}\n", sev, rules::LayerName(f.layer), f.title);
-    out += fmt::format("      id: {}\n", f.id);
-    for (const auto& e : f.evidence) out += "      - " + EvidenceLine(e) + "\n";
-    if (!f.advice.empty()) out += "      fix: " + f.advice + "\n";
+    // Titles, evidence and advice can quote input (kernel names, log lines): printed as text.
+    out += fmt::format("{}  {:<7}  {}\n", sev, rules::LayerName(f.layer), ToTerminalText(f.title));
+    out += fmt::format("      id: {}\n", ToTerminalText(f.id));
+    for (const auto& e : f.evidence) out += "      - " + ToTerminalText(EvidenceLine(e)) + "\n";
+    if (!f.advice.empty()) out += "      fix: " + ToTerminalText(f.advice) + "\n";
   }
   if (shown == 0) out += "No problems found.\n";
   return out;
@@ -66,7 +69,7 @@ std::string MarkdownText(std::string_view s) {
       case '&': r += "&amp;"; break;
       case '<': r += "&lt;"; break;
       case '>': r += "&gt;"; break;
-      case '\\': case '`': case '*': case '[': case ']': case '|':
+      case '\\': case '`': case '*': case '_': case '~': case '[': case ']': case '|':
         r += '\\';
         r += c;
         break;

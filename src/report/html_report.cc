@@ -58,10 +58,10 @@ std::string FindingHtml(const Finding& f) {
                      sev, rules::LayerName(f.layer), E(f.title));
   if (f.latency_share) {
     const double pct = std::clamp(*f.latency_share * 100, 0.0, 100.0);
-    out += fmt::format("<span class=\"share\" title=\"estimated share of the latency this explains\">"
-                       "<span class=\"bar\"><i style=\"width:{:.0f}%\"></i></span>{:.0f}% of latency"
+    out += fmt::format("<span class=\"share\" title=\"estimated share of the {2} this explains\">"
+                       "<span class=\"bar\"><i style=\"width:{0:.0f}%\"></i></span>{1:.0f}% of {2}"
                        "</span>",
-                       pct, pct);
+                       pct, pct, rules::ShareOf(f));
   }
   out += fmt::format("<span class=\"fid mono\">{}</span></div>\n", E(f.id));
   if (!f.evidence.empty()) {
@@ -120,7 +120,8 @@ std::string SummarySection(const ordered_json& diagnosis, const DiagnosisFinding
     if (f.severity < Severity::kWarn || shown == 3) continue;
     ++shown;
     std::string share = f.latency_share
-                            ? fmt::format(" (explains about {:.0f}% of latency)", *f.latency_share * 100)
+                            ? fmt::format(" (explains about {:.0f}% of {})", *f.latency_share * 100,
+                                          rules::ShareOf(f))
                             : "";
     out += fmt::format("<div class=\"first\"><div class=\"t\">{}. {}{}</div>{}</div>\n", shown,
                        E(f.title), share,

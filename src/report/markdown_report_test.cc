@@ -83,6 +83,12 @@ TEST(MarkdownReportTest, OutsideTextCannotInjectHtmlOrEndACodeSpan) {
   EXPECT_THAT(md, HasSubstr("| ``gemm<float>(<img src=x onerror=alert(1)>) \\| a`b & *c*`` | 1 |"));
 }
 
+// Mangled C++ names (`_Z10vecAddPfS_`) keep their underscores: no emphasis, no strikethrough.
+TEST(MarkdownTextTest, UnderscoresAndTildesAreLiteral) {
+  EXPECT_EQ(MarkdownText("one kernel: _Z10vecAddPfS_"), "one kernel: \\_Z10vecAddPfS\\_");
+  EXPECT_EQ(MarkdownText("~~x~~"), "\\~\\~x\\~\\~");
+}
+
 TEST(MarkdownCodeTest, FenceOutgrowsEveryBacktickRun) {
   EXPECT_EQ(MarkdownCode("plain"), "`plain`");
   EXPECT_EQ(MarkdownCode("a``b"), "```a``b```");

@@ -8,6 +8,10 @@
 
 namespace latdoc::rules {
 
+std::string_view ShareOf(const Finding& f) {
+  return f.layer == Layer::kKernel ? "traced GPU time" : "latency";
+}
+
 std::string_view LayerName(Layer l) {
   switch (l) {
     case Layer::kNetwork: return "network";

@@ -38,9 +38,14 @@ struct Finding {
   std::vector<Evidence> evidence;
   std::string advice;             // the exact flag, setting or command to try
   // Estimated share of the user's latency this finding explains, 0..1 (nullopt: unknown).
-  // Used to rank findings; see report/ranking.
+  // Used to rank findings; see report/ranking. A trace's share is of the GPU time it recorded
+  // (ShareOf).
   std::optional<double> latency_share;
 };
+
+// What a finding's latency_share is a share of, for reports: "traced GPU time" for the kernel
+// layer (a trace may be of another run), "latency" (the measured end-to-end latency) otherwise.
+std::string_view ShareOf(const Finding& f);
 
 nlohmann::json ToJson(const Finding& f);
 // Reads a finding written by ToJson; unknown fields are ignored.

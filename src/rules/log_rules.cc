@@ -301,9 +301,13 @@ void Errors(const LogFacts& f, std::vector<Finding>& out) {
   for (const auto* m : errs) {
     if (m->first_ns && (!first || *m->first_ns < *first->first_ns)) first = m;
   }
+  // The quoted message is the log's text: a backtick in it would pair with the advice's own,
+  // which Markdown reads as code.
+  std::string quoted = first ? first->example.substr(0, 120) : "";
+  std::replace(quoted.begin(), quoted.end(), '`', '\'');
   fi.advice = first ? fmt::format("Start from the earliest error, \"{}\" at {}{}; `latdoc logs "
                                   "--json` lists every template with first and last time",
-                                  first->example.substr(0, 120), first->first_label,
+                                  quoted, first->first_label,
                                   first->where.empty() ? "" : " (" + first->where + ")")
                     : "Look at the failing requests in the access log and the server's stderr; "
                       "`latdoc logs --json` lists every message template";

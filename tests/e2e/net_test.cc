@@ -243,6 +243,27 @@ TEST(NetE2eTest, RefusedConnectionsAreRecordedPerSample) {
   EXPECT_EQ(p.idle.skipped_reason, "no sample succeeded");
 }
 
+TEST(NetE2eTest, ProbeSendsTheApiKeyAServerAsksFor) {
+  // vLLM started with --api-key refuses /v1 without it; /health stays open.
+  SimProcess sim({"--sim-step-base-ms", "2", "--api-key", "sekrit"});
+  const std::string url = "http://127.0.0.1:" + std::to_string(sim.port());
+  ProbeFacts without = Probe(Quick(url, 2));
+  ASSERT_EQ(without.samples.size(), 2u);
+  for (const auto& s : without.samples) {
+    EXPECT_EQ(s.failure, FailureReason::kHttpStatus);
+    EXPECT_EQ(s.failed_phase, "ttft_new");
+  }
+  ProbeOptions o = Quick(url, 2);
+  o.api_key = "sekrit";
+  ProbeFacts with = Probe(o);
+  ASSERT_EQ(with.samples.size(), 2u);
+  for (const auto& s : with.samples) {
+    EXPECT_EQ(s.failure, FailureReason::kNone) << s.error;
+    EXPECT_TRUE(s.ttft_new_ms);
+    EXPECT_EQ(s.ttft_reused_ms.has_value(), s.index > 0);  // the first opens the connection
+  }
+}
+
 TEST(NetE2eTest, UnresolvableNameIsADnsFailure) {
   // "no..such.host" has an empty label: glibc rejects it without asking a name server, so the
   // test sends nothing off this machine.

@@ -350,7 +350,17 @@ TEST(DiagnoseConfigSourceTest, CommandLineOutranksTheLogsFlags) {
   EXPECT_EQ(doc["layers"]["config"], "measured (the server's command line, where found)");
   EXPECT_EQ(config_ids(doc["findings"], "non-default args"), 0);
   EXPECT_GT(config_ids(doc["findings"], ""), 0);
-  EXPECT_EQ(config_ids(doc["logs"]["findings"], ""), 0);
+  auto with_id = [](const json& findings, const std::string& prefix) {
+    int n = 0;
+    for (const auto& f : findings) n += f["id"].get<std::string>().rfind(prefix, 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(with_id(doc["logs"]["findings"], "config."), 0);
+  // What the log measured stays, in both lists, whichever source judged the flags.
+  for (const char* id : {"logs.kv_pressure", "logs.preemptions", "logs.request_logging_on"}) {
+    EXPECT_EQ(with_id(doc["findings"], id), 1) << id;
+    EXPECT_EQ(with_id(doc["logs"]["findings"], id), 1) << id;
+  }
 
   r = RunLatdoc({"diagnose", "--facts", "tests/data/host/facts/h200_snapshot.json", "--logs", log,
                  "--quiet", "--json", out},
