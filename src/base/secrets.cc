@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <utility>
 
 namespace latdoc {
 
@@ -82,6 +83,41 @@ size_t ValueEnd(std::string_view t, size_t p) {
   return i;
 }
 
+// The end of a token that a service's key format marks as one wherever it appears: an OpenAI
+// key ("sk-", "sk-proj-"), a Hugging Face token ("hf_"), a GitHub token ("ghp_", "gho_",
+// "github_pat_"); at least 16 key characters after the prefix, so "sk-1" or "hf_hub" are words.
+// npos when none starts at t[i].
+size_t KnownTokenEnd(std::string_view t, size_t i) {
+  static constexpr std::string_view kPrefixes[] = {"sk-", "hf_", "ghp_", "gho_", "github_pat_"};
+  for (std::string_view prefix : kPrefixes) {
+    if (t.compare(i, prefix.size(), prefix) != 0) continue;
+    size_t e = i + prefix.size();
+    while (e < t.size() && (std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_' ||
+                            t[e] == '-')) {
+      ++e;
+    }
+    if (e - i - prefix.size() >= 16) return e;
+  }
+  return std::string_view::npos;
+}
+
+// The password of a URL's user info ("https://user:pass@host"): [begin, end) of "pass", or
+// {npos, npos}. `i` is at "://".
+std::pair<size_t, size_t> UrlPassword(std::string_view t, size_t i) {
+  const size_t start = i + 3;
+  size_t e = start;
+  while (e < t.size() && !Space(t[e]) && t[e] != '/' && t[e] != '@' && t[e] != '\'' &&
+         t[e] != '"') {
+    ++e;
+  }
+  if (e >= t.size() || t[e] != '@') return {std::string_view::npos, std::string_view::npos};
+  const size_t colon = t.find(':', start);
+  if (colon == std::string_view::npos || colon >= e) {
+    return {std::string_view::npos, std::string_view::npos};
+  }
+  return {colon + 1, e};
+}
+
 }  // namespace
 
 bool IsSecretName(std::string_view name) {
@@ -112,6 +148,14 @@ std::string RedactSecretsInText(std::string_view t) {
   };
   size_t i = 0;
   while (i < t.size()) {
+    if (t.compare(i, 3, "://") == 0) {
+      // A password in a URL: "https://user:pass@proxy:3128".
+      if (auto [from, to] = UrlPassword(t, i); from != std::string_view::npos && to > from) {
+        redact(from, to);
+        i = to;
+        continue;
+      }
+    }
     if (i == 0 || !NameChar(t[i - 1])) {
       // A credential after an auth scheme, anywhere: "Bearer sk-...".
       if (size_t v = AfterAuthScheme(t, i); v != std::string_view::npos) {
@@ -121,6 +165,12 @@ std::string RedactSecretsInText(std::string_view t) {
           i = end;
           continue;
         }
+      }
+      // A key whose own format says what it is, even with no name before it.
+      if (size_t end = KnownTokenEnd(t, i); end != std::string_view::npos) {
+        redact(i, end);
+        i = end;
+        continue;
       }
     }
     if (!NameChar(t[i]) || (i > 0 && NameChar(t[i - 1]))) {

@@ -22,8 +22,10 @@ inline constexpr std::string_view kRedacted = "<redacted>";
 
 // `text` with the value after every secret name replaced by "<redacted>", in the forms that
 // logs and command lines use: name=value, name: value, 'name': 'value', "name": [...],
-// --name value, and the token after "Bearer " or "Basic ". A quoted value, or a [...] or {...}
-// one, is replaced whole.
+// --name value, and the token after "Bearer " or "Basic "; also a URL's password
+// ("https://user:pass@host") and keys whose format names them wherever they stand ("sk-...",
+// "hf_...", "ghp_...", 16 characters or more after the prefix). A quoted value, or a [...] or
+// {...} one, is replaced whole.
 std::string RedactSecretsInText(std::string_view text);
 
 // Replaces, at any depth of a nlohmann JSON value, every value under a key that names a secret

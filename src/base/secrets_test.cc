@@ -53,6 +53,14 @@ TEST(SecretsTest, TextKeepsEverythingButTheSecretValues) {
       {"no secrets here: 1, 2", "no secrets here: 1, 2"},
       {"token:", "token:"},
       {"", ""},
+      // A URL's password, and keys whose format names them, with no name in front.
+      {"Failed to download from https://user:s3cretpw@proxy.corp:3128/x with token "
+       "hf_AbCdEfGhIjKlMnOpQrSt",
+       "Failed to download from https://user:<redacted>@proxy.corp:3128/x with token <redacted>"},
+      {"key sk-proj-abcdefghijklmnop1234 rejected", "key <redacted> rejected"},
+      {"ghp_0123456789abcdefABCDEF0123456789abcd", "<redacted>"},
+      {"http://host:8000/v1 and user@host", "http://host:8000/v1 and user@host"},
+      {"hf_hub download sk-1 task-sk-abcdefghijklmnopqrst", "hf_hub download sk-1 task-sk-abcdefghijklmnopqrst"},
   };
   for (const auto& [in, want] : cases) EXPECT_EQ(RedactSecretsInText(in), want) << in;
 }

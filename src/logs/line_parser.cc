@@ -20,6 +20,9 @@ bool Consume(std::string_view& s, std::string_view prefix) {
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsIdentChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '_' || c == '.';
+}
 
 // Reads exactly `n` digits at s[pos...]; -1 if any is not a digit.
 int Digits(std::string_view s, size_t pos, size_t n) {
@@ -80,6 +83,7 @@ int MonthFromAbbrev(std::string_view s) {
 
 // journalctl short format: "Nov 30 00:36:54 gpu-host-1 vllm[812]: <message>"
 //                          "Nov  3 00:36:54 gpu-host-1 python3: <message>"
+// and short-precise:       "Nov 30 00:36:54.123456 gpu-host-1 vllm[812]: <message>"
 // On a match, removes the wrapper from `s` and sets *ts_ns.
 bool StripJournalPrefix(std::string_view& s, std::optional<int64_t>* ts_ns) {
   if (s.size() < 20 || s[3] != ' ') return false;
@@ -88,9 +92,21 @@ bool StripJournalPrefix(std::string_view& s, std::optional<int64_t>* ts_ns) {
   int day = s[4] == ' ' ? Digits(s, 5, 1) : Digits(s, 4, 2);
   if (day < 0 || s[6] != ' ') return false;
   int64_t clock = ClockNs(s, 7);
-  if (clock < 0 || s[15] != ' ') return false;
-  size_t host_end = s.find(' ', 16);
-  if (host_end == std::string_view::npos || host_end == 16) return false;
+  if (clock < 0) return false;
+  size_t host = 16;
+  if (s[15] == '.') {   // journalctl -o short-precise: "00:36:54.123456"
+    int64_t scale = kNsPerSec / 10;
+    for (host = 16; host < s.size() && IsDigit(s[host]); ++host) {
+      clock += (s[host] - '0') * scale;
+      scale /= 10;
+    }
+    if (host == 16 || host >= s.size() || s[host] != ' ') return false;
+    ++host;
+  } else if (s[15] != ' ') {
+    return false;
+  }
+  size_t host_end = s.find(' ', host);
+  if (host_end == std::string_view::npos || host_end == host) return false;
   size_t colon = s.find(": ", host_end + 1);
   if (colon == std::string_view::npos) return false;
   // The identifier ("vllm[812]") holds no blanks.
@@ -101,6 +117,29 @@ bool StripJournalPrefix(std::string_view& s, std::optional<int64_t>* ts_ns) {
   *ts_ns = *day_ns + clock;
   s.remove_prefix(colon + 2);
   return true;
+}
+
+// After an RFC 3339 time (rsyslog, journalctl -o short-iso): "gpu-host-1 vllm[812]: " — a host
+// name, then an identifier with an optional [pid] and a colon; removed on a match. A vLLM or
+// uvicorn line never starts so ("INFO 06-25 ...", "INFO:     127.0.0.1...").
+void StripSyslogSource(std::string_view& s) {
+  const size_t host_end = s.find(' ');
+  if (host_end == std::string_view::npos || host_end == 0 || host_end > 64) return;
+  if (s.substr(0, host_end).find(':') != std::string_view::npos) return;
+  size_t i = host_end + 1;
+  const size_t ident = i;
+  while (i < s.size() && (IsIdentChar(s[i]) || s[i] == '-' || s[i] == '/')) ++i;
+  if (i == ident) return;
+  if (i < s.size() && s[i] == '[') {
+    const size_t close = s.find(']', i);
+    if (close == std::string_view::npos) return;
+    for (size_t d = i + 1; d < close; ++d) {
+      if (!IsDigit(s[d])) return;
+    }
+    i = close + 1;
+  }
+  if (s.substr(i, 2) != ": ") return;
+  s.remove_prefix(i + 2);
 }
 
 // RFC 3339 from `docker logs -t` / `kubectl logs --timestamps`:
@@ -125,6 +164,7 @@ bool StripRfc3339Prefix(std::string_view& s, std::optional<int64_t>* ts_ns) {
   if (!day_ns) return false;
   *ts_ns = *day_ns + clock + frac_ns;
   s.remove_prefix(sp + 1);
+  StripSyslogSource(s);
   return true;
 }
 
@@ -134,14 +174,42 @@ bool StripProcPrefix(std::string_view& s, std::string_view* proc) {
   size_t close = s.find(") ");
   if (close == std::string_view::npos || close > 80) return false;
   std::string_view inner = s.substr(1, close - 1);
+  // Ray's workers add the node: "(RayWorkerWrapper pid=4161, ip=10.0.0.2)", "(pid=4163, ip=...)".
+  if (size_t ip = inner.find(", ip="); ip != std::string_view::npos) inner = inner.substr(0, ip);
   size_t pid = inner.rfind(" pid=");
-  if (pid == std::string_view::npos || pid + 5 >= inner.size()) return false;
-  for (size_t i = pid + 5; i < inner.size(); ++i) {
+  size_t digits = pid + 5;
+  if (pid == std::string_view::npos) {
+    if (inner.substr(0, 4) != "pid=") return false;
+    pid = 0;
+    digits = 4;
+  }
+  if (digits >= inner.size()) return false;
+  for (size_t i = digits; i < inner.size(); ++i) {
     if (!IsDigit(inner[i])) return false;
   }
   *proc = inner.substr(0, pid);
   s.remove_prefix(close + 2);
   return true;
+}
+
+// vLLM's prefix after something else in front ("[node-3] INFO 08-20 10:00:10 [", set by
+// VLLM_LOGGING_PREFIX; a `kubectl logs --prefix` tag): within the first 128 bytes, a blank,
+// a level word, " MM-DD HH:MM:SS ". On a match `s` starts after the level word.
+Level TakeLevelWord(std::string_view& s);
+void SkipToVllmLevel(std::string_view& s, Level* level) {
+  const size_t limit = std::min<size_t>(s.size(), 128);
+  for (size_t p = 1; p < limit; ++p) {
+    if (s[p - 1] != ' ') continue;
+    std::string_view r = s.substr(p);
+    const Level l = TakeLevelWord(r);
+    if (l == Level::kNone || r.size() < 17 || r[0] != ' ' || r[3] != '-' || r[6] != ' ' ||
+        r[9] != ':' || r[12] != ':' || r[15] != ' ' || Digits(r, 1, 2) < 0 || Digits(r, 4, 2) < 0) {
+      continue;
+    }
+    s = r;
+    *level = l;
+    return;
+  }
 }
 
 // The level word at the front of `s`, removed on a match. Python logging level names.
@@ -160,9 +228,6 @@ Level TakeLevelWord(std::string_view& s) {
   }
 }
 
-bool IsIdentChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || IsDigit(c) || c == '_' || c == '.';
-}
 
 // Python's last traceback line: "RuntimeError: CUDA error: out of memory", "torch.OutOfMemoryError"
 bool LooksLikeException(std::string_view s) {
@@ -265,6 +330,7 @@ const ParsedLine& LineParser::Parse(std::string_view line) {
   std::string_view proc;
   StripProcPrefix(rest, &proc);
   Level level = TakeLevelWord(rest);
+  if (level == Level::kNone) SkipToVllmLevel(rest, &level);
   if (level != Level::kNone && rest.size() >= 16 && rest[0] == ' ' && rest[3] == '-' &&
       rest[6] == ' ') {
     int month = Digits(rest, 1, 2), day = Digits(rest, 4, 2);

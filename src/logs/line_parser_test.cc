@@ -193,5 +193,39 @@ TEST(LineParserTest, MonthDayTime) {
   EXPECT_EQ(WallLabel(*MonthDayTimeNs(3, 1, 0, 0, 1)), "03-01 00:00:01");
 }
 
+// Wrappers and prefixes a vLLM line arrives in: Ray's worker prefix with the node's address, the
+// journal's precise time, rsyslog's RFC 3339 time with host and identifier, and a prefix before
+// the level word (VLLM_LOGGING_PREFIX, `kubectl logs --prefix`).
+TEST(LineParserTest, VllmLinesInsideOtherPrefixes) {
+  LineParser p;
+  const ParsedLine& ray = p.Parse(
+      "(RayWorkerWrapper pid=4161, ip=10.0.0.2) WARNING 08-20 10:00:01 [custom_all_reduce.py:134] "
+      "Custom allreduce is disabled");
+  EXPECT_EQ(ray.source, Source::kVllm);
+  EXPECT_EQ(ray.proc, "RayWorkerWrapper");
+  EXPECT_EQ(ray.level, Level::kWarning);
+  const ParsedLine& bare = p.Parse("(pid=4163, ip=10.0.0.3) ERROR 08-20 10:00:02 [worker.py:1] boom");
+  EXPECT_EQ(bare.source, Source::kVllm);
+  EXPECT_EQ(bare.proc, "");
+  EXPECT_EQ(bare.msg, "boom");
+  const char* stats =
+      "INFO 08-20 10:00:10 [loggers.py:123] Engine 000: Avg prompt throughput: 820.0 tokens/s, "
+      "Avg generation throughput: 50.0 tokens/s, Running: 8 reqs, Waiting: 0 reqs, GPU KV cache "
+      "usage: 12.0%, Prefix cache hit rate: 30.0%";
+  for (std::string wrapper : {"Aug 20 10:00:10.123456 gpu1 vllm[812]: ",
+                              "2025-08-20T10:00:10+0000 gpu1 vllm[812]: ",
+                              "2025-08-20T10:00:10.123456+00:00 gpu1 python3: ",
+                              "[node-3] ", "(APIServer pid=1) [node-3] ",
+                              "[pod/vllm-0/server] "}) {
+    const ParsedLine& pl = p.Parse(wrapper + stats);
+    EXPECT_EQ(pl.source, Source::kVllm) << wrapper;
+    EXPECT_EQ(pl.event, Event::kStats) << wrapper;
+    EXPECT_EQ(pl.ts_ns, Wall(8, 20, 10, 0, 10)) << wrapper;
+  }
+  // Not every line with a level word inside is vLLM's.
+  const ParsedLine& other = p.Parse("some tool says INFO about 08-20 things");
+  EXPECT_NE(other.source, Source::kVllm);
+}
+
 }  // namespace
 }  // namespace latdoc::logs

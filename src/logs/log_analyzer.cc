@@ -97,9 +97,12 @@ void HalveSeries(EngineSeries& s) {
 struct StretchTracker {
   std::optional<Stretch> cur;
 
-  // Adds a point at t covering dt_ns; returns true when a new stretch starts.
+  // Adds a point at t covering the dt_ns before it; returns true when a new stretch starts. A
+  // stretch starts where its first point's time began (t - dt), so that it lasts from its start
+  // to its end; `start_label(t)` labels that time, called only then.
+  template <typename LabelFn>
   bool Add(bool cond, int64_t t_ns, int64_t dt_ns, double value, const std::string& label,
-           std::optional<Stretch>* longest) {
+           const LabelFn& start_label, std::optional<Stretch>* longest) {
     if (!cond) {
       cur.reset();
       return false;
@@ -107,8 +110,8 @@ struct StretchTracker {
     bool started = !cur;
     if (started) {
       cur = Stretch{};
-      cur->start_ns = t_ns;
-      cur->start_label = label;
+      cur->start_ns = t_ns - dt_ns;
+      cur->start_label = dt_ns > 0 ? start_label(t_ns - dt_ns) : label;
       cur->peak = value;
     }
     cur->end_ns = t_ns;
@@ -126,13 +129,15 @@ struct StretchTracker {
 struct GapCandidate {
   int64_t start_ns, end_ns;
   int64_t running, waiting;
-  uint64_t lines_between;
+  uint64_t lines_between;      // lines other than stats lines
+  bool open_ended = false;     // no stats line after it: end_ns is the log's last time
 };
 
 struct EngineState {
   EngineFacts f;
   std::optional<Point> prev;
   uint64_t lines_at_prev = 0;
+  uint64_t stats_at_prev = 0;     // State::stats_seen after the previous point
   std::map<int64_t, uint64_t> delta_hist;   // whole seconds between stats lines -> count
   std::vector<GapCandidate> candidates;
   StretchTracker queue, kv;
@@ -163,6 +168,9 @@ struct LogAnalyzer::State {
   std::vector<int64_t> day_skips;  // the times from which a Feb 29 was left out, for labels
   bool relative_known = false;
   std::vector<EngineState> engines;
+  uint64_t stats_seen = 0;        // stats lines of every engine so far
+  int64_t v0_run_preemptions = 0;           // V0's cumulative count in this server run
+  int64_t v0_earlier_runs_preemptions = 0;  // the last counts of the runs before it
   std::unordered_map<std::string, size_t> group_index;
   std::string key;                           // scratch
   std::string tmpl;                          // scratch
@@ -286,10 +294,8 @@ struct LogAnalyzer::State {
         int64_t secs = std::min<int64_t>((delta + kSecNs / 2) / kSecNs, 3600);
         ++e->delta_hist[secs];
       }
-      bool prev_busy = q.running > 0 || q.waiting > 0 || q.prompt_tps > 0 || q.gen_tps > 0;
-      if (prev_busy && delta >= 2 * kSecNs) {
-        e->candidates.push_back(
-            {q.t_ns, p.t_ns, q.running, q.waiting, f.lines - e->lines_at_prev - 1});
+      if (Busy(q) && delta >= 2 * kSecNs) {
+        e->candidates.push_back({q.t_ns, p.t_ns, q.running, q.waiting, LinesSincePrev(*e, 1)});
         if (e->candidates.size() >= kMaxGapCandidates) {
           // Keep the longer half; the short ones are ordinary spacing, not stalls.
           std::sort(e->candidates.begin(), e->candidates.end(), [](const auto& a, const auto& b) {
@@ -314,7 +320,8 @@ struct LogAnalyzer::State {
       ++ef.queued_points;
       ef.queued_ns += dt;
     }
-    if (e->queue.Add(p.waiting > 0, p.t_ns, dt, static_cast<double>(p.waiting), label,
+    auto label_of = [this](int64_t t) { return Label(t); };
+    if (e->queue.Add(p.waiting > 0, p.t_ns, dt, static_cast<double>(p.waiting), label, label_of,
                      &ef.longest_queue)) {
       ++ef.queue_stretches;
     }
@@ -323,7 +330,7 @@ struct LogAnalyzer::State {
       ++ef.kv_high_points;
       ef.kv_high_ns += dt;
     }
-    if (e->kv.Add(kv_high, p.t_ns, dt, p.kv_pct, label, &ef.longest_kv_high)) {
+    if (e->kv.Add(kv_high, p.t_ns, dt, p.kv_pct, label, label_of, &ef.longest_kv_high)) {
       ++ef.kv_high_stretches;
     }
     if (p.preemptions > 0) {
@@ -346,6 +353,18 @@ struct LogAnalyzer::State {
     }
     e->prev = p;
     e->lines_at_prev = f.lines;
+    e->stats_at_prev = ++stats_seen;
+  }
+
+  // Lines other than stats lines (of any engine) logged since the engine's previous point, less
+  // `this_line` (1: the current line is the engine's next stats line).
+  uint64_t LinesSincePrev(const EngineState& e, uint64_t this_line) const {
+    const uint64_t lines = f.lines - e.lines_at_prev - this_line;
+    const uint64_t stats = stats_seen - e.stats_at_prev;
+    return lines >= stats ? lines - stats : 0;
+  }
+  static bool Busy(const Point& q) {
+    return q.running > 0 || q.waiting > 0 || q.prompt_tps > 0 || q.gen_tps > 0;
   }
 
   // V0 logs the prefix-cache hit rate on its own line right after the stats line: it belongs
@@ -565,7 +584,11 @@ void LogAnalyzer::AddLine(const Line& line) {
     case Event::kPreemptionV0:
       ++f.v0_preemption_warnings;
       if (pl.count > 0) {
-        f.v0_cumulative_preemptions = std::max(f.v0_cumulative_preemptions.value_or(0), pl.count);
+        // The count is per server process: one that drops is a restart (or the next of two
+        // rotated files), whose preemptions add to the earlier run's.
+        if (pl.count < s.v0_run_preemptions) s.v0_earlier_runs_preemptions += s.v0_run_preemptions;
+        s.v0_run_preemptions = pl.count;
+        f.v0_cumulative_preemptions = s.v0_earlier_runs_preemptions + s.v0_run_preemptions;
       }
       break;
     case Event::kLlamaPromptTiming:
@@ -644,7 +667,15 @@ LogFacts LogAnalyzer::Snapshot() const {
     // assumed interval, only a spacing of three intervals counts.
     int64_t threshold_ns = ef.interval_assumed ? 3 * interval_ns
                                                : interval_ns + interval_ns / 2 + kSecNs;
-    for (const GapCandidate& c : e.candidates) {
+    // A busy engine whose stats lines stopped before the log did: a gap still open at the end
+    // (a log taken during a hang ends inside one).
+    std::vector<GapCandidate> candidates = e.candidates;
+    if (e.prev && State::Busy(*e.prev) && f.last_ns && *f.last_ns > e.prev->t_ns) {
+      candidates.push_back({e.prev->t_ns, *f.last_ns, e.prev->running, e.prev->waiting,
+                            s.LinesSincePrev(e, 0)});
+      candidates.back().open_ended = true;
+    }
+    for (const GapCandidate& c : candidates) {
       int64_t gap = c.end_ns - c.start_ns;
       if (gap <= threshold_ns) continue;
       StatsGap g;
@@ -658,6 +689,7 @@ LogFacts LogAnalyzer::Snapshot() const {
       g.running_before = c.running;
       g.waiting_before = c.waiting;
       g.lines_between = c.lines_between;
+      g.open_ended = c.open_ended;
       ++ef.gaps_total;
       ef.gaps_missing_ns += g.missing_ns;
       ef.gaps.push_back(std::move(g));

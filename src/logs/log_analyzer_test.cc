@@ -57,9 +57,11 @@ TEST(LogAnalyzerTest, QueueingKvAndPreemptionStretches) {
   EXPECT_EQ(e.queued_points, 3u);
   EXPECT_EQ(e.queue_stretches, 2u);
   ASSERT_TRUE(e.longest_queue);
-  EXPECT_EQ(e.longest_queue->start_label, "06-25 10:00:30");
+  // It lasts from the start of its first point's interval to its last point: 10:00:20 to 40.
+  EXPECT_EQ(e.longest_queue->start_label, "06-25 10:00:20");
   EXPECT_EQ(e.longest_queue->end_label, "06-25 10:00:40");
   EXPECT_EQ(e.longest_queue->dur_ns, 20 * kS);
+  EXPECT_EQ(e.longest_queue->end_ns - e.longest_queue->start_ns, e.longest_queue->dur_ns);
   EXPECT_EQ(e.longest_queue->peak, 7);
   EXPECT_EQ(e.busy_ns, 50 * kS);   // points at 20..60 with work; the first point covers 0 s
   EXPECT_EQ(e.kv_high_points, 3u);
@@ -99,6 +101,70 @@ TEST(LogAnalyzerTest, MissingStatsLineWhileBusyIsAGapButNotWhileIdle) {
   EXPECT_EQ(g.running_before, 5);
   EXPECT_EQ(g.lines_between, 2u);
   EXPECT_EQ(e.gaps_missing_ns, 30 * kS);
+}
+
+TEST(LogAnalyzerTest, LogEndingInsideAStallHasAnOpenGap) {
+  // Busy, then only request lines for ten minutes: a log taken during a hang.
+  std::string log;
+  for (int t = 10; t <= 60; t += 10) log += Stats(t, 8, 3, 40);
+  for (int t = 65; t <= 660; t += 5) {
+    log += fmt::format("INFO 06-25 {:02d}:{:02d}:{:02d} [logger.py:39] Received request cmpl-{}: "
+                       "prompt: 'x', params: None.\n",
+                       10 + t / 3600, t / 60 % 60, t % 60, t);
+  }
+  LogFacts f = Analyze(log);
+  const EngineFacts& e = f.engines.at(0);
+  ASSERT_EQ(e.gaps_total, 1u);
+  const StatsGap& g = e.gaps.at(0);
+  EXPECT_TRUE(g.open_ended);
+  EXPECT_EQ(g.start_label, "06-25 10:01:00");
+  EXPECT_EQ(g.end_label, "06-25 10:11:00");
+  EXPECT_EQ(g.gap_ns, 600 * kS);
+  EXPECT_EQ(g.lines_between, 120u);
+  // An idle engine whose lines stop is no stall.
+  std::string idle;
+  for (int t = 10; t <= 60; t += 10) idle += Stats(t, 0, 0, 0, 0.0);
+  idle += "INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK\n";
+  EXPECT_EQ(Analyze(idle).engines.at(0).gaps_total, 0u);
+}
+
+TEST(LogAnalyzerTest, OtherEnginesStatsLinesAreNotLinesLoggedDuringAGap) {
+  // Engine 1 stops for 40 s while engine 0 goes on: engine 0's stats lines are not "other
+  // lines" of engine 1's gap; one access line is.
+  std::string log;
+  auto engine = [](std::string line, int n) {
+    return line.replace(line.find("Engine 000"), 10, fmt::format("Engine {:03d}", n));
+  };
+  for (int t = 10; t <= 100; t += 10) {
+    log += Stats(t, 4, 0, 10);
+    if (t <= 40 || t >= 80) log += engine(Stats(t, 4, 0, 10), 1);
+    if (t == 60) log += "INFO:     127.0.0.1:1 - \"POST /v1/completions HTTP/1.1\" 200 OK\n";
+  }
+  LogFacts f = Analyze(log);
+  ASSERT_EQ(f.engines.size(), 2u);
+  const EngineFacts& e1 = f.engines.at(1);
+  ASSERT_EQ(e1.gaps_total, 1u);
+  EXPECT_EQ(e1.gaps.at(0).gap_ns, 40 * kS);
+  EXPECT_EQ(e1.gaps.at(0).lines_between, 1u);
+  EXPECT_FALSE(e1.gaps.at(0).open_ended);
+}
+
+TEST(LogAnalyzerTest, V0PreemptionCountsAddAcrossARestart) {
+  // V0 warns at the 1st, 51st, 101st preemption of a server run; the count starts again after a
+  // restart (or in the next of two rotated files).
+  std::string log;
+  int t = 0;
+  for (int count : {1, 51, 101, 1, 51}) {
+    log += fmt::format(
+        "WARNING 05-02 14:10:{:02d} scheduler.py:1089] Sequence group cmpl-{} is preempted by "
+        "PreemptionMode.RECOMPUTE mode because there is not enough KV cache space. "
+        "total_num_cumulative_preemption={}\n",
+        t, t, count);
+    ++t;
+  }
+  LogFacts f = Analyze(log);
+  EXPECT_EQ(f.v0_preemption_warnings, 5u);
+  EXPECT_EQ(f.v0_cumulative_preemptions, 152);
 }
 
 TEST(LogAnalyzerTest, VolumeByKindAndBytes) {

@@ -147,7 +147,8 @@ json ToJson(const LogFacts& f) {
                       {"missing_s", Sec(g.missing_ns)},
                       {"running_before", g.running_before},
                       {"waiting_before", g.waiting_before},
-                      {"lines_between", g.lines_between}});
+                      {"lines_between", g.lines_between},
+                      {"open_ended", g.open_ended}});
     }
     engines.push_back({
         {"engine", e.engine},

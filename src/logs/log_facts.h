@@ -50,9 +50,9 @@ struct InputInfo {
 
 // A run of consecutive stats points that meet a condition (waiting > 0, KV usage >= 90%).
 struct Stretch {
-  int64_t start_ns = 0;
+  int64_t start_ns = 0;      // where the first point's interval began (its time less that interval)
   int64_t end_ns = 0;        // time of the last point in the run
-  int64_t dur_ns = 0;        // end - start + the interval the first point covers
+  int64_t dur_ns = 0;        // the intervals its points cover: end - start while they run on
   std::string start_label;
   std::string end_label;
   double peak = 0;           // max waiting, or max KV usage %
@@ -71,7 +71,8 @@ struct StatsGap {
   std::string end_label;
   int64_t running_before = 0;
   int64_t waiting_before = 0;
-  uint64_t lines_between = 0;   // other log lines in between (the API server kept logging?)
+  uint64_t lines_between = 0;   // lines other than stats lines in between (the API server kept logging?)
+  bool open_ended = false;      // no stats line came after it: the log ends inside the gap
 };
 
 // Stats series of one engine, for charts. Bounded: past kMaxSeriesPoints, neighbouring points

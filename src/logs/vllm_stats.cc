@@ -41,13 +41,18 @@ bool ParseParts(std::string_view s, VllmStats* st) {
     } else if (Consume(part, "Running: ")) {
       if (!TakeNumber(part, &st->running)) return false;
       have_running = true;
-    } else if (Consume(part, "Waiting: ") || Consume(part, "Pending: ")) {
+    } else if (Consume(part, "Waiting: ")) {
       if (!TakeNumber(part, &st->waiting)) return false;
       have_waiting = true;
-    } else if (Consume(part, "Swapped: ")) {
+    } else if (Consume(part, "Pending: ")) {   // V0's name for it
+      if (!TakeNumber(part, &st->waiting)) return false;
+      have_waiting = true;
+      st->v0 = true;
+    } else if (Consume(part, "Swapped: ")) {   // V0 only
       int64_t v = 0;
       if (!TakeNumber(part, &v)) return false;
       st->swapped = v;
+      st->v0 = true;
     } else if (Consume(part, "Preemptions: ")) {
       int64_t v = 0;
       if (!TakeNumber(part, &v)) return false;
@@ -85,10 +90,11 @@ std::optional<VllmStats> ParseVllmV1Stats(std::string_view msg) {
   return st;
 }
 
+// V0's line, and V1's before it named the engine (about vLLM 0.8: "Avg prompt throughput: ...
+// Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: ..."): V0 says Pending and Swapped.
 std::optional<VllmStats> ParseVllmV0Stats(std::string_view msg) {
   if (msg.substr(0, 23) != "Avg prompt throughput: ") return std::nullopt;
   VllmStats st;
-  st.v0 = true;
   if (!ParseParts(msg, &st)) return std::nullopt;
   return st;
 }

@@ -38,7 +38,8 @@ struct VllmStats {
 // or a required part (throughputs, Running, Waiting, GPU KV cache usage) is missing or malformed.
 std::optional<VllmStats> ParseVllmV1Stats(std::string_view msg);
 
-// Parses a V0 stats message ("Avg prompt throughput: ..., Pending: ...").
+// Parses a stats message without an engine: V0's ("Avg prompt throughput: ..., Pending: ...",
+// `v0` set) and V1's before it named the engine (about 0.8: "..., Waiting: ...", `v0` unset).
 std::optional<VllmStats> ParseVllmV0Stats(std::string_view msg);
 
 // Parses the V0 "Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%" line; returns the GPU percent.

@@ -58,6 +58,17 @@ TEST(VllmStatsTest, V0Line) {
   EXPECT_FALSE(ParseVllmV0PrefixHitRate("Prefix cache hit rate: 12.50%"));
 }
 
+TEST(VllmStatsTest, EarlyV1LineWithoutAnEngineIsNotV0) {
+  // vLLM ~0.8 V1 (v1/metrics/loggers.py): no "Engine 000:", Waiting rather than Pending.
+  auto st = ParseVllmV0Stats(
+      "Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 3 "
+      "reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 30.0%");
+  ASSERT_TRUE(st);
+  EXPECT_FALSE(st->v0);
+  EXPECT_EQ(st->running, 3);
+  EXPECT_EQ(st->prefix_hit_pct, 30.0);
+}
+
 TEST(VllmStatsTest, MalformedOrIncompleteLinesAreRejected) {
   // Missing GPU KV cache usage.
   EXPECT_FALSE(ParseVllmV1Stats("Engine 000: Avg prompt throughput: 1.0 tokens/s, Avg generation "

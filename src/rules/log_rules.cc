@@ -41,6 +41,11 @@ std::vector<const EngineFacts*> Engines(const LogFacts& f) {
   return out;
 }
 
+// " on the busiest of N engines" for a time that is one engine's of several; "" for one.
+std::string OnOneOf(size_t engines) {
+  return engines > 1 ? fmt::format(" on the busiest of {} engines", engines) : "";
+}
+
 std::string EngineName(const EngineFacts& e) {
   return e.engine < 0 ? std::string("aggregated engines") : fmt::format("engine {}", e.engine);
 }
@@ -48,13 +53,16 @@ std::string EngineName(const EngineFacts& e) {
 void Queueing(const LogFacts& f, std::vector<Finding>& out) {
   auto engines = Engines(f);
   if (engines.empty()) return;
-  int64_t queued = 0, busy = 0;
+  // Engines of one server queue at the same time: a time is the most queued engine's own (a
+  // sum over engines could exceed the log); the share is of all engines' busy time.
+  int64_t queued = 0, busy = 0, queued_one = 0;
   uint64_t points = 0, stretches = 0, saturation = 0;
   int64_t max_waiting = 0, max_running = 0;
   double peak_kv = 0;
   const EngineFacts* worst = nullptr;
   for (const EngineFacts* e : engines) {
     queued += e->queued_ns;
+    queued_one = std::max(queued_one, e->queued_ns);
     busy += e->busy_ns;
     points += e->queued_points;
     stretches += e->queue_stretches;
@@ -81,9 +89,10 @@ void Queueing(const LogFacts& f, std::vector<Finding>& out) {
   fi.severity = share >= kQueueFailShare ? Severity::kFail
                 : share >= kQueueWarnShare ? Severity::kWarn
                                            : Severity::kInfo;
-  fi.title = fmt::format("Requests queued for {:.0f} s ({:.0f}% of busy time), up to {} waiting",
-                         Sec(queued), 100 * share, max_waiting);
-  fi.evidence.push_back(Num("queued_time", Sec(queued), "s"));
+  fi.title = fmt::format("Requests queued for {:.0f} s{} ({:.0f}% of busy time), up to {} waiting",
+                         Sec(queued_one), OnOneOf(engines.size()), 100 * share, max_waiting);
+  fi.evidence.push_back(Num("queued_time", Sec(queued_one), "s"));
+  if (engines.size() > 1) fi.evidence.push_back(Num("queued_engine_seconds", Sec(queued), "s"));
   fi.evidence.push_back(Num("queued_share_of_busy", 100 * share, "%"));
   fi.evidence.push_back(Num("queue_stretches", static_cast<double>(stretches), ""));
   if (worst) {
@@ -119,12 +128,13 @@ void Queueing(const LogFacts& f, std::vector<Finding>& out) {
 void KvPressure(const LogFacts& f, std::vector<Finding>& out) {
   auto engines = Engines(f);
   if (engines.empty()) return;
-  int64_t high = 0, busy = 0, preemptions = 0;
+  int64_t high = 0, busy = 0, preemptions = 0, high_one = 0;   // as Queueing's times
   uint64_t points = 0, stretches = 0;
   double peak = 0;
   const EngineFacts* worst = nullptr;
   for (const EngineFacts* e : engines) {
     high += e->kv_high_ns;
+    high_one = std::max(high_one, e->kv_high_ns);
     busy += e->busy_ns;
     points += e->kv_high_points;
     stretches += e->kv_high_stretches;
@@ -148,9 +158,10 @@ void KvPressure(const LogFacts& f, std::vector<Finding>& out) {
     return;
   }
   fi.severity = preemptions > 0 ? Severity::kFail : Severity::kWarn;
-  fi.title = fmt::format("GPU KV cache at or above {:.0f}% for {:.0f} s (peak {:.1f}%)",
-                         logs::kKvHighPct, Sec(high), peak);
-  fi.evidence.push_back(Num("kv_high_time", Sec(high), "s"));
+  fi.title = fmt::format("GPU KV cache at or above {:.0f}% for {:.0f} s{} (peak {:.1f}%)",
+                         logs::kKvHighPct, Sec(high_one), OnOneOf(engines.size()), peak);
+  fi.evidence.push_back(Num("kv_high_time", Sec(high_one), "s"));
+  if (engines.size() > 1) fi.evidence.push_back(Num("kv_high_engine_seconds", Sec(high), "s"));
   if (busy > 0) {
     fi.evidence.push_back(
         Num("kv_high_share_of_busy", 100.0 * static_cast<double>(high) / static_cast<double>(busy), "%"));
@@ -198,8 +209,10 @@ void Preemptions(const LogFacts& f, std::vector<Finding>& out) {
     return;
   }
   fi.severity = total >= kPreemptionFailCount ? Severity::kFail : Severity::kWarn;
-  fi.title = fmt::format("{} requests preempted for lack of KV cache (recomputed from scratch)",
-                         total);
+  // Preemptions, not requests (one request can be preempted again); V0 warns only at the 1st,
+  // 51st, 101st... of a run, so its count is a floor.
+  fi.title = fmt::format("{}{} preemption{} for lack of KV cache (requests recomputed from scratch)",
+                         v0 > 0 ? "at least " : "", total, total == 1 ? "" : "s");
   if (v1 > 0) {
     fi.evidence.push_back(Num("preemptions_v1", static_cast<double>(v1), ""));
     fi.evidence.push_back(Num("intervals_with_preemptions", static_cast<double>(intervals), ""));
@@ -251,23 +264,36 @@ void StatsGaps(const LogFacts& f, std::vector<Finding>& out) {
   fi.evidence.push_back(Num("gaps", static_cast<double>(gaps), ""));
   fi.evidence.push_back(Num("missing_time", Sec(missing), "s"));
   fi.evidence.push_back(Text(
-      "longest_gap", fmt::format("{:.0f} s from {} to {} ({}), {} running and {} waiting before",
-                                 Sec(longest->gap_ns), longest->start_label, longest->end_label,
-                                 EngineName(*at), longest->running_before,
-                                 longest->waiting_before)));
-  fi.evidence.push_back(Num("lines_logged_during_longest_gap",
-                            static_cast<double>(longest->lines_between), ""));
+      "longest_gap",
+      fmt::format("{:.0f} s from {} to {} ({}), {} running and {} waiting before",
+                  Sec(longest->gap_ns), longest->start_label,
+                  longest->open_ended ? "the end of the log at " + longest->end_label
+                                      : longest->end_label,
+                  EngineName(*at), longest->running_before, longest->waiting_before)));
+  fi.evidence.push_back(Evidence{"lines_logged_during_longest_gap",
+                                 static_cast<double>(longest->lines_between), "",
+                                 "lines other than stats lines"});
   fi.evidence.push_back(Num("stats_interval", at->interval_s.value_or(10), "s"));
-  std::string where =
-      longest->lines_between > 0
-          ? "other lines were still logged during the gap, so the API server's event loop or "
-            "the stats task was blocked"
-          : "nothing at all was logged during the gap, so the whole process was stopped";
-  fi.advice = fmt::format(
-      "Find what blocks the serving process ({}): synchronous log writes (turn off "
-      "--enable-log-requests, log to a local disk, not a network file system), host swapping "
-      "(vmstat si/so), CPU starvation or a long GC pause; run `latdoc doctor` on the host",
-      where);
+  // The stats line is written by a task on the API server's own event loop; vLLM V1 writes it
+  // at DEBUG when every throughput is 0. So other lines logged meanwhile (access lines, request
+  // logs) mean that loop ran, and the engine made no progress.
+  if (longest->lines_between > 0) {
+    fi.advice =
+        "The API server kept logging, so its loop ran while the engine produced no tokens (vLLM "
+        "V1 logs the stats line at DEBUG when throughput is 0): look for a hung engine core or "
+        "GPU (a stuck collective across tensor-parallel ranks, an XID error in `dmesg`, "
+        "`py-spy dump` of the EngineCore process), and for a blocked worker (host swapping, "
+        "vmstat si/so); run `latdoc doctor` on the host";
+  } else {
+    fi.advice =
+        "Nothing at all was logged during the gap, so the whole serving process was stopped: "
+        "synchronous log writes (turn off --enable-log-requests, log to a local disk, not a "
+        "network file system), host swapping (vmstat si/so), CPU starvation or a long GC "
+        "pause; run `latdoc doctor` on the host";
+  }
+  if (longest->open_ended) {
+    fi.advice += "; the log ends inside the gap: if the server still runs, it may be hung now";
+  }
   out.push_back(std::move(fi));
 }
 

@@ -96,7 +96,7 @@ TEST(LogRulesTest, FullKvCacheAndPreemptionsPointAtMemoryFlags) {
   const Finding* pre = Find(fs, "logs.preemptions");
   ASSERT_NE(pre, nullptr);
   EXPECT_EQ(pre->severity, Severity::kWarn);
-  EXPECT_EQ(pre->title, "5 requests preempted for lack of KV cache (recomputed from scratch)");
+  EXPECT_EQ(pre->title, "5 preemptions for lack of KV cache (requests recomputed from scratch)");
   EXPECT_THAT(Find(fs, "logs.queueing")->advice, HasSubstr("logs.kv_pressure"));
   e.preemptions = 0;
   f.v0_preemption_warnings = 2;
@@ -104,6 +104,7 @@ TEST(LogRulesTest, FullKvCacheAndPreemptionsPointAtMemoryFlags) {
   auto pre0 = FindIn(EvaluateLogRules(f), "logs.preemptions");
   ASSERT_TRUE(pre0);
   EXPECT_EQ(pre0->severity, Severity::kFail);
+  EXPECT_EQ(pre0->title, "at least 51 preemptions for lack of KV cache (requests recomputed from scratch)");
 }
 
 TEST(LogRulesTest, StatsGapIsAStall) {
@@ -125,13 +126,21 @@ TEST(LogRulesTest, StatsGapIsAStall) {
   EXPECT_EQ(s->severity, Severity::kWarn);
   EXPECT_EQ(s->title,
             "The server stalled: 1 stats line gap while busy, longest 45 s (due every 10 s)");
-  EXPECT_THAT(s->advice, HasSubstr("event loop"));
+  // Other lines logged meanwhile: the API server's loop (which writes the stats line) ran, so
+  // the engine made no progress.
+  EXPECT_THAT(s->advice, HasSubstr("The API server kept logging, so its loop ran while the engine produced no tokens"));
   e.gaps[0].gap_ns = 90 * kS;
   e.gaps[0].lines_between = 0;
   auto s2 = FindIn(EvaluateLogRules(f), "logs.stats_gap");
   ASSERT_TRUE(s2);
   EXPECT_EQ(s2->severity, Severity::kFail);
-  EXPECT_THAT(s2->advice, HasSubstr("whole process was stopped"));
+  EXPECT_THAT(s2->advice, HasSubstr("whole serving process was stopped"));
+  // A log that ends inside the gap says so.
+  e.gaps[0].open_ended = true;
+  auto s3 = FindIn(EvaluateLogRules(f), "logs.stats_gap");
+  ASSERT_TRUE(s3);
+  EXPECT_THAT(s3->evidence[2].text, HasSubstr("to the end of the log at 06-25 21:52:55"));
+  EXPECT_THAT(s3->advice, HasSubstr("the log ends inside the gap"));
 }
 
 TEST(LogRulesTest, LoggingVolumeFindingsNameTheFlags) {
