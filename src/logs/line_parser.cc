@@ -383,8 +383,52 @@ const ParsedLine& LineParser::Parse(std::string_view line) {
 
 // vLLM messages that latdoc reads (vllm.md §5). Dispatch on the first byte to keep the common
 // case (an unrelated INFO line) at one comparison.
+bool LineParser::ContinuesMessage(std::string_view m) {
+  OpenMessage& o = message_;
+  if (out_.level < Level::kWarning) {
+    o.open = false;
+    return false;
+  }
+  const bool same = o.open && out_.file_line == o.line && out_.ts_ns == o.ts_ns &&
+                    out_.file == o.file && out_.proc == o.proc;
+  if (same && o.in_traceback) {
+    // Inside a logged traceback: the blank line and the chaining sentence between two
+    // tracebacks, and the lines an exception's message goes on with (CUDA's "For debugging
+    // consider passing CUDA_LAUNCH_BLOCKING=1"). The message's own first line again is the same
+    // call logging anew.
+    if (m.empty() || m.substr(0, 39) == "During handling of the above exception" ||
+        m.substr(0, 39) == "The above exception was the direct caus") {
+      return true;
+    }
+    if (m.substr(0, 10) == "Traceback " || m[0] == ' ' || LooksLikeException(m)) return false;
+    if (o.after_exception && m != o.first) return true;
+  }
+  if (!same || o.in_traceback) {
+    o.open = true;
+    o.proc.assign(out_.proc);
+    o.file.assign(out_.file);
+    o.first.assign(m);
+    o.line = out_.file_line;
+    o.ts_ns = out_.ts_ns;
+    o.in_traceback = o.after_exception = false;
+  }
+  return false;
+}
+
 void LineParser::ClassifyVllm() {
   std::string_view m = out_.msg;
+  if (ContinuesMessage(m)) {
+    out_.event = Event::kTraceback;
+    return;
+  }
+  ClassifyVllmMessage(m);
+  if (out_.level >= Level::kWarning) {
+    if (out_.event == Event::kTraceback) message_.in_traceback = true;
+    if (out_.event == Event::kException && message_.in_traceback) message_.after_exception = true;
+  }
+}
+
+void LineParser::ClassifyVllmMessage(std::string_view m) {
   if (m.empty()) return;
   // vLLM's formatter repeats the prefix on every line of a message, so a logged exception's
   // traceback arrives as prefixed lines: the header, then frames and their code lines (indented,

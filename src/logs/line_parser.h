@@ -84,11 +84,26 @@ class LineParser {
 
  private:
   void ClassifyVllm();
+  void ClassifyVllmMessage(std::string_view msg);
   void ParseAccess(std::string_view msg, bool llama);
   void ParseOther(std::string_view s);
 
+  // Whether a vLLM line at WARNING or above continues the message logged before it: vLLM's
+  // formatter repeats the prefix on every line of a message, so a logged exception arrives as
+  // many prefixed lines of one call (process, file:line and second alike). Updates the state.
+  bool ContinuesMessage(std::string_view msg);
+
   ParsedLine out_;
   std::string scratch_;   // the line with ANSI escape sequences removed
+  // The multi-line message being read (WARNING and above only).
+  struct OpenMessage {
+    bool open = false;
+    std::string proc, file, first;   // `first`: the message's first line
+    int line = 0;
+    std::optional<int64_t> ts_ns;
+    bool in_traceback = false;       // a "Traceback" header or frame came in it
+    bool after_exception = false;    // and an exception line ("RuntimeError: ...")
+  } message_;
 };
 
 // Day-of-year time for "MM-DD HH:MM:SS": ns since Jan 1 00:00 of a leap year (so 02-29 parses).

@@ -263,6 +263,44 @@ TEST(LogAnalyzerTest, TracebackWithVllmPrefixOnEveryLine) {
   }
 }
 
+TEST(LogAnalyzerTest, ChainedTracebackAndExceptionTextStayInTheirMessage) {
+  // vLLM's NewLineFormatter puts the prefix on every line of one message: the blank line and the
+  // chaining sentence between two tracebacks, and CUDA's lines after its exception, are part of
+  // it; the same call logging again within the same second is a new message.
+  const std::string p = "(EngineCore_DP0 pid=188) ERROR 08-20 10:00:55 [core.py:720] ";
+  std::string log;
+  for (const char* line :
+       {"EngineCore encountered a fatal error.", "Traceback (most recent call last):",
+        "  File \"/x/core.py\", line 711, in run_engine_core", "    engine_core.run_busy_loop()",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "CUDA kernel errors might be asynchronously reported at some other API call.",
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", "",
+        "During handling of the above exception, another exception occurred:", "",
+        "Traceback (most recent call last):", "  File \"/x/core.py\", line 720, in run_engine_core",
+        "    raise e", "ValueError: bad", "EngineCore encountered a fatal error.",
+        "Traceback (most recent call last):", "    raise e", "ValueError: bad"}) {
+    log += p + line + "\n";
+  }
+  log += "ERROR 08-20 10:00:56 [serving.py:9] Request a failed\n";
+  log += "ERROR 08-20 10:00:56 [serving.py:9] Request b failed\n";
+  LogFacts f = Analyze(log);
+  EXPECT_EQ(f.tracebacks, 3u);
+  ASSERT_FALSE(f.messages.empty());
+  uint64_t fatal = 0, requests = 0;
+  for (const auto& m : f.messages) {
+    EXPECT_FALSE(m.tmpl.empty());
+    EXPECT_EQ(m.tmpl.find("CUDA_LAUNCH_BLOCKING"), std::string::npos) << m.tmpl;
+    EXPECT_EQ(m.tmpl.find("During handling"), std::string::npos) << m.tmpl;
+    if (m.tmpl == "EngineCore encountered a fatal error.") fatal += m.count;
+    if (m.tmpl.find("failed") != std::string::npos) requests += m.count;
+  }
+  EXPECT_EQ(fatal, 2u);
+  EXPECT_EQ(requests, 2u);
+  // The two messages, the three exception lines and the two request errors.
+  EXPECT_EQ(f.error_lines, 7u);
+}
+
 TEST(LogAnalyzerTest, NewYearDoesNotGoBackInTime) {
   std::string log =
       "INFO 12-31 23:59:55 [a.py:1] old year\n"
