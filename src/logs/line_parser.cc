@@ -385,10 +385,6 @@ const ParsedLine& LineParser::Parse(std::string_view line) {
 // case (an unrelated INFO line) at one comparison.
 bool LineParser::ContinuesMessage(std::string_view m) {
   OpenMessage& o = message_;
-  if (out_.level < Level::kWarning) {
-    o.open = false;
-    return false;
-  }
   const bool same = o.open && out_.file_line == o.line && out_.ts_ns == o.ts_ns &&
                     out_.file == o.file && out_.proc == o.proc;
   if (same && o.in_traceback) {
@@ -417,15 +413,18 @@ bool LineParser::ContinuesMessage(std::string_view m) {
 
 void LineParser::ClassifyVllm() {
   std::string_view m = out_.msg;
+  if (out_.level < Level::kWarning) {   // the common case: no multi-line message to follow
+    message_.open = false;
+    ClassifyVllmMessage(m);
+    return;
+  }
   if (ContinuesMessage(m)) {
     out_.event = Event::kTraceback;
     return;
   }
   ClassifyVllmMessage(m);
-  if (out_.level >= Level::kWarning) {
-    if (out_.event == Event::kTraceback) message_.in_traceback = true;
-    if (out_.event == Event::kException && message_.in_traceback) message_.after_exception = true;
-  }
+  if (out_.event == Event::kTraceback) message_.in_traceback = true;
+  if (out_.event == Event::kException && message_.in_traceback) message_.after_exception = true;
 }
 
 void LineParser::ClassifyVllmMessage(std::string_view m) {

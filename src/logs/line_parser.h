@@ -91,6 +91,7 @@ class LineParser {
   // Whether a vLLM line at WARNING or above continues the message logged before it: vLLM's
   // formatter repeats the prefix on every line of a message, so a logged exception arrives as
   // many prefixed lines of one call (process, file:line and second alike). Updates the state.
+  // REQUIRES: out_.level >= Level::kWarning.
   bool ContinuesMessage(std::string_view msg);
 
   ParsedLine out_;
