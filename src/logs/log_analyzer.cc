@@ -148,6 +148,13 @@ struct EngineState {
 
 }  // namespace
 
+std::string LogFacts::Label(int64_t t) const {
+  if (!relative_time) {
+    for (int64_t skip : day_skips) t += t >= skip ? 86400 * kSecNs : 0;
+  }
+  return TimeLabel(t, relative_time);
+}
+
 std::string TimeLabel(int64_t ts_ns, bool relative) {
   return relative ? RelativeLabel(ts_ns) : WallLabel(ts_ns);
 }
@@ -165,7 +172,6 @@ struct LogAnalyzer::State {
   // last line (0-based, on that calendar), and whether this year's Feb 29 had a line.
   std::optional<int64_t> last_day;
   bool saw_feb29 = false;
-  std::vector<int64_t> day_skips;  // the times from which a Feb 29 was left out, for labels
   bool relative_known = false;
   std::vector<EngineState> engines;
   uint64_t stats_seen = 0;        // stats lines of every engine so far
@@ -176,10 +182,34 @@ struct LogAnalyzer::State {
   std::string tmpl;                          // scratch
   std::unordered_map<std::string, EndpointCount> endpoints;
   uint64_t endpoint_overflow = 0;
+  // The current input (f.inputs[current]) and its counters; those of the others wait in
+  // `other_inputs` while another is current.
+  struct InputState {
+    std::string path;
+    uint64_t lines = 0, bytes = 0, recognised = 0, binary_bytes = 0;
+    bool in_traceback = false;
+  };
+  size_t current = 0;
+  std::vector<InputState> other_inputs;
   bool in_traceback = false;
-  // Current input.
   std::string path;
   uint64_t input_lines = 0, input_bytes = 0, input_recognised = 0, input_binary_bytes = 0;
+
+  void SaveInput() {
+    if (other_inputs.size() <= current) other_inputs.resize(current + 1);
+    other_inputs[current] = {path, input_lines, input_bytes, input_recognised, input_binary_bytes,
+                             in_traceback};
+  }
+  void LoadInput(size_t i) {
+    InputState& in = other_inputs[i];
+    current = i;
+    path = in.path;
+    input_lines = in.lines;
+    input_bytes = in.bytes;
+    input_recognised = in.recognised;
+    input_binary_bytes = in.binary_bytes;
+    in_traceback = in.in_traceback;
+  }
 
   void AddVolume(LineKind kind, uint64_t bytes) {
     auto k = static_cast<size_t>(kind);
@@ -239,7 +269,7 @@ struct LogAnalyzer::State {
         // (or a leap year's silent day, a day off then), not a day of silence.
         year_offset_ns -= kDayNs;
         t -= kDayNs;
-        day_skips.push_back(t);
+        f.day_skips.push_back(t);
       }
       saw_feb29 = saw_feb29 || day == kFeb29;
       last_day = day;
@@ -252,12 +282,7 @@ struct LogAnalyzer::State {
 
   // The label of a time on this log's timeline: back on the leap-year calendar of the lines
   // (a day for each Feb 29 left out before it) for "MM-DD".
-  std::string Label(int64_t t) const {
-    if (!f.relative_time) {
-      for (int64_t skip : day_skips) t += t >= skip ? 86400 * kSecNs : 0;
-    }
-    return TimeLabel(t, f.relative_time);
-  }
+  std::string Label(int64_t t) const { return f.Label(t); }
 
   EngineState* Engine(int engine, bool v0) {
     for (auto& e : engines) {
@@ -441,22 +466,31 @@ struct LogAnalyzer::State {
 LogAnalyzer::LogAnalyzer() : s_(std::make_unique<State>()) {}
 LogAnalyzer::~LogAnalyzer() = default;
 
-void LogAnalyzer::BeginInput(const std::string& path, Compression compression) {
+size_t LogAnalyzer::BeginInput(const std::string& path, Compression compression) {
   InputInfo in;
   in.path = path;
   in.compression = compression == Compression::kGzip   ? "gzip"
                    : compression == Compression::kZstd ? "zstd"
                                                        : "none";
+  if (!s_->f.inputs.empty()) s_->SaveInput();
   s_->f.inputs.push_back(std::move(in));
+  s_->current = s_->f.inputs.size() - 1;
   s_->path = path;
   s_->input_lines = s_->input_bytes = s_->input_recognised = s_->input_binary_bytes = 0;
   s_->in_traceback = false;
+  return s_->current;
+}
+
+void LogAnalyzer::SelectInput(size_t index) {
+  if (index == s_->current || index >= s_->f.inputs.size()) return;
+  s_->SaveInput();
+  s_->LoadInput(index);
 }
 
 void LogAnalyzer::SetInputBytes(uint64_t raw_bytes, uint64_t bytes) {
   if (s_->f.inputs.empty()) return;
-  s_->f.inputs.back().raw_bytes = raw_bytes;
-  s_->f.inputs.back().bytes = bytes;
+  s_->f.inputs[s_->current].raw_bytes = raw_bytes;
+  s_->f.inputs[s_->current].bytes = bytes;
 }
 
 uint64_t LogAnalyzer::recognised_lines_in_input() const { return s_->input_recognised; }
@@ -474,7 +508,7 @@ void LogAnalyzer::AddLine(const Line& line) {
   f.bytes += line.raw_bytes;
   ++s.input_lines;
   s.input_bytes += line.raw_bytes;
-  ++f.inputs.back().lines;
+  ++f.inputs[s.current].lines;
   if (line.truncated) ++f.overlong_lines;
   if (line.no_newline) ++f.unterminated_last_lines;
   ++s.sources[static_cast<size_t>(pl.source)];

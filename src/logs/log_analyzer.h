@@ -25,8 +25,12 @@ class LogAnalyzer {
   LogAnalyzer(const LogAnalyzer&) = delete;
   LogAnalyzer& operator=(const LogAnalyzer&) = delete;
 
-  // Starts the next input; its lines follow those of the previous input.
-  void BeginInput(const std::string& path, Compression compression);
+  // Starts the next input, which becomes the current one, and returns its index; its lines
+  // follow those of the previous input.
+  size_t BeginInput(const std::string& path, Compression compression);
+  // Makes input `index` (from BeginInput) the current one again: lines, bytes and the binary
+  // check count toward it (--follow reads several files in turns).
+  void SelectInput(size_t index);
   void AddLine(const Line& line);
   // Records the input's size once it is read to its end (or for now, when following).
   void SetInputBytes(uint64_t raw_bytes, uint64_t bytes);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "logs/log_summary.h"
 #include "logs/sliced_input_for_test.h"
 
 namespace latdoc::logs {
@@ -345,6 +346,10 @@ TEST(LogAnalyzerTest, FebruaryHasTwentyNineDaysOnlyWhenTheLogSaysSo) {
         "usage: 1.0%, Prefix cache hit rate: 5.0%\n");
     EXPECT_EQ(f.duration_ns, 10 * kS);
     EXPECT_TRUE(f.engines.at(0).gaps.empty());
+    // The stats table labels its rows on the log's calendar too (no "02-29").
+    const EngineFacts& e = f.engines.at(0);
+    ASSERT_EQ(e.series.size(), 2u);
+    EXPECT_EQ(RenderStatsRow(f, e, 1).substr(0, 14), "03-01 00:00:05");
   }
 }
 

@@ -167,6 +167,11 @@ struct LogFacts {
   // Lines per source format: vllm, uvicorn, llama.cpp, python, unknown, binary, empty.
   std::vector<std::pair<std::string, uint64_t>> sources;
   bool relative_time = false;             // llama.cpp time since start
+  // Times from which a Feb 29 was left out of the log's calendar (LogFacts::Label adds it back).
+  std::vector<int64_t> day_skips;
+  // The label of a time of this log, on the calendar of its lines ("03-01", not "02-29", in a
+  // log of a year without one). Every label of the facts is made so.
+  std::string Label(int64_t t_ns) const;
   std::optional<int64_t> first_ns, last_ns;
   std::string first_label, last_label;
   std::optional<int64_t> duration_ns;

@@ -24,12 +24,14 @@ Status LogFollower::Reopen() {
   ino_ = st.st_ino;
   in_ = std::move(in);
   reader_ = std::make_unique<LineReader>(in_.get());
-  an_->BeginInput(path_, Compression::kNone);
+  input_ = an_->BeginInput(path_, Compression::kNone);
   return Status::Ok();
 }
 
 StatusOr<uint64_t> LogFollower::Poll() {
+  an_->SelectInput(input_);   // other followers may have read since
   ASSIGN_OR_RETURN(uint64_t n, FeedLines(*reader_, *in_, *an_, /*at_end=*/false));
+  an_->SetInputBytes(in_->raw_offset(), reader_->bytes_consumed());
   // Was the file truncated or replaced? A missing path (between the rename and the creation
   // of the new file) is waited out.
   struct stat st;
@@ -48,17 +50,21 @@ StatusOr<uint64_t> LogFollower::Poll() {
       ++n;
     }
   }
+  an_->SetInputBytes(in_->raw_offset(), reader_->bytes_consumed());
   ++reopens_;
   RETURN_IF_ERROR(Reopen());
   ASSIGN_OR_RETURN(uint64_t m, FeedLines(*reader_, *in_, *an_, /*at_end=*/false));
+  an_->SetInputBytes(in_->raw_offset(), reader_->bytes_consumed());
   return n + m;
 }
 
 void LogFollower::Finish() {
   if (!reader_) return;
+  an_->SelectInput(input_);
   // Read what arrived since the last poll, then the partial last line. A read error here
   // has nothing left to stop, so it only ends the input early.
   (void)FeedLines(*reader_, *in_, *an_, /*at_end=*/true);
+  an_->SetInputBytes(in_->raw_offset(), reader_->bytes_consumed());
 }
 
 }  // namespace latdoc::logs

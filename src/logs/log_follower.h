@@ -38,6 +38,7 @@ class LogFollower {
 
   std::string path_;
   LogAnalyzer* an_;
+  size_t input_ = 0;   // this file's input in the analyzer
   std::unique_ptr<InputStream> in_;
   std::unique_ptr<LineReader> reader_;
   dev_t dev_ = 0;

@@ -101,6 +101,33 @@ TEST_F(LogFollowerTest, StartsOverAfterTruncationAndRotation) {
   EXPECT_EQ(f.inputs.size(), 3u);
 }
 
+// Two files followed in turns: each one's lines, bytes and line numbers count toward it.
+TEST_F(LogFollowerTest, SeveralFilesKeepTheirOwnCounts) {
+  const std::string other = dir_ + "/ray.log";
+  std::string a, b;
+  for (int i = 0; i < 5; ++i) a += StatsLine(i);
+  b = "(pid=4163, ip=10.0.0.3) ERROR 06-25 10:00:02 [worker.py:1] boom\nnot a log line\n";
+  Append(a);
+  std::ofstream(other, std::ios::binary) << b;
+  LogAnalyzer an;
+  auto fa = LogFollower::Open(path_, &an);
+  auto fb = LogFollower::Open(other, &an);
+  ASSERT_TRUE(fa.ok() && fb.ok());
+  ASSERT_TRUE((*fa)->Poll().ok());
+  ASSERT_TRUE((*fb)->Poll().ok());
+  (*fa)->Finish();
+  (*fb)->Finish();
+  LogFacts f = an.Snapshot();
+  ASSERT_EQ(f.inputs.size(), 2u);
+  EXPECT_EQ(f.inputs[0].path, path_);
+  EXPECT_EQ(f.inputs[0].lines, 5u);
+  EXPECT_EQ(f.inputs[0].bytes, a.size());
+  EXPECT_EQ(f.inputs[1].lines, 2u);
+  EXPECT_EQ(f.inputs[1].bytes, b.size());
+  ASSERT_FALSE(f.unknown_examples.empty());
+  EXPECT_EQ(f.unknown_examples[0].rfind(other + ":2: ", 0), 0u) << f.unknown_examples[0];
+}
+
 TEST_F(LogFollowerTest, CompressedOrMissingFilesAreErrors) {
   LogAnalyzer an;
   auto missing = LogFollower::Open(dir_ + "/nope.log", &an);

@@ -105,7 +105,7 @@ std::string RenderStatsRow(const LogFacts& f, const EngineFacts& e, size_t i) {
   const EngineSeries& s = e.series;
   std::string hit = s.prefix_hit_pct[i] ? fmt::format("{:.1f}", *s.prefix_hit_pct[i]) : "n/a";
   return fmt::format("{:<15} {:>12.1f} {:>10.1f} {:>8} {:>8} {:>6.1f} {:>11}",
-                     TimeLabel(s.t_ns[i], f.relative_time), s.prompt_tps[i], s.gen_tps[i],
+                     f.Label(s.t_ns[i]), s.prompt_tps[i], s.gen_tps[i],
                      s.running[i], s.waiting[i], s.kv_pct[i], hit);
 }
 
