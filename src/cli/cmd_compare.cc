@@ -39,6 +39,12 @@ int RunCompare(CompareArgs& args) {
   }
   std::string out = compare::RenderCompareText(*r, o);
   std::fwrite(out.data(), 1, out.size(), stdout);
+  if (args.fail_on_worse && r->loads_differ) {
+    // A gate compares like with like: under another load, latency moves whatever the server did.
+    fmt::print(stderr, "latdoc compare: --fail-on-worse: {} and {} offered different loads (see "
+                       "the note), so no verdict\n", args.a, args.b);
+    return kExitBadInput;
+  }
   return args.fail_on_worse && (r->worse > 0 || r->findings_worse > 0) ? kExitFindings : kExitOk;
 }
 
@@ -54,7 +60,7 @@ Command RegisterCompare(CLI::App& root) {
   app->add_option("B", a->b, "The result after")->required();
   app->add_option("--json", a->json_path, "Write the comparison as JSON (schema latdoc.compare/1)");
   app->add_flag("--all", a->all, "List metrics within noise too");
-  app->add_flag("--fail-on-worse", a->fail_on_worse, "Exit 1 when any metric got worse beyond noise, or a finding is new or more severe");
+  app->add_flag("--fail-on-worse", a->fail_on_worse, "Exit 1 when any metric got worse beyond noise, or a finding is new or more severe (exit 2 when the runs offered different loads)");
   app->add_option("--seed", a->seed, "Seed of the bootstrap resampling")->capture_default_str();
   return Command{app, [a] { return RunCompare(*a); }};
 }

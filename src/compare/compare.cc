@@ -141,6 +141,7 @@ void NoteWorkloadDifferences(const json& a, const json& b, const std::string& gr
     }
   }
   if (diffs.empty()) return;
+  r.loads_differ = true;
   std::string list;
   for (const auto& d : diffs) list += (list.empty() ? "" : "; ") + d;
   r.notes.push_back(fmt::format("{}: the two runs offered different loads ({}), so their latency "
@@ -693,6 +694,7 @@ ordered_json CompareToJson(const CompareResult& r) {
   j["better"] = r.better;
   j["worse"] = r.worse;
   j["findings_worse"] = r.findings_worse;
+  j["loads_differ"] = r.loads_differ;
   return j;
 }
 

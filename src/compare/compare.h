@@ -94,6 +94,7 @@ struct CompareResult {
   std::vector<std::string> notes;     // what could not be compared, and why
   int better = 0, worse = 0;          // metrics beyond noise in each direction
   int findings_worse = 0;             // findings new at warn or fail, or more severe than in A
+  bool loads_differ = false;          // the runs offered different loads (a note says how)
 };
 
 struct CompareOptions {

@@ -580,6 +580,7 @@ void LogAnalyzer::AddLine(const Line& line) {
 
   if (pl.level == Level::kDebug) {
     ++f.debug_lines;
+    f.debug_bytes += line.raw_bytes;
     if (!f.debug_file_paths && pl.file.find('/') != std::string_view::npos) {
       f.debug_file_paths = true;
     }

@@ -168,6 +168,17 @@ TEST(LogAnalyzerTest, V0PreemptionCountsAddAcrossARestart) {
   EXPECT_EQ(f.v0_cumulative_preemptions, 152);
 }
 
+TEST(LogAnalyzerTest, DebugBytesAreOfEveryDebugLine) {
+  // V1 logs an idle stats line at DEBUG: it is a stats line in the volume table and a DEBUG line
+  // here, so the DEBUG count and bytes come from the same lines.
+  std::string stats = Stats(10, 0, 0, 0, 0.0);
+  stats.replace(0, 4, "DEBUG");
+  const std::string other = "DEBUG 06-25 10:00:11 [core.py:1] step\n";
+  LogFacts f = Analyze(stats + other);
+  EXPECT_EQ(f.debug_lines, 2u);
+  EXPECT_EQ(f.debug_bytes, stats.size() + other.size());
+}
+
 TEST(LogAnalyzerTest, VolumeByKindAndBytes) {
   std::string log =
       "INFO 06-25 10:00:00 [logger.py:43] Received request cmpl-1: params: SamplingParams(n=1), "

@@ -133,6 +133,7 @@ json ToJson(const LogFacts& f) {
         {"5xx", f.access_status_classes[5]}}},
       {"endpoints", std::move(endpoints)}};
   j["logging"] = {{"debug_lines", f.debug_lines},
+                  {"debug_bytes", f.debug_bytes},
                   {"debug_file_paths", f.debug_file_paths},
                   {"stats_disabled_warnings", f.stats_disabled_warnings}};
 

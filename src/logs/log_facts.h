@@ -191,6 +191,7 @@ struct LogFacts {
   std::array<uint64_t, 6> access_status_classes{};   // [1]=1xx ... [5]=5xx
   std::vector<EndpointCount> endpoints;              // busiest first, at most 32
   uint64_t debug_lines = 0;
+  uint64_t debug_bytes = 0;   // of those lines (a DEBUG stats line is also in volume's stats row)
   bool debug_file_paths = false;    // "[v1/metrics/loggers.py:NN]": VLLM_LOGGING_LEVEL=DEBUG
   uint64_t stats_disabled_warnings = 0;
 

@@ -407,9 +407,8 @@ void DebugLogging(const LogFacts& f, std::vector<Finding>& out) {
   fi.severity = share >= kDebugWarnShare ? Severity::kWarn : Severity::kInfo;
   fi.title = fmt::format("DEBUG logging is on: {} DEBUG lines ({:.0f}% of lines)", f.debug_lines,
                          100 * share);
-  const auto& v = f.volume[static_cast<size_t>(logs::LineKind::kDebug)];
   fi.evidence.push_back(Num("debug_lines", static_cast<double>(f.debug_lines), ""));
-  fi.evidence.push_back(Num("debug_bytes", static_cast<double>(v.bytes) / 1024, "KiB"));
+  fi.evidence.push_back(Num("debug_bytes", static_cast<double>(f.debug_bytes) / 1024, "KiB"));
   fi.evidence.push_back(Num("share_of_lines", 100 * share, "%"));
   if (f.debug_file_paths) {
     fi.evidence.push_back(Text("file_paths", "source paths in [file:line] (vLLM prints them at DEBUG)"));

@@ -106,6 +106,31 @@ TEST(CompareE2eTest, BadFilesExitTwoWithWhatAndWhere) {
   std::remove(bad.c_str());
 }
 
+// A gate compares like with like: two runs of other loads get a note, and --fail-on-worse
+// refuses a verdict (exit 2) instead of calling the load's effect the server's.
+TEST(CompareE2eTest, FailOnWorseRefusesRunsOfDifferentLoads) {
+  auto bench = [](int concurrency, double ttft) {
+    return nlohmann::json{{"schema", "latdoc.bench/1"}, {"completed", 100}, {"failed", 0},
+                          {"max_concurrency", concurrency}, {"request_rate", "inf"},
+                          {"total_input_tokens", 6400}, {"total_output_tokens", 1600},
+                          {"mean_ttft_ms", ttft}, {"median_ttft_ms", ttft}, {"p99_ttft_ms", ttft},
+                          {"output_throughput", 100.0}, {"request_throughput", 1.0}};
+  };
+  const std::string c1 = TempPath("load_c1.json"), c8 = TempPath("load_c8.json");
+  ASSERT_TRUE(WriteFileAtomic(c1, bench(1, 20).dump()).ok());
+  ASSERT_TRUE(WriteFileAtomic(c8, bench(8, 90).dump()).ok());
+  RunResult plain = RunLatdoc({"compare", c1, c8});
+  EXPECT_EQ(plain.exit_code, 0);
+  EXPECT_THAT(plain.out, HasSubstr("offered different loads (max_concurrency 1 vs 8)"));
+  RunResult gate = RunLatdoc({"compare", c1, c8, "--fail-on-worse"});
+  EXPECT_EQ(gate.exit_code, 2);
+  EXPECT_THAT(gate.err, HasSubstr("offered different loads (see the note), so no verdict"));
+  // The same load, slower: the gate fails as it should.
+  const std::string slow = TempPath("load_c1_slow.json");
+  ASSERT_TRUE(WriteFileAtomic(slow, bench(1, 60).dump()).ok());
+  EXPECT_EQ(RunLatdoc({"compare", c1, slow, "--fail-on-worse"}).exit_code, 1);
+}
+
 // Two real diagnoses (the report example is one, written by diagnose on the simulator): the
 // same file compares as unchanged, with its load, trace and findings all read.
 TEST(CompareE2eTest, DiagnosisAgainstItself) {
