@@ -358,6 +358,18 @@ StagedFailure AfterEvent(std::string what) {
   return f;
 }
 
+// A kernel or copy row as staged: its times, its event_id in `correlation` and its small-table
+// position in `name`, for JoinStaged to replace.
+GpuOp StagedOp(int64_t start, int64_t end, int64_t event_id, int32_t position, int64_t stream_id) {
+  GpuOp op;
+  op.start_ns = start;
+  op.dur_ns = WrapSub(end, start);
+  op.correlation = event_id;
+  op.name = static_cast<NameId>(position);
+  op.stream = static_cast<int32_t>(stream_id);
+  return op;
+}
+
 // `extra` rows more are reserved for the memory copies that follow the kernels in one vector.
 Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid, size_t extra,
                     Staged<GpuOp>& s) {
@@ -375,12 +387,7 @@ Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid, size_t e
     const int32_t thread = t.thread_index.Find(tid), agent = t.agent_index.Find(agent_id),
                   symbol = t.symbol_index.Find(kernel_id), queue = t.queue_index.Find(queue_id),
                   region_name = t.string_index.Find(region_name_id);
-    GpuOp op;
-    op.start_ns = start;
-    op.dur_ns = WrapSub(end, start);
-    op.correlation = event_id;
-    op.name = static_cast<NameId>(symbol);
-    op.stream = static_cast<int32_t>(stream_id);
+    GpuOp op = StagedOp(start, end, event_id, symbol, stream_id);
     std::optional<StagedFailure> f;
     if (!same_guid) {
       f = BeforeEvent(ForeignGuid(t));
@@ -420,14 +427,9 @@ Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<Gp
     const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
                   name = t.string_index.Find(name_id), dst = t.agent_index.Find(dst_agent_id),
                   srca = t.agent_index.Find(src_agent_id);
-    GpuOp op;
+    GpuOp op = StagedOp(start, end, event_id, name, stream_id);
     op.kind = GpuOpKind::kMemcpy;
-    op.start_ns = start;
-    op.dur_ns = WrapSub(end, start);
-    op.correlation = event_id;
     op.bytes = bytes;
-    op.name = static_cast<NameId>(name);
-    op.stream = static_cast<int32_t>(stream_id);
     std::optional<StagedFailure> f;
     if (!same_guid) {
       f = BeforeEvent(ForeignGuid(t));
