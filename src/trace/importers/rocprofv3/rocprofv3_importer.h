@@ -4,8 +4,9 @@
 // `hip_api_trace.csv`, `hsa_api_trace.csv`, `marker_api_trace.csv`) pulls in its siblings, so
 // the Correlation_Id join works; they become one source. Columns are found by name (ROCm 6.2
 // and 7.0 headers, rocpd-convert's extra "Guid").
-// JSON (`<pid>_results.json`): read with simdjson On-Demand over the whole file, which is held
-// in memory (unlike the Kineto path, this importer is not streamed).
+// JSON (`<pid>_results.json`): streamed in slices (common/json_walker.h); each record is parsed
+// alone with simdjson On-Demand, so memory does not grow with the file beyond the events kept.
+// A file cut short keeps the records before the cut.
 #pragma once
 
 #include "trace/importers/importer.h"

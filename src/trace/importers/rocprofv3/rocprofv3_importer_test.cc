@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "trace/analysis/trace_analysis.h"
@@ -147,18 +148,117 @@ TEST(Rocprofv3CsvTest, SetWithoutPrefixAndCompanionAlone) {
                 lone + "x_...) is beside it");
 }
 
-TEST(Rocprofv3JsonTest, DocumentCutShortSaysWhereAndThatNothingWasRead) {
+TEST(Rocprofv3JsonTest, DocumentCutShortKeepsTheRecordsBeforeTheCut) {
   std::ifstream in(std::string(kDir) + "rocprofv3_results.json", std::ios::binary);
   const std::string whole((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string path = ::testing::TempDir() + "rocprofv3_cut.json";
-  for (size_t n : {size_t{100}, size_t{700}, size_t{2000}, whole.size() - 2}) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << whole.substr(0, n);
+  struct Cut {
+    size_t at;
+    std::string inside;
+    int64_t records;
+  };
+  // The handmade file's records: 2 kernel dispatches (one negative), 1 copy, 2 HIP calls; its
+  // kernel symbols and strings come after them.
+  const std::vector<Cut> cuts = {
+      {100, "rocprofiler-sdk-tool[0]", 0},
+      {700, "rocprofiler-sdk-tool[0].buffer_records.kernel_dispatch[1], which starts at byte 638", 1},
+      {2000, "rocprofiler-sdk-tool[0].strings, which starts at byte 1758", 4},
+      {whole.size() - 2, "the root", 4},
+  };
+  for (const Cut& c : cuts) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << whole.substr(0, c.at);
     Trace trace;
     const std::vector<FileResult> r = ImportFiles({path}, ImportOptions{}, trace);
     const std::string& m = r[0].status.message();
-    EXPECT_EQ(m.rfind(path + ": byte " + std::to_string(n) + ": the document is cut short (", 0), 0u)
-        << m;
-    EXPECT_NE(m.find("); nothing was read"), std::string::npos) << m;
+    EXPECT_EQ(r[0].status.code(), StatusCode::kDataLoss) << m;
+    EXPECT_EQ(m, fmt::format("{}: byte {}: the document is cut short inside {}; {} record{} before it {} kept", path,
+                             c.at, c.inside, c.records, c.records == 1 ? "" : "s", c.records == 1 ? "was" : "were"));
+    EXPECT_EQ(static_cast<int64_t>(trace.gpu_ops.size() + trace.api_calls.size()), c.records) << c.at;
+    ASSERT_EQ(trace.sources.size(), c.at > 20 ? 1u : 0u);
+    EXPECT_EQ(trace.sources[0].fatal_error, m);
+    EXPECT_EQ(trace.sources[0].issues.count_by_reason.count("file cut short"), c.records > 0 ? 1u : 0u);
+  }
+  // Cut after the strings: the calls read before them are named all the same.
+  Trace trace;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << whole.substr(0, whole.size() - 2);
+  ImportFiles({path}, ImportOptions{}, trace);
+  ASSERT_EQ(trace.api_calls.size(), 2u);
+  EXPECT_EQ(trace.Name(trace.api_calls[0].name), "hipMemcpyAsync");
+  EXPECT_EQ(trace.Name(trace.gpu_ops[1].name), "matmul(float*, float*)");
+}
+
+// Names before the records (rocprofv3's order), two processes in one file, metadata after the
+// records of the second, records that are not objects or not JSON.
+TEST(Rocprofv3JsonTest, ToolsNamesAndBadRecords) {
+  const std::string path = ::testing::TempDir() + "rocprofv3_two_tools.json";
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << R"json({"rocprofiler-sdk-tool": [
+ {"metadata": {"pid": 11},
+  "agents": [{"id": {"handle": 5}, "type": 2, "name": "gfx950", "product_name": "AMD Instinct MI355X"}],
+  "strings": {"buffer_records": [{"kind": "NONE", "operations": []},
+                                 {"kind": "HIP_RUNTIME_API", "operations": ["hipLaunchKernel", "hipDeviceSynchronize"]}]},
+  "kernel_symbols": [{"kernel_id": 3, "kernel_name": "k3.kd", "demangled_kernel_name": "k3()"}],
+  "buffer_records": {
+    "hip_api": [{"kind": 1, "operation": 0, "correlation_id": {"internal": 1}, "start_timestamp": 10, "end_timestamp": 20, "thread_id": 9},
+                17,
+                {"kind": 1, "operation": 1, "start_timestamp": 30, "end_timestamp": 90, "thread_id": 9},
+                {"kind": 1, "operation": 1 "start_timestamp": 31, "end_timestamp": 91}],
+    "kernel_dispatch": [{"correlation_id": {"internal": 1}, "start_timestamp": 25, "end_timestamp": 28,
+                         "dispatch_info": {"agent_id": {"handle": 5}, "kernel_id": 3}}],
+    "page_migration": [{"start_timestamp": 1, "end_timestamp": 2}]}},
+ {"buffer_records": {"kernel_dispatch": [{"correlation_id": {"internal": 1}, "start_timestamp": 125, "end_timestamp": 128,
+                                          "dispatch_info": {"agent_id": {"handle": 6}, "kernel_id": 4}}],
+                     "hip_api": [{"kind": 1, "operation": 0, "correlation_id": {"internal": 1}, "start_timestamp": 110, "end_timestamp": 120, "thread_id": 4}]},
+  "metadata": {"pid": 22},
+  "strings": {"buffer_records": [{"kind": "NONE", "operations": []}, {"kind": "HIP_RUNTIME_API", "operations": ["hipLaunchKernel"]}]},
+  "kernel_symbols": [{}, {}, {}, {}, {"kernel_id": 4, "kernel_name": "k4.kd"}],
+  "agents": [{"id": {"handle": 6}, "type": 2, "name": "gfx942"}]}
+]}
+)json";
+  Trace trace;
+  const std::vector<FileResult> r = ImportFiles({path}, ImportOptions{}, trace);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  ASSERT_EQ(trace.sources.size(), 2u);
+  EXPECT_EQ(trace.sources[0].events_read, 3);
+  EXPECT_EQ(trace.sources[0].issues.count_by_reason.at("record is not an object"), 1);
+  EXPECT_EQ(trace.sources[0].issues.count_by_reason.at("bad record"), 1);
+  EXPECT_EQ(trace.sources[0].issues.examples[0].where, "buffer_records.hip_api[1]");
+  EXPECT_EQ(trace.sources[0].issues.examples[1].where, "buffer_records.hip_api[3]");
+  EXPECT_EQ(trace.sources[1].events_read, 2);
+  ASSERT_EQ(trace.gpu_ops.size(), 2u);
+  ASSERT_EQ(trace.api_calls.size(), 3u);
+  std::vector<std::string> names;
+  for (const GpuOp& op : trace.gpu_ops) {
+    names.push_back(std::string(trace.Name(op.name)));
+    ASSERT_NE(op.api, kNoLink);
+    EXPECT_EQ(trace.api_calls[op.api].source, op.source);
+    EXPECT_EQ(trace.Name(trace.api_calls[op.api].name), "hipLaunchKernel");
+    EXPECT_EQ(op.device, 0);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"k3()", "k4.kd"}));
+  for (const ApiCall& a : trace.api_calls) EXPECT_EQ(a.pid, a.source == 0 ? 11 : 22);
+  EXPECT_EQ(trace.api_calls[1].kind, ApiKind::kSync);
+  ASSERT_EQ(trace.devices.size(), 2u);
+  EXPECT_EQ(trace.devices[0].name, "AMD Instinct MI355X");
+  EXPECT_EQ(trace.devices[1].arch, "gfx942");
+}
+
+TEST(Rocprofv3JsonTest, ShapeErrorsNameWhatIsWrong) {
+  const std::string path = ::testing::TempDir() + "rocprofv3_shape.json";
+  struct Case {
+    const char* doc;
+    std::string error;
+  } cases[] = {
+      {R"({"rocprofiler-sdk-tool": {"a": 1}})", path + ": \"rocprofiler-sdk-tool\" is not an array"},
+      {R"({"rocprofiler-sdk-tool": [{}, 3]})", path + ": rocprofiler-sdk-tool[1] is not an object"},
+      {R"({"rocprofiler-sdk-tool": [{}] "x": 1})",
+       path + ": byte 30: expected ',' or '}' in the root; 0 records before it were kept"},
+      {R"({"other": [], "note": "rocprofiler-sdk-tool"})", path + ": no \"rocprofiler-sdk-tool\" array"},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << c.doc;
+    Trace trace;
+    const std::vector<FileResult> r = ImportFiles({path}, ImportOptions{}, trace);
+    EXPECT_EQ(r[0].status.message(), c.error) << c.doc;
   }
 }
 

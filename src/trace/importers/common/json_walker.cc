@@ -1,0 +1,285 @@
+#include "trace/importers/common/json_walker.h"
+
+#include <array>
+
+#include <fmt/format.h>
+
+namespace latdoc::trace {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Bytes that change a value scan's state; everything else is skipped in a tight loop.
+constexpr std::array<bool, 256> MakeSpecial() {
+  std::array<bool, 256> t{};
+  t['"'] = t['\\'] = t['{'] = t['}'] = t['['] = t[']'] = true;
+  return t;
+}
+constexpr std::array<bool, 256> kSpecial = MakeSpecial();
+
+}  // namespace
+
+JsonWalker::JsonWalker(DecideFn decide, KeepFn keep) : decide_(std::move(decide)), keep_(std::move(keep)) {}
+
+std::string JsonWalker::PathString(const Path& path) {
+  std::string s;
+  for (const Step& step : path) {
+    if (step.index >= 0) {
+      s += fmt::format("[{}]", step.index);
+    } else {
+      if (!s.empty()) s += '.';
+      s += step.key;
+    }
+  }
+  return s.empty() ? "the root" : s;
+}
+
+Status JsonWalker::Error(std::string_view what) {
+  error_ = InvalidArgument(fmt::format("byte {}: {}", buf_offset_ + pos_, what));
+  return error_;
+}
+
+void JsonWalker::Stop(Status status) {
+  if (error_.ok()) error_ = std::move(status);
+}
+
+Status JsonWalker::Feed(std::string_view bytes) {
+  if (!error_.ok()) return error_;
+  buf_.append(bytes);
+  const Status st = Scan();
+  // Drop what the scan consumed: all of it, or all before the kept value it ended in.
+  const size_t keep_from = state_ == State::kScan && keep_value_ ? value_start_ : pos_;
+  buf_.erase(0, keep_from);
+  buf_offset_ += keep_from;
+  pos_ -= keep_from;
+  value_start_ -= std::min(value_start_, keep_from);
+  return st;
+}
+
+void JsonWalker::Pop() {
+  path_.pop_back();
+  is_object_.pop_back();
+  AfterValue();
+}
+
+void JsonWalker::AfterValue() {
+  if (is_object_.empty()) {
+    state_ = State::kDone;
+  } else {
+    state_ = is_object_.back() ? State::kObjectNext : State::kArrayNext;
+  }
+}
+
+bool JsonWalker::ScanValue() {
+  const char* b = buf_.data();
+  const size_t n = buf_.size();
+  size_t p = pos_;
+  if (scalar_) {
+    while (p < n && b[p] != ',' && b[p] != '}' && b[p] != ']' && !IsSpace(b[p])) ++p;
+    pos_ = p;
+    if (p == n) return false;
+    end_ = p;
+    return true;
+  }
+  while (p < n) {
+    if (in_string_) {
+      if (escape_) {
+        escape_ = false;
+        ++p;
+        continue;
+      }
+      while (p < n && b[p] != '"' && b[p] != '\\') ++p;
+      if (p >= n) break;
+      if (b[p] == '\\') {
+        escape_ = true;
+      } else {
+        in_string_ = false;
+        if (depth_ == 0) {
+          end_ = pos_ = p + 1;
+          return true;
+        }
+      }
+      ++p;
+      continue;
+    }
+    while (p < n && !kSpecial[static_cast<unsigned char>(b[p])]) ++p;
+    if (p >= n) break;
+    switch (b[p]) {
+      case '"': in_string_ = true; break;
+      case '{':
+      case '[': ++depth_; break;
+      case '}':
+      case ']':
+        if (--depth_ == 0) {
+          end_ = pos_ = p + 1;
+          return true;
+        }
+        break;
+      default: break;  // a backslash outside a string: left to the value's parser
+    }
+    ++p;
+  }
+  pos_ = p;
+  return false;
+}
+
+Status JsonWalker::Scan() {
+  while (pos_ < buf_.size()) {
+    const char c = buf_[pos_];
+    switch (state_) {
+      case State::kValue: {
+        if (IsSpace(c)) {
+          ++pos_;
+          break;
+        }
+        if (c == ',' || c == ']' || c == '}' || c == ':') return Error(fmt::format("expected a value, not '{}'", c));
+        const Action action = decide_(path_, c);
+        if (!error_.ok()) return error_;
+        if (action == Action::kDescend && (c == '{' || c == '[')) {
+          const bool object = c == '{';
+          path_.push_back(Step{"", object ? -1 : 0});
+          is_object_.push_back(object);
+          state_ = object ? State::kKeyOrEnd : State::kElementOrEnd;
+          ++pos_;
+          break;
+        }
+        keep_value_ = action == Action::kKeep;
+        value_start_ = pos_;
+        depth_ = 0;
+        escape_ = false;
+        in_string_ = c == '"';
+        scalar_ = !in_string_ && c != '{' && c != '[';
+        if (!scalar_) {
+          depth_ = in_string_ ? 0 : 1;
+          ++pos_;
+        }
+        state_ = State::kScan;
+        break;
+      }
+      case State::kScan:
+        if (!ScanValue()) break;
+        if (keep_value_) {
+          keep_(path_, std::string_view(buf_).substr(value_start_, end_ - value_start_), buf_offset_ + value_start_);
+          if (!error_.ok()) return error_;
+        }
+        AfterValue();
+        break;
+      case State::kKeyOrEnd:
+      case State::kKey:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == '"') {
+          key_.clear();
+          key_escape_ = false;
+          state_ = State::kKeyText;
+          ++pos_;
+        } else if (c == '}' && state_ == State::kKeyOrEnd) {
+          ++pos_;
+          Pop();
+        } else {
+          return Error("expected a key string");
+        }
+        break;
+      case State::kKeyText: {
+        // Up to the closing quote in one go; an escape keeps its backslash (keys as written).
+        const size_t from = pos_;
+        while (pos_ < buf_.size()) {
+          const char k = buf_[pos_];
+          if (key_escape_) {
+            key_escape_ = false;
+          } else if (k == '\\') {
+            key_escape_ = true;
+          } else if (k == '"') {
+            break;
+          }
+          ++pos_;
+        }
+        key_.append(buf_, from, pos_ - from);
+        if (pos_ < buf_.size()) {
+          ++pos_;
+          state_ = State::kColon;
+        }
+        break;
+      }
+      case State::kColon:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == ':') {
+          path_.back().key = key_;
+          state_ = State::kValue;
+          ++pos_;
+        } else {
+          return Error("expected ':' after a key");
+        }
+        break;
+      case State::kObjectNext:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == ',') {
+          state_ = State::kKey;
+          ++pos_;
+        } else if (c == '}') {
+          ++pos_;
+          Pop();
+        } else {
+          return Error(fmt::format("expected ',' or '}}' in {}", PathString(Path(path_.begin(), path_.end() - 1))));
+        }
+        break;
+      case State::kElementOrEnd:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == ']') {
+          ++pos_;
+          Pop();
+        } else {
+          state_ = State::kValue;
+        }
+        break;
+      case State::kArrayNext:
+        if (IsSpace(c)) {
+          ++pos_;
+        } else if (c == ',') {
+          ++path_.back().index;
+          state_ = State::kValue;
+          ++pos_;
+        } else if (c == ']') {
+          ++pos_;
+          Pop();
+        } else {
+          return Error(fmt::format("expected ',' or ']' in {}", PathString(Path(path_.begin(), path_.end() - 1))));
+        }
+        break;
+      case State::kDone:
+        if (!IsSpace(c)) return Error("unexpected data after the end of the document");
+        ++pos_;
+        break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status JsonWalker::Finish() {
+  if (!error_.ok()) return error_;
+  // A scalar root ends with the input (inside a container, input that ends in a number is cut).
+  if (state_ == State::kScan && scalar_ && path_.empty()) {
+    end_ = pos_;
+    if (keep_value_) {
+      keep_(path_, std::string_view(buf_).substr(value_start_, end_ - value_start_), buf_offset_ + value_start_);
+      if (!error_.ok()) return error_;
+    }
+    AfterValue();
+  }
+  if (state_ == State::kDone) return Status::Ok();
+  if (path_.empty() && state_ == State::kValue) {
+    error_ = DataLoss(fmt::format("byte {}: empty document", fed()));
+  } else if (state_ == State::kScan) {
+    error_ = DataLoss(fmt::format("byte {}: the document is cut short inside {}, which starts at byte {}",
+                                  fed(), PathString(path_), buf_offset_ + value_start_));
+  } else {
+    Path open(path_.begin(), path_.end() - 1);
+    error_ = DataLoss(fmt::format("byte {}: the document is cut short inside {}", fed(), PathString(open)));
+  }
+  return error_;
+}
+
+}  // namespace latdoc::trace
