@@ -2,6 +2,7 @@
 // (loadgen/sweep.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 
@@ -148,6 +149,12 @@ int RunSweepCommand(SweepArgs& a) {
   runner.reset();
   if (!result.ok()) return Fail("sweep", result.status());
   loadgen::SweepResult& r = *result;
+  const bool any_metrics = std::any_of(r.steps.begin(), r.steps.end(),
+                                       [](const loadgen::SweepStep& st) { return st.server.available; });
+  if (!any_metrics && o.scrape_metrics && !r.steps.empty() && !r.steps.front().server.error.empty()) {
+    fmt::print(stderr, "latdoc sweep: the server's metrics were not read ({}): no queue, KV or step-time "
+               "evidence for the knee\n", r.steps.front().server.error);
+  }
   if (!a.quiet) fmt::print("{}", loadgen::SweepSummaryText(r, s));
 
   loadgen::SweepContext ctx;

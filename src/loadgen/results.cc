@@ -25,7 +25,12 @@ StatusOr<SloSpec> ParseSlo(std::string_view text) {
       return InvalidArgument(fmt::format("--slo: '{}': expected KEY:MS (ttft, tpot, e2el)", part));
     std::string key(Trim(part.substr(0, colon)));
     auto v = ParseDouble(part.substr(colon + 1));
-    if (!v || *v <= 0) return InvalidArgument(fmt::format("--slo: '{}': bad number", part));
+    if (!v || !std::isfinite(*v) || *v <= 0) {
+      return InvalidArgument(fmt::format("--slo: '{}': expected a finite number above 0", part));
+    }
+    if (key == "percent" && *v > 100) {
+      return InvalidArgument(fmt::format("--slo: '{}': a percent of requests is at most 100", part));
+    }
     if (key == "ttft") s.ttft_ms = *v;
     else if (key == "tpot") s.tpot_ms = *v;
     else if (key == "e2el") s.e2el_ms = *v;

@@ -316,6 +316,11 @@ class Runner {
         done(false);
         return;
       }
+      // --metrics-url may name the endpoint itself (http://host:port/metrics).
+      if (!o_.metrics_url.empty() && url->base_path.size() >= 8 &&
+          url->base_path.compare(url->base_path.size() - 8, 8, "/metrics") == 0) {
+        url->base_path.resize(url->base_path.size() - 8);
+      }
       http::ClientOptions co = o_.client;
       co.first_byte_timeout_ns = 5 * kNsPerSec;
       co.idle_timeout_ns = 5 * kNsPerSec;

@@ -35,6 +35,7 @@ std::string_view BendName(Bend b) {
     case Bend::kQueueing: return "queueing";
     case Bend::kKvCache: return "kv_cache";
     case Bend::kCompute: return "compute";
+    case Bend::kFrontEnd: return "front_end";
   }
   return "?";
 }
@@ -87,6 +88,7 @@ std::optional<double> ServerStepMetrics::step_time_ms() const { return MeanMs(it
 
 void ServerStepMetrics::Merge(const ServerStepMetrics& o) {
   available = available || o.available;
+  if (error.empty()) error = o.error;
   MaxInto(max_running, o.max_running);
   MaxInto(max_waiting, o.max_waiting);
   MaxInto(max_kv_cache_usage, o.max_kv_cache_usage);
@@ -114,6 +116,9 @@ std::optional<double> SweepStep::KneeP99Ms(KneeLatency k) const {
 Status ValidateSweepOptions(const SweepOptions& o) {
   const char* what = o.rate_mode ? "--request-rate" : "--concurrency";
   if (!(o.lo > 0)) return InvalidArgument(fmt::format("{}: the range must start above 0", what));
+  if (!std::isfinite(o.lo) || !std::isfinite(o.hi)) {
+    return InvalidArgument(fmt::format("{} {}:{}: the range must be finite", what, o.lo, o.hi));
+  }
   if (!o.rate_mode && (o.lo != std::floor(o.lo) || o.hi != std::floor(o.hi)))
     return InvalidArgument(fmt::format("{}: concurrency bounds must be whole numbers", what));
   if (!(o.hi > o.lo)) {
@@ -245,6 +250,11 @@ StatusOr<SweepStep> MeasureStep(StepRunner& runner, double load, const SweepOpti
   s.p99_itl_ms = P99Ms(itls);
   s.median_itl_ms = P99Ms(itls, 50);
   s.p99_e2el_ms = P99Ms(e2el);
+  if (!e2el.empty()) {
+    double sum = 0;
+    for (int64_t v : e2el) sum += NsToMs(v);
+    s.mean_e2el_ms = sum / double(e2el.size());
+  }
   s.output_tokens_per_s = double(out_tokens) / s.duration_s;
   s.request_throughput = double(s.completed) / s.duration_s;
   if (o.slo.any()) {
@@ -258,9 +268,11 @@ StatusOr<SweepStep> MeasureStep(StepRunner& runner, double load, const SweepOpti
 namespace {
 
 // What the server's metrics say about one step: KV pressure (usage >= 95% or preemptions),
-// queueing (requests waited, and either the engine never ran as many requests as the client
-// kept in flight (closed loop: running plateaued below the concurrency) or the mean queue
-// time is above two engine steps, i.e. more than the wait for the next step), or neither.
+// queueing (the mean queue time, from the queue-time histogram that covers every request, is
+// above two engine steps, i.e. more than the wait for the next step; or, closed loop, the
+// engine never ran as many requests as the client kept in flight while some waited), or
+// neither. The waiting gauge is one instant per scrape: a 0 there does not outweigh the
+// histogram.
 void ClassifyStep(SweepStep& s, bool rate_mode) {
   const ServerStepMetrics& m = s.server;
   s.bend = Bend::kNone;
@@ -277,10 +289,10 @@ void ClassifyStep(SweepStep& s, bool rate_mode) {
         m.preemptions ? fmt::format("{:.0f}", *m.preemptions) : "n/a");
     return;
   }
-  bool waited = m.max_waiting ? *m.max_waiting > 0 : true;
-  bool plateau = !rate_mode && m.max_running && m.max_waiting && *m.max_waiting > 0 &&
-                 *m.max_running < s.load - 0.5;
-  if (plateau || (waited && queue && *queue > 2 * step.value_or(0) && *queue > 0)) {
+  const bool queued = queue && *queue > 0 && *queue > 2 * step.value_or(0);
+  const bool waited = (m.max_waiting && *m.max_waiting > 0) || queued;
+  const bool plateau = !rate_mode && m.max_running && waited && *m.max_running < s.load - 0.5;
+  if (plateau || queued) {
     s.bend = Bend::kQueueing;
     s.bend_evidence = fmt::format(
         "requests waited: mean queue time {:.1f} ms ({}x the {} ms step), up to {} waiting while "
@@ -299,9 +311,35 @@ void ClassifyStep(SweepStep& s, bool rate_mode) {
       step ? fmt::format("{:.2f} ms", *step) : "n/a");
 }
 
-// The batch size the engine actually ran at a step.
-double BatchOf(const SweepStep& s) {
-  if (s.server.max_running) return std::max(1.0, std::min(s.load, *s.server.max_running));
+// The engine's own time per request: queue + prefill + decode means.
+std::optional<double> EngineMs(const SweepStep& s) {
+  auto q = s.server.queue_mean_ms(), p = s.server.prefill_mean_ms(), d = s.server.decode_mean_ms();
+  if (!q || !p || !d) return std::nullopt;
+  return *q + *p + *d;
+}
+
+// A step called compute whose client latency grew, since the lowest step, more than twice as
+// much as the engine's own time did: what grew is in front of the engine.
+void ClassifyFrontEnd(SweepStep& s, const SweepStep& base, const char* unit) {
+  auto engine = EngineMs(s), engine0 = EngineMs(base);
+  if (s.bend != Bend::kCompute || !engine || !engine0 || !s.mean_e2el_ms || !base.mean_e2el_ms) return;
+  const double client_growth = *s.mean_e2el_ms - *base.mean_e2el_ms;
+  const double engine_growth = *engine - *engine0;
+  if (client_growth <= 0.1 * *base.mean_e2el_ms || engine_growth >= 0.5 * client_growth) return;
+  s.bend = Bend::kFrontEnd;
+  s.bend_evidence = fmt::format(
+      "since {:g} {}, the client's mean E2EL grew {:.1f} -> {:.1f} ms but the engine's queue + "
+      "prefill + decode only {:.1f} -> {:.1f} ms",
+      base.load, unit, *base.mean_e2el_ms, *s.mean_e2el_ms, *engine0, *engine);
+}
+
+// The batch size the engine actually ran at a step: the running gauge, else (closed loop) the
+// concurrency. A request rate is no batch size: in rate mode, without the gauge, unknown.
+std::optional<double> BatchOf(const SweepStep& s, bool rate_mode) {
+  if (s.server.max_running) {
+    return std::max(1.0, rate_mode ? *s.server.max_running : std::min(s.load, *s.server.max_running));
+  }
+  if (rate_mode) return std::nullopt;
   return s.load;
 }
 
@@ -318,9 +356,12 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
   r.elasticity.clear();
   r.recommendations.clear();
   std::vector<stats::SweepPoint> pts;
+  const SweepStep* base = nullptr;  // the lowest step the engine's time is known for
   for (size_t i = 0; i < r.steps.size(); ++i) {
     SweepStep& s = r.steps[i];
     ClassifyStep(s, o.rate_mode);
+    if (base != nullptr) ClassifyFrontEnd(s, *base, o.rate_mode ? "req/s" : "concurrent");
+    if (base == nullptr && EngineMs(s) && s.mean_e2el_ms) base = &s;
     auto p99 = s.KneeP99Ms(o.knee_latency);
     if (!p99 || s.completed == 0 || s.error_rate() > o.max_error_rate) continue;
     stats::SweepPoint p;
@@ -356,8 +397,9 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
   for (size_t i : r.knee_steps) {
     const SweepStep& s = r.steps[i];
     auto t = s.server.step_time_ms();
-    if (!t || s.bend == Bend::kQueueing || s.bend == Bend::kKvCache) continue;
-    double x = BatchOf(s);
+    const std::optional<double> batch = BatchOf(s, o.rate_mode);
+    if (!t || !batch || s.bend == Bend::kQueueing || s.bend == Bend::kKvCache) continue;
+    double x = *batch;
     n += 1, sx += x, sy += *t, sxx += x * x, sxy += x * *t;
   }
   r.step_base_ms.reset();
@@ -422,6 +464,10 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
         break;
       case Bend::kKvCache: what = "KV cache pressure"; break;
       case Bend::kCompute: what = "compute: each engine step takes longer as the batch grows"; break;
+      case Bend::kFrontEnd:
+        what = "outside the engine: requests wait in front of it (API server, proxy or network), "
+               "not for a batch";
+        break;
       case Bend::kNone: what = "server metrics not available to say which resource"; break;
     }
     r.knee_explanation = fmt::format(
@@ -435,11 +481,17 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
   }
 
   // --max-num-seqs.
-  double knee_batch = BatchOf(knee);
-  if (o.rate_mode) {
-    knee_batch = knee.server.max_running.value_or(0);
-  }
-  if (r.knee_bend == Bend::kQueueing && r.server_max_num_seqs) {
+  const std::optional<double> knee_batch_known = BatchOf(knee, o.rate_mode);
+  const double knee_batch = knee_batch_known.value_or(0);
+  if (!knee_batch_known && (r.knee_reached || o.slo.any())) {
+    seqs.reason = "a request rate is no batch size, and the server's metrics gave no running-requests "
+                  "gauge (vllm:num_requests_running) to turn it into one: sweep --concurrency, or "
+                  "give --metrics-url";
+  } else if (r.knee_bend == Bend::kFrontEnd) {
+    seqs.reason = "the engine is not what bends (its own time grew less than half as much as the "
+                  "client's latency), so a batch limit would not help: look at the front end (latdoc "
+                  "net for the path, latdoc doctor for the API server's CPU)";
+  } else if (r.knee_bend == Bend::kQueueing && r.server_max_num_seqs) {
     int limit = *r.server_max_num_seqs;
     std::optional<double> kv_fit;
     if (knee.server.max_kv_cache_usage && *knee.server.max_kv_cache_usage > 0)
@@ -478,14 +530,14 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
         "past a batch of {:.0f} the p99 {} grows faster than tokens/s", knee_batch, kl);
     if (o.goal == SweepGoal::kThroughput) {
       if (r.max_goodput) {
-        pick = BatchOf(r.steps[*r.max_goodput]);
+        pick = BatchOf(r.steps[*r.max_goodput], o.rate_mode).value_or(knee_batch);
         why = fmt::format("goal throughput: goodput peaks at {:.0f} concurrent", pick);
       } else {
         double best = 0;
         for (size_t i : r.knee_steps) best = std::max(best, r.steps[i].output_tokens_per_s);
         for (size_t i : r.knee_steps) {
           if (r.steps[i].output_tokens_per_s >= 0.95 * best) {
-            pick = BatchOf(r.steps[i]);
+            pick = BatchOf(r.steps[i], o.rate_mode).value_or(knee_batch);
             break;
           }
         }
@@ -499,8 +551,9 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
                                                     "at ~{:.0f})",
                                                     *r.step_base_ms, *r.step_per_seq_ms, *compute_knee)
                                       : "");
-  } else if (o.slo.any() && r.highest_meeting_slo) {
-    seqs.value = int64_t(std::max(1.0, std::floor(BatchOf(r.steps[*r.highest_meeting_slo]))));
+  } else if (o.slo.any() && r.highest_meeting_slo &&
+             BatchOf(r.steps[*r.highest_meeting_slo], o.rate_mode)) {
+    seqs.value = int64_t(std::max(1.0, std::floor(*BatchOf(r.steps[*r.highest_meeting_slo], o.rate_mode))));
     seqs.reason = fmt::format("the SLO breaks before the knee: {} is the highest {} meeting it",
                               *seqs.value, o.rate_mode ? "batch" : "concurrency");
   } else if (o.slo.any()) {
@@ -514,7 +567,7 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
     if (!r.highest_meeting_slo) {
       seqs.reason += "; no step met the SLO, so no batch size meets it on this server";
     } else {
-      double slo_batch = BatchOf(r.steps[*r.highest_meeting_slo]);
+      const double slo_batch = BatchOf(r.steps[*r.highest_meeting_slo], o.rate_mode).value_or(knee_batch);
       if (slo_batch < double(*seqs.value)) {
         seqs.value = int64_t(std::max(1.0, std::floor(slo_batch)));
         seqs.reason += fmt::format("; capped at {} by the SLO (the highest step meeting it)",

@@ -67,6 +67,7 @@ struct RequestSample {
 // Server metrics over a step (summed over its rounds). nullopt: not exposed or not scraped.
 struct ServerStepMetrics {
   bool available = false;
+  std::string error;                // why not available (the first round's reason)
   std::optional<double> max_running, max_waiting, max_kv_cache_usage, preemptions;
   // Histogram sums and counts (seconds), from /metrics deltas.
   double queue_sum_s = 0, queue_count = 0;
@@ -126,7 +127,10 @@ Status ValidateSweepOptions(const SweepOptions& o);
 // significant digits).
 std::vector<double> LadderLevels(const SweepOptions& o);
 
-enum class Bend { kNone, kQueueing, kKvCache, kCompute };
+// kFrontEnd: since the lowest step, the client's mean E2EL grew more than twice as much as the
+// engine's own time (queue + prefill + decode): what bends is in front of the engine (API
+// server, proxy, network).
+enum class Bend { kNone, kQueueing, kKvCache, kCompute, kFrontEnd };
 std::string_view BendName(Bend b);
 
 struct SweepStep {
@@ -142,6 +146,7 @@ struct SweepStep {
   double duration_s = 0;
   std::optional<double> p99_ttft_ms, median_ttft_ms, p99_tpot_ms, p99_itl_ms, p99_e2el_ms;
   std::optional<double> median_itl_ms;
+  std::optional<double> mean_e2el_ms;
   double output_tokens_per_s = 0;
   double request_throughput = 0;
   std::optional<double> goodput;   // requests/s meeting every SLO bound (SLO given)
@@ -185,6 +190,10 @@ struct SweepResult {
   std::string partial_reason;
   std::string stop_reason;         // why the ladder stopped climbing
 };
+
+// One RunBench as a round: per-request samples, and the server's metrics over it (gauge maxima
+// from the scrapes made while a request was in flight). Exposed for tests.
+RoundResult RoundFromRun(const BenchRun& run);
 
 // Measures one step (rounds until stable). Exposed for tests.
 StatusOr<SweepStep> MeasureStep(StepRunner& runner, double load, const SweepOptions& o);

@@ -27,7 +27,9 @@ void InstallHandler() {
   ::sigaction(SIGTERM, &sa, nullptr);
 }
 
-RoundResult FromRun(const BenchRun& run) {
+}  // namespace
+
+RoundResult RoundFromRun(const BenchRun& run) {
   RoundResult out;
   out.dur_ns = std::max<int64_t>(0, run.end_ns - run.start_ns);
   out.interrupted = run.partial;
@@ -54,8 +56,18 @@ RoundResult FromRun(const BenchRun& run) {
   }
   ServerStepMetrics& m = out.server;
   m.available = run.metrics_available;
+  if (!m.available) m.error = run.metrics_error;
   if (run.metrics_available) {
+    // Gauges count only from scrapes made while a request was in flight: the idle scrapes
+    // before and after a round shorter than the scrape interval read 0 running, which is no
+    // batch size. Without such a scrape the gauges stay unknown.
+    auto in_flight = [&run](int64_t t) {
+      return std::any_of(run.records.begin(), run.records.end(), [t](const RequestRecord& r) {
+        return r.sent_ns >= 0 && r.sent_ns <= t && (r.end_ns < 0 || t <= r.end_ns);
+      });
+    };
     for (const ServerSample& s : run.timeline) {
+      if (!in_flight(s.t_ns)) continue;
       if (s.running) m.max_running = std::max(m.max_running.value_or(0), *s.running);
       if (s.waiting) m.max_waiting = std::max(m.max_waiting.value_or(0), *s.waiting);
       if (s.kv_cache_usage)
@@ -74,6 +86,8 @@ RoundResult FromRun(const BenchRun& run) {
   }
   return out;
 }
+
+namespace {
 
 class BenchStepRunner : public StepRunner {
  public:
@@ -116,7 +130,7 @@ class BenchStepRunner : public StepRunner {
     InstallHandler();
     if (!run.ok()) return run.status();
     if (base_.model.empty()) base_.model = run->model;  // no /v1/models per round after this
-    RoundResult r = FromRun(*run);
+    RoundResult r = RoundFromRun(*run);
     if (run->partial) g_interrupted = 1;
     if (g_interrupted) r.interrupted = true;
     return r;

@@ -39,6 +39,9 @@ struct Model {
   double stall_factor = 2;
   bool server_gone_on_second_look = false;  // the second measurement of a stalled step fails
   double fail_second_look_rate = 0;         // ... or has this share of failures
+  bool gauges = true;                       // running/waiting/KV gauges exposed
+  bool waiting_reads_zero = false;          // the waiting gauge always sampled at 0
+  double front_end_ms = 0;                  // a serial front end: each request holds it this long
 };
 
 class FakeRunner : public StepRunner {
@@ -77,8 +80,9 @@ class FakeRunner : public StepRunner {
       double jitter = 1 + (first_round_of_step || m_.noise_every_round ? m_.noise : 0) *
                               std::sin((i + 7 * rounds_) * 1.7);
       s.ok = true;
-      s.ttft_ns = int64_t((waves * wave_ms + t_ms) * 1e6 * jitter * host);
-      s.e2el_ns = int64_t((waves + 1) * wave_ms * 1e6 * jitter * host);
+      const double front_ms = c * m_.front_end_ms;  // queued behind every other request there
+      s.ttft_ns = int64_t((waves * wave_ms + t_ms + front_ms) * 1e6 * jitter * host);
+      s.e2el_ns = int64_t(((waves + 1) * wave_ms + front_ms) * 1e6 * jitter * host);
       s.tpot_ns = int64_t(t_ms * 1e6 * host);
       s.output_tokens = m_.output_tokens;
       total_wait_ns += int64_t(waves * wave_ms * 1e6);
@@ -86,17 +90,21 @@ class FakeRunner : public StepRunner {
       r.requests.push_back(s);
     }
     // Steady state: the engine completes `batch` requests per wave.
-    r.dur_ns = int64_t(double(n) / batch * wave_ms * 1e6 * host);
+    r.dur_ns = int64_t((double(n) / batch * wave_ms + n * m_.front_end_ms) * 1e6 * host);
     ServerStepMetrics& sm = r.server;
     sm.available = true;
-    sm.max_running = batch;
-    sm.max_waiting = std::max(0, c - m_.max_num_seqs);
-    sm.max_kv_cache_usage = std::min(1.0, kv);
+    if (m_.gauges) {
+      sm.max_running = batch;
+      sm.max_waiting = m_.waiting_reads_zero ? 0 : std::max(0, c - m_.max_num_seqs);
+      sm.max_kv_cache_usage = std::min(1.0, kv);
+    }
     sm.preemptions = kv > 1 ? double(n) : 0;
     sm.queue_sum_s = double(total_wait_ns) / 1e9 + n * t_ms / 2e3;
     sm.queue_count = n;
     sm.prefill_sum_s = n * (t_ms + 0.06 * 32) / 1e3;  // 32-token prompts at 0.06 ms per token
     sm.prefill_count = n;
+    sm.decode_sum_s = n * (m_.output_tokens - 1) * t_ms / 1e3;
+    sm.decode_count = n;
     sm.itl_sum_s = double(r.itl_ns.size()) * t_ms / 1e3;
     sm.itl_count = double(r.itl_ns.size());
     r.interrupted = m_.interrupt_after_rounds >= 0 && rounds_ > m_.interrupt_after_rounds;
@@ -281,6 +289,105 @@ TEST(SweepTest, RecommendsRaisingMaxNumSeqsWhenQueueingBeforeComputeKnee) {
   EXPECT_THAT(r->high_load_regime, HasSubstr("6.00 ms per step + 0.080 ms per sequence"));
 }
 
+// The waiting gauge is one instant per scrape; a 0 read there does not hide a queue the
+// queue-time histogram shows.
+TEST(SweepTest, WaitingGaugeAtZeroDoesNotHideQueueing) {
+  Model m;
+  m.max_num_seqs = 16;
+  m.waiting_reads_zero = true;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->knee_bend, Bend::kQueueing);
+  EXPECT_EQ(r->server_max_num_seqs, 16);
+  EXPECT_EQ(r->recommendations[0].value, 75);
+}
+
+// A request rate is no batch size: without the running gauge, rate mode recommends none
+// (it said --max-num-seqs 1, "past a batch of 0").
+TEST(SweepTest, RateModeWithoutRunningGaugeRecommendsNoBatch) {
+  Model m;
+  m.gauges = false;
+  FakeRunner fake(m);
+  SweepOptions o = Opts();
+  o.rate_mode = true;
+  auto r = RunSweep(fake, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->knee_reached);
+  EXPECT_FALSE(r->recommendations[0].value);
+  EXPECT_THAT(r->recommendations[0].reason, HasSubstr("a request rate is no batch size"));
+  EXPECT_FALSE(r->recommendations[1].value);
+  // With the gauge, the batch is what ran.
+  Model g;
+  FakeRunner with(g);
+  auto w = RunSweep(with, o);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w->recommendations[0].value);
+  EXPECT_LE(*w->recommendations[0].value, 48);
+}
+
+// Gauges are read only from scrapes made while a request was in flight: the idle scrapes
+// around a short round read 0 running.
+TEST(SweepTest, GaugesComeFromScrapesDuringTheRound) {
+  BenchRun run;
+  run.metrics_available = true;
+  for (int i = 0; i < 2; ++i) {
+    RequestRecord rec;
+    rec.outcome = Outcome::kOk;
+    rec.scheduled_ns = rec.sent_ns = 100;
+    rec.first_token_ns = 120;
+    rec.last_token_ns = rec.end_ns = 200;
+    rec.output_tokens = 2;
+    run.records.push_back(rec);
+  }
+  auto sample = [](int64_t t, double running, double waiting) {
+    ServerSample s;
+    s.t_ns = t;
+    s.running = running;
+    s.waiting = waiting;
+    s.kv_cache_usage = running / 10;
+    return s;
+  };
+  run.timeline = {sample(50, 0, 0), sample(250, 0, 0)};
+  RoundResult idle = RoundFromRun(run);
+  EXPECT_TRUE(idle.server.available);
+  EXPECT_FALSE(idle.server.max_running);
+  EXPECT_FALSE(idle.server.max_waiting);
+  EXPECT_FALSE(idle.server.max_kv_cache_usage);
+  run.timeline = {sample(50, 0, 0), sample(150, 2, 1), sample(250, 0, 0)};
+  RoundResult busy = RoundFromRun(run);
+  EXPECT_EQ(busy.server.max_running, 2);
+  EXPECT_EQ(busy.server.max_waiting, 1);
+  EXPECT_DOUBLE_EQ(busy.server.max_kv_cache_usage.value_or(0), 0.2);
+}
+
+// A knee the engine does not explain (its queue + prefill + decode under half of what the
+// client waited) is the front end's: no batch limit is recommended (it said "compute" and
+// advised a smaller --max-num-seqs).
+TEST(SweepTest, FrontEndBoundKneeRecommendsNoBatchLimit) {
+  Model m;
+  m.max_num_seqs = 1024;
+  m.b_ms = 0.01;
+  m.front_end_ms = 2;
+  FakeRunner fake(m);
+  auto r = RunSweep(fake, Opts());
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->knee_reached);
+  EXPECT_EQ(r->knee_bend, Bend::kFrontEnd) << r->knee_explanation;
+  EXPECT_THAT(r->knee_explanation, HasSubstr("outside the engine"));
+  EXPECT_THAT(r->knee_explanation, HasSubstr("since 1 concurrent, the client's mean E2EL grew"));
+  EXPECT_FALSE(r->recommendations[0].value);
+  EXPECT_THAT(r->recommendations[0].reason, HasSubstr("the engine is not what bends"));
+  // The same server without the front end bends on compute, with a recommendation.
+  m.front_end_ms = 0;
+  m.b_ms = 0.2;
+  FakeRunner plain(m);
+  auto p = RunSweep(plain, Opts());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->knee_bend, Bend::kCompute);
+  EXPECT_TRUE(p->recommendations[0].value);
+}
+
 TEST(SweepTest, ComputeKneeRecommendsTheKneeBatch) {
   Model m;
   m.max_num_seqs = 1024;
@@ -358,6 +465,20 @@ TEST(SweepTest, RangeWithOnePointIsRejected) {
             "--concurrency 8:8: a sweep needs a range with at least two points (lo < hi); for one "
             "load level use `latdoc bench`");
   EXPECT_EQ(fake.requests(), 0);
+}
+
+TEST(SweepTest, RangesAndSlosMustBeFinite) {
+  FakeRunner fake(Model{});
+  SweepOptions o = Opts(1, INFINITY);
+  o.rate_mode = true;
+  auto r = RunSweep(fake, o);
+  EXPECT_EQ(r.status().message(), "--request-rate 1:inf: the range must be finite");
+  EXPECT_EQ(fake.requests(), 0);
+  EXPECT_EQ(ParseSlo("ttft:nan").status().message(), "--slo: 'ttft:nan': expected a finite number above 0");
+  EXPECT_EQ(ParseSlo("e2el:inf").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseSlo("ttft:100,percent:150").status().message(),
+            "--slo: 'percent:150': a percent of requests is at most 100");
+  ASSERT_TRUE(ParseSlo("ttft:100,percent:100").ok());
 }
 
 TEST(SweepTest, SloNothingMeetsStopsAtTheFirstStep) {

@@ -258,6 +258,32 @@ TEST(SweepCliTest, ServerErroringAtEveryStepExits3) {
   EXPECT_THAT(r.err, HasSubstr("every request failed at 1 concurrent (4 of 4; http_status: HTTP 500"));
 }
 
+// --metrics-url may name the endpoint (it fetched URL/metrics/metrics, and said nothing);
+// metrics that cannot be read are said on stderr.
+TEST(SweepCliTest, MetricsUrlNamingTheEndpointIsRead) {
+  SimProcess sim({"--max-num-seqs", "8", "--log-file", "/dev/null", "--disable-log-stats"});
+  std::string out = TempPath("metrics_url.json");
+  const std::vector<std::string> base = {"sweep", "--url", sim.url(), "--concurrency", "1:2", "--input-len",
+                                         "4", "--output-len", "4", "--min-requests", "4", "--scrape-interval",
+                                         "0.005", "--json", out, "--quiet"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--metrics-url", sim.url() + "/metrics"});
+  RunResult r = RunLatdoc(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  json j = ReadJson(out);
+  ASSERT_FALSE(j["steps"].empty());
+  EXPECT_TRUE(j["steps"][0]["server_metrics"]["metrics_available"].get<bool>()) << j["steps"][0].dump();
+
+  args = base;
+  args.insert(args.end(), {"--metrics-url", sim.url() + "/prom"});
+  r = RunLatdoc(args);
+  sim.process().Signal(SIGTERM);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "latdoc sweep: the server's metrics were not read (/metrics answered HTTP 404): no queue, "
+                   "KV or step-time evidence for the knee\n");
+}
+
 TEST(SweepCliTest, SloNothingMeetsExits1) {
   SimModel m{16, 6, 80, 5};
   SimProcess sim(SimArgs(m));
