@@ -1,7 +1,11 @@
 // latdoc exporter [--listen 127.0.0.1:9464] [--target URL] [--interval 15s] ...: continuous
 // diagnosis served to Prometheus. Argument parsing, the startup line and exit codes only; the
 // work is in exporter/.
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <fmt/core.h>
@@ -33,6 +37,7 @@ struct ExporterArgs {
   std::string sysroot = "/";
   int64_t pid = 0;
   bool once = false;
+  std::string api_key_env = "OPENAI_API_KEY";
 };
 
 // "127.0.0.1:9464", "[::1]:9464", ":9464" (all interfaces is not the default: say 0.0.0.0).
@@ -45,6 +50,11 @@ Status ParseListen(const std::string& text, std::string* host, uint16_t* port) {
   std::string h = text.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   if (h.empty()) h = "0.0.0.0";
+  if (h == "localhost") h = "127.0.0.1";
+  in6_addr addr;
+  if (::inet_pton(AF_INET, h.c_str(), &addr) != 1 && ::inet_pton(AF_INET6, h.c_str(), &addr) != 1) {
+    return InvalidArgument("--listen '" + text + "': '" + h + "' is not an IP address (or localhost)");
+  }
   const std::string p = text.substr(colon + 1);
   if (p.find_first_not_of("0123456789") != std::string::npos || p.size() > 5) return bad();
   const int n = std::stoi(p);
@@ -83,6 +93,7 @@ int RunExporter(const ExporterArgs& a) {
     o.collector_timeout_ns = *t;
   }
   o.target = a.target;
+  if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
   if (!o.target.empty()) {
     if (auto u = http::ParseUrl(o.target); !u.ok())
       return Fail("exporter", InvalidArgument("--target " + u.status().message()));
@@ -102,11 +113,19 @@ int RunExporter(const ExporterArgs& a) {
   if (a.once) {
     e.RunCycle(MonoNowNs());
     std::fputs(e.page()->c_str(), stdout);
-    return kExitOk;
+    // As the other commands: 3 when the target answered neither the canary nor the scrape,
+    // else 1 with a failing finding.
+    const exporter::ExporterState& state = e.state();
+    const bool canary_ok = state.canary_last_ok.value_or(false);
+    if (!o.target.empty() && !canary_ok && !state.server_up.value_or(false)) return kExitCannotRun;
+    const bool failing = std::any_of(state.findings.begin(), state.findings.end(), [](const rules::Finding& f) {
+      return f.severity == rules::Severity::kFail;
+    });
+    return failing ? kExitFindings : kExitOk;
   }
   if (Status st = e.Start(); !st.ok()) {
     std::fprintf(stderr, "latdoc exporter: %s\n", st.message().c_str());
-    return kExitCannotRun;
+    return ExitCodeFor(st) == kExitBadInput ? kExitBadInput : kExitCannotRun;
   }
   std::printf("latdoc exporter: serving http://%s:%u/metrics\n",
               o.listen_host.find(':') != std::string::npos ? ("[" + o.listen_host + "]").c_str()
@@ -154,7 +173,12 @@ Command RegisterExporter(CLI::App& root) {
   app->add_option("--sysroot", args->sysroot, "host checks read this recorded tree instead of /")
       ->capture_default_str();
   app->add_option("--pid", args->pid, "the server process for the host checks");
-  app->add_flag("--once", args->once, "run one cycle, print the page and exit (no server)");
+  app->add_flag("--once", args->once,
+                "run one cycle, print the page and exit (no server); exit 3 when the target did "
+                "not answer, 1 with a failing finding");
+  app->add_option("--api-key-env", args->api_key_env,
+                  "environment variable holding the API key the canary sends (as a Bearer token)")
+      ->capture_default_str();
   return {app, [args] { return RunExporter(*args); }};
 }
 

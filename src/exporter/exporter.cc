@@ -41,6 +41,7 @@ constexpr const char* kCanaryPrompt =
 loadgen::BenchOptions CanaryBenchOptions(const ExporterOptions& o, const std::string& model) {
   loadgen::BenchOptions b;
   b.url = o.target;
+  b.api_key = o.api_key;
   b.model = model;
   b.concurrency = 1;
   b.num_requests = 1;
@@ -77,11 +78,9 @@ StatusOr<Observation> RunCanary(const ExporterOptions& o, std::shared_ptr<std::s
     obs.canary = std::move(*run);
     return obs;
   }
-  if (run.status().code() != StatusCode::kUnavailable &&
-      run.status().code() != StatusCode::kInvalidArgument)
-    return run.status();
-  // Unreachable (or /v1/models unusable): one failed request, so the load rules and the
-  // outcome counters see it like any other failure.
+  // Unreachable, refused (a key the server does not take) or /v1/models unusable: one failed
+  // request, so the load rules, canary_up and the outcome counters see it like any other
+  // failure.
   loadgen::BenchRun failed;
   failed.model = *model;
   failed.start_ns = start;
@@ -89,8 +88,11 @@ StatusOr<Observation> RunCanary(const ExporterOptions& o, std::shared_ptr<std::s
   loadgen::RequestRecord rec;
   rec.scheduled_ns = rec.sent_ns = start;
   rec.end_ns = failed.end_ns;
-  rec.outcome = run.status().code() == StatusCode::kUnavailable ? loadgen::Outcome::kConnect
-                                                                 : loadgen::Outcome::kProtocol;
+  switch (run.status().code()) {
+    case StatusCode::kUnavailable: rec.outcome = loadgen::Outcome::kConnect; break;
+    case StatusCode::kPermissionDenied: rec.outcome = loadgen::Outcome::kHttpStatus; break;
+    default: rec.outcome = loadgen::Outcome::kProtocol; break;
+  }
   rec.error = run.status().message();
   rec.requested_output_tokens = o.canary_output_tokens;
   failed.records.push_back(std::move(rec));
@@ -312,7 +314,12 @@ Exporter::Exporter(ExporterOptions options, std::vector<CollectorSpec> collector
     state_.collectors[s.name].period_ns = s.period_ns;
   }
   state_.version = options_.version;
-  state_.target = options_.target;
+  // The target without what a URL may carry besides the server (a query's tokens).
+  if (auto url = http::ParseUrl(options_.target); url.ok()) {
+    state_.target = url->Origin() + url->base_path;
+  } else {
+    state_.target = options_.target;
+  }
   state_.interval_s = NsToSec(options_.interval_ns);
   bool canary = std::any_of(specs_.begin(), specs_.end(),
                             [](const CollectorSpec& s) { return s.name == "canary"; });
@@ -341,7 +348,10 @@ Status Exporter::Start() {
   server_->server = std::make_unique<http::Server>(
       server_->loop, so,
       [this](const http::Request& req, std::shared_ptr<http::ResponseStream> rs) {
-        if (req.path == "/metrics") {
+        if (req.method != "GET" && req.method != "HEAD") {
+          rs->Send(405, "text/plain; charset=utf-8", "method not allowed: GET or HEAD\n",
+                   {{"allow", "GET, HEAD"}});
+        } else if (req.path == "/metrics") {
           std::shared_ptr<const std::string> p = page();
           rs->Send(200, "text/plain; version=0.0.4; charset=utf-8", *p);
         } else if (req.path == "/") {

@@ -47,6 +47,7 @@ struct ExporterOptions {
   uint16_t listen_port = 9464;            // 0: any free port
   std::string target;                     // the server's base URL; "" runs the host checks only
   std::string model;                      // "" : the first of /v1/models
+  std::string api_key;                    // sent by the canary as a Bearer token; never shown
   int64_t interval_ns = 15'000'000'000;
   int64_t host_period_ns = 60'000'000'000;  // 0: no host checks
   int64_t collector_timeout_ns = 10'000'000'000;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "servermetrics/prometheus_parser.h"
+
 namespace latdoc::exporter {
 namespace {
 
@@ -41,7 +43,7 @@ void AppendSeries(std::string& out, std::string_view name, const MetricLabels& l
     first = false;
     out += k;
     out += "=\"";
-    out += EscapeLabelValue(v);
+    out += servermetrics::EscapeLabelValue(v);
     out += '"';
   }
   if (!extra_name.empty()) {
@@ -61,18 +63,6 @@ std::string FormatMetricValue(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
   // fmt's "{}" is the shortest representation that reads back to the same double.
   return fmt::format("{}", v);
-}
-
-std::string EscapeLabelValue(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
 }
 
 MetricText::FamilyText& MetricText::Find(std::string_view name) {

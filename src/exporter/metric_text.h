@@ -59,7 +59,5 @@ class MetricText {
 
 // "0.25", "1e-06", "+Inf", "NaN": Prometheus's (Go's) float text, shortest round-trip form.
 std::string FormatMetricValue(double v);
-// Escapes a label value: '\\' -> "\\\\", '"' -> "\\\"", newline -> "\\n".
-std::string EscapeLabelValue(std::string_view v);
 
 }  // namespace latdoc::exporter

@@ -40,6 +40,11 @@ StatusOr<Url> ParseUrl(std::string_view text) {
     rest = rest.substr(0, q);
   }
   std::string_view hostport = rest.substr(0, rest.find('/'));
+  if (auto at = hostport.rfind('@'); at != std::string_view::npos) {
+    // Not echoed: the part before '@' is a user and often a password.
+    return InvalidArgument(fmt::format("'{}://...@{}': credentials in the URL are not supported (give the key "
+                                       "with --api-key-env)", u.scheme, rest.substr(at + 1)));
+  }
   if (rest.size() > hostport.size()) {
     std::string_view path = rest.substr(hostport.size());
     while (!path.empty() && path.back() == '/') path.remove_suffix(1);

@@ -45,6 +45,10 @@ TEST(ParseUrlTest, Forms) {
             "'localhost:8000': not a URL (expected http://host:port)");
   EXPECT_EQ(ParseUrl("ftp://x").status().message(), "'ftp://x': scheme must be http or https");
   EXPECT_EQ(ParseUrl("http://x:99999").status().message(), "'http://x:99999': bad port");
+  // Credentials are refused, and not echoed (it took "user:secret@host" for the host).
+  EXPECT_EQ(ParseUrl("http://user:secret@10.0.0.1:8000/v1").status().message(),
+            "'http://...@10.0.0.1:8000/v1': credentials in the URL are not supported (give the key with "
+            "--api-key-env)");
 }
 
 // Records what an exchange saw.

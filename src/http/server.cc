@@ -139,7 +139,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     if (!in_response_ || headers_sent_) return;
     std::string out = Head(status, content_type, extra);
     out += fmt::format("content-length: {}\r\n\r\n", body.size());
-    out.append(body);
+    if (!head_) out.append(body);  // a HEAD response has the length of the body it omits
     Write(out);
     end_queued_ = true;
     QueueMarker(Marker::kEnd);
@@ -153,7 +153,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
   }
 
   void WriteChunk(std::string_view data) override {
-    if (!in_response_ || !headers_sent_ || end_queued_ || data.empty()) return;
+    if (!in_response_ || !headers_sent_ || end_queued_ || data.empty() || head_) return;
     char head[20];
     char* end = std::to_chars(head, head + sizeof head - 2, data.size(), 16).ptr;
     *end++ = '\r';
@@ -163,7 +163,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
 
   void EndChunked() override {
     if (!in_response_ || !headers_sent_ || end_queued_) return;
-    Write("0\r\n\r\n");
+    if (!head_) Write("0\r\n\r\n");
     end_queued_ = true;
     QueueMarker(Marker::kEnd);
   }
@@ -299,6 +299,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
     keep_alive_ = false;
     headers_sent_ = false;
     end_queued_ = false;
+    head_ = false;
     Send(status, "application/json", body, {});
   }
 
@@ -321,6 +322,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
                                std::string(f.value()));
     }
     keep_alive_ = req.keep_alive;
+    head_ = req.method == "HEAD";
     in_response_ = true;
     headers_sent_ = false;
     end_queued_ = false;
@@ -507,6 +509,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
   bool in_response_ = false;
   bool headers_sent_ = false;
   bool end_queued_ = false;
+  bool head_ = false;  // the request is HEAD: headers only
   bool keep_alive_ = true;
   Marker marker_ = Marker::kNone;
   uint64_t requests_ = 0;

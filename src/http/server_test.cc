@@ -100,6 +100,32 @@ TEST(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   EXPECT_THAT(c.ReadUntil("POST /b xyz"), HasSubstr("POST /b xyz"));
 }
 
+// A HEAD response carries the headers (with the length of the body a GET would get) and no
+// body: bytes after them would be read as the next response on a kept-alive connection.
+TEST(ServerTest, HeadGetsHeadersOnlyAndTheNextResponseFollows) {
+  ServerFixture f([](const Request& r, std::shared_ptr<ResponseStream> w) {
+    if (r.path == "/s") {
+      w->BeginChunked(200, "text/event-stream");
+      w->WriteChunk("data: 1\n\n");
+      w->EndChunked();
+      return;
+    }
+    w->Send(200, "text/plain", "0123456789");
+  });
+  RawClient c(f.port());
+  c.Send("HEAD /a HTTP/1.1\r\nHost: x\r\n\r\nHEAD /s HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string r = c.ReadUntil("0123456789");
+  const size_t first = r.find("HTTP/1.1 200 OK\r\n");
+  const size_t second = r.find("HTTP/1.1 200 OK\r\n", first + 1);
+  const size_t third = r.find("HTTP/1.1 200 OK\r\n", second + 1);
+  ASSERT_NE(third, std::string::npos) << r;
+  EXPECT_THAT(r.substr(0, second), HasSubstr("content-length: 10\r\n"));
+  EXPECT_EQ(r.substr(second - 4, 4), "\r\n\r\n") << "a body after the HEAD headers";
+  EXPECT_EQ(r.substr(third - 4, 4), "\r\n\r\n") << "a chunk after the HEAD headers";
+  EXPECT_THAT(r.substr(second, third - second), HasSubstr("transfer-encoding: chunked\r\n"));
+  EXPECT_THAT(r.substr(third), HasSubstr("content-length: 10\r\n\r\n0123456789"));
+}
+
 TEST(ServerTest, ConnectionCloseIsHonoured) {
   ServerFixture f(Echo());
   RawClient c(f.port());

@@ -319,4 +319,16 @@ PrometheusPage ParsePrometheusText(std::string_view text) {
   return p.Finish();
 }
 
+std::string EscapeLabelValue(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace latdoc::servermetrics

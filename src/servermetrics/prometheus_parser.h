@@ -90,4 +90,7 @@ class PrometheusParser {
 // Parses a whole page.
 PrometheusPage ParsePrometheusText(std::string_view text);
 
+// A label value as the text format writes it: '\\' -> "\\\\", '"' -> "\\\"", newline -> "\\n".
+std::string EscapeLabelValue(std::string_view v);
+
 }  // namespace latdoc::servermetrics

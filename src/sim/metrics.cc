@@ -5,6 +5,8 @@
 
 #include <fmt/core.h>
 
+#include "servermetrics/prometheus_parser.h"
+
 namespace latdoc::sim {
 namespace {
 
@@ -90,7 +92,8 @@ SimMetrics::SimMetrics(int max_model_len)
 std::string SimMetrics::Render(const std::string& model_name) const {
   std::string out;
   out.reserve(32 * 1024);
-  const std::string labels = fmt::format("engine=\"0\",model_name=\"{}\"", model_name);
+  const std::string labels =
+      fmt::format("engine=\"0\",model_name=\"{}\"", servermetrics::EscapeLabelValue(model_name));
   auto gauge = [&](const char* name, const char* help, double v) {
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{{{}}} {}\n", name, help, name, name,
                        labels, Num(v));

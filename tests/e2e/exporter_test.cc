@@ -29,6 +29,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 namespace fs = std::filesystem;
 
 const std::string kDeploy = std::string(LATDOC_SOURCE_DIR) + "/deploy/prometheus";
@@ -55,6 +56,26 @@ uint16_t FreePort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+// Sends `request` as written on a new loopback connection and returns all bytes read until the
+// server closes it (the request should say Connection: close).
+std::string RawHttp(uint16_t port, const std::string& request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::send(fd, request.data(), request.size(), 0) == ssize_t(request.size())) {
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char b[4096];
+    for (ssize_t n; (n = ::recv(fd, b, sizeof b, 0)) > 0;) out.append(b, size_t(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
@@ -395,6 +416,10 @@ TEST(ExporterE2eTest, BadFlagsExitTwoWithAClearMessage) {
             "latdoc exporter: --canary-tokens must be between 1 and 256"},
            {{"--host-interval", "1s", "--interval", "2s"},
             "latdoc exporter: --host-interval must be 0 (off) or at least --interval"},
+           {{"--listen", "nowhere:9464"},
+            "latdoc exporter: --listen 'nowhere:9464': 'nowhere' is not an IP address (or localhost)"},
+           {{"--target", "http://user:secret@127.0.0.1:8000"},
+            "latdoc exporter: --target 'http://...@127.0.0.1:8000': credentials in the URL are not supported"},
        }) {
     std::vector<std::string> args = {"exporter"};
     args.insert(args.end(), c.args.begin(), c.args.end());
@@ -404,6 +429,65 @@ TEST(ExporterE2eTest, BadFlagsExitTwoWithAClearMessage) {
   }
   RunResult r = RunLatdoc({"exporter", "--no-such-flag"}, 20000);
   EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(RunLatdoc({"exporter", "--target", "http://u:secret@127.0.0.1:8000"}, 20000).err.find("secret"),
+            std::string::npos);
+}
+
+// --once exits as the other commands: 3 when the target answered nothing, 1 with a failing
+// finding, 0 when all is well (it always exited 0).
+TEST(ExporterE2eTest, OnceExitsThreeForADownTargetAndOneForAFailure) {
+  const uint16_t closed = FreePort();
+  RunResult down = RunLatdoc({"exporter", "--once", "--no-host", "--timeout", "2s", "--target",
+                              "http://127.0.0.1:" + std::to_string(closed) + "/v1?token=abc"},
+                             20000);
+  EXPECT_EQ(down.exit_code, 3) << down.err;
+  EXPECT_THAT(down.out, HasSubstr("latdoc_canary_up 0\n"));
+  // The target label carries the server, not a query's token.
+  EXPECT_THAT(down.out, HasSubstr("target=\"http://127.0.0.1:" + std::to_string(closed) + "/v1\"}"));
+  EXPECT_EQ(down.out.find("token=abc"), std::string::npos);
+
+  SimProcess sim({"--log-file", "/dev/null"});
+  RunResult up = RunLatdoc({"exporter", "--once", "--no-host", "--target", sim.url()}, 20000);
+  EXPECT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_THAT(up.out, HasSubstr("latdoc_canary_up 1\n"));
+  SimProcess failing({"--sim-fault-500", "1", "--log-file", "/dev/null"});
+  RunResult fail = RunLatdoc({"exporter", "--once", "--no-host", "--target", failing.url()}, 20000);
+  EXPECT_EQ(fail.exit_code, 1) << fail.err;
+  EXPECT_THAT(fail.out, HasSubstr("severity=\"fail\"} 1\n"));
+}
+
+// The canary sends the key of --api-key-env; a refused key is a failed canary (canary_up 0),
+// not a silent gap. The served model's name is escaped in the simulator's /metrics, so the
+// scrape still reads it.
+TEST(ExporterE2eTest, CanarySendsTheApiKeyAndARefusedKeyIsAFailedCanary) {
+  SimProcess sim({"--api-key", "sekrit", "--served-model-name", "m\"q\\b", "--log-file", "/dev/null"});
+  ::setenv("LATDOC_TEST_KEY", "sekrit", 1);
+  RunResult ok = RunLatdoc({"exporter", "--once", "--no-host", "--target", sim.url(), "--api-key-env",
+                            "LATDOC_TEST_KEY"}, 20000);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("latdoc_canary_up 1\n"));
+  EXPECT_THAT(ok.out, HasSubstr("latdoc_server_up 1\n"));
+  ::setenv("LATDOC_TEST_KEY", "wrong", 1);
+  RunResult refused = RunLatdoc({"exporter", "--once", "--no-host", "--target", sim.url(), "--api-key-env",
+                                 "LATDOC_TEST_KEY"}, 20000);
+  ::unsetenv("LATDOC_TEST_KEY");
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_THAT(refused.out, HasSubstr("latdoc_canary_up 0\n"));
+  EXPECT_THAT(refused.out, HasSubstr("latdoc_canary_requests_total{outcome=\"http_status\"} 1\n"));
+}
+
+// HEAD gets the page's headers and no body; other methods get 405.
+TEST(ExporterE2eTest, HeadHasNoBodyAndPostIsNotAllowed) {
+  ExporterProcess exporter({"--target", "", "--interval", "1s"});
+  ASSERT_NE(exporter.port(), 0);
+  const std::string head = RawHttp(exporter.port(), "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(head, StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_THAT(head, HasSubstr("content-length: "));
+  EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n") << head;
+  const std::string post = RawHttp(exporter.port(), "POST /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(post, StartsWith("HTTP/1.1 405 Method Not Allowed\r\n"));
+  EXPECT_THAT(post, HasSubstr("allow: GET, HEAD\r\n"));
+  EXPECT_EQ(exporter.process().Signal(SIGTERM), 0);
 }
 
 }  // namespace
