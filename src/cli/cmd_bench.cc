@@ -38,7 +38,11 @@ int RunBenchCommand(BenchArgs& a) {
   if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
   else if (a.endpoint == "chat") o.endpoint = loadgen::Endpoint::kChat;
   else return Fail("bench", InvalidArgument("--endpoint must be completions or chat"));
-  if (o.num_requests <= 0 && o.duration_s <= 0) o.num_requests = 200;
+  if (o.num_requests < 0) return Fail("bench", InvalidArgument("--num-requests must not be negative"));
+  if (o.warmup < 0) return Fail("bench", InvalidArgument("--warmup must not be negative"));
+  if (a.max_error_rate != -1 && !(a.max_error_rate >= 0 && a.max_error_rate <= 1))
+    return Fail("bench", InvalidArgument("--max-error-rate must be in [0, 1]"));
+  if (o.num_requests == 0 && o.duration_s <= 0) o.num_requests = 200;
   auto slo = loadgen::ParseSlo(a.slo);
   if (!slo.ok()) return Fail("bench", slo.status());
   loadgen::ResultOptions ro;
@@ -118,9 +122,12 @@ Command RegisterBench(CLI::App& root) {
   app->add_option("--warmup", o.warmup, "Requests sent first, not counted")->group(load);
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request")->group(load);
   app->add_flag("--insecure", o.client.insecure, "Skip TLS certificate verification")->group(load);
-  app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds")->group(load)->capture_default_str();
-  app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds")->group(load)->capture_default_str();
-  app->add_option("--idle-timeout", a->idle_timeout_s, "Seconds between stream reads")->group(load)->capture_default_str();
+  app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds")
+      ->check(CLI::Range(0.001, 864000.0))->group(load)->capture_default_str();
+  app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds")
+      ->check(CLI::Range(0.001, 864000.0))->group(load)->capture_default_str();
+  app->add_option("--idle-timeout", a->idle_timeout_s, "Seconds between stream reads")
+      ->check(CLI::Range(0.001, 864000.0))->group(load)->capture_default_str();
   app->add_option("--request-timeout", a->request_timeout_s, "Seconds for a whole request, stream included (0: none)")
       ->check(CLI::Range(0.0, 864000.0))->group(load)->capture_default_str();
   auto* wl = "Workload";

@@ -120,7 +120,9 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   j["backend"] = o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
   j["model_id"] = run.model;
   j["num_prompts"] = run.records.size();
-  if (o.request_rate > 0) j["request_rate"] = o.request_rate; else j["request_rate"] = "inf";
+  // As vLLM writes it: "inf" for every request at once (or a closed loop).
+  if (o.request_rate > 0 && std::isfinite(o.request_rate)) j["request_rate"] = o.request_rate;
+  else j["request_rate"] = "inf";
   j["burstiness"] = o.burstiness;
   j["max_concurrency"] = o.request_rate > 0 ? (o.max_concurrency > 0 ? ordered_json(o.max_concurrency) : ordered_json(nullptr))
                                             : ordered_json(o.concurrency);

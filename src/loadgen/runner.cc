@@ -41,6 +41,11 @@ std::string RequestBody(const BenchOptions& o, const std::string& model, const P
 
 namespace {
 
+// Bounds that keep times within the int64 nanosecond clock: a run of at most 1e6 s (11.6
+// days), an arrival gap of at most 1e7 s.
+constexpr double kMaxDurationS = 1e6;
+constexpr double kMaxArrivalGapS = 1e7;
+
 double CpuSeconds() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -208,10 +213,14 @@ class Runner {
     dispatch_timer_.ExpireAtNs(next_due_ns_, [this] {
       int64_t due = next_due_ns_;
       Arrive(due);
-      double shape = o_.burstiness;
-      double scale = 1.0 / (o_.request_rate * shape);
-      double gap_s = std::gamma_distribution<double>(shape, scale)(rng_);
-      next_due_ns_ = due + SecToNs(gap_s);
+      // An infinite rate sends every request at once (vLLM's default); a gap is capped so that
+      // a tiny rate (or a gamma draw far in its tail) cannot overflow the clock.
+      double gap_s = 0;
+      if (std::isfinite(o_.request_rate)) {
+        const double shape = o_.burstiness;
+        gap_s = std::gamma_distribution<double>(shape, 1.0 / (o_.request_rate * shape))(rng_);
+      }
+      next_due_ns_ = due + SecToNs(std::min(gap_s, kMaxArrivalGapS));
       ScheduleNext();
     });
   }
@@ -275,6 +284,8 @@ class Runner {
     if (phase_ == Phase::kDone) return;
     phase_ = Phase::kDone;
     run_.end_ns = MonoNowNs();
+    // Stopped during the warm-up: the measured phase never began and lasted nothing.
+    if (run_.start_ns == 0) run_.start_ns = run_.end_ns;
     dispatch_timer_.Cancel();
     stop_timer_.Cancel();
     scrape_timer_.Cancel();
@@ -418,10 +429,17 @@ void Flight::OnComplete(const http::ExchangeResult& r) {
 
 StatusOr<BenchRun> RunBench(const BenchOptions& o) {
   if (o.prompts.empty()) return InvalidArgument("no prompts to send");
+  if (std::isnan(o.request_rate) || o.request_rate < 0)
+    return InvalidArgument("--request-rate must be a number above 0 (or inf)");
   if (o.request_rate <= 0 && o.concurrency < 1)
     return InvalidArgument("--concurrency must be at least 1");
-  if (o.request_rate < 0) return InvalidArgument("--request-rate must be positive");
-  if (o.burstiness <= 0) return InvalidArgument("--burstiness must be positive");
+  if (!std::isfinite(o.burstiness) || o.burstiness <= 0)
+    return InvalidArgument("--burstiness must be a finite number above 0");
+  if (o.max_concurrency < 0) return InvalidArgument("--max-concurrency must not be negative (0: no cap)");
+  if (!(o.duration_s >= 0 && o.duration_s <= kMaxDurationS))
+    return InvalidArgument(fmt::format("--duration must be between 0 and {:g} seconds", kMaxDurationS));
+  if (o.scrape_metrics && !(o.scrape_interval_s >= 0.001 && o.scrape_interval_s <= 3600))
+    return InvalidArgument("--scrape-interval must be between 0.001 and 3600 seconds");
   if (o.num_requests <= 0 && o.duration_s <= 0)
     return InvalidArgument("give --num-requests or --duration");
   ASSIGN_OR_RETURN(http::Url url, http::ParseUrl(o.url));

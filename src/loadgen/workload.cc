@@ -14,9 +14,12 @@ namespace latdoc::loadgen {
 Status ValidateRandomOptions(const RandomWorkloadOptions& o) {
   if (o.input_len < 1) return InvalidArgument("--input-len must be at least 1");
   if (o.output_len < 1) return InvalidArgument("--output-len must be at least 1");
-  if (o.range_ratio < 0 || o.range_ratio >= 1)
-    return InvalidArgument("--range-ratio must be in [0, 1)");
+  if (!(o.range_ratio >= 0 && o.range_ratio < 1)) return InvalidArgument("--range-ratio must be in [0, 1)");
   if (o.prefix_len < 0) return InvalidArgument("--prefix-len must not be negative");
+  // Past any model's context; the prompts are built in memory before the run.
+  if (o.input_len > kMaxTokens || o.prefix_len > kMaxTokens || o.output_len > kMaxTokens) {
+    return InvalidArgument(fmt::format("--input-len, --prefix-len and --output-len must be at most {}", kMaxTokens));
+  }
   return Status::Ok();
 }
 
@@ -114,8 +117,8 @@ void ReadJsonl(const std::string& path, const std::string& text, int default_out
     p.output_tokens = default_out;
     for (const char* key : {"output_len", "max_tokens"}) {
       if (auto it = j.find(key); it != j.end()) {
-        if (!it->is_number_integer() || it->get<int64_t>() < 1) {
-          Bad(w, where, fmt::format("\"{}\" must be a positive integer", key));
+        if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxTokens) {
+          Bad(w, where, fmt::format("\"{}\" must be a positive integer up to {}", key, kMaxTokens));
           p.output_tokens = -1;
         } else {
           p.output_tokens = int(it->get<int64_t>());

@@ -24,6 +24,9 @@ struct Prompt {
   int output_tokens = 0;            // max_tokens to ask for
 };
 
+// The most tokens a prompt or an answer may ask for (beyond any model's context).
+inline constexpr int kMaxTokens = 10'000'000;
+
 struct RandomWorkloadOptions {
   int input_len = 1024;
   int output_len = 128;

@@ -1,5 +1,6 @@
 #include "loadgen/workload.h"
 
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -100,6 +101,23 @@ TEST(WorkloadTest, TokenIdsAsVllmAndSeedsRepeat) {
     EXPECT_EQ(text[i].input_tokens, a[i].input_tokens);
     EXPECT_EQ(text[i].output_tokens, a[i].output_tokens);
   }
+}
+
+// An output length past int is a bad line (it was truncated: 2^32 + 1 asked for 1 token, 2^32
+// for none and the line vanished without a count).
+TEST(WorkloadTest, OutputLengthsPastTheCapAreBadLines) {
+  const std::string path = ::testing::TempDir() + "workload_big_output.jsonl";
+  std::ofstream(path) << "{\"prompt\": \"hi there\", \"output_len\": 4294967297}\n"
+                      << "{\"prompt\": \"hi there\", \"max_tokens\": 4294967296}\n"
+                      << "{\"prompt\": \"ok then\", \"output_len\": 7}\n";
+  auto w = LoadWorkloadFile(path, 16);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_EQ(w->prompts.size(), 1u);
+  EXPECT_EQ(w->prompts[0].output_tokens, 7);
+  EXPECT_EQ(w->bad_lines, 2u);
+  ASSERT_FALSE(w->bad_line_messages.empty());
+  EXPECT_NE(w->bad_line_messages[0].find("must be a positive integer up to 10000000"), std::string::npos)
+      << w->bad_line_messages[0];
 }
 
 }  // namespace

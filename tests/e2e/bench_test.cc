@@ -220,6 +220,64 @@ TEST(BenchCliTest, BadOptionsExit2) {
   RunResult d = RunLatdoc({"bench", "--url", "http://127.0.0.1:1", "--dataset", "/nonexistent.jsonl"});
   EXPECT_EQ(d.exit_code, 2);
   EXPECT_THAT(d.err, HasSubstr("/nonexistent.jsonl: No such file or directory"));
+  // Numbers out of range or not numbers at all: each exits 2 with what is wrong, before any
+  // request (they ran with nonsense latencies, sent nothing, or hammered /metrics).
+  struct Case {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--request-rate", "10", "--burstiness", "nan"}, "--burstiness must be a finite number above 0"},
+           {{"--request-rate", "10", "--burstiness", "inf"}, "--burstiness must be a finite number above 0"},
+           {{"--request-rate", "nan"}, "--request-rate must be a number above 0 (or inf)"},
+           {{"--duration", "1e11"}, "--duration must be between 0 and 1e+06 seconds"},
+           {{"--duration", "-1"}, "--duration must be between 0 and 1e+06 seconds"},
+           {{"--num-requests", "-5"}, "--num-requests must not be negative"},
+           {{"--warmup", "-3"}, "--warmup must not be negative"},
+           {{"--max-concurrency", "-4", "--request-rate", "5"}, "--max-concurrency must not be negative"},
+           {{"--range-ratio", "nan"}, "--range-ratio must be in [0, 1)"},
+           {{"--input-len", "1000000000"}, "must be at most 10000000"},
+           {{"--max-error-rate", "nan"}, "--max-error-rate must be in [0, 1]"},
+           {{"--max-error-rate", "2"}, "--max-error-rate must be in [0, 1]"},
+           {{"--scrape-interval", "0"}, "--scrape-interval must be between 0.001 and 3600 seconds"},
+           {{"--idle-timeout", "-1"}, "--idle-timeout"},
+       }) {
+    std::vector<std::string> args = {"bench", "--url", "http://127.0.0.1:1"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    RunResult b = RunLatdoc(args);
+    EXPECT_EQ(b.exit_code, 2) << c.args[0] << " " << c.args[1] << ": " << b.err;
+    EXPECT_THAT(b.err, HasSubstr(c.error)) << c.args[0];
+  }
+}
+
+// An infinite rate sends every request at once and is written "inf", as vLLM does (it wrote
+// null and drew gaps from a gamma distribution of scale 0).
+TEST(BenchCliTest, InfiniteRateSendsAtOnceAndSaysInf) {
+  SimProcess sim(kFastSim);
+  int code = -1;
+  json r = RunBench(sim.url(), {"--request-rate", "inf", "--num-requests", "6", "--input-len", "8",
+                                "--output-len", "4"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(r["request_rate"], "inf");
+  EXPECT_EQ(r["completed"], 6);
+}
+
+// A Ctrl-C during the warm-up: the measured phase never began and lasted nothing (it reported
+// the machine's uptime as the duration).
+TEST(BenchCliTest, SigintDuringWarmupReportsNoDuration) {
+  SimProcess sim({"--sim-step-base-ms", "50", "--log-file", "/dev/null", "--disable-log-stats"});
+  std::string out = TempPath("warmup_partial.json");
+  Process bench({LatdocBinary(), "bench", "--url", sim.url(), "--concurrency", "1", "--num-requests", "5",
+                 "--warmup", "2", "--input-len", "8", "--output-len", "1000", "--json", out, "--quiet"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  EXPECT_EQ(bench.Signal(SIGINT), 0);
+  auto text = ReadFileToString(out);
+  ASSERT_TRUE(text.ok());
+  json r = json::parse(*text);
+  EXPECT_EQ(r["partial"], true);
+  EXPECT_EQ(r["sent"], 0);
+  EXPECT_LT(r["duration"].get<double>(), 0.001);
+  std::remove(out.c_str());
 }
 
 // vLLM's forms of the chunked-prefill switch are flags (argparse BooleanOptionalAction): a

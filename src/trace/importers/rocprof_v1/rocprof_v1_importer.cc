@@ -60,9 +60,15 @@ Status RocprofV1CsvImporter::Import(const std::string& path, const ImportOptions
   const int c_fetch = csv->Column({"FETCH_SIZE"});
   const int c_write = csv->Column({"WRITE_SIZE"});
   if (c_name < 0) return InvalidArgument(path + ": line 1: no KernelName column");
-  if (c_begin < 0 || c_end < 0) {
+  if (c_begin < 0 && c_end < 0) {
     return InvalidArgument(path + ": line 1: no BeginNs/EndNs columns (a counters-only file; "
                                   "profile with `rocprof --timestamp on` to get kernel times)");
+  }
+  // One of the two alone is a damaged header, not a counters-only file.
+  if (c_begin < 0 || c_end < 0) {
+    return InvalidArgument(fmt::format("{}: line 1: missing column {} (the header has {} but not {})", path,
+                                       c_begin < 0 ? "BeginNs" : "EndNs", c_begin < 0 ? "EndNs" : "BeginNs",
+                                       c_begin < 0 ? "BeginNs" : "EndNs"));
   }
   const uint16_t source = trace.AddSource(path, "rocprof_v1_csv");
   SourceFile& src = trace.sources[source];

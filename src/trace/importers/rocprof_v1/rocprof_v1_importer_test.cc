@@ -1,5 +1,7 @@
 #include "trace/importers/rocprof_v1/rocprof_v1_importer.h"
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "trace/analysis/trace_analysis.h"
@@ -60,6 +62,20 @@ TEST(RocprofV1CsvTest, CountersOnlyFileSaysHowToGetTimes) {
   EXPECT_EQ(r[0].status.message(),
             std::string(kDir) + "output_vec_add_gpu.csv: line 1: no BeginNs/EndNs columns (a "
             "counters-only file; profile with `rocprof --timestamp on` to get kernel times)");
+}
+
+// A header with BeginNs but no EndNs is damaged, not a counters-only file (it was called one).
+TEST(RocprofV1CsvTest, OneTimeColumnMissingIsNamed) {
+  std::ifstream in("tests/data/trace/handmade/v1_results.csv", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"EndNs\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at + 1, 5, "EndNx");
+  const std::string path = ::testing::TempDir() + "v1_no_endns.csv";
+  std::ofstream(path, std::ios::binary) << text;
+  Trace trace;
+  auto r = ImportFiles({path}, ImportOptions{}, trace);
+  EXPECT_EQ(r[0].status.message(), path + ": line 1: missing column EndNs (the header has BeginNs but not EndNs)");
 }
 
 TEST(RocprofV1CsvTest, ClockDomainMismatchAndNegativeDurations) {
