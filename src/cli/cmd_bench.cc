@@ -90,6 +90,15 @@ int RunBenchCommand(BenchArgs& a) {
     if (Status st = WriteFileAtomic(a.requests_out, loadgen::RequestsJsonl(*run)); !st.ok())
       return Fail("bench", st);
   }
+  // Every request failed: the server could not serve this load at all (as `sweep` says it).
+  const uint64_t completed = s.json.value("completed", uint64_t{0});
+  const uint64_t failed = s.json.value("failed", uint64_t{0});
+  if (completed == 0 && failed > 0) {
+    const auto& sample = s.json["errors_sample"];
+    fmt::print(stderr, "latdoc bench: every request failed ({} of {}{})\n", failed, failed,
+               sample.empty() ? "" : "; " + sample[0].get<std::string>().substr(0, 200));
+    return kExitCannotRun;
+  }
   if (s.slo_missed || s.error_rate_missed) return kExitFindings;
   return kExitOk;
 }

@@ -297,6 +297,17 @@ TEST(SimCliTest, ChunkedPrefillTakesVllmsFlagForms) {
   }
 }
 
+// A server that answers but fails every request: exit 3 and the reason (it exited 0).
+TEST(BenchCliTest, EveryRequestFailingExits3) {
+  SimProcess sim({"--sim-fault-500", "1", "--log-file", "/dev/null", "--disable-log-stats"});
+  std::string out = TempPath("all_failed.json");
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--num-requests", "4", "--input-len", "4",
+                           "--output-len", "2", "--json", out, "--quiet"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("latdoc bench: every request failed (4 of 4; http_status: HTTP 500"));
+  EXPECT_TRUE(ReadFileToString(out).ok()) << "the results are written all the same";
+}
+
 TEST(BenchCliTest, MissedSloExits1) {
   SimProcess sim(kFastSim);
   int code = -1;

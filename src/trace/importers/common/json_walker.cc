@@ -1,5 +1,6 @@
 #include "trace/importers/common/json_walker.h"
 
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -17,6 +18,10 @@ constexpr std::array<bool, 256> MakeSpecial() {
 }
 constexpr std::array<bool, 256> kSpecial = MakeSpecial();
 
+// Keys longer than this are cut (none that a caller asks for is); messages show less.
+constexpr size_t kMaxKey = 256;
+constexpr size_t kShownKey = 64;
+
 }  // namespace
 
 JsonWalker::JsonWalker(DecideFn decide, KeepFn keep) : decide_(std::move(decide)), keep_(std::move(keep)) {}
@@ -28,19 +33,23 @@ std::string JsonWalker::PathString(const Path& path) {
       s += fmt::format("[{}]", step.index);
     } else {
       if (!s.empty()) s += '.';
-      s += step.key;
+      s.append(step.key, 0, kShownKey);
+      if (step.key.size() > kShownKey) s += "...";
     }
   }
   return s.empty() ? "the root" : s;
 }
 
 Status JsonWalker::Error(std::string_view what) {
-  error_ = InvalidArgument(fmt::format("byte {}: {}", buf_offset_ + pos_, what));
+  error_offset_ = buf_offset_ + pos_;
+  error_ = InvalidArgument(fmt::format("byte {}: {}", error_offset_, what));
   return error_;
 }
 
 void JsonWalker::Stop(Status status) {
-  if (error_.ok()) error_ = std::move(status);
+  if (!error_.ok()) return;
+  error_offset_ = buf_offset_ + pos_;
+  error_ = std::move(status);
 }
 
 Status JsonWalker::Feed(std::string_view bytes) {
@@ -145,6 +154,7 @@ Status JsonWalker::Scan() {
         }
         keep_value_ = action == Action::kKeep;
         value_start_ = pos_;
+        value_offset_ = buf_offset_ + pos_;
         depth_ = 0;
         escape_ = false;
         in_string_ = c == '"';
@@ -194,7 +204,8 @@ Status JsonWalker::Scan() {
           }
           ++pos_;
         }
-        key_.append(buf_, from, pos_ - from);
+        // No caller matches a long key: past the cap it is only stepped over.
+        key_.append(buf_, from, std::min(pos_ - from, kMaxKey - std::min(kMaxKey, key_.size())));
         if (pos_ < buf_.size()) {
           ++pos_;
           state_ = State::kColon;
@@ -205,7 +216,8 @@ Status JsonWalker::Scan() {
         if (IsSpace(c)) {
           ++pos_;
         } else if (c == ':') {
-          path_.back().key = key_;
+          path_.back().key = std::move(key_);
+          key_.clear();
           state_ = State::kValue;
           ++pos_;
         } else {
@@ -270,11 +282,12 @@ Status JsonWalker::Finish() {
     AfterValue();
   }
   if (state_ == State::kDone) return Status::Ok();
+  error_offset_ = fed();
   if (path_.empty() && state_ == State::kValue) {
     error_ = DataLoss(fmt::format("byte {}: empty document", fed()));
   } else if (state_ == State::kScan) {
     error_ = DataLoss(fmt::format("byte {}: the document is cut short inside {}, which starts at byte {}",
-                                  fed(), PathString(path_), buf_offset_ + value_start_));
+                                  fed(), PathString(path_), value_offset_));
   } else {
     Path open(path_.begin(), path_.end() - 1);
     error_ = DataLoss(fmt::format("byte {}: the document is cut short inside {}", fed(), PathString(open)));

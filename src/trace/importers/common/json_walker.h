@@ -9,7 +9,7 @@
 //
 // Like JsonEventScanner, the walker checks structure only (brackets, strings, commas, colons);
 // scalars and kept values are checked by whoever parses them. Keys are compared as written
-// (escapes are not decoded). Not thread-safe.
+// (escapes are not decoded) and cut at 256 bytes. Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +57,9 @@ class JsonWalker {
   uint64_t fed() const { return buf_offset_ + buf_.size(); }
   // Bytes held between slices: the unfinished part of a kept value, or of a token.
   size_t held() const { return buf_.size(); }
+  // Where the walk stopped: the byte of a structural error or Stop(), the end of the input for
+  // a document cut short.
+  uint64_t error_offset() const { return error_offset_; }
 
   // "a.b[3].c": a path as the caller's messages show it.
   static std::string PathString(const Path& path);
@@ -84,6 +87,7 @@ class JsonWalker {
   DecideFn decide_;
   KeepFn keep_;
   Status error_;
+  uint64_t error_offset_ = 0;
 
   // The bytes not yet consumed (from a kept value's start while it is read).
   std::string buf_;
@@ -97,7 +101,8 @@ class JsonWalker {
   bool key_escape_ = false;
 
   // The value being scanned.
-  size_t value_start_ = 0;
+  size_t value_start_ = 0;     // in buf_ (kept values only: a skipped one's bytes are dropped)
+  uint64_t value_offset_ = 0;  // in the document
   size_t end_ = 0;
   int depth_ = 0;
   bool keep_value_ = false;

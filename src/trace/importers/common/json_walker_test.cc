@@ -116,6 +116,41 @@ TEST(JsonWalkerTest, InputCutShortKeepsWhatEndedAndSaysWhere) {
   EXPECT_EQ(cut.kept.size(), 2u);
   const WalkResult open = Walk("{\"tool\": [", {});
   EXPECT_EQ(open.finished.message(), "byte 10: the document is cut short inside tool");
+  // A skipped value cut short, its start in an earlier slice (it said the end of the input).
+  const WalkResult skipped = Walk("{\"skip\": [1, 2, 3", {12});
+  EXPECT_EQ(skipped.finished.message(), "byte 17: the document is cut short inside skip, which starts at byte 9");
+}
+
+TEST(JsonWalkerTest, ErrorOffsetIsWhereTheWalkStopped) {
+  auto walker = [] {
+    return JsonWalker([](const JsonWalker::Path&, char) { return JsonWalker::Action::kDescend; },
+                      [](const JsonWalker::Path&, std::string_view, uint64_t) {});
+  };
+  JsonWalker bad = walker();
+  EXPECT_FALSE(bad.Feed("{\"a\": [1 x").ok());
+  EXPECT_EQ(bad.error_offset(), 9u);
+  JsonWalker cut = walker();
+  ASSERT_TRUE(cut.Feed("{\"a\": [1").ok());
+  EXPECT_FALSE(cut.Finish().ok());
+  EXPECT_EQ(cut.error_offset(), 8u);
+}
+
+// A key is kept up to 256 bytes and shown up to 64 (a 60 MB key was held twice and printed).
+TEST(JsonWalkerTest, LongKeysAreCut) {
+  const std::string key(100000, 'k');
+  std::string seen;
+  JsonWalker w(
+      [&](const JsonWalker::Path& p, char) {
+        if (!p.empty()) seen = p.back().key;
+        return p.empty() ? JsonWalker::Action::kDescend : JsonWalker::Action::kSkip;
+      },
+      [](const JsonWalker::Path&, std::string_view, uint64_t) {});
+  const std::string doc = "{\"" + key + "\": [1, 2";
+  for (size_t at = 0; at < doc.size(); at += 4096) ASSERT_TRUE(w.Feed(std::string_view(doc).substr(at, 4096)).ok());
+  EXPECT_EQ(seen, key.substr(0, 256));
+  const Status st = w.Finish();
+  EXPECT_EQ(st.message(), "byte " + std::to_string(doc.size()) + ": the document is cut short inside " +
+                              key.substr(0, 64) + "..., which starts at byte " + std::to_string(key.size() + 5));
 }
 
 TEST(JsonWalkerTest, StructuralErrorsNameTheByte) {

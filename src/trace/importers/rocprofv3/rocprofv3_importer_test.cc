@@ -242,6 +242,27 @@ TEST(Rocprofv3JsonTest, ToolsNamesAndBadRecords) {
   EXPECT_EQ(trace.devices[1].arch, "gfx942");
 }
 
+// Damage that is not a cut is not called one, and is placed at its byte (it said "file cut
+// short" at the end of the slice that held the damage).
+TEST(Rocprofv3JsonTest, DamageMidDocumentIsPlacedAtItsByte) {
+  std::ifstream in(std::string(kDir) + "rocprofv3_results.json", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"memory_copy\"");
+  ASSERT_NE(at, std::string::npos);
+  const size_t comma = text.rfind("],", at);
+  text.insert(comma + 1, " x");
+  const std::string path = ::testing::TempDir() + "rocprofv3_damaged.json";
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  Trace trace;
+  const std::vector<FileResult> r = ImportFiles({path}, ImportOptions{}, trace);
+  EXPECT_EQ(r[0].status.code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(trace.sources.size(), 1u);
+  const ImportIssues& issues = trace.sources[0].issues;
+  EXPECT_EQ(issues.count_by_reason.count("file cut short"), 0u);
+  ASSERT_EQ(issues.count_by_reason.count("document damaged"), 1u);
+  EXPECT_EQ(issues.examples.back().where, "byte " + std::to_string(comma + 2));
+}
+
 TEST(Rocprofv3JsonTest, ShapeErrorsNameWhatIsWrong) {
   const std::string path = ::testing::TempDir() + "rocprofv3_shape.json";
   struct Case {

@@ -107,6 +107,27 @@ Domain DomainOf(std::string_view key) {
   return Domain::kNone;
 }
 
+// One element of "rocprofiler-sdk-tool".
+struct ToolState {
+  uint16_t source = 0;
+  std::optional<int64_t> pid;
+  size_t first_api = 0;                              // its first call in trace.api_calls
+  bool agents_read = false, strings_read = false;
+  std::unordered_map<int64_t, int32_t> gpu_of_handle;
+  std::unordered_map<int64_t, std::string> kernel_names;
+  std::vector<std::vector<std::string>> op_names;    // [kind][operation]
+  // Names interned once per (kind, operation) and per kernel id.
+  std::map<std::pair<int64_t, int64_t>, std::pair<NameId, ApiKind>> api_names;
+  std::unordered_map<int64_t, std::pair<NameId, GpuOpKind>> kernel_ids;
+  // Records read before what names them: (index in the trace's table, kind/op or kernel id
+  // or agent handle).
+  struct Waiting {
+    uint32_t index;
+    int64_t a, b;
+  };
+  std::vector<Waiting> apis, kernels, kernel_devices, copy_devices;
+};
+
 // Reads one rocprofv3 JSON document into a Trace, fed by a JsonWalker: one source per element
 // of "rocprofiler-sdk-tool".
 class Reader {
@@ -123,26 +144,6 @@ class Reader {
   SourceFile* source() { return tool_ ? &trace_.sources[tool_->source] : nullptr; }
 
  private:
-  // One element of "rocprofiler-sdk-tool".
-  struct Tool {
-    uint16_t source = 0;
-    std::optional<int64_t> pid;
-    size_t first_api = 0;                              // its first call in trace.api_calls
-    bool agents_read = false, strings_read = false;
-    std::unordered_map<int64_t, int32_t> gpu_of_handle;
-    std::unordered_map<int64_t, std::string> kernel_names;
-    std::vector<std::vector<std::string>> op_names;    // [kind][operation]
-    // Names interned once per (kind, operation) and per kernel id.
-    std::map<std::pair<int64_t, int64_t>, std::pair<NameId, ApiKind>> api_names;
-    std::unordered_map<int64_t, std::pair<NameId, GpuOpKind>> kernel_ids;
-    // Records read before what names them: (index in the trace's table, kind/op or kernel id
-    // or agent handle).
-    struct Waiting {
-      uint32_t index;
-      int64_t a, b;
-    };
-    std::vector<Waiting> apis, kernels, kernel_devices, copy_devices;
-  };
 
   Status Bad(std::string_view what) const { return InvalidArgument(fmt::format("{}: {}", path_, what)); }
   void ReadAgents(od::value v);
@@ -156,7 +157,7 @@ class Reader {
 
   const std::string& path_;
   Trace& trace_;
-  std::optional<Tool> tool_;
+  std::optional<ToolState> tool_;
   bool saw_tools_ = false;
   int64_t records_ = 0;
   std::array<NameId, 6> copy_names_{};
@@ -199,12 +200,13 @@ JsonWalker::Action Reader::Decide(const JsonWalker::Path& p, char first, JsonWal
     case 3: {
       const std::string& k = p[2].key;
       if (k == "metadata" || k == "agents" || k == "strings") return A::kKeep;
-      if (k == "kernel_symbols" || k == "buffer_records") return A::kDescend;
+      if (k == "kernel_symbols") return first == '[' ? A::kDescend : A::kSkip;
+      if (k == "buffer_records") return first == '{' ? A::kDescend : A::kSkip;
       return A::kSkip;
     }
     case 4:
       if (p[2].key == "kernel_symbols") return A::kKeep;
-      if (p[2].key == "buffer_records" && DomainOf(p[3].key) != Domain::kNone) return A::kDescend;
+      if (p[2].key == "buffer_records" && DomainOf(p[3].key) != Domain::kNone && first == '[') return A::kDescend;
       return A::kSkip;
     case 5:
       return p[2].key == "buffer_records" ? A::kKeep : A::kSkip;
@@ -416,20 +418,20 @@ void Reader::AddRecord(Domain domain, const Record& r, const std::string& where_
 
 void Reader::FinishTool() {
   if (!tool_) return;
-  Tool& t = *tool_;
-  for (const Tool::Waiting& w : t.apis) {
+  ToolState& t = *tool_;
+  for (const ToolState::Waiting& w : t.apis) {
     ApiCall& a = trace_.api_calls[w.index];
     std::tie(a.name, a.kind) = ApiName(w.a, w.b);
   }
-  for (const Tool::Waiting& w : t.kernels) {
+  for (const ToolState::Waiting& w : t.kernels) {
     GpuOp& op = trace_.gpu_ops[w.index];
     std::tie(op.name, op.kind) = KernelName(w.a);
   }
-  for (const Tool::Waiting& w : t.kernel_devices) {
+  for (const ToolState::Waiting& w : t.kernel_devices) {
     auto it = t.gpu_of_handle.find(w.a);
     trace_.gpu_ops[w.index].device = it != t.gpu_of_handle.end() ? it->second : static_cast<int32_t>(w.a);
   }
-  for (const Tool::Waiting& w : t.copy_devices) {
+  for (const ToolState::Waiting& w : t.copy_devices) {
     auto it = t.gpu_of_handle.find(w.a);
     trace_.gpu_ops[w.index].device = it != t.gpu_of_handle.end() ? it->second : 0;
   }
@@ -474,7 +476,8 @@ Status Rocprofv3JsonImporter::Import(const std::string& path, const ImportOption
                                        n == 1 ? "" : "s", n == 1 ? "was" : "were"));
   }
   if (src != nullptr && reader.records() > 0) {
-    src->issues.Add("file cut short", fmt::format("byte {}", walker.fed()), st.message());
+    src->issues.Add(st.code() == StatusCode::kDataLoss ? "file cut short" : "document damaged",
+                    fmt::format("byte {}", walker.error_offset()), st.message());
   }
   return st;
 }
