@@ -68,6 +68,24 @@ loadgen::BenchOptions CanaryBenchOptions(const ExporterOptions& o, const std::st
 // One canary request. A request that fails is a result (its outcome is counted); only a
 // failure to start is an error. `model` caches the served model between runs; runs of one
 // collector never overlap (collector_runner.h), so it needs no lock.
+// A canary that ended without a response as one failed request, so the load rules, canary_up
+// and the outcome counters see it like any other failure.
+loadgen::BenchRun FailedCanary(const ExporterOptions& o, const std::string& model, int64_t start_ns,
+                               loadgen::Outcome outcome, std::string error) {
+  loadgen::BenchRun failed;
+  failed.model = model;
+  failed.start_ns = start_ns;
+  failed.end_ns = std::max(MonoNowNs(), start_ns + 1);
+  loadgen::RequestRecord rec;
+  rec.scheduled_ns = rec.sent_ns = start_ns;
+  rec.end_ns = failed.end_ns;
+  rec.outcome = outcome;
+  rec.error = std::move(error);
+  rec.requested_output_tokens = o.canary_output_tokens;
+  failed.records.push_back(std::move(rec));
+  return failed;
+}
+
 StatusOr<Observation> RunCanary(const ExporterOptions& o, std::shared_ptr<std::string> model) {
   loadgen::BenchOptions b = CanaryBenchOptions(o, *model);
   const int64_t start = MonoNowNs();
@@ -78,25 +96,11 @@ StatusOr<Observation> RunCanary(const ExporterOptions& o, std::shared_ptr<std::s
     obs.canary = std::move(*run);
     return obs;
   }
-  // Unreachable, refused (a key the server does not take) or /v1/models unusable: one failed
-  // request, so the load rules, canary_up and the outcome counters see it like any other
-  // failure.
-  loadgen::BenchRun failed;
-  failed.model = *model;
-  failed.start_ns = start;
-  failed.end_ns = std::max(MonoNowNs(), start + 1);
-  loadgen::RequestRecord rec;
-  rec.scheduled_ns = rec.sent_ns = start;
-  rec.end_ns = failed.end_ns;
-  switch (run.status().code()) {
-    case StatusCode::kUnavailable: rec.outcome = loadgen::Outcome::kConnect; break;
-    case StatusCode::kPermissionDenied: rec.outcome = loadgen::Outcome::kHttpStatus; break;
-    default: rec.outcome = loadgen::Outcome::kProtocol; break;
-  }
-  rec.error = run.status().message();
-  rec.requested_output_tokens = o.canary_output_tokens;
-  failed.records.push_back(std::move(rec));
-  obs.canary = std::move(failed);
+  // Unreachable, refused (a key the server does not take) or /v1/models unusable.
+  loadgen::Outcome outcome = loadgen::Outcome::kProtocol;
+  if (run.status().code() == StatusCode::kUnavailable) outcome = loadgen::Outcome::kConnect;
+  if (run.status().code() == StatusCode::kPermissionDenied) outcome = loadgen::Outcome::kHttpStatus;
+  obs.canary = FailedCanary(o, *model, start, outcome, run.status().message());
   return obs;
 }
 
@@ -478,10 +482,10 @@ void Exporter::RunCycle(int64_t tick_ns) {
     }
     if (spec.name == "canary" && rep.outcome == RunOutcome::kTimeout) {
       // The canary's own timeouts bound each wait (connect, first byte, between chunks), not
-      // the whole stream: a slow stream outlives the deadline. That is a failed canary too, not
-      // a silence that leaves the last run's values standing.
-      state_.canary_outcomes[std::string(loadgen::OutcomeName(loadgen::Outcome::kTimeout))]++;
-      state_.canary_last_ok = false;
+      // the whole stream: a slow stream outlives the deadline. That is a failed canary too,
+      // judged by the load rules, not a silence that leaves the last run's findings standing.
+      canary_run_ = FailedCanary(options_, "", MonoNowNs() - rep.dur_ns, loadgen::Outcome::kTimeout,
+                                 rep.error);
     }
     // Say so once when a collector starts failing, not every cycle.
     if (!st.last_ok && was_ok) fmt::print(stderr, "latdoc exporter: {}\n", rep.error);

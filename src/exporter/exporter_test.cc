@@ -139,6 +139,45 @@ TEST(ExporterTest, HungCollectorTimesOutAndIsReported) {
   release.set_value();
 }
 
+// A canary that outlives its deadline is a failed request for the load rules too: the last
+// good run's findings do not stay published (canary_up 0, one timeout, load.failures fails).
+TEST(ExporterTest, CanaryTimeoutReplacesTheLastRunsFindings) {
+  auto hang = std::make_shared<std::atomic<bool>>(false);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::vector<CollectorSpec> specs;
+  specs.push_back({"canary", 0, [hang, released]() -> StatusOr<Observation> {
+                     if (hang->load()) released.wait();
+                     Observation o;
+                     loadgen::BenchRun run;
+                     run.model = "m";
+                     run.start_ns = MonoNowNs();
+                     loadgen::RequestRecord r;
+                     r.outcome = loadgen::Outcome::kOk;
+                     r.scheduled_ns = r.sent_ns = run.start_ns;
+                     r.first_token_ns = r.sent_ns + 20 * kNsPerMs;
+                     r.last_token_ns = r.end_ns = r.sent_ns + 40 * kNsPerMs;
+                     r.output_tokens = r.requested_output_tokens = 2;
+                     r.chunks = {{r.first_token_ns, 1}, {r.last_token_ns, 1}};
+                     run.records.push_back(r);
+                     run.end_ns = r.end_ns;
+                     o.canary = std::move(run);
+                     return o;
+                   }});
+  Exporter e(TestOptions(300 * kNsPerMs), std::move(specs));
+  e.RunCycle(0);
+  std::string page = *e.page();
+  EXPECT_THAT(page, HasSubstr("latdoc_canary_up 1\n"));
+  EXPECT_THAT(page, Not(HasSubstr("rule=\"load.failures\",layer=\"load\",severity=\"fail\"")));
+  hang->store(true);
+  e.RunCycle(kNsPerSec);
+  page = *e.page();
+  EXPECT_THAT(page, HasSubstr("latdoc_canary_up 0\n"));
+  EXPECT_THAT(page, HasSubstr("latdoc_canary_requests_total{outcome=\"timeout\"} 1\n"));
+  EXPECT_THAT(page, HasSubstr("latdoc_finding{rule=\"load.failures\",layer=\"load\",severity=\"fail\"} 1\n"));
+  release.set_value();
+}
+
 // A scrape that arrives while a cycle is slow is answered at once from the last complete
 // cycle; the new page appears only when the cycle completes.
 TEST(ExporterTest, ScrapeDuringSlowCycleGetsTheLastCompletePage) {
