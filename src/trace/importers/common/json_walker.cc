@@ -1,22 +1,11 @@
 #include "trace/importers/common/json_walker.h"
 
 #include <algorithm>
-#include <array>
 
 #include <fmt/format.h>
 
 namespace latdoc::trace {
 namespace {
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-// Bytes that change a value scan's state; everything else is skipped in a tight loop.
-constexpr std::array<bool, 256> MakeSpecial() {
-  std::array<bool, 256> t{};
-  t['"'] = t['\\'] = t['{'] = t['}'] = t['['] = t[']'] = true;
-  return t;
-}
-constexpr std::array<bool, 256> kSpecial = MakeSpecial();
 
 // Keys longer than this are cut (none that a caller asks for is); messages show less.
 constexpr size_t kMaxKey = 256;
@@ -79,65 +68,14 @@ void JsonWalker::AfterValue() {
   }
 }
 
-bool JsonWalker::ScanValue() {
-  const char* b = buf_.data();
-  const size_t n = buf_.size();
-  size_t p = pos_;
-  if (scalar_) {
-    while (p < n && b[p] != ',' && b[p] != '}' && b[p] != ']' && !IsSpace(b[p])) ++p;
-    pos_ = p;
-    if (p == n) return false;
-    end_ = p;
-    return true;
-  }
-  while (p < n) {
-    if (in_string_) {
-      if (escape_) {
-        escape_ = false;
-        ++p;
-        continue;
-      }
-      while (p < n && b[p] != '"' && b[p] != '\\') ++p;
-      if (p >= n) break;
-      if (b[p] == '\\') {
-        escape_ = true;
-      } else {
-        in_string_ = false;
-        if (depth_ == 0) {
-          end_ = pos_ = p + 1;
-          return true;
-        }
-      }
-      ++p;
-      continue;
-    }
-    while (p < n && !kSpecial[static_cast<unsigned char>(b[p])]) ++p;
-    if (p >= n) break;
-    switch (b[p]) {
-      case '"': in_string_ = true; break;
-      case '{':
-      case '[': ++depth_; break;
-      case '}':
-      case ']':
-        if (--depth_ == 0) {
-          end_ = pos_ = p + 1;
-          return true;
-        }
-        break;
-      default: break;  // a backslash outside a string: left to the value's parser
-    }
-    ++p;
-  }
-  pos_ = p;
-  return false;
-}
+bool JsonWalker::ScanValue() { return value_.Scan(buf_.data(), buf_.size(), &pos_, &end_); }
 
 Status JsonWalker::Scan() {
   while (pos_ < buf_.size()) {
     const char c = buf_[pos_];
     switch (state_) {
       case State::kValue: {
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
           break;
         }
@@ -155,14 +93,7 @@ Status JsonWalker::Scan() {
         keep_value_ = action == Action::kKeep;
         value_start_ = pos_;
         value_offset_ = buf_offset_ + pos_;
-        depth_ = 0;
-        escape_ = false;
-        in_string_ = c == '"';
-        scalar_ = !in_string_ && c != '{' && c != '[';
-        if (!scalar_) {
-          depth_ = in_string_ ? 0 : 1;
-          ++pos_;
-        }
+        pos_ += value_.Begin(c);
         state_ = State::kScan;
         break;
       }
@@ -176,7 +107,7 @@ Status JsonWalker::Scan() {
         break;
       case State::kKeyOrEnd:
       case State::kKey:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == '"') {
           key_.clear();
@@ -213,7 +144,7 @@ Status JsonWalker::Scan() {
         break;
       }
       case State::kColon:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == ':') {
           path_.back().key = std::move(key_);
@@ -225,7 +156,7 @@ Status JsonWalker::Scan() {
         }
         break;
       case State::kObjectNext:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == ',') {
           state_ = State::kKey;
@@ -238,7 +169,7 @@ Status JsonWalker::Scan() {
         }
         break;
       case State::kElementOrEnd:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == ']') {
           ++pos_;
@@ -248,7 +179,7 @@ Status JsonWalker::Scan() {
         }
         break;
       case State::kArrayNext:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == ',') {
           ++path_.back().index;
@@ -262,7 +193,7 @@ Status JsonWalker::Scan() {
         }
         break;
       case State::kDone:
-        if (!IsSpace(c)) return Error("unexpected data after the end of the document");
+        if (!IsJsonSpace(c)) return Error("unexpected data after the end of the document");
         ++pos_;
         break;
     }
@@ -273,7 +204,7 @@ Status JsonWalker::Scan() {
 Status JsonWalker::Finish() {
   if (!error_.ok()) return error_;
   // A scalar root ends with the input (inside a container, input that ends in a number is cut).
-  if (state_ == State::kScan && scalar_ && path_.empty()) {
+  if (state_ == State::kScan && value_.scalar() && path_.empty()) {
     end_ = pos_;
     if (keep_value_) {
       keep_(path_, std::string_view(buf_).substr(value_start_, end_ - value_start_), buf_offset_ + value_start_);

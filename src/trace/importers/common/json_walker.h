@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "trace/importers/common/json_value_scan.h"
 
 namespace latdoc::trace {
 
@@ -104,11 +105,8 @@ class JsonWalker {
   size_t value_start_ = 0;     // in buf_ (kept values only: a skipped one's bytes are dropped)
   uint64_t value_offset_ = 0;  // in the document
   size_t end_ = 0;
-  int depth_ = 0;
   bool keep_value_ = false;
-  bool in_string_ = false;
-  bool escape_ = false;
-  bool scalar_ = false;
+  JsonValueScan value_;
 };
 
 }  // namespace latdoc::trace

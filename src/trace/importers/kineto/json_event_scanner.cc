@@ -1,23 +1,11 @@
 #include "trace/importers/kineto/json_event_scanner.h"
 
 #include <algorithm>
-#include <array>
 
 #include <fmt/format.h>
 
 namespace latdoc::trace {
 namespace {
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-// Bytes that change the scanner's state inside a value; everything else is skipped in a
-// tight loop.
-constexpr std::array<bool, 256> MakeSpecial() {
-  std::array<bool, 256> t{};
-  t['"'] = t['\\'] = t['{'] = t['}'] = t['['] = t[']'] = true;
-  return t;
-}
-constexpr std::array<bool, 256> kSpecial = MakeSpecial();
 
 // An element the fast reader still needs more bytes for, past this size, is scanned
 // incrementally instead (re-reading it from its start on every slice would be quadratic).
@@ -65,66 +53,7 @@ void JsonEventScanner::Retain() {
   size_ = buf_.size();
 }
 
-bool JsonEventScanner::ScanValue() {
-  const char* b = data_;
-  const size_t n = size_;
-  size_t p = pos_;
-  if (scalar_) {
-    while (p < n) {
-      const char c = b[p];
-      if (c == ',' || c == '}' || c == ']' || IsSpace(c)) {
-        end_ = p;
-        pos_ = p;
-        return true;
-      }
-      ++p;
-    }
-    pos_ = p;
-    return false;
-  }
-  while (p < n) {
-    if (in_string_) {
-      if (escape_) {
-        escape_ = false;
-        ++p;
-        continue;
-      }
-      while (p < n && b[p] != '"' && b[p] != '\\') ++p;
-      if (p >= n) break;
-      if (b[p] == '\\') {
-        escape_ = true;
-      } else {
-        in_string_ = false;
-        if (depth_ == 0) {
-          end_ = p + 1;
-          pos_ = end_;
-          return true;
-        }
-      }
-      ++p;
-      continue;
-    }
-    while (p < n && !kSpecial[static_cast<unsigned char>(b[p])]) ++p;
-    if (p >= n) break;
-    switch (b[p]) {
-      case '"': in_string_ = true; break;
-      case '{':
-      case '[': ++depth_; break;
-      case '}':
-      case ']':
-        if (--depth_ == 0) {
-          end_ = p + 1;
-          pos_ = end_;
-          return true;
-        }
-        break;
-      default: break;  // a backslash outside a string: left to the element parser
-    }
-    ++p;
-  }
-  pos_ = p;
-  return false;
-}
+bool JsonEventScanner::ScanValue() { return value_.Scan(data_, size_, &pos_, &end_); }
 
 Status JsonEventScanner::Feed(std::string_view bytes) {
   if (!error_.ok()) return error_;
@@ -162,27 +91,14 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
 Status JsonEventScanner::Scan() {
   auto begin_value = [&] {
     value_start_ = pos_;
-    const char c = data_[pos_];
-    depth_ = 0;
-    in_string_ = false;
-    escape_ = false;
-    scalar_ = false;
-    if (c == '{' || c == '[') {
-      depth_ = 1;
-      ++pos_;
-    } else if (c == '"') {
-      in_string_ = true;
-      ++pos_;
-    } else {
-      scalar_ = true;
-    }
+    pos_ += value_.Begin(data_[pos_]);
   };
   while (pos_ < size_) {
     const char c = data_[pos_];
     const uint64_t at = buf_offset_ + pos_;
     switch (state_) {
       case State::kStart:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == '{') {
           state_ = State::kTopKeyOrEnd;
@@ -197,11 +113,11 @@ Status JsonEventScanner::Scan() {
         }
         break;
       case State::kTopKeyOrEnd:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == '"') {
           key_.clear();
-          escape_ = false;
+          key_escape_ = false;
           state_ = State::kTopKey;
           ++pos_;
         } else if (c == '}') {
@@ -212,11 +128,11 @@ Status JsonEventScanner::Scan() {
         }
         break;
       case State::kTopKey:
-        if (escape_) {
+        if (key_escape_) {
           key_ += c;
-          escape_ = false;
+          key_escape_ = false;
         } else if (c == '\\') {
-          escape_ = true;
+          key_escape_ = true;
         } else if (c == '"') {
           state_ = State::kTopColon;
         } else {
@@ -225,7 +141,7 @@ Status JsonEventScanner::Scan() {
         ++pos_;
         break;
       case State::kTopColon:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == ':') {
           state_ = State::kTopValue;
@@ -235,7 +151,7 @@ Status JsonEventScanner::Scan() {
         }
         break;
       case State::kTopValue:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (key_ == "traceEvents" && c == '[') {
           saw_trace_events_ = true;
@@ -257,7 +173,7 @@ Status JsonEventScanner::Scan() {
         state_ = State::kTopCommaOrEnd;
         break;
       case State::kTopCommaOrEnd:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == ',') {
           state_ = State::kTopKeyOrEnd;
@@ -270,7 +186,7 @@ Status JsonEventScanner::Scan() {
         }
         break;
       case State::kArrayElemOrEnd:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == ']') {  // also tolerates a trailing comma
           state_ = bare_array_ ? State::kDone : State::kTopCommaOrEnd;
@@ -307,7 +223,7 @@ Status JsonEventScanner::Scan() {
         state_ = State::kArrayCommaOrEnd;
         break;
       case State::kArrayCommaOrEnd:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else if (c == ',') {
           state_ = State::kArrayElemOrEnd;
@@ -320,7 +236,7 @@ Status JsonEventScanner::Scan() {
         }
         break;
       case State::kDone:
-        if (IsSpace(c)) {
+        if (IsJsonSpace(c)) {
           ++pos_;
         } else {
           return Error(at, "unexpected data after the end of the document");

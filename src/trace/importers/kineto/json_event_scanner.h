@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "trace/importers/common/json_value_scan.h"
 
 namespace latdoc::trace {
 
@@ -115,14 +116,12 @@ class JsonEventScanner {
 
   // Current value scan.
   size_t value_start_ = 0;
-  int depth_ = 0;
-  bool in_string_ = false;
-  bool escape_ = false;
-  bool scalar_ = false;
+  JsonValueScan value_;
   bool keep_value_ = false;
   size_t end_ = 0;
 
   std::string key_;
+  bool key_escape_ = false;
   bool saw_trace_events_ = false;
   uint64_t events_ = 0;
 };
