@@ -440,7 +440,9 @@ TEST(HttpClientTest, BodyTimesAreArrivalsNotReads) {
   ASSERT_TRUE(rec.done);
   EXPECT_EQ(rec.body, "abcdef");
   EXPECT_GE(rec.last_body_ns, second_sent.load());
-  EXPECT_LT(rec.last_body_ns - second_sent.load(), 5 * kNsPerMs);
+  // Far under the 60 ms the reader stalled (a loaded 2-core machine can hold the sender
+  // between its stamp and the send for a few ms).
+  EXPECT_LT(rec.last_body_ns - second_sent.load(), 30 * kNsPerMs);
 }
 
 

@@ -127,9 +127,12 @@ TEST(LineParserTest, LlamaCppLines) {
       "       eval time =    2176.33 ms /   128 tokens (   17.00 ms per token,    58.81 tokens "
       "per second)");
   EXPECT_EQ(d.event, Event::kLlamaEvalTiming);
+  EXPECT_DOUBLE_EQ(d.value, 2176.33);   // the total, not the per-token ms or the tokens/s
   EXPECT_EQ(d.count, 128);
-  EXPECT_EQ(p.Parse("print_timings: prompt eval time =      10.00 ms /     5 tokens").event,
-            Event::kLlamaPromptTiming);
+  const ParsedLine& e = p.Parse("print_timings: prompt eval time =      10.00 ms /     5 tokens");
+  EXPECT_EQ(e.event, Event::kLlamaPromptTiming);
+  EXPECT_DOUBLE_EQ(e.value, 10.0);
+  EXPECT_EQ(e.count, 5);
   EXPECT_EQ(p.Parse("      total time =    2221.54 ms /   154 tokens").source, Source::kLlamaCpp);
   EXPECT_EQ(p.Parse("0.12.000.100 E srv    send_error: task id = 3, error: too long").level,
             Level::kError);

@@ -31,6 +31,11 @@ TEST(VllmStatsTest, V1LineOfV012WithPreemptionsAndNewParts) {
   EXPECT_EQ(st->engine, 2);
   EXPECT_EQ(st->preemptions, 7);
   EXPECT_DOUBLE_EQ(st->kv_pct, 99.9);
+  // The parts around the new ones: counts before Preemptions, the prefix rate before the MM one.
+  EXPECT_EQ(st->running, 64);
+  EXPECT_EQ(st->waiting, 10);
+  EXPECT_DOUBLE_EQ(st->gen_tps, 55.0);
+  EXPECT_EQ(st->prefix_hit_pct, 0.0);
 }
 
 TEST(VllmStatsTest, AggregatedEngines) {

@@ -32,7 +32,12 @@ ordered_json Baseline() { return ordered_json::parse(R"({"median_itl_ms": 8})");
 TEST(LoadRulesTest, HealthyRunFiresNothing) {
   auto fs = EvaluateLoadRules(Baseline(), Healthy());
   for (const auto& f : fs) EXPECT_LE(f.severity, Severity::kOk) << f.id << ": " << f.title;
-  EXPECT_NE(Find(fs, "load.queueing"), nullptr);
+  // Judged and passed, not skipped (a misread server_metrics would skip them all).
+  for (const char* id : {"load.queueing", "load.kv_pressure", "load.network_front_end", "load.failures"}) {
+    const auto* f = Find(fs, id);
+    ASSERT_NE(f, nullptr) << id;
+    EXPECT_EQ(f->severity, Severity::kOk) << id << ": " << f->title;
+  }
 }
 
 // The healthy run at concurrency 32 with requests queued 300 ms of a 400 ms TTFT, while at most

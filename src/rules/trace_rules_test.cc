@@ -92,6 +92,13 @@ TEST(TraceRulesTest, OutlierShareCountsEveryOutlier) {
   const Finding* o = FindId(all, "kernel.outlier_instances");
   ASSERT_NE(o, nullptr);
   EXPECT_EQ(o->severity, Severity::kWarn);
+  ASSERT_TRUE(o->latency_share.has_value());
+  EXPECT_NEAR(*o->latency_share, 0.025, 1e-9);
+  // Under 1% of busy time: reported, not a warning.
+  r.outlier_excess_ns = 5'000'000;
+  const Finding* small = FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.outlier_instances");
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->severity, Severity::kInfo);
 }
 
 TEST(TraceRulesTest, SmallH2DCopiesNeedCountAndRate) {
@@ -108,6 +115,12 @@ TEST(TraceRulesTest, SmallH2DCopiesNeedCountAndRate) {
   const Finding* s = FindId(f, "kernel.small_h2d_copies");
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->title, "12 small host-to-device copies (120/s)");
+  // Enough copies, but neither fast enough nor back to back: nothing; a storm alone suffices.
+  r.copies.by_direction[0].small_per_s = 50;
+  r.copies.by_direction[0].storm_runs = 0;
+  EXPECT_EQ(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.small_h2d_copies"), nullptr);
+  r.copies.by_direction[0].storm_runs = 1;
+  EXPECT_NE(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.small_h2d_copies"), nullptr);
 }
 
 TEST(TraceRulesTest, PageableCopiesSayWhenHeuristic) {

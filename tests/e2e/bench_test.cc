@@ -26,6 +26,7 @@ using ::testing::HasSubstr;
 
 struct Truth {
   std::vector<double> ttft_ms, itl_ms, e2el_ms;
+  double first_received_ms = 1e300, last_written_ms = 0;   // the measured requests' span
 };
 
 // Ground truth from the simulator: when each token's chunk reached the kernel on the server's
@@ -45,12 +46,20 @@ Truth ReadTruth(const std::string& trace, int warmup) {
     auto counts = j["token_counts"].get<std::vector<int>>();
     t.ttft_ms.push_back(double(times.front()) / 1e6 - received);
     t.e2el_ms.push_back(double(times.back()) / 1e6 - received);
+    t.first_received_ms = std::min(t.first_received_ms, received);
+    t.last_written_ms = std::max(t.last_written_ms, double(times.back()) / 1e6);
     for (size_t i = 1; i < times.size(); ++i) {
       double gap = double(times[i] - times[i - 1]) / 1e6;
       for (int k = 0; k < counts[i]; ++k) t.itl_ms.push_back(gap / counts[i]);
     }
   }
   return t;
+}
+
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / double(v.size());
 }
 
 double Pct(std::vector<double> v, double p) {
@@ -157,9 +166,22 @@ TEST(BenchTruthTest, LatenciesMatchTheSimulatorsGroundTruth) {
                           Miss(r["median_itl_ms"], Pct(t.itl_ms, 50), "p50 ITL"),
                           Miss(r["p99_itl_ms"], Pct(t.itl_ms, 99), "p99 ITL", 0.5),
                           Miss(r["median_e2el_ms"], Pct(t.e2el_ms, 50), "p50 E2EL"),
-                          Miss(r["p99_e2el_ms"], Pct(t.e2el_ms, 99), "p99 E2EL", 0.5)}) {
+                          Miss(r["p99_e2el_ms"], Pct(t.e2el_ms, 99), "p99 E2EL", 0.5),
+                          Miss(r["mean_ttft_ms"], Mean(t.ttft_ms), "mean TTFT", 0.5),
+                          Miss(r["mean_e2el_ms"], Mean(t.e2el_ms), "mean E2EL", 0.5)}) {
       if (!m.empty()) misses.push_back(m);
     }
+    // The measured phase's duration is the measured requests' span (the client starts its clock
+    // as it sends the first, and stops it at the last token: a few ms more than the server's
+    // view), and the throughputs are the counts over it.
+    const double span_s = (t.last_written_ms - t.first_received_ms) / 1e3;
+    const double duration = r["duration"].get<double>();
+    if (std::abs(duration - span_s) > 0.03 * span_s + 0.01) {
+      misses.push_back("duration " + std::to_string(duration) + " s, truth span " + std::to_string(span_s) + " s");
+    }
+    EXPECT_NEAR(r["output_throughput"].get<double>(), 160.0 * 16 / duration, 1e-6 * 160 * 16 / duration);
+    EXPECT_NEAR(r["request_throughput"].get<double>(), 160.0 / duration, 1e-6 * 160 / duration);
+    EXPECT_NEAR(r["total_token_throughput"].get<double>(), 160.0 * (16 + 64) / duration, 1e-6 * 160 * 80 / duration);
     b = r["server_metrics"]["ttft_breakdown"];
     if (misses.empty()) break;
     for (const auto& m : misses) std::fprintf(stderr, "run %d: %s\n", attempt, m.c_str());

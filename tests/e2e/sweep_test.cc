@@ -178,11 +178,14 @@ TEST(SweepTruthTest, QueueingIsExplainedByTheServersMetrics) {
     const json& sm = s["server_metrics"];
     if (c > 20) {
       EXPECT_EQ(s["bend"], "queueing") << s.dump();
+      ASSERT_TRUE(sm["max_waiting"].is_number()) << s.dump();
+      EXPECT_GT(sm["max_waiting"].get<double>(), 0) << s.dump();
     }
     if (c <= 16) {
       EXPECT_NE(s["bend"], "queueing") << s.dump();
     }
-    if (c >= 32 && !sm["max_running"].is_null()) {
+    if (c >= 32) {
+      ASSERT_TRUE(sm["max_running"].is_number()) << s.dump();
       EXPECT_LE(sm["max_running"].get<double>(), 16);
     }
   }

@@ -2,13 +2,15 @@
 
 #include <sqlite3.h>
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
 
 #include "trace/analysis/trace_analysis.h"
 #include "trace/importers/registry.h"
@@ -44,7 +46,22 @@ TEST(NsysImporterTest, ReadsVecAddFixture) {
     EXPECT_EQ(trace.Name(a.name), "cudaLaunchKernel");
     EXPECT_EQ(a.kind, ApiKind::kKernelLaunch);
     EXPECT_EQ(op.start_ns - a.end_ns(), 1119214);
+    // The kernel's own times and stream, as the export has them.
+    EXPECT_EQ(op.start_ns, 1143927944);
+    EXPECT_EQ(op.dur_ns, 38912);
+    EXPECT_EQ(op.stream, 7);
   }
+  // Each copy's bytes and duration (the export's start, end - start, bytes).
+  std::vector<std::tuple<int64_t, int64_t, int64_t, CopyDirection>> copies;
+  for (const GpuOp& op : trace.gpu_ops) {
+    if (op.kind == GpuOpKind::kMemcpy) copies.emplace_back(op.start_ns, op.dur_ns, op.bytes, op.direction);
+  }
+  std::sort(copies.begin(), copies.end());
+  const std::vector<std::tuple<int64_t, int64_t, int64_t, CopyDirection>> want = {
+      {1139398153, 676416, 4194304, CopyDirection::kHtoD},
+      {1140380393, 1781856, 4194304, CopyDirection::kHtoD},
+      {1144088264, 586464, 4194304, CopyDirection::kDtoH}};
+  EXPECT_EQ(copies, want);
 }
 
 TEST(NsysImporterTest, CopiesAreSynchronousAndPageable) {

@@ -44,7 +44,7 @@ TEST(RocprofV1StatsTest, StatsFilesBecomeAggregatesByKind) {
                         std::string(kDir) + "results.copy_stats.csv"},
                        ImportOptions{}, trace);
   for (const auto& x : r) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
-  ASSERT_GE(trace.aggregates.size(), 1u + 5 + 2);
+  ASSERT_EQ(trace.aggregates.size(), 1u + 7 + 2);   // every row of the three files, once
   const AggregateRow& k = trace.aggregates[0];
   EXPECT_EQ(k.kind, AggregateKind::kKernel);
   EXPECT_EQ(trace.Name(k.name), "vector_add(float*, float*, float*, int)");
@@ -52,7 +52,12 @@ TEST(RocprofV1StatsTest, StatsFilesBecomeAggregatesByKind) {
   EXPECT_EQ(k.total_ns, 3431611);
   EXPECT_EQ(trace.aggregates[1].kind, AggregateKind::kApi);
   EXPECT_EQ(trace.Name(trace.aggregates[1].name), "hipMemcpy");
+  EXPECT_EQ(trace.aggregates[1].calls, 3);
+  EXPECT_EQ(trace.aggregates[1].total_ns, 1342822760);
   EXPECT_EQ(trace.aggregates.back().kind, AggregateKind::kCopy);
+  EXPECT_EQ(trace.Name(trace.aggregates.back().name), "CopyHostToDevice");
+  EXPECT_EQ(trace.aggregates.back().calls, 2);
+  EXPECT_EQ(trace.aggregates.back().total_ns, 180717650);
 }
 
 TEST(RocprofV1CsvTest, CountersOnlyFileSaysHowToGetTimes) {
