@@ -1,6 +1,7 @@
 // latdoc bench: streaming load against an OpenAI-compatible server (loadgen/runner.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/core.h>
@@ -57,8 +58,11 @@ int RunBenchCommand(BenchArgs& a) {
   o.ignore_eos = !a.no_ignore_eos;
   o.progress = !a.quiet && ::isatty(2);
   // Random prompts for a --duration run: 4,096 after the warm-up's, repeated from the first once
-  // used up (a repeat may find its blocks still in the server's prefix cache).
-  const size_t total = size_t(o.warmup) + (o.num_requests > 0 ? size_t(o.num_requests) : 4096);
+  // used up (a repeat may find its blocks still in the server's prefix cache); fewer for long
+  // prompts, so that what is built before the run stays under 2^24 tokens (about 100 MB).
+  const size_t per_prompt = size_t(std::max(1, a.random.input_len + a.random.prefix_len));
+  const size_t for_duration = std::clamp<size_t>((size_t{1} << 24) / per_prompt, 1, 4096);
+  const size_t total = size_t(o.warmup) + (o.num_requests > 0 ? size_t(o.num_requests) : for_duration);
   if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
     if (!w.ok()) return Fail("bench", w.status());

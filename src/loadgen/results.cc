@@ -37,6 +37,10 @@ StatusOr<SloSpec> ParseSlo(std::string_view text) {
     else if (key == "percent") s.percent = *v;
     else return InvalidArgument(fmt::format("--slo: unknown key '{}' (ttft, tpot, e2el, percent)", key));
   }
+  // A share of requests with no bound to meet would judge nothing, silently.
+  if (!s.any() && text.find("percent") != std::string_view::npos) {
+    return InvalidArgument("--slo: 'percent' needs a bound to meet (ttft:MS, tpot:MS or e2el:MS)");
+  }
   return s;
 }
 

@@ -479,6 +479,10 @@ TEST(SweepTest, RangesAndSlosMustBeFinite) {
   EXPECT_EQ(ParseSlo("ttft:100,percent:150").status().message(),
             "--slo: 'percent:150': a percent of requests is at most 100");
   ASSERT_TRUE(ParseSlo("ttft:100,percent:100").ok());
+  // A percent alone judged nothing, silently.
+  EXPECT_EQ(ParseSlo("percent:95").status().message(),
+            "--slo: 'percent' needs a bound to meet (ttft:MS, tpot:MS or e2el:MS)");
+  EXPECT_TRUE(ParseSlo("").ok());
 }
 
 TEST(SweepTest, SloNothingMeetsStopsAtTheFirstStep) {
