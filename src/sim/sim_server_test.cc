@@ -196,31 +196,13 @@ TEST(SimServerTest, HugeMaxTokensIsAContextLengthError) {
             "completion). Please reduce the length of the messages or completion.");
 }
 
-// Writes `raw` on one connection and reads until the server closes it.
-std::string Exchange(uint16_t port, const std::string& raw) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string got;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::send(fd, raw.data(), raw.size(), MSG_NOSIGNAL) == ssize_t(raw.size())) {
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, size_t(n));
-  }
-  ::close(fd);
-  return got;
-}
 
 // HEAD is answered with headers only, so a kept-alive connection reads the next response at
 // its first byte. vLLM's FastAPI @get routes (/health, /v1/models) answer HEAD with 405;
 // /metrics is a mounted Prometheus app that answers any method.
 TEST(SimServerTest, HeadResponsesHaveNoBody) {
   Sim sim(FastConfig());
-  std::string got = Exchange(sim.port(),
+  std::string got = http::testing::RawExchange(sim.port(),
                              "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
                              "HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
                              "HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"

@@ -58,26 +58,6 @@ uint16_t FreePort() {
   return ntohs(a.sin_port);
 }
 
-// Sends `request` as written on a new loopback connection and returns all bytes read until the
-// server closes it (the request should say Connection: close).
-std::string RawHttp(uint16_t port, const std::string& request) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::send(fd, request.data(), request.size(), 0) == ssize_t(request.size())) {
-    timeval tv{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char b[4096];
-    for (ssize_t n; (n = ::recv(fd, b, sizeof b, 0)) > 0;) out.append(b, size_t(n));
-  }
-  ::close(fd);
-  return out;
-}
-
 void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
@@ -480,11 +460,11 @@ TEST(ExporterE2eTest, CanarySendsTheApiKeyAndARefusedKeyIsAFailedCanary) {
 TEST(ExporterE2eTest, HeadHasNoBodyAndPostIsNotAllowed) {
   ExporterProcess exporter({"--target", "", "--interval", "1s"});
   ASSERT_NE(exporter.port(), 0);
-  const std::string head = RawHttp(exporter.port(), "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string head = http::testing::RawExchange(exporter.port(), "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(head, StartsWith("HTTP/1.1 200 OK\r\n"));
   EXPECT_THAT(head, HasSubstr("content-length: "));
   EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n") << head;
-  const std::string post = RawHttp(exporter.port(), "POST /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string post = http::testing::RawExchange(exporter.port(), "POST /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(post, StartsWith("HTTP/1.1 405 Method Not Allowed\r\n"));
   EXPECT_THAT(post, HasSubstr("allow: GET, HEAD\r\n"));
   EXPECT_EQ(exporter.process().Signal(SIGTERM), 0);

@@ -23,6 +23,11 @@ BlockingResponse Fetch(uint16_t port, const std::string& method, const std::stri
                        const std::string& body = "",
                        const std::vector<std::pair<std::string, std::string>>& headers = {});
 
+// Writes `raw` as given on a new loopback connection and returns every byte read until the
+// server closes it (5 s without a byte ends the read): for responses a framed client would not
+// show as sent (a HEAD with a body, an error before the request was read).
+std::string RawExchange(uint16_t port, const std::string& raw);
+
 // Splits an SSE body into its data payloads (test helper; no multi-line data).
 std::vector<std::string> SseData(const std::string& body);
 
