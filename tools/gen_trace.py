@@ -6,8 +6,10 @@ The trace imitates an eager decode loop on one GPU: per step, a ProfilerStep ann
 layer a few cpu_ops (with Input Dims args, like record_shapes=True), a cudaLaunchKernel per op
 with its kernel on stream 7 linked by correlation and ac2g flow events, an occasional small
 pageable HtoD copy and a cudaStreamSynchronize at the end of each step. Deterministic (seeded).
+With --python-frames N, each op also sits in N nested python_function frames, as with
+with_stack=True: then most events are CPU-side, as in the H200 fixture (63%).
 
-Usage: tools/gen_trace.py OUT.json --size-mb 1100 [--gzip]
+Usage: tools/gen_trace.py OUT.json --size-mb 1100 [--gzip] [--python-frames N]
 """
 import argparse
 import gzip
@@ -21,6 +23,7 @@ def main():
     ap.add_argument("--size-mb", type=float, default=1100.0, help="stop after this many MB (1e6 bytes)")
     ap.add_argument("--gzip", action="store_true", help="write gzip (level 1)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--python-frames", type=int, default=0, help="python_function frames around each op")
     a = ap.parse_args()
     rnd = random.Random(a.seed)
     limit = int(a.size_mb * 1e6)
@@ -51,6 +54,11 @@ def main():
         for layer in range(24):
             for k in range(4):
                 op_dur = 20_000 + rnd.randrange(15_000)
+                for d in range(a.python_frames):  # outermost first, each 100 ns inside the last
+                    out.append('{"ph": "X", "cat": "python_function", "name": "model.py(%d): forward_%d", "pid": %d, '
+                               '"tid": %d, "ts": %s, "dur": %s, "args": {"Python id": %d, "Python parent id": %d}}'
+                               % (100 + d, d, pid, tid, us(ts_ns - 100 * (a.python_frames - d)),
+                                  us(op_dur + 200 * (a.python_frames - d)), ext * 64 + d, ext * 64 + d - 1))
                 out.append('{"ph": "X", "cat": "cpu_op", "name": "%s", "pid": %d, "tid": %d, "ts": %s, "dur": %s, '
                            '"args": {"External id": %d, "Record function id": 0, "Input Dims": [[1, 128, 1024], [1024, 1024]], '
                            '"Input type": ["c10::BFloat16", "c10::BFloat16"], "Ev Idx": %d}}'

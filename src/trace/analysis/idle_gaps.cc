@@ -18,50 +18,107 @@
 namespace latdoc::trace {
 namespace {
 
-void DescribeHost(const Trace& trace, const AnalysisOptions& o, int64_t max_api_ns, IdleGap& g,
-                  int64_t gs, int64_t ge, const GpuOp& next) {
-  g.next_op = std::string(trace.Name(next.name));
-  if (next.api == kNoLink) return;
-  const ApiCall& launch = trace.api_calls[next.api];
-  g.next_launch = std::string(trace.Name(launch.name));
-  g.launch_tid = launch.tid;
-  g.launch_wait_ns = launch.start_ns - gs;
-  (void)o;
-  // What the launching thread ran during [gs, ge): CPU ops and API calls.
-  std::vector<Interval> busy;
-  std::map<std::string, int64_t> by_name;
-  auto take = [&](int64_t s, int64_t e, NameId name, bool count_name) {
-    const int64_t a = std::max(s, gs), b = std::min(e, ge);
-    if (a >= b) return;
-    busy.push_back({a, b});
-    if (count_name) by_name[std::string(trace.Name(name))] += b - a;
-  };
-  const auto lo = std::lower_bound(trace.cpu_ops.begin(), trace.cpu_ops.end(),
-                                   std::make_tuple(launch.source, launch.pid, launch.tid),
-                                   [](const CpuOp& c, const std::tuple<uint16_t, int32_t, int32_t>& k) {
-                                     return std::make_tuple(c.source, c.pid, c.tid) < k;
-                                   });
-  for (auto it = lo; it != trace.cpu_ops.end() && it->source == launch.source &&
-                     it->pid == launch.pid && it->tid == launch.tid && it->start_ns < ge;
-       ++it) {
-    if (it->kind == CpuOpKind::kOp) take(it->start_ns, it->end_ns(), it->name, true);
+using ThreadKey = std::tuple<uint16_t, int32_t, int32_t>;  // (source, pid, tid)
+
+// What the launching threads ran during the largest gaps: CPU ops and API calls on the thread
+// that launched the op ending each gap. CPU ops come from one pass over the table, in the order
+// they were added (it may be on disk); API calls from their sorted table.
+class HostDuringGaps {
+ public:
+  // Adds the gap [gs, ge) of result `g`, whose launch call is `launch`.
+  void Add(IdleGap* g, int64_t gs, int64_t ge, const ApiCall& launch) {
+    Window w{gs, ge, gaps_.size()};
+    gaps_.push_back({g, gs, ge, launch, {}, {}});
+    ThreadWindows& t = by_thread_[ThreadKey{launch.source, launch.pid, launch.tid}];
+    t.windows.push_back(w);
+    t.max_len = std::max(t.max_len, ge - gs);
   }
-  auto a = std::lower_bound(trace.api_calls.begin(), trace.api_calls.end(), gs - max_api_ns,
-                            [](const ApiCall& c, int64_t t) { return c.start_ns < t; });
-  for (; a != trace.api_calls.end() && a->start_ns < ge; ++a) {
-    if (a->source == launch.source && a->pid == launch.pid && a->tid == launch.tid) {
-      take(a->start_ns, a->end_ns(), a->name, true);
+
+  // Fills cpu_busy_ns and cpu_top of every gap added. Returns false when the CPU ops could not
+  // be read back (their spill file); the gaps then have no CPU side.
+  bool Describe(const Trace& trace, std::string* error) {
+    if (gaps_.empty()) return true;
+    for (auto& [key, t] : by_thread_) {
+      std::sort(t.windows.begin(), t.windows.end(),
+                [](const Window& a, const Window& b) { return a.start < b.start; });
     }
+    // Ops of one thread come in runs: the last thread looked up is kept.
+    ThreadKey last_key{};
+    const ThreadWindows* last = nullptr;
+    bool have_last = false;
+    const bool read = trace.cpu_ops.ForEach([&](const CpuOp& c) {
+      if (c.kind != CpuOpKind::kOp) return;
+      const ThreadKey key{c.source, c.pid, c.tid};
+      if (!have_last || key != last_key) {
+        auto it = by_thread_.find(key);
+        last = it == by_thread_.end() ? nullptr : &it->second;
+        last_key = key;
+        have_last = true;
+      }
+      if (last != nullptr) Take(*last, c.start_ns, c.end_ns(), c.name);
+    }, error);
+    if (!read) {
+      for (GapWork& w : gaps_) w.busy.clear(), w.by_name.clear();
+      return false;
+    }
+    int64_t max_api_ns = 0;
+    for (const ApiCall& a : trace.api_calls) max_api_ns = std::max(max_api_ns, a.dur_ns);
+    for (GapWork& w : gaps_) {
+      auto a = std::lower_bound(trace.api_calls.begin(), trace.api_calls.end(), w.start - max_api_ns,
+                                [](const ApiCall& c, int64_t t) { return c.start_ns < t; });
+      for (; a != trace.api_calls.end() && a->start_ns < w.end; ++a) {
+        if (a->source == w.launch.source && a->pid == w.launch.pid && a->tid == w.launch.tid) {
+          Clip(w, a->start_ns, a->end_ns(), a->name);
+        }
+      }
+      w.gap->cpu_busy_ns = TotalLength(MergeIntervals(std::move(w.busy)));
+      std::map<std::string_view, int64_t> by_text;  // two ids never share a text, but to be sure
+      for (const auto& [name, ns] : w.by_name) by_text[trace.Name(name)] += ns;
+      std::vector<CpuActivity> top;
+      for (const auto& [name, ns] : by_text) top.push_back({std::string(name), ns});
+      std::sort(top.begin(), top.end(), [](const CpuActivity& x, const CpuActivity& y) {
+        return x.overlap_ns != y.overlap_ns ? x.overlap_ns > y.overlap_ns : x.name < y.name;
+      });
+      if (top.size() > 3) top.resize(3);
+      w.gap->cpu_top = std::move(top);
+    }
+    return true;
   }
-  g.cpu_busy_ns = TotalLength(MergeIntervals(std::move(busy)));
-  std::vector<CpuActivity> top;
-  for (auto& [name, ns] : by_name) top.push_back({name, ns});
-  std::sort(top.begin(), top.end(), [](const CpuActivity& x, const CpuActivity& y) {
-    return x.overlap_ns != y.overlap_ns ? x.overlap_ns > y.overlap_ns : x.name < y.name;
-  });
-  if (top.size() > 3) top.resize(3);
-  g.cpu_top = std::move(top);
-}
+
+ private:
+  struct Window {
+    int64_t start, end;
+    size_t gap;  // index into gaps_
+  };
+  struct ThreadWindows {
+    std::vector<Window> windows;  // by start
+    int64_t max_len = 0;
+  };
+  struct GapWork {
+    IdleGap* gap;
+    int64_t start, end;
+    ApiCall launch;
+    std::vector<Interval> busy;
+    std::map<NameId, int64_t> by_name;
+  };
+
+  // The op [s, e) in every window of its thread that it overlaps: those start after
+  // s − max_len (none is longer) and before e.
+  void Take(const ThreadWindows& t, int64_t s, int64_t e, NameId name) {
+    auto w = std::lower_bound(t.windows.begin(), t.windows.end(), s - t.max_len,
+                              [](const Window& x, int64_t v) { return x.start < v; });
+    for (; w != t.windows.end() && w->start < e; ++w) Clip(gaps_[w->gap], s, e, name);
+  }
+  static void Clip(GapWork& w, int64_t s, int64_t e, NameId name) {
+    const int64_t a = std::max(s, w.start), b = std::min(e, w.end);
+    if (a >= b) return;
+    w.busy.push_back({a, b});
+    w.by_name[name] += b - a;
+  }
+
+  std::vector<GapWork> gaps_;
+  std::map<ThreadKey, ThreadWindows> by_thread_;
+};
 
 // A device-level gap: no op of the device runs in [start, end); `next` ends it.
 struct GapCandidate {
@@ -218,19 +275,29 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
     s.other_ns += ss.st.other_ns;
     s.streams.push_back(ss.st);
   }
-  int64_t max_api_ns = 0;
-  for (const ApiCall& a : trace.api_calls) max_api_ns = std::max(max_api_ns, a.dur_ns);
   const std::vector<GapCandidate> gaps = bounded ? best.Sorted() : AllGapsSorted(trace);
-  for (size_t k = 0; k < gaps.size() && k < static_cast<size_t>(o.largest_gaps); ++k) {
+  const size_t keep =
+      o.largest_gaps < 0 ? gaps.size() : std::min(gaps.size(), static_cast<size_t>(o.largest_gaps));
+  s.largest_gaps.resize(keep);  // not to move again: HostDuringGaps points into it
+  HostDuringGaps host;
+  for (size_t k = 0; k < keep; ++k) {
     const GapCandidate& c = gaps[k];
-    IdleGap g;
+    const GpuOp& next = trace.gpu_ops[c.next];
+    IdleGap& g = s.largest_gaps[k];
     g.source = c.source;
     g.device = c.device;
     g.at_ns = c.start - t0_ns;
     g.dur_ns = c.end - c.start;
-    DescribeHost(trace, o, max_api_ns, g, c.start, c.end, trace.gpu_ops[c.next]);
-    s.largest_gaps.push_back(std::move(g));
+    g.next_op = std::string(trace.Name(next.name));
+    if (next.api == kNoLink) continue;
+    const ApiCall& launch = trace.api_calls[next.api];
+    g.next_launch = std::string(trace.Name(launch.name));
+    g.launch_tid = launch.tid;
+    g.launch_wait_ns = launch.start_ns - c.start;
+    host.Add(&g, c.start, c.end, launch);
   }
+  std::string error;
+  if (!host.Describe(trace, &error)) s.cpu_ops_error = std::move(error);
   return s;
 }
 

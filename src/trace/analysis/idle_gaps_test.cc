@@ -77,6 +77,87 @@ TEST(IdleGapsTest, EqualGapsOnManyDevicesInFileAndDeviceOrder) {
   }
 }
 
+// What the launching thread ran during each of the largest gaps: its framework ops (not
+// annotations, not other threads) and API calls, clipped to the gap, merged for the busy time
+// and summed by name for the top three. The same whether the CPU ops sit in memory or in the
+// spill file, and whatever order they were added in.
+TEST(IdleGapsTest, CpuSideOfTheGapsFromMemoryOrSpillFile) {
+  for (size_t block : {size_t{1000}, size_t{2}}) {
+    Trace t;
+    t.cpu_ops = CpuOpTable(block);
+    t.AddSource("a", "test");
+    auto api = [&](int64_t correlation, int64_t start, int32_t tid) {
+      ApiCall a;
+      a.start_ns = start;
+      a.dur_ns = 5;
+      a.correlation = correlation;
+      a.tid = tid;
+      a.name = t.names.Intern("cudaLaunchKernel");
+      a.kind = ApiKind::kKernelLaunch;
+      t.api_calls.push_back(a);
+    };
+    auto gpu = [&](int64_t correlation, int64_t start) {
+      GpuOp g;
+      g.start_ns = start;
+      g.dur_ns = 10;
+      g.correlation = correlation;
+      g.name = t.names.Intern("k");
+      t.gpu_ops.push_back(g);
+    };
+    auto cpu = [&](const char* name, int64_t start, int64_t end, int32_t tid, CpuOpKind kind) {
+      CpuOp c;
+      c.start_ns = start;
+      c.dur_ns = end - start;
+      c.tid = tid;
+      c.kind = kind;
+      c.name = t.names.Intern(name);
+      t.cpu_ops.push_back(c);
+    };
+    gpu(-1, 0);
+    api(1, 90, 7);
+    gpu(1, 100);    // gap [10, 100), launched on tid 7
+    api(2, 250, 8);
+    gpu(2, 300);    // gap [110, 300), launched on tid 8
+    cpu("t8", 200, 260, 8, CpuOpKind::kOp);
+    cpu("late", 95, 150, 7, CpuOpKind::kOp);
+    cpu("annotation", 10, 100, 7, CpuOpKind::kAnnotation);
+    cpu("outer", 0, 200, 7, CpuOpKind::kOp);
+    cpu("other thread", 10, 100, 9, CpuOpKind::kOp);
+    cpu("before", 50, 120, 8, CpuOpKind::kOp);
+    cpu("inner", 20, 40, 7, CpuOpKind::kOp);
+    t.Finalize();
+    EXPECT_EQ(t.cpu_ops.spilled(), block == 2 ? 6u : 0u);
+    const IdleStats s = ComputeIdle(t, AnalysisOptions{}, 0);
+    ASSERT_EQ(s.largest_gaps.size(), 2u) << block;
+    EXPECT_FALSE(s.cpu_ops_error.has_value());
+    const IdleGap& a = s.largest_gaps[0];
+    EXPECT_EQ(a.at_ns, 110);
+    EXPECT_EQ(a.dur_ns, 190);
+    EXPECT_EQ(a.launch_tid, 8);
+    EXPECT_EQ(a.launch_wait_ns, 140);
+    EXPECT_EQ(a.cpu_busy_ns, 10 + 60);   // [110, 120) and [200, 260)
+    ASSERT_EQ(a.cpu_top.size(), 3u);
+    EXPECT_EQ(a.cpu_top[0].name, "t8");
+    EXPECT_EQ(a.cpu_top[0].overlap_ns, 60);
+    EXPECT_EQ(a.cpu_top[1].name, "before");
+    EXPECT_EQ(a.cpu_top[1].overlap_ns, 10);
+    EXPECT_EQ(a.cpu_top[2].name, "cudaLaunchKernel");
+    EXPECT_EQ(a.cpu_top[2].overlap_ns, 5);
+    const IdleGap& b = s.largest_gaps[1];
+    EXPECT_EQ(b.at_ns, 10);
+    EXPECT_EQ(b.dur_ns, 90);
+    EXPECT_EQ(b.launch_tid, 7);
+    EXPECT_EQ(b.cpu_busy_ns, 90);        // "outer" covers it all
+    ASSERT_EQ(b.cpu_top.size(), 3u);
+    EXPECT_EQ(b.cpu_top[0].name, "outer");
+    EXPECT_EQ(b.cpu_top[0].overlap_ns, 90);
+    EXPECT_EQ(b.cpu_top[1].name, "inner");
+    EXPECT_EQ(b.cpu_top[1].overlap_ns, 20);
+    // 5 ns each: the launch call [90, 95) and "late" [95, 100); equal, so by name.
+    EXPECT_EQ(b.cpu_top[2].name, "cudaLaunchKernel");
+    EXPECT_EQ(b.cpu_top[2].overlap_ns, 5);
+  }
+}
 
 // Launch stats count tiny kernels among those launched one by one: a graph's nodes share one
 // launch. Copies and fills (ROCm's blit kernels among them) are kept by name for the pattern

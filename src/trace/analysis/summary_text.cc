@@ -132,6 +132,7 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                        cpu.empty() ? "" : "; CPU: " + cpu));
     }
   }
+  if (r.idle.cpu_ops_error) line("  (no CPU side for the gaps: " + *r.idle.cpu_ops_error + ")");
   const LaunchStats& l = r.launch;
   line("");
   line(fmt::format("Launch: {} kernels ({} with their launch), {} launch calls, {}/s; call p50 {}",

@@ -93,6 +93,9 @@ struct IdleStats {
   std::vector<StreamIdle> streams;
   std::vector<IdleGap> largest_gaps;
   int64_t host_wait_ns = 0, kernel_wait_ns = 0, other_ns = 0;
+  // Set when the CPU ops could not be read back from their spill file: the gaps then have no
+  // CPU side (cpu_busy_ns, cpu_top).
+  std::optional<std::string> cpu_ops_error;
 };
 
 struct LaunchStats {

@@ -223,8 +223,9 @@ void Trace::Finalize() {
   auto by_start = [](const auto& a, const auto& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns < b.dur_ns;
   };
-  // The three tables are independent: GPU ops sort on a second thread (when there is a
-  // second core) while this one sorts the host side and indexes the API calls.
+  // The two tables are independent: GPU ops sort on a second thread (when there is a second
+  // core) while this one sorts the API calls and indexes them. CPU ops are read in one pass,
+  // in any order, and stay as added.
   const auto policy = std::thread::hardware_concurrency() > 1
                           ? std::launch::async | std::launch::deferred
                           : std::launch::deferred;
@@ -232,12 +233,6 @@ void Trace::Finalize() {
       std::async(policy, [this, by_start] { StableSortRuns(gpu_ops, by_start); });
   StableSortRuns(api_calls, by_start);
   const CorrelationIndex index(api_calls);
-  StableSortRuns(cpu_ops, [](const CpuOp& a, const CpuOp& b) {
-    if (a.source != b.source) return a.source < b.source;
-    if (a.pid != b.pid) return a.pid < b.pid;
-    if (a.tid != b.tid) return a.tid < b.tid;
-    return a.start_ns < b.start_ns;
-  });
   gpu_sorted.get();
   for (GpuOp& op : gpu_ops) {
     op.api = kNoLink;
@@ -301,10 +296,10 @@ std::string DumpTrace(const Trace& t) {
     out += fmt::format("api {} {} {} {} {} {} {} {}\n", a.start_ns, a.dur_ns, a.correlation, a.name, a.pid,
                        a.tid, a.source, ApiKindName(a.kind));
   }
-  for (const CpuOp& c : t.cpu_ops) {
+  t.cpu_ops.ForEach([&out](const CpuOp& c) {
     out += fmt::format("cpu {} {} {} {} {} {} {}\n", c.start_ns, c.dur_ns, c.name, c.pid, c.tid, c.source,
                        static_cast<int>(c.kind));
-  }
+  });
   for (const DeviceInfo& d : t.devices) {
     out += fmt::format("device {} {} {} {}\n", d.source, d.device, d.name, d.arch);
   }

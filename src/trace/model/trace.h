@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/model/cpu_op_table.h"
 #include "trace/model/string_table.h"
 
 namespace latdoc::trace {
@@ -35,7 +36,6 @@ enum class ApiKind : uint8_t {
   kMalloc,        // cudaMalloc*, hipMalloc*, hipHostMalloc, ...
   kFree,
 };
-enum class CpuOpKind : uint8_t { kOp, kAnnotation, kPython, kMarker, kOther };
 
 std::string_view GpuOpKindName(GpuOpKind k);
 std::string_view CopyDirectionName(CopyDirection d);
@@ -73,18 +73,6 @@ struct ApiCall {
   int32_t tid = 0;
   uint16_t source = 0;
   ApiKind kind = ApiKind::kOther;
-  int64_t end_ns() const { return start_ns + dur_ns; }
-};
-
-// A CPU-side range: framework op, user annotation, Python frame, marker (ROCTx/NVTX).
-struct CpuOp {
-  int64_t start_ns = 0;
-  int64_t dur_ns = 0;
-  NameId name = 0;
-  int32_t pid = 0;
-  int32_t tid = 0;
-  uint16_t source = 0;
-  CpuOpKind kind = CpuOpKind::kOp;
   int64_t end_ns() const { return start_ns + dur_ns; }
 };
 
@@ -135,7 +123,7 @@ class Trace {
   StringTable names;
   std::vector<GpuOp> gpu_ops;
   std::vector<ApiCall> api_calls;
-  std::vector<CpuOp> cpu_ops;
+  CpuOpTable cpu_ops;              // in the order added; spilled to a file past one block
   std::vector<AggregateRow> aggregates;
   std::vector<DeviceInfo> devices;
   std::vector<SourceFile> sources;
@@ -143,7 +131,7 @@ class Trace {
   // Adds a source file and returns its index (the `source` of its events).
   uint16_t AddSource(std::string path, std::string format);
 
-  // Sorts gpu_ops and api_calls by start time, cpu_ops by (source, pid, tid, start), and
+  // Sorts gpu_ops and api_calls by start time (cpu_ops stay in the order added) and
   // links each GPU op to the API call with the same (source, correlation). Call once, after
   // every importer has run. Sorts on a second thread where there is a second core, and
   // returns when all is done.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -16,6 +18,74 @@ TEST(StringTableTest, InternsOnceAndKeepsViewsStable) {
   EXPECT_EQ(t.Intern("hipLaunchKernel"), a);
   EXPECT_EQ(t.Get(a), "hipLaunchKernel");
   EXPECT_EQ(t.size(), 1001u);
+}
+
+CpuOp Op(int64_t i) {
+  CpuOp c;
+  c.start_ns = i * 100;
+  c.dur_ns = i + 1;
+  c.name = static_cast<NameId>(i % 5);
+  c.pid = 10;
+  c.tid = static_cast<int32_t>(i % 3);
+  c.source = static_cast<uint16_t>(i % 2);
+  c.kind = i % 4 == 0 ? CpuOpKind::kPython : CpuOpKind::kOp;
+  return c;
+}
+
+void ExpectOps(const CpuOpTable& t, int64_t n) {
+  ASSERT_EQ(t.size(), static_cast<size_t>(n));
+  int64_t i = 0;
+  ASSERT_TRUE(t.ForEach([&](const CpuOp& c) {
+    const CpuOp want = Op(i);
+    EXPECT_EQ(c.start_ns, want.start_ns) << i;
+    EXPECT_EQ(c.dur_ns, want.dur_ns) << i;
+    EXPECT_EQ(c.name, want.name) << i;
+    EXPECT_EQ(c.tid, want.tid) << i;
+    EXPECT_EQ(c.source, want.source) << i;
+    EXPECT_EQ(c.kind, want.kind) << i;
+    ++i;
+  }));
+  EXPECT_EQ(i, n);
+  for (int64_t k = 0; k < n; ++k) EXPECT_EQ(t[static_cast<size_t>(k)].start_ns, k * 100) << k;
+}
+
+// Past one block, full blocks go to the spill file; every op reads back, in the order added,
+// whatever the block size, through ForEach and one by one.
+TEST(CpuOpTableTest, SpillsFullBlocksAndReadsThemBackInOrder) {
+  for (size_t block : {1, 2, 3, 7, 64}) {
+    CpuOpTable t(block);
+    for (int64_t i = 0; i < 20; ++i) t.push_back(Op(i));
+    EXPECT_EQ(t.spilled(), block >= 20 ? 0 : (19 / block) * block) << block;
+    EXPECT_TRUE(t.spill_error().empty()) << t.spill_error();
+    ExpectOps(t, 20);
+    CpuOpTable moved(std::move(t));
+    ExpectOps(moved, 20);
+    EXPECT_EQ(t.size(), 0u);  // NOLINT(bugprone-use-after-move): a moved-from table is empty
+    CpuOpTable assigned;
+    assigned = std::move(moved);
+    ExpectOps(assigned, 20);
+    assigned.clear();
+    EXPECT_TRUE(assigned.empty());
+    for (int64_t i = 0; i < 5; ++i) assigned.push_back(Op(i));
+    ExpectOps(assigned, 5);
+  }
+}
+
+// No temporary directory to spill to: every op stays in memory, and the table says why.
+TEST(CpuOpTableTest, KeepsEverythingInMemoryWhenItCannotSpill) {
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("TMPDIR", "/nonexistent/latdoc-test-dir", 1);
+  CpuOpTable t(2);
+  for (int64_t i = 0; i < 9; ++i) t.push_back(Op(i));
+  if (old != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  EXPECT_EQ(t.spilled(), 0u);
+  EXPECT_NE(t.spill_error().find("/nonexistent/latdoc-test-dir"), std::string::npos) << t.spill_error();
+  ExpectOps(t, 9);
 }
 
 TEST(ClassifyApiTest, NamesOfBothVendors) {

@@ -404,7 +404,12 @@ void MergePart(Trace& part, uint16_t source, Trace& trace) {
   };
   append(trace.gpu_ops, part.gpu_ops);
   append(trace.api_calls, part.api_calls);
-  append(trace.cpu_ops, part.cpu_ops);
+  part.cpu_ops.ForEach([&](CpuOp c) {
+    c.name = id[c.name];
+    c.source = source;
+    trace.cpu_ops.push_back(c);
+  });
+  part.cpu_ops.clear();
   SourceFile& to = trace.sources[source];
   const SourceFile& from = part.sources[0];
   to.events_read += from.events_read;

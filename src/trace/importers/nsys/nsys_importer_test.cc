@@ -228,12 +228,12 @@ TEST(NsysImporterTest, MemsetsAndNvtxRanges) {
   }
   EXPECT_EQ(memsets, 1);
   std::map<std::string, int64_t> markers;  // name -> start
-  for (const CpuOp& c : trace.cpu_ops) {
+  trace.cpu_ops.ForEach([&](const CpuOp& c) {
     EXPECT_EQ(c.kind, CpuOpKind::kMarker);
     EXPECT_EQ(c.pid, 4321);
     EXPECT_EQ(c.tid, 8765);
     markers[std::string(trace.Name(c.name))] = c.start_ns;
-  }
+  });
   EXPECT_EQ(markers, (std::map<std::string, int64_t>{{"decode step", 100}, {"prefill", 200}, {"nvtx", 500}}));
   const ImportIssues& issues = trace.sources[0].issues;
   EXPECT_EQ(issues.count_by_reason.at("negative duration"), 2);
