@@ -2,6 +2,7 @@
 //            [--insecure] [--json FILE]: the network layer, measured from the client side.
 // Argument parsing, output and exit codes only; the work is in net/ and rules/net_rules.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -56,6 +57,16 @@ bool Reached(const net::ProbeSample& s) {
 // shaped with a flag.
 std::string HttpErrorHint(const NetArgs& a, const net::ProbeSample& s) {
   if (s.failure != net::FailureReason::kHttpStatus) return "";
+  switch (net::ClassifyHttpError(s.http_status)) {
+    case net::HttpErrorCause::kCredentials:
+      return a.probe.api_key.empty() ? fmt::format(" (no API key: ${} is not set; see --api-key-env)", a.api_key_env)
+                                     : fmt::format(" (check the API key in ${})", a.api_key_env);
+    case net::HttpErrorCause::kOverload:
+    case net::HttpErrorCause::kServer:
+      return " (the server or a gateway is overloaded or failing: see its logs)";
+    case net::HttpErrorCause::kRequest:
+      break;
+  }
   if (s.failed_phase != "cheap") return a.probe.model.empty() ? "" : " (check --model)";
   return a.probe.cheap_path == net::ProbeOptions{}.cheap_path ? "" : " (check --cheap-path)";
 }
@@ -70,7 +81,19 @@ int RunNet(NetArgs& a) {
   if (a.iperf3_seconds < 1 || a.iperf3_seconds > kMaxSeconds)
     return Fail("net", InvalidArgument(fmt::format("--iperf3-seconds {}: must be 1 to {:g} seconds",
                                             a.iperf3_seconds, kMaxSeconds)));
-  if (a.link_mbps < 0) return Fail("net", InvalidArgument("--link-mbps must be positive"));
+  // 0 is "not given" for both rates.
+  if (!(std::isfinite(a.link_mbps) && a.link_mbps >= 0))
+    return Fail("net", InvalidArgument(fmt::format("--link-mbps {}: must be a rate above 0", a.link_mbps)));
+  if (!(std::isfinite(a.peak_tokens_per_s) && a.peak_tokens_per_s >= 0))
+    return Fail("net", InvalidArgument(
+        fmt::format("--peak-tokens-per-s {}: must be a rate above 0", a.peak_tokens_per_s)));
+  if (a.probe.stream_tokens < 0)
+    return Fail("net", InvalidArgument(
+        fmt::format("--stream-tokens {}: must be 0 (skip) or more", a.probe.stream_tokens)));
+  // Before any traffic: a JSON path that cannot be written would lose the whole run.
+  if (!a.json_path.empty()) {
+    if (Status st = CheckOutputPath(a.json_path); !st.ok()) return Fail("net", st);
+  }
   if (const char* key = std::getenv(a.api_key_env.c_str())) a.probe.api_key = key;
   a.probe.sample_timeout_ns = SecToNs(a.timeout_s);
   a.probe.idle_wait_ns = SecToNs(a.idle_wait_s);
@@ -125,6 +148,14 @@ int RunNet(NetArgs& a) {
 
   std::vector<rules::Finding> findings = rules::EvaluateNetRules(facts);
   rules::RankFindings(findings);
+  std::string out = net::RenderNetText(facts);
+  report::TextOptions to;
+  to.color = !a.no_color && report::StdoutWantsColor();
+  to.show_ok = a.show_ok;
+  out += "\nFindings\n" + report::RenderFindingsText(findings, to);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  // After the report: should the file fail now after all, the results are on the screen.
   if (!a.json_path.empty()) {
     nlohmann::json doc;
     doc["schema"] = "latdoc.net/1";
@@ -134,13 +165,6 @@ int RunNet(NetArgs& a) {
     doc["findings"] = std::move(fj);
     if (Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n"); !st.ok()) return Fail("net", st);
   }
-  std::string out = net::RenderNetText(facts);
-  report::TextOptions to;
-  to.color = !a.no_color && report::StdoutWantsColor();
-  to.show_ok = a.show_ok;
-  out += "\nFindings\n" + report::RenderFindingsText(findings, to);
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  std::fflush(stdout);
   const net::ProbeFacts& probe = facts.probe;
   if (probe.loss.samples > 0 && probe.loss.failed == probe.loss.samples) {
     auto answered = std::find_if(probe.samples.begin(), probe.samples.end(), Reached);

@@ -8,6 +8,13 @@
 
 namespace latdoc::net {
 
+HttpErrorCause ClassifyHttpError(int status) {
+  if (status == 401 || status == 403) return HttpErrorCause::kCredentials;
+  if (status == 429) return HttpErrorCause::kOverload;
+  if (status >= 500) return HttpErrorCause::kServer;
+  return HttpErrorCause::kRequest;
+}
+
 std::string_view FailureReasonName(FailureReason r) {
   switch (r) {
     case FailureReason::kNone: return "none";
@@ -148,6 +155,7 @@ nlohmann::json ToJson(const ProbeSample& s) {
     j["failure"] = FailureReasonName(s.failure);
     j["failed_phase"] = s.failed_phase;
     j["error"] = s.error;
+    if (s.http_status != 0) j["http_status"] = s.http_status;
   }
   return j;
 }

@@ -21,6 +21,11 @@ enum class FailureReason { kNone, kDns, kRefused, kConnect, kTls, kTimeout, kRes
                            kProtocol };
 std::string_view FailureReasonName(FailureReason r);
 
+// What an HTTP error answer points at, by its status: the key (401, 403), the request's model
+// or path (404 and other 4xx), load shedding (429), the server or a gateway failing (5xx).
+enum class HttpErrorCause { kRequest, kCredentials, kOverload, kServer };
+HttpErrorCause ClassifyHttpError(int status);
+
 // One probe sample. A sample whose cheap request fails stops there (the rest would fail the
 // same way); `failed_phase` says which step ("cheap", "ttft_new", "ttft_reused").
 struct ProbeSample {
@@ -28,6 +33,7 @@ struct ProbeSample {
   FailureReason failure = FailureReason::kNone;
   std::string failed_phase;
   std::string error;                   // the client's message, for humans
+  int http_status = 0;                 // the status of an HTTP error answer (0: none)
   std::optional<double> dns_ms;        // Send() -> name resolved
   std::optional<double> connect_ms;    // resolved -> TCP connected (one RTT)
   std::optional<double> tls_ms;        // connected -> TLS handshake done (https only)

@@ -67,6 +67,7 @@ class Collector final : public http::ExchangeObserver {
 struct Outcome {
   FailureReason failure = FailureReason::kNone;
   std::string error;
+  int http_status = 0;  // the answer's status, when it was an HTTP error
 };
 
 std::string_view PendingPhase(const http::ExchangeTimes& t, bool tls) {
@@ -109,6 +110,7 @@ Outcome RunExchange(http::EventLoop& loop, http::HttpClient& client, http::Clien
     case http::FailureKind::kNone:
       if (r.status != 200) {
         o.failure = FailureReason::kHttpStatus;
+        o.http_status = r.status;
         o.error = fmt::format("HTTP {}", r.status);
       } else if (!c.stream_error().empty()) {
         o.failure = FailureReason::kHttpStatus;
@@ -160,6 +162,7 @@ void Record(ProbeSample& s, const Outcome& o, const char* phase) {
   s.failure = o.failure;
   s.failed_phase = phase;
   s.error = o.error;
+  s.http_status = o.http_status;
 }
 
 }  // namespace

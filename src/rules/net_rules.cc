@@ -1,6 +1,7 @@
 #include "rules/net_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 
 #include <fmt/core.h>
@@ -93,27 +94,45 @@ void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
   std::vector<const net::PhaseDiff*> known;
   for (std::string_view phase : {"dns", "connect", "tls", "ttfb", "ttft_reused", "ttft_new"})
     if (const net::PhaseDiff* d = diff(phase)) known.push_back(d);
+  // The verdict and the figure are the extreme's own; the tie only picks the phase named.
+  auto most = [&](double sign) {
+    double m = sign * *known.front()->p50_diff_ms;
+    for (const net::PhaseDiff* d : known) m = std::max(m, sign * *d->p50_diff_ms);
+    return sign * m;
+  };
   auto extreme = [&](double sign) {
-    double most = sign * *known.front()->p50_diff_ms;
-    for (const net::PhaseDiff* d : known) most = std::max(most, sign * *d->p50_diff_ms);
+    const double m = sign * most(sign);
     for (const net::PhaseDiff* d : known)
-      if (sign * *d->p50_diff_ms >= most - kGatewayTieMs) return d;
+      if (sign * *d->p50_diff_ms >= m - kGatewayTieMs) return d;
     return known.front();
   };
   const net::PhaseDiff* worst = extreme(1);
   const net::PhaseDiff* best = extreme(-1);
-  double add = *worst->p50_diff_ms;
+  const double add = most(1), saved = -most(-1);
   Severity sev = add >= kGatewayFailMs ? Severity::kFail
                  : add >= kGatewayWarnMs ? Severity::kWarn : Severity::kOk;
   // B adds nothing that matters and saves more somewhere (e.g. the URLs given the other way
   // round): say where it is faster.
-  const bool faster = sev == Severity::kOk && -*best->p50_diff_ms > add;
+  const bool faster = sev == Severity::kOk && saved > add;
   const net::PhaseDiff* named = faster ? best : worst;
+  // The title names the phase and what it adds there; where another phase has more (phases
+  // nest), up to how much, as the verdict is that.
+  auto largest = [&](double sign) {
+    const net::PhaseDiff* l = known.front();
+    for (const net::PhaseDiff* d : known)
+      if (sign * *d->p50_diff_ms > sign * *l->p50_diff_ms) l = d;
+    return l;
+  };
+  const net::PhaseDiff* top = faster ? largest(-1) : largest(1);
+  const double figure = std::abs(*named->p50_diff_ms), top_figure = std::abs(*top->p50_diff_ms);
+  const std::string up_to = top_figure - figure >= 0.05
+                                ? fmt::format(" (up to {:.1f} ms {})", top_figure, PhaseWhere(top->phase))
+                                : "";
   Finding f = Make("net.gateway_delay", sev,
-                   faster ? fmt::format("{} is {:.1f} ms faster {} than {}", c.url_b,
-                                        -*best->p50_diff_ms, PhaseWhere(best->phase), c.url_a)
-                          : fmt::format("{} adds {:.1f} ms {} over {}", c.url_b, add,
-                                        PhaseWhere(worst->phase), c.url_a));
+                   faster ? fmt::format("{} is {:.1f} ms faster {} than {}{}", c.url_b, figure,
+                                        PhaseWhere(named->phase), c.url_a, up_to)
+                          : fmt::format("{} adds {:.1f} ms {} over {}{}", c.url_b, figure,
+                                        PhaseWhere(named->phase), c.url_a, up_to));
   f.evidence.push_back(Text("url_a", c.url_a));
   f.evidence.push_back(Text("url_b", c.url_b));
   f.evidence.push_back(Text("phase", named->phase));
@@ -178,6 +197,13 @@ void Loss(const ProbeFacts& p, std::vector<Finding>& out) {
       break;
     }
   }
+  int http_status = 0;  // of the first HTTP error answer
+  for (const auto& s : p.samples) {
+    if (s.failure == net::FailureReason::kHttpStatus) {
+      http_status = s.http_status;
+      break;
+    }
+  }
   Finding f = Make("net.loss", sev,
                    l.failed == 0 ? fmt::format("No failed samples out of {}", l.samples)
                                  : fmt::format("{} of {} samples failed ({:.0f}%)", l.failed,
@@ -207,9 +233,30 @@ void Loss(const ProbeFacts& p, std::vector<Finding>& out) {
     f.advice = "Something accepts but does not answer: a hung proxy, a full listen backlog or a "
                "firewall dropping packets; compare with --compare against the server directly.";
   } else if (l.http_status > 0) {
-    f.advice = "The server answered with an HTTP error: check the model name (--model; GET "
-               "/v1/models lists the server's), the cheap request's path (--cheap-path) and the "
-               "URL's path prefix; the body of the error says more (`curl -i URL/v1/models`).";
+    switch (net::ClassifyHttpError(http_status)) {
+      case net::HttpErrorCause::kCredentials:
+        f.advice = fmt::format(
+            "The server refused the request's credentials (HTTP {}): give the API key in "
+            "$OPENAI_API_KEY, or name the variable that holds it with --api-key-env (sent as a "
+            "Bearer token; vLLM checks it against its --api-key).", http_status);
+        break;
+      case net::HttpErrorCause::kOverload:
+        f.advice = "The server or a gateway shed load (HTTP 429): it is rate-limited or "
+                   "overloaded. Measure again at a quieter time or with a higher limit, and look "
+                   "at the gateway's rate-limit settings and the server's queue (`latdoc logs`).";
+        break;
+      case net::HttpErrorCause::kServer:
+        f.advice = fmt::format(
+            "The server or a gateway failed the request (HTTP {}): look at their logs at the "
+            "failure times (`latdoc logs`): an engine error or restart, out of memory, or a "
+            "gateway with no healthy upstream (502, 503, 504).", http_status);
+        break;
+      case net::HttpErrorCause::kRequest:
+        f.advice = "The server answered with an HTTP error: check the model name (--model; GET "
+                   "/v1/models lists the server's), the cheap request's path (--cheap-path) and the "
+                   "URL's path prefix; the body of the error says more (`curl -i URL/v1/models`).";
+        break;
+    }
   } else {
     f.advice = "Look at the server's and the gateway's logs at the failure times "
                "(`latdoc logs`), and retry with more --samples.";

@@ -133,6 +133,20 @@ TEST(NetRulesTest, GatewayDelayJudgesTheWorstPhase) {
             "http://a:8000 is 40.0 ms faster to TTFT on a kept-alive connection than http://gw");
 }
 
+// A delay named at the most specific phase near the extreme is judged by the extreme: first
+// byte +1.4 ms and TTFT on a new connection +2.2 ms (within the 1 ms tie) is named at first byte
+// and warns, as 2.2 ms is past the 2 ms warning.
+TEST(NetRulesTest, GatewayDelayVerdictIsTheLargestPhasesNotTheNamedOnes) {
+  auto fs = EvaluateNetRules(ThroughGateway(2.4, 102.5, 101.4));
+  const Finding* g = Find(fs, "net.gateway_delay");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->severity, Severity::kWarn);
+  EXPECT_EQ(g->title,
+            "http://gw adds 1.4 ms at first byte over http://a:8000 (up to 2.2 ms to TTFT on a new connection)");
+  ASSERT_TRUE(g->latency_share.has_value());
+  EXPECT_NEAR(*g->latency_share, 2.2 / 102.5, 1e-9);
+}
+
 TEST(NetRulesTest, JitterNamesTheWorstPhase) {
   NetFacts f;
   f.probe.url = "http://a";
@@ -204,6 +218,26 @@ TEST(NetRulesTest, LossAdvisesOnHttpErrors) {
   EXPECT_EQ(l->severity, Severity::kFail);
   EXPECT_THAT(l->advice, testing::HasSubstr("--model"));
   EXPECT_THAT(l->advice, testing::HasSubstr("--cheap-path"));
+
+  // The advice follows the status of the first HTTP error: a refused key is no naming problem,
+  // nor is load shedding or a failing server.
+  const std::pair<int, const char*> cases[] = {
+      {401, "--api-key-env"}, {403, "--api-key-env"}, {429, "rate-limited or overloaded"},
+      {503, "no healthy upstream"}, {500, "HTTP 500"}, {400, "--model"}};
+  for (const auto& [status, want] : cases) {
+    NetFacts h = f;
+    for (ProbeSample& s : h.probe.samples) {
+      s.error = "HTTP " + std::to_string(status);
+      s.http_status = status;
+    }
+    const std::vector<Finding> hs = EvaluateNetRules(h);
+    const Finding* hl = Find(hs, "net.loss");
+    ASSERT_NE(hl, nullptr);
+    EXPECT_THAT(hl->advice, testing::HasSubstr(want)) << status;
+    if (status != 400) {
+      EXPECT_THAT(hl->advice, testing::Not(testing::HasSubstr("--model"))) << status;
+    }
+  }
 }
 
 TEST(NetRulesTest, IdleClose) {

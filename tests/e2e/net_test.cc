@@ -431,6 +431,18 @@ TEST(NetE2eTest, CommandLineHttpErrorsAreAnswersNotUnreachable) {
                           " answered, but every sample failed: GET /nope: HTTP 404 "
                           "(check --cheap-path)\n");
 
+  // A server that asks for a key: the hint is the key, not the model.
+  SimProcess keyed({"--api-key", "sekrit"});
+  std::vector<std::string> args = quick;
+  args[2] = keyed.url();
+  args.insert(args.end(), {"--api-key-env", "LATDOC_TEST_NO_SUCH_KEY", "--model", "latdoc-sim/llama-3-8b"});
+  RunResult key = RunLatdoc(args);
+  EXPECT_EQ(key.exit_code, 1) << key.err;
+  EXPECT_EQ(key.err, "latdoc net: " + keyed.url() +
+                         " answered, but every sample failed: POST /v1/completions: HTTP 401 "
+                         "(no API key: $LATDOC_TEST_NO_SUCH_KEY is not set; see --api-key-env)\n");
+  EXPECT_THAT(key.out, HasSubstr("--api-key-env"));
+
   RunResult slash = run({"--cheap-path", "health"});
   EXPECT_EQ(slash.exit_code, 2);
   EXPECT_EQ(slash.err, "latdoc net: --cheap-path 'health' must start with '/' (e.g. /health)\n");
@@ -449,12 +461,24 @@ TEST(NetE2eTest, CommandLineRejectsOutOfRangeSeconds) {
       {"--idle-wait", "1e10", "--idle-wait 1e+10: must be 0 to 86400 seconds"},
       {"--idle-wait", "-1", "--idle-wait -1: must be 0 to 86400 seconds"},
       {"--iperf3-seconds", "0", "--iperf3-seconds 0: must be 1 to 86400 seconds"},
+      {"--link-mbps", "nan", "--link-mbps nan: must be a rate above 0"},
+      {"--link-mbps", "inf", "--link-mbps inf: must be a rate above 0"},
+      {"--link-mbps", "-5", "--link-mbps -5: must be a rate above 0"},
+      {"--peak-tokens-per-s", "-5", "--peak-tokens-per-s -5: must be a rate above 0"},
+      {"--peak-tokens-per-s", "nan", "--peak-tokens-per-s nan: must be a rate above 0"},
+      {"--stream-tokens", "-1", "--stream-tokens -1: must be 0 (skip) or more"},
   };
   for (const Case& c : cases) {
     RunResult r = RunLatdoc({"net", "--url", url, "--samples", "1", "--no-path", c.flag, c.value});
     EXPECT_EQ(r.exit_code, 2) << c.flag << " " << c.value << ": " << r.err;
     EXPECT_EQ(r.err, "latdoc net: " + c.err + "\n") << c.flag << " " << c.value;
   }
+  // A JSON file that cannot be written is found before the run, not after it.
+  RunResult j = RunLatdoc({"net", "--url", url, "--samples", "1", "--no-path", "--json",
+                           "/nonexistent-latdoc-dir/net.json"});
+  EXPECT_EQ(j.exit_code, 2) << j.err;
+  EXPECT_THAT(j.err, HasSubstr("/nonexistent-latdoc-dir/net.json"));
+  EXPECT_EQ(j.out, "");
 }
 
 }  // namespace
