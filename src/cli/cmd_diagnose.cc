@@ -126,6 +126,11 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
       fmt::print(stderr, "latdoc diagnose: {} {}: {}\n", flag, path, std::strerror(errno));
       return kExitBadInput;
     }
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      fmt::print(stderr, "latdoc diagnose: {} {}: is a directory, not a file\n", flag, path);
+      return kExitBadInput;
+    }
   }
   if (Status st = CheckOutputs(a.out); !st.ok()) {
     fmt::print(stderr, "latdoc diagnose: {}\n", st.message());

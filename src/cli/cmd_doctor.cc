@@ -3,6 +3,9 @@
 // Host, stack and server-configuration checks. Collects facts (host/collector.h) or reads them
 // (--facts), judges them (rules/host_rules.h), prints findings. Writes nothing unless asked
 // (--collect, --json), and then atomically. Exit: 0 ok, 1 a `fail` finding, 2 bad input.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -40,6 +43,17 @@ int RunDoctor(const DoctorArgs& a) {
   }
   if (a.interval_ms < 0 || a.interval_ms > 10000) {
     return Fail("doctor", InvalidArgument("--interval-ms must be 0..10000"));
+  }
+  if (a.facts_path.empty()) {
+    // A wrong --sysroot would read nothing and report every check skipped, as a clean host.
+    struct stat st;
+    if (::stat(a.sysroot.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Fail("doctor", InvalidArgument("--sysroot " + a.sysroot + ": not a directory"));
+    }
+    if (::access((a.sysroot + "/proc").c_str(), F_OK) != 0 && ::access((a.sysroot + "/sys").c_str(), F_OK) != 0) {
+      return Fail("doctor", InvalidArgument("--sysroot " + a.sysroot +
+                                            ": holds neither proc/ nor sys/ (a recorded tree is OUT/tree)"));
+    }
   }
   rules::HostRuleOptions opts;
   if (!a.sweep_path.empty()) {

@@ -97,6 +97,15 @@ TEST_F(DoctorCliTest, BadInputIsExitTwoWithAMessage) {
                            "tests/data/host/facts/mi300x_built.json");
   EXPECT_EQ(sweep.rc, 2);
   EXPECT_THAT(sweep.err, HasSubstr("no knee found"));
+  // A wrong --sysroot reads nothing: that is bad input, not a clean host.
+  RunResult nodir = Latdoc("doctor --sysroot /nonexistent/tree");
+  EXPECT_EQ(nodir.rc, 2);
+  EXPECT_EQ(nodir.err, "latdoc doctor: --sysroot /nonexistent/tree: not a directory\n");
+  EXPECT_EQ(nodir.out, "");
+  RunResult notree = Latdoc("doctor --sysroot tests/data/host/mi300x_built");
+  EXPECT_EQ(notree.rc, 2);
+  EXPECT_EQ(notree.err, "latdoc doctor: --sysroot tests/data/host/mi300x_built: holds neither proc/ nor sys/ "
+                        "(a recorded tree is OUT/tree)\n");
   RunResult pid = Latdoc("doctor --sysroot tests/data/host/mi300x_built/tree --pid 999");
   EXPECT_EQ(pid.rc, 2);
   EXPECT_EQ(pid.err, "latdoc doctor: --pid 999: /proc/999/cmdline: No such file or directory\n");

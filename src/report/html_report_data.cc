@@ -317,8 +317,10 @@ ordered_json ServerSeries(const ordered_json& diagnosis) {
       const ordered_json& t = Child(s, "t_s");
       if (!t.is_array() || t.empty()) continue;
       const size_t stride = (t.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;
-      std::string engine = StringAt(e, "engine");
-      out.push_back({{"source", "server log" + (engine.empty() ? std::string() : ": " + engine)},
+      // The log facts number the engines; -1 is vLLM's "N Engines Aggregated" line.
+      const std::optional<double> n = NumberAt(e, "engine");
+      const std::string engine = !n ? "" : *n < 0 ? ": engines aggregated" : fmt::format(": engine {:.0f}", *n);
+      out.push_back({{"source", "server log" + engine},
                      {"t_s", SeriesColumn(t, stride, 1)},
                      {"running", SeriesColumn(Child(s, "running"), stride, 1)},
                      {"waiting", SeriesColumn(Child(s, "waiting"), stride, 1)},

@@ -143,7 +143,7 @@ TEST(HtmlReportTest, EscapesEveryInputString) {
                     {"trace", {{"facts", {{"kernels", {{{"name", evil}, {"count", 1}, {"total_ns", 5000},
                                                         {"mean_ns", 5000}, {"busy_share", 1}}}},
                                           {"idle", {{"largest_gaps", {{{"at_ns", 1}, {"dur_ns", 2}, {"next_op", evil}}}}}}}}}},
-                    {"logs", {{"facts", {{"engines", {{{"engine", evil}, {"series", {{"t_s", {0, 1}}, {"running", {1, 2}}}}}}}}}}},
+                    {"logs", {{"facts", {{"engines", {{{"engine", 3}, {"series", {{"t_s", {0, 1}}, {"running", {1, 2}}}}}}}}}}},
                     {"sweep", {{"steps", {{{"concurrency", 1}, {"p99_ttft_ms", 3}}}}, {"knee", {{"concurrency", 1}}}}}};
   const std::string html = RenderHtmlReport(d, HtmlReportOptions{false});
   EXPECT_THAT(html, Not(HasSubstr("<img")));
@@ -161,7 +161,7 @@ TEST(HtmlReportTest, EscapesEveryInputString) {
   const ordered_json parsed = ordered_json::parse(block);
   EXPECT_EQ(parsed["kernels"]["items"][0]["name"], evil);
   EXPECT_EQ(parsed["idle"]["gaps"][0]["next_op"], evil);
-  EXPECT_EQ(parsed["server_series"][0]["source"], "server log: " + evil);
+  EXPECT_EQ(parsed["server_series"][0]["source"], "server log: engine 3");
 }
 
 // Values of the wrong type are "not measured", never an exception.
@@ -249,14 +249,16 @@ TEST(HtmlReportDataTest, ServerSeriesFromBenchAndLogsInPercent) {
   const ordered_json d = {
       {"bench", {{"server_metrics", {{"timeline", {{{"t_s", 0.5}, {"running", 3}, {"waiting", 0}, {"kv_cache_usage", 0.25}},
                                                    {{"t_s", 1.5}, {"running", 4}, {"waiting", nullptr}, {"kv_cache_usage", 1}}}}}}}},
-      {"logs", {{"facts", {{"engines", {{{"engine", "0"}, {"series", {{"t_s", {0, 10}}, {"running", {1, 2}},
-                                                                      {"waiting", {0, 5}}, {"kv_pct", {12.5, 99}}}}}}}}}}}};
+      {"logs", {{"facts", {{"engines", {{{"engine", 0}, {"series", {{"t_s", {0, 10}}, {"running", {1, 2}},
+                                                                     {"waiting", {0, 5}}, {"kv_pct", {12.5, 99}}}}},
+                                        {{"engine", -1}, {"series", {{"t_s", {0}}, {"running", {3}}}}}}}}}}}};
   const ordered_json s = ReportData(d)["server_series"];
-  ASSERT_EQ(s.size(), 2u);
+  ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0]["kv_pct"], ordered_json({25.0, 100.0}));
   EXPECT_EQ(s[0]["waiting"], ordered_json({0, nullptr}));
-  EXPECT_EQ(s[1]["source"], "server log: 0");
+  EXPECT_EQ(s[1]["source"], "server log: engine 0");
   EXPECT_EQ(s[1]["kv_pct"], ordered_json({12.5, 99}));
+  EXPECT_EQ(s[2]["source"], "server log: engines aggregated");
 }
 
 TEST(HtmlReportDataTest, IdleHistogramBinsTheListedGaps) {

@@ -32,6 +32,8 @@ constexpr uint64_t kReasonsHard =
     kReasonHwSlowdown | kReasonSwThermal | kReasonHwThermal | kReasonHwPowerBrake;
 
 constexpr int64_t kBusyUtilPct = 50;  // "under load" for clock and link checks
+// net.irq: one CPU taking more than about half of a NIC's interrupts (host-checks.md §10).
+constexpr double kIrqOneCpuShare = 0.5;
 
 Evidence Num(std::string name, double v, std::string unit) {
   return Evidence{std::move(name), v, std::move(unit), ""};
@@ -179,6 +181,11 @@ std::optional<Finding> Throttle(const GpuFacts& g) {
     f.advice = "compare the power limit with the default (gpu.power_cap); nvidia-smi -pl <default W>";
   } else if (r == kReasonGpuIdle) {
     f.title = who + ": idle (GpuIdle): normal";
+  } else if (r & ~kReasonGpuIdle) {
+    // A soft reason with the GPU idle, or its load unknown: said, not judged.
+    f.severity = g.util_pct.known() ? Severity::kOk : Severity::kInfo;
+    f.title = fmt::format("{}: {} active ({}), not judged", who, ReasonNames(r & ~kReasonGpuIdle),
+                          g.util_pct.known() ? fmt::format("GPU at {}%", *g.util_pct) : "GPU load unknown");
   }
   return f;
 }
@@ -275,8 +282,12 @@ Finding PcieLink(const GpuFacts& g) {
   if (!worst_speed.empty()) {
     // NVIDIA lowers the link generation at idle; only a slow link under load is a fault.
     if (g.vendor == "nvidia" && !GpuBusy(g)) {
-      f.severity = Severity::kOk;
-      f.title = who + ": PCIe speed below max while idle (normal power saving): " + worst_speed;
+      // Without a load figure it may be power saving or a fault: said, not judged.
+      f.severity = g.util_pct.known() ? Severity::kOk : Severity::kInfo;
+      f.title = who + (g.util_pct.known() ? ": PCIe speed below max while idle (normal power saving): "
+                                          : ": PCIe speed below max, GPU load unknown (NVIDIA lowers it "
+                                            "at idle; check under load): ") +
+                worst_speed;
       return f;
     }
     f.severity = Severity::kWarn;
@@ -285,12 +296,17 @@ Finding PcieLink(const GpuFacts& g) {
                "speed setting; lspci -vv -s " + g.bdf;
     return f;
   }
+  // The GPU's own max_link_speed is the card's capability: a Gen5 card in a Gen4 slot shows
+  // 32 GT/s there. The slot's (or a switch's) limit is the lowest max along the path.
   auto expected = ExpectedMaxGts(g);
-  const auto& gpu_link = g.pcie_path.front();
-  if (expected && gpu_link.max_speed_gts.known() && *gpu_link.max_speed_gts + 0.01 < *expected) {
+  std::optional<double> path_max;
+  for (const auto& l : path) {
+    if (l.max_speed_gts.known()) path_max = std::min(path_max.value_or(*l.max_speed_gts), *l.max_speed_gts);
+  }
+  if (expected && path_max && *path_max + 0.01 < *expected) {
     f.severity = Severity::kWarn;
-    f.title = fmt::format("{}: slot allows only {} GT/s; this GPU is built for {} GT/s", who,
-                          *gpu_link.max_speed_gts, *expected);
+    f.title = fmt::format("{}: slot allows only {} GT/s; this GPU is built for {} GT/s", who, *path_max,
+                          *expected);
     f.advice = "move the GPU to a Gen5 slot or check the BIOS link speed setting";
   }
   return f;
@@ -316,33 +332,74 @@ std::set<int64_t> CpuSet(const std::string& list) {
   return v ? std::set<int64_t>(v->begin(), v->end()) : std::set<int64_t>();
 }
 
-// GPU indices the server uses: *_VISIBLE_DEVICES when set to plain indices, else all. When
-// the variable names none of the host's GPUs (an index past the end, CUDA's "-1"), the result
-// is empty and `*why` says so.
-std::vector<const GpuFacts*> ServerGpus(const HostFacts& facts, std::string* why = nullptr) {
-  std::vector<const GpuFacts*> all;
-  for (const auto& g : facts.gpus) all.push_back(&g);
-  if (!facts.server || !facts.server->env.known()) return all;
-  const auto& env = *facts.server->env;
-  for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}) {
-    auto it = env.find(var);
-    if (it == env.end()) continue;
-    std::vector<const GpuFacts*> picked;
-    for (auto word : Split(it->second, ',')) {
-      auto idx = ParseInt64(word);
-      if (!idx) return all;  // UUIDs or MIG ids: not mapped here
-      for (const auto& g : facts.gpus) {
-        if (g.index == *idx) picked.push_back(&g);
-      }
-    }
-    if (picked.empty() && why) {
-      *why = fmt::format("{}={} names no GPU of this host ({} found)", var, it->second,
-                         facts.gpus.size());
-    }
-    return picked;
+// The GPUs the server uses, and how that was decided.
+struct ServerGpuSet {
+  std::vector<const GpuFacts*> gpus;
+  // How they were chosen: named by a *_VISIBLE_DEVICES variable, taken from vLLM's parallel
+  // sizes, or every GPU of the host (nothing said which).
+  enum class How { kVariable, kVllmParallel, kAll } how = How::kAll;
+  std::string note;  // for evidence: the variable, the sizes, or why all
+};
+
+// *_VISIBLE_DEVICES when set to plain indices. Without one, vLLM takes the first
+// tensor x pipeline x data-parallel GPUs (devices from 0; `index` is PCI order, as with
+// CUDA_DEVICE_ORDER=PCI_BUS_ID). Else all. When the variable names none of the host's GPUs (an
+// index past the end, CUDA's "-1"), the set is empty and the note says so.
+ServerGpuSet ChooseServerGpus(const HostFacts& facts) {
+  ServerGpuSet out;
+  for (const auto& g : facts.gpus) out.gpus.push_back(&g);
+  if (!facts.server) {
+    out.note = "no server process";
+    return out;
   }
-  return all;
+  const host::ServerProcess& s = *facts.server;
+  if (s.env.known()) {
+    for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}) {
+      auto it = s.env->find(var);
+      if (it == s.env->end()) continue;
+      std::vector<const GpuFacts*> picked;
+      for (auto word : Split(it->second, ',')) {
+        auto idx = ParseInt64(word);
+        if (!idx) {  // UUIDs or MIG ids: not mapped here
+          out.note = fmt::format("{}={} is not plain indices: all GPUs", var, it->second);
+          return out;
+        }
+        for (const auto& g : facts.gpus) {
+          if (g.index == *idx) picked.push_back(&g);
+        }
+      }
+      out.how = ServerGpuSet::How::kVariable;
+      out.note = picked.empty() ? fmt::format("{}={} names no GPU of this host ({} found)", var, it->second,
+                                              facts.gpus.size())
+                                : fmt::format("{}={}", var, it->second);
+      out.gpus = std::move(picked);
+      return out;
+    }
+  }
+  const char* why_unnamed = s.env.known() ? "no *_VISIBLE_DEVICES" : "the server's environment is unreadable";
+  if (s.kind == "vllm") {
+    const std::vector<std::string> a = NormalizeVllmArgv(
+        s.config_file_args.known() ? host::WithConfigFileArgs(s.argv, *s.config_file_args) : s.argv);
+    auto size = [&](const char* flag) {
+      const std::optional<double> v = FlagDouble(a, flag);
+      return v && *v >= 1 && *v <= 4096 ? static_cast<size_t>(*v) : size_t{1};
+    };
+    const size_t dp = FlagValue(a, "--data-parallel-size-local") ? size("--data-parallel-size-local")
+                                                                 : size("--data-parallel-size");
+    const size_t n = size("--tensor-parallel-size") * size("--pipeline-parallel-size") * dp;
+    if (n <= out.gpus.size()) {
+      out.gpus.resize(n);
+      out.how = ServerGpuSet::How::kVllmParallel;
+      out.note = fmt::format("{}: vLLM's first {} GPU{} (tensor x pipeline x data parallel)", why_unnamed, n,
+                             n == 1 ? "" : "s");
+      return out;
+    }
+  }
+  out.note = fmt::format("{}: all GPUs", why_unnamed);
+  return out;
 }
+
+std::vector<const GpuFacts*> ServerGpus(const HostFacts& facts) { return ChooseServerGpus(facts).gpus; }
 
 std::string ShellJoin(const std::vector<std::string>& argv) {
   std::string s;
@@ -366,9 +423,9 @@ Finding GpuNuma(const HostFacts& facts) {
     }
     return f;
   }
-  std::string none_visible;
-  auto gpus = ServerGpus(facts, &none_visible);
-  if (gpus.empty()) return Skip(id, Layer::kSystem, "server NUMA binding", none_visible);
+  const ServerGpuSet chosen = ChooseServerGpus(facts);
+  const std::vector<const GpuFacts*>& gpus = chosen.gpus;
+  if (gpus.empty()) return Skip(id, Layer::kSystem, "server NUMA binding", chosen.note);
   std::set<int64_t> local;
   std::vector<int64_t> gpu_nodes;
   for (const auto* g : gpus) {
@@ -394,6 +451,12 @@ Finding GpuNuma(const HostFacts& facts) {
     return Skip(id, Layer::kSystem, "server NUMA binding",
                 facts.server_note.empty() ? "no server process" : facts.server_note);
   }
+  // With every GPU assumed and GPUs on several nodes, every node is "local": nothing to judge.
+  if (chosen.how == ServerGpuSet::How::kAll && std::set<int64_t>(gpu_nodes.begin(), gpu_nodes.end()).size() > 1) {
+    return Skip(id, Layer::kSystem, "server NUMA binding",
+                "which GPUs the server uses is unknown (" + chosen.note +
+                    ") and the host's GPUs sit on several NUMA nodes");
+  }
   const auto& s = *facts.server;
   if (!s.cpus_allowed_list.known()) {
     return Skip(id, Layer::kSystem, "server NUMA binding", s.cpus_allowed_list.reason);
@@ -401,6 +464,17 @@ Finding GpuNuma(const HostFacts& facts) {
   std::set<int64_t> allowed = CpuSet(*s.cpus_allowed_list);
   size_t remote = 0;
   for (int64_t c : allowed) remote += local.count(c) == 0;
+  // Memory may come only from nodes without any of its GPUs (a --membind or cpuset.mems
+  // elsewhere): every page is remote. A list that holds a GPU's node is fine: allocations
+  // follow the CPU the thread runs on.
+  std::vector<int64_t> mem_nodes;
+  if (s.mems_allowed_list.known()) {
+    if (auto v = host::ParseCpuList(*s.mems_allowed_list)) mem_nodes = *v;
+  }
+  const bool memory_remote =
+      !mem_nodes.empty() && std::none_of(mem_nodes.begin(), mem_nodes.end(), [&](int64_t n) {
+        return std::find(gpu_nodes.begin(), gpu_nodes.end(), n) != gpu_nodes.end();
+      });
   Finding f = Make(id, Layer::kSystem, Severity::kOk,
                    fmt::format("server pid {} runs on CPUs local to its GPUs", s.pid));
   f.evidence.push_back(Text("cpus_allowed_list", *s.cpus_allowed_list));
@@ -408,7 +482,15 @@ Finding GpuNuma(const HostFacts& facts) {
   std::string node_list;
   for (int64_t n : gpu_nodes) node_list += (node_list.empty() ? "" : ",") + std::to_string(n);
   f.evidence.push_back(Text("gpu_numa_nodes", node_list));
-  if (remote > 0) {
+  f.evidence.push_back(Text("server_gpus", chosen.note));
+  if (memory_remote) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("server pid {} may allocate memory only on NUMA node(s) {}, none of them its GPUs' ({})",
+                          s.pid, *s.mems_allowed_list, node_list);
+    f.advice = gpus.size() == 1
+                   ? fmt::format("latdoc numa-exec --gpu {} -- {}", gpus[0]->index, ShellJoin(s.argv))
+                   : fmt::format("numactl --cpunodebind={0} --membind={0} {1}", node_list, ShellJoin(s.argv));
+  } else if (remote > 0) {
     f.severity = Severity::kWarn;
     f.title = fmt::format("server pid {} may run on {} CPUs of another NUMA node than its GPUs",
                           s.pid, remote);
@@ -1015,7 +1097,7 @@ std::vector<Finding> Irq(const HostFacts& facts) {
     }
     const double share = static_cast<double>(top) / static_cast<double>(total);
     f.evidence.push_back(Num("busiest_cpu_share", share * 100, "%"));
-    if (share > 0.8) {
+    if (share > kIrqOneCpuShare) {
       f.severity = Severity::kWarn;
       f.title = fmt::format("{}: {:.0f}% of its interrupts land on CPU {}", nic.nic, share * 100, top_cpu);
       f.advice = "systemctl enable --now irqbalance, or spread /proc/irq/<n>/smp_affinity_list "

@@ -207,6 +207,39 @@ TEST(HostRulesTest, NvidiaPcieSpeedDropIsNormalOnlyWhileIdle) {
   EXPECT_EQ(Worst(JudgeHost(f, {}))["gpu.pcie_link"], Severity::kWarn);
 }
 
+// A Gen5 GPU reports its own 32 GT/s max even in a Gen4 slot: the slot's limit is the lowest
+// max along the path. A lowered NVIDIA link with no load figure is said, not judged.
+TEST(HostRulesTest, PcieSlotLimitAndUnknownLoad) {
+  HostFacts f = OneNvidiaGpu();  // NVIDIA H200: built for Gen5
+  auto& g = f.gpus[0];
+  g.util_pct = Fact<int64_t>::Known(90);
+  g.pcie_path = {host::PcieLink{"0000:00:06.0", "gpu", Fact<double>::Known(16), Fact<double>::Known(32),
+                                Fact<int64_t>::Known(16), Fact<int64_t>::Known(16)},
+                 host::PcieLink{"0000:00:01.0", "bridge", Fact<double>::Known(16), Fact<double>::Known(16),
+                                Fact<int64_t>::Known(16), Fact<int64_t>::Known(16)}};
+  Finding l = One(JudgeHost(f, {}), "gpu.pcie_link");
+  EXPECT_EQ(SeverityName(l.severity), "warn") << l.title;
+  EXPECT_EQ(l.title, "GPU 0 (0000:00:06.0, NVIDIA H200): slot allows only 16 GT/s; this GPU is built for 32 GT/s");
+
+  g.pcie_path[1].max_speed_gts = Fact<double>::Known(32);   // Gen5 slot, link down at 2.5 GT/s
+  g.pcie_path[0].cur_speed_gts = Fact<double>::Known(2.5);
+  g.pcie_path[1].cur_speed_gts = Fact<double>::Known(2.5);
+  g.util_pct = Fact<int64_t>::Unknown("nvidia-smi: not found");
+  l = One(JudgeHost(f, {}), "gpu.pcie_link");
+  EXPECT_EQ(SeverityName(l.severity), "info") << l.title;
+  EXPECT_THAT(l.title, HasSubstr("PCIe speed below max, GPU load unknown"));
+
+  // A soft slowdown reason with the load unknown: said, not judged, and not "no reason active".
+  g.clocks_event_reasons = Fact<uint64_t>::Known(0x4);
+  Finding t = One(JudgeHost(f, {}), "gpu.throttle");
+  EXPECT_EQ(SeverityName(t.severity), "info") << t.title;
+  EXPECT_EQ(t.title, "GPU 0 (0000:00:06.0, NVIDIA H200): SwPowerCap active (GPU load unknown), not judged");
+  g.util_pct = Fact<int64_t>::Known(10);
+  t = One(JudgeHost(f, {}), "gpu.throttle");
+  EXPECT_EQ(SeverityName(t.severity), "ok") << t.title;
+  EXPECT_EQ(t.title, "GPU 0 (0000:00:06.0, NVIDIA H200): SwPowerCap active (GPU at 10%), not judged");
+}
+
 // A link trains to the lower max of its two ends (nvtop takes the minimum over the path): a
 // Gen4 card under a Gen5 root port, or an x8 card in an x16 slot, runs at full speed. The ends
 // pair up from the GPU: the GPU with the port above it, then each switch's upstream port with
@@ -299,6 +332,69 @@ TEST(HostRulesTest, NumaNodeMinusOneOnAMultiNodeHostIsInfoNotAFault) {
       << n.advice;
   EXPECT_THAT(n.advice, testing::HasSubstr("--api-key '<redacted>'"));
   EXPECT_THAT(n.advice, testing::Not(testing::HasSubstr("sk-test-secret")));
+}
+
+// Without *_VISIBLE_DEVICES vLLM takes the first tensor x pipeline x data-parallel GPUs; an
+// unbound server on a two-socket host with a GPU on each socket is then judged against its one
+// GPU's node, not "every node holds a GPU". A server whose GPUs cannot be told is skipped.
+TEST(HostRulesTest, NumaWithoutVisibleDevicesTakesVllmsFirstGpus) {
+  HostFacts f = Load("mi300x_built");  // GPU 0 on node 0, GPU 1 on node 1
+  f.server->env = Fact<std::map<std::string, std::string>>::Known({});
+  f.server->cpus_allowed_list = Fact<std::string>::Known("0-95");
+  f.server->mems_allowed_list = Fact<std::string>::Known("0-1");
+  Finding n = One(JudgeHost(f, {}), "gpu.numa");
+  EXPECT_EQ(SeverityName(n.severity), "warn") << n.title;
+  EXPECT_EQ(n.title, "server pid 4242 may run on 48 CPUs of another NUMA node than its GPUs");
+  EXPECT_EQ(EvidenceText(n, "server_gpus"),
+            "no *_VISIBLE_DEVICES: vLLM's first 1 GPU (tensor x pipeline x data parallel)");
+  EXPECT_EQ(n.advice.rfind("latdoc numa-exec --gpu 0 -- ", 0), 0u) << n.advice;
+
+  f.server->argv.insert(f.server->argv.end(), {"-tp", "2"});
+  n = One(JudgeHost(f, {}), "gpu.numa");
+  EXPECT_EQ(SeverityName(n.severity), "ok") << n.title;
+  EXPECT_EQ(EvidenceText(n, "server_gpus"),
+            "no *_VISIBLE_DEVICES: vLLM's first 2 GPUs (tensor x pipeline x data parallel)");
+
+  f.server->argv.resize(f.server->argv.size() - 2);
+  f.server->env = Fact<std::map<std::string, std::string>>::Unknown("/proc/4242/environ: Permission denied");
+  n = One(JudgeHost(f, {}), "gpu.numa");
+  EXPECT_EQ(SeverityName(n.severity), "warn") << n.title;
+  EXPECT_EQ(EvidenceText(n, "server_gpus"),
+            "the server's environment is unreadable: vLLM's first 1 GPU (tensor x pipeline x data parallel)");
+
+  f.server->kind = "llama.cpp";
+  n = One(JudgeHost(f, {}), "gpu.numa");
+  EXPECT_EQ(SeverityName(n.severity), "skip") << n.title;
+  ASSERT_FALSE(n.evidence.empty());
+  EXPECT_EQ(n.evidence[0].text,
+            "which GPUs the server uses is unknown (the server's environment is unreadable: all GPUs) and "
+            "the host's GPUs sit on several NUMA nodes");
+}
+
+// Memory bound to nodes without any of the server's GPUs is remote on every page, whatever its
+// CPUs; a list holding the GPU's node is fine.
+TEST(HostRulesTest, NumaMemoryBoundAwayFromTheGpusWarns) {
+  HostFacts f = Load("mi300x_built");  // CUDA_VISIBLE_DEVICES=0 (node 0), CPUs 0-47
+  f.server->mems_allowed_list = Fact<std::string>::Known("1");
+  Finding n = One(JudgeHost(f, {}), "gpu.numa");
+  EXPECT_EQ(SeverityName(n.severity), "warn") << n.title;
+  EXPECT_EQ(n.title, "server pid 4242 may allocate memory only on NUMA node(s) 1, none of them its GPUs' (0)");
+  f.server->mems_allowed_list = Fact<std::string>::Known("0-1");
+  EXPECT_EQ(SeverityName(One(JudgeHost(f, {}), "gpu.numa").severity), "ok");
+}
+
+// One CPU taking more than about half of a NIC's interrupts warns (host-checks.md: > ~50 %).
+TEST(HostRulesTest, NicInterruptsOnOneCpu) {
+  HostFacts f = Load("mi300x_built");
+  std::vector<int64_t> per_cpu(31, 100);
+  per_cpu[4] = 7000;  // 70%
+  f.net.nic_irqs = Fact<std::vector<host::NicIrqs>>::Known({host::NicIrqs{"eth0", 2, per_cpu, false}});
+  Finding n = One(JudgeHost(f, {}), "net.irq");
+  EXPECT_EQ(SeverityName(n.severity), "warn") << n.title;
+  EXPECT_EQ(n.title, "eth0: 70% of its interrupts land on CPU 4");
+  per_cpu[4] = 2000;  // 40%
+  f.net.nic_irqs = Fact<std::vector<host::NicIrqs>>::Known({host::NicIrqs{"eth0", 2, per_cpu, false}});
+  EXPECT_EQ(SeverityName(One(JudgeHost(f, {}), "net.irq").severity), "ok");
 }
 
 TEST(HostRulesTest, MaxNumSeqsDefaultFollowsGpuMemoryAndTheKnee) {

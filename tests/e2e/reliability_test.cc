@@ -286,6 +286,12 @@ TEST(DiagnoseInputTest, MissingInputOrUnwritableOutputIsRefusedBeforeAnythingRun
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--trace " + (dir / "nosuch.json") + ": No such file or directory"));
   EXPECT_FALSE(fs::exists(dir / "d.json"));
+  for (const char* flag : {"--trace", "--logs", "--facts"}) {
+    r = RunLatdoc({"diagnose", flag, dir.path(), "--json", dir / "d.json"});
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.err;
+    EXPECT_EQ(r.err, "latdoc diagnose: " + std::string(flag) + " " + dir.path() + ": is a directory, not a file\n");
+    EXPECT_FALSE(fs::exists(dir / "d.json"));
+  }
 
   SimProcess sim(kFastSim);
   const auto t0 = std::chrono::steady_clock::now();
