@@ -426,7 +426,7 @@ void CollectNicIrqs(const SysRoot& fs, const Counters& a, const Counters& b, Net
     net->nic_irqs = Fact<std::vector<NicIrqs>>::Unknown(b.irq_status.message());
     return;
   }
-  const bool have_delta = a.irq_status.ok() && a.irqs.cpu_columns == b.irqs.cpu_columns;
+  const bool have_delta = a.irq_status.ok() && a.irqs.cpu_ids == b.irqs.cpu_ids;
   std::map<std::string, const IrqRow*> before;
   for (const auto& r : a.irqs.rows) before[r.irq] = &r;
   std::vector<NicIrqs> out;
@@ -435,6 +435,7 @@ void CollectNicIrqs(const SysRoot& fs, const Counters& a, const Counters& b, Net
     n.nic = nic;
     n.since_boot = !have_delta;
     n.per_cpu.assign(static_cast<size_t>(b.irqs.cpu_columns), 0);
+    n.cpu_ids = b.irqs.cpu_ids;
     for (const auto& r : b.irqs.rows) {
       if (!lines.count(r.irq)) continue;
       ++n.irq_count;

@@ -34,7 +34,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ServerProcess, pid, kind, argv, 
                                                 cpus_allowed_list, mems_allowed_list, children,
                                                 threads,
                                                 write_bytes_per_s, cgroup_cpu)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NicIrqs, nic, irq_count, per_cpu, since_boot)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NicIrqs, nic, irq_count, per_cpu, since_boot, cpu_ids)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, tcp_inuse, tcp_time_wait, server_port,
                                                 server_port_time_wait, conntrack_count,
                                                 conntrack_max, listen_overflows_delta,

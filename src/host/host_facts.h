@@ -149,8 +149,9 @@ struct ServerProcess {
 struct NicIrqs {
   std::string nic;                  // interface or queue-name prefix ("eth0", "virtio3")
   int64_t irq_count = 0;            // IRQ lines of this NIC
-  std::vector<int64_t> per_cpu;     // interrupts per CPU over the interval (or since boot)
+  std::vector<int64_t> per_cpu;     // interrupts per CPU column over the interval (or since boot)
   bool since_boot = false;          // true when no second sample was taken
+  std::vector<int64_t> cpu_ids;     // the CPU of each column (empty in older facts: the index)
 };
 
 struct NetFacts {

@@ -150,6 +150,11 @@ Interrupts ParseInterrupts(std::string_view text) {
     if (first) {
       first = false;
       out.cpu_columns = static_cast<int64_t>(w.size());
+      for (size_t c = 0; c < w.size(); ++c) {
+        std::optional<int64_t> id;
+        if (w[c].substr(0, 3) == "CPU") id = ParseInt64(w[c].substr(3));
+        out.cpu_ids.push_back(id.value_or(static_cast<int64_t>(c)));
+      }
       continue;
     }
     if (w.empty() || w[0].back() != ':') {

@@ -41,6 +41,9 @@ struct IrqRow {
 };
 struct Interrupts {
   int64_t cpu_columns = 0;
+  // The CPU of each column, from the header's "CPU0 CPU2 ...": online CPUs only, so with one
+  // offline the column index is not the CPU number.
+  std::vector<int64_t> cpu_ids;
   std::vector<IrqRow> rows;  // numbered IRQs only
   int64_t bad_lines = 0;
 };

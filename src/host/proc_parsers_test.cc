@@ -104,6 +104,14 @@ TEST(ProcParsersTest, InterruptsKeepNumberedRowsWithTheirAction) {
   EXPECT_EQ(irq.rows[0].action, "nvidia");
   EXPECT_EQ(irq.rows[1].action, "virtio2-input.0");
   EXPECT_EQ(irq.bad_lines, 1);  // "77:" has too few columns
+  EXPECT_THAT(irq.cpu_ids, ElementsAre(0, 1));
+
+  // Only online CPUs have a column: with CPU1 offline the third column is CPU3.
+  Interrupts gap = ParseInterrupts(
+      "           CPU0       CPU2       CPU3\n"
+      "  42:          1          2          3  PCI-MSIX-0000:00:06.0    0-edge      eth0-rx-0\n");
+  EXPECT_EQ(gap.cpu_columns, 3);
+  EXPECT_THAT(gap.cpu_ids, ElementsAre(0, 2, 3));
 }
 
 TEST(ProcParsersTest, TaskStatCountsFieldsFromTheLastParenthesis) {

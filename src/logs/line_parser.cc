@@ -168,6 +168,18 @@ bool StripRfc3339Prefix(std::string_view& s, std::optional<int64_t>* ts_ns) {
   return true;
 }
 
+// `kubectl logs --prefix`: "[pod/NAME/CONTAINER] " in front of every line of the pod, before
+// its --timestamps time. Pod and container names hold no blank or ']'.
+bool StripKubectlPrefix(std::string_view& s) {
+  if (s.substr(0, 5) != "[pod/") return false;
+  const size_t close = s.find("] ");
+  if (close == std::string_view::npos || close > 512) return false;
+  const std::string_view inner = s.substr(5, close - 5);
+  if (inner.find(' ') != std::string_view::npos || inner.find('/') == std::string_view::npos) return false;
+  s.remove_prefix(close + 2);
+  return true;
+}
+
 // vLLM V1 process prefix: "(APIServer pid=12345) " or "(EngineCore_DP0 pid=12399) ".
 bool StripProcPrefix(std::string_view& s, std::string_view* proc) {
   if (s.empty() || s[0] != '(') return false;
@@ -320,6 +332,7 @@ const ParsedLine& LineParser::Parse(std::string_view line) {
   }
   std::string_view s = line;
   std::optional<int64_t> outer_ts;
+  StripKubectlPrefix(s);
   if (!StripJournalPrefix(s, &outer_ts)) StripRfc3339Prefix(s, &outer_ts);
   out_.ts_ns = outer_ts;
 

@@ -225,6 +225,21 @@ TEST(LineParserTest, VllmLinesInsideOtherPrefixes) {
     EXPECT_EQ(pl.event, Event::kStats) << wrapper;
     EXPECT_EQ(pl.ts_ns, Wall(8, 20, 10, 0, 10)) << wrapper;
   }
+  // `kubectl logs --prefix` tags every line of the pod, uvicorn's and raw tracebacks too, in
+  // front of its --timestamps time.
+  const ParsedLine& access = p.Parse(
+      "[pod/vllm-abc/vllm] INFO:     10.0.0.1:5555 - \"POST /v1/completions HTTP/1.1\" 500 Internal Server Error");
+  EXPECT_EQ(access.source, Source::kUvicorn);
+  EXPECT_EQ(access.msg, "10.0.0.1:5555 - \"POST /v1/completions HTTP/1.1\" 500 Internal Server Error");
+  const ParsedLine& timed = p.Parse("[pod/vllm-abc/vllm] 2025-08-20T10:00:10.5Z " + std::string(stats));
+  EXPECT_EQ(timed.source, Source::kVllm);
+  EXPECT_EQ(timed.ts_ns, Wall(8, 20, 10, 0, 10));  // vLLM's own time, as under other wrappers
+  const ParsedLine& tb = p.Parse("[pod/vllm-abc/vllm] Traceback (most recent call last):");
+  LineParser q;
+  const ParsedLine& bare_tb = q.Parse("Traceback (most recent call last):");
+  EXPECT_EQ(tb.source, bare_tb.source);
+  EXPECT_EQ(tb.event, bare_tb.event);
+  EXPECT_EQ(tb.event, Event::kTraceback);
   // Not every line with a level word inside is vLLM's.
   const ParsedLine& other = p.Parse("some tool says INFO about 08-20 things");
   EXPECT_NE(other.source, Source::kVllm);

@@ -1099,7 +1099,8 @@ std::vector<Finding> Irq(const HostFacts& facts) {
     f.evidence.push_back(Num("busiest_cpu_share", share * 100, "%"));
     if (share > kIrqOneCpuShare) {
       f.severity = Severity::kWarn;
-      f.title = fmt::format("{}: {:.0f}% of its interrupts land on CPU {}", nic.nic, share * 100, top_cpu);
+      const int64_t cpu = top_cpu < nic.cpu_ids.size() ? nic.cpu_ids[top_cpu] : static_cast<int64_t>(top_cpu);
+      f.title = fmt::format("{}: {:.0f}% of its interrupts land on CPU {}", nic.nic, share * 100, cpu);
       f.advice = "systemctl enable --now irqbalance, or spread /proc/irq/<n>/smp_affinity_list "
                  "over the NIC's NUMA node; with one queue enable RPS "
                  "(/sys/class/net/<if>/queues/rx-0/rps_cpus)";

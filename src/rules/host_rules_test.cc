@@ -388,12 +388,17 @@ TEST(HostRulesTest, NicInterruptsOnOneCpu) {
   HostFacts f = Load("mi300x_built");
   std::vector<int64_t> per_cpu(31, 100);
   per_cpu[4] = 7000;  // 70%
-  f.net.nic_irqs = Fact<std::vector<host::NicIrqs>>::Known({host::NicIrqs{"eth0", 2, per_cpu, false}});
+  f.net.nic_irqs = Fact<std::vector<host::NicIrqs>>::Known({host::NicIrqs{"eth0", 2, per_cpu, false, {}}});
   Finding n = One(JudgeHost(f, {}), "net.irq");
   EXPECT_EQ(SeverityName(n.severity), "warn") << n.title;
   EXPECT_EQ(n.title, "eth0: 70% of its interrupts land on CPU 4");
+  // The column is not the CPU when one is offline: the header's CPU numbers name it.
+  std::vector<int64_t> ids(31);
+  for (size_t c = 0; c < ids.size(); ++c) ids[c] = static_cast<int64_t>(c < 2 ? c : c + 1);  // CPU2 offline
+  f.net.nic_irqs = Fact<std::vector<host::NicIrqs>>::Known({host::NicIrqs{"eth0", 2, per_cpu, false, ids}});
+  EXPECT_EQ(One(JudgeHost(f, {}), "net.irq").title, "eth0: 70% of its interrupts land on CPU 5");
   per_cpu[4] = 2000;  // 40%
-  f.net.nic_irqs = Fact<std::vector<host::NicIrqs>>::Known({host::NicIrqs{"eth0", 2, per_cpu, false}});
+  f.net.nic_irqs = Fact<std::vector<host::NicIrqs>>::Known({host::NicIrqs{"eth0", 2, per_cpu, false, {}}});
   EXPECT_EQ(SeverityName(One(JudgeHost(f, {}), "net.irq").severity), "ok");
 }
 
