@@ -2,6 +2,7 @@
 // CPUs and memory of GPU N's NUMA node, the way `latdoc doctor` advises launching a server
 // (gpu.numa). The lookup is in host/numa_binding; the binding is libnuma; then execvp.
 #include <numa.h>
+#include <numaif.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +10,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "base/exit_codes.h"
 #include "cli/command.h"
@@ -32,13 +35,15 @@ int RunNumaExec(const NumaExecArgs& a) {
   std::string cmd;
   for (const auto& w : a.command) cmd += (cmd.empty() ? "" : " ") + w;
   const bool bind_memory = b->node >= 0;
-  std::fprintf(stderr, "latdoc numa-exec: GPU %lld (%s): %s, CPUs %s%s; running: %s\n",
-               static_cast<long long>(b->gpu_index), b->bdf.c_str(),
-               bind_memory ? ("NUMA node " + std::to_string(b->node)).c_str()
-                           : "no NUMA node reported (numa_node -1)",
-               b->cpulist.c_str(), bind_memory ? ", memory bound to that node" : ", memory not bound",
-               cmd.c_str());
-  if (a.dry_run) return kExitOk;
+  // Said once the bindings hold (at once for a dry run): never "bound" over a failed binding.
+  const std::string said = fmt::format(
+      "latdoc numa-exec: GPU {} ({}): {}, CPUs {}{}; running: {}\n", b->gpu_index, b->bdf,
+      bind_memory ? "NUMA node " + std::to_string(b->node) : "no NUMA node reported (numa_node -1)",
+      b->cpulist, bind_memory ? ", memory bound to that node" : ", memory not bound", cmd);
+  if (a.dry_run) {
+    std::fputs(said.c_str(), stderr);
+    return kExitOk;
+  }
   if (b->cpus.empty()) {
     return Fail("numa-exec", "GPU " + b->bdf + ": no CPU list to bind to", kExitCannotRun);
   }
@@ -61,11 +66,20 @@ int RunNumaExec(const NumaExecArgs& a) {
   }
   numa_free_cpumask(cpus);
   if (bind_memory) {
+    // set_mempolicy itself, not numa_set_membind: that one only warns on failure (a node this
+    // process may not use, as in a container whose cpuset.mems leaves it out), and the command
+    // would run unbound under a message that says it is bound.
     struct bitmask* nodes = numa_allocate_nodemask();
-    numa_bitmask_setbit(nodes, static_cast<unsigned>(b->node));
-    numa_set_membind(nodes);  // MPOL_BIND; inherited across execvp
+    if (static_cast<uint64_t>(b->node) < nodes->size) numa_bitmask_setbit(nodes, static_cast<unsigned>(b->node));
+    const int rc = set_mempolicy(MPOL_BIND, nodes->maskp, nodes->size + 1);  // inherited across execvp
+    const int err = errno;
     numa_free_nodemask(nodes);
+    if (rc != 0) {
+      return Fail("numa-exec", "cannot bind memory to NUMA node " + std::to_string(b->node) + ": " +
+                                   std::strerror(err), kExitCannotRun);
+    }
   }
+  std::fputs(said.c_str(), stderr);
   std::vector<char*> argv;
   for (const auto& w : a.command) argv.push_back(const_cast<char*>(w.c_str()));
   argv.push_back(nullptr);

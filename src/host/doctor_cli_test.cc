@@ -22,6 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::HasSubstr;
+using testing::Not;
 
 struct RunResult {
   int rc = -1;
@@ -213,6 +214,19 @@ TEST_F(DoctorCliTest, NumaExecBindsCpusAndMemory) {
                        "'^(Cpus|Mems)_allowed_list' /proc/self/status");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, "Cpus_allowed_list:\t0\nMems_allowed_list:\t0\n");
+}
+
+// A memory binding the kernel refuses (a node this host or container does not have) is a
+// failure to run, not a command run unbound under a message that says it is bound.
+TEST_F(DoctorCliTest, NumaExecFailsWhenMemoryCannotBeBound) {
+  if (::access("/sys/devices/system/node/node1", F_OK) == 0) GTEST_SKIP() << "this host has a node 1";
+  TestTree t("tests/data/host/mi300x_built/tree");
+  t.Write("/sys/devices/system/node/node1/cpulist", "0\n");  // GPU 1's node, with a CPU we have
+  RunResult r = Latdoc("numa-exec --gpu 1 --sysroot '" + t.root() + "' -- echo ran");
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr("latdoc numa-exec: cannot bind memory to NUMA node 1: "));
+  EXPECT_THAT(r.err, Not(HasSubstr("memory bound to that node")));
 }
 
 }  // namespace
