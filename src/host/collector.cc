@@ -346,6 +346,43 @@ void CgroupDeltas(const Counters& a, const Counters& b, CgroupCpu* cg) {
   }
 }
 
+// A recorded tree is one reading of each file: read twice, every counter moved by nothing, and
+// the interval facts would say "nothing happened" where the tree cannot tell. They become
+// unknown with this reason (since-boot and since-start figures stay: one reading has those).
+constexpr const char* kOneReading =
+    "a recorded tree is one reading: no interval to count over (run doctor on the live host)";
+
+void ForgetIntervals(HostFacts& facts) {
+  // A fact already unknown keeps its own reason (a missing file says more).
+  auto unknown = [](auto& fact) {
+    if (fact.known()) fact = std::decay_t<decltype(fact)>::Unknown(kOneReading);
+  };
+  unknown(facts.memory.swap_in_pages_delta);
+  unknown(facts.memory.swap_out_pages_delta);
+  NetFacts& n = facts.net;
+  for (Fact<int64_t>* f : {&n.listen_overflows_delta, &n.listen_drops_delta, &n.backlog_drops_delta,
+                           &n.rcvq_drops_delta, &n.retrans_segs_delta, &n.out_segs_delta,
+                           &n.softnet_dropped_delta, &n.softnet_squeezed_delta, &n.conntrack_drops_delta,
+                           &n.conntrack_insert_failed_delta}) {
+    unknown(*f);
+  }
+  unknown(facts.disk.busiest_util_pct);
+  if (facts.server) {
+    ServerProcess& s = *facts.server;
+    unknown(s.threads);
+    unknown(s.write_bytes_per_s);
+    if (s.cgroup_cpu.known()) {
+      CgroupCpu cg = *s.cgroup_cpu;
+      for (CgroupCpuLimit& l : cg.limits) {
+        unknown(l.periods_delta);
+        unknown(l.throttled_delta);
+        unknown(l.throttled_s_delta);
+      }
+      s.cgroup_cpu = Fact<CgroupCpu>::Known(std::move(cg), s.cgroup_cpu.source);
+    }
+  }
+}
+
 int64_t DefaultPort(const std::string& kind) {
   if (kind == "llama.cpp") return 8080;
   if (kind == "sglang") return 30000;
@@ -726,7 +763,14 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   facts.net.conntrack_insert_failed_delta = ConntrackDelta(first, second, "insert_failed");
   facts.net.retrans_segs_delta = CounterDelta(first, second, "Tcp.RetransSegs");
   facts.net.out_segs_delta = CounterDelta(first, second, "Tcp.OutSegs");
-  CollectNicIrqs(fs, first, second, &facts.net);
+  const bool one_reading = !fs.live() && !options.between_samples;
+  if (one_reading) {
+    Counters none;  // no first reading: NIC interrupts are judged since boot
+    none.irq_status = Status(StatusCode::kNotFound, kOneReading);
+    CollectNicIrqs(fs, none, second, &facts.net);
+  } else {
+    CollectNicIrqs(fs, first, second, &facts.net);
+  }
 
   if (!second.disk_status.ok() || !first.disk_status.ok()) {
     facts.disk.busiest_util_pct = Fact<double>::Unknown(
@@ -746,6 +790,7 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
     facts.disk.busiest_util_pct = best >= 0 ? Fact<double>::Known(best, "/proc/diskstats")
                                             : Fact<double>::Unknown("/proc/diskstats: no disks");
   }
+  if (one_reading) ForgetIntervals(facts);
   return facts;
 }
 
