@@ -89,6 +89,7 @@ MetricDelta ByThreshold(std::string group, std::string name, std::string unit, D
   m.b = b;
   m.method = NoiseMethod::kThreshold;
   m.threshold = threshold;
+  if (floor_abs > 0) m.floor = floor_abs;
   if (a && b) {
     double d = std::fabs(*b - *a);
     double base = std::max(std::fabs(*a), std::fabs(*b));
@@ -615,7 +616,13 @@ std::string RenderCompareText(const CompareResult& r, const CompareOptions& o) {
         how = fmt::format("bootstrap 95% [{}, {}]", Fmt(m.ci_lo), Fmt(m.ci_hi));
         break;
       case NoiseMethod::kThreshold:
-        how = fmt::format("threshold {:.0f}%", m.threshold.value_or(0) * 100);
+        // A floor alone (shares and rates in points) is the test; say it rather than "0%".
+        how = m.threshold.value_or(0) > 0 ? fmt::format("threshold {:.0f}%", *m.threshold * 100) : "";
+        if (m.floor) {
+          how += fmt::format("{}more than {:g} {}", how.empty() ? "" : ", ", *m.floor,
+                             m.unit == "%" ? "pt" : m.unit);
+        }
+        if (how.empty()) how = "threshold 0%";
         break;
       case NoiseMethod::kExact: how = "exact"; break;
       case NoiseMethod::kNone: break;
@@ -676,7 +683,10 @@ ordered_json CompareToJson(const CompareResult& r) {
     e["diff"] = opt(m.diff);
     e["rel"] = opt(m.rel);
     e["noise_method"] = NoiseMethodName(m.method);
-    if (m.method == NoiseMethod::kThreshold) e["threshold"] = opt(m.threshold);
+    if (m.method == NoiseMethod::kThreshold) {
+      e["threshold"] = opt(m.threshold);
+      e["floor"] = opt(m.floor);
+    }
     if (m.method == NoiseMethod::kBootstrap) e["ci95"] = {opt(m.ci_lo), opt(m.ci_hi)};
     e["beyond_noise"] = m.beyond_noise;
     e["verdict"] = m.verdict;

@@ -72,6 +72,7 @@ struct MetricDelta {
   std::optional<double> rel;          // (b - a) / |a|, when a != 0
   NoiseMethod method = NoiseMethod::kNone;
   std::optional<double> threshold;    // relative, for kThreshold
+  std::optional<double> floor;        // and the least absolute change, in `unit`, when it has one
   std::optional<double> ci_lo, ci_hi; // 95% interval of b - a, for kBootstrap
   bool beyond_noise = false;
   std::string verdict;

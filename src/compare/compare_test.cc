@@ -102,6 +102,10 @@ TEST(CompareTest, ErrorRateMovesByPercentagePoints) {
   const MetricDelta* e = Find(*r, "bench", "error_rate");
   EXPECT_NEAR(*e->b, 100.0 * 5 / 105, 1e-9);
   EXPECT_EQ(e->verdict, "worse");
+  // The test is the floor in points alone: the text says so, not "threshold 0%".
+  const std::string text = RenderCompareText(*r);
+  EXPECT_THAT(text, HasSubstr("worse (more than 1 pt)"));
+  EXPECT_THAT(text, testing::Not(HasSubstr("threshold 0%")));
 }
 
 // The bootstrap interval of a shifted distribution excludes 0; of the same one, includes it.
@@ -322,11 +326,13 @@ TEST(CompareTest, JsonSaysHowNoiseWasJudged) {
     EXPECT_EQ(m["noise_method"], "threshold");
     EXPECT_EQ(m["verdict"], "worse");
     EXPECT_DOUBLE_EQ(m["rel"].get<double>(), 0.5);
+    EXPECT_DOUBLE_EQ(m["threshold"].get<double>(), 0.05);
+    EXPECT_DOUBLE_EQ(m["floor"].get<double>(), 0.5);  // ms: a change must pass both
   }
   EXPECT_TRUE(seen);
   std::string text = RenderCompareText(*r);
   EXPECT_THAT(text, HasSubstr("mean_ttft_ms"));
-  EXPECT_THAT(text, HasSubstr("worse (threshold 5%)"));
+  EXPECT_THAT(text, HasSubstr("worse (threshold 5%, more than 0.5 ms)"));
   EXPECT_THAT(text, HasSubstr("Beyond noise: 0 better, 2 worse."));
 }
 
