@@ -80,7 +80,72 @@ void PrintTimings(const std::vector<trace::FileResult>& results, const trace::Tr
   std::fprintf(stderr, "timing: analyses and rules: %.3f s\n", analysis_s);
 }
 
+// The --json document: every input with its bad records or its error, then the facts and
+// findings (null and empty when nothing could be analysed). kExitOk, or the write's exit code.
+int WriteJson(const std::string& path, const trace::Trace& t, const std::vector<trace::FileResult>& results,
+              bool bad_input, const trace::TraceReport* report, const std::vector<rules::Finding>& findings) {
+  nlohmann::json doc;
+  doc["schema"] = "latdoc.trace/1";
+  doc["complete"] = !bad_input;
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const auto& s : t.sources) {
+    nlohmann::json ex = nlohmann::json::array();
+    for (const auto& e : s.issues.examples) ex.push_back({{"where", e.where}, {"what", e.what}});
+    inputs.push_back({{"path", s.path}, {"format", s.format}, {"events", s.events_read},
+                      {"bad_records", s.issues.total()}, {"bad_by_reason", s.issues.count_by_reason},
+                      {"bad_examples", ex},
+                      {"error", s.fatal_error ? nlohmann::json(*s.fatal_error) : nlohmann::json(nullptr)}});
+  }
+  for (const auto& res : results) {
+    if (!res.status.ok() && res.source < 0) {
+      inputs.push_back({{"path", res.path},
+                        {"format", res.format.empty() ? nlohmann::json(nullptr) : nlohmann::json(res.format)},
+                        {"error", res.status.message()}});
+    }
+  }
+  doc["inputs"] = std::move(inputs);
+  doc["facts"] = report != nullptr ? trace::ReportToJson(*report) : nlohmann::json(nullptr);
+  nlohmann::json fj = nlohmann::json::array();
+  for (const auto& f : findings) fj.push_back(rules::ToJson(f));
+  doc["findings"] = std::move(fj);
+  const Status st = WriteFileAtomic(path, JsonText(doc, 2) + "\n");
+  if (!st.ok()) {
+    std::fprintf(stderr, "latdoc trace: %s\n", st.message().c_str());
+    return ExitCodeFor(st);
+  }
+  return kExitOk;
+}
+
+// A threshold outside its range (or NaN) would judge nonsense, and past int64 nanoseconds the
+// conversion is undefined: refused, as bad input, before any file is read.
+Status CheckThresholds(const TraceArgs& a) {
+  struct Bound {
+    const char* flag;
+    double value, lo, hi;
+  };
+  const Bound bounds[] = {
+      {"--outlier-factor", a.analysis.outlier_factor, 1, 1e6},
+      {"--outlier-min-excess-us", a.outlier_min_excess_us, 0, 1e9},
+      {"--small-copy-kib", a.small_copy_kib, 0, 1e9},
+      {"--kernel-wait-us", a.kernel_wait_us, 0, 1e9},
+      {"--tiny-kernel-us", a.tiny_kernel_us, 0, 1e9},
+      {"--idle-warn", a.rules.idle_warn_share, 0, 1},
+      {"--idle-fail", a.rules.idle_fail_share, 0, 1},
+  };
+  for (const Bound& b : bounds) {
+    if (!(b.value >= b.lo && b.value <= b.hi)) {
+      return InvalidArgument(fmt::format("{} {}: must be {:g} to {:g}", b.flag, b.value, b.lo, b.hi));
+    }
+  }
+  if (a.rules.idle_warn_share > a.rules.idle_fail_share) {
+    return InvalidArgument(fmt::format("--idle-warn {} is above --idle-fail {}", a.rules.idle_warn_share,
+                                       a.rules.idle_fail_share));
+  }
+  return Status();
+}
+
 int Run(TraceArgs& a) {
+  if (Status st = CheckThresholds(a); !st.ok()) return Fail("trace", st);
   a.analysis.small_copy_bytes = static_cast<int64_t>(a.small_copy_kib * 1024);
   a.analysis.outlier_min_excess_ns = static_cast<int64_t>(a.outlier_min_excess_us * 1e3);
   a.analysis.kernel_wait_max_ns = static_cast<int64_t>(a.kernel_wait_us * 1e3);
@@ -99,6 +164,8 @@ int Run(TraceArgs& a) {
   }
   if (t.gpu_ops.empty() && t.api_calls.empty() && t.aggregates.empty()) {
     if (!bad_input) std::fprintf(stderr, "latdoc trace: no GPU or API events in the input\n");
+    // The JSON still says which inputs failed and why (no facts, no findings).
+    if (!a.json_path.empty()) WriteJson(a.json_path, t, results, true, nullptr, {});
     return kExitBadInput;
   }
   const int64_t analysis_start = MonoNowNs();
@@ -109,35 +176,7 @@ int Run(TraceArgs& a) {
   if (a.timings) PrintTimings(results, t, import_timings, NsToSec(MonoNowNs() - analysis_start));
 
   if (!a.json_path.empty()) {
-    nlohmann::json doc;
-    doc["schema"] = "latdoc.trace/1";
-    doc["complete"] = !bad_input;
-    nlohmann::json inputs = nlohmann::json::array();
-    for (const auto& s : t.sources) {
-      nlohmann::json ex = nlohmann::json::array();
-      for (const auto& e : s.issues.examples) ex.push_back({{"where", e.where}, {"what", e.what}});
-      inputs.push_back({{"path", s.path}, {"format", s.format}, {"events", s.events_read},
-                        {"bad_records", s.issues.total()}, {"bad_by_reason", s.issues.count_by_reason},
-                        {"bad_examples", ex},
-                        {"error", s.fatal_error ? nlohmann::json(*s.fatal_error) : nlohmann::json(nullptr)}});
-    }
-    for (const auto& res : results) {
-      if (!res.status.ok() && res.source < 0) {
-        inputs.push_back({{"path", res.path},
-                          {"format", res.format.empty() ? nlohmann::json(nullptr) : nlohmann::json(res.format)},
-                          {"error", res.status.message()}});
-      }
-    }
-    doc["inputs"] = std::move(inputs);
-    doc["facts"] = trace::ReportToJson(report);
-    nlohmann::json fj = nlohmann::json::array();
-    for (const auto& f : findings) fj.push_back(rules::ToJson(f));
-    doc["findings"] = std::move(fj);
-    const Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n");
-    if (!st.ok()) {
-      std::fprintf(stderr, "latdoc trace: %s\n", st.message().c_str());
-      return ExitCodeFor(st);
-    }
+    if (int rc = WriteJson(a.json_path, t, results, bad_input, &report, findings); rc != kExitOk) return rc;
   }
   if (!a.annotate_path.empty()) {
     const Status st = WriteFileAtomic(

@@ -72,7 +72,8 @@ void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Findi
   } else if (idle >= o.idle_warn_share) {
     sev = Severity::kWarn;
   }
-  const bool host_bound = host_share >= 0.5;
+  // Named and advised as host-bound only when the idle time is worth acting on.
+  const bool host_bound = host_share >= 0.5 && sev != Severity::kOk;
   Finding f = Make(
       host_bound ? "kernel.gpu_idle_host_bound" : "kernel.gpu_idle",
       sev,
@@ -239,7 +240,8 @@ void LaunchRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
   const int64_t one_by_one = l.kernels - l.graph_kernels;
   if (one_by_one >= o.tiny_kernel_min_count && l.tiny_share >= o.tiny_kernel_share) {
     Finding f = Make("kernel.launch_overhead", Severity::kWarn,
-                     fmt::format("{:.0f}% of {} kernels launched one by one run under 10 us", 100 * l.tiny_share, one_by_one),
+                     fmt::format("{:.0f}% of {} kernels launched one by one run under {:g} us", 100 * l.tiny_share,
+                                 one_by_one, static_cast<double>(l.tiny_kernel_limit_ns) / 1e3),
                      "capture the step in CUDA/HIP graphs (vLLM: remove --enforce-eager; PyTorch: "
                      "torch.compile(mode=\"reduce-overhead\")) and fuse chains of small kernels");
     f.evidence.push_back(Num("tiny_kernels", static_cast<double>(l.tiny_kernels), ""));

@@ -53,8 +53,11 @@ TEST(TraceRulesTest, IdleBelowThresholdIsOk) {
   TraceReport r = HostBoundReport();
   r.timeline.idle_ns = 2'000'000;   // 4%
   const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
-  ASSERT_NE(FindId(f, "kernel.gpu_idle_host_bound"), nullptr);
-  EXPECT_EQ(FindId(f, "kernel.gpu_idle_host_bound")->severity, Severity::kOk);
+  // Below the thresholds it is plain gpu_idle, without the host-bound title and advice.
+  EXPECT_EQ(FindId(f, "kernel.gpu_idle_host_bound"), nullptr);
+  ASSERT_NE(FindId(f, "kernel.gpu_idle"), nullptr);
+  EXPECT_EQ(FindId(f, "kernel.gpu_idle")->severity, Severity::kOk);
+  EXPECT_EQ(FindId(f, "kernel.gpu_idle")->title, "GPU idle 4.0% of its 50.00 ms window");
 }
 
 // Two ranks' GPUs, each busy its whole window, 1000 s apart: the union of their windows is
@@ -143,6 +146,7 @@ TEST(TraceRulesTest, EagerTinyKernelsWithoutGraphs) {
   r.launch.kernels = 1000;
   r.launch.tiny_kernels = 800;
   r.launch.tiny_share = 0.8;
+  r.launch.tiny_kernel_limit_ns = 10'000;
   auto f = EvaluateTraceRules(r, TraceRuleOptions{});
   ASSERT_NE(FindId(f, "kernel.launch_overhead"), nullptr);
   EXPECT_EQ(FindId(f, "kernel.launch_overhead")->evidence[1].value, std::nullopt);  // n/a
@@ -156,6 +160,10 @@ TEST(TraceRulesTest, EagerTinyKernelsWithoutGraphs) {
   f = EvaluateTraceRules(r, TraceRuleOptions{});
   ASSERT_NE(FindId(f, "kernel.launch_overhead"), nullptr);
   EXPECT_EQ(FindId(f, "kernel.launch_overhead")->title, "80% of 500 kernels launched one by one run under 10 us");
+  // The title says the limit the analysis used (--tiny-kernel-us).
+  r.launch.tiny_kernel_limit_ns = 3'000;
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  EXPECT_EQ(FindId(f, "kernel.launch_overhead")->title, "80% of 500 kernels launched one by one run under 3 us");
   r.launch.graph_kernels = 900;
   r.launch.tiny_kernels = 20;
   r.launch.tiny_share = 0.2;

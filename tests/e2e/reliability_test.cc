@@ -307,6 +307,48 @@ TEST(DiagnoseInputTest, MissingInputOrUnwritableOutputIsRefusedBeforeAnythingRun
 
 // With the network probe off, the load step is the first to find the target unreachable: the
 // report says so and the exit code is 3, as with the probe on.
+// latdoc trace's thresholds are checked before any file is read: out of range or NaN is bad
+// input (a NaN or 1e300 us would be undefined in the conversion to nanoseconds).
+TEST(TraceInputTest, ThresholdsOutOfRangeAreRefused) {
+  const std::string trace = "tests/data/trace/kineto/h200_llama0.85b_decode_b1_eager.json.gz";
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  const Case cases[] = {
+      {{"--outlier-factor", "-1"}, "--outlier-factor -1: must be 1 to 1e+06"},
+      {{"--small-copy-kib", "-5"}, "--small-copy-kib -5: must be 0 to 1e+09"},
+      {{"--tiny-kernel-us", "1e300"}, "--tiny-kernel-us 1e+300: must be 0 to 1e+09"},
+      {{"--outlier-min-excess-us", "nan"}, "--outlier-min-excess-us nan: must be 0 to 1e+09"},
+      {{"--idle-fail", "-1"}, "--idle-fail -1: must be 0 to 1"},
+      {{"--idle-warn", "0.5", "--idle-fail", "0.2"}, "--idle-warn 0.5 is above --idle-fail 0.2"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"trace", trace, "-q"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    RunResult r = RunLatdoc(args);
+    EXPECT_EQ(r.exit_code, 2) << c.err << ": " << r.err;
+    EXPECT_EQ(r.err, "latdoc trace: " + c.err + "\n");
+  }
+}
+
+// A file cut before its first GPU event leaves nothing to analyse (exit 2), and --json still
+// says which input failed and where, with no facts.
+TEST(TraceInputTest, UnreadableOnlyInputStillGetsItsJson) {
+  TempDir dir("trace_cut");
+  auto whole = ReadFileToString("tests/data/trace/kineto/h200_llama0.85b_decode_b1_eager.json.gz");
+  ASSERT_TRUE(whole.ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "cut.json.gz", whole->substr(0, 1'500'000)).ok());
+  RunResult r = RunLatdoc({"trace", dir / "cut.json.gz", "-q", "--json", dir / "out.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const json j = ReadJson(dir / "out.json");
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_TRUE(j["facts"].is_null());
+  EXPECT_TRUE(j["findings"].empty());
+  ASSERT_EQ(j["inputs"].size(), 1u);
+  EXPECT_EQ(j["inputs"][0]["error"], dir / "cut.json.gz" + ": byte 1500000: gzip stream is truncated");
+}
+
 TEST(DiagnoseInputTest, UnreachableTargetWithTheProbeOffExitsThree) {
   TempDir dir("diag_unreachable");
   RunResult r = RunLatdoc({"diagnose", "--url", "http://127.0.0.1:1", "--net-samples", "0",

@@ -48,9 +48,13 @@ std::string RenderAnnotatedTrace(const Trace& trace, const std::vector<Annotatio
                       GpuOpKindName(op.kind), Q(trace.Name(op.name)), op.source, op.device, op.stream,
                       Us(op.start_ns), Us(op.dur_ns), op.correlation));
     }
+    // Several files (ranks) may share pids (containers): their calls get a track per file, as
+    // their GPU ops do, or Perfetto would stack two ranks' calls on one thread.
+    const bool per_file = trace.sources.size() > 1;
     for (const ApiCall& a : trace.api_calls) {
+      const std::string pid = per_file ? fmt::format("\"host {}:{}\"", a.source, a.pid) : std::to_string(a.pid);
       add(fmt::format("{{\"ph\": \"X\", \"cat\": \"api\", \"name\": {}, \"pid\": {}, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"correlation\": {}}}}}",
-                      Q(trace.Name(a.name)), a.pid, a.tid, Us(a.start_ns), Us(a.dur_ns), a.correlation));
+                      Q(trace.Name(a.name)), pid, a.tid, Us(a.start_ns), Us(a.dur_ns), a.correlation));
     }
   }
   out += "\n]}\n";

@@ -30,7 +30,6 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
   // Small-copy runs per direction on each device of each file (a storm is one process's copies
   // back to back; copies of other ranks in between do not extend or break it): (length, last end).
   std::map<std::tuple<CopyDirection, uint16_t, int32_t>, std::pair<int64_t, int64_t>> run;
-  bool any_kind_known = false;
   for (const GpuOp& op : trace.gpu_ops) {
     if (op.kind == GpuOpKind::kMemset) {
       ++s.memsets;
@@ -43,7 +42,6 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
     ++d.count;
     ++s.copies;
     d.total_ns += op.dur_ns;
-    if (op.src_kind != MemKind::kUnknown || op.dst_kind != MemKind::kUnknown) any_kind_known = true;
     const bool small = op.bytes >= 0 && op.bytes < o.small_copy_bytes;
     if (op.bytes >= 0) {
       ++s.copies_with_bytes;
@@ -74,21 +72,21 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
     // above) blocks the host either way.
     if ((op.src_kind == MemKind::kPageable || op.dst_kind == MemKind::kPageable) && !sync_call) {
       ++d.pageable_count;
+      continue;
     }
-  }
-  s.pageable_is_heuristic = !any_kind_known && s.copies > 0;
-  if (s.pageable_is_heuristic) {
-    // ROCm: no memory kind recorded. A host<->device copy whose *Async launch call blocked for
-    // most of the copy's device time behaved like a staged (pageable) copy.
-    for (const GpuOp& op : trace.gpu_ops) {
-      if (op.kind != GpuOpKind::kMemcpy || op.api == kNoLink) continue;
-      if (op.direction != CopyDirection::kHtoD && op.direction != CopyDirection::kDtoH) continue;
-      const ApiCall& api = trace.api_calls[op.api];
-      if (api.kind == ApiKind::kMemcpyAsync && op.dur_ns > 0 &&
-          static_cast<double>(api.dur_ns) >= o.rocm_pageable_blocking_share * static_cast<double>(op.dur_ns) &&
-          api.end_ns() >= op.end_ns()) {
-        ++by_dir[op.direction].pageable_count;
-      }
+    // Whether the host end is pageable is known only from CUDA's kinds (Pageable, Pinned). ROCm
+    // records none (Kineto on ROCm names the ends "Host -> Device", which says no more): a
+    // host<->device copy whose *Async launch call blocked for most of the copy's device time
+    // behaved like a staged (pageable) copy.
+    const MemKind host_end = op.direction == CopyDirection::kHtoD   ? op.src_kind
+                             : op.direction == CopyDirection::kDtoH ? op.dst_kind
+                                                                    : MemKind::kPinned;
+    if (host_end == MemKind::kPageable || host_end == MemKind::kPinned) continue;
+    s.pageable_is_heuristic = true;
+    if (api != nullptr && api->kind == ApiKind::kMemcpyAsync && op.dur_ns > 0 &&
+        static_cast<double>(api->dur_ns) >= o.rocm_pageable_blocking_share * static_cast<double>(op.dur_ns) &&
+        api->end_ns() >= op.end_ns()) {
+      ++d.pageable_count;
     }
   }
   std::map<uint16_t, int64_t> small_per_source;

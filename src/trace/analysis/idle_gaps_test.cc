@@ -256,5 +256,71 @@ TEST(CopyStatsTest, ZeroDurationCopiesAddBytesNotRate) {
   EXPECT_DOUBLE_EQ(*l.graph_first_node_p50_ns, 2'000);
 }
 
+// Whether a copy's host end was pageable is known only from CUDA's kinds. A ROCm copy named
+// "Host -> Device" has its device end known and its host end not: it is judged by the blocking
+// heuristic like one with no kinds at all, and a CUDA copy from pinned memory is not.
+TEST(CopyStatsTest, PageableHeuristicForEveryCopyWithoutAHostKind) {
+  for (MemKind host : {MemKind::kUnknown, MemKind::kPinned}) {
+    Trace t;
+    t.AddSource("a", "test");
+    for (int64_t i = 0; i < 3; ++i) {
+      ApiCall a;
+      a.start_ns = i * 1'000'000;
+      a.dur_ns = 110'000;  // blocks for the whole copy
+      a.correlation = i + 1;
+      a.name = t.names.Intern("hipMemcpyAsync");
+      a.kind = ApiKind::kMemcpyAsync;
+      t.api_calls.push_back(a);
+      GpuOp g;
+      g.kind = GpuOpKind::kMemcpy;
+      g.direction = CopyDirection::kHtoD;
+      g.src_kind = host;
+      g.dst_kind = MemKind::kDevice;
+      g.start_ns = a.start_ns + 5'000;
+      g.dur_ns = 100'000;
+      g.bytes = 4 << 20;
+      g.correlation = i + 1;
+      g.name = t.names.Intern("Memcpy HtoD (Host -> Device)");
+      t.gpu_ops.push_back(g);
+    }
+    t.Finalize();
+    const CopyStats s = ComputeCopyStats(t, AnalysisOptions{});
+    ASSERT_EQ(s.by_direction.size(), 1u);
+    const bool unknown = host == MemKind::kUnknown;
+    EXPECT_EQ(s.by_direction[0].pageable_count, unknown ? 3 : 0) << MemKindName(host);
+    EXPECT_EQ(s.pageable_is_heuristic, unknown) << MemKindName(host);
+  }
+}
+
+// A kernel running on two streams at once is busy once, not twice: its share of busy time is a
+// share (it was 200% when summed).
+TEST(KernelStatsTest, BusyShareCountsConcurrentInstancesOnce) {
+  Trace t;
+  t.AddSource("a", "test");
+  for (int32_t stream : {7, 8}) {
+    for (int64_t i = 0; i < 10; ++i) {
+      GpuOp g;
+      g.stream = stream;
+      g.start_ns = i * 200'000;
+      g.dur_ns = 100'000;
+      g.name = t.names.Intern("gemm_kernel");
+      t.gpu_ops.push_back(g);
+    }
+  }
+  GpuOp other;
+  other.start_ns = 100'000;
+  other.dur_ns = 100'000;  // in the first gap
+  other.name = t.names.Intern("other_kernel");
+  t.gpu_ops.push_back(other);
+  t.Finalize();
+  const TraceReport r = Analyze(t, AnalysisOptions{});
+  ASSERT_EQ(r.all_ops_busy_ns, 1'100'000);
+  ASSERT_FALSE(r.hot_kernels.empty());
+  EXPECT_EQ(r.hot_kernels[0].name, "gemm_kernel");
+  EXPECT_EQ(r.hot_kernels[0].total_ns, 2'000'000);
+  EXPECT_DOUBLE_EQ(r.hot_kernels[0].busy_share, 1'000'000.0 / 1'100'000.0);
+  EXPECT_DOUBLE_EQ(r.hot_kernels[1].busy_share, 100'000.0 / 1'100'000.0);
+}
+
 }  // namespace
 }  // namespace latdoc::trace

@@ -82,6 +82,12 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
   std::vector<OutlierInstance> outliers;
   r.hot_kernels.reserve(group_by_name.size());
   std::vector<int64_t> durs;
+  // The time this kernel ran on some stream, per device: instances on several streams at once
+  // count once, so the share of busy time stays a share (summed durations would pass 100%).
+  struct Open {
+    int64_t start = 0, end = INT64_MIN;
+  };
+  std::map<std::pair<uint16_t, int32_t>, Open> open;
   for (auto& [name, group] : group_by_name) {
     const std::vector<uint32_t>& idx = ops_of_group[group];
     KernelStat s;
@@ -89,16 +95,29 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
     s.count = static_cast<int64_t>(idx.size());
     durs.clear();
     s.max_ns = INT64_MIN;
-    for (uint32_t i : idx) {
-      const int64_t d = trace.gpu_ops[i].dur_ns;
+    open.clear();
+    int64_t ran_ns = 0;
+    for (uint32_t i : idx) {  // in start order, as gpu_ops are
+      const GpuOp& op = trace.gpu_ops[i];
+      const int64_t d = op.dur_ns;
       durs.push_back(d);
       s.total_ns += d;
       s.max_ns = std::max(s.max_ns, d);
+      Open& u = open[{op.source, op.device}];
+      if (u.end == INT64_MIN || op.start_ns > u.end) {
+        if (u.end != INT64_MIN) ran_ns += u.end - u.start;
+        u = {op.start_ns, op.end_ns()};
+      } else {
+        u.end = std::max(u.end, op.end_ns());
+      }
+    }
+    for (const auto& [key, u] : open) {
+      if (u.end != INT64_MIN) ran_ns += u.end - u.start;
     }
     s.mean_ns = static_cast<double>(s.total_ns) / static_cast<double>(s.count);
     s.p99_ns = QuantileSelect(durs, 0.99);
     s.p50_ns = QuantileSelect(durs, 0.5);
-    s.busy_share = busy_ns > 0 ? static_cast<double>(s.total_ns) / static_cast<double>(busy_ns) : 0;
+    s.busy_share = busy_ns > 0 ? static_cast<double>(ran_ns) / static_cast<double>(busy_ns) : 0;
     if (s.count >= o.outlier_min_count) {
       for (uint32_t i : idx) {
         const GpuOp& op = trace.gpu_ops[i];

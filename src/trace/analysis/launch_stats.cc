@@ -34,6 +34,7 @@ std::vector<SourceSpan> PerSourceSpans(const Trace& trace, Keep keep) {
 
 LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
   LaunchStats s;
+  s.tiny_kernel_limit_ns = o.tiny_kernel_ns;
   std::vector<int64_t> delays, call_durs, graph_first;
   std::unordered_map<uint32_t, int64_t> graph_min_start;
   for (const GpuOp& op : trace.gpu_ops) {

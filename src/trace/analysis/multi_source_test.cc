@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "trace/analysis/annotate.h"
 #include "trace/analysis/trace_analysis.h"
 
 namespace latdoc::trace {
@@ -171,6 +172,31 @@ TEST(MultiSourceTest, StreamsAndBusyTimeArePerDevice) {
   EXPECT_EQ(r.overlap.multi_stream_busy_ns, 200);
   ASSERT_TRUE(r.overlap.concurrency_share.has_value());
   EXPECT_EQ(*r.overlap.concurrency_share, 0.0);
+}
+
+// In the annotated trace two ranks' calls get a track per file, as their GPU ops do: with the
+// same pid (containers) they would share one thread and overlap there. One file keeps its pids.
+TEST(MultiSourceTest, AnnotatedTraceGivesEachFilesCallsTheirOwnTrack) {
+  TwoRanks t;
+  t.Kernel(0, 0, 1'500, 100);
+  t.Kernel(1, 0, 2'500, 100);
+  t.Call(0, ApiKind::kKernelLaunch, "cudaLaunchKernel", 990'000);
+  t.Call(1, ApiKind::kKernelLaunch, "cudaLaunchKernel", 993'000);
+  t.trace.Finalize();
+  const std::string two = RenderAnnotatedTrace(t.trace, {}, AnnotateOptions{});
+  EXPECT_NE(two.find("\"pid\": \"host 0:0\", \"tid\": 0, \"ts\": 990.000"), std::string::npos) << two;
+  EXPECT_NE(two.find("\"pid\": \"host 1:0\", \"tid\": 0, \"ts\": 993.000"), std::string::npos) << two;
+  EXPECT_NE(two.find("\"pid\": \"GPU 1:0\", \"tid\": \"stream 0\", \"ts\": 2.500, \"dur\": 0.100"),
+            std::string::npos) << two;
+
+  Trace one;
+  one.AddSource("rank0.json", "test");
+  one.api_calls.push_back(t.trace.api_calls[0]);
+  one.names.Intern("k");
+  one.names.Intern("cudaLaunchKernel");
+  one.Finalize();
+  const std::string single = RenderAnnotatedTrace(one, {}, AnnotateOptions{});
+  EXPECT_NE(single.find("\"pid\": 0, \"tid\": 0, \"ts\": 990.000"), std::string::npos) << single;
 }
 
 }  // namespace

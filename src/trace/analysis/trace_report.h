@@ -22,7 +22,7 @@ struct KernelStat {
   int64_t total_ns = 0;
   double mean_ns = 0, p50_ns = 0, p99_ns = 0;
   int64_t max_ns = 0;
-  double busy_share = 0;         // total / all_ops_busy_ns (may exceed 1 with concurrent streams)
+  double busy_share = 0;         // time it ran (instances on several streams at once counted once) / all_ops_busy_ns
 };
 
 struct OutlierInstance {
@@ -55,7 +55,7 @@ struct CopyStats {
   int64_t small_copies = 0;
   // The file with the most small copies per second of its own span (ranks may run apart).
   std::optional<double> small_copies_per_s;
-  bool pageable_is_heuristic = false;         // true when no copy carried a memory kind
+  bool pageable_is_heuristic = false;         // some host<->device copy had no host memory kind: judged by the heuristic
   int64_t memsets = 0;
   int64_t memset_ns = 0;
 };
@@ -108,6 +108,7 @@ struct LaunchStats {
   std::optional<double> delay_p50_ns, delay_p99_ns, delay_max_ns;   // GPU start − call end
   int64_t delays_rejected = 0;              // negative beyond clock noise or > 1 s
   int64_t tiny_kernels = 0;                 // < tiny_kernel_ns, launched one by one (not by a graph)
+  int64_t tiny_kernel_limit_ns = 0;         // that tiny_kernel_ns
   int64_t tiny_kernel_ns_total = 0;
   double tiny_share = 0;                    // of the kernels launched one by one, by count
   int64_t launch_bound_kernels = 0;         // HTA: launch call ≤ 50 µs and GPU time < call time
