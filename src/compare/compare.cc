@@ -290,9 +290,14 @@ void CompareSweep(const json& a, const json& b, CompareResult& r) {
 
 // A trace document's facts: latdoc.trace/1 has them under "facts".
 void CompareTrace(const json& fa, const json& fb, const std::string& group, CompareResult& r) {
+  // With several devices or files, their sum, each on its own window (one window over ranks on
+  // different clocks would count the time between them as idle); else the one timeline.
   auto tl = [](const json& f) -> const json& {
     static const json kEmpty = json::object();
-    return f.contains("gpu_timeline") && f["gpu_timeline"].is_object() ? f["gpu_timeline"] : kEmpty;
+    for (const char* k : {"gpu_timeline_devices_summed", "gpu_timeline"}) {
+      if (f.contains(k) && f[k].is_object()) return f[k];
+    }
+    return kEmpty;
   };
   // Two captures of one workload differ in length: the times themselves only "changed"; what is
   // judged better or worse is each part's share of the window.

@@ -188,6 +188,25 @@ TEST(CompareTest, TraceKernelsAndFindings) {
   EXPECT_EQ(r->findings[0].severity_b, "ok");
 }
 
+// Several ranks: the devices' sum (each on its own window) is compared, not the one window over
+// ranks on different clocks, whose idle share is the time between them.
+TEST(CompareTest, SeveralDevicesCompareTheirSum) {
+  auto trace = [](double summed_idle_pct) {
+    return json{{"schema", "latdoc.trace/1"},
+                {"facts", {{"gpu_timeline", {{"total_ms", 5000.0}, {"idle_pct", 99.6}}},
+                           {"gpu_timeline_devices_summed", {{"total_ms", 20.0}, {"idle_pct", summed_idle_pct}}},
+                           {"kernels", json::array()}}},
+                {"findings", json::array()}};
+  };
+  auto r = Compare(Doc(trace(10.0)), Doc(trace(30.0)));
+  ASSERT_TRUE(r.ok());
+  const MetricDelta* idle = Find(*r, "trace", "idle_pct");
+  ASSERT_NE(idle, nullptr);
+  EXPECT_DOUBLE_EQ(*idle->a, 10.0);
+  EXPECT_DOUBLE_EQ(*idle->b, 30.0);
+  EXPECT_EQ(idle->verdict, "worse");
+}
+
 TEST(CompareTest, LongerCaptureOfTheSameWorkIsNotWorse) {
   // 100 and 200 steps of the same two kernels: every time doubles, nothing got slower.
   auto trace = [](double steps) {

@@ -169,8 +169,14 @@ ordered_json Bench(const ordered_json& bench) {
   return found > 0 ? out : ordered_json(nullptr);
 }
 
+// With several devices or files, their sum (each on its own window); else the one timeline.
+const ordered_json& Timeline(const ordered_json& facts) {
+  const ordered_json& summed = Child(facts, "gpu_timeline_devices_summed");
+  return summed.is_object() ? summed : Child(facts, "gpu_timeline");
+}
+
 ordered_json GpuTime(const ordered_json& facts) {
-  const ordered_json& tl = Child(facts, "gpu_timeline");
+  const ordered_json& tl = Timeline(facts);
   const std::optional<double> total = NumberAt(tl, "total_ms");
   if (!total || *total <= 0) return nullptr;
   ordered_json parts = ordered_json::array();
@@ -204,7 +210,7 @@ ordered_json Kernels(const ordered_json& facts) {
   }
   if (items.empty()) return nullptr;
   ordered_json out;
-  out["busy_ms"] = Num(R6(NumberAt(Child(facts, "gpu_timeline"), "busy_ms")));
+  out["busy_ms"] = Num(R6(NumberAt(Timeline(facts), "busy_ms")));
   out["items"] = std::move(items);
   const std::optional<double> names = NumberAt(facts, "kernel_names");
   out["shown_of"] = names ? ordered_json(*names) : ordered_json(ks.size());

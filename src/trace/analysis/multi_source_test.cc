@@ -1,11 +1,13 @@
 // Several files (ranks, processes) analysed together: device numbers, correlation ids and clocks
 // repeat or differ from file to file, so what belongs to one process is judged per file.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
 #include "trace/analysis/annotate.h"
+#include "trace/analysis/summary_text.h"
 #include "trace/analysis/trace_analysis.h"
 
 namespace latdoc::trace {
@@ -67,6 +69,15 @@ TEST(MultiSourceTest, RanksWithTheSameDeviceNumberAreSeparateDevices) {
     EXPECT_EQ(d.idle_ns, 0);
   }
   EXPECT_EQ(r.timeline.total_ns, 1'100);  // the whole trace, as TraceLens counts it
+  // What the findings judge, in the JSON and the summary: each device on its own window.
+  ASSERT_TRUE(r.devices_summed.has_value());
+  EXPECT_EQ(r.devices_summed->total_ns, 200);
+  EXPECT_EQ(r.devices_summed->busy_ns, 200);
+  EXPECT_EQ(r.devices_summed->idle_ns, 0);
+  EXPECT_EQ(ReportToJson(r)["gpu_timeline_devices_summed"]["idle_pct"], 0.0);
+  EXPECT_NE(RenderTraceSummary(r, t.trace.sources, AnalysisOptions{})
+                .find("2 devices summed, each on its own window: total 0.000 ms, busy 0.000 ms, idle 0.000 ms"),
+            std::string::npos);
 }
 
 // Rank 0's small copies 1.5 ms apart, rank 1's in between: no storm (each process's gaps are

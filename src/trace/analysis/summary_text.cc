@@ -69,6 +69,13 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     line(fmt::format("  computation {:.6f} ms   exposed comm {:.6f} ms   exposed memcpy {:.6f} ms",
                      t.computation_ms, t.exposed_comm_ms, t.exposed_memcpy_ms));
   }
+  if (r.devices_summed && r.devices_summed->total_ms > 0) {
+    // The line above is one window over every device and file (TraceLens's); with several,
+    // this is what the findings judge: each device on its own window.
+    const GpuTimeline& s = *r.devices_summed;
+    line(fmt::format("  {} devices summed, each on its own window: total {:.3f} ms, busy {:.3f} ms, idle {:.3f} ms ({:.2f}%)",
+                     r.per_device.size(), s.total_ms, s.busy_ms, s.idle_ms, 100 * s.idle_ms / s.total_ms));
+  }
   for (const GpuTimeline& d : r.per_device) {
     line(fmt::format("  {}: total {:.3f} ms, busy {:.3f} ms, idle {:.3f} ms",
                      DeviceLabel(d.source.value_or(0), d.device.value_or(-1), sources), d.total_ms,

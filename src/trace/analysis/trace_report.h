@@ -180,6 +180,9 @@ struct TraceReport {
   int idle_devices = 0;                        // devices listed by the profiler without work
   GpuTimeline timeline;                       // all devices, TraceLens rule
   std::vector<GpuTimeline> per_device;        // when more than one device (or file) ran work
+  // per_device summed (source and device nullopt): each device judged on its own window, so
+  // ranks on different clocks do not read as idle between them. Set with per_device.
+  std::optional<GpuTimeline> devices_summed;
   int64_t all_ops_busy_ns = 0;                // BusyOfAllOps: per device, summed, every op
   bool timeline_used_all_ops = false;         // a file without host launches: its ops all counted
   std::vector<KernelStat> hot_kernels;
