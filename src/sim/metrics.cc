@@ -114,6 +114,10 @@ std::string SimMetrics::Render(const std::string& model_name) const {
   counter("vllm:prompt_tokens", "Number of prefill tokens processed.", double(prompt_tokens));
   counter("vllm:generation_tokens", "Number of generation tokens processed.",
           double(generation_tokens));
+  counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+          double(prefix_cache_queries));
+  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+          double(prefix_cache_hits));
   out += "# HELP vllm:request_success_total Count of successfully processed requests.\n"
          "# TYPE vllm:request_success_total counter\n";
   for (auto [reason, v] : {std::pair{"abort", success_abort}, std::pair{"length", success_length},

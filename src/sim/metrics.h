@@ -38,6 +38,9 @@ struct SimMetrics {
   uint64_t preemptions = 0;
   uint64_t prompt_tokens = 0;
   uint64_t generation_tokens = 0;
+  // Prefix cache: tokens looked up (every prompt's, when prefilled) and found. The sim caches
+  // nothing, so every lookup misses, as the stats line's 0.0% says.
+  uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
   uint64_t success_stop = 0, success_length = 0, success_abort = 0;
   // Histograms (seconds unless named otherwise).
   PromHistogram ttft, itl, tpot_request, e2e, queue, inference, prefill, decode;

@@ -40,6 +40,11 @@ Status ValidateSimConfig(const SimConfig& c) {
     return InvalidArgument("--max-num-batched-tokens must be at least 1");
   if (e.block_size < 1) return InvalidArgument("--block-size must be at least 1");
   if (e.max_model_len < 2) return InvalidArgument("--max-model-len must be at least 2");
+  if (e.max_num_batched_tokens < e.max_num_seqs) {  // vLLM's SchedulerConfig refuses it too
+    return InvalidArgument(fmt::format(
+        "max_num_batched_tokens ({}) must be greater than or equal to max_num_seqs ({}).",
+        e.max_num_batched_tokens, e.max_num_seqs));
+  }
   if (e.gpu_memory_utilization <= 0 || e.gpu_memory_utilization > 1)
     return InvalidArgument("--gpu-memory-utilization must be in (0, 1]");
   if (c.time_scale <= 0) return InvalidArgument("--time-scale must be positive");
@@ -499,7 +504,10 @@ struct SimServer::Impl {
     uint64_t h = Mix(cfg.seed ^ Mix(a->id));
     a->public_id = fmt::format("{}-{:016x}{:016x}", chat ? "chatcmpl" : "cmpl", h, Mix(h));
     a->x_request_id = std::string(req.Header("x-request-id"));
-    a->text_seed = Mix(cfg.seed ^ Fnv1a(req.body));
+    // The text and the EOS point follow the prompt (or messages) and the seed, not how the
+    // request's JSON was written: dump() is canonical (sorted keys, no blanks), so key order,
+    // spacing, max_tokens or stream give the same completion.
+    a->text_seed = Mix(cfg.seed ^ Fnv1a(body[chat ? "messages" : "prompt"].dump()));
     a->received_ns = req.received_ns;
     a->created_s = ::time(nullptr);
     a->out = out;
@@ -566,8 +574,11 @@ struct SimServer::Impl {
     engine.Abort(id);
     ++metrics.success_abort;
     Trace(*it->second, "client_gone");
+    // vLLM: "Aborted request(s) %s." with the ids, so a reader can pair it with "Added request".
+    if (cfg.enable_log_requests) {
+      log.Line("INFO", "async_llm.py:390", fmt::format("Aborted request(s) {}.", it->second->public_id));
+    }
     active.erase(it);
-    if (cfg.enable_log_requests) log.Line("INFO", "async_llm.py:390", "Aborted request(s).");
   }
 
   // --- engine driver -------------------------------------------------------------------------
@@ -585,7 +596,6 @@ struct SimServer::Impl {
     stepping = true;
     step_start_ns = start_ns;
     StepPlan p = engine.BeginStep(ModelNs(start_ns));
-    step_prefill_tokens = p.prefill_tokens;
     metrics.running = p.num_running;
     metrics.waiting = p.num_waiting;
     metrics.kv_usage = engine.kv_usage();
@@ -607,14 +617,17 @@ struct SimServer::Impl {
       }
     for (uint64_t id : step_out.preempted)
       if (auto it = active.find(id); it != active.end()) ++it->second->preemptions;
-    int step_tokens = step_prefill_tokens;
+    // vLLM's iteration_tokens_total (IterationStats): the tokens generated in the step, plus a
+    // request's whole prompt in the step that gives its first token (not the chunks scheduled).
+    int64_t step_tokens = 0;
     for (const TokenEvent& ev : step_out.events) {
       step_tokens += ev.new_tokens;
       auto it = active.find(ev.id);
       if (it == active.end()) continue;
+      if (ev.first) step_tokens += it->second->prompt_tokens;
       if (!Emit(*it->second, ev, now)) active.erase(ev.id);
     }
-    metrics.iteration_tokens.Observe(step_tokens);
+    metrics.iteration_tokens.Observe(static_cast<double>(step_tokens));
     metrics.running = engine.num_running();
     metrics.waiting = engine.num_waiting();
     metrics.kv_usage = engine.kv_usage();
@@ -685,6 +698,7 @@ struct SimServer::Impl {
       a.first_token_ns = now;
       metrics.ttft.Observe(double(now - a.arrival_ns) / 1e9);
       metrics.prompt_tokens += a.prompt_tokens;
+      metrics.prefix_cache_queries += a.prompt_tokens;
       interval_prompt_tokens += a.prompt_tokens;
     } else {
       metrics.itl.Observe(double(now - a.last_token_ns) / 1e9);
@@ -869,7 +883,6 @@ struct SimServer::Impl {
   int64_t start_wall_s = ::time(nullptr);
   bool stepping = false;
   int64_t step_start_ns = 0, step_due_ns = 0;
-  int step_prefill_tokens = 0;
   StepOutput step_out;
   uint64_t interval_prompt_tokens = 0, interval_generation_tokens = 0, interval_preemptions = 0;
   int64_t last_stats_ns = MonoNowNs();
@@ -923,7 +936,9 @@ Status SimServer::Start() {
              fmt::format("GPU KV cache size: {} tokens", int64_t(s.engine.total_blocks()) * e.block_size));
   s.log.Line("INFO", "api_server.py:1950",
              fmt::format("Starting vLLM API server 0 on http://{}:{}", s.cfg.host, port()));
-  if (!s.cfg.disable_log_stats && s.cfg.log_stats_interval_s > 0) s.ArmStats();
+  // vLLM reads VLLM_LOG_STATS_INTERVAL <= 0 as its default, 10 s (--disable-log-stats turns it off).
+  if (!(s.cfg.log_stats_interval_s > 0)) s.cfg.log_stats_interval_s = 10;
+  if (!s.cfg.disable_log_stats) s.ArmStats();
   return Status::Ok();
 }
 

@@ -146,6 +146,22 @@ TEST(SimServerTest, PlainResponsesAndDeterministicText) {
                                     {"max_tokens", 2}}).body);
   EXPECT_EQ(chat["object"], "chat.completion");
   EXPECT_EQ(chat["choices"][0]["message"]["role"], "assistant");
+
+  // The EOS point and text follow the prompt and the seed, not how the JSON was written: two
+  // clients serialising one request differently, or asking with another max_tokens, get one
+  // completion.
+  auto eos = [&](const std::string& raw) {
+    json j = json::parse(raw);
+    BlockingResponse r = sim.Post("/v1/completions", j);
+    EXPECT_EQ(r.status, 200) << r.body;
+    json body = json::parse(r.body);
+    return std::make_pair(body["usage"]["completion_tokens"].get<int>(), body["choices"][0]["text"].get<std::string>());
+  };
+  const auto base = eos(R"({"prompt": "same prompt here", "max_tokens": 2000})");
+  EXPECT_LT(base.first, 1999);  // it ended at an EOS
+  EXPECT_EQ(eos(R"({"max_tokens":2000,"prompt":"same prompt here"})"), base);
+  EXPECT_EQ(eos(R"({"prompt": "same prompt here", "max_tokens": 2000, "stream": false})"), base);
+  EXPECT_EQ(eos(R"({"prompt": "same prompt here", "max_tokens": 1999})"), base);
 }
 
 TEST(SimServerTest, ContinuousUsageAndTokenIdPrompts) {
@@ -307,6 +323,11 @@ TEST(SimServerTest, MetricsMatchWhatWasServed) {
   EXPECT_EQ(sim.Metric("vllm:inter_token_latency_seconds_count"), n * 9);
   EXPECT_EQ(sim.Metric("vllm:e2e_request_latency_seconds_count"), n);
   EXPECT_EQ(sim.Metric("vllm:num_requests_running"), 0);
+  // vLLM's iteration tokens: every generated token, plus each whole prompt in its first-token step.
+  EXPECT_EQ(sim.Metric("vllm:iteration_tokens_total_sum"), n * (10 + 4));
+  // No prefix caching: every prompt token looked up, none found.
+  EXPECT_EQ(sim.Metric("vllm:prefix_cache_queries_total"), n * 4);
+  EXPECT_EQ(sim.Metric("vllm:prefix_cache_hits_total"), 0);
   // The TTFT histogram's sum is the sum of the true TTFTs in the request trace.
   double ttft_sum = 0;
   std::ifstream in(trace);
@@ -624,6 +645,14 @@ TEST(SimServerTest, KvPressurePreemptsOverHttp) {
   for (auto& t : ts) t.join();
   EXPECT_GT(sim.Metric("vllm:num_preemptions_total"), 0);
   EXPECT_EQ(sim.Metric("vllm:generation_tokens_total"), 1200);
+}
+
+TEST(SimServerTest, StartupRejectsATokenBudgetBelowTheBatch) {
+  SimConfig c = FastConfig();
+  c.engine.max_num_seqs = 256;
+  c.engine.max_num_batched_tokens = 128;
+  EXPECT_EQ(ValidateSimConfig(c).message(),
+            "max_num_batched_tokens (128) must be greater than or equal to max_num_seqs (256).");
 }
 
 TEST(SimServerTest, StartupRejectsKvCacheSmallerThanModelLen) {
