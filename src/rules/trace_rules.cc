@@ -163,25 +163,33 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
       }
     }
   }
-  int64_t pageable = 0, sync = 0;
+  int64_t pageable = 0, pageable_ns = 0, sync = 0;
   for (const auto& d : r.copies.by_direction) {
     pageable += d.pageable_count;
+    pageable_ns += d.pageable_ns;
     sync += d.sync_count;
   }
   if (pageable > 0) {
-    Finding f = Make("kernel.pageable_copies", Severity::kWarn,
+    const GpuTime window = DeviceSum(r);
+    const double share = Share(static_cast<double>(pageable_ns), static_cast<double>(window.total_ns));
+    Finding f = Make("kernel.pageable_copies",
+                     pageable >= o.copy_warn_count || share >= o.pageable_warn_share ? Severity::kWarn
+                                                                                      : Severity::kInfo,
                      fmt::format("{} copies from or to pageable host memory{}", pageable,
                                  r.copies.pageable_is_heuristic ? " (heuristic: the async call blocked)" : ""),
                      "pin the host buffers (pin_memory=True, cudaHostAlloc/hipHostMalloc) so the copy "
                      "is DMA'd asynchronously instead of staged through a bounce buffer");
     f.evidence.push_back(Num("pageable_copies", static_cast<double>(pageable), ""));
+    f.evidence.push_back(Num("pageable_copy_time", Ms(static_cast<double>(pageable_ns)), "ms",
+                             fmt::format("{:.2f}% of the GPU window", 100 * share)));
     f.evidence.push_back(Num("method", std::nullopt, "", r.copies.pageable_is_heuristic
                                                           ? "ROCm traces record no memory kind; trace-formats.md 3.9 (b)"
                                                           : "memory kind recorded by the profiler"));
     out.push_back(std::move(f));
   }
   if (r.steady.sync_copy_count > 0) {   // warm-up copies (loading the model) are fine
-    Finding f = Make("kernel.sync_copies", Severity::kWarn,
+    Finding f = Make("kernel.sync_copies",
+                     r.steady.sync_copy_count >= o.copy_warn_count ? Severity::kWarn : Severity::kInfo,
                      fmt::format("{} synchronous copy calls after warm-up", r.steady.sync_copy_count),
                      "use async copies (cudaMemcpyAsync/hipMemcpyAsync, .to(non_blocking=True) from "
                      "pinned memory) and keep .item()/.cpu()/.tolist() out of the step loop");

@@ -23,6 +23,11 @@ struct TraceRuleOptions {
   int64_t low_bandwidth_min_avg_bytes = 1 << 20;   // ...for copies averaging ≥ 1 MiB
   double pattern_warn_share = 0.05;    // a known slow kernel above this share of busy: warn
   double sync_warn_share = 0.05;       // steady-state sync time above this share of the span
+  // Pageable copies warn from this many, or from this share of the GPU window in device time;
+  // steady-state synchronous copy calls from this many. Fewer (a one-off, a 1-byte copy in a
+  // long trace) are info: worth knowing, not worth the change.
+  int64_t copy_warn_count = 10;
+  double pageable_warn_share = 0.01;
 };
 
 // Puts the knowledge tables against the report: bandwidth checks from GpuSpecs() and

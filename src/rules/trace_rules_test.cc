@@ -139,6 +139,18 @@ TEST(TraceRulesTest, PageableCopiesSayWhenHeuristic) {
   const Finding* f = FindId(all, "kernel.pageable_copies");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->title, "2 copies from or to pageable host memory (heuristic: the async call blocked)");
+  EXPECT_EQ(f->severity, Severity::kInfo);  // two short ones: worth knowing, not worth the change
+  // Two that take 1% of the 50 ms window, or ten of any length: worth the change.
+  r.copies.by_direction[0].pageable_ns = 500'000;
+  EXPECT_EQ(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.pageable_copies")->severity, Severity::kWarn);
+  r.copies.by_direction[0].pageable_ns = 0;
+  r.copies.by_direction[0].pageable_count = 10;
+  EXPECT_EQ(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.pageable_copies")->severity, Severity::kWarn);
+  // Synchronous copy calls in the steady state likewise.
+  r.steady.sync_copy_count = 1;
+  EXPECT_EQ(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.sync_copies")->severity, Severity::kInfo);
+  r.steady.sync_copy_count = 12;
+  EXPECT_EQ(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.sync_copies")->severity, Severity::kWarn);
 }
 
 TEST(TraceRulesTest, EagerTinyKernelsWithoutGraphs) {

@@ -72,6 +72,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
     // above) blocks the host either way.
     if ((op.src_kind == MemKind::kPageable || op.dst_kind == MemKind::kPageable) && !sync_call) {
       ++d.pageable_count;
+      d.pageable_ns += op.dur_ns;
       continue;
     }
     // Whether the host end is pageable is known only from CUDA's kinds (Pageable, Pinned). ROCm
@@ -87,6 +88,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
         static_cast<double>(api->dur_ns) >= o.rocm_pageable_blocking_share * static_cast<double>(op.dur_ns) &&
         api->end_ns() >= op.end_ns()) {
       ++d.pageable_count;
+      d.pageable_ns += op.dur_ns;
     }
   }
   std::map<uint16_t, int64_t> small_per_source;

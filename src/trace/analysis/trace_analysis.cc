@@ -214,7 +214,7 @@ json ReportToJson(const TraceReport& r) {
     c["by_direction"].push_back({{"direction", CopyDirectionName(d.direction)}, {"count", d.count},
                                  {"total_ns", d.total_ns}, {"bytes", Opt(d.bytes)}, {"with_bytes", d.bytes_count},
                                  {"achieved_gbps", Opt(d.achieved_gbps)}, {"small", d.small_count},
-                                 {"pageable", d.pageable_count}, {"sync", d.sync_count},
+                                 {"pageable", d.pageable_count}, {"pageable_ns", d.pageable_ns}, {"sync", d.sync_count},
                                  {"storm_runs", d.storm_runs}, {"longest_storm", d.longest_storm},
                                  {"small_per_s", Opt(d.small_per_s)}});
   }

@@ -41,6 +41,7 @@ struct CopyDirectionStat {
   std::optional<double> achieved_gbps;    // bytes / device time, over copies with bytes and a duration
   int64_t small_count = 0;                // below AnalysisOptions::small_copy_bytes
   int64_t pageable_count = 0;             // not from a synchronous call: CUDA names/kinds, or the ROCm heuristic
+  int64_t pageable_ns = 0;                // their device time
   int64_t sync_count = 0;                 // launched by a synchronous copy call
   int64_t bytes_count = 0;                // copies that reported their size
   std::optional<double> small_per_s;      // small copies per second: the file with most, over its span
