@@ -147,13 +147,20 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
 
   void BeginChunked(int status, std::string_view content_type, const Headers& extra) override {
     if (!in_response_ || headers_sent_) return;
+    // An HTTP/1.0 client knows no chunked coding (RFC 9112 6.1): the body is delimited by the
+    // connection's close instead, as uvicorn (h11) sends it.
+    if (http10_) keep_alive_ = false;
     std::string out = Head(status, content_type, extra);
-    out += "transfer-encoding: chunked\r\n\r\n";
+    out += http10_ ? "\r\n" : "transfer-encoding: chunked\r\n\r\n";
     Write(out);
   }
 
   void WriteChunk(std::string_view data) override {
     if (!in_response_ || !headers_sent_ || end_queued_ || data.empty() || head_) return;
+    if (http10_) {
+      Write(data, "", "", /*receipt=*/true);
+      return;
+    }
     char head[20];
     char* end = std::to_chars(head, head + sizeof head - 2, data.size(), 16).ptr;
     *end++ = '\r';
@@ -163,7 +170,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
 
   void EndChunked() override {
     if (!in_response_ || !headers_sent_ || end_queued_) return;
-    if (!head_) Write("0\r\n\r\n");
+    if (!head_ && !http10_) Write("0\r\n\r\n");
     end_queued_ = true;
     QueueMarker(Marker::kEnd);
   }
@@ -322,6 +329,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
                                std::string(f.value()));
     }
     keep_alive_ = req.keep_alive;
+    http10_ = msg.version() < 11;
     head_ = req.method == "HEAD";
     in_response_ = true;
     headers_sent_ = false;
@@ -511,6 +519,7 @@ class Connection final : public ResponseStream, public std::enable_shared_from_t
   bool end_queued_ = false;
   bool head_ = false;  // the request is HEAD: headers only
   bool keep_alive_ = true;
+  bool http10_ = false;  // the request was HTTP/1.0: a streamed body ends with the connection
   Marker marker_ = Marker::kNone;
   uint64_t requests_ = 0;
   std::function<void()> peer_closed_;

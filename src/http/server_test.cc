@@ -22,6 +22,7 @@ namespace latdoc::http {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // A blocking loopback client that speaks raw bytes, so the tests see exactly what was sent.
@@ -146,6 +147,26 @@ TEST(ServerTest, ChunkedStreamIsFramedExactly) {
   c.Send("GET /s HTTP/1.1\r\nHost: x\r\n\r\n");
   std::string r = c.ReadUntil("0\r\n\r\n");
   EXPECT_THAT(r, HasSubstr("transfer-encoding: chunked\r\n\r\n9\r\ndata: 1\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"));
+}
+
+// An HTTP/1.0 client knows no chunked coding (RFC 9112 6.1): the stream goes out as it is and
+// the connection's close ends it.
+TEST(ServerTest, StreamToAnHttp10ClientIsDelimitedByClose) {
+  ServerFixture f([](const Request&, std::shared_ptr<ResponseStream> w) {
+    w->BeginChunked(200, "text/event-stream");
+    w->WriteChunk("data: 1\n\n");
+    w->WriteChunk("data: [DONE]\n\n");
+    w->EndChunked();
+  });
+  RawClient c(f.port());
+  c.Send("GET /s HTTP/1.0\r\nHost: x\r\n\r\n");
+  std::string r = c.ReadToClose();
+  EXPECT_TRUE(c.closed());
+  EXPECT_THAT(r, Not(HasSubstr("transfer-encoding")));
+  EXPECT_THAT(r, HasSubstr("connection: close\r\n"));
+  const size_t body = r.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  EXPECT_EQ(r.substr(body + 4), "data: 1\n\ndata: [DONE]\n\n");
 }
 
 TEST(ServerTest, OversizedBodyGets413) {
