@@ -550,8 +550,10 @@ Server::~Server() { Stop(); }
 
 Status Server::Listen() {
   boost::system::error_code ec;
-  auto addr = asio::ip::make_address(impl_->options.host, ec);
-  if (ec) return InvalidArgument(fmt::format("--host {}: not an IP address", impl_->options.host));
+  // "localhost" as uvicorn takes it; other names are not looked up (an address is explicit).
+  const std::string& host = impl_->options.host;
+  auto addr = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
+  if (ec) return InvalidArgument(fmt::format("--host {}: not an IP address (or localhost)", host));
   tcp::endpoint ep(addr, impl_->options.port);
   std::string where = fmt::format("{}:{}", impl_->options.host, impl_->options.port);
   impl_->acceptor.open(ep.protocol(), ec);

@@ -89,6 +89,19 @@ Handler Echo() {
   };
 }
 
+// "localhost" listens on loopback, as uvicorn takes it; other names are refused, not looked up.
+TEST(ServerTest, ListensOnLocalhostByName) {
+  EventLoop loop;
+  ServerOptions o;
+  o.host = "localhost";
+  o.port = 0;
+  Server s(loop, o, Echo());
+  EXPECT_TRUE(s.Listen().ok());
+  o.host = "nowhere";
+  Server bad(loop, o, Echo());
+  EXPECT_EQ(bad.Listen().message(), "--host nowhere: not an IP address (or localhost)");
+}
+
 TEST(ServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
   ServerFixture f(Echo());
   RawClient c(f.port());
