@@ -18,7 +18,6 @@
 #include "logs/log_analyzer.h"
 #include "logs/log_follower.h"
 #include "logs/log_summary.h"
-#include "report/findings_text.h"
 #include "rules/log_rules.h"
 
 namespace latdoc::cli {
@@ -52,13 +51,7 @@ int Report(const LogsArgs& a, const logs::LogFacts& facts) {
   }
   logs::SummaryOptions so;
   so.series_rows = a.rows;
-  std::string out = logs::RenderLogSummary(facts, so);
-  report::TextOptions to;
-  to.color = !a.no_color && report::StdoutWantsColor();
-  to.show_ok = a.show_ok;
-  out += "\nFindings\n" + report::RenderFindingsText(findings, to);
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  std::fflush(stdout);
+  PrintSummaryAndFindings(logs::RenderLogSummary(facts, so), findings, a.no_color, a.show_ok);
   return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
 }
 

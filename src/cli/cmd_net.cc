@@ -20,7 +20,6 @@
 #include "net/net_text.h"
 #include "net/path_tools.h"
 #include "net/probe.h"
-#include "report/findings_text.h"
 #include "rules/net_rules.h"
 
 namespace latdoc::cli {
@@ -148,13 +147,7 @@ int RunNet(NetArgs& a) {
 
   std::vector<rules::Finding> findings = rules::EvaluateNetRules(facts);
   rules::RankFindings(findings);
-  std::string out = net::RenderNetText(facts);
-  report::TextOptions to;
-  to.color = !a.no_color && report::StdoutWantsColor();
-  to.show_ok = a.show_ok;
-  out += "\nFindings\n" + report::RenderFindingsText(findings, to);
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  std::fflush(stdout);
+  PrintSummaryAndFindings(net::RenderNetText(facts), findings, a.no_color, a.show_ok);
   // After the report: should the file fail now after all, the results are on the screen.
   if (!a.json_path.empty()) {
     nlohmann::json doc;

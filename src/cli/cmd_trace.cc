@@ -13,7 +13,6 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "cli/command.h"
-#include "report/findings_text.h"
 #include "rules/trace_rules.h"
 #include "trace/analysis/annotate.h"
 #include "trace/analysis/summary_text.h"
@@ -187,13 +186,8 @@ int Run(TraceArgs& a) {
     }
   }
   if (!a.quiet) {
-    std::string out = trace::RenderTraceSummary(report, t.sources, a.analysis);
-    report::TextOptions to;
-    to.color = !a.no_color && report::StdoutWantsColor();
-    to.show_ok = a.show_ok;
-    out += "\nFindings\n" + report::RenderFindingsText(findings, to);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fflush(stdout);
+    PrintSummaryAndFindings(trace::RenderTraceSummary(report, t.sources, a.analysis), findings, a.no_color,
+                            a.show_ok);
   }
   if (bad_input) return kExitBadInput;
   return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "rules/finding.h"
 
 namespace latdoc::cli {
 
@@ -19,6 +22,11 @@ using RunFn = std::function<int()>;
 int Fail(std::string_view command, std::string_view message, int code);
 // The same for a status; the exit code is ExitCodeFor(status).
 int Fail(std::string_view command, const Status& status);
+
+// Writes `summary`, a "Findings" heading and the findings as text to stdout, in colour when
+// stdout is a terminal and `no_color` is off; `show_ok` lists the passing checks too.
+void PrintSummaryAndFindings(std::string summary, const std::vector<rules::Finding>& findings,
+                             bool no_color, bool show_ok);
 
 struct Command {
   CLI::App* app;

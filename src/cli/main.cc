@@ -6,6 +6,7 @@
 
 #include "base/exit_codes.h"
 #include "cli/command.h"
+#include "report/findings_text.h"
 
 #ifndef LATDOC_VERSION
 #define LATDOC_VERSION "0.0.0"
@@ -21,6 +22,16 @@ int Fail(std::string_view command, std::string_view message, int code) {
 
 int Fail(std::string_view command, const Status& status) {
   return Fail(command, status.message(), ExitCodeFor(status));
+}
+
+void PrintSummaryAndFindings(std::string summary, const std::vector<rules::Finding>& findings,
+                             bool no_color, bool show_ok) {
+  report::TextOptions to;
+  to.color = !no_color && report::StdoutWantsColor();
+  to.show_ok = show_ok;
+  summary += "\nFindings\n" + report::RenderFindingsText(findings, to);
+  std::fwrite(summary.data(), 1, summary.size(), stdout);
+  std::fflush(stdout);
 }
 
 }  // namespace latdoc::cli
