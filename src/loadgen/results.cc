@@ -73,9 +73,16 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   std::map<std::string, uint64_t> failures;
   std::map<std::string, uint64_t> methods;
   uint64_t completed = 0, failed = 0, mismatches = 0, good = 0;
+  // Requests still queued on this side when the run was stopped never reached the server: not
+  // failures (they would trip --max-error-rate on every Ctrl-C), not sent.
+  uint64_t not_sent = 0;
   int64_t in_tokens = 0, out_tokens = 0;
   std::vector<std::string> first_errors;
   for (const RequestRecord& r : run.records) {
+    if (r.outcome == Outcome::kCancelled && r.sent_ns < 0) {
+      ++not_sent;
+      continue;
+    }
     if (r.outcome != Outcome::kOk) {
       ++failed;
       ++failures[std::string(OutcomeName(r.outcome))];
@@ -156,7 +163,9 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   // latdoc's additions.
   j["partial"] = run.partial;
   if (run.partial) j["partial_reason"] = run.partial_reason;
-  j["sent"] = run.records.size();
+  const uint64_t sent = run.records.size() - not_sent;
+  j["sent"] = sent;
+  j["not_sent"] = not_sent;
   j["failures"] = failures;
   j["errors_sample"] = first_errors;
   j["token_count_method"] = methods;
@@ -263,13 +272,13 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   j["server_metrics"] = srv;
 
   if (ro.slo.any()) {
-    double good_pct = completed ? 100.0 * double(good) / double(run.records.size()) : 0;
+    double good_pct = completed ? 100.0 * double(good) / double(sent) : 0;
     out.slo_missed = good_pct < ro.slo.percent;
     j["slo"] = {{"good_percent", good_pct}, {"target_percent", ro.slo.percent},
                 {"met", !out.slo_missed}};
   }
   if (ro.max_error_rate) {
-    double rate = run.records.empty() ? 0 : double(failed) / double(run.records.size());
+    double rate = sent == 0 ? 0 : double(failed) / double(sent);
     out.error_rate_missed = rate > *ro.max_error_rate;
     j["error_rate"] = rate;
   }
@@ -288,6 +297,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   line("Successful requests:", std::to_string(completed));
   line("Failed requests:", std::to_string(failed));
   for (const auto& [k, v] : failures) line(fmt::format("  {}:", k), std::to_string(v));
+  if (not_sent > 0) line("Not sent (stopped first):", std::to_string(not_sent));
   line("Benchmark duration (s):", num(dur_s));
   line("Total input tokens:", std::to_string(in_tokens));
   line("Total generated tokens:", std::to_string(out_tokens));

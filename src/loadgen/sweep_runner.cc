@@ -34,6 +34,8 @@ RoundResult RoundFromRun(const BenchRun& run) {
   out.dur_ns = std::max<int64_t>(0, run.end_ns - run.start_ns);
   out.interrupted = run.partial;
   for (const RequestRecord& r : run.records) {
+    // Queued here when the round was stopped: the server never saw it (not a failure).
+    if (r.outcome == Outcome::kCancelled && r.sent_ns < 0) continue;
     RequestSample s;
     s.ok = r.outcome == Outcome::kOk;
     if (!s.ok) {

@@ -357,6 +357,28 @@ TEST(BenchCliTest, SigintWritesPartialResults) {
   std::remove(out.c_str());
 }
 
+// Requests still queued on the client when Ctrl-C stops the run never reached the server: they
+// are "not sent", not failures, so they cannot trip --max-error-rate (49 of 50 did: exit 1).
+TEST(BenchCliTest, RequestsNeverSentAreNotFailures) {
+  SimProcess sim({"--sim-step-base-ms", "50", "--log-file", "/dev/null", "--disable-log-stats"});
+  std::string out = TempPath("not_sent.json");
+  Process bench({LatdocBinary(), "bench", "--url", sim.url(), "--request-rate", "inf", "--max-concurrency", "1",
+                 "--num-requests", "50", "--input-len", "8", "--output-len", "20", "--max-error-rate", "0",
+                 "--json", out, "--quiet"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(bench.Signal(SIGINT), 0);  // the one in flight ends within the drain: no failure
+  auto text = ReadFileToString(out);
+  ASSERT_TRUE(text.ok());
+  json r = json::parse(*text);
+  EXPECT_EQ(r["partial"], true);
+  EXPECT_EQ(r["failed"], 0) << r["failures"].dump();
+  EXPECT_GE(r["not_sent"].get<int>(), 40);
+  EXPECT_EQ(r["completed"].get<int>() + r["failed"].get<int>(), r["sent"].get<int>());
+  EXPECT_EQ(r["sent"].get<int>() + r["not_sent"].get<int>(), 50);
+  EXPECT_EQ(r["error_rate"], 0.0);
+  std::remove(out.c_str());
+}
+
 TEST(BenchCliTest, ApiKeyIsSentButNeverWritten) {
   SimProcess sim(kFastSim);
   std::string reqs;
