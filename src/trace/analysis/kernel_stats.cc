@@ -124,7 +124,7 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
         const double d = static_cast<double>(op.dur_ns);
         if (d > o.outlier_factor * s.p50_ns &&
             d - s.p50_ns >= static_cast<double>(o.outlier_min_excess_ns)) {
-          outliers.push_back({name, op.device, op.stream, op.start_ns - t0_ns, op.dur_ns, s.p50_ns});
+          outliers.push_back({name, op.source, op.device, op.stream, op.start_ns - t0_ns, op.dur_ns, s.p50_ns});
         }
       }
     }
@@ -146,7 +146,8 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
     const double ea = static_cast<double>(a.dur_ns) - a.median_ns;
     const double eb = static_cast<double>(b.dur_ns) - b.median_ns;
     if (ea != eb) return ea > eb;
-    return std::tie(a.at_ns, a.device, a.stream, a.name) < std::tie(b.at_ns, b.device, b.stream, b.name);
+    return std::tie(a.at_ns, a.source, a.device, a.stream, a.name) <
+           std::tie(b.at_ns, b.source, b.device, b.stream, b.name);
   });
   if (outliers.size() > static_cast<size_t>(o.outliers_kept)) outliers.resize(o.outliers_kept);
   r.outliers = std::move(outliers);

@@ -210,5 +210,20 @@ TEST(MultiSourceTest, AnnotatedTraceGivesEachFilesCallsTheirOwnTrack) {
   EXPECT_NE(single.find("\"pid\": 0, \"tid\": 0, \"ts\": 990.000"), std::string::npos) << single;
 }
 
+// An outlier names the file it ran in: both ranks call their GPU device 0.
+TEST(MultiSourceTest, OutliersNameTheirFile) {
+  TwoRanks t;
+  for (uint16_t source : {0, 1}) {
+    for (int64_t i = 0; i < 10; ++i) t.Kernel(source, 0, i * 1'000'000, 10'000);
+  }
+  t.Kernel(1, 0, 20'000'000, 500'000);
+  const TraceReport r = t.Analyze();
+  ASSERT_EQ(r.outliers.size(), 1u);
+  EXPECT_EQ(r.outliers[0].source, 1);
+  EXPECT_EQ(ReportToJson(r)["outliers"]["instances"][0]["source"], 1);
+  EXPECT_NE(RenderTraceSummary(r, t.trace.sources, AnalysisOptions{}).find("device 0 of rank1.json stream 0: k"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace latdoc::trace

@@ -99,9 +99,9 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                    static_cast<double>(o.outlier_min_excess_ns) / 1e3, r.outlier_count));
   for (size_t i = 0; i < r.outliers.size() && i < 5; ++i) {
     const OutlierInstance& x = r.outliers[i];
-    line(fmt::format("  {:.1f} us (median {:.1f} us) at {:.3f} ms, device {} stream {}: {}",
+    line(fmt::format("  {:.1f} us (median {:.1f} us) at {:.3f} ms, {} stream {}: {}",
                      static_cast<double>(x.dur_ns) / 1e3, x.median_ns / 1e3, static_cast<double>(x.at_ns) / 1e6,
-                     x.device, x.stream, Cut(x.name, 60)));
+                     DeviceLabel(x.source, x.device, sources), x.stream, Cut(x.name, 60)));
   }
   line("");
   line(fmt::format("Copies: {} ({} with bytes), {} memsets; small (< {}) {}/s: {}", r.copies.copies,

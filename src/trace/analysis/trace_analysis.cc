@@ -191,13 +191,15 @@ json ReportToJson(const TraceReport& r) {
     const KernelStat& k = r.hot_kernels[i];
     j["kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total_ns},
                             {"mean_ns", k.mean_ns}, {"p50_ns", k.p50_ns}, {"p99_ns", k.p99_ns},
-                            {"max_ns", k.max_ns}, {"busy_share", k.busy_share}});
+                            {"max_ns", k.max_ns},
+                            // No busy time (ops of no duration): no share, rather than 0%.
+                            {"busy_share", r.all_ops_busy_ns > 0 ? json(k.busy_share) : json(nullptr)}});
   }
   j["kernel_names"] = r.hot_kernels.size();
   j["all_ops_busy_ns"] = r.all_ops_busy_ns;
   j["outliers"] = {{"count", r.outlier_count}, {"excess_ns", r.outlier_excess_ns}, {"instances", json::array()}};
   for (const OutlierInstance& x : r.outliers) {
-    j["outliers"]["instances"].push_back({{"name", x.name}, {"device", x.device}, {"stream", x.stream},
+    j["outliers"]["instances"].push_back({{"name", x.name}, {"source", x.source}, {"device", x.device}, {"stream", x.stream},
                                           {"at_ns", x.at_ns}, {"dur_ns", x.dur_ns},
                                           {"median_ns", x.median_ns}});
   }

@@ -27,6 +27,7 @@ struct KernelStat {
 
 struct OutlierInstance {
   std::string name;
+  uint16_t source = 0;           // the file (rank) it ran in
   int32_t device = 0, stream = 0;
   int64_t at_ns = 0;             // start, from trace start
   int64_t dur_ns = 0;
