@@ -376,8 +376,9 @@ ServerGpuSet ChooseServerGpus(const HostFacts& facts) {
       return out;
     }
   }
+  // An unreadable environment may hold a variable: then nothing says which GPUs (all assumed).
   const char* why_unnamed = s.env.known() ? "no *_VISIBLE_DEVICES" : "the server's environment is unreadable";
-  if (s.kind == "vllm") {
+  if (s.kind == "vllm" && s.env.known()) {
     const std::vector<std::string> a = NormalizeVllmArgv(
         s.config_file_args.known() ? host::WithConfigFileArgs(s.argv, *s.config_file_args) : s.argv);
     auto size = [&](const char* flag) {

@@ -197,9 +197,9 @@ void Loss(const ProbeFacts& p, std::vector<Finding>& out) {
       break;
     }
   }
-  int http_status = 0;  // of the first HTTP error answer
+  int http_status = 0;  // of the first HTTP error answer (an error in a 200 stream has none)
   for (const auto& s : p.samples) {
-    if (s.failure == net::FailureReason::kHttpStatus) {
+    if (s.failure == net::FailureReason::kHttpStatus && s.http_status != 0) {
       http_status = s.http_status;
       break;
     }

@@ -238,6 +238,14 @@ TEST(NetRulesTest, LossAdvisesOnHttpErrors) {
       EXPECT_THAT(hl->advice, testing::Not(testing::HasSubstr("--model"))) << status;
     }
   }
+  // An error inside a 200 stream has no status: the first answer that has one decides.
+  NetFacts mixed = f;
+  mixed.probe.samples[0].error = "error in the stream: boom";
+  mixed.probe.samples[0].http_status = 0;
+  mixed.probe.samples[1].error = "HTTP 401";
+  mixed.probe.samples[1].http_status = 401;
+  const std::vector<Finding> ms = EvaluateNetRules(mixed);
+  EXPECT_THAT(Find(ms, "net.loss")->advice, testing::HasSubstr("--api-key-env"));
 }
 
 TEST(NetRulesTest, IdleClose) {

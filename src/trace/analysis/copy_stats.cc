@@ -82,7 +82,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
     const MemKind host_end = op.direction == CopyDirection::kHtoD   ? op.src_kind
                              : op.direction == CopyDirection::kDtoH ? op.dst_kind
                                                                     : MemKind::kPinned;
-    if (host_end == MemKind::kPageable || host_end == MemKind::kPinned) continue;
+    if (host_end != MemKind::kUnknown) continue;  // CUDA said what it was (pinned, managed...)
     s.pageable_is_heuristic = true;
     if (api != nullptr && api->kind == ApiKind::kMemcpyAsync && op.dur_ns > 0 &&
         static_cast<double>(api->dur_ns) >= o.rocm_pageable_blocking_share * static_cast<double>(op.dur_ns) &&

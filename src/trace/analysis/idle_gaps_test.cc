@@ -258,9 +258,9 @@ TEST(CopyStatsTest, ZeroDurationCopiesAddBytesNotRate) {
 
 // Whether a copy's host end was pageable is known only from CUDA's kinds. A ROCm copy named
 // "Host -> Device" has its device end known and its host end not: it is judged by the blocking
-// heuristic like one with no kinds at all, and a CUDA copy from pinned memory is not.
+// heuristic like one with no kinds at all; a CUDA copy from pinned (or managed) memory is not.
 TEST(CopyStatsTest, PageableHeuristicForEveryCopyWithoutAHostKind) {
-  for (MemKind host : {MemKind::kUnknown, MemKind::kPinned}) {
+  for (MemKind host : {MemKind::kUnknown, MemKind::kPinned, MemKind::kManaged}) {
     Trace t;
     t.AddSource("a", "test");
     for (int64_t i = 0; i < 3; ++i) {

@@ -1,6 +1,7 @@
 #include "trace/model/cpu_op_table.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,9 +12,12 @@
 namespace latdoc::trace {
 namespace {
 
+// $TMPDIR when set, else /var/tmp: where large temporary files go (FHS), on disk where /tmp is
+// often tmpfs, whose pages would be memory again. /tmp when there is no /var/tmp.
 std::string TempDir() {
   const char* d = std::getenv("TMPDIR");
-  return d != nullptr && *d != '\0' ? d : "/tmp";
+  if (d != nullptr && *d != '\0') return d;
+  return ::access("/var/tmp", W_OK) == 0 ? "/var/tmp" : "/tmp";
 }
 
 // An unnamed file in the temporary directory: nothing to clean up, even after a crash. Where
@@ -80,6 +84,14 @@ void CpuOpTable::clear() {
 // Appends the block in memory to the file. A failed or short write leaves `spilled_` where it
 // was (what lies past it in the file is never read) and the ops in memory, for good.
 void CpuOpTable::Spill() {
+  // A write past the file size limit (ulimit -f) would raise SIGXFSZ, which kills the process:
+  // stay in memory instead.
+  const uint64_t end = uint64_t{spilled_ + mem_.size()} * sizeof(CpuOp);
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && end > limit.rlim_cur) {
+    spill_error_ = "the file size limit (ulimit -f) is too small for the spill file";
+    return;
+  }
   if (fd_ < 0) {
     fd_ = OpenSpillFile(spill_error_);
     if (fd_ < 0) return;

@@ -3,8 +3,9 @@
 // CPU ops are most of a PyTorch trace's events (63% of the H200 fixture's; Python frames and
 // framework ops) and one analysis reads them, in one pass: what the launching thread did
 // during the largest idle gaps. So the table keeps the ops in the order they were added and,
-// past one block, writes full blocks to an unnamed temporary file: its memory stays at one
-// block however long the trace. Reading walks the blocks back in order.
+// past one block, writes full blocks to an unnamed temporary file ($TMPDIR, else /var/tmp, else
+// /tmp): its memory stays at one block however long the trace. Reading walks the blocks back
+// in order.
 #pragma once
 
 #include <algorithm>
@@ -47,8 +48,8 @@ class CpuOpTable {
   CpuOpTable& operator=(const CpuOpTable&) = delete;
 
   // Adds `op`. When the block in memory is full it goes to the spill file; where no file can
-  // be made or written (no temporary directory, a full disk) the ops stay in memory: nothing
-  // is lost, only the memory bound.
+  // be made or written (no temporary directory, a full disk, a file size limit) the ops stay in
+  // memory: nothing is lost, only the memory bound.
   void push_back(const CpuOp& op);
   size_t size() const { return spilled_ + mem_.size(); }
   bool empty() const { return size() == 0; }

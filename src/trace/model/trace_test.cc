@@ -1,5 +1,9 @@
 #include "trace/model/trace.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,6 +73,26 @@ TEST(CpuOpTableTest, SpillsFullBlocksAndReadsThemBackInOrder) {
     for (int64_t i = 0; i < 5; ++i) assigned.push_back(Op(i));
     ExpectOps(assigned, 5);
   }
+}
+
+// Under a file size limit (ulimit -f) a write past it would raise SIGXFSZ and kill the process:
+// the table stays in memory instead. Run in a child, whose limit is its own.
+TEST(CpuOpTableTest, StaysInMemoryUnderAFileSizeLimit) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    struct rlimit limit{4096, 4096};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(10);
+    CpuOpTable t(256);  // a block of 8 KiB: past the limit
+    for (int64_t i = 0; i < 1000; ++i) t.push_back(Op(i));
+    int64_t n = 0;
+    const bool read = t.ForEach([&](const CpuOp& c) { n += c.start_ns == n * 100; });
+    ::_exit(read && n == 1000 && t.spilled() == 0 && !t.spill_error().empty() ? 0 : 11);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 // No temporary directory to spill to: every op stays in memory, and the table says why.

@@ -404,11 +404,14 @@ void MergePart(Trace& part, uint16_t source, Trace& trace) {
   };
   append(trace.gpu_ops, part.gpu_ops);
   append(trace.api_calls, part.api_calls);
-  part.cpu_ops.ForEach([&](CpuOp c) {
-    c.name = id[c.name];
-    c.source = source;
-    trace.cpu_ops.push_back(c);
-  });
+  std::string lost;
+  if (!part.cpu_ops.ForEach([&](CpuOp c) {
+        c.name = id[c.name];
+        c.source = source;
+        trace.cpu_ops.push_back(c);
+      }, &lost)) {
+    trace.sources[source].issues.Add("CPU ops lost", "a part's spill file", lost);
+  }
   part.cpu_ops.clear();
   SourceFile& to = trace.sources[source];
   const SourceFile& from = part.sources[0];
