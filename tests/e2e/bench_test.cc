@@ -291,7 +291,7 @@ TEST(BenchCliTest, SigintDuringWarmupReportsNoDuration) {
   std::string out = TempPath("warmup_partial.json");
   Process bench({LatdocBinary(), "bench", "--url", sim.url(), "--concurrency", "1", "--num-requests", "5",
                  "--warmup", "2", "--input-len", "8", "--output-len", "1000", "--json", out, "--quiet"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_TRUE(sim.WaitForMetric("vllm:num_requests_running", 1));  // the warm-up is under way
   EXPECT_EQ(bench.Signal(SIGINT), 0);
   auto text = ReadFileToString(out);
   ASSERT_TRUE(text.ok());
@@ -344,7 +344,7 @@ TEST(BenchCliTest, SigintWritesPartialResults) {
   std::string out = TempPath("partial.json");
   Process bench({LatdocBinary(), "bench", "--url", sim.url(), "--concurrency", "4", "--duration",
                  "30", "--input-len", "8", "--output-len", "50", "--json", out, "--quiet"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_TRUE(sim.WaitForMetric("vllm:request_success_total", 1));
   int code = bench.Signal(SIGINT);
   EXPECT_EQ(code, 0);
   auto text = ReadFileToString(out);
@@ -365,7 +365,7 @@ TEST(BenchCliTest, RequestsNeverSentAreNotFailures) {
   Process bench({LatdocBinary(), "bench", "--url", sim.url(), "--request-rate", "inf", "--max-concurrency", "1",
                  "--num-requests", "50", "--input-len", "8", "--output-len", "20", "--max-error-rate", "0",
                  "--json", out, "--quiet"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(sim.WaitForMetric("vllm:num_requests_running", 1));  // one in flight, the rest queued
   EXPECT_EQ(bench.Signal(SIGINT), 0);  // the one in flight ends within the drain: no failure
   auto text = ReadFileToString(out);
   ASSERT_TRUE(text.ok());

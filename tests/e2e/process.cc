@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "http/testing/blocking_client.h"
 
 namespace latdoc::testing {
 
@@ -121,6 +122,25 @@ SimProcess::SimProcess(std::vector<std::string> args)
   if (line.rfind("latdoc sim listening on", 0) != 0 || colon == std::string::npos)
     throw std::runtime_error("latdoc sim did not start: '" + line + "'");
   port_ = static_cast<uint16_t>(std::stoi(line.substr(colon + 1)));
+}
+
+double SimProcess::Metric(const std::string& name) const {
+  const std::string body = http::testing::Fetch(port_, "GET", "/metrics").body;
+  const std::string key = "\n" + name + "{";
+  double sum = 0;
+  for (size_t p = body.find(key); p != std::string::npos; p = body.find(key, p + 1)) {
+    const size_t sp = body.find("} ", p);
+    if (sp != std::string::npos) sum += std::atof(body.c_str() + sp + 2);
+  }
+  return sum;
+}
+
+bool SimProcess::WaitForMetric(const std::string& name, double at_least, int timeout_ms) const {
+  for (int waited = 0; waited < timeout_ms; waited += 20) {
+    if (Metric(name) >= at_least) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 RunResult RunLatdoc(const std::vector<std::string>& args, int timeout_ms) {

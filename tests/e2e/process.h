@@ -42,6 +42,12 @@ class SimProcess {
   uint16_t port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   Process& process() { return proc_; }
+  // The sum of the `name` series over all their label sets, on its /metrics now.
+  double Metric(const std::string& name) const;
+  // Waits until Metric(name) reaches `at_least`; false after `timeout_ms`. Tests signal a run
+  // once it is where they want it, however slow the machine (a sanitizer build starts slowly:
+  // after a fixed sleep the process may not yet have installed its handlers).
+  bool WaitForMetric(const std::string& name, double at_least, int timeout_ms = 60000) const;
 
  private:
   Process proc_;

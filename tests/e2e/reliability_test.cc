@@ -86,26 +86,11 @@ void ExpectAllAccountedFor(const json& r, const std::string& what) {
 }
 
 // The requests the simulator has finished (its /metrics).
-double FinishedRequests(SimProcess& sim) {
-  http::testing::BlockingResponse r = http::testing::Fetch(sim.port(), "GET", "/metrics");
-  double done = 0;
-  for (size_t p = r.body.find("\nvllm:request_success_total{"); p != std::string::npos;
-       p = r.body.find("\nvllm:request_success_total{", p + 1)) {
-    size_t sp = r.body.find("} ", p);
-    if (sp != std::string::npos) done += std::atof(r.body.c_str() + sp + 2);
-  }
-  return done;
-}
+double FinishedRequests(SimProcess& sim) { return sim.Metric("vllm:request_success_total"); }
 
 // Waits until the simulator has finished `n` requests, so a fault is injected mid-run however
-// slow the machine is. False after `timeout_ms`.
-bool WaitForFinished(SimProcess& sim, int n, int timeout_ms = 60000) {
-  for (int waited = 0; waited < timeout_ms; waited += 50) {
-    if (FinishedRequests(sim) >= n) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
+// slow the machine is. False after a minute.
+bool WaitForFinished(SimProcess& sim, int n) { return sim.WaitForMetric("vllm:request_success_total", n); }
 
 // ---------------------------------------------------------------------------------------------
 // Nothing lost.

@@ -310,7 +310,7 @@ TEST(SweepCliTest, SigintWritesTheStepsDoneMarkedPartial) {
   std::string out = TempPath("partial.json");
   Process p({LatdocBinary(), "sweep", "--url", sim.url(), "--concurrency", "1:256",
              "--input-len", "8", "--output-len", "32", "--json", out, "--quiet"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_TRUE(sim.WaitForMetric("vllm:request_success_total", 2));  // the first step is done
   int code = p.Signal(SIGINT);
   sim.process().Signal(SIGTERM);
   EXPECT_EQ(code, 0);
