@@ -43,19 +43,19 @@ std::string RenderAnnotatedTrace(const Trace& trace, const std::vector<Annotatio
                     Q(a.name), kFindingsPid, it->second, Us(a.start_ns), Us(a.dur_ns), Q(a.track), Q(a.detail)));
   }
   if (trace.gpu_ops.size() + trace.api_calls.size() <= options.max_events) {
-    for (const GpuOp& op : trace.gpu_ops) {
+    trace.gpu_ops.ForEach([&](const GpuOp& op) {
       add(fmt::format("{{\"ph\": \"X\", \"cat\": \"{}\", \"name\": {}, \"pid\": \"GPU {}:{}\", \"tid\": \"stream {}\", \"ts\": {}, \"dur\": {}, \"args\": {{\"correlation\": {}}}}}",
                       GpuOpKindName(op.kind), Q(trace.Name(op.name)), op.source, op.device, op.stream,
                       Us(op.start_ns), Us(op.dur_ns), op.correlation));
-    }
+    });
     // Several files (ranks) may share pids (containers): their calls get a track per file, as
     // their GPU ops do, or Perfetto would stack two ranks' calls on one thread.
     const bool per_file = trace.sources.size() > 1;
-    for (const ApiCall& a : trace.api_calls) {
+    trace.api_calls.ForEach([&](const ApiCall& a) {
       const std::string pid = per_file ? fmt::format("\"host {}:{}\"", a.source, a.pid) : std::to_string(a.pid);
       add(fmt::format("{{\"ph\": \"X\", \"cat\": \"api\", \"name\": {}, \"pid\": {}, \"tid\": {}, \"ts\": {}, \"dur\": {}, \"args\": {{\"correlation\": {}}}}}",
                       Q(trace.Name(a.name)), pid, a.tid, Us(a.start_ns), Us(a.dur_ns), a.correlation));
-    }
+    });
   }
   out += "\n]}\n";
   return out;

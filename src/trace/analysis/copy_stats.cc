@@ -19,8 +19,8 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
     spans[source].first = std::min(spans[source].first, start);
     spans[source].second = std::max(spans[source].second, end);
   };
-  for (const GpuOp& op : trace.gpu_ops) widen(op.source, op.start_ns, op.end_ns());
-  for (const ApiCall& a : trace.api_calls) widen(a.source, a.start_ns, a.end_ns());
+  trace.gpu_ops.ForEach([&](const GpuOp& op) { widen(op.source, op.start_ns, op.end_ns()); });
+  trace.api_calls.ForEach([&](const ApiCall& a) { widen(a.source, a.start_ns, a.end_ns()); });
   std::map<std::pair<CopyDirection, uint16_t>, int64_t> small_of_source;
   std::map<CopyDirection, CopyDirectionStat> by_dir;
   std::map<CopyDirection, int64_t> bytes_sum;       // every copy that reported its size
@@ -30,13 +30,13 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
   // Small-copy runs per direction on each device of each file (a storm is one process's copies
   // back to back; copies of other ranks in between do not extend or break it): (length, last end).
   std::map<std::tuple<CopyDirection, uint16_t, int32_t>, std::pair<int64_t, int64_t>> run;
-  for (const GpuOp& op : trace.gpu_ops) {
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
     if (op.kind == GpuOpKind::kMemset) {
       ++s.memsets;
       s.memset_ns += op.dur_ns;
-      continue;
+      return;
     }
-    if (op.kind != GpuOpKind::kMemcpy) continue;
+    if (op.kind != GpuOpKind::kMemcpy) return;
     CopyDirectionStat& d = by_dir[op.direction];
     d.direction = op.direction;
     ++d.count;
@@ -64,7 +64,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
     } else {
       len = 0;
     }
-    const ApiCall* api = op.api != kNoLink ? &trace.api_calls[op.api] : nullptr;
+    const Launch* api = op.linked() ? &op.launch : nullptr;
     const bool sync_call = api != nullptr && api->kind == ApiKind::kMemcpy;
     if (sync_call) ++d.sync_count;
     // Pageable as nsys's cuda_memcpy_async rule counts them: a copy the caller meant to be
@@ -73,7 +73,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
     if ((op.src_kind == MemKind::kPageable || op.dst_kind == MemKind::kPageable) && !sync_call) {
       ++d.pageable_count;
       d.pageable_ns += op.dur_ns;
-      continue;
+      return;
     }
     // Whether the host end is pageable is known only from CUDA's kinds (Pageable, Pinned). ROCm
     // records none (Kineto on ROCm names the ends "Host -> Device", which says no more): a
@@ -82,7 +82,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
     const MemKind host_end = op.direction == CopyDirection::kHtoD   ? op.src_kind
                              : op.direction == CopyDirection::kDtoH ? op.dst_kind
                                                                     : MemKind::kPinned;
-    if (host_end != MemKind::kUnknown) continue;  // CUDA said what it was (pinned, managed...)
+    if (host_end != MemKind::kUnknown) return;  // CUDA said what it was (pinned, managed...)
     s.pageable_is_heuristic = true;
     if (api != nullptr && api->kind == ApiKind::kMemcpyAsync && op.dur_ns > 0 &&
         static_cast<double>(api->dur_ns) >= o.rocm_pageable_blocking_share * static_cast<double>(op.dur_ns) &&
@@ -90,7 +90,7 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
       ++d.pageable_count;
       d.pageable_ns += op.dur_ns;
     }
-  }
+  });
   std::map<uint16_t, int64_t> small_per_source;
   for (const auto& [key, count] : small_of_source) {
     const auto& [first, last] = spans[key.second];

@@ -166,7 +166,7 @@ GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& opt
     return !device || (op.source == device->source && op.device == device->device);
   };
   auto dropped = [&](const GpuOp& op) {
-    return options.require_host_launch && op.api == kNoLink &&
+    return options.require_host_launch && !op.linked() &&
            !(op.source < options.all_ops_of_source.size() && options.all_ops_of_source[op.source]);
   };
   auto counted = [&](const GpuOp& op) { return on_device(op) && !dropped(op); };
@@ -181,11 +181,11 @@ GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& opt
   int64_t first = INT64_MAX, last = INT64_MIN;
   // IsCommunicationKernel per name, not per op: -1 unknown yet, 0 no, 1 yes.
   std::vector<int8_t> comm_by_name(trace.names.size(), -1);
-  for (const GpuOp& op : trace.gpu_ops) {
-    if (!on_device(op)) continue;
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
+    if (!on_device(op)) return;
     if (dropped(op)) {
       ++t.ops_dropped_unlinked;
-      continue;
+      return;
     }
     ++t.ops;
     const Interval iv{op.start_ns, op.end_ns()};
@@ -207,7 +207,7 @@ GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& opt
       comp.Add(iv);
       dcomp.Add(div);
     }
-  }
+  });
   if (t.ops == 0) return t;
   int64_t busy_ns = all.Finish();
   double busy_us = dall.Finish();
@@ -215,12 +215,12 @@ GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& opt
     // Not finalized (out of start order): merge the stored intervals instead.
     std::vector<Interval> ivs;
     std::vector<DInterval> divs;
-    for (const GpuOp& op : trace.gpu_ops) {
-      if (!counted(op)) continue;
+    trace.gpu_ops.ForEach([&](const GpuOp& op) {
+      if (!counted(op)) return;
       const double ds = static_cast<double>(op.start_ns) / 1000.0;
       ivs.push_back({op.start_ns, op.end_ns()});
       divs.push_back({ds, ds + static_cast<double>(op.dur_ns) / 1000.0});
-    }
+    });
     busy_ns = TotalLength(MergeIntervals(std::move(ivs)));
     busy_us = LengthD(MergeD(std::move(divs)));
   }

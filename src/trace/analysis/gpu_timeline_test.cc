@@ -67,9 +67,14 @@ TEST(GpuTimelineTest, SameNumbersWhateverTheOpOrder) {
     GpuTimelineOptions options;
     options.require_host_launch = require_launch;
     const GpuTimeline sorted = ComputeGpuTimeline(trace, options);
-    std::reverse(trace.gpu_ops.begin(), trace.gpu_ops.end());
+    auto reverse = [&trace] {
+      std::vector<GpuOp> ops = trace.gpu_ops.TakeAll();
+      std::reverse(ops.begin(), ops.end());
+      trace.gpu_ops = SpillTable<GpuOp>::InMemory(std::move(ops));
+    };
+    reverse();
     const GpuTimeline reversed = ComputeGpuTimeline(trace, options);
-    std::reverse(trace.gpu_ops.begin(), trace.gpu_ops.end());
+    reverse();
     ASSERT_GT(sorted.ops, 0);
     EXPECT_GT(sorted.total_memcpy_ns, 0);
     EXPECT_EQ(reversed.ops, sorted.ops);

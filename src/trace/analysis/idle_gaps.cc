@@ -25,11 +25,11 @@ using ThreadKey = std::tuple<uint16_t, int32_t, int32_t>;  // (source, pid, tid)
 // they were added (it may be on disk); API calls from their sorted table.
 class HostDuringGaps {
  public:
-  // Adds the gap [gs, ge) of result `g`, whose launch call is `launch`.
-  void Add(IdleGap* g, int64_t gs, int64_t ge, const ApiCall& launch) {
+  // Adds the gap [gs, ge) of result `g`, whose launch call (in file `source`) is `launch`.
+  void Add(IdleGap* g, int64_t gs, int64_t ge, uint16_t source, const Launch& launch) {
     Window w{gs, ge, gaps_.size()};
-    gaps_.push_back({g, gs, ge, launch, {}, {}});
-    ThreadWindows& t = by_thread_[ThreadKey{launch.source, launch.pid, launch.tid}];
+    gaps_.push_back({g, gs, ge, {}, {}});
+    ThreadWindows& t = by_thread_[ThreadKey{source, launch.pid, launch.tid}];
     t.windows.push_back(w);
     t.max_len = std::max(t.max_len, ge - gs);
   }
@@ -46,7 +46,7 @@ class HostDuringGaps {
     ThreadKey last_key{};
     const ThreadWindows* last = nullptr;
     bool have_last = false;
-    const bool read = trace.cpu_ops.ForEach([&](const CpuOp& c) {
+    const bool read = trace.cpu_ops.TryForEach([&](const CpuOp& c) {
       if (c.kind != CpuOpKind::kOp) return;
       const ThreadKey key{c.source, c.pid, c.tid};
       if (!have_last || key != last_key) {
@@ -61,16 +61,19 @@ class HostDuringGaps {
       for (GapWork& w : gaps_) w.busy.clear(), w.by_name.clear();
       return false;
     }
-    int64_t max_api_ns = 0;
-    for (const ApiCall& a : trace.api_calls) max_api_ns = std::max(max_api_ns, a.dur_ns);
-    for (GapWork& w : gaps_) {
-      auto a = std::lower_bound(trace.api_calls.begin(), trace.api_calls.end(), w.start - max_api_ns,
-                                [](const ApiCall& c, int64_t t) { return c.start_ns < t; });
-      for (; a != trace.api_calls.end() && a->start_ns < w.end; ++a) {
-        if (a->source == w.launch.source && a->pid == w.launch.pid && a->tid == w.launch.tid) {
-          Clip(w, a->start_ns, a->end_ns(), a->name);
-        }
+    // API calls on the same threads, in one pass over their table.
+    have_last = false;
+    trace.api_calls.ForEach([&](const ApiCall& a) {
+      const ThreadKey key{a.source, a.pid, a.tid};
+      if (!have_last || key != last_key) {
+        auto it = by_thread_.find(key);
+        last = it == by_thread_.end() ? nullptr : &it->second;
+        last_key = key;
+        have_last = true;
       }
+      if (last != nullptr) Take(*last, a.start_ns, a.end_ns(), a.name);
+    });
+    for (GapWork& w : gaps_) {
       w.gap->cpu_busy_ns = TotalLength(MergeIntervals(std::move(w.busy)));
       std::map<std::string_view, int64_t> by_text;  // two ids never share a text, but to be sure
       for (const auto& [name, ns] : w.by_name) by_text[trace.Name(name)] += ns;
@@ -97,7 +100,6 @@ class HostDuringGaps {
   struct GapWork {
     IdleGap* gap;
     int64_t start, end;
-    ApiCall launch;
     std::vector<Interval> busy;
     std::map<NameId, int64_t> by_name;
   };
@@ -120,12 +122,14 @@ class HostDuringGaps {
   std::map<ThreadKey, ThreadWindows> by_thread_;
 };
 
-// A device-level gap: no op of the device runs in [start, end); `next` ends it.
+// A device-level gap: no op of the device runs in [start, end); the op `next` ends it.
 struct GapCandidate {
   uint16_t source;
   int32_t device;
   int64_t start, end;
-  uint32_t next;
+  NameId next;
+  uint32_t next_api;   // the op's link, kNoLink for none
+  Launch launch;       // its launch call, when linked
 };
 
 // The ranking of the largest gaps: longer first, then earlier, then by file and device. A total
@@ -141,21 +145,14 @@ bool Larger(const GapCandidate& a, const GapCandidate& b) {
 
 // Every gap candidate, sorted by Larger.
 std::vector<GapCandidate> AllGapsSorted(const Trace& trace) {
-  std::map<std::pair<uint16_t, int32_t>, std::vector<uint32_t>> by_device;
-  for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
-    by_device[{trace.gpu_ops[i].source, trace.gpu_ops[i].device}].push_back(i);
-  }
+  std::map<std::pair<uint16_t, int32_t>, int64_t> cover_end;  // per device: end of the ops so far
   std::vector<GapCandidate> gaps;
-  for (const auto& [key, idx] : by_device) {
-    int64_t cover_end = INT64_MIN;
-    for (uint32_t i : idx) {
-      const GpuOp& op = trace.gpu_ops[i];
-      if (cover_end != INT64_MIN && op.start_ns > cover_end) {
-        gaps.push_back({key.first, key.second, cover_end, op.start_ns, i});
-      }
-      cover_end = std::max(cover_end, op.end_ns());
-    }
-  }
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
+    auto [it, inserted] = cover_end.emplace(std::make_pair(op.source, op.device), op.end_ns());
+    if (inserted) return;
+    if (op.start_ns > it->second) gaps.push_back({op.source, op.device, it->second, op.start_ns, op.name, op.api, op.launch});
+    it->second = std::max(it->second, op.end_ns());
+  });
   std::sort(gaps.begin(), gaps.end(), Larger);
   return gaps;
 }
@@ -216,7 +213,8 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
   // reported in key order.
   struct StreamState {
     StreamIdle st;
-    const GpuOp* prev = nullptr;
+    bool seen = false;     // an op of the stream came before
+    int64_t prev_end = 0;  // the end of the one before
     int64_t first_start = 0;
     int64_t last_end = INT64_MIN;
   };
@@ -228,8 +226,7 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
   Slots<std::tuple<uint16_t, int32_t, int32_t>> stream_slots;
   Slots<std::pair<uint16_t, int32_t>> device_slots;
   std::vector<StreamState> streams;
-  for (uint32_t i = 0; i < trace.gpu_ops.size(); ++i) {
-    const GpuOp& op = trace.gpu_ops[i];
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
     const uint32_t si = stream_slots.Get({op.source, op.device, op.stream});
     if (si == streams.size()) {
       streams.emplace_back();
@@ -241,12 +238,10 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
     StreamState& ss = streams[si];
     StreamIdle& st = ss.st;
     ++st.ops;
-    if (ss.prev != nullptr) {
-      const GpuOp& prev = *ss.prev;
-      const int64_t gap = op.start_ns - prev.end_ns();
+    if (ss.seen) {
+      const int64_t gap = op.start_ns - ss.prev_end;
       if (gap > 0) {
-        const bool host_late =
-            op.api != kNoLink && trace.api_calls[op.api].start_ns > prev.end_ns();
+        const bool host_late = op.linked() && op.launch.start_ns > ss.prev_end;
         if (host_late) {
           st.host_wait_ns += gap;
         } else if (gap < o.kernel_wait_max_ns) {
@@ -256,17 +251,18 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
         }
       }
     }
-    ss.prev = &op;
+    ss.seen = true;
+    ss.prev_end = op.end_ns();
     ss.last_end = std::max(ss.last_end, op.end_ns());
 
     // Device-level gaps: between merged busy intervals of all the device's ops.
     const uint32_t di = device_slots.Get({op.source, op.device});
     if (di == cover_end.size()) cover_end.push_back(INT64_MIN);
     if (cover_end[di] != INT64_MIN && op.start_ns > cover_end[di]) {
-      best.Add({op.source, op.device, cover_end[di], op.start_ns, i});
+      best.Add({op.source, op.device, cover_end[di], op.start_ns, op.name, op.api, op.launch});
     }
     cover_end[di] = std::max(cover_end[di], op.end_ns());
-  }
+  });
   for (const auto& [key, si] : stream_slots.by_key()) {
     StreamState& ss = streams[si];
     ss.st.span_ns = ss.last_end - ss.first_start;
@@ -282,19 +278,17 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
   HostDuringGaps host;
   for (size_t k = 0; k < keep; ++k) {
     const GapCandidate& c = gaps[k];
-    const GpuOp& next = trace.gpu_ops[c.next];
     IdleGap& g = s.largest_gaps[k];
     g.source = c.source;
     g.device = c.device;
     g.at_ns = c.start - t0_ns;
     g.dur_ns = c.end - c.start;
-    g.next_op = std::string(trace.Name(next.name));
-    if (next.api == kNoLink) continue;
-    const ApiCall& launch = trace.api_calls[next.api];
-    g.next_launch = std::string(trace.Name(launch.name));
-    g.launch_tid = launch.tid;
-    g.launch_wait_ns = launch.start_ns - c.start;
-    host.Add(&g, c.start, c.end, launch);
+    g.next_op = std::string(trace.Name(c.next));
+    if (c.next_api == kNoLink) continue;
+    g.next_launch = std::string(trace.Name(c.launch.name));
+    g.launch_tid = c.launch.tid;
+    g.launch_wait_ns = c.launch.start_ns - c.start;
+    host.Add(&g, c.start, c.end, c.source, c.launch);
   }
   std::string error;
   if (!host.Describe(trace, &error)) s.cpu_ops_error = std::move(error);

@@ -2,7 +2,7 @@
 // synchronisations/allocations in the steady state.
 #include <algorithm>
 #include <map>
-#include <unordered_map>
+#include <optional>
 
 #include "trace/analysis/quantile.h"
 #include "trace/analysis/trace_analysis.h"
@@ -19,14 +19,14 @@ struct SourceSpan {
 template <typename Keep>
 std::vector<SourceSpan> PerSourceSpans(const Trace& trace, Keep keep) {
   std::vector<SourceSpan> spans(trace.sources.size());
-  for (const ApiCall& a : trace.api_calls) {
-    if (!keep(a)) continue;
+  trace.api_calls.ForEach([&](const ApiCall& a) {
+    if (!keep(a)) return;
     if (a.source >= spans.size()) spans.resize(size_t{a.source} + 1);
     SourceSpan& f = spans[a.source];
     ++f.calls;
     f.first = std::min(f.first, a.start_ns);
     f.last = std::max(f.last, a.end_ns());
-  }
+  });
   return spans;
 }
 
@@ -35,24 +35,31 @@ std::vector<SourceSpan> PerSourceSpans(const Trace& trace, Keep keep) {
 LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
   LaunchStats s;
   s.tiny_kernel_limit_ns = o.tiny_kernel_ns;
-  std::vector<int64_t> delays, call_durs, graph_first;
-  std::unordered_map<uint32_t, int64_t> graph_min_start;
-  for (const GpuOp& op : trace.gpu_ops) {
-    if (op.kind != GpuOpKind::kKernel) continue;
+  QuantileSample delays(BlockRowsFor<int64_t>(trace)), call_durs(BlockRowsFor<int64_t>(trace)),
+      graph_first(BlockRowsFor<int64_t>(trace));
+  // A graph's nodes, by launch: its first node's start is the graph's launch delay.
+  struct GraphNode {
+    uint32_t api;
+    int64_t start_ns;
+    int64_t launch_start_ns, launch_end_ns;
+  };
+  SpillTable<GraphNode> graph_nodes(BlockRowsFor<GraphNode>(trace));
+  int64_t delay_max = INT64_MIN;
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
+    if (op.kind != GpuOpKind::kKernel) return;
     ++s.kernels;
-    const ApiCall* a = op.api == kNoLink ? nullptr : &trace.api_calls[op.api];
+    const Launch* a = op.linked() ? &op.launch : nullptr;
     // Tiny kernels count among those launched one by one (a graph's nodes cost one launch).
     if (op.dur_ns < o.tiny_kernel_ns && (a == nullptr || a->kind != ApiKind::kGraphLaunch)) {
       ++s.tiny_kernels;
       s.tiny_kernel_ns_total += op.dur_ns;
     }
-    if (a == nullptr) continue;
+    if (a == nullptr) return;
     ++s.kernels_linked;
     if (a->kind == ApiKind::kGraphLaunch) {
       ++s.graph_kernels;
-      auto [it, inserted] = graph_min_start.emplace(op.api, op.start_ns);
-      if (!inserted) it->second = std::min(it->second, op.start_ns);
-      continue;
+      graph_nodes.push_back({op.api, op.start_ns, a->start_ns, a->end_ns()});
+      return;
     }
     if (a->dur_ns <= 50'000 && op.dur_ns < a->dur_ns) ++s.launch_bound_kernels;
     const int64_t delay = op.start_ns - a->end_ns();
@@ -60,39 +67,53 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
     // clock-domain mismatch (rocprof v1 DispatchNs vs BeginNs) and is not counted.
     if (op.start_ns < a->start_ns || delay > o.max_plausible_launch_delay_ns) {
       ++s.delays_rejected;
-      continue;
+      return;
     }
-    delays.push_back(std::max<int64_t>(delay, 0));
-  }
+    delays.Add(std::max<int64_t>(delay, 0));
+    delay_max = std::max(delay_max, std::max<int64_t>(delay, 0));
+  });
   std::vector<SourceSpan> launches = PerSourceSpans(trace, [](const ApiCall& a) {
     return a.kind == ApiKind::kKernelLaunch;
   });
-  for (const ApiCall& a : trace.api_calls) {
+  trace.api_calls.ForEach([&](const ApiCall& a) {
     if (a.kind == ApiKind::kGraphLaunch) ++s.graph_launches;
-    if (a.kind != ApiKind::kKernelLaunch) continue;
+    if (a.kind != ApiKind::kKernelLaunch) return;
     ++s.launch_calls;
-    call_durs.push_back(a.dur_ns);
-  }
-  for (const auto& [api, start] : graph_min_start) {
+    call_durs.Add(a.dur_ns);
+  });
+  // Each graph launch's nodes together (by launch), for their first start.
+  std::optional<GraphNode> first;  // of the launch being read: its earliest node
+  auto close = [&] {
     // As a kernel's launch delay: a first node before its launch call began, or later than
     // the plausible bound, is a clock mismatch and not counted.
-    const ApiCall& a = trace.api_calls[api];
-    const int64_t delay = start - a.end_ns();
-    if (start < a.start_ns || delay > o.max_plausible_launch_delay_ns) continue;
-    graph_first.push_back(std::max<int64_t>(0, delay));
-  }
+    if (!first) return;
+    const int64_t delay = first->start_ns - first->launch_end_ns;
+    if (first->start_ns < first->launch_start_ns || delay > o.max_plausible_launch_delay_ns) return;
+    graph_first.Add(std::max<int64_t>(0, delay));
+  };
+  SortTable(std::move(graph_nodes), [](const GraphNode& a, const GraphNode& b) { return a.api < b.api; })
+      .ForEach([&](const GraphNode& n) {
+        if (first && first->api == n.api) {
+          first->start_ns = std::min(first->start_ns, n.start_ns);
+          return;
+        }
+        close();
+        first = n;
+      });
+  close();
   for (const SourceSpan& f : launches) {
     if (f.calls < 2 || f.last <= f.first) continue;
     const double rate = static_cast<double>(f.calls) * 1e9 / static_cast<double>(f.last - f.first);
     s.launches_per_s = std::max(s.launches_per_s.value_or(0), rate);
   }
   if (!delays.empty()) {
-    s.delay_max_ns = static_cast<double>(*std::max_element(delays.begin(), delays.end()));
-    s.delay_p99_ns = QuantileSelect(delays, 0.99);
-    s.delay_p50_ns = QuantileSelect(delays, 0.5);
+    s.delay_max_ns = static_cast<double>(delay_max);
+    const std::vector<double> q = delays.Take({0.99, 0.5});
+    s.delay_p99_ns = q[0];
+    s.delay_p50_ns = q[1];
   }
-  if (!call_durs.empty()) s.launch_call_p50_ns = QuantileSelect(call_durs, 0.5);
-  if (!graph_first.empty()) s.graph_first_node_p50_ns = QuantileSelect(graph_first, 0.5);
+  if (!call_durs.empty()) s.launch_call_p50_ns = call_durs.Take({0.5})[0];
+  if (!graph_first.empty()) s.graph_first_node_p50_ns = graph_first.Take({0.5})[0];
   const int64_t one_by_one = s.kernels - s.graph_kernels;
   s.tiny_share = one_by_one > 0 ? static_cast<double>(s.tiny_kernels) / static_cast<double>(one_by_one) : 0;
   return s;
@@ -113,8 +134,8 @@ SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, 
   if (earliest == INT64_MAX) return s;
   s.steady_from_ns = earliest - t0_ns;
   std::map<NameId, ApiUse> syncs, allocs;
-  for (const ApiCall& a : trace.api_calls) {
-    if (a.start_ns < from[a.source]) continue;
+  trace.api_calls.ForEach([&](const ApiCall& a) {
+    if (a.start_ns < from[a.source]) return;
     if (a.kind == ApiKind::kMemcpy) ++s.sync_copy_count;
     std::map<NameId, ApiUse>* m = nullptr;
     if (a.kind == ApiKind::kSync) {
@@ -126,13 +147,13 @@ SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, 
       ++s.alloc_count;
       s.alloc_ns += a.dur_ns;
     } else {
-      continue;
+      return;
     }
     ApiUse& u = (*m)[a.name];
     u.name = std::string(trace.Name(a.name));
     ++u.count;
     u.total_ns += a.dur_ns;
-  }
+  });
   auto flatten = [](std::map<NameId, ApiUse>& m) {
     std::vector<ApiUse> v;
     for (auto& [id, u] : m) v.push_back(u);

@@ -27,7 +27,7 @@ class TwoRanks {
     op.dur_ns = dur_ns;
     op.name = trace.names.Intern("k");
     trace.gpu_ops.push_back(op);
-    return trace.gpu_ops.back();
+    return trace.gpu_ops.last();
   }
   void SmallCopy(uint16_t source, int64_t start_ns) {
     GpuOp& op = Kernel(source, 0, start_ns, 1'000);
@@ -133,7 +133,7 @@ TEST(MultiSourceTest, WarmUpAndLaunchRateArePerProcess) {
 TEST(MultiSourceTest, KernelOnlyFileCountsBesideALinkedOne) {
   TwoRanks t;
   t.Call(0, ApiKind::kKernelLaunch, "cudaLaunchKernel", 0);
-  t.trace.api_calls.back().correlation = 5;
+  t.trace.api_calls.last().correlation = 5;
   t.Kernel(0, 0, 10, 100).correlation = 5;
   t.Kernel(0, 0, 200, 100);  // rank 0, no launch in the trace: dropped by the rule
   t.Kernel(1, 0, 0, 1'000);

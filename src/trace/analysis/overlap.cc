@@ -19,7 +19,7 @@ OverlapStats ComputeOverlap(const Trace& trace, const AnalysisOptions& o) {
   std::map<DevKey, IntervalSetBuilder> copies;
   IntervalSetBuilder* last_kernels = nullptr;
   std::tuple<uint16_t, int32_t, int32_t> last_kernels_key;
-  for (const GpuOp& op : trace.gpu_ops) {
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
     const DevKey key{op.source, op.device};
     if (op.kind == GpuOpKind::kMemcpy) {
       if (op.dur_ns >= o.overlap_min_copy_ns) copies[key].Add({op.start_ns, op.end_ns()});
@@ -31,7 +31,7 @@ OverlapStats ComputeOverlap(const Trace& trace, const AnalysisOptions& o) {
       }
       last_kernels->Add({op.start_ns, op.end_ns()});
     }
-  }
+  });
   std::vector<std::pair<int64_t, int>> edges, merged_edges;
   for (auto& [dev, streams] : kernels) {
     s.streams_with_kernels += static_cast<int64_t>(streams.size());

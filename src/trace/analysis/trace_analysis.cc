@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -18,8 +19,8 @@ int64_t TraceStartNs(const Trace& trace) {
 
 int64_t TraceSpanNs(const Trace& trace) {
   int64_t last = INT64_MIN;
-  for (const GpuOp& op : trace.gpu_ops) last = std::max(last, op.end_ns());
-  for (const ApiCall& a : trace.api_calls) last = std::max(last, a.end_ns());
+  trace.gpu_ops.ForEach([&](const GpuOp& op) { last = std::max(last, op.end_ns()); });
+  trace.api_calls.ForEach([&](const ApiCall& a) { last = std::max(last, a.end_ns()); });
   return last == INT64_MIN ? 0 : last - TraceStartNs(trace);
 }
 
@@ -56,12 +57,12 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   // Devices of all GPU ops; ops come in runs of one device, so a set lookup only on a change.
   std::set<std::pair<uint16_t, int32_t>> used;  // (source, device)
   {
-    const GpuOp* prev = nullptr;
-    for (const GpuOp& op : trace.gpu_ops) {
-      if (prev != nullptr && prev->source == op.source && prev->device == op.device) continue;
-      used.insert({op.source, op.device});
-      prev = &op;
-    }
+    std::optional<std::pair<uint16_t, int32_t>> prev;
+    trace.gpu_ops.ForEach([&](const GpuOp& op) {
+      if (prev && prev->first == op.source && prev->second == op.device) return;
+      prev.emplace(op.source, op.device);
+      used.insert(*prev);
+    });
     for (const DeviceInfo& d : trace.devices) {
       if (used.empty() || used.count({d.source, d.device}) != 0) {
         r.devices.push_back(d);
@@ -76,14 +77,14 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   GpuTimelineOptions tl;
   {
     std::vector<bool> has_ops(trace.sources.size()), has_linked(trace.sources.size());
-    for (const GpuOp& op : trace.gpu_ops) {
+    trace.gpu_ops.ForEach([&](const GpuOp& op) {
       if (op.source >= has_ops.size()) {
         has_ops.resize(size_t{op.source} + 1);
         has_linked.resize(size_t{op.source} + 1);
       }
       has_ops[op.source] = true;
-      if (op.api != kNoLink) has_linked[op.source] = true;
-    }
+      if (op.linked()) has_linked[op.source] = true;
+    });
     tl.all_ops_of_source.resize(has_ops.size());
     for (size_t s = 0; s < has_ops.size(); ++s) {
       tl.all_ops_of_source[s] = has_ops[s] && !has_linked[s];

@@ -4,6 +4,9 @@
 // tests can run one alone. Definitions (HTA, TraceLens, RATELProf) are cited in each .cc.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+
 #include <nlohmann/json_fwd.hpp>
 
 #include "trace/analysis/analysis_options.h"
@@ -34,6 +37,13 @@ OverlapStats ComputeOverlap(const Trace& trace, const AnalysisOptions& o);
 // last end.
 int64_t TraceStartNs(const Trace& trace);
 int64_t TraceSpanNs(const Trace& trace);
+
+// Rows per block for an analysis's own table of T: the bytes of one of the trace's blocks (small
+// in tests that make the trace's blocks small, so that every pass reads its file).
+template <typename T>
+size_t BlockRowsFor(const Trace& trace) {
+  return std::max<size_t>(trace.gpu_ops.block_rows() * sizeof(GpuOp) / sizeof(T), 1);
+}
 
 nlohmann::json ReportToJson(const TraceReport& r);
 

@@ -40,8 +40,8 @@ std::string ImportAndDump(const Importer& importer, const std::string& content,
   std::vector<std::string> consumed;
   (void)importer.Import(path, ImportOptions{}, trace, consumed);
   trace.Finalize();
-  for (const GpuOp& op : trace.gpu_ops) EXPECT_LT(op.name, trace.names.size());
-  for (const ApiCall& a : trace.api_calls) EXPECT_LT(a.name, trace.names.size());
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) EXPECT_LT(op.name, trace.names.size());
+  for (const ApiCall& a : trace.api_calls.ToVector()) EXPECT_LT(a.name, trace.names.size());
   for (size_t i = 0; i < trace.names.size(); ++i) {
     const std::string_view n = trace.names.Get(NameId(i));
     EXPECT_EQ(ValidUtf8Prefix(n), n.size()) << "name " << i;

@@ -89,47 +89,6 @@ const DeviceInfo* Trace::FindDevice(uint16_t source, int32_t device) const {
 
 namespace {
 
-// A stable sort that uses the order the rows already have. Importers append rows per thread,
-// stream or table, each mostly in time order, so a table is usually a few ascending runs:
-// merging adjacent runs pairwise (left run first on ties, as std::merge does) costs
-// n log(runs) and gives exactly std::stable_sort's result. Inputs with many runs go to
-// std::stable_sort itself.
-template <typename T, typename Less>
-void StableSortRuns(std::vector<T>& v, Less less) {
-  if (v.size() < 2) return;
-  std::vector<size_t> bounds{0};
-  for (size_t i = 1; i < v.size(); ++i) {
-    if (less(v[i], v[i - 1])) bounds.push_back(i);
-  }
-  bounds.push_back(v.size());
-  if (bounds.size() == 2) return;   // one run: already sorted
-  if (bounds.size() - 1 > v.size() / 16) {
-    std::stable_sort(v.begin(), v.end(), less);
-    return;
-  }
-  std::vector<T> buf(v.size());
-  std::vector<T>* from = &v;
-  std::vector<T>* to = &buf;
-  std::vector<size_t> next;
-  while (bounds.size() > 2) {
-    next.assign(1, 0);
-    size_t k = 0;
-    for (; k + 2 < bounds.size(); k += 2) {
-      std::merge(from->begin() + bounds[k], from->begin() + bounds[k + 1],
-                 from->begin() + bounds[k + 1], from->begin() + bounds[k + 2],
-                 to->begin() + bounds[k], less);
-      next.push_back(bounds[k + 2]);
-    }
-    if (k + 1 < bounds.size()) {   // an odd run out: carried over as it is
-      std::copy(from->begin() + bounds[k], from->begin() + bounds[k + 1], to->begin() + bounds[k]);
-      next.push_back(bounds[k + 1]);
-    }
-    std::swap(from, to);
-    bounds.swap(next);
-  }
-  if (from != &v) v.swap(buf);
-}
-
 // (source, correlation) -> the first API call with it (in api_calls order). A flat array per
 // source when the ids are dense enough (max - min summed over sources <= 2n + 4096), a hash map
 // per source otherwise.
@@ -217,27 +176,116 @@ class CorrelationIndex {
   std::vector<std::unordered_map<int64_t, uint32_t>> by_source_;
 };
 
+Launch LaunchOf(const ApiCall& a) {
+  Launch l;
+  l.start_ns = a.start_ns;
+  l.dur_ns = a.dur_ns;
+  l.name = a.name;
+  l.pid = a.pid;
+  l.tid = a.tid;
+  l.kind = a.kind;
+  return l;
+}
+
+// Start order, stably; the order every analysis reads the tables in.
+struct ByStart {
+  template <typename T>
+  bool operator()(const T& a, const T& b) const {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns < b.dur_ns;
+  }
+};
+
+// The tables of a trace whose tables are all in memory: sorted there, linked through an index.
+void LinkInMemory(std::vector<GpuOp>& ops, std::vector<ApiCall>& calls, std::launch policy) {
+  // GPU ops sort on a second thread (when there is a second core) while this one sorts the API
+  // calls and indexes them.
+  std::future<void> gpu_sorted = std::async(policy, [&ops] { StableSortRuns(ops, ByStart{}); });
+  StableSortRuns(calls, ByStart{});
+  const CorrelationIndex index(calls);
+  gpu_sorted.get();
+  for (GpuOp& op : ops) {
+    op.api = op.correlation == kNoCorrelation ? kNoLink : index.Find(op.source, op.correlation);
+    op.launch = op.api == kNoLink ? Launch{} : LaunchOf(calls[op.api]);
+  }
+}
+
+// The same for spilled tables, in a few blocks of memory: the calls with a correlation, sorted
+// by (source, correlation), and the ops, sorted the same way, are merged; then the ops go back
+// to start order (ties in the order they were added, as the stable in-memory sort leaves them).
+void LinkSpilled(SpillTable<GpuOp>& ops, SpillTable<ApiCall>& calls, std::launch policy) {
+  struct KeyedCall {
+    int64_t correlation;
+    uint32_t pos;        // in `calls` once sorted
+    uint16_t source;
+    Launch launch;
+  };
+  struct SeqOp {
+    GpuOp op;
+    uint64_t seq;        // position in the table as added
+  };
+  auto key_less = [](uint16_t sa, int64_t ca, uint16_t sb, int64_t cb) { return sa != sb ? sa < sb : ca < cb; };
+  const size_t block = ops.block_rows();
+  std::future<SpillTable<KeyedCall>> keyed_calls = std::async(policy, [&calls, key_less] {
+    calls = SortTable(std::move(calls), ByStart{});
+    SpillTable<KeyedCall> keyed(calls.block_rows());
+    uint32_t pos = 0;
+    calls.ForEach([&](const ApiCall& a) {
+      if (a.correlation != kNoCorrelation) keyed.push_back({a.correlation, pos, a.source, LaunchOf(a)});
+      ++pos;
+    });
+    // Stable: the first call of a key (in start order) comes first.
+    return SortTable(std::move(keyed), [key_less](const KeyedCall& a, const KeyedCall& b) {
+      return key_less(a.source, a.correlation, b.source, b.correlation);
+    });
+  });
+  SpillTable<SeqOp> by_key(block);
+  {
+    uint64_t seq = 0;
+    ops.ForEach([&](const GpuOp& op) { by_key.push_back({op, seq++}); });
+    ops.clear();
+    by_key = SortTable(std::move(by_key), [key_less](const SeqOp& a, const SeqOp& b) {
+      return key_less(a.op.source, a.op.correlation, b.op.source, b.op.correlation);
+    });
+  }
+  const SpillTable<KeyedCall> keyed = keyed_calls.get();
+  SpillTable<SeqOp> linked(block);
+  spill::RunReader<KeyedCall> call(keyed, 0, keyed.size(), 4096);
+  by_key.ForEach([&](SeqOp s) {
+    s.op.api = kNoLink;
+    s.op.launch = Launch{};
+    if (s.op.correlation != kNoCorrelation) {
+      while (!call.done() && key_less(call.head().source, call.head().correlation, s.op.source, s.op.correlation)) {
+        call.Next();
+      }
+      if (!call.done() && call.head().source == s.op.source && call.head().correlation == s.op.correlation) {
+        s.op.api = call.head().pos;
+        s.op.launch = call.head().launch;
+      }
+    }
+    linked.push_back(s);
+  });
+  by_key.clear();
+  linked = SortTable(std::move(linked), [](const SeqOp& a, const SeqOp& b) {
+    if (a.op.start_ns != b.op.start_ns) return a.op.start_ns < b.op.start_ns;
+    if (a.op.dur_ns != b.op.dur_ns) return a.op.dur_ns < b.op.dur_ns;
+    return a.seq < b.seq;
+  });
+  ops = SpillTable<GpuOp>(block);
+  linked.ForEach([&](const SeqOp& s) { ops.push_back(s.op); });
+}
+
 }  // namespace
 
 void Trace::Finalize() {
-  auto by_start = [](const auto& a, const auto& b) {
-    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns < b.dur_ns;
-  };
-  // The two tables are independent: GPU ops sort on a second thread (when there is a second
-  // core) while this one sorts the API calls and indexes them. CPU ops are read in one pass,
-  // in any order, and stay as added.
   const auto policy = std::thread::hardware_concurrency() > 1
                           ? std::launch::async | std::launch::deferred
                           : std::launch::deferred;
-  std::future<void> gpu_sorted =
-      std::async(policy, [this, by_start] { StableSortRuns(gpu_ops, by_start); });
-  StableSortRuns(api_calls, by_start);
-  const CorrelationIndex index(api_calls);
-  gpu_sorted.get();
-  for (GpuOp& op : gpu_ops) {
-    op.api = kNoLink;
-    if (op.correlation == kNoCorrelation) continue;
-    op.api = index.Find(op.source, op.correlation);
+  std::vector<GpuOp>* ops = gpu_ops.unspilled();
+  std::vector<ApiCall>* calls = api_calls.unspilled();
+  if (ops != nullptr && calls != nullptr) {
+    LinkInMemory(*ops, *calls, policy);
+  } else {
+    LinkSpilled(gpu_ops, api_calls, policy);
   }
 }
 
@@ -287,15 +335,15 @@ std::string DumpTrace(const Trace& t) {
   for (size_t i = 0; i < t.names.size(); ++i) {
     out += fmt::format("name {} {}\n", i, t.names.Get(static_cast<NameId>(i)));
   }
-  for (const GpuOp& o : t.gpu_ops) {
+  t.gpu_ops.ForEach([&out](const GpuOp& o) {
     out += fmt::format("gpu {} {} {} {} {} {} {} {} {} {} {} {} {}\n", o.start_ns, o.dur_ns, o.correlation,
                        o.bytes, o.name, o.device, o.stream, o.source, GpuOpKindName(o.kind),
                        CopyDirectionName(o.direction), MemKindName(o.src_kind), MemKindName(o.dst_kind), o.api);
-  }
-  for (const ApiCall& a : t.api_calls) {
+  });
+  t.api_calls.ForEach([&out](const ApiCall& a) {
     out += fmt::format("api {} {} {} {} {} {} {} {}\n", a.start_ns, a.dur_ns, a.correlation, a.name, a.pid,
                        a.tid, a.source, ApiKindName(a.kind));
-  }
+  });
   t.cpu_ops.ForEach([&out](const CpuOp& c) {
     out += fmt::format("cpu {} {} {} {} {} {} {}\n", c.start_ns, c.dur_ns, c.name, c.pid, c.tid, c.source,
                        static_cast<int>(c.kind));

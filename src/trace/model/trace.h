@@ -45,6 +45,18 @@ std::string_view ApiKindName(ApiKind k);
 inline constexpr uint32_t kNoLink = UINT32_MAX;
 inline constexpr int64_t kNoCorrelation = -1;
 
+// What the analyses need of the host call that launched a GPU op, copied into the op when
+// Finalize() links them, so that a pass over the ops in time order needs no lookup.
+struct Launch {
+  int64_t start_ns = 0;
+  int64_t dur_ns = 0;
+  NameId name = 0;
+  int32_t pid = 0;
+  int32_t tid = 0;
+  ApiKind kind = ApiKind::kOther;
+  int64_t end_ns() const { return start_ns + dur_ns; }
+};
+
 // A kernel, copy or fill executed on a GPU queue/stream.
 struct GpuOp {
   int64_t start_ns = 0;
@@ -60,7 +72,9 @@ struct GpuOp {
   MemKind src_kind = MemKind::kUnknown;
   MemKind dst_kind = MemKind::kUnknown;
   uint32_t api = kNoLink;        // index into Trace::api_calls after Finalize()
+  Launch launch;                 // that call, when api != kNoLink
   int64_t end_ns() const { return start_ns + dur_ns; }
+  bool linked() const { return api != kNoLink; }
 };
 
 // A host runtime/driver API call (the launching side).
@@ -118,12 +132,18 @@ struct SourceFile {
   std::optional<std::string> fatal_error;
 };
 
+// Event tables: one block in memory, the rest in a temporary file (spill_table.h).
 class Trace {
  public:
+  Trace() = default;
+  // Tables of `block_rows` rows per block (tests: small blocks make every pass read the file).
+  explicit Trace(size_t block_rows)
+      : gpu_ops(block_rows), api_calls(block_rows), cpu_ops(block_rows) {}
+
   StringTable names;
-  std::vector<GpuOp> gpu_ops;
-  std::vector<ApiCall> api_calls;
-  CpuOpTable cpu_ops;              // in the order added; spilled to a file past one block
+  SpillTable<GpuOp> gpu_ops;       // by start once finalized
+  SpillTable<ApiCall> api_calls;   // by start once finalized
+  CpuOpTable cpu_ops;              // in the order added
   std::vector<AggregateRow> aggregates;
   std::vector<DeviceInfo> devices;
   std::vector<SourceFile> sources;
@@ -131,10 +151,11 @@ class Trace {
   // Adds a source file and returns its index (the `source` of its events).
   uint16_t AddSource(std::string path, std::string format);
 
-  // Sorts gpu_ops and api_calls by start time (cpu_ops stay in the order added) and
-  // links each GPU op to the API call with the same (source, correlation). Call once, after
-  // every importer has run. Sorts on a second thread where there is a second core, and
-  // returns when all is done.
+  // Sorts gpu_ops and api_calls by start time, stably (cpu_ops stay in the order added), and
+  // links each GPU op to the first API call with the same (source, correlation): its `api` and
+  // `launch`. Call once, after every importer has run. Tables all in memory are sorted there
+  // and linked through an index; spilled ones through external sorts and a merge join, in
+  // memory of a few blocks. Throws SpillReadError.
   void Finalize();
 
   std::string_view Name(NameId id) const { return names.Get(id); }

@@ -39,7 +39,7 @@ CpuOp Op(int64_t i) {
 void ExpectOps(const CpuOpTable& t, int64_t n) {
   ASSERT_EQ(t.size(), static_cast<size_t>(n));
   int64_t i = 0;
-  ASSERT_TRUE(t.ForEach([&](const CpuOp& c) {
+  ASSERT_TRUE(t.TryForEach([&](const CpuOp& c) {
     const CpuOp want = Op(i);
     EXPECT_EQ(c.start_ns, want.start_ns) << i;
     EXPECT_EQ(c.dur_ns, want.dur_ns) << i;
@@ -86,7 +86,7 @@ TEST(CpuOpTableTest, StaysInMemoryUnderAFileSizeLimit) {
     CpuOpTable t(256);  // a block of 8 KiB: past the limit
     for (int64_t i = 0; i < 1000; ++i) t.push_back(Op(i));
     int64_t n = 0;
-    const bool read = t.ForEach([&](const CpuOp& c) { n += c.start_ns == n * 100; });
+    const bool read = t.TryForEach([&](const CpuOp& c) { n += c.start_ns == n * 100; });
     ::_exit(read && n == 1000 && t.spilled() == 0 && !t.spill_error().empty() ? 0 : 11);
   }
   int status = 0;
@@ -177,7 +177,7 @@ TEST(TraceTest, FinalizeSortIsStableSort) {
         t.gpu_ops.push_back(op);
       }
     }
-    std::vector<GpuOp> want = t.gpu_ops;
+    std::vector<GpuOp> want = t.gpu_ops.ToVector();
     std::stable_sort(want.begin(), want.end(), [](const GpuOp& a, const GpuOp& b) {
       return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns < b.dur_ns;
     });

@@ -389,30 +389,20 @@ std::optional<uint64_t> FindSeam(int fd, uint64_t from, uint64_t size) {
 void MergePart(Trace& part, uint16_t source, Trace& trace) {
   std::vector<NameId> id(part.names.size());
   for (NameId i = 0; i < id.size(); ++i) id[i] = trace.names.Intern(part.names.Get(i));
-  auto append = [&](auto& into, auto& from) {
-    // Geometric growth: parts of a stream merge one by one, and growing to exact sizes would
-    // copy the whole vector each time; one large part grows it once, to the size needed.
-    const size_t need = into.size() + from.size();
-    if (need > into.capacity()) into.reserve(std::max(need, into.capacity() + into.capacity() / 2));
-    for (auto e : from) {
-      e.name = id[e.name];
-      e.source = source;
-      into.push_back(e);
+  auto append = [&](auto& into, auto& from, std::string_view what) {
+    std::string error;
+    if (!from.TryForEach([&](auto e) {
+          e.name = id[e.name];
+          e.source = source;
+          into.push_back(e);
+        }, &error)) {
+      trace.sources[source].issues.Add(std::string(what) + " lost", "a part's spill file", error);
     }
     from.clear();
-    from.shrink_to_fit();
   };
-  append(trace.gpu_ops, part.gpu_ops);
-  append(trace.api_calls, part.api_calls);
-  std::string lost;
-  if (!part.cpu_ops.ForEach([&](CpuOp c) {
-        c.name = id[c.name];
-        c.source = source;
-        trace.cpu_ops.push_back(c);
-      }, &lost)) {
-    trace.sources[source].issues.Add("CPU ops lost", "a part's spill file", lost);
-  }
-  part.cpu_ops.clear();
+  append(trace.gpu_ops, part.gpu_ops, "GPU ops");
+  append(trace.api_calls, part.api_calls, "API calls");
+  append(trace.cpu_ops, part.cpu_ops, "CPU ops");
   SourceFile& to = trace.sources[source];
   const SourceFile& from = part.sources[0];
   to.events_read += from.events_read;

@@ -174,7 +174,7 @@ TEST(KinetoImporterTest, H200FixtureCounts) {
   ASSERT_EQ(trace.devices.size(), 1u);
   EXPECT_EQ(trace.devices[0].arch, "sm90");
   int pageable = 0;
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     if (op.kind == GpuOpKind::kMemcpy && op.src_kind == MemKind::kPageable) ++pageable;
   }
   EXPECT_EQ(pageable, 1);

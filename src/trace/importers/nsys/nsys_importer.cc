@@ -152,10 +152,10 @@ struct NegativeRow {
 
 // CUPTI_ACTIVITY_KIND_RUNTIME, read into `out` on a thread of its own with a connection of its
 // own, while the caller's thread reads the GPU tables. Each call's name is left as the position
-// of its StringIds entry (or IdIndex::kNone), for NameRuntimeCalls to turn into a NameId on the
+// of its StringIds entry (or IdIndex::kNone), for NameRuntimeCall to turn into a NameId on the
 // caller's thread, in row order, so names are interned in the same order as a one-thread read.
 Status ReadRuntime(SqliteDb& db, const NsysStrings& strings, uint16_t source,
-                   std::vector<ApiCall>& out, std::vector<NegativeRow>& negatives) {
+                   SpillTable<ApiCall>& out, std::vector<NegativeRow>& negatives) {
   ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(
       "SELECT rowid, start, end, globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME"));
   Status st;
@@ -179,35 +179,21 @@ Status ReadRuntime(SqliteDb& db, const NsysStrings& strings, uint16_t source,
   return st;
 }
 
-// Names the calls ReadRuntime left with StringIds positions: the version-stripped name and its
-// classification, once per StringIds entry.
-void NameRuntimeCalls(NsysStrings& strings, Trace& trace, ApiCall* first, ApiCall* last) {
-  NameId unknown_name = kUnset;
-  ApiKind unknown_kind = ApiKind::kOther;
-  for (ApiCall* a = first; a != last; ++a) {
-    if (NsysStrings::Entry* e = strings.At(static_cast<int32_t>(a->name))) {
-      if (e->api_name == kUnset) {
-        const std::string_view name = StripVersion(e->value);
-        e->api_name = trace.names.Intern(name);
-        e->api_kind = ClassifyApi(name);
-      }
-      a->name = e->api_name;
-      a->kind = e->api_kind;
-    } else {
-      if (unknown_name == kUnset) {
-        unknown_name = trace.names.Intern("unknown API");
-        unknown_kind = ClassifyApi("unknown API");
-      }
-      a->name = unknown_name;
-      a->kind = unknown_kind;
+// Names a call ReadRuntime left with a StringIds position: the version-stripped name and its
+// classification, made once per StringIds entry.
+void NameRuntimeCall(NsysStrings& strings, Trace& trace, ApiCall& a) {
+  if (NsysStrings::Entry* e = strings.At(static_cast<int32_t>(a.name))) {
+    if (e->api_name == kUnset) {
+      const std::string_view name = StripVersion(e->value);
+      e->api_name = trace.names.Intern(name);
+      e->api_kind = ClassifyApi(name);
     }
+    a.name = e->api_name;
+    a.kind = e->api_kind;
+  } else {
+    a.name = trace.names.Intern("unknown API");
+    a.kind = ClassifyApi("unknown API");
   }
-}
-
-// Rows of `table` per its largest rowid (O(log n); an upper bound), to reserve vectors once.
-size_t RowsHint(SqliteDb& db, std::string_view table) {
-  const int64_t n = db.QueryInt(fmt::format("SELECT max(rowid) FROM \"{}\"", table)).value_or(0);
-  return n > 0 && n < (int64_t{1} << 32) ? static_cast<size_t>(n) : 0;
 }
 
 }  // namespace
@@ -242,38 +228,16 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
   const bool has_memcpy = db->Has("CUPTI_ACTIVITY_KIND_MEMCPY");
   const bool has_memset = db->Has("CUPTI_ACTIVITY_KIND_MEMSET");
   const bool has_runtime = db->Has("CUPTI_ACTIVITY_KIND_RUNTIME");
-  {
-    size_t gpu_rows = 0;
-    if (has_kernel) gpu_rows += RowsHint(*db, "CUPTI_ACTIVITY_KIND_KERNEL");
-    if (has_memcpy) gpu_rows += RowsHint(*db, "CUPTI_ACTIVITY_KIND_MEMCPY");
-    if (has_memset) gpu_rows += RowsHint(*db, "CUPTI_ACTIVITY_KIND_MEMSET");
-    trace.gpu_ops.reserve(trace.gpu_ops.size() + gpu_rows);
-    if (has_runtime) {
-      trace.api_calls.reserve(trace.api_calls.size() + RowsHint(*db, "CUPTI_ACTIVITY_KIND_RUNTIME"));
-    }
-  }
-
   // The runtime table (as many rows as the GPU tables together, or more) is read on a second
-  // thread while this one reads the GPU tables; it writes only trace.api_calls, which nothing
-  // here touches until Join().
-  const size_t first_call = trace.api_calls.size();
+  // thread into a table of its own while this one reads the GPU tables. Until they are named,
+  // its calls hold StringIds positions, not NameIds; a return on an error drops them.
+  SpillTable<ApiCall> runtime_calls;
   std::vector<NegativeRow> runtime_negatives;
   Status runtime_status;
-  // Until they are named, the calls read hold StringIds positions, not NameIds: a return on an
-  // error in a GPU table (the runtime table not yet reached, on one thread) drops them.
-  struct DropUnnamedCalls {
-    std::vector<ApiCall>& calls;
-    size_t first;
-    bool named = false;
-    ~DropUnnamedCalls() {
-      if (!named) calls.resize(first);
-    }
-  } unnamed{trace.api_calls, first_call};
   SqliteWorker runtime([&] {
     if (!has_runtime) return;
     StatusOr<std::unique_ptr<SqliteDb>> own = SqliteDb::Open(path);
-    runtime_status = own.ok() ? ReadRuntime(**own, strings, source, trace.api_calls,
-                                            runtime_negatives)
+    runtime_status = own.ok() ? ReadRuntime(**own, strings, source, runtime_calls, runtime_negatives)
                               : own.status();
   });
 
@@ -383,10 +347,12 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
       src.issues.Add("negative duration", fmt::format("CUPTI_ACTIVITY_KIND_RUNTIME rowid={}", n.rowid),
                      fmt::format("end {} < start {}", n.end, n.start));
     }
-    ApiCall* const calls = trace.api_calls.data();
-    NameRuntimeCalls(strings, trace, calls + first_call, calls + trace.api_calls.size());
-    unnamed.named = true;
-    src.events_read += trace.api_calls.size() - first_call;
+    src.events_read += static_cast<int64_t>(runtime_calls.size());
+    runtime_calls.ForEach([&](ApiCall a) {
+      NameRuntimeCall(strings, trace, a);
+      trace.api_calls.push_back(a);
+    });
+    runtime_calls.clear();
     RETURN_IF_ERROR(runtime_status.WithContext(path));
   }
   if (db->Has("NVTX_EVENTS")) {

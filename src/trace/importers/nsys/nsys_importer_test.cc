@@ -26,7 +26,7 @@ TEST(NsysImporterTest, ReadsVecAddFixture) {
   ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
   EXPECT_EQ(r[0].format, "nsys");
   int kernels = 0, h2d = 0, d2h = 0, pageable = 0;
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     if (op.kind == GpuOpKind::kKernel) ++kernels;
     if (op.direction == CopyDirection::kHtoD) ++h2d;
     if (op.direction == CopyDirection::kDtoH) ++d2h;
@@ -39,7 +39,7 @@ TEST(NsysImporterTest, ReadsVecAddFixture) {
   ASSERT_EQ(trace.devices.size(), 1u);
   EXPECT_EQ(trace.devices[0].arch, "sm86");
   // The launch joins on correlationId: cudaLaunchKernel end -> kernel start = 1,119,214 ns.
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     if (op.kind != GpuOpKind::kKernel) continue;
     ASSERT_NE(op.api, kNoLink);
     const ApiCall& a = trace.api_calls[op.api];
@@ -53,7 +53,7 @@ TEST(NsysImporterTest, ReadsVecAddFixture) {
   }
   // Each copy's bytes and duration (the export's start, end - start, bytes).
   std::vector<std::tuple<int64_t, int64_t, int64_t, CopyDirection>> copies;
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     if (op.kind == GpuOpKind::kMemcpy) copies.emplace_back(op.start_ns, op.dur_ns, op.bytes, op.direction);
   }
   std::sort(copies.begin(), copies.end());
@@ -81,7 +81,7 @@ TEST(NsysImporterTest, CopiesAreSynchronousAndPageable) {
   // as pageable copies that should have been asynchronous (nsys's cuda_memcpy_async rule).
   EXPECT_EQ(pageable, 0);
   int pageable_kind = 0;
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     if (op.src_kind == MemKind::kPageable || op.dst_kind == MemKind::kPageable) ++pageable_kind;
   }
   EXPECT_EQ(pageable_kind, 3);
@@ -116,7 +116,7 @@ TEST(NsysImporterTest, CorrelationIdsRepeatedByAnotherProcessLinkWithinTheirProc
   auto r = ImportFiles({path}, ImportOptions{}, trace);
   ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
   int kernels = 0;
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     if (op.kind != GpuOpKind::kKernel) continue;
     ++kernels;
     ASSERT_NE(op.api, kNoLink);
@@ -168,8 +168,8 @@ TEST(NsysImporterTest, RuntimeReadBesideTheGpuTablesKeepsTheOneThreadResult) {
   for (auto& [name, n] : both) n *= 2;
   EXPECT_EQ(CallNames(trace, 0, trace.api_calls.size()), both);
   NameId max_gpu_name = 0, min_call_name = UINT32_MAX;
-  for (const GpuOp& op : trace.gpu_ops) max_gpu_name = std::max(max_gpu_name, op.name);
-  for (const ApiCall& a : trace.api_calls) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) max_gpu_name = std::max(max_gpu_name, op.name);
+  for (const ApiCall& a : trace.api_calls.ToVector()) {
     min_call_name = std::min(min_call_name, a.name);
     if (trace.Name(a.name) == "cudaLaunchKernel") {
       EXPECT_EQ(a.kind, ApiKind::kKernelLaunch);
@@ -217,7 +217,7 @@ TEST(NsysImporterTest, MemsetsAndNvtxRanges) {
   auto r = ImportFiles({path}, ImportOptions{}, trace);
   ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
   int memsets = 0;
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     if (op.kind != GpuOpKind::kMemset) continue;
     ++memsets;
     EXPECT_EQ(op.start_ns, 1000);
@@ -280,7 +280,7 @@ TEST(NsysImporterTest, AnUnreadableGpuTableLeavesNoHalfReadCalls) {
       << r[0].status.ToString();
   EXPECT_TRUE(r[1].status.ok()) << r[1].status.ToString();
   EXPECT_EQ(trace.api_calls.size(), 15u);  // the good file's, all named
-  for (const ApiCall& a : trace.api_calls) {
+  for (const ApiCall& a : trace.api_calls.ToVector()) {
     ASSERT_LT(a.name, trace.names.size());
     EXPECT_NE(trace.Name(a.name), "");
   }

@@ -570,11 +570,9 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, StagedFacts& s, uint16_t s
   };
   // Appends `rows` to `out`, taking its buffer when `out` is empty.
   auto emit = [](auto& rows, auto& out) {
-    if (out.empty()) {
-      out.swap(rows);
-    } else {
-      out.insert(out.end(), rows.begin(), rows.end());
-    }
+    out.Append(rows);
+    rows.clear();
+    rows.shrink_to_fit();
   };
 
   Staged<GpuOp>& kernels = s.kernels;

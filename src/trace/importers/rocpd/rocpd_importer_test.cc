@@ -23,7 +23,7 @@ TEST(RocpdImporterTest, ReadsFixtureThroughViewsAndJoinsEveryDispatch) {
   EXPECT_EQ(trace.gpu_ops.size(), 301u);
   EXPECT_EQ(trace.api_calls.size(), 623u);
   size_t linked = 0;
-  for (const GpuOp& op : trace.gpu_ops) linked += op.api != kNoLink;
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) linked += op.api != kNoLink;
   EXPECT_EQ(linked, 301u);
   ASSERT_EQ(trace.devices.size(), 8u);   // an 8-GPU node; the dispatches ran on GPU 0
   EXPECT_EQ(trace.devices[0].device, 0);

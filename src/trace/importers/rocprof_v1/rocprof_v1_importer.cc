@@ -180,6 +180,9 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
   using Spans = std::vector<std::tuple<int64_t, int64_t, uint32_t>>;
   std::map<std::pair<int64_t, int64_t>, Spans> api_at, op_at;
   std::map<int64_t, std::pair<std::optional<uint32_t>, std::optional<uint32_t>>> flows;
+  // This file's calls and ops, held until its flows are resolved (which rewrites their ids).
+  std::vector<ApiCall> calls;
+  std::vector<GpuOp> ops;
   std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, bool>> flow_points;  // id,pid,tid,ts,start
   auto on_event = [&](std::string_view text, uint64_t offset) {
     SourceFile& src = trace.sources[source];
@@ -249,8 +252,8 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
       a.kind = lane == 2 ? ClassifyApi(e.name) : ApiKind::kOther;
       a.source = source;
       api_at[{lane, e.tid.value_or(0)}].emplace_back(e.ts.value_or(0), e.ts.value_or(0) + a.dur_ns / 1000 + 1,
-                                                     static_cast<uint32_t>(trace.api_calls.size()));
-      trace.api_calls.push_back(a);
+                                                     static_cast<uint32_t>(calls.size()));
+      calls.push_back(a);
     } else if (lane == 1 || lane >= 6) {
       GpuOp op;
       op.start_ns = *e.begin_ns;
@@ -266,8 +269,8 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
         op.kind = ClassifyRocmInternalKernel(e.name).value_or(GpuOpKind::kKernel);
       }
       op_at[{lane, e.tid.value_or(0)}].emplace_back(e.ts.value_or(0), e.ts.value_or(0) + op.dur_ns / 1000 + 1,
-                                                    static_cast<uint32_t>(trace.gpu_ops.size()));
-      trace.gpu_ops.push_back(op);
+                                                    static_cast<uint32_t>(ops.size()));
+      ops.push_back(op);
     }
   };
   JsonEventScanner scanner(on_event, [](std::string_view, std::string_view) {});
@@ -301,11 +304,13 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
     if (pair.first && pair.second) {
       // One call may start several flows (the HIP trace links two copies to one hipMemcpy):
       // they share the call's first id.
-      ApiCall& call = trace.api_calls[*pair.first];
+      ApiCall& call = calls[*pair.first];
       if (call.correlation == kNoCorrelation) call.correlation = id;
-      trace.gpu_ops[*pair.second].correlation = call.correlation;
+      ops[*pair.second].correlation = call.correlation;
     }
   }
+  trace.api_calls.Append(calls);
+  trace.gpu_ops.Append(ops);
   if (!st.ok()) {
     if (st.message().rfind(path, 0) != 0) st = st.WithContext(path);
     trace.sources[source].fatal_error = st.message();

@@ -19,7 +19,7 @@ TEST(RocprofV1JsonTest, ReadsHipTraceAndLinksFlows) {
   ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
   EXPECT_EQ(r[0].format, "rocprof_v1_json");
   int kernels = 0, h2d = 0, d2h = 0;
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     if (op.kind == GpuOpKind::kKernel) {
       ++kernels;
       EXPECT_EQ(trace.Name(op.name), "vector_add(float*, float*, float*, int)");
@@ -35,7 +35,7 @@ TEST(RocprofV1JsonTest, ReadsHipTraceAndLinksFlows) {
   EXPECT_EQ(h2d, 2);
   EXPECT_EQ(d2h, 1);
   EXPECT_EQ(trace.api_calls.size(), 13u);
-  for (const GpuOp& op : trace.gpu_ops) EXPECT_NE(op.api, kNoLink) << trace.Name(op.name);
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) EXPECT_NE(op.api, kNoLink) << trace.Name(op.name);
 }
 
 TEST(RocprofV1StatsTest, StatsFilesBecomeAggregatesByKind) {

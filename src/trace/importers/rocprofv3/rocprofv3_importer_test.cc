@@ -30,7 +30,7 @@ TEST(Rocprofv3CsvTest, OneFileOfTheSetReadsItsSiblingsAsOneSource) {
   ASSERT_EQ(trace.sources[0].issues.total(), 1);
   EXPECT_EQ(trace.sources[0].issues.examples[0].where, "run1_kernel_trace.csv line 5");
   int copies = 0;
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     EXPECT_NE(op.api, kNoLink) << trace.Name(op.name);
     if (op.kind == GpuOpKind::kMemcpy) ++copies;
     if (op.kind == GpuOpKind::kKernel) {
@@ -121,7 +121,8 @@ TEST(Rocprofv3CsvTest, WholeOutputFolderIsOneSetReadOnce) {
   ASSERT_EQ(trace.sources.size(), 1u);
   EXPECT_EQ(trace.gpu_ops.size(), 5u);
   ASSERT_EQ(trace.api_calls.size(), 8u);  // the set's 7 HIP calls and the RCCL call
-  EXPECT_EQ(std::count_if(trace.api_calls.begin(), trace.api_calls.end(),
+  const std::vector<ApiCall> calls = trace.api_calls.ToVector();
+  EXPECT_EQ(std::count_if(calls.begin(), calls.end(),
                           [&](const ApiCall& a) { return trace.Name(a.name) == "ncclAllReduce"; }),
             1);
 }
@@ -227,7 +228,7 @@ TEST(Rocprofv3JsonTest, ToolsNamesAndBadRecords) {
   ASSERT_EQ(trace.gpu_ops.size(), 2u);
   ASSERT_EQ(trace.api_calls.size(), 3u);
   std::vector<std::string> names;
-  for (const GpuOp& op : trace.gpu_ops) {
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) {
     names.push_back(std::string(trace.Name(op.name)));
     ASSERT_NE(op.api, kNoLink);
     EXPECT_EQ(trace.api_calls[op.api].source, op.source);
@@ -235,7 +236,7 @@ TEST(Rocprofv3JsonTest, ToolsNamesAndBadRecords) {
     EXPECT_EQ(op.device, 0);
   }
   EXPECT_EQ(names, (std::vector<std::string>{"k3()", "k4.kd"}));
-  for (const ApiCall& a : trace.api_calls) EXPECT_EQ(a.pid, a.source == 0 ? 11 : 22);
+  for (const ApiCall& a : trace.api_calls.ToVector()) EXPECT_EQ(a.pid, a.source == 0 ? 11 : 22);
   EXPECT_EQ(trace.api_calls[1].kind, ApiKind::kSync);
   ASSERT_EQ(trace.devices.size(), 2u);
   EXPECT_EQ(trace.devices[0].name, "AMD Instinct MI355X");

@@ -416,30 +416,39 @@ void Reader::AddRecord(Domain domain, const Record& r, const std::string& where_
   trace_.gpu_ops.push_back(g);
 }
 
+// Calls fn(row, w) for each row of `table` that a Waiting of `list` (in index order, as they
+// were added) names: one pass over the rows from the first named to the last.
+template <typename T, typename Fn>
+void ResolveWaiting(SpillTable<T>& table, const std::vector<ToolState::Waiting>& list, Fn fn) {
+  if (list.empty()) return;
+  size_t k = 0, at = list.front().index;
+  table.Modify(at, size_t{list.back().index} + 1, [&](T& row) {
+    if (k < list.size() && list[k].index == at) fn(row, list[k++]);
+    ++at;
+  });
+}
+
 void Reader::FinishTool() {
   if (!tool_) return;
   ToolState& t = *tool_;
-  for (const ToolState::Waiting& w : t.apis) {
-    ApiCall& a = trace_.api_calls[w.index];
+  ResolveWaiting(trace_.api_calls, t.apis, [&](ApiCall& a, const ToolState::Waiting& w) {
     std::tie(a.name, a.kind) = ApiName(w.a, w.b);
-  }
-  for (const ToolState::Waiting& w : t.kernels) {
-    GpuOp& op = trace_.gpu_ops[w.index];
+  });
+  ResolveWaiting(trace_.gpu_ops, t.kernels, [&](GpuOp& op, const ToolState::Waiting& w) {
     std::tie(op.name, op.kind) = KernelName(w.a);
-  }
-  for (const ToolState::Waiting& w : t.kernel_devices) {
+  });
+  ResolveWaiting(trace_.gpu_ops, t.kernel_devices, [&](GpuOp& op, const ToolState::Waiting& w) {
     auto it = t.gpu_of_handle.find(w.a);
-    trace_.gpu_ops[w.index].device = it != t.gpu_of_handle.end() ? it->second : static_cast<int32_t>(w.a);
-  }
-  for (const ToolState::Waiting& w : t.copy_devices) {
+    op.device = it != t.gpu_of_handle.end() ? it->second : static_cast<int32_t>(w.a);
+  });
+  ResolveWaiting(trace_.gpu_ops, t.copy_devices, [&](GpuOp& op, const ToolState::Waiting& w) {
     auto it = t.gpu_of_handle.find(w.a);
-    trace_.gpu_ops[w.index].device = it != t.gpu_of_handle.end() ? it->second : 0;
-  }
+    op.device = it != t.gpu_of_handle.end() ? it->second : 0;
+  });
   // Calls read before the metadata take its pid.
   if (t.pid) {
-    for (size_t i = t.first_api; i < trace_.api_calls.size(); ++i) {
-      trace_.api_calls[i].pid = static_cast<int32_t>(*t.pid);
-    }
+    trace_.api_calls.Modify(t.first_api, trace_.api_calls.size(),
+                            [&](ApiCall& a) { a.pid = static_cast<int32_t>(*t.pid); });
   }
   tool_.reset();
 }
