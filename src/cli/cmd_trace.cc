@@ -71,12 +71,15 @@ void PrintTimings(const std::vector<trace::FileResult>& results, const trace::Tr
     for (const auto& s : t.sources) {
       if (s.path == r.path) events += s.events_read;
     }
-    std::fprintf(stderr, "timing: import %s (%s): %.3f s, %lld events, %.2f M events/s\n",
+    std::fprintf(stderr, "timing: import %s (%s): %.3f s, %lld events, %.2f M events/s; peak RSS %.1f MiB\n",
                  r.path.c_str(), r.format.c_str(), r.import_s, static_cast<long long>(events),
-                 r.import_s > 0 ? static_cast<double>(events) / r.import_s / 1e6 : 0.0);
+                 r.import_s > 0 ? static_cast<double>(events) / r.import_s / 1e6 : 0.0,
+                 static_cast<double>(r.peak_rss_kib) / 1024);
   }
-  std::fprintf(stderr, "timing: finalize (sort, link): %.3f s\n", timings.finalize_s);
-  std::fprintf(stderr, "timing: analyses and rules: %.3f s\n", analysis_s);
+  std::fprintf(stderr, "timing: finalize (sort, link): %.3f s; peak RSS %.1f MiB\n", timings.finalize_s,
+               static_cast<double>(timings.finalize_peak_rss_kib) / 1024);
+  std::fprintf(stderr, "timing: analyses and rules: %.3f s; peak RSS %.1f MiB\n", analysis_s,
+               static_cast<double>(trace::PeakRssKib()) / 1024);
 }
 
 // The --json document: every input with its bad records or its error, then the facts and
@@ -143,7 +146,7 @@ Status CheckThresholds(const TraceArgs& a) {
   return Status();
 }
 
-int Run(TraceArgs& a) {
+int RunTrace(TraceArgs& a) {
   if (Status st = CheckThresholds(a); !st.ok()) return Fail("trace", st);
   a.analysis.small_copy_bytes = static_cast<int64_t>(a.small_copy_kib * 1024);
   a.analysis.outlier_min_excess_ns = static_cast<int64_t>(a.outlier_min_excess_us * 1e3);
@@ -191,6 +194,17 @@ int Run(TraceArgs& a) {
   }
   if (bad_input) return kExitBadInput;
   return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
+}
+
+// The trace's tables past one block live in temporary files: one that cannot be read back (a
+// disk error) stops the run, with no half-written output.
+int Run(TraceArgs& a) {
+  try {
+    return RunTrace(a);
+  } catch (const trace::SpillReadError& e) {
+    std::fprintf(stderr, "latdoc trace: %s\n", e.what());
+    return kExitCannotRun;
+  }
 }
 
 }  // namespace

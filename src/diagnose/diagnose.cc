@@ -491,32 +491,37 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     layers["kernel"] = "skipped: no --trace";
   } else {
     Say(o, fmt::format("trace: {} file(s)", o.traces.size()));
-    trace::Trace t;
-    auto results = trace::ImportFiles(o.traces, trace::ImportOptions{}, t);
-    std::string errors;
-    for (const auto& r : results)
-      if (!r.status.ok()) errors += (errors.empty() ? "" : "; ") + r.status.message();
-    if (t.gpu_ops.empty() && t.api_calls.empty() && t.aggregates.empty()) {
-      layers["kernel"] = "failed: " + (errors.empty() ? std::string("no GPU events in the traces") : errors);
-    } else {
-      trace::TraceReport report = trace::Analyze(t, trace::AnalysisOptions{});
-      rules::AddKnowledgeFacts(report);
-      auto fs = rules::EvaluateTraceRules(report, rules::TraceRuleOptions{});
-      // A trace's shares are of its own GPU time. Of the target's server, that is the best
-      // estimate of its latency; of another server, it says nothing about this one's.
-      if (!o.trace_of_target)
-        for (rules::Finding& f : fs) f.latency_share.reset();
-      ordered_json tj;
-      tj["schema"] = "latdoc.trace/1";
-      tj["complete"] = errors.empty();
-      if (!errors.empty()) tj["errors"] = errors;
-      tj["facts"] = ordered_json::parse(JsonText(trace::ReportToJson(report)));
-      tj["findings"] = FindingsJson(fs);
-      doc["trace"] = std::move(tj);
-      Append(all, std::move(fs));
-      std::string status = errors.empty() ? "measured" : "measured (some files failed: " + errors + ")";
-      if (!o.trace_note.empty()) status += " — " + o.trace_note;
-      layers["kernel"] = status;
+    try {
+      trace::Trace t;
+      auto results = trace::ImportFiles(o.traces, trace::ImportOptions{}, t);
+      std::string errors;
+      for (const auto& r : results)
+        if (!r.status.ok()) errors += (errors.empty() ? "" : "; ") + r.status.message();
+      if (t.gpu_ops.empty() && t.api_calls.empty() && t.aggregates.empty()) {
+        layers["kernel"] = "failed: " + (errors.empty() ? std::string("no GPU events in the traces") : errors);
+      } else {
+        trace::TraceReport report = trace::Analyze(t, trace::AnalysisOptions{});
+        rules::AddKnowledgeFacts(report);
+        auto fs = rules::EvaluateTraceRules(report, rules::TraceRuleOptions{});
+        // A trace's shares are of its own GPU time. Of the target's server, that is the best
+        // estimate of its latency; of another server, it says nothing about this one's.
+        if (!o.trace_of_target)
+          for (rules::Finding& f : fs) f.latency_share.reset();
+        ordered_json tj;
+        tj["schema"] = "latdoc.trace/1";
+        tj["complete"] = errors.empty();
+        if (!errors.empty()) tj["errors"] = errors;
+        tj["facts"] = ordered_json::parse(JsonText(trace::ReportToJson(report)));
+        tj["findings"] = FindingsJson(fs);
+        doc["trace"] = std::move(tj);
+        Append(all, std::move(fs));
+        std::string status = errors.empty() ? "measured" : "measured (some files failed: " + errors + ")";
+        if (!o.trace_note.empty()) status += " — " + o.trace_note;
+        layers["kernel"] = status;
+      }
+    } catch (const trace::SpillReadError& e) {
+      // The trace's temporary files could not be read back (a disk error): no kernel layer.
+      layers["kernel"] = std::string("failed: ") + e.what();
     }
   }
 

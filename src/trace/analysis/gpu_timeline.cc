@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
+#include <type_traits>
+#include <utility>
 
 #include "trace/analysis/intervals.h"
 
@@ -76,34 +79,6 @@ bool IsCommunicationKernel(std::string_view name) {
 
 namespace {
 
-// IntervalSetBuilder for DInterval (MergeD of every interval added).
-class DSetBuilder {
- public:
-  void Add(const DInterval& i) {
-    if (!(i.e > i.s)) return;
-    if (!late_.empty() || (!out_.empty() && i.s < last_start_)) {
-      late_.push_back(i);
-      return;
-    }
-    last_start_ = i.s;
-    if (!out_.empty() && i.s <= out_.back().e) {
-      out_.back().e = std::max(out_.back().e, i.e);
-    } else {
-      out_.push_back(i);
-    }
-  }
-  DSet Finish() {
-    if (late_.empty()) return std::move(out_);
-    out_.insert(out_.end(), late_.begin(), late_.end());
-    return MergeD(std::move(out_));
-  }
-
- private:
-  DSet out_;
-  std::vector<DInterval> late_;
-  double last_start_ = 0;
-};
-
 // Accessors so that UnionLength serves both interval types.
 int64_t Lo(const Interval& i) { return i.start_ns; }
 int64_t Hi(const Interval& i) { return i.end_ns; }
@@ -147,6 +122,117 @@ class UnionLength {
   T length_{};
 };
 
+// TraceLens's category algebra over intervals met in start order (a finalized table), without
+// holding the sets: each category's union is built as ops come, and an interval, once closed (an
+// op of its category starts past its end), is final, as is everything it is measured against:
+// any later op starts after it. So a communication interval is measured against computation,
+// and a copy interval against computation and communication, when it closes, and only the
+// intervals a still-open one may need are kept. The pieces are those Subtract/SubtractD and
+// Unite/UniteD make, summed in the same order: the double sums are TraceLens's to the last bit.
+template <typename I>
+class CategorySweep {
+ public:
+  using T = std::remove_cvref_t<decltype(Lo(std::declval<const I&>()))>;
+  enum Cat { kComp = 0, kComm = 1, kMem = 2 };
+
+  // REQUIRES: intervals in start order over all categories.
+  void Add(Cat c, const I& iv) {
+    if (!(Hi(iv) > Lo(iv))) return;   // empty: dropped, as the set builders drop them
+    Open& o = open_[c];
+    if (o.open && Lo(iv) <= Hi(o.cur)) {
+      Hi(o.cur) = std::max(Hi(o.cur), Hi(iv));
+    } else {
+      if (o.open) Close(c);
+      o.cur = iv;
+      o.open = true;
+    }
+    Forget(Lo(iv));
+  }
+  void Finish() {
+    for (Cat c : {kComp, kComm, kMem}) {
+      if (open_[c].open) Close(c);
+      open_[c].open = false;
+    }
+  }
+
+  T comp_len{}, comm_len{}, mem_len{};
+  T exposed_comm{}, exposed_mem{};   // |comm − comp|, |mem − (comp ∪ comm)|
+
+ private:
+  struct Open {
+    I cur{};
+    bool open = false;
+  };
+
+  void Close(Cat c) {
+    const I x = open_[c].cur;
+    switch (c) {
+      case kComp:
+        comp_len += Hi(x) - Lo(x);
+        comp_.push_back(x);
+        break;
+      case kComm:
+        comm_len += Hi(x) - Lo(x);
+        Known(comp_, kComp, scratch_);
+        Subtract(x, scratch_, exposed_comm);
+        comm_.push_back(x);
+        break;
+      case kMem: {
+        mem_len += Hi(x) - Lo(x);
+        Known(comp_, kComp, scratch_);
+        Known(comm_, kComm, scratch2_);
+        // UniteD: both by start (computation first on ties), then merged as MergeD merges.
+        united_.clear();
+        size_t i = 0, j = 0;
+        while (i < scratch_.size() || j < scratch2_.size()) {
+          const bool take_comp = j == scratch2_.size() || (i < scratch_.size() && !(Lo(scratch2_[j]) < Lo(scratch_[i])));
+          const I& v = take_comp ? scratch_[i++] : scratch2_[j++];
+          if (!united_.empty() && Lo(v) <= Hi(united_.back())) {
+            Hi(united_.back()) = std::max(Hi(united_.back()), Hi(v));
+          } else {
+            united_.push_back(v);
+          }
+        }
+        Subtract(x, united_, exposed_mem);
+        break;
+      }
+    }
+  }
+
+  // The intervals of a category known so far and kept: the closed ones, then the open one.
+  void Known(const std::deque<I>& closed, Cat c, std::vector<I>& out) const {
+    out.assign(closed.begin(), closed.end());
+    if (open_[c].open) out.push_back(open_[c].cur);
+  }
+
+  // Adds the pieces of x − b (b sorted, disjoint) to `sum`, as Subtract/SubtractD cut them.
+  static void Subtract(const I& x, const std::vector<I>& b, T& sum) {
+    T cur = Lo(x);
+    size_t k = 0;
+    while (k < b.size() && Hi(b[k]) <= cur) ++k;
+    for (; k < b.size() && Lo(b[k]) < Hi(x); ++k) {
+      if (Lo(b[k]) > cur) sum += Lo(b[k]) - cur;
+      cur = std::max(cur, Hi(b[k]));
+    }
+    if (cur < Hi(x)) sum += Hi(x) - cur;
+  }
+
+  // Drops closed intervals no interval still to close can reach: those ending before the
+  // earliest start of one (an open one's, or `now`, which every later op starts at or after).
+  void Forget(T now) {
+    T comm_or_mem = now;
+    if (open_[kComm].open) comm_or_mem = std::min(comm_or_mem, Lo(open_[kComm].cur));
+    if (open_[kMem].open) comm_or_mem = std::min(comm_or_mem, Lo(open_[kMem].cur));
+    while (!comp_.empty() && Hi(comp_.front()) < comm_or_mem) comp_.pop_front();
+    const T mem = open_[kMem].open ? std::min(now, Lo(open_[kMem].cur)) : now;
+    while (!comm_.empty() && Hi(comm_.front()) < mem) comm_.pop_front();
+  }
+
+  Open open_[3];
+  std::deque<I> comp_, comm_;   // closed, kept while an open interval may reach them
+  std::vector<I> scratch_, scratch2_, united_;
+};
+
 bool IsComm(std::vector<int8_t>& cache, const Trace& trace, NameId name) {
   if (name >= cache.size()) return IsCommunicationKernel(trace.Name(name));
   if (cache[name] < 0) cache[name] = IsCommunicationKernel(trace.Name(name)) ? 1 : 0;
@@ -169,18 +255,23 @@ GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& opt
     return options.require_host_launch && !op.linked() &&
            !(op.source < options.all_ops_of_source.size() && options.all_ops_of_source[op.source]);
   };
-  auto counted = [&](const GpuOp& op) { return on_device(op) && !dropped(op); };
-  // One pass in gpu_ops order (start order once finalized) builds the category sets and the
-  // length of the union of all, which is all that is needed of that one. `counted` is the
-  // loop's filter, for the fallback below.
-  UnionLength<Interval> all;
-  UnionLength<DInterval> dall;
-  IntervalSetBuilder comp, comm, memcpy;
-  DSetBuilder dcomp, dcomm, dmemcpy;
-  double dfirst = 0, dlast = 0;
-  int64_t first = INT64_MAX, last = INT64_MIN;
   // IsCommunicationKernel per name, not per op: -1 unknown yet, 0 no, 1 yes.
   std::vector<int8_t> comm_by_name(trace.names.size(), -1);
+  using IC = CategorySweep<Interval>;
+  using DC = CategorySweep<DInterval>;
+  auto category = [&](const GpuOp& op) {
+    if (op.kind == GpuOpKind::kMemcpy) return IC::kMem;
+    return IsComm(comm_by_name, trace, op.name) ? IC::kComm : IC::kComp;
+  };
+  // One pass in gpu_ops order (start order once finalized).
+  UnionLength<Interval> all;
+  UnionLength<DInterval> dall;
+  IC sweep;
+  DC dsweep;
+  double dfirst = 0, dlast = 0;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  int64_t last_start = INT64_MIN;
+  bool in_order = true;
   trace.gpu_ops.ForEach([&](const GpuOp& op) {
     if (!on_device(op)) return;
     if (dropped(op)) {
@@ -195,67 +286,75 @@ GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& opt
     const DInterval div{ds, ds + static_cast<double>(op.dur_ns) / 1000.0};
     if (t.ops == 1 || div.s < dfirst) dfirst = div.s;
     if (t.ops == 1 || div.e > dlast) dlast = div.e;
+    if (op.start_ns < last_start) in_order = false;
+    last_start = op.start_ns;
+    if (!in_order) return;
     all.Add(iv);
     dall.Add(div);
-    if (op.kind == GpuOpKind::kMemcpy) {
-      memcpy.Add(iv);
-      dmemcpy.Add(div);
-    } else if (IsComm(comm_by_name, trace, op.name)) {
-      comm.Add(iv);
-      dcomm.Add(div);
-    } else {
-      comp.Add(iv);
-      dcomp.Add(div);
-    }
+    const auto c = category(op);
+    sweep.Add(c, iv);
+    dsweep.Add(static_cast<DC::Cat>(c), div);
   });
   if (t.ops == 0) return t;
-  int64_t busy_ns = all.Finish();
-  double busy_us = dall.Finish();
-  if (!all.in_order() || !dall.in_order()) {
-    // Not finalized (out of start order): merge the stored intervals instead.
-    std::vector<Interval> ivs;
-    std::vector<DInterval> divs;
-    trace.gpu_ops.ForEach([&](const GpuOp& op) {
-      if (!counted(op)) return;
-      const double ds = static_cast<double>(op.start_ns) / 1000.0;
-      ivs.push_back({op.start_ns, op.end_ns()});
-      divs.push_back({ds, ds + static_cast<double>(op.dur_ns) / 1000.0});
-    });
-    busy_ns = TotalLength(MergeIntervals(std::move(ivs)));
-    busy_us = LengthD(MergeD(std::move(divs)));
-  }
-  const IntervalSet comp_set = comp.Finish();
-  const IntervalSet comm_set = comm.Finish();
-  const IntervalSet memcpy_set = memcpy.Finish();
   t.total_ns = last - first;
-  t.busy_ns = busy_ns;
+  const double total_us = dlast - dfirst;
+  t.total_ms = total_us / 1000.0;
+  if (in_order) {
+    sweep.Finish();
+    dsweep.Finish();
+    t.busy_ns = all.Finish();
+    t.computation_ns = sweep.comp_len;
+    t.exposed_comm_ns = sweep.exposed_comm;
+    t.exposed_memcpy_ns = sweep.exposed_mem;
+    t.total_comm_ns = sweep.comm_len;
+    t.total_memcpy_ns = sweep.mem_len;
+    const double busy_us = dall.Finish();
+    t.busy_ms = busy_us / 1000.0;
+    t.idle_ms = (total_us - busy_us) / 1000.0;
+    t.computation_ms = dsweep.comp_len / 1000.0;
+    t.exposed_comm_ms = dsweep.exposed_comm / 1000.0;
+    t.exposed_memcpy_ms = dsweep.exposed_mem / 1000.0;
+    t.total_comm_ms = dsweep.comm_len / 1000.0;
+    t.total_memcpy_ms = dsweep.mem_len / 1000.0;
+    t.idle_ns = t.total_ns - t.busy_ns;
+    return t;
+  }
+  // Not finalized (out of start order): the sets themselves, held in memory.
+  std::vector<Interval> ivs[3];
+  std::vector<DInterval> divs[3];
+  std::vector<Interval> all_ivs;
+  std::vector<DInterval> all_divs;
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
+    if (!on_device(op) || dropped(op)) return;
+    const double ds = static_cast<double>(op.start_ns) / 1000.0;
+    const Interval iv{op.start_ns, op.end_ns()};
+    const DInterval div{ds, ds + static_cast<double>(op.dur_ns) / 1000.0};
+    const int c = category(op);
+    ivs[c].push_back(iv);
+    divs[c].push_back(div);
+    all_ivs.push_back(iv);
+    all_divs.push_back(div);
+  });
+  t.busy_ns = TotalLength(MergeIntervals(std::move(all_ivs)));
+  const double busy_us = LengthD(MergeD(std::move(all_divs)));
+  const IntervalSet comp_set = MergeIntervals(std::move(ivs[IC::kComp]));
+  const IntervalSet comm_set = MergeIntervals(std::move(ivs[IC::kComm]));
+  const IntervalSet memcpy_set = MergeIntervals(std::move(ivs[IC::kMem]));
   t.idle_ns = t.total_ns - t.busy_ns;
   t.computation_ns = TotalLength(comp_set);
-  // An empty set contributes nothing, and a set united with an empty one is itself: the
-  // shortcuts give the same numbers as the general expressions.
-  if (!comm_set.empty()) t.exposed_comm_ns = TotalLength(Subtract(comm_set, comp_set));
-  if (!memcpy_set.empty()) {
-    t.exposed_memcpy_ns = TotalLength(
-        Subtract(memcpy_set, comm_set.empty() ? comp_set : Unite(comp_set, comm_set)));
-  }
+  t.exposed_comm_ns = TotalLength(Subtract(comm_set, comp_set));
+  t.exposed_memcpy_ns = TotalLength(Subtract(memcpy_set, Unite(comp_set, comm_set)));
   t.total_comm_ns = TotalLength(comm_set);
   t.total_memcpy_ns = TotalLength(memcpy_set);
 
-  const DSet dcomp_set = dcomp.Finish();
-  const DSet dcomm_set = dcomm.Finish();
-  const DSet dmemcpy_set = dmemcpy.Finish();
-  const double total_us = dlast - dfirst;
-  t.total_ms = total_us / 1000.0;
+  const DSet dcomp_set = MergeD(std::move(divs[IC::kComp]));
+  const DSet dcomm_set = MergeD(std::move(divs[IC::kComm]));
+  const DSet dmemcpy_set = MergeD(std::move(divs[IC::kMem]));
   t.busy_ms = busy_us / 1000.0;
   t.idle_ms = (total_us - busy_us) / 1000.0;
   t.computation_ms = LengthD(dcomp_set) / 1000.0;
-  t.exposed_comm_ms =
-      LengthD(dcomm_set.empty() ? DSet{} : SubtractD(dcomm_set, dcomp_set)) / 1000.0;
-  t.exposed_memcpy_ms =
-      LengthD(dmemcpy_set.empty()  ? DSet{}
-              : dcomm_set.empty() ? SubtractD(dmemcpy_set, dcomp_set)
-                                  : SubtractD(dmemcpy_set, UniteD(dcomp_set, dcomm_set))) /
-      1000.0;
+  t.exposed_comm_ms = LengthD(SubtractD(dcomm_set, dcomp_set)) / 1000.0;
+  t.exposed_memcpy_ms = LengthD(SubtractD(dmemcpy_set, UniteD(dcomp_set, dcomm_set))) / 1000.0;
   t.total_comm_ms = LengthD(dcomm_set) / 1000.0;
   t.total_memcpy_ms = LengthD(dmemcpy_set) / 1000.0;
   return t;

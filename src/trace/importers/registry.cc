@@ -1,5 +1,6 @@
 #include "trace/importers/registry.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -131,6 +132,7 @@ std::vector<FileResult> ImportFiles(const std::vector<std::string>& paths,
     const size_t sources_before = trace.sources.size();
     r.status = (*imp)->Import(path, options, trace, consumed);
     r.import_s = NsToSec(MonoNowNs() - t0);
+    r.peak_rss_kib = PeakRssKib();
     if (trace.sources.size() > sources_before) {
       r.source = static_cast<int>(sources_before);
       // Every importer's error lands on its file, whichever way the importer stopped.
@@ -145,8 +147,16 @@ std::vector<FileResult> ImportFiles(const std::vector<std::string>& paths,
   }
   const int64_t t0 = MonoNowNs();
   trace.Finalize();
-  if (timings != nullptr) timings->finalize_s = NsToSec(MonoNowNs() - t0);
+  if (timings != nullptr) {
+    timings->finalize_s = NsToSec(MonoNowNs() - t0);
+    timings->finalize_peak_rss_kib = PeakRssKib();
+  }
   return results;
+}
+
+int64_t PeakRssKib() {
+  struct rusage u;
+  return ::getrusage(RUSAGE_SELF, &u) == 0 ? static_cast<int64_t>(u.ru_maxrss) : 0;
 }
 
 }  // namespace latdoc::trace

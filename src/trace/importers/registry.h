@@ -26,6 +26,7 @@ struct FileResult {
   Status status;          // not OK: the file was unreadable or damaged (events before the
                           // damage are kept in the trace)
   double import_s = 0;    // wall time of detection and import
+  int64_t peak_rss_kib = 0;  // the process's peak resident memory once it was read
   int source = -1;        // index of its SourceFile in the trace; -1 when none was added (the
                           // file was refused before its first event, or read with its set)
 };
@@ -33,7 +34,11 @@ struct FileResult {
 // Where an import's time went, for `latdoc trace --timings` and bench/trace_bench.py.
 struct ImportTimings {
   double finalize_s = 0;  // Trace::Finalize(): sorting and linking
+  int64_t finalize_peak_rss_kib = 0;  // the process's peak resident memory after it
 };
+
+// The process's peak resident memory so far (getrusage), in KiB.
+int64_t PeakRssKib();
 
 // Reads every path into `trace` (one SourceFile each, siblings of a CSV set included) and
 // finalizes it. One result per path given; files a previous importer consumed are skipped.

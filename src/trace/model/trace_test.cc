@@ -134,57 +134,118 @@ TEST(ClassifyApiTest, NamesOfBothVendors) {
   EXPECT_EQ(ClassifyApi("aten::mm"), ApiKind::kOther);
 }
 
+// SortTable is std::stable_sort, whether the table is in memory (sorted there) or spilled:
+// blocks sorted into runs, the runs merged, in several passes past kMergeFanIn runs.
+TEST(SpillTableTest, SortTableIsStableSortAtEveryBlockSize) {
+  struct Row {
+    int32_t key;
+    int32_t seq;
+  };
+  std::mt19937 rng(11);
+  for (size_t block : {size_t{1}, size_t{2}, size_t{5}, size_t{64}, size_t{100000}}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}}) {
+      SpillTable<Row> t(block);
+      std::vector<Row> want;
+      for (size_t i = 0; i < n; ++i) {
+        const Row r{static_cast<int32_t>(rng() % 40), static_cast<int32_t>(i)};   // many ties
+        t.push_back(r);
+        want.push_back(r);
+      }
+      auto by_key = [](const Row& a, const Row& b) { return a.key < b.key; };
+      std::stable_sort(want.begin(), want.end(), by_key);
+      const SpillTable<Row> sorted = SortTable(std::move(t), by_key);
+      ASSERT_EQ(sorted.size(), n);
+      EXPECT_TRUE(t.empty());  // NOLINT(bugprone-use-after-move): the input is used up
+      const std::vector<Row> got = sorted.ToVector();
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i].seq, want[i].seq) << "block " << block << " n " << n << " i " << i;
+      }
+    }
+  }
+}
+
+// Modify rewrites a range in place, on both sides of the spill (rows in the file and the block
+// in memory); Read copies any range; TakeAll and InMemory move the rows out and back.
+TEST(SpillTableTest, ModifyAndReadSpanTheFileAndMemory) {
+  SpillTable<int64_t> t(4);
+  for (int64_t i = 0; i < 10; ++i) t.push_back(i);
+  ASSERT_EQ(t.spilled(), 8u);
+  t.Modify(3, 9, [](int64_t& v) { v *= 10; });
+  std::vector<int64_t> part(5);
+  ASSERT_TRUE(t.Read(2, 5, part.data()));
+  EXPECT_EQ(part, (std::vector<int64_t>{2, 30, 40, 50, 60}));
+  EXPECT_EQ(t.ToVector(), (std::vector<int64_t>{0, 1, 2, 30, 40, 50, 60, 70, 80, 9}));
+  EXPECT_EQ(t.back(), 9);
+  t.last() = 90;
+  std::vector<int64_t> all = t.TakeAll();
+  EXPECT_TRUE(t.empty());
+  EXPECT_EQ(all.back(), 90);
+  all.push_back(100);
+  const SpillTable<int64_t> back = SpillTable<int64_t>::InMemory(std::move(all), 4);
+  EXPECT_EQ(back.size(), 11u);
+  EXPECT_EQ(back.spilled(), 0u);
+  EXPECT_EQ(back[10], 100);
+}
+
+// Block sizes for the Finalize tests: all in memory (sorted in place, linked through an index),
+// and spilled after a row or a few (sorted externally, linked by a merge join).
+const size_t kBlocks[] = {SpillTable<GpuOp>::kDefaultBlockRows, 1, 2, 7};
+
 TEST(TraceTest, FinalizeLinksByCorrelationWithinOneSourceOnly) {
-  Trace t;
-  const uint16_t a = t.AddSource("a", "test");
-  const uint16_t b = t.AddSource("b", "test");
-  ApiCall call;
-  call.source = a;
-  call.correlation = 7;
-  call.start_ns = 5;
-  t.api_calls.push_back(call);
-  GpuOp same, other;
-  same.source = a;
-  same.correlation = 7;
-  same.start_ns = 20;
-  other.source = b;
-  other.correlation = 7;
-  other.start_ns = 10;
-  t.gpu_ops = {same, other};
-  t.Finalize();
-  ASSERT_EQ(t.gpu_ops.size(), 2u);
-  EXPECT_EQ(t.gpu_ops[0].source, b);  // sorted by start
-  EXPECT_EQ(t.gpu_ops[0].api, kNoLink);
-  EXPECT_EQ(t.gpu_ops[1].api, 0u);
+  for (size_t block : kBlocks) {
+    Trace t(block);
+    const uint16_t a = t.AddSource("a", "test");
+    const uint16_t b = t.AddSource("b", "test");
+    ApiCall call;
+    call.source = a;
+    call.correlation = 7;
+    call.start_ns = 5;
+    t.api_calls.push_back(call);
+    GpuOp same, other;
+    same.source = a;
+    same.correlation = 7;
+    same.start_ns = 20;
+    other.source = b;
+    other.correlation = 7;
+    other.start_ns = 10;
+    t.gpu_ops = {same, other};
+    t.Finalize();
+    ASSERT_EQ(t.gpu_ops.size(), 2u);
+    EXPECT_EQ(t.gpu_ops[0].source, b);  // sorted by start
+    EXPECT_EQ(t.gpu_ops[0].api, kNoLink);
+    EXPECT_EQ(t.gpu_ops[1].api, 0u);
+  }
 }
 
 // Finalize sorts by (start, dur) stably, whatever the input's runs: the same order as
 // std::stable_sort, for inputs of one run, a few runs (merged) and many (stable_sort itself).
 TEST(TraceTest, FinalizeSortIsStableSort) {
-  std::mt19937 rng(3);
-  for (int runs : {1, 2, 3, 7, 500}) {
-    Trace t;
-    t.AddSource("a", "test");
-    for (int r = 0; r < runs; ++r) {
-      int64_t start = static_cast<int64_t>(rng() % 50);
-      for (int i = 0; i < 1000 / runs; ++i) {
-        GpuOp op;
-        start += static_cast<int64_t>(rng() % 3);
-        op.start_ns = start;
-        op.dur_ns = static_cast<int64_t>(rng() % 2);
-        op.stream = r;
-        op.correlation = static_cast<int64_t>(t.gpu_ops.size());   // the input position
-        t.gpu_ops.push_back(op);
+  for (size_t block : kBlocks) {
+    std::mt19937 rng(3);
+    for (int runs : {1, 2, 3, 7, 500}) {
+      Trace t(block);
+      t.AddSource("a", "test");
+      for (int r = 0; r < runs; ++r) {
+        int64_t start = static_cast<int64_t>(rng() % 50);
+        for (int i = 0; i < 1000 / runs; ++i) {
+          GpuOp op;
+          start += static_cast<int64_t>(rng() % 3);
+          op.start_ns = start;
+          op.dur_ns = static_cast<int64_t>(rng() % 2);
+          op.stream = r;
+          op.correlation = static_cast<int64_t>(t.gpu_ops.size());   // the input position
+          t.gpu_ops.push_back(op);
+        }
       }
-    }
-    std::vector<GpuOp> want = t.gpu_ops.ToVector();
-    std::stable_sort(want.begin(), want.end(), [](const GpuOp& a, const GpuOp& b) {
-      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns < b.dur_ns;
-    });
-    t.Finalize();
-    ASSERT_EQ(t.gpu_ops.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_EQ(t.gpu_ops[i].correlation, want[i].correlation) << "runs=" << runs << " i=" << i;
+      std::vector<GpuOp> want = t.gpu_ops.ToVector();
+      std::stable_sort(want.begin(), want.end(), [](const GpuOp& a, const GpuOp& b) {
+        return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.dur_ns < b.dur_ns;
+      });
+      t.Finalize();
+      ASSERT_EQ(t.gpu_ops.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(t.gpu_ops[i].correlation, want[i].correlation) << "runs=" << runs << " i=" << i << " block=" << block;
+      }
     }
   }
 }
@@ -193,63 +254,68 @@ TEST(TraceTest, FinalizeSortIsStableSort) {
 // dense correlation ids or not; a correlation past 2^48 is just a larger id, never another
 // source's.
 TEST(TraceTest, FinalizeLinksFirstCallOfEachKey) {
-  for (int64_t base : {int64_t{0}, int64_t{1} << 40}) {
-    Trace t;
-    t.AddSource("a", "test");
-    t.AddSource("b", "test");
-    for (int64_t i = 0; i < 10; ++i) {
-      ApiCall call;
-      call.start_ns = 100 + i;
-      call.correlation = i % 5 == 4 ? base * 3 + i : base + i;   // sparse when base > 0
-      call.source = 1;
-      t.api_calls.push_back(call);
+  for (size_t block : kBlocks) {
+    for (int64_t base : {int64_t{0}, int64_t{1} << 40}) {
+      Trace t(block);
+      t.AddSource("a", "test");
+      t.AddSource("b", "test");
+      for (int64_t i = 0; i < 10; ++i) {
+        ApiCall call;
+        call.start_ns = 100 + i;
+        call.correlation = i % 5 == 4 ? base * 3 + i : base + i;   // sparse when base > 0
+        call.source = 1;
+        t.api_calls.push_back(call);
+      }
+      ApiCall dup = t.api_calls[2];
+      dup.start_ns = 200;   // a later call with the same key: not the link
+      t.api_calls.push_back(dup);
+      GpuOp op;
+      op.source = 1;
+      op.correlation = base + 2;
+      GpuOp alias;   // source 0 with the correlation's bit 48 set: not source 1's base + 3
+      alias.correlation = (int64_t{1} << 48) + base + 3;
+      GpuOp missing;
+      missing.source = 1;
+      missing.correlation = base + 100;
+      t.gpu_ops = {op, alias, missing};
+      t.Finalize();
+      EXPECT_EQ(t.gpu_ops[0].api, 2u) << base << " block " << block;
+      EXPECT_EQ(t.gpu_ops[0].launch.start_ns, 102) << base << " block " << block;  // the call, copied in
+      EXPECT_EQ(t.gpu_ops[1].api, kNoLink) << base << " block " << block;
+      EXPECT_EQ(t.gpu_ops[2].api, kNoLink) << base << " block " << block;
     }
-    ApiCall dup = t.api_calls[2];
-    dup.start_ns = 200;   // a later call with the same key: not the link
-    t.api_calls.push_back(dup);
-    GpuOp op;
-    op.source = 1;
-    op.correlation = base + 2;
-    GpuOp alias;   // source 0 with the correlation's bit 48 set: not source 1's base + 3
-    alias.correlation = (int64_t{1} << 48) + base + 3;
-    GpuOp missing;
-    missing.source = 1;
-    missing.correlation = base + 100;
-    t.gpu_ops = {op, alias, missing};
-    t.Finalize();
-    EXPECT_EQ(t.gpu_ops[0].api, 2u) << base;
-    EXPECT_EQ(t.gpu_ops[1].api, kNoLink) << base;
-    EXPECT_EQ(t.gpu_ops[2].api, kNoLink) << base;
   }
 }
 
 // Source 0's call with correlation 2^48 + 7 and source 1's call with 7 are different keys:
 // each op links to its own source's call (sparse ids: the hash-map path; dense: the flat one).
 TEST(TraceTest, FinalizeNeverLinksAcrossSources) {
-  for (bool sparse : {true, false}) {
-    Trace t;
-    t.AddSource("rank0", "test");
-    t.AddSource("rank1", "test");
-    ApiCall a;
-    a.source = 0;
-    a.start_ns = 0;
-    a.correlation = sparse ? (int64_t{1} << 48) + 7 : 8;
-    ApiCall b;
-    b.source = 1;
-    b.start_ns = 10;
-    b.correlation = 7;
-    t.api_calls = {a, b};
-    GpuOp op0, op1;
-    op0.source = 0;
-    op0.correlation = a.correlation;
-    op0.start_ns = 20;
-    op1.source = 1;
-    op1.correlation = 7;
-    op1.start_ns = 30;
-    t.gpu_ops = {op0, op1};
-    t.Finalize();
-    EXPECT_EQ(t.gpu_ops[0].api, 0u) << sparse;
-    EXPECT_EQ(t.gpu_ops[1].api, 1u) << sparse;
+  for (size_t block : kBlocks) {
+    for (bool sparse : {true, false}) {
+      Trace t(block);
+      t.AddSource("rank0", "test");
+      t.AddSource("rank1", "test");
+      ApiCall a;
+      a.source = 0;
+      a.start_ns = 0;
+      a.correlation = sparse ? (int64_t{1} << 48) + 7 : 8;
+      ApiCall b;
+      b.source = 1;
+      b.start_ns = 10;
+      b.correlation = 7;
+      t.api_calls = {a, b};
+      GpuOp op0, op1;
+      op0.source = 0;
+      op0.correlation = a.correlation;
+      op0.start_ns = 20;
+      op1.source = 1;
+      op1.correlation = 7;
+      op1.start_ns = 30;
+      t.gpu_ops = {op0, op1};
+      t.Finalize();
+      EXPECT_EQ(t.gpu_ops[0].api, 0u) << sparse;
+      EXPECT_EQ(t.gpu_ops[1].api, 1u) << sparse;
+    }
   }
 }
 
