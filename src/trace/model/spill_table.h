@@ -101,6 +101,13 @@ class SpillTable {
     mem_.push_back(row);
   }
   void Append(const T* rows, size_t n) {
+    // Whole blocks go to the file straight from `rows` while the block in memory is empty.
+    while (mem_.empty() && n >= block_rows_ && spill_error_.empty()) {
+      if (!file_.Write(rows, block_rows_ * sizeof(T), uint64_t{spilled_} * sizeof(T), spill_error_)) break;
+      spilled_ += block_rows_;
+      rows += block_rows_;
+      n -= block_rows_;
+    }
     for (size_t i = 0; i < n; ++i) push_back(rows[i]);
   }
   void Append(const std::vector<T>& rows) { Append(rows.data(), rows.size()); }
@@ -131,7 +138,8 @@ class SpillTable {
   }
   T front() const { return (*this)[0]; }
   T back() const { return (*this)[size() - 1]; }
-  // The last row added, to finish it in place: it is always in memory. REQUIRES: !empty().
+  // The row push_back added last, to finish it in place: it is in memory. REQUIRES: the last
+  // row came from push_back.
   T& last() { return mem_.back(); }
 
   // Copies rows [first, first + n) to `out`. False, with `error` set, when the file cannot be

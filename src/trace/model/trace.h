@@ -5,8 +5,11 @@
 // copies, fills) is linked to the host API call that launched it through `correlation`,
 // scoped by `source` (the file index), because correlation ids are per process.
 //
-// Importers append rows and issues; Finalize() sorts the tables and resolves the links.
-// Analyses only read a finalized Trace. Not thread-safe.
+// The event tables hold one block in memory and the rest in temporary files (spill_table.h),
+// so a trace of any length takes the same memory: importers append rows and issues;
+// Finalize() sorts the tables and resolves the links (copying each launch into its ops);
+// analyses read a finalized Trace in passes, in start order. Not thread-safe to write; any
+// number of threads may read a finalized Trace.
 #pragma once
 
 #include <cstdint>
