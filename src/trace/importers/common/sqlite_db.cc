@@ -69,11 +69,11 @@ StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
   if (sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
     return InvalidArgument(fmt::format("{}: not a readable SQLite database: {}", path, sqlite3_errmsg(db)));
   }
-  // Read pages in place through a memory map instead of copying each into the page cache (the
-  // library caps the map at its compile-time SQLITE_MAX_MMAP_SIZE); 64 MiB of cache for what
-  // is not mapped. Best effort: a build without mmap ignores the pragma.
-  sqlite3_exec(db, "PRAGMA mmap_size=1099511627776; PRAGMA cache_size=-65536", nullptr, nullptr,
-               nullptr);
+  // Pages are read with pread into a small cache (2 MiB), not through a memory map: a trace's
+  // tables are scanned once, where a map is no faster (rocpd) or a little (Nsight), and every
+  // page it touches stays in the process's resident size until the connection closes (a 609 MB
+  // rocpd file read to 612 MiB peak RSS with the map, 156 MiB without).
+  sqlite3_exec(db, "PRAGMA mmap_size=0; PRAGMA cache_size=-2048", nullptr, nullptr, nullptr);
   return out;
 }
 

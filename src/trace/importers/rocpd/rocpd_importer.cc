@@ -292,7 +292,7 @@ Status HasForeignRows(SqliteDb& db, const RocpdTables& t, FactTable f, bool* for
 std::string Ref(int64_t key) { return key == kNullKey ? std::string("NULL") : std::to_string(key); }
 
 // A fact row after the joins against the small tables, which need no rocpd_event, staged as
-// the event it becomes (GpuOp or ApiCall) so that the join fills it in place: `correlation`
+// the event it becomes (GpuOp or ApiCall), for the join to complete: `correlation`
 // holds the row's event_id and `name` its position in the small table (symbols for kernels,
 // strings otherwise) until JoinStaged sets them; `source` is set there too. A row a join
 // failed for has a StagedFailure. The event join, issues and name interning wait for
@@ -305,24 +305,26 @@ struct StagedFailure {
 };
 template <typename Event>
 struct Staged {
-  std::vector<Event> rows;
-  std::vector<int64_t> ids;              // each row's id, for the issues' "row id="
+  struct Row {
+    Event event;
+    int64_t id = 0;  // the fact row's id, for the issues' "row id="
+  };
+  explicit Staged(size_t block_rows = SpillTable<Row>::kDefaultBlockRows) : rows(block_rows) {}
+  SpillTable<Row> rows;                  // one block in memory, the rest in a temporary file
   std::vector<StagedFailure> failures;   // in row order
-  void Reserve(size_t n) {
-    rows.reserve(n);
-    ids.reserve(n);
-  }
   // Adds the row; `failure`, when set, is the row's (its `row` is filled in here).
   void Add(int64_t id, const Event& e, std::optional<StagedFailure> failure) {
     if (failure) {
       failure->row = rows.size();
       failures.push_back(std::move(*failure));
     }
-    ids.push_back(id);
-    rows.push_back(e);
+    rows.push_back(Row{e, id});
   }
 };
 struct StagedFacts {
+  // Staged tables of `block_rows` rows a block (the default for a Trace of default blocks).
+  explicit StagedFacts(size_t block_rows) : kernels(block_rows), copies(block_rows), regions(block_rows) {}
+  StagedFacts() = default;
   Staged<GpuOp> kernels;
   Staged<GpuOp> copies;
   Staged<ApiCall> regions;
@@ -370,11 +372,8 @@ GpuOp StagedOp(int64_t start, int64_t end, int64_t event_id, int32_t position, i
   return op;
 }
 
-// `extra` rows more are reserved for the memory copies that follow the kernels in one vector.
-Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid, size_t extra,
-                    Staged<GpuOp>& s) {
-  s = {};
-  s.Reserve(CountRows(db, "rocpd_kernel_dispatch") + extra);
+Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<GpuOp>& s) {
+  s = Staged<GpuOp>(s.rows.block_rows());
   return db.ForEachRow(
       Columns(kKernelColumns, with_guid), "rocpd_kernel_dispatch",
       GuidParam(t, with_guid), [&](sqlite3_value** v) {
@@ -414,8 +413,7 @@ Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid, size_t e
 }
 
 Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<GpuOp>& s) {
-  s = {};
-  s.Reserve(CountRows(db, "rocpd_memory_copy"));
+  s = Staged<GpuOp>(s.rows.block_rows());
   return db.ForEachRow(
       Columns(kCopyColumns, with_guid), "rocpd_memory_copy",
       GuidParam(t, with_guid), [&](sqlite3_value** v) {
@@ -453,8 +451,7 @@ Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<Gp
 }
 
 Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<ApiCall>& s) {
-  s = {};
-  s.Reserve(CountRows(db, "rocpd_region"));
+  s = Staged<ApiCall>(s.rows.block_rows());
   return db.ForEachRow(
       Columns(kRegionColumns, with_guid), "rocpd_region",
       GuidParam(t, with_guid), [&](sqlite3_value** v) {
@@ -488,8 +485,8 @@ Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<A
 // Stages the fact tables and reads rocpd_event on three threads, each with its own connection:
 // kernel dispatches and memory copies (this one), rocpd_event (second), regions with their guid
 // column and then the guid checks of the other two fact tables (third). The shares take about
-// equal time, each spent in SQLite's record decoding rather than waiting on the disk (the file
-// is memory-mapped). A fact table that turns out to hold rows of another guid is staged again,
+// equal time, each spent in SQLite's record decoding rather than waiting on the disk (pages come
+// from the OS's page cache, read with pread). A fact table that turns out to hold rows of another guid is staged again,
 // with its guid column.
 Status StageWithEvents(SqliteDb& db, const RocpdTables& t, StagedFacts& s, EventTable& ev) {
   bool foreign[kFactTables] = {};  // regions read their guid column instead
@@ -505,24 +502,18 @@ Status StageWithEvents(SqliteDb& db, const RocpdTables& t, StagedFacts& s, Event
   SqliteWorker regions([&] {
     on_own_connection(&regions_status, [&](SqliteDb& own) -> Status {
       RETURN_IF_ERROR(StageRegions(own, t, true, s.regions));
-      // The checks read the other two tables' pages through this connection's own small cache,
-      // not a second mapping of pages this thread has no other use for (a page mapped twice is
-      // counted twice in the process's resident size).
-      own.QueryInt("PRAGMA mmap_size=0");
-      own.QueryInt("PRAGMA cache_size=-2000");
       RETURN_IF_ERROR(HasForeignRows(own, t, kKernelTable, &foreign[kKernelTable]));
       return HasForeignRows(own, t, kCopyTable, &foreign[kCopyTable]);
     });
   });
-  const size_t copies = t.has_memory_copies ? CountRows(db, "rocpd_memory_copy") : 0;
-  Status st = StageKernels(db, t, false, copies, s.kernels);
+  Status st = StageKernels(db, t, false, s.kernels);
   if (st.ok() && t.has_memory_copies) st = StageCopies(db, t, false, s.copies);
   regions.Join();
   events.Join();
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(regions_status);
   RETURN_IF_ERROR(events_status);
-  if (foreign[kKernelTable]) RETURN_IF_ERROR(StageKernels(db, t, true, copies, s.kernels));
+  if (foreign[kKernelTable]) RETURN_IF_ERROR(StageKernels(db, t, true, s.kernels));
   if (foreign[kCopyTable]) RETURN_IF_ERROR(StageCopies(db, t, true, s.copies));
   return Status::Ok();
 }
@@ -531,9 +522,8 @@ Status ReadDataViews(SqliteDb& db, uint16_t source, Trace& trace);
 
 // Joins the staged fact rows with rocpd_event and emits their events: the same events, in the
 // same order, with the same names interned in the same order, as ReadDataViews. Rows the data
-// views would drop are counted as "unresolved reference". Each table's rows are completed and
-// compacted where they lie, then moved (or, after another file's events, appended) to `trace`.
-void JoinStaged(RocpdTables& t, const EventTable& ev, StagedFacts& s, uint16_t source,
+// views would drop are counted as "unresolved reference". One pass over each staged table.
+void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint16_t source,
                 Trace& trace) {
   SourceFile& src = trace.sources[source];
   // The position of row `row`'s event, or kNone once the row is counted as an issue. The checks
@@ -541,17 +531,16 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, StagedFacts& s, uint16_t s
   // data view (see StagedFailure), the event's, those after it, then (kernels) a NULL start or
   // end, then a negative duration.
   auto event_of = [&](std::string_view table, std::string_view data_view, const auto& staged,
-                      size_t row, size_t& next_failure) -> int32_t {
-    const auto& e = staged.rows[row];
-    const int64_t id = staged.ids[row];
+                      const auto& r, size_t row, size_t& next_failure) -> int32_t {
+    const auto& e = r.event;
     const StagedFailure* f = nullptr;
     if (next_failure < staged.failures.size() && staged.failures[next_failure].row == row) {
       f = &staged.failures[next_failure++];
     }
     const int32_t event = ev.index.Find(e.correlation);
     if (f == nullptr && event >= 0) {
-      return Negative(src, data_view, id, e.start_ns, WrapAdd(e.start_ns, e.dur_ns)) ? IdIndex::kNone
-                                                                                  : event;
+      return Negative(src, data_view, r.id, e.start_ns, WrapAdd(e.start_ns, e.dur_ns)) ? IdIndex::kNone
+                                                                                    : event;
     }
     std::string what;
     if (f != nullptr && !f->before_event.empty()) {
@@ -561,28 +550,20 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, StagedFacts& s, uint16_t s
     } else if (!f->after_event.empty()) {
       what = f->after_event;
     } else {
-      src.issues.Add("missing start or end", fmt::format("kernels row id={}", id));
+      src.issues.Add("missing start or end", fmt::format("kernels row id={}", r.id));
       return IdIndex::kNone;
     }
-    src.issues.Add("unresolved reference", fmt::format("{} row id={}", table, id),
+    src.issues.Add("unresolved reference", fmt::format("{} row id={}", table, r.id),
                    fmt::format("{} (the {} view leaves the row out)", what, data_view));
     return IdIndex::kNone;
   };
-  // Appends `rows` to `out`, taking its buffer when `out` is empty.
-  auto emit = [](auto& rows, auto& out) {
-    out.Append(rows);
-    rows.clear();
-    rows.shrink_to_fit();
-  };
 
-  Staged<GpuOp>& kernels = s.kernels;
-  size_t kept = 0, next_failure = 0;
-  for (size_t i = 0; i < kernels.rows.size(); ++i) {
+  size_t row = 0, next_failure = 0;
+  s.kernels.rows.ForEach([&](const Staged<GpuOp>::Row& r) {
     const int32_t event =
-        event_of("rocpd_kernel_dispatch", "kernels", kernels, i, next_failure);
-    if (event < 0) continue;
-    GpuOp& op = kernels.rows[kept++];
-    op = kernels.rows[i];
+        event_of("rocpd_kernel_dispatch", "kernels", s.kernels, r, row++, next_failure);
+    if (event < 0) return;
+    GpuOp op = r.event;
     RocpdTables::Symbol& sym = t.symbols[op.name];
     if (sym.name == kUnset) {
       sym.name = trace.names.Intern(sym.display_name);
@@ -592,17 +573,16 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, StagedFacts& s, uint16_t s
     op.kind = sym.kind;
     op.correlation = ev.events[static_cast<size_t>(event)].stack_id;
     op.source = source;
-  }
-  kernels.rows.resize(kept);
+    trace.gpu_ops.push_back(op);
+    ++src.events_read;
+  });
 
-  Staged<GpuOp>& copies = s.copies;
-  kept = 0;
-  next_failure = 0;
-  for (size_t i = 0; i < copies.rows.size(); ++i) {
-    const int32_t event = event_of("rocpd_memory_copy", "memory_copies", copies, i, next_failure);
-    if (event < 0) continue;
-    GpuOp& op = copies.rows[kept++];
-    op = copies.rows[i];
+  row = next_failure = 0;
+  s.copies.rows.ForEach([&](const Staged<GpuOp>::Row& r) {
+    const int32_t event =
+        event_of("rocpd_memory_copy", "memory_copies", s.copies, r, row++, next_failure);
+    if (event < 0) return;
+    GpuOp op = r.event;
     RocpdTables::String& name = t.strings[op.name];
     op.name = t.Name(name, trace);
     if (!name.copy_classified) {
@@ -612,22 +592,17 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, StagedFacts& s, uint16_t s
     op.direction = name.direction;
     op.correlation = ev.events[static_cast<size_t>(event)].stack_id;
     op.source = source;
-  }
-  copies.rows.resize(kept);
-  // Kernels reserved room for the copies, so this appends without moving them.
-  kernels.rows.insert(kernels.rows.end(), copies.rows.begin(), copies.rows.end());
-  src.events_read += static_cast<int64_t>(kernels.rows.size());
-  emit(kernels.rows, trace.gpu_ops);
+    trace.gpu_ops.push_back(op);
+    ++src.events_read;
+  });
 
-  Staged<ApiCall>& regions = s.regions;
-  kept = 0;
-  next_failure = 0;
-  for (size_t i = 0; i < regions.rows.size(); ++i) {
-    const int32_t event = event_of("rocpd_region", "regions", regions, i, next_failure);
-    if (event < 0) continue;
+  row = next_failure = 0;
+  s.regions.rows.ForEach([&](const Staged<ApiCall>::Row& r) {
+    const int32_t event = event_of("rocpd_region", "regions", s.regions, r, row++, next_failure);
+    if (event < 0) return;
     ++src.events_read;
     const RocpdTables::Event& e = ev.events[static_cast<size_t>(event)];
-    ApiCall a = regions.rows[i];
+    ApiCall a = r.event;
     RocpdTables::String& name = t.strings[a.name];
     a.name = t.Name(name, trace);
     a.source = source;
@@ -641,7 +616,7 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, StagedFacts& s, uint16_t s
       c.source = source;
       c.kind = CpuOpKind::kMarker;
       trace.cpu_ops.push_back(c);
-      continue;
+      return;
     }
     a.correlation = e.stack_id;
     if (!name.api_classified) {
@@ -649,10 +624,8 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, StagedFacts& s, uint16_t s
       name.api_classified = true;
     }
     a.kind = name.api_kind;
-    regions.rows[kept++] = a;
-  }
-  regions.rows.resize(kept);
-  emit(regions.rows, trace.api_calls);
+    trace.api_calls.push_back(a);
+  });
 }
 
 }  // namespace
@@ -673,7 +646,11 @@ Status RocpdImporter::Import(const std::string& path, const ImportOptions& optio
     if (!db->Has(view)) return InvalidArgument(fmt::format("{}: rocpd file without the '{}' view", path, view));
   }
   std::unique_ptr<RocpdTables> tables;
-  StagedFacts staged;
+  // Staged rows spill as the trace's tables do: 8 MiB blocks, or the trace's rows a block
+  // where a test made its blocks small.
+  StagedFacts staged(trace.gpu_ops.block_rows() == SpillTable<GpuOp>::kDefaultBlockRows
+                         ? SpillTable<Staged<GpuOp>::Row>::kDefaultBlockRows
+                         : trace.gpu_ops.block_rows());
   EventTable events;
   if (path_ != RocpdPath::kDataViews) {
     std::string why;
