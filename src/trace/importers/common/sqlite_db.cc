@@ -155,7 +155,10 @@ Status SqliteDb::ForEachRow(std::string_view columns, std::string_view from,
     } else {
       const int rc = sqlite3_step(q->get());
       if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        st = ReadError(rc, db_, from.substr(0, from.find(' ')), sink.rows);
+        // The table, or "<table> LEFT JOIN <table>", without the clauses after it.
+        const size_t on = from.find(" ON ");
+        st = ReadError(rc, db_, from.substr(0, on != std::string_view::npos ? on : from.find(' ')),
+                       sink.rows);
       }
     }
   }

@@ -72,7 +72,8 @@ class SqliteDb {
   // The first column of the first row of `sql`, as an integer (nullopt: no row, NULL or error).
   std::optional<int64_t> QueryInt(std::string_view sql);
   // Calls `row(values)` for each row of `SELECT <columns> FROM <from>` (`from`: a table or view,
-  // and any WHERE clause), in SQLite's order, values[i] being column i, read with
+  // or "<table> LEFT JOIN <table> ON ...", and any WHERE clause; an error names what precedes
+  // " ON ", else the first word), in SQLite's order, values[i] being column i, read with
   // sqlite3_value_*() and valid during the call only. `param1`, if set, is bound to ?1. The
   // columns are the arguments of an aggregate function that calls `row`, so SQLite runs the whole
   // scan inside one sqlite3_step(): no result row and no sqlite3_column_*() call per row, which

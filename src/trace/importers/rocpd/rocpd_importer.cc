@@ -36,10 +36,11 @@ namespace latdoc::trace {
 // Rows come out in the scanned table's rowid order on both paths (the query plan scans the fact
 // table and searches the others by primary key).
 //
-// Plan of the fast path: (1) LoadTables reads the small tables; (2) StageWithEvents stages the
-// fact tables (kernel dispatches, memory copies, regions), joined against the small tables, and
-// reads rocpd_event, on three threads with a connection each; (3) JoinStaged joins the staged
-// rows with rocpd_event and emits events, issues and names in row order, on this thread.
+// Plan of the fast path: (1) LoadTables reads the small tables; (2) StageFacts stages the fact
+// tables (kernel dispatches, memory copies, regions), each LEFT JOINed with rocpd_event by SQLite
+// and joined against the small tables here, on two threads with a connection each, into spill
+// tables; (3) JoinStaged emits events, issues and names in row order, on this thread. Memory
+// holds the small tables and a block of each staged table, however many events the file has.
 
 int RocpdImporter::Detect(const std::string& path, std::string_view head) const {
   if (!IsSqliteHeader(head)) return 0;
@@ -68,7 +69,7 @@ int64_t WrapAdd(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
 }
 
-// The fast path reads a NULL join key as kNullKey. LoadTables and LoadEvents make sure no id
+// The fast path reads a NULL join key as kNullKey. LoadTables makes sure no small table's id
 // equals kNullKey, so the sentinel joins nothing, as NULL does in SQL.
 constexpr int64_t kNullKey = INT64_MIN;
 int64_t KeyOf(sqlite3_value* v) {
@@ -106,7 +107,7 @@ const NeededView& MemoryCopyView() {
 }
 
 // rocpd's small tables, in memory for the joins. Rows of another guid are left out (a join also
-// matches guids); positions come from each table's IdIndex. rocpd_event is an EventTable.
+// matches guids); positions come from each table's IdIndex. rocpd_event is joined by SQLite.
 struct RocpdTables {
   struct String {
     std::string value;
@@ -125,10 +126,6 @@ struct RocpdTables {
     std::string display_name;
     NameId name = kUnset;
     GpuOpKind kind = GpuOpKind::kKernel;
-  };
-  struct Event {
-    int64_t stack_id = kNoCorrelation;
-    int32_t category = IdIndex::kNone; // position in `strings`
   };
 
   std::string guid;
@@ -151,11 +148,6 @@ struct RocpdTables {
     return s.name;
   }
 };
-
-size_t CountRows(SqliteDb& db, std::string_view view) {
-  const int64_t n = db.QueryInt(fmt::format("SELECT count(*) FROM {}", view)).value_or(0);
-  return n > 0 ? static_cast<size_t>(n) : 0;
-}
 
 // Reads one small table: `row(q)` for each row of `guid`, collecting ids (column 0). Sets
 // *foreign when a row has another guid (column 1), *repeated when an id repeats (or is kNullKey).
@@ -183,7 +175,7 @@ Status LoadSmallTable(SqliteDb& db, std::string_view sql, const std::string& gui
 // Loads the small tables the fast path joins against. Returns nullptr, with the reason in *why,
 // when the file does not allow the fast path: not one guid, a view or column missing, a small
 // table holding rows of another guid or a repeated id. (rocpd_event repeating an id shows only
-// later, in StageWithEvents.)
+// later, in StageFacts.)
 StatusOr<std::unique_ptr<RocpdTables>> LoadTables(SqliteDb& db, std::string* why) {
   auto t = std::make_unique<RocpdTables>();
   const int64_t guids =
@@ -245,33 +237,6 @@ StatusOr<std::unique_ptr<RocpdTables>> LoadTables(SqliteDb& db, std::string* why
   return t;
 }
 
-// rocpd_event: as many rows as regions + dispatches + copies. A row of another guid can join no
-// fact row that the data views keep (those need agents, strings... of that guid, and the small
-// tables hold none), so such rows are just left out.
-struct EventTable {
-  std::vector<RocpdTables::Event> events;
-  IdIndex index;
-  bool repeated = false;  // an id repeats (or is kNullKey): no fast path
-};
-
-Status LoadEvents(SqliteDb& db, const RocpdTables& t, EventTable& out) {
-  const size_t n = CountRows(db, "rocpd_event");
-  std::vector<int64_t> ids;
-  ids.reserve(n);
-  out.events.reserve(n);
-  RETURN_IF_ERROR(db.ForEachRow(
-      "id, category_id, stack_id", "rocpd_event WHERE guid IS ?1", t.guid,
-      [&](sqlite3_value** v) {
-        const int64_t id = IntOf(v[0]);
-        out.repeated |= id == kNullKey;
-        ids.push_back(id);
-        out.events.push_back(RocpdTables::Event{
-            IsNull(v[2]) ? kNoCorrelation : IntOf(v[2]), t.string_index.Find(KeyOf(v[1]))});
-      }));
-  if (!out.index.Build(ids)) out.repeated = true;
-  return Status::Ok();
-}
-
 enum FactTable { kKernelTable, kCopyTable, kRegionTable, kFactTables };
 constexpr const char* kFactViews[kFactTables] = {"rocpd_kernel_dispatch", "rocpd_memory_copy",
                                                  "rocpd_region"};
@@ -291,16 +256,14 @@ Status HasForeignRows(SqliteDb& db, const RocpdTables& t, FactTable f, bool* for
 
 std::string Ref(int64_t key) { return key == kNullKey ? std::string("NULL") : std::to_string(key); }
 
-// A fact row after the joins against the small tables, which need no rocpd_event, staged as
-// the event it becomes (GpuOp or ApiCall), for the join to complete: `correlation`
-// holds the row's event_id and `name` its position in the small table (symbols for kernels,
-// strings otherwise) until JoinStaged sets them; `source` is set there too. A row a join
-// failed for has a StagedFailure. The event join, issues and name interning wait for
-// JoinStaged, which runs them in row order as the data path would.
+// A fact row after every join, staged as the event it becomes (GpuOp or ApiCall) for JoinStaged
+// to complete: `name` holds the row's position in the small table (symbols for kernels, strings
+// otherwise) and `correlation` its event's stack_id. Interning names and counting issues wait
+// for JoinStaged, which runs them in row order as the data path would: the three tables are
+// staged on two threads. A row a join failed for has a StagedFailure.
 struct StagedFailure {
   size_t row = 0;             // position in Staged::rows
-  std::string before_event;   // a join checked before the event's failed: its message
-  std::string after_event;    // one checked after it failed: its message
+  std::string what;           // the first join (in the data view's order) that found nothing
   bool missing_time = false;  // kernels: start or end is NULL (checked after every join)
 };
 template <typename Event>
@@ -312,17 +275,24 @@ struct Staged {
   explicit Staged(size_t block_rows = SpillTable<Row>::kDefaultBlockRows) : rows(block_rows) {}
   SpillTable<Row> rows;                  // one block in memory, the rest in a temporary file
   std::vector<StagedFailure> failures;   // in row order
+  // Set when a fact row came out twice in a row: its event_id found two rocpd_event rows.
+  bool repeated = false;
   // Adds the row; `failure`, when set, is the row's (its `row` is filled in here).
   void Add(int64_t id, const Event& e, std::optional<StagedFailure> failure) {
+    repeated |= !rows.empty() && id == last_id_;
+    last_id_ = id;
     if (failure) {
       failure->row = rows.size();
       failures.push_back(std::move(*failure));
     }
     rows.push_back(Row{e, id});
   }
+
+ private:
+  int64_t last_id_ = 0;
 };
 struct StagedFacts {
-  // Staged tables of `block_rows` rows a block (the default for a Trace of default blocks).
+  // Staged tables of `block_rows` rows a block.
   explicit StagedFacts(size_t block_rows) : kernels(block_rows), copies(block_rows), regions(block_rows) {}
   StagedFacts() = default;
   Staged<GpuOp> kernels;
@@ -333,75 +303,93 @@ struct StagedFacts {
 std::string ForeignGuid(const RocpdTables& t) {
   return fmt::format("guid is not the file's guid {}", t.guid);
 }
+std::string NoEvent(int64_t event_id) {
+  return fmt::format("event_id {} is not in rocpd_event", Ref(event_id));
+}
+StagedFailure Failure(std::string what) {
+  StagedFailure f;
+  f.what = std::move(what);
+  return f;
+}
 
-// Each Stage* reads one fact table in rowid order, with `guid IS ?1` as a last column only when
-// `with_guid` (else every row is taken to be of the file's guid). Only the columns the joins
-// need: every one precedes the large ones (extdata and the like, last in each table), so SQLite
-// walks the record header up to event_id and decodes nothing else; guid is skipped unread.
+// Each Stage* reads one fact table in rowid order, LEFT JOINed with rocpd_event by SQLite (the
+// event of the row's guid, found by its INTEGER PRIMARY KEY: a search in a B-tree whose pages the
+// scan visits in order, since events and fact rows are written in the same order), with the
+// fact row's `guid IS ?1` as a last column only when `with_guid` (else every row is taken to be
+// of the file's guid). Only the columns the joins need: every one precedes the large ones
+// (extdata and the like, last in each table), so SQLite walks the record header up to the last
+// one needed and decodes nothing else. The events are never held: memory stays flat.
+std::string Select(const char* table, const char* columns, const char* event_columns,
+                   bool with_guid) {
+  std::string out;
+  std::string_view rest = columns;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(", ");
+    fmt::format_to(std::back_inserter(out), "{}{}.{}", out.empty() ? "" : ", ", table,
+                   rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+  }
+  fmt::format_to(std::back_inserter(out), ", rocpd_event.id IS NOT NULL, {}", event_columns);
+  if (with_guid) fmt::format_to(std::back_inserter(out), ", {}.guid IS ?1", table);
+  return out;
+}
+// The table joined with its events; ForEachRow names "<table> LEFT JOIN rocpd_event" in errors.
+std::string JoinEvents(const char* table) {
+  return fmt::format("{0} LEFT JOIN rocpd_event ON rocpd_event.id = {0}.event_id AND "
+                     "rocpd_event.guid IS ?1", table);
+}
 constexpr char kKernelColumns[] =
     "id, tid, agent_id, kernel_id, queue_id, stream_id, start, end, region_name_id, event_id";
 constexpr char kCopyColumns[] =
     "id, pid, tid, start, end, name_id, dst_agent_id, src_agent_id, size, stream_id, event_id";
 constexpr char kRegionColumns[] = "id, pid, tid, start, end, name_id, event_id";
-std::string Columns(const char* columns, bool with_guid) {
-  return with_guid ? fmt::format("{}, guid IS ?1", columns) : std::string(columns);
-}
-std::optional<std::string_view> GuidParam(const RocpdTables& t, bool with_guid) {
-  return with_guid ? std::optional<std::string_view>(t.guid) : std::nullopt;
-}
-StagedFailure BeforeEvent(std::string what) {
-  StagedFailure f;
-  f.before_event = std::move(what);
-  return f;
-}
-StagedFailure AfterEvent(std::string what) {
-  StagedFailure f;
-  f.after_event = std::move(what);
-  return f;
-}
 
-// A kernel or copy row as staged: its times, its event_id in `correlation` and its small-table
-// position in `name`, for JoinStaged to replace.
-GpuOp StagedOp(int64_t start, int64_t end, int64_t event_id, int32_t position, int64_t stream_id) {
+// A kernel or copy row as staged: its times, its event's stack_id in `correlation` and its
+// small-table position in `name`, for JoinStaged to replace.
+GpuOp StagedOp(int64_t start, int64_t end, int64_t stack_id, int32_t position, int64_t stream_id) {
   GpuOp op;
   op.start_ns = start;
   op.dur_ns = WrapSub(end, start);
-  op.correlation = event_id;
+  op.correlation = stack_id;
   op.name = static_cast<NameId>(position);
   op.stream = static_cast<int32_t>(stream_id);
   return op;
 }
+int64_t StackIdOf(sqlite3_value* v) { return IsNull(v) ? kNoCorrelation : IntOf(v); }
 
 Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<GpuOp>& s) {
   s = Staged<GpuOp>(s.rows.block_rows());
   return db.ForEachRow(
-      Columns(kKernelColumns, with_guid), "rocpd_kernel_dispatch",
-      GuidParam(t, with_guid), [&](sqlite3_value** v) {
+      Select("rocpd_kernel_dispatch", kKernelColumns, "rocpd_event.stack_id", with_guid),
+      JoinEvents("rocpd_kernel_dispatch"), t.guid, [&](sqlite3_value** v) {
     const int64_t id = IntOf(v[0]), tid = KeyOf(v[1]), agent_id = KeyOf(v[2]),
                   kernel_id = KeyOf(v[3]), queue_id = KeyOf(v[4]), stream_id = IntOf(v[5]);
     const bool missing_time = IsNull(v[6]) || IsNull(v[7]);
     const int64_t start = IntOf(v[6]), end = IntOf(v[7]), region_name_id = KeyOf(v[8]),
                   event_id = KeyOf(v[9]);
-    const bool same_guid = !with_guid || IntOf(v[10]) != 0;
+    const bool has_event = IntOf(v[10]) != 0;
+    const bool same_guid = !with_guid || IntOf(v[12]) != 0;
     const int32_t thread = t.thread_index.Find(tid), agent = t.agent_index.Find(agent_id),
                   symbol = t.symbol_index.Find(kernel_id), queue = t.queue_index.Find(queue_id),
                   region_name = t.string_index.Find(region_name_id);
-    GpuOp op = StagedOp(start, end, event_id, symbol, stream_id);
+    GpuOp op = StagedOp(start, end, StackIdOf(v[11]), symbol, stream_id);
     std::optional<StagedFailure> f;
     if (!same_guid) {
-      f = BeforeEvent(ForeignGuid(t));
+      f = Failure(ForeignGuid(t));
     } else if (agent < 0) {
-      f = BeforeEvent(fmt::format("agent_id {} is not in rocpd_info_agent", Ref(agent_id)));
+      f = Failure(fmt::format("agent_id {} is not in rocpd_info_agent", Ref(agent_id)));
+    } else if (!has_event) {
+      f = Failure(NoEvent(event_id));
     } else if (region_name < 0) {
-      f = AfterEvent(fmt::format("region_name_id {} is not in rocpd_string", Ref(region_name_id)));
+      f = Failure(fmt::format("region_name_id {} is not in rocpd_string", Ref(region_name_id)));
     } else if (symbol < 0) {
-      f = AfterEvent(fmt::format("kernel_id {} is not in rocpd_info_kernel_symbol", Ref(kernel_id)));
+      f = Failure(fmt::format("kernel_id {} is not in rocpd_info_kernel_symbol", Ref(kernel_id)));
     } else if (queue < 0) {
-      f = AfterEvent(fmt::format("queue_id {} is not in rocpd_info_queue", Ref(queue_id)));
+      f = Failure(fmt::format("queue_id {} is not in rocpd_info_queue", Ref(queue_id)));
     } else if (thread < 0) {  // the data view's last two joins: process, then thread
-      f = AfterEvent(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
+      f = Failure(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
     } else if (!t.queue_has_process[static_cast<size_t>(queue)]) {
-      f = AfterEvent(fmt::format("the pid of queue {} is not in rocpd_info_process", queue_id));
+      f = Failure(fmt::format("the pid of queue {} is not in rocpd_info_process", queue_id));
     } else if (missing_time) {
       f = StagedFailure();
       f->missing_time = true;
@@ -415,32 +403,35 @@ Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<G
 Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<GpuOp>& s) {
   s = Staged<GpuOp>(s.rows.block_rows());
   return db.ForEachRow(
-      Columns(kCopyColumns, with_guid), "rocpd_memory_copy",
-      GuidParam(t, with_guid), [&](sqlite3_value** v) {
+      Select("rocpd_memory_copy", kCopyColumns, "rocpd_event.stack_id", with_guid),
+      JoinEvents("rocpd_memory_copy"), t.guid, [&](sqlite3_value** v) {
     const int64_t id = IntOf(v[0]), pid = KeyOf(v[1]), tid = KeyOf(v[2]), start = IntOf(v[3]),
                   end = IntOf(v[4]), name_id = KeyOf(v[5]), dst_agent_id = KeyOf(v[6]),
                   src_agent_id = KeyOf(v[7]), bytes = IsNull(v[8]) ? -1 : IntOf(v[8]),
                   stream_id = IntOf(v[9]), event_id = KeyOf(v[10]);
-    const bool same_guid = !with_guid || IntOf(v[11]) != 0;
+    const bool has_event = IntOf(v[11]) != 0;
+    const bool same_guid = !with_guid || IntOf(v[13]) != 0;
     const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
                   name = t.string_index.Find(name_id), dst = t.agent_index.Find(dst_agent_id),
                   srca = t.agent_index.Find(src_agent_id);
-    GpuOp op = StagedOp(start, end, event_id, name, stream_id);
+    GpuOp op = StagedOp(start, end, StackIdOf(v[12]), name, stream_id);
     op.kind = GpuOpKind::kMemcpy;
     op.bytes = bytes;
     std::optional<StagedFailure> f;
     if (!same_guid) {
-      f = BeforeEvent(ForeignGuid(t));
+      f = Failure(ForeignGuid(t));
     } else if (name < 0) {
-      f = BeforeEvent(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
+      f = Failure(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
     } else if (dst < 0) {
-      f = BeforeEvent(fmt::format("dst_agent_id {} is not in rocpd_info_agent", Ref(dst_agent_id)));
+      f = Failure(fmt::format("dst_agent_id {} is not in rocpd_info_agent", Ref(dst_agent_id)));
     } else if (srca < 0) {
-      f = BeforeEvent(fmt::format("src_agent_id {} is not in rocpd_info_agent", Ref(src_agent_id)));
+      f = Failure(fmt::format("src_agent_id {} is not in rocpd_info_agent", Ref(src_agent_id)));
+    } else if (!has_event) {
+      f = Failure(NoEvent(event_id));
     } else if (process < 0) {
-      f = AfterEvent(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
+      f = Failure(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
     } else if (thread < 0) {
-      f = AfterEvent(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
+      f = Failure(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
     } else {
       const RocpdTables::Agent& dst_agent = t.agents[static_cast<size_t>(dst)];
       op.device = static_cast<int32_t>(
@@ -450,30 +441,39 @@ Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<Gp
   });
 }
 
+// A region whose event's category is MARKER_* becomes a CPU marker: staged with `source` 1
+// (JoinStaged sets the real source).
+constexpr uint16_t kStagedMarker = 1;
+
 Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<ApiCall>& s) {
   s = Staged<ApiCall>(s.rows.block_rows());
   return db.ForEachRow(
-      Columns(kRegionColumns, with_guid), "rocpd_region",
-      GuidParam(t, with_guid), [&](sqlite3_value** v) {
+      Select("rocpd_region", kRegionColumns, "rocpd_event.stack_id, rocpd_event.category_id",
+             with_guid),
+      JoinEvents("rocpd_region"), t.guid, [&](sqlite3_value** v) {
     const int64_t id = IntOf(v[0]), pid = KeyOf(v[1]), tid = KeyOf(v[2]), start = IntOf(v[3]),
                   end = IntOf(v[4]), name_id = KeyOf(v[5]), event_id = KeyOf(v[6]);
-    const bool same_guid = !with_guid || IntOf(v[7]) != 0;
+    const bool has_event = IntOf(v[7]) != 0;
+    const bool same_guid = !with_guid || IntOf(v[10]) != 0;
     const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
-                  name = t.string_index.Find(name_id);
+                  name = t.string_index.Find(name_id), category = t.string_index.Find(KeyOf(v[9]));
     ApiCall a;
     a.start_ns = start;
     a.dur_ns = WrapSub(end, start);
-    a.correlation = event_id;
+    a.correlation = StackIdOf(v[8]);
     a.name = static_cast<NameId>(name);
+    a.source = category >= 0 && t.strings[static_cast<size_t>(category)].marker ? kStagedMarker : 0;
     std::optional<StagedFailure> f;
     if (!same_guid) {
-      f = BeforeEvent(ForeignGuid(t));
+      f = Failure(ForeignGuid(t));
+    } else if (!has_event) {
+      f = Failure(NoEvent(event_id));
     } else if (name < 0) {
-      f = AfterEvent(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
+      f = Failure(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
     } else if (process < 0) {
-      f = AfterEvent(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
+      f = Failure(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
     } else if (thread < 0) {
-      f = AfterEvent(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
+      f = Failure(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
     } else {
       a.pid = static_cast<int32_t>(t.process_pids[static_cast<size_t>(process)]);
       a.tid = static_cast<int32_t>(t.thread_tids[static_cast<size_t>(thread)]);
@@ -482,87 +482,65 @@ Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<A
   });
 }
 
-// Stages the fact tables and reads rocpd_event on three threads, each with its own connection:
-// kernel dispatches and memory copies (this one), rocpd_event (second), regions with their guid
-// column and then the guid checks of the other two fact tables (third). The shares take about
-// equal time, each spent in SQLite's record decoding rather than waiting on the disk (pages come
-// from the OS's page cache, read with pread). A fact table that turns out to hold rows of another guid is staged again,
-// with its guid column.
-Status StageWithEvents(SqliteDb& db, const RocpdTables& t, StagedFacts& s, EventTable& ev) {
+// Stages the fact tables on two threads, each with its own connection: kernel dispatches and
+// memory copies (this one), regions and then the guid checks of the other two fact tables (the
+// second). The shares take about equal time, each spent in SQLite's record decoding and B-tree
+// searches rather than waiting on the disk (pages come from the OS's page cache, read with
+// pread). A fact table that turns out to hold rows of another guid is staged again, with its
+// guid column. Sets *repeated when rocpd_event repeats an id a fact row joins.
+Status StageFacts(SqliteDb& db, const RocpdTables& t, StagedFacts& s, bool* repeated) {
   bool foreign[kFactTables] = {};  // regions read their guid column instead
-  // Each worker's own connection, statements and results; `t` is only read.
-  auto on_own_connection = [&db](Status* out, auto&& fn) {
-    StatusOr<std::unique_ptr<SqliteDb>> own = SqliteDb::Open(db.path());
-    *out = own.ok() ? fn(**own) : own.status();
-  };
-  Status events_status, regions_status;
-  SqliteWorker events([&] {
-    on_own_connection(&events_status, [&](SqliteDb& own) { return LoadEvents(own, t, ev); });
-  });
+  Status regions_status;
   SqliteWorker regions([&] {
-    on_own_connection(&regions_status, [&](SqliteDb& own) -> Status {
-      RETURN_IF_ERROR(StageRegions(own, t, true, s.regions));
-      RETURN_IF_ERROR(HasForeignRows(own, t, kKernelTable, &foreign[kKernelTable]));
-      return HasForeignRows(own, t, kCopyTable, &foreign[kCopyTable]);
-    });
+    StatusOr<std::unique_ptr<SqliteDb>> own = SqliteDb::Open(db.path());
+    if (!own.ok()) {
+      regions_status = own.status();
+      return;
+    }
+    regions_status = StageRegions(**own, t, true, s.regions);
+    if (regions_status.ok()) regions_status = HasForeignRows(**own, t, kKernelTable, &foreign[kKernelTable]);
+    if (regions_status.ok()) regions_status = HasForeignRows(**own, t, kCopyTable, &foreign[kCopyTable]);
   });
   Status st = StageKernels(db, t, false, s.kernels);
   if (st.ok() && t.has_memory_copies) st = StageCopies(db, t, false, s.copies);
   regions.Join();
-  events.Join();
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(regions_status);
-  RETURN_IF_ERROR(events_status);
   if (foreign[kKernelTable]) RETURN_IF_ERROR(StageKernels(db, t, true, s.kernels));
   if (foreign[kCopyTable]) RETURN_IF_ERROR(StageCopies(db, t, true, s.copies));
+  *repeated = s.kernels.repeated || s.copies.repeated || s.regions.repeated;
   return Status::Ok();
 }
 
 Status ReadDataViews(SqliteDb& db, uint16_t source, Trace& trace);
 
-// Joins the staged fact rows with rocpd_event and emits their events: the same events, in the
-// same order, with the same names interned in the same order, as ReadDataViews. Rows the data
-// views would drop are counted as "unresolved reference". One pass over each staged table.
-void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint16_t source,
-                Trace& trace) {
+// Emits the staged rows' events: the same events, in the same order, with the same names
+// interned in the same order, as ReadDataViews. Rows the data views would drop are counted as
+// "unresolved reference". One pass over each staged table.
+void JoinStaged(RocpdTables& t, const StagedFacts& s, uint16_t source, Trace& trace) {
   SourceFile& src = trace.sources[source];
-  // The position of row `row`'s event, or kNone once the row is counted as an issue. The checks
-  // come in a fixed order, which picks the message: the joins listed before the event's in the
-  // data view (see StagedFailure), the event's, those after it, then (kernels) a NULL start or
-  // end, then a negative duration.
-  auto event_of = [&](std::string_view table, std::string_view data_view, const auto& staged,
-                      const auto& r, size_t row, size_t& next_failure) -> int32_t {
+  // Whether row `row` becomes an event; if not, it is counted as an issue, in a fixed order
+  // (see the Stage*): the joins as the data view runs them, then (kernels) a NULL start or end,
+  // then a negative duration.
+  auto kept = [&](std::string_view table, std::string_view data_view, const auto& staged,
+                  const auto& r, size_t row, size_t& next_failure) -> bool {
     const auto& e = r.event;
-    const StagedFailure* f = nullptr;
-    if (next_failure < staged.failures.size() && staged.failures[next_failure].row == row) {
-      f = &staged.failures[next_failure++];
+    if (next_failure == staged.failures.size() || staged.failures[next_failure].row != row) {
+      return !Negative(src, data_view, r.id, e.start_ns, WrapAdd(e.start_ns, e.dur_ns));
     }
-    const int32_t event = ev.index.Find(e.correlation);
-    if (f == nullptr && event >= 0) {
-      return Negative(src, data_view, r.id, e.start_ns, WrapAdd(e.start_ns, e.dur_ns)) ? IdIndex::kNone
-                                                                                    : event;
-    }
-    std::string what;
-    if (f != nullptr && !f->before_event.empty()) {
-      what = f->before_event;
-    } else if (event < 0) {
-      what = fmt::format("event_id {} is not in rocpd_event", Ref(e.correlation));
-    } else if (!f->after_event.empty()) {
-      what = f->after_event;
-    } else {
+    const StagedFailure& f = staged.failures[next_failure++];
+    if (f.missing_time) {
       src.issues.Add("missing start or end", fmt::format("kernels row id={}", r.id));
-      return IdIndex::kNone;
+    } else {
+      src.issues.Add("unresolved reference", fmt::format("{} row id={}", table, r.id),
+                     fmt::format("{} (the {} view leaves the row out)", f.what, data_view));
     }
-    src.issues.Add("unresolved reference", fmt::format("{} row id={}", table, r.id),
-                   fmt::format("{} (the {} view leaves the row out)", what, data_view));
-    return IdIndex::kNone;
+    return false;
   };
 
   size_t row = 0, next_failure = 0;
   s.kernels.rows.ForEach([&](const Staged<GpuOp>::Row& r) {
-    const int32_t event =
-        event_of("rocpd_kernel_dispatch", "kernels", s.kernels, r, row++, next_failure);
-    if (event < 0) return;
+    if (!kept("rocpd_kernel_dispatch", "kernels", s.kernels, r, row++, next_failure)) return;
     GpuOp op = r.event;
     RocpdTables::Symbol& sym = t.symbols[op.name];
     if (sym.name == kUnset) {
@@ -571,7 +549,6 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint
     }
     op.name = sym.name;
     op.kind = sym.kind;
-    op.correlation = ev.events[static_cast<size_t>(event)].stack_id;
     op.source = source;
     trace.gpu_ops.push_back(op);
     ++src.events_read;
@@ -579,9 +556,7 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint
 
   row = next_failure = 0;
   s.copies.rows.ForEach([&](const Staged<GpuOp>::Row& r) {
-    const int32_t event =
-        event_of("rocpd_memory_copy", "memory_copies", s.copies, r, row++, next_failure);
-    if (event < 0) return;
+    if (!kept("rocpd_memory_copy", "memory_copies", s.copies, r, row++, next_failure)) return;
     GpuOp op = r.event;
     RocpdTables::String& name = t.strings[op.name];
     op.name = t.Name(name, trace);
@@ -590,7 +565,6 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint
       name.copy_classified = true;
     }
     op.direction = name.direction;
-    op.correlation = ev.events[static_cast<size_t>(event)].stack_id;
     op.source = source;
     trace.gpu_ops.push_back(op);
     ++src.events_read;
@@ -598,15 +572,12 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint
 
   row = next_failure = 0;
   s.regions.rows.ForEach([&](const Staged<ApiCall>::Row& r) {
-    const int32_t event = event_of("rocpd_region", "regions", s.regions, r, row++, next_failure);
-    if (event < 0) return;
+    if (!kept("rocpd_region", "regions", s.regions, r, row++, next_failure)) return;
     ++src.events_read;
-    const RocpdTables::Event& e = ev.events[static_cast<size_t>(event)];
     ApiCall a = r.event;
     RocpdTables::String& name = t.strings[a.name];
     a.name = t.Name(name, trace);
-    a.source = source;
-    if (e.category >= 0 && t.strings[static_cast<size_t>(e.category)].marker) {
+    if (a.source == kStagedMarker) {
       CpuOp c;
       c.start_ns = a.start_ns;
       c.dur_ns = a.dur_ns;
@@ -618,7 +589,7 @@ void JoinStaged(RocpdTables& t, const EventTable& ev, const StagedFacts& s, uint
       trace.cpu_ops.push_back(c);
       return;
     }
-    a.correlation = e.stack_id;
+    a.source = source;
     if (!name.api_classified) {
       name.api_kind = ClassifyApi(name.value);
       name.api_classified = true;
@@ -651,15 +622,15 @@ Status RocpdImporter::Import(const std::string& path, const ImportOptions& optio
   StagedFacts staged(trace.gpu_ops.block_rows() == SpillTable<GpuOp>::kDefaultBlockRows
                          ? SpillTable<Staged<GpuOp>::Row>::kDefaultBlockRows
                          : trace.gpu_ops.block_rows());
-  EventTable events;
   if (path_ != RocpdPath::kDataViews) {
     std::string why;
     StatusOr<std::unique_ptr<RocpdTables>> loaded = LoadTables(dbr, &why);
     if (!loaded.ok()) return loaded.status().WithContext(path);
     tables = std::move(loaded).value();
     if (tables != nullptr) {
-      RETURN_IF_ERROR(StageWithEvents(dbr, *tables, staged, events).WithContext(path));
-      if (events.repeated) {
+      bool repeated = false;
+      RETURN_IF_ERROR(StageFacts(dbr, *tables, staged, &repeated).WithContext(path));
+      if (repeated) {
         why = "rocpd_event repeats an id";
         tables.reset();
         staged = StagedFacts();
@@ -687,7 +658,7 @@ Status RocpdImporter::Import(const std::string& path, const ImportOptions& optio
     RETURN_IF_ERROR(st.WithContext(path));
   }
   if (tables != nullptr) {
-    JoinStaged(*tables, events, staged, source, trace);
+    JoinStaged(*tables, staged, source, trace);
     return Status::Ok();
   }
   return ReadDataViews(dbr, source, trace).WithContext(path);

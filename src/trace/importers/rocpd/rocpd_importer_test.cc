@@ -72,8 +72,9 @@ TEST(RocpdImporterTest, UnknownSchemaVersionIsRefusedWithPath) {
   EXPECT_EQ(r[0].status.message(), path + ": rocpd schema_version '4.1.0' is not supported (3.x is)");
 }
 
-// A table that cannot be read (its root page overwritten) fails the file with the path, the table
-// and the rows read before the break; the scan runs on a reader thread of its own.
+// A table that cannot be read (its root page overwritten) fails the file with the path, the
+// tables read (rocpd_event is read joined with each fact table, the kernels first) and the rows
+// read before the break.
 TEST(RocpdImporterTest, UnreadableEventTableIsNamedWithThePath) {
   const std::string path = CopyFixture("rocpd_bad_event_page.db");
   {
@@ -87,7 +88,8 @@ TEST(RocpdImporterTest, UnreadableEventTableIsNamedWithThePath) {
   auto r = ImportFiles({path}, ImportOptions{}, trace);
   EXPECT_EQ(r[0].status.code(), StatusCode::kDataLoss);
   EXPECT_EQ(r[0].status.message(),
-            path + ": reading rocpd_event after 0 rows: database disk image is malformed (SQLite error 11)");
+            path + ": reading rocpd_kernel_dispatch LEFT JOIN rocpd_event after 0 rows: database "
+                   "disk image is malformed (SQLite error 11)");
 }
 
 TEST(RocpdImporterTest, NegativeDurationsAreCountedWithTheRow) {
@@ -280,6 +282,29 @@ TEST(RocpdImporterTest, FastPathCountsForeignGuidRowsOfEveryTable) {
   EXPECT_NE(issues.examples[1].what.find("guid is not the file's guid"), std::string::npos);
   EXPECT_EQ(issues.examples[2].where, "rocpd_region row id=3");
   EXPECT_NE(issues.examples[2].what.find("guid is not the file's guid"), std::string::npos);
+}
+
+// rocpd_event redefined to repeat one event (a view over a UNION, as a hand merge might leave):
+// the join finds two events for one dispatch, so the fast path gives way to the data views,
+// which read what SQLite's joins give; forcing the fast path says why.
+TEST(RocpdImporterTest, RepeatedEventIdFallsBackToTheDataViews) {
+  const std::string path = CopyFixture("rocpd_repeated_event.db");
+  Exec(path, "DROP VIEW rocpd_event; CREATE VIEW rocpd_event AS "
+             "SELECT * FROM rocpd_event_00000797_e16d_716d_b3cc_a4a0629bb1d1 UNION ALL "
+             "SELECT * FROM rocpd_event_00000797_e16d_716d_b3cc_a4a0629bb1d1 WHERE id = "
+             "(SELECT event_id FROM rocpd_kernel_dispatch_00000797_e16d_716d_b3cc_a4a0629bb1d1 "
+             "WHERE id = 5)");
+  Trace views, trace;
+  ASSERT_TRUE(ImportThrough(RocpdPath::kDataViews, path, views).ok());
+  auto r = ImportFiles({path}, ImportOptions{}, trace);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  views.Finalize();  // as ImportFiles does
+  EXPECT_GT(views.gpu_ops.size(), 300u);  // the dispatch more than once: each match the joins find
+  ExpectSameTrace(views, trace);
+  Trace forced;
+  const Status st = ImportThrough(RocpdPath::kPerTableViews, path, forced);
+  EXPECT_EQ(st.message(), path + ": the per-table fast path cannot read this file: rocpd_event "
+                                 "repeats an id");
 }
 
 // With two guids in rocpd_metadata (DBs merged by hand) the fast path is not taken: the default
