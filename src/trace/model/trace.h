@@ -143,6 +143,15 @@ class Trace {
   explicit Trace(size_t block_rows)
       : gpu_ops(block_rows), api_calls(block_rows), cpu_ops(block_rows) {}
 
+  // Rows a block for a working table of T (an importer's staging, a sort) that spills as this
+  // trace's tables do: T's own default, or the small blocks a test gave the trace.
+  template <typename T>
+  size_t BlockRowsFor() const {
+    return gpu_ops.block_rows() == SpillTable<GpuOp>::kDefaultBlockRows
+               ? SpillTable<T>::kDefaultBlockRows
+               : gpu_ops.block_rows();
+  }
+
   StringTable names;
   SpillTable<GpuOp> gpu_ops;       // by start once finalized
   SpillTable<ApiCall> api_calls;   // by start once finalized

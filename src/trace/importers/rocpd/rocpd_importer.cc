@@ -617,11 +617,7 @@ Status RocpdImporter::Import(const std::string& path, const ImportOptions& optio
     if (!db->Has(view)) return InvalidArgument(fmt::format("{}: rocpd file without the '{}' view", path, view));
   }
   std::unique_ptr<RocpdTables> tables;
-  // Staged rows spill as the trace's tables do: 8 MiB blocks, or the trace's rows a block
-  // where a test made its blocks small.
-  StagedFacts staged(trace.gpu_ops.block_rows() == SpillTable<GpuOp>::kDefaultBlockRows
-                         ? SpillTable<Staged<GpuOp>::Row>::kDefaultBlockRows
-                         : trace.gpu_ops.block_rows());
+  StagedFacts staged(trace.BlockRowsFor<Staged<GpuOp>::Row>());
   if (path_ != RocpdPath::kDataViews) {
     std::string why;
     StatusOr<std::unique_ptr<RocpdTables>> loaded = LoadTables(dbr, &why);

@@ -1,7 +1,7 @@
 #include "trace/importers/rocprof_v1/rocprof_v1_importer.h"
 
 #include <algorithm>
-#include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -166,6 +166,127 @@ struct V1Event {
   uint64_t offset = 0;
 };
 
+// The flows of rocprof v1's HIP trace link a call to the GPU op it started: a start point ("s")
+// inside the call's event on its (pid lane, tid) row and an end point ("t" or "f") inside the
+// op's. A point belongs to the last event on its row, ordered by (start, end, position), that
+// starts at or before it, if the point is not past that event's end (µs, rounded up). The last
+// point of each kind given for a flow id counts. The flows are resolved with sorts and merges
+// over spill tables, so memory stays flat however long the trace.
+struct Span {       // an event on its row, in the trace's µs
+  int64_t lane = 0, tid = 0, start_us = 0, end_us = 0;
+  uint32_t index = 0;  // the event's position among the file's calls, or its ops
+};
+struct FlowPoint {
+  int64_t id = 0, lane = 0, tid = 0, ts = 0;
+  uint64_t seq = 0;    // position among the file's points
+};
+struct PointHit {   // the event a point fell in (kNoEvent: none)
+  int64_t id = 0;
+  uint64_t seq = 0;
+  uint32_t index = 0;
+};
+struct Flow {       // a flow with both ends in events
+  int64_t id = 0;
+  uint32_t call = 0, op = 0;
+};
+struct Assign {     // correlation `value` for event `index`, from flow `id`
+  uint32_t index = 0;
+  int64_t id = 0, value = 0;
+};
+constexpr uint32_t kNoEvent = UINT32_MAX;
+
+// For each point (in any order), the event it falls in, by one merge of both sorted by row.
+SpillTable<PointHit> HitPoints(SpillTable<Span>&& spans, SpillTable<FlowPoint>&& points,
+                               size_t block_rows) {
+  spans = SortTable(std::move(spans), [](const Span& a, const Span& b) {
+    return std::tie(a.lane, a.tid, a.start_us, a.end_us, a.index) <
+           std::tie(b.lane, b.tid, b.start_us, b.end_us, b.index);
+  });
+  points = SortTable(std::move(points), [](const FlowPoint& a, const FlowPoint& b) {
+    return std::tie(a.lane, a.tid, a.ts, a.seq) < std::tie(b.lane, b.tid, b.ts, b.seq);
+  });
+  SpillTable<PointHit> hits(block_rows);
+  spill::RunReader<Span> span(spans, 0, spans.size(), 4096);
+  std::optional<Span> last;  // the last span at or before the point, on its row or an earlier one
+  points.ForEach([&](const FlowPoint& p) {
+    for (; !span.done(); span.Next()) {
+      const Span& s = span.head();
+      if (std::tie(s.lane, s.tid, s.start_us) > std::tie(p.lane, p.tid, p.ts)) break;
+      last = s;
+    }
+    const bool hit = last && last->lane == p.lane && last->tid == p.tid && p.ts <= last->end_us;
+    hits.push_back(PointHit{p.id, p.seq, hit ? last->index : kNoEvent});
+  });
+  return hits;
+}
+
+// The last hit of each flow id (the last point given counts), by id.
+SpillTable<PointHit> LastHitPerId(SpillTable<PointHit>&& hits, size_t block_rows) {
+  hits = SortTable(std::move(hits), [](const PointHit& a, const PointHit& b) {
+    return std::tie(a.id, a.seq) < std::tie(b.id, b.seq);
+  });
+  SpillTable<PointHit> out(block_rows);
+  std::optional<PointHit> pending;
+  hits.ForEach([&](const PointHit& h) {
+    if (pending && pending->id != h.id) out.push_back(*pending);
+    pending = h;
+  });
+  if (pending) out.push_back(*pending);
+  return out;
+}
+
+// Gives linked calls and ops their correlation ids: a call takes the smallest id of its flows
+// (the HIP trace links two copies to one hipMemcpy), and an op the id its call took, from its
+// flow of the largest id when it ends several. Calls are trace.api_calls[first_call...], ops
+// trace.gpu_ops[first_op...].
+void LinkFlows(SpillTable<Span>&& call_spans, SpillTable<FlowPoint>&& starts,
+               SpillTable<Span>&& op_spans, SpillTable<FlowPoint>&& ends, size_t first_call,
+               size_t first_op, Trace& trace) {
+  const size_t block = trace.BlockRowsFor<PointHit>();
+  SpillTable<PointHit> from = LastHitPerId(HitPoints(std::move(call_spans), std::move(starts), block), block);
+  SpillTable<PointHit> to = LastHitPerId(HitPoints(std::move(op_spans), std::move(ends), block), block);
+  // Flows by id with both ends in an event: a merge of the two lists by id.
+  SpillTable<Flow> flows(trace.BlockRowsFor<Flow>());
+  spill::RunReader<PointHit> end(to, 0, to.size(), 4096);
+  from.ForEach([&](const PointHit& s) {
+    while (!end.done() && end.head().id < s.id) end.Next();
+    if (end.done() || end.head().id != s.id) return;
+    if (s.index != kNoEvent && end.head().index != kNoEvent) {
+      flows.push_back(Flow{s.id, s.index, end.head().index});
+    }
+  });
+  from.clear();
+  to.clear();
+  flows = SortTable(std::move(flows), [](const Flow& a, const Flow& b) {
+    return std::tie(a.call, a.id) < std::tie(b.call, b.id);
+  });
+  SpillTable<Assign> calls(trace.BlockRowsFor<Assign>()), ops(trace.BlockRowsFor<Assign>());
+  std::optional<Assign> call;  // the current call's first flow
+  flows.ForEach([&](const Flow& f) {
+    if (!call || call->index != f.call) {
+      call = Assign{f.call, f.id, f.id};
+      calls.push_back(*call);
+    }
+    ops.push_back(Assign{f.op, f.id, call->value});
+  });
+  flows.clear();
+  ops = SortTable(std::move(ops), [](const Assign& a, const Assign& b) {
+    return std::tie(a.index, a.id) < std::tie(b.index, b.id);
+  });
+  // Applies `assign` (by index; of several for one index, the last) to rows first + index.
+  auto apply = [](const SpillTable<Assign>& assign, size_t first, auto& table) {
+    if (assign.empty()) return;
+    spill::RunReader<Assign> a(assign, 0, assign.size(), 4096);
+    uint32_t index = assign.front().index;  // of the row Modify hands over next
+    table.Modify(first + index, first + assign.back().index + 1, [&](auto& row) {
+      for (; !a.done() && a.head().index == index; a.Next()) row.correlation = a.head().value;
+      ++index;
+    });
+  };
+  apply(calls, first_call, trace.api_calls);
+  apply(ops, first_op, trace.gpu_ops);
+}
+
 }  // namespace
 
 Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOptions& options,
@@ -175,15 +296,13 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
   const uint16_t source = trace.AddSource(path, "rocprof_v1_json");
   od::parser parser;
   std::string pad;
-  // Per (pid lane, tid): (start µs, end µs, index) of API calls / GPU ops, for the flows, whose
-  // points fall inside the event (not always at its start).
-  using Spans = std::vector<std::tuple<int64_t, int64_t, uint32_t>>;
-  std::map<std::pair<int64_t, int64_t>, Spans> api_at, op_at;
-  std::map<int64_t, std::pair<std::optional<uint32_t>, std::optional<uint32_t>>> flows;
-  // This file's calls and ops, held until its flows are resolved (which rewrites their ids).
-  std::vector<ApiCall> calls;
-  std::vector<GpuOp> ops;
-  std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, bool>> flow_points;  // id,pid,tid,ts,start
+  // The file's calls and ops go to the trace as they come; their spans and the flow points wait
+  // in spill tables for LinkFlows.
+  const size_t first_call = trace.api_calls.size(), first_op = trace.gpu_ops.size();
+  uint32_t calls = 0, ops = 0;
+  SpillTable<Span> call_spans(trace.BlockRowsFor<Span>()), op_spans(trace.BlockRowsFor<Span>());
+  SpillTable<FlowPoint> starts(trace.BlockRowsFor<FlowPoint>()), ends(trace.BlockRowsFor<FlowPoint>());
+  uint64_t points = 0;
   auto on_event = [&](std::string_view text, uint64_t offset) {
     SourceFile& src = trace.sources[source];
     pad.assign(text);
@@ -227,7 +346,7 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
       }
     }
     if ((e.ph == "s" || e.ph == "t" || e.ph == "f") && e.id && e.pid && e.tid && e.ts) {
-      flow_points.emplace_back(*e.id, *e.pid, *e.tid, *e.ts, e.ph == "s");
+      (e.ph == "s" ? starts : ends).push_back(FlowPoint{*e.id, *e.pid, *e.tid, *e.ts, points++});
       return;
     }
     if (e.ph != "X" || !e.pid) return;
@@ -251,9 +370,9 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
       a.tid = static_cast<int32_t>(e.tid.value_or(0));
       a.kind = lane == 2 ? ClassifyApi(e.name) : ApiKind::kOther;
       a.source = source;
-      api_at[{lane, e.tid.value_or(0)}].emplace_back(e.ts.value_or(0), e.ts.value_or(0) + a.dur_ns / 1000 + 1,
-                                                     static_cast<uint32_t>(calls.size()));
-      calls.push_back(a);
+      call_spans.push_back(Span{lane, e.tid.value_or(0), e.ts.value_or(0),
+                                e.ts.value_or(0) + a.dur_ns / 1000 + 1, calls++});
+      trace.api_calls.push_back(a);
     } else if (lane == 1 || lane >= 6) {
       GpuOp op;
       op.start_ns = *e.begin_ns;
@@ -268,49 +387,16 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
       } else {
         op.kind = ClassifyRocmInternalKernel(e.name).value_or(GpuOpKind::kKernel);
       }
-      op_at[{lane, e.tid.value_or(0)}].emplace_back(e.ts.value_or(0), e.ts.value_or(0) + op.dur_ns / 1000 + 1,
-                                                    static_cast<uint32_t>(ops.size()));
-      ops.push_back(op);
+      op_spans.push_back(Span{lane, e.tid.value_or(0), e.ts.value_or(0),
+                              e.ts.value_or(0) + op.dur_ns / 1000 + 1, ops++});
+      trace.gpu_ops.push_back(op);
     }
   };
   JsonEventScanner scanner(on_event, [](std::string_view, std::string_view) {});
   Status st = ForEachSlice(*in, options.chunk_bytes, [&](std::string_view bytes) { return scanner.Feed(bytes); });
   if (st.ok()) st = scanner.Finish();
-  // Resolve flows: the start point is a HIP call, the end point a GPU op; give both the flow
-  // id as their correlation.
-  for (auto* m : {&api_at, &op_at}) {
-    for (auto& [key, spans] : *m) std::sort(spans.begin(), spans.end());
-  }
-  auto containing = [](std::map<std::pair<int64_t, int64_t>, Spans>& m, int64_t pid, int64_t tid,
-                       int64_t ts) -> std::optional<uint32_t> {
-    auto it = m.find({pid, tid});
-    if (it == m.end()) return std::nullopt;
-    const Spans& v = it->second;
-    auto u = std::upper_bound(v.begin(), v.end(), std::make_tuple(ts, INT64_MAX, UINT32_MAX));
-    if (u == v.begin()) return std::nullopt;
-    --u;
-    if (ts > std::get<1>(*u)) return std::nullopt;
-    return std::get<2>(*u);
-  };
-  for (const auto& [id, pid, tid, ts, start] : flow_points) {
-    auto& slot = flows[id];
-    if (start) {
-      slot.first = containing(api_at, pid, tid, ts);
-    } else {
-      slot.second = containing(op_at, pid, tid, ts);
-    }
-  }
-  for (const auto& [id, pair] : flows) {
-    if (pair.first && pair.second) {
-      // One call may start several flows (the HIP trace links two copies to one hipMemcpy):
-      // they share the call's first id.
-      ApiCall& call = calls[*pair.first];
-      if (call.correlation == kNoCorrelation) call.correlation = id;
-      ops[*pair.second].correlation = call.correlation;
-    }
-  }
-  trace.api_calls.Append(calls);
-  trace.gpu_ops.Append(ops);
+  LinkFlows(std::move(call_spans), std::move(starts), std::move(op_spans), std::move(ends),
+            first_call, first_op, trace);
   if (!st.ok()) {
     if (st.message().rfind(path, 0) != 0) st = st.WithContext(path);
     trace.sources[source].fatal_error = st.message();

@@ -1,6 +1,14 @@
 #include "trace/importers/rocprof_v1/rocprof_v1_importer.h"
 
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -36,6 +44,126 @@ TEST(RocprofV1JsonTest, ReadsHipTraceAndLinksFlows) {
   EXPECT_EQ(d2h, 1);
   EXPECT_EQ(trace.api_calls.size(), 13u);
   for (const GpuOp& op : trace.gpu_ops.ToVector()) EXPECT_NE(op.api, kNoLink) << trace.Name(op.name);
+}
+
+// The flow rule, written plainly (what the importer did with every event in memory): a point
+// belongs to the last event on its (lane, tid) row by (start, end, position) that starts at or
+// before it, if the point is not past its end; the last point of each kind given for an id
+// counts; flows are taken by id, a call keeping its first id and an op taking its call's.
+struct RefSpan {
+  int64_t lane, tid, start_us, end_us;
+  uint32_t index;
+};
+struct RefPoint {
+  int64_t id, lane, tid, ts;
+  bool start;
+};
+std::optional<uint32_t> RefContaining(const std::vector<RefSpan>& spans, int64_t lane, int64_t tid,
+                                      int64_t ts) {
+  const RefSpan* best = nullptr;
+  for (const RefSpan& s : spans) {
+    if (s.lane != lane || s.tid != tid || s.start_us > ts) continue;
+    if (best == nullptr || std::tie(s.start_us, s.end_us, s.index) >
+                               std::tie(best->start_us, best->end_us, best->index)) {
+      best = &s;
+    }
+  }
+  if (best == nullptr || ts > best->end_us) return std::nullopt;
+  return best->index;
+}
+
+// Random HIP traces (calls on two threads, ops on a copy and a GPU row, flows whose points fall
+// inside, between or outside events, ids repeated, points on the wrong row) give, at every
+// spill block size, the correlations the plain rule gives.
+TEST(RocprofV1JsonTest, FlowsLinkAsThePlainRuleAtEveryBlockSize) {
+  std::mt19937_64 rng(20261204);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int round = 0; round < 60; ++round) {
+    // Events first (a call on lane 2, an op on lane 1, a copy row, or 6, GPU0; tid 0 or 1),
+    // then points, most inside an event of their kind, some anywhere; then all shuffled.
+    struct Item {
+      bool point;
+      int64_t lane, tid, ts, dur_ns, id;
+      bool start;
+    };
+    std::vector<Item> items;
+    const int events = static_cast<int>(pick(1, 30));
+    for (int i = 0; i < events; ++i) {
+      const bool call = pick(0, 1) == 0;
+      items.push_back(Item{false, call ? 2 : (pick(0, 1) ? 1 : 6), pick(0, 1), pick(0, 400),
+                           pick(0, 60000), 0, false});
+    }
+    const int npoints = static_cast<int>(pick(0, 40));
+    for (int i = 0; i < npoints; ++i) {
+      const bool start = pick(0, 1) == 0;
+      const Item* e = &items[static_cast<size_t>(pick(0, events - 1))];
+      for (int tries = 0; tries < 8 && (e->lane == 2) != start; ++tries) {  // one of its kind
+        e = &items[static_cast<size_t>(pick(0, events - 1))];
+      }
+      Item p{true, e->lane, e->tid, e->ts + pick(0, e->dur_ns / 1000 + 2), 0, pick(1, 6), start};
+      if (pick(0, 4) == 0) p.ts = pick(0, 460);
+      if (pick(0, 6) == 0) p.lane = pick(0, 1) ? 2 : 6;
+      items.push_back(p);
+    }
+    std::shuffle(items.begin(), items.end(), rng);
+    std::vector<RefSpan> call_spans, op_spans;
+    std::vector<RefPoint> points;
+    std::string json = "{\"traceEvents\":[{}";
+    for (const Item& it : items) {
+      if (!it.point) {
+        const bool call = it.lane == 2;
+        const std::string name = call ? "hipLaunchKernel" : (it.lane == 1 ? "CopyHostToDevice" : "k");
+        json += fmt::format(
+            ",{{\"ph\":\"X\",\"name\":\"{}\",\"pid\":\"{}\",\"tid\":\"{}\",\"ts\":\"{}\","
+            "\"args\":{{\"BeginNs\":\"{}\",\"EndNs\":\"{}\"}}}}",
+            name, it.lane, it.tid, it.ts, it.ts * 1000, it.ts * 1000 + it.dur_ns);
+        auto& spans = call ? call_spans : op_spans;
+        spans.push_back(RefSpan{it.lane, it.tid, it.ts, it.ts + it.dur_ns / 1000 + 1,
+                                static_cast<uint32_t>(spans.size())});
+      } else {
+        json += fmt::format(",{{\"ph\":\"{}\",\"id\":{},\"pid\":{},\"tid\":{},\"ts\":{}}}",
+                            it.start ? "s" : (pick(0, 1) ? "t" : "f"), it.id, it.lane, it.tid, it.ts);
+        points.push_back(RefPoint{it.id, it.lane, it.tid, it.ts, it.start});
+      }
+    }
+    json += "]}";
+    std::map<int64_t, std::pair<std::optional<uint32_t>, std::optional<uint32_t>>> flows;
+    for (const RefPoint& p : points) {
+      if (p.start) {
+        flows[p.id].first = RefContaining(call_spans, p.lane, p.tid, p.ts);
+      } else {
+        flows[p.id].second = RefContaining(op_spans, p.lane, p.tid, p.ts);
+      }
+    }
+    std::vector<int64_t> call_corr(call_spans.size(), kNoCorrelation),
+        op_corr(op_spans.size(), kNoCorrelation);
+    for (const auto& [id, pair] : flows) {
+      if (!pair.first || !pair.second) continue;
+      if (call_corr[*pair.first] == kNoCorrelation) call_corr[*pair.first] = id;
+      op_corr[*pair.second] = call_corr[*pair.first];
+    }
+
+    const std::string path = ::testing::TempDir() + "v1_flows.json";
+    std::ofstream(path) << json;
+    for (size_t block : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{7}}) {
+      Trace trace = block == 0 ? Trace() : Trace(block);
+      std::vector<std::string> consumed;
+      const Status st = RocprofV1JsonImporter().Import(path, ImportOptions{}, trace, consumed);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      ASSERT_EQ(trace.api_calls.size(), call_corr.size());
+      ASSERT_EQ(trace.gpu_ops.size(), op_corr.size());
+      for (size_t i = 0; i < call_corr.size(); ++i) {
+        EXPECT_EQ(trace.api_calls[i].correlation, call_corr[i])
+            << "round " << round << " block " << block << " call " << i;
+      }
+      for (size_t i = 0; i < op_corr.size(); ++i) {
+        EXPECT_EQ(trace.gpu_ops[i].correlation, op_corr[i])
+            << "round " << round << " block " << block << " op " << i;
+      }
+    }
+  }
 }
 
 TEST(RocprofV1StatsTest, StatsFilesBecomeAggregatesByKind) {
