@@ -120,12 +120,14 @@ struct ToolState {
   std::map<std::pair<int64_t, int64_t>, std::pair<NameId, ApiKind>> api_names;
   std::unordered_map<int64_t, std::pair<NameId, GpuOpKind>> kernel_ids;
   // Records read before what names them: (index in the trace's table, kind/op or kernel id
-  // or agent handle).
+  // or agent handle), in index order; in spill tables, as a file may put its names last.
   struct Waiting {
     uint32_t index;
     int64_t a, b;
   };
-  std::vector<Waiting> apis, kernels, kernel_devices, copy_devices;
+  explicit ToolState(size_t block_rows)
+      : apis(block_rows), kernels(block_rows), kernel_devices(block_rows), copy_devices(block_rows) {}
+  SpillTable<Waiting> apis, kernels, kernel_devices, copy_devices;
 };
 
 // Reads one rocprofv3 JSON document into a Trace, fed by a JsonWalker: one source per element
@@ -193,7 +195,7 @@ JsonWalker::Action Reader::Decide(const JsonWalker::Path& p, char first, JsonWal
         return A::kSkip;
       }
       FinishTool();
-      tool_.emplace();
+      tool_.emplace(trace_.BlockRowsFor<ToolState::Waiting>());
       tool_->source = trace_.AddSource(path_, "rocprofv3_json");
       tool_->first_api = trace_.api_calls.size();
       return A::kDescend;
@@ -419,11 +421,15 @@ void Reader::AddRecord(Domain domain, const Record& r, const std::string& where_
 // Calls fn(row, w) for each row of `table` that a Waiting of `list` (in index order, as they
 // were added) names: one pass over the rows from the first named to the last.
 template <typename T, typename Fn>
-void ResolveWaiting(SpillTable<T>& table, const std::vector<ToolState::Waiting>& list, Fn fn) {
+void ResolveWaiting(SpillTable<T>& table, const SpillTable<ToolState::Waiting>& list, Fn fn) {
   if (list.empty()) return;
-  size_t k = 0, at = list.front().index;
+  spill::RunReader<ToolState::Waiting> w(list, 0, list.size(), 4096);
+  size_t at = w.head().index;
   table.Modify(at, size_t{list.back().index} + 1, [&](T& row) {
-    if (k < list.size() && list[k].index == at) fn(row, list[k++]);
+    if (!w.done() && w.head().index == at) {
+      fn(row, w.head());
+      w.Next();
+    }
     ++at;
   });
 }
