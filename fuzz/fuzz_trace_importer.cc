@@ -1,7 +1,9 @@
 // One trace importer on arbitrary file content. Built once per format (fuzz/CMakeLists.txt
 // defines LATDOC_FUZZ_IMPORTER, the importer class, and LATDOC_FUZZ_FILE, the file name the
 // importer expects). The input is written to a temporary file and imported, then the trace is
-// finalized and analysed as `latdoc trace` would. For a rocprofv3 CSV set the input is split
+// finalized and analysed as `latdoc trace` would, its tables spilling past blocks of 3 rows (so
+// the importers' working tables, Finalize's external sort and join and the analyses' passes
+// read back from files as on a trace of gigabytes). For a rocprofv3 CSV set the input is split
 // at form feeds ('\f') into kernel_trace.csv, memory_copy_trace.csv and hip_api_trace.csv; the
 // SQLite formats read the mutated database file.
 #include <cstdint>
@@ -34,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   path = latdoc::fuzz::WriteScratch(LATDOC_FUZZ_FILE, bytes);
 #endif
   LATDOC_FUZZ_IMPORTER importer;
-  latdoc::trace::Trace trace;
+  latdoc::trace::Trace trace(3);
   std::vector<std::string> consumed;
   latdoc::trace::ImportOptions options;
   options.chunk_bytes = 4096;  // many slices, so slice boundaries are exercised
