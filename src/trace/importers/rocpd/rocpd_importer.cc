@@ -21,7 +21,8 @@ namespace latdoc::trace {
 // Join key: kernels.stack_id = regions.stack_id (same guid; one DB is one process).
 //
 // The fast path reads the per-table views instead (each `SELECT * FROM rocpd_<name>_<uuid>`, which
-// SQLite flattens into a plain table scan) and does data_views.sql's joins itself. Which rows the
+// SQLite flattens into a plain table scan) and does data_views.sql's joins with the small tables
+// itself (the one with rocpd_event, too large to hold, it leaves to SQLite). Which rows the
 // data views keep (every join key is an INTEGER PRIMARY KEY, so a join matches at most one row;
 // every join also requires equal guid):
 //   kernels:       K=rocpd_kernel_dispatch INNER agent(K.agent_id) event(K.event_id)
