@@ -1,5 +1,7 @@
 #include "trace/importers/common/csv_reader.h"
 
+#include <fmt/format.h>
+
 #include "base/strings.h"
 
 namespace latdoc::trace {
@@ -36,10 +38,15 @@ int CsvReader::Column(std::initializer_list<std::string_view> names) const {
 StatusOr<int> CsvReader::GetChar() {
   if (pos_ >= buf_.size()) {
     if (eof_) return -1;
-    buf_.resize(1 << 16);
-    ASSIGN_OR_RETURN(size_t n, in_->Read(buf_.data(), buf_.size()));
-    buf_.resize(n);
-    pos_ = 0;
+    // Bytes from keep_from_ on stay, for DropRow to read again; the rest makes room.
+    const size_t keep = keep_from_ == std::string::npos ? buf_.size() : keep_from_;
+    buf_.erase(0, keep);
+    if (keep_from_ != std::string::npos) keep_from_ = 0;
+    const size_t have = buf_.size();
+    buf_.resize(have + (size_t{1} << 16));
+    ASSIGN_OR_RETURN(size_t n, in_->Read(buf_.data() + have, size_t{1} << 16));
+    buf_.resize(have + n);
+    pos_ = have;
     if (n == 0) {
       eof_ = true;
       return -1;
@@ -48,18 +55,37 @@ StatusOr<int> CsvReader::GetChar() {
   return static_cast<unsigned char>(buf_[pos_++]);
 }
 
-// One record: fields split on commas outside quotes, ending at a newline outside quotes.
 StatusOr<bool> CsvReader::ReadRow(std::vector<std::string>& out) {
+  while (true) {
+    ASSIGN_OR_RETURN(RowEnd end, ReadOneRow(out));
+    if (end != RowEnd::kDropped) return end == RowEnd::kRow;
+  }
+}
+
+CsvReader::RowEnd CsvReader::DropRow(std::string_view why) {
+  if (on_bad_row_) on_bad_row_(row_line_, why);
+  pos_ = keep_from_;
+  keep_from_ = std::string::npos;
+  line_ = row_line_ + 1;
+  return RowEnd::kDropped;
+}
+
+// One record: fields split on commas outside quotes, ending at a newline outside quotes. Once a
+// quoted field runs past the row's first line, the buffer keeps the bytes after that line
+// (keep_from_), to be read again as rows should the quote turn out unbalanced.
+StatusOr<CsvReader::RowEnd> CsvReader::ReadOneRow(std::vector<std::string>& out) {
   out.clear();
   row_line_ = line_;
+  keep_from_ = std::string::npos;
   std::string field;
   bool quoted = false, any = false, was_quoted = false;
   while (true) {
     ASSIGN_OR_RETURN(int c, GetChar());
     if (c < 0) {
-      if (!any && field.empty()) return false;
+      if (quoted && keep_from_ != std::string::npos) return DropRow("a quote opened here is never closed");
+      if (!any && field.empty()) return RowEnd::kEnd;
       out.push_back(std::move(field));
-      return true;
+      return RowEnd::kRow;
     }
     any = true;
     if (quoted) {
@@ -71,13 +97,25 @@ StatusOr<bool> CsvReader::ReadRow(std::vector<std::string>& out) {
           quoted = false;
           if (d < 0) {
             out.push_back(std::move(field));
-            return true;
+            return RowEnd::kRow;
+          }
+          // A quote that closes mid-field after running over lines was an unbalanced one.
+          if (keep_from_ != std::string::npos && d != ',' && d != '\n' && d != '\r') {
+            return DropRow("a quote opened here closes on a later line mid-field");
           }
           --pos_;  // re-read the byte after the closing quote
         }
       } else {
-        if (c == '\n') ++line_;
         field += static_cast<char>(c);
+        if (c == '\n') {
+          ++line_;
+          if (keep_from_ == std::string::npos) keep_from_ = pos_;
+        }
+        if (keep_from_ != std::string::npos &&
+            (line_ - row_line_ > kMaxSpanningLines || field.size() > kMaxSpanningField)) {
+          return DropRow(fmt::format("a quoted field runs over more than {} lines or {} KiB",
+                                     kMaxSpanningLines, kMaxSpanningField >> 10));
+        }
       }
       continue;
     }
@@ -98,7 +136,7 @@ StatusOr<bool> CsvReader::ReadRow(std::vector<std::string>& out) {
         continue;
       }
       out.push_back(std::move(field));
-      return true;
+      return RowEnd::kRow;
     } else {
       field += static_cast<char>(c);
     }

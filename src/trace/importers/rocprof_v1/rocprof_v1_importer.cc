@@ -72,6 +72,9 @@ Status RocprofV1CsvImporter::Import(const std::string& path, const ImportOptions
   }
   const uint16_t source = trace.AddSource(path, "rocprof_v1_csv");
   SourceFile& src = trace.sources[source];
+  csv->OnBadRow([&src](int64_t line, std::string_view why) {
+    src.issues.Add("unbalanced quote", fmt::format("line {}", line), std::string(why));
+  });
   const NameId dispatch_name = trace.names.Intern("dispatch (rocprof DispatchNs)");
   while (true) {
     ASSIGN_OR_RETURN(bool row, csv->Next());
@@ -434,6 +437,9 @@ Status StatsCsvImporter::Import(const std::string& path, const ImportOptions& op
   if (Has(lower, "copy_stats")) kind = AggregateKind::kCopy;
   const uint16_t source = trace.AddSource(path, "rocprof_stats");
   SourceFile& src = trace.sources[source];
+  csv->OnBadRow([&src](int64_t line, std::string_view why) {
+    src.issues.Add("unbalanced quote", fmt::format("line {}", line), std::string(why));
+  });
   while (true) {
     ASSIGN_OR_RETURN(bool row, csv->Next());
     if (!row) break;

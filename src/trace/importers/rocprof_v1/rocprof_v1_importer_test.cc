@@ -249,5 +249,87 @@ TEST(CsvReaderTest, QuotedFieldsAndHeaderLookup) {
   EXPECT_FALSE(*(*r)->Next());
 }
 
+// Every row of `data` as "line:field|field|...", and the lines of the rows left out.
+struct ParsedCsv {
+  std::vector<std::string> rows;
+  std::vector<int64_t> bad;
+};
+ParsedCsv ParseAll(const std::string& data) {
+  ParsedCsv p;
+  auto r = CsvReader::FromString(data, "t.csv");
+  EXPECT_TRUE(r.ok());
+  if (!r.ok()) return p;
+  (*r)->OnBadRow([&](int64_t line, std::string_view) { p.bad.push_back(line); });
+  while (true) {
+    auto got = (*r)->Next();
+    EXPECT_TRUE(got.ok());
+    if (!got.ok() || !*got) break;
+    std::string row = std::to_string((*r)->line()) + ":";
+    for (size_t i = 0; i < (*r)->fields(); ++i) row += (i == 0 ? "" : "|") + std::string((*r)->Field(static_cast<int>(i)));
+    p.rows.push_back(row);
+  }
+  return p;
+}
+
+// An unbalanced quote leaves out its own row only: a quote that runs over lines and then closes
+// mid-field, or never closes, drops the row it opened in, and reading goes on at the next line;
+// a quoted field that really spans lines stays one field. The reader's 64 KiB buffer boundary
+// is moved across every byte of the text, with the same rows and bad lines each time.
+TEST(CsvReaderTest, UnbalancedQuoteLeavesOutOnlyItsRowAtEveryBufferBoundary) {
+  const std::string tricky =
+      "1,\"x,2\n3,y,4\n5,\"z\",6\n7,\"a\nb\",8\n9,\"never\n10,k,11\n"
+      "12,\"c\nd\",\"e\nf\"g,13\n14,h,15\n";
+  // Line 10's row spans twice, the second time badly: it is left out, then line 11's (which
+  // reads `"e` as opening a quote), and line 12 reads as a row of its own.
+  const std::vector<std::string> want = {"4:3|y|4", "5:5|z|6", "6:7|a\nb|8", "9:10|k|11",
+                                         "12:f\"g|13", "13:14|h|15"};
+  const std::vector<int64_t> want_bad = {3, 8, 10, 11};
+  for (size_t k = 0; k <= tricky.size(); ++k) {
+    SCOPED_TRACE(k);
+    const std::string header = "a,b,c\n";
+    // One filler row puts the tricky text k bytes before the first 64 KiB boundary.
+    const std::string filler = "f," + std::string(65536 - header.size() - k - 5, 'p') + ",f\n";
+    ParsedCsv p = ParseAll(header + filler + tricky);
+    ASSERT_FALSE(p.rows.empty());
+    EXPECT_EQ(p.rows.front().substr(0, 4), "2:f|");
+    p.rows.erase(p.rows.begin());
+    EXPECT_EQ(p.rows, want);
+    EXPECT_EQ(p.bad, want_bad);
+  }
+}
+
+// A quote that opens and never closes in a long file gives up after kMaxSpanningLines lines
+// (rather than holding the rest of the file as one field), and every later line is read.
+TEST(CsvReaderTest, OpenQuoteGivesUpAfterItsLineLimit) {
+  std::string data = "a,b\n1,\"open\n";
+  for (int i = 0; i < 30; ++i) data += std::to_string(i) + ",v\n";
+  const ParsedCsv p = ParseAll(data);
+  EXPECT_EQ(p.bad, std::vector<int64_t>{2});
+  ASSERT_EQ(p.rows.size(), 30u);
+  EXPECT_EQ(p.rows.front(), "3:0|v");
+  EXPECT_EQ(p.rows.back(), "32:29|v");
+}
+
+// In an importer: the row is counted as "unbalanced quote" at its line, the rows after it kept.
+TEST(RocprofV1CsvTest, UnbalancedQuoteIsCountedAndTheRowsAfterItKept) {
+  std::ifstream in("tests/data/trace/handmade/v1_results.csv", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"gemm_kernel.kd\"");  // row 0's name, line 2
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at + 15, 1);                             // its closing quote
+  const std::string path = ::testing::TempDir() + "v1_unbalanced.csv";
+  std::ofstream(path, std::ios::binary) << text;
+  Trace trace;
+  auto r = ImportFiles({path}, ImportOptions{}, trace);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  EXPECT_EQ(trace.gpu_ops.size(), 1u);  // row 1 (row 2 has a negative duration)
+  const auto& issues = trace.sources[0].issues;
+  EXPECT_EQ(issues.count_by_reason.at("unbalanced quote"), 1);
+  EXPECT_EQ(issues.examples[0].where, "line 2");
+  EXPECT_NE(issues.examples[0].what.find("a quote opened here closes on a later line mid-field"),
+            std::string::npos)
+      << issues.examples[0].what;
+}
+
 }  // namespace
 }  // namespace latdoc::trace

@@ -64,6 +64,10 @@ struct Cols {
 Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uint16_t source) {
   ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
   SourceFile& src = trace.sources[source];
+  const std::string file = std::filesystem::path(path).filename().string();
+  csv->OnBadRow([&src, &file](int64_t line, std::string_view why) {
+    src.issues.Add("unbalanced quote", fmt::format("{} line {}", file, line), std::string(why));
+  });
   const Cols c{csv->Column({"Correlation_Id"}), csv->Column({"Start_Timestamp"}), csv->Column({"End_Timestamp"})};
   if (c.start < 0 || c.end < 0) {
     return InvalidArgument(path + ": line 1: missing column Start_Timestamp or End_Timestamp");
@@ -82,7 +86,7 @@ Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uin
   while (true) {
     ASSIGN_OR_RETURN(bool row, csv->Next());
     if (!row) break;
-    const std::string where = fmt::format("{} line {}", std::filesystem::path(path).filename().string(), csv->line());
+    const std::string where = fmt::format("{} line {}", file, csv->line());
     const auto start = ParseInt64(csv->Field(c.start));
     const auto end = ParseInt64(csv->Field(c.end));
     if (!start || !end) {
