@@ -292,7 +292,7 @@ void SteadyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
 
 void PatternRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   for (const auto& p : r.patterns) {
-    const double share = Share(static_cast<double>(p.total_ns), static_cast<double>(r.all_ops_busy_ns));
+    const double share = p.busy_share;
     Finding f = Make("kernel.pattern." + p.pattern, share >= o.pattern_warn_share ? Severity::kWarn : Severity::kInfo,
                      fmt::format("known slow path: {} ({} calls, {:.1f}% of busy time)", p.kernel.substr(0, 70), p.count, 100 * share),
                      p.advice);
@@ -387,9 +387,14 @@ void AddKnowledgeFacts(TraceReport& r) {
         if (hit.count == 0) hit.kernel = k.name;
         hit.count += k.count;
         hit.total_ns += k.total_ns;
+        // Copies and fills have no time-ran of their own: their total stands in.
+        hit.busy_share += list == &r.hot_kernels
+                              ? k.busy_share
+                              : Share(static_cast<double>(k.total_ns), static_cast<double>(r.all_ops_busy_ns));
       }
     }
     if (hit.count == 0) continue;
+    hit.busy_share = std::min(hit.busy_share, 1.0);
     hit.pattern = std::string(p.id);
     hit.advice = std::string(p.advice);
     hit.source = std::string(p.source);

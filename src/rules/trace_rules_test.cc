@@ -228,6 +228,7 @@ TEST(AddKnowledgeFactsTest, BandwidthAgainstSpecAndPatternHits) {
   k.name = "at::native::unrolled_elementwise_kernel<foo>";
   k.count = 5;
   k.total_ns = 3'000'000;   // 10% of busy
+  k.busy_share = 0.1;
   r.hot_kernels.push_back(k);
   AddKnowledgeFacts(r);
   ASSERT_EQ(r.bandwidth.size(), 1u);
@@ -278,6 +279,34 @@ TEST(AddKnowledgeFactsTest, EachCopyDirectionAgainstTheLinkItCrosses) {
   const Finding* low = FindId(f, "kernel.low_copy_bandwidth");
   ASSERT_NE(low, nullptr);
   EXPECT_NE(low->advice.find("enable peer access"), std::string::npos) << low->advice;
+}
+
+// A pattern's share of busy time is the time its kernels ran: instances of one kernel on two
+// streams at once count once, so a kernel whose instances add up to twice the busy time ran 60%
+// of it; two kernels of one pattern are summed, and the sum stops at 100%.
+TEST(AddKnowledgeFactsTest, PatternShareIsTimeRanAndNeverPastAllOfIt) {
+  TraceReport r = HostBoundReport();
+  r.devices.push_back({0, 0, "NVIDIA H200", "sm90"});
+  trace::KernelStat k;
+  k.name = "at::native::unrolled_elementwise_kernel<foo>";
+  k.count = 50;
+  k.total_ns = 2 * r.all_ops_busy_ns;  // on two streams at once
+  k.busy_share = 0.6;
+  r.hot_kernels.push_back(k);
+  AddKnowledgeFacts(r);
+  ASSERT_EQ(r.patterns.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.patterns[0].busy_share, 0.6);
+  const Finding* p = FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.pattern.unrolled_elementwise");
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->title.find("60.0% of busy time"), std::string::npos) << p->title;
+
+  k.name = "at::native::unrolled_elementwise_kernel<bar>";
+  k.busy_share = 0.7;
+  r.hot_kernels.push_back(k);
+  AddKnowledgeFacts(r);
+  ASSERT_EQ(r.patterns.size(), 1u);
+  EXPECT_EQ(r.patterns[0].count, 100);
+  EXPECT_DOUBLE_EQ(r.patterns[0].busy_share, 1.0);
 }
 
 TEST(AddKnowledgeFactsTest, PatternsSeeCopiesAndFillsRunAsKernels) {

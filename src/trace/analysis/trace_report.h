@@ -163,6 +163,9 @@ struct PatternHit {
   std::string pattern, kernel, advice, source, arch;
   int64_t count = 0;
   int64_t total_ns = 0;
+  // The time its ops ran / all_ops_busy_ns: a kernel's instances on several streams at once
+  // count once (KernelStat::busy_share); different kernels it matches are summed, up to 1.
+  double busy_share = 0;
 };
 
 // A row of a profiler's own stats table (no per-event times: p50/p99 are not known).
