@@ -296,7 +296,8 @@ TEST(AddKnowledgeFactsTest, PatternShareIsTimeRanAndNeverPastAllOfIt) {
   AddKnowledgeFacts(r);
   ASSERT_EQ(r.patterns.size(), 1u);
   EXPECT_DOUBLE_EQ(r.patterns[0].busy_share, 0.6);
-  const Finding* p = FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.pattern.unrolled_elementwise");
+  const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* p = FindId(f, "kernel.pattern.unrolled_elementwise");
   ASSERT_NE(p, nullptr);
   EXPECT_NE(p->title.find("60.0% of busy time"), std::string::npos) << p->title;
 
