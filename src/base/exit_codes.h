@@ -10,7 +10,11 @@ enum ExitCode : int {
   kExitFindings = 1,    // ran, and at least one `fail` finding or a missed SLO
   kExitBadInput = 2,    // bad usage or bad input
   kExitCannotRun = 3,   // target unreachable, permission denied
+  kExitInterrupted = 128,  // + the signal: 130 after SIGINT, 143 after SIGTERM (as shells say)
 };
+
+// The exit code of a run stopped by signal `sig` (SIGINT, SIGTERM) after writing what it had.
+inline int ExitCodeForSignal(int sig) { return kExitInterrupted + sig; }
 
 // The exit code for a command that stopped with `status`.
 inline int ExitCodeFor(const Status& status) {

@@ -34,6 +34,40 @@ struct BenchArgs {
   bool quiet = false;
 };
 
+// Says on standard error what went wrong in a finished run, and returns its exit code:
+//   interrupted (SIGINT, SIGTERM)       128 + the signal, whatever else happened
+//   every request failed                3 (the server could not serve this load at all)
+//   an SLO or --max-error-rate missed   1
+// Failed requests are counted by reason in one line ("12 of 400 requests failed (10 reset,
+// 2 cut short)"), tolerated or not; streams cut by the stop are not failures of the server.
+int ReportBenchOutcome(const loadgen::BenchRun& run, const loadgen::BenchSummary& s,
+                       const loadgen::ResultOptions& ro, const std::string& json_out) {
+  const loadgen::FailureTally& f = s.failures;
+  const uint64_t completed = f.requests - f.failed;
+  if (f.failed > 0) {
+    std::string line = f.Text();
+    if (!f.first_error.empty()) line += "; first: " + f.first_error.substr(0, 200);
+    if (!json_out.empty()) line += "; see \"failures\" in " + json_out;
+    if (!s.error_rate_missed && ro.max_error_rate && completed > 0)
+      line += fmt::format(" (tolerated: --max-error-rate {:g}%)", 100 * *ro.max_error_rate);
+    fmt::print(stderr, "latdoc bench: {}\n", line);
+  }
+  if (run.stop_signal != 0) {
+    fmt::print(stderr, "latdoc bench: {}: partial results{}\n", run.partial_reason,
+               f.cancelled > 0 ? fmt::format(" ({} stream{} cut by the stop)", f.cancelled,
+                                             f.cancelled == 1 ? "" : "s")
+                               : std::string());
+    for (const std::string& p : s.problems) fmt::print(stderr, "latdoc bench: {}\n", p);
+    return ExitCodeForSignal(run.stop_signal);
+  }
+  if (completed == 0 && f.failed > 0) {
+    fmt::print(stderr, "latdoc bench: every request failed: the server could not serve this load\n");
+    return kExitCannotRun;
+  }
+  for (const std::string& p : s.problems) fmt::print(stderr, "latdoc bench: {}\n", p);
+  return s.problems.empty() ? kExitOk : kExitFindings;
+}
+
 int RunBenchCommand(BenchArgs& a) {
   loadgen::BenchOptions& o = a.o;
   if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
@@ -48,7 +82,8 @@ int RunBenchCommand(BenchArgs& a) {
   if (!slo.ok()) return Fail("bench", slo.status());
   loadgen::ResultOptions ro;
   ro.slo = *slo;
-  if (a.max_error_rate >= 0) ro.max_error_rate = a.max_error_rate;
+  // Any failed request fails the run unless --max-error-rate tolerates it.
+  ro.max_error_rate = a.max_error_rate >= 0 ? a.max_error_rate : 0.0;
   if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
   o.client.keep_alive = !a.no_keepalive;
   o.client.connect_timeout_ns = SecToNs(a.connect_timeout_s);
@@ -81,8 +116,21 @@ int RunBenchCommand(BenchArgs& a) {
     if (p->empty()) continue;
     if (Status st = CheckOutputPath(*p); !st.ok()) return Fail("bench", st);
   }
-  auto run = loadgen::RunBench(o);
-  if (!run.ok()) return Fail("bench", run.status());
+  loadgen::BenchRun unreachable;
+  auto run = loadgen::RunBench(o, &unreachable);
+  if (!run.ok()) {
+    if (run.status().code() == StatusCode::kInvalidArgument) return Fail("bench", run.status());
+    // Nothing could be run against: the results file still says why (and, when requests were
+    // sent, how each one failed), and the failure line counts them; exit 3.
+    loadgen::BenchSummary s = loadgen::SummarizeRun(unreachable, o, ro);
+    s.json["error"] = run.status().message();
+    if (!a.json_out.empty()) {
+      if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok())
+        return Fail("bench", st);
+    }
+    if (s.failures.failed > 0) fmt::print(stderr, "latdoc bench: {}\n", s.failures.Text());
+    return Fail("bench", run.status());
+  }
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
@@ -94,17 +142,7 @@ int RunBenchCommand(BenchArgs& a) {
     if (Status st = WriteFileAtomic(a.requests_out, loadgen::RequestsJsonl(*run)); !st.ok())
       return Fail("bench", st);
   }
-  // Every request failed: the server could not serve this load at all (as `sweep` says it).
-  const uint64_t completed = s.json.value("completed", uint64_t{0});
-  const uint64_t failed = s.json.value("failed", uint64_t{0});
-  if (completed == 0 && failed > 0) {
-    const auto& sample = s.json["errors_sample"];
-    fmt::print(stderr, "latdoc bench: every request failed ({} of {}{})\n", failed, failed,
-               sample.empty() ? "" : "; " + sample[0].get<std::string>().substr(0, 200));
-    return kExitCannotRun;
-  }
-  if (s.slo_missed || s.error_rate_missed) return kExitFindings;
-  return kExitOk;
+  return ReportBenchOutcome(*run, s, ro, a.json_out);
 }
 
 }  // namespace

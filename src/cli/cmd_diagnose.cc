@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "cli/command.h"
 #include "diagnose/demo.h"
 #include "diagnose/diagnose.h"
+#include "loadgen/results.h"
 #include "report/findings_text.h"
 #include "report/html_report.h"
 #include "report/markdown_report.h"
@@ -46,8 +48,79 @@ Status CheckOutputs(const Outputs& o) {
   return Status::Ok();
 }
 
-int Write(const diagnose::DiagnoseResult& r, const Outputs& o) {
+// The exit code of a diagnosis that ran, after saying on standard error why it is not 0:
+//   a signal stopped it                                128 + the signal
+//   a live target that could not be reached            3
+//   no live target, and not one input could be read   2
+//   the load tests had failed requests                 1 ("12 of 216 requests failed (...)")
+//   the server stopped answering during them           1
+//   a `fail` finding                                   1
+// The failure line is said whatever the exit, as bench says it.
+int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const std::string& json_out) {
+  const nlohmann::ordered_json& doc = r.doc;
+  auto say = [&](const std::string& line) { fmt::print(stderr, "latdoc {}: {}\n", command, line); };
+  // Requests cancelled by the stop are the user's doing: TallyFailures leaves them out.
+  loadgen::FailureTally failures;
+  for (const char* step : {"baseline", "bench"}) {
+    if (doc.contains(step)) failures.Add(loadgen::TallyFailures(doc[step]));
+  }
+  if (failures.failed > 0) {
+    std::string line = failures.Text() + " in the load tests";
+    if (!failures.first_error.empty()) line += "; first: " + failures.first_error.substr(0, 200);
+    if (!json_out.empty()) line += "; see \"failures\" of \"baseline\" and \"bench\" in " + json_out;
+    say(line);
+  }
+  if (r.stop_signal != 0) {
+    say(doc.value("partial_reason", std::string("interrupted")) +
+        ": partial results; the layers after the stop were skipped");
+    return ExitCodeForSignal(r.stop_signal);
+  }
+  // A live target that could not be reached: the report is written, but latdoc could not run
+  // what mattered most (DESIGN.md exit codes).
+  if (doc.contains("target_reachable") && doc["target_reachable"] == false) {
+    say(fmt::format("the target {} could not be reached; the report has the layers that could be "
+                    "checked", doc["target"].get<std::string>()));
+    return kExitCannotRun;
+  }
+  if (doc.contains("stopped_answering_after")) {
+    say(fmt::format("the target {} stopped answering after {} requests; the report keeps what was "
+                    "measured before", doc["target"].get<std::string>(),
+                    doc["stopped_answering_after"].get<uint64_t>()));
+    return kExitFindings;
+  }
+  // Files only: the layers that read an input and could not (a trace with no GPU event, a log
+  // with no line of a known format, host facts that do not parse) are said; when nothing at
+  // all was measured, that is bad input, not "no problems found".
+  if (doc["target"].is_null() && doc.contains("layers")) {
+    bool measured = false;
+    std::vector<std::pair<std::string, std::string>> unreadable;  // layers, why
+    for (const auto& [layer, status] : doc["layers"].items()) {
+      const std::string text = status.get<std::string>();
+      if (text.rfind("failed: ", 0) == 0) {
+        // One line for layers that failed alike (system and config: the host facts).
+        auto same = std::find_if(unreadable.begin(), unreadable.end(),
+                                 [&](const auto& u) { return u.second == text.substr(8); });
+        if (same != unreadable.end()) same->first += ", " + layer;
+        else unreadable.emplace_back(layer, text.substr(8));
+      } else if (text.rfind("skipped", 0) != 0) {
+        measured = true;
+      }
+    }
+    for (const auto& [layers, why] : unreadable) say(layers + ": " + why);
+    if (!measured && !unreadable.empty()) {
+      say("no input could be read: nothing was diagnosed");
+      return kExitBadInput;
+    }
+  }
+  if (failures.failed > 0) return kExitFindings;
+  return rules::WorstSeverity(r.findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
+}
+
+// Prints the summary and writes the reports; then the exit code (Verdict). A report that could
+// not be written is said and decides the exit code.
+int Write(const diagnose::DiagnoseResult& r, const Outputs& o, std::string_view command) {
   if (!o.quiet) fmt::print("{}", diagnose::RenderDiagnoseText(r, report::StdoutWantsColor(), o.show_ok));
+  std::fflush(stdout);
   auto put = [](const std::string& path, const std::string& text) {
     if (path.empty()) return Status::Ok();
     return WriteFileAtomic(path, text);
@@ -59,14 +132,7 @@ int Write(const diagnose::DiagnoseResult& r, const Outputs& o) {
     fmt::print(stderr, "latdoc: {}\n", st.message());
     return ExitCodeFor(st);
   }
-  // A live target that could not be reached: the report is written, but latdoc could not run
-  // what mattered most (DESIGN.md exit codes).
-  if (r.doc.contains("target_reachable") && r.doc["target_reachable"] == false) {
-    fmt::print(stderr, "latdoc: the target {} could not be reached; the report has the layers "
-                       "that could be checked\n", r.doc["target"].get<std::string>());
-    return kExitCannotRun;
-  }
-  return rules::WorstSeverity(r.findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
+  return Verdict(r, command, o.json);
 }
 
 struct DiagnoseArgs {
@@ -138,7 +204,7 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
   }
   d.progress = !a.out.quiet && ::isatty(2);
   diagnose::DiagnoseResult r = diagnose::RunDiagnose(d);
-  return Write(r, a.out);
+  return Write(r, a.out, "diagnose");
 }
 
 struct DemoArgs {
@@ -177,7 +243,7 @@ int RunDemoCommand(DemoArgs& a) {
     fmt::print(stderr, "latdoc demo: {}\n", r.status().message());
     return ExitCodeFor(r.status());
   }
-  int code = Write(*r, a.out);
+  int code = Write(*r, a.out, "demo");
   if (!a.out.quiet) {
     fmt::print("\nWrote {}, {} and {}.\n", a.out.html, a.out.json, a.out.markdown);
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include <fmt/core.h>
@@ -16,6 +17,7 @@
 #include "exporter/exporter.h"
 #include "exporter/schedule.h"
 #include "http/client.h"
+#include "loadgen/results.h"
 
 #ifndef LATDOC_VERSION
 #define LATDOC_VERSION "0.0.0"
@@ -113,15 +115,33 @@ int RunExporter(const ExporterArgs& a) {
   if (a.once) {
     e.RunCycle(MonoNowNs());
     std::fputs(e.page()->c_str(), stdout);
-    // As the other commands: 3 when the target answered neither the canary nor the scrape,
-    // else 1 with a failing finding.
+    // As the other commands: a failed canary request is said by reason, as bench says its
+    // failures; 3 when the target answered neither the canary nor the scrape, else 1 when the
+    // canary failed or a finding fails.
     const exporter::ExporterState& state = e.state();
+    std::map<std::string, uint64_t> failed;
+    uint64_t sent = 0;
+    for (const auto& [outcome, n] : state.canary_outcomes) {
+      sent += n;
+      if (outcome != loadgen::OutcomeName(loadgen::Outcome::kOk)) failed[outcome] += n;
+    }
+    loadgen::FailureTally canary = loadgen::TallyFailures(failed, sent);
+    if (canary.failed > 0) {
+      std::fprintf(stderr, "latdoc exporter: %s%s\n", canary.Text("canary requests").c_str(),
+                   state.canary_last_error.empty()
+                       ? ""
+                       : ("; last: " + state.canary_last_error.substr(0, 200)).c_str());
+    }
     const bool canary_ok = state.canary_last_ok.value_or(false);
-    if (!o.target.empty() && !canary_ok && !state.server_up.value_or(false)) return kExitCannotRun;
+    if (!o.target.empty() && !canary_ok && !state.server_up.value_or(false)) {
+      std::fprintf(stderr, "latdoc exporter: the target %s answered neither the canary nor the "
+                           "/metrics scrape\n", state.target.c_str());
+      return kExitCannotRun;
+    }
     const bool failing = std::any_of(state.findings.begin(), state.findings.end(), [](const rules::Finding& f) {
       return f.severity == rules::Severity::kFail;
     });
-    return failing ? kExitFindings : kExitOk;
+    return failing || canary.failed > 0 ? kExitFindings : kExitOk;
   }
   if (Status st = e.Start(); !st.ok()) {
     std::fprintf(stderr, "latdoc exporter: %s\n", st.message().c_str());

@@ -36,8 +36,14 @@ struct LogsArgs {
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void OnStopSignal(int) { g_stop = 1; }
 
-// Prints the summary and findings, writes --json; returns the exit code.
+// Prints the summary and findings, writes --json; returns the exit code (2 when no line was
+// recognised).
 int Report(const LogsArgs& a, const logs::LogFacts& facts) {
+  // Not one line recognised (empty files, or not a server log latdoc reads): "No problems
+  // found" would vouch for a log that was not read. Bad input: exit 2, no --json written.
+  if (std::string why = logs::NothingRecognised(facts); !why.empty()) {
+    return Fail("logs", "nothing to analyse: " + why, kExitBadInput);
+  }
   std::vector<rules::Finding> findings = rules::EvaluateLogRules(facts);
   if (!a.json_path.empty()) {
     nlohmann::json doc;

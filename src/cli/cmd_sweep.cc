@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 
@@ -80,6 +81,74 @@ report::LineChart BuildChart(const loadgen::SweepResult& r, const loadgen::Sweep
   return c;
 }
 
+// Says on standard error what went wrong in a sweep that ran, and returns its exit code (as
+// bench's):
+//   interrupted (SIGINT, SIGTERM)                        128 + the signal
+//   a step's failed requests above --max-error-rate      1
+//   the server stopped answering mid-sweep                1
+//   no step met the SLO                                   1
+// Failed requests are counted by reason over the steps in one line, tolerated or not.
+int ReportSweepOutcome(const loadgen::SweepResult& r, const loadgen::SweepOptions& s,
+                       int stop_signal, const std::string& json_out) {
+  const char* unit = s.rate_mode ? "req/s" : "concurrent";
+  const char* signal_name = stop_signal == SIGTERM ? "SIGTERM" : "SIGINT";
+  if (r.steps.empty() && r.partial && stop_signal != 0) {
+    fmt::print(stderr, "latdoc sweep: interrupted by {} before any step completed\n", signal_name);
+    return ExitCodeForSignal(stop_signal);
+  }
+  int rc = kExitOk;
+  // The failures of every step's window (the requests its statistics use), and the step where
+  // their share was highest.
+  loadgen::FailureTally all, worst;
+  const loadgen::SweepStep* worst_step = nullptr;
+  for (const loadgen::SweepStep& step : r.steps) {
+    loadgen::FailureTally t = loadgen::TallyFailures(step.failures, step.requests);
+    if (t.failed > 0 && step.first_error.rfind("cancelled", 0) != 0) t.first_error = step.first_error;
+    all.Add(t);
+    if (t.failed > 0 && (!worst_step || t.rate() > worst.rate())) {
+      worst_step = &step;
+      worst = t;
+    }
+  }
+  if (all.failed > 0) {
+    const bool missed = worst.rate() > s.max_error_rate;
+    std::string line = fmt::format("{} over {} step{}; the most at {:g} {}: {} of {}", all.Text(),
+                                   r.steps.size(), r.steps.size() == 1 ? "" : "s",
+                                   worst_step->load, unit, worst.failed, worst.requests);
+    if (!all.first_error.empty()) line += "; first: " + all.first_error.substr(0, 200);
+    if (!json_out.empty()) line += "; see \"failures\" in " + json_out;
+    if (!missed) line += fmt::format(" (tolerated: --max-error-rate {:g}%)", 100 * s.max_error_rate);
+    fmt::print(stderr, "latdoc sweep: {}\n", line);
+    if (missed) {
+      fmt::print(stderr, "latdoc sweep: {} at {:g} {}\n",
+                 loadgen::ErrorRateMissText(worst.rate(), s.max_error_rate), worst_step->load, unit);
+      rc = kExitFindings;
+    }
+  }
+  if (stop_signal != 0) {
+    fmt::print(stderr, "latdoc sweep: interrupted by {}: partial results ({} step{})\n", signal_name,
+               r.steps.size(), r.steps.size() == 1 ? "" : "s");
+    return ExitCodeForSignal(stop_signal);
+  }
+  if (r.partial) {
+    // The server went away after some steps: they are written, but the sweep did not finish.
+    fmt::print(stderr, "latdoc sweep: the sweep did not finish: {}; the {} step{} before it are "
+               "written\n", r.partial_reason, r.steps.size(), r.steps.size() == 1 ? "" : "s");
+    rc = kExitFindings;
+  }
+  if (s.slo.any() && !r.highest_meeting_slo && !r.steps.empty()) {
+    const loadgen::SweepStep& lowest = r.steps.front();
+    const double good_pct = lowest.requests && lowest.goodput
+                                ? std::min(100.0, 100.0 * *lowest.goodput * lowest.duration_s /
+                                                      double(lowest.requests))
+                                : 0.0;
+    fmt::print(stderr, "latdoc sweep: no step met the SLO; at the lowest load ({:g} {}): {}\n",
+               lowest.load, unit, loadgen::SloMissText(s.slo, good_pct));
+    rc = kExitFindings;
+  }
+  return rc;
+}
+
 int RunSweepCommand(SweepArgs& a) {
   loadgen::BenchOptions& o = a.o;
   loadgen::SweepOptions& s = a.s;
@@ -137,6 +206,7 @@ int RunSweepCommand(SweepArgs& a) {
     if (Status st = CheckOutputPath(*p); !st.ok()) return Fail("sweep", st);
   }
 
+  o.command = "sweep";  // names the command in the stopping line of a Ctrl-C
   auto runner = loadgen::MakeBenchStepRunner(o, random);
   if (!a.quiet) fmt::print("{}", loadgen::SweepTableHeader(s));
   std::fflush(stdout);
@@ -146,6 +216,7 @@ int RunSweepCommand(SweepArgs& a) {
       std::fflush(stdout);
     }
   });
+  const int stop_signal = runner->stop_signal();
   runner.reset();
   if (!result.ok()) return Fail("sweep", result.status());
   loadgen::SweepResult& r = *result;
@@ -165,7 +236,6 @@ int RunSweepCommand(SweepArgs& a) {
   localtime_r(&now, &lt);
   strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
   ctx.date = date;
-  int rc = kExitOk;
   if (!a.json_out.empty()) {
     if (Status st = WriteFileAtomic(a.json_out, JsonText(loadgen::SweepJson(r, s, ctx), 2) + "\n"); !st.ok())
       return Fail("sweep", st);
@@ -177,16 +247,7 @@ int RunSweepCommand(SweepArgs& a) {
     if (Status st = WriteFileAtomic(a.svg_out, report::RenderSvg(BuildChart(r, s))); !st.ok())
       return Fail("sweep", st);
   }
-  if (r.steps.empty() && r.partial) {
-    fmt::print(stderr, "latdoc sweep: interrupted before any step completed\n");
-    return kExitFindings;
-  }
-  if (s.slo.any() && !r.highest_meeting_slo) {
-    fmt::print(stderr, "latdoc sweep: no step met the SLO (lowest load {:g}: {}% of requests "
-               "had to be good)\n", r.steps.empty() ? s.lo : r.steps.front().load, s.slo.percent);
-    rc = kExitFindings;
-  }
-  return rc;
+  return ReportSweepOutcome(r, s, stop_signal, a.json_out);
 }
 
 }  // namespace

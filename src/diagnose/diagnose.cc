@@ -64,6 +64,17 @@ rules::Finding Unreachable(const std::string& url, const std::string& why) {
                     "`latdoc net --url ...` separates DNS, connect and TLS problems.");
 }
 
+// The target answered the baseline, then stopped answering (killed, crashed, restarted).
+rules::Finding StoppedAnswering(const std::string& url, uint64_t answered, const std::string& why) {
+  rules::Finding f = LoadFailed(
+      "load.stopped_answering",
+      fmt::format("the target {} stopped answering after {} requests", url, answered), why,
+      "The server was reached, then stopped answering: check whether it crashed, was killed "
+      "(the kernel's OOM killer: `dmesg`) or restarted (its log: `latdoc logs`), then run again.");
+  f.evidence.push_back({"answered_requests", double(answered), "", ""});
+  return f;
+}
+
 // The target answered but refused the run (401 on /v1/models: the key).
 rules::Finding LoadRefused(const std::string& url, const std::string& why) {
   return LoadFailed("load.refused",
@@ -76,9 +87,11 @@ rules::Finding LoadRefused(const std::string& url, const std::string& why) {
 // workload as the load step, as `latdoc sweep` does. Returns its document (latdoc.sweep/1) and
 // one finding that compares the target load with the knee, or null with `why` set.
 ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& out,
-                       std::optional<int64_t>* knee_concurrency, std::string* why) {
+                       std::optional<int64_t>* knee_concurrency, std::string* why,
+                       int* stop_signal) {
   loadgen::BenchOptions b = o.bench;
   b.url = o.url;
+  b.command = "diagnose";
   b.request_rate = 0;
   b.duration_s = 0;
   b.progress = false;
@@ -95,6 +108,7 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
   auto r = loadgen::RunSweep(*runner, s, [&](const loadgen::SweepStep& step) {
     Say(o, fmt::format("sweep: concurrency {:g}", step.load));
   });
+  *stop_signal = runner->stop_signal();
   runner.reset();
   if (!r.ok()) {
     *why = r.status().message();
@@ -142,6 +156,7 @@ ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, u
                       std::string* why, bool* unreachable) {
   loadgen::BenchOptions b = o.bench;
   b.url = o.url;
+  b.command = "diagnose";
   b.concurrency = concurrency;
   b.request_rate = 0;
   b.num_requests = requests;
@@ -366,9 +381,12 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   ordered_json layers = ordered_json::object();
   SignalScope signals;
   std::string stop;  // why the run ended early ("interrupted by SIGINT"); empty: it did not
+  int stop_signal = 0;
   auto stopped = [&] {
-    if (stop.empty() && g_signal)
+    if (stop.empty() && g_signal) {
       stop = g_signal == SIGTERM ? "interrupted by SIGTERM" : "interrupted by SIGINT";
+      stop_signal = g_signal;
+    }
     return !stop.empty();
   };
 
@@ -422,8 +440,10 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     // A step the runner ended early on a signal says so in its results.
     auto note_partial = [&](const ordered_json& step) {
       CatchSignals();
-      if (stop.empty() && step.is_object() && step.value("partial", false))
+      if (stop.empty() && step.is_object() && step.value("partial", false)) {
         stop = step.value("partial_reason", std::string("interrupted"));
+        stop_signal = stop.find("SIGTERM") != std::string::npos ? SIGTERM : SIGINT;
+      }
     };
     Say(o, fmt::format("baseline: {} requests at concurrency 1", o.baseline_requests));
     ordered_json base = LoadStep(o, 1, o.baseline_requests, o.workload.seed + 1, &why, &unreachable);
@@ -437,6 +457,15 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     if (load.is_null() && !base.is_null() && stopped()) {
       layers["load"] = "partial (" + stop + "): the baseline only";
       doc["baseline"] = base;
+    } else if (load.is_null() && !base.is_null() && unreachable) {
+      // The baseline was answered, then the server stopped answering: it was reachable, and
+      // what the baseline measured is kept.
+      const uint64_t answered = base.value("completed", uint64_t{0});
+      layers["load"] = fmt::format("failed: the server stopped answering after {} requests (the "
+                                   "baseline's are kept): {}", answered, why);
+      doc["baseline"] = base;
+      doc["stopped_answering_after"] = answered;
+      all.push_back(StoppedAnswering(o.url, answered, why));
     } else if (load.is_null()) {
       layers["load"] = "failed: " + why;
       if (unreachable) reachable = false;
@@ -451,7 +480,8 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       if (o.sweep && !stopped()) {
         Say(o, fmt::format("sweep: concurrency 1 to {}", o.sweep_max));
         std::string sweep_why;
-        ordered_json sweep = SweepStep(o, all, &knee_concurrency, &sweep_why);
+        int sweep_signal = 0;
+        ordered_json sweep = SweepStep(o, all, &knee_concurrency, &sweep_why, &sweep_signal);
         CatchSignals();
         if (sweep.is_null()) {
           layers["load"] = layers["load"].get<std::string>() + "; sweep failed: " + sweep_why;
@@ -459,8 +489,10 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
           // Only a signal ends the diagnosis early; a sweep that stopped because the server
           // gave out at some load is a result, and the layers after it (logs above all) run.
           if (stop.empty() && sweep.value("partial", false) &&
-              sweep.value("partial_reason", std::string()) == "interrupted")
+              sweep.value("partial_reason", std::string()) == "interrupted") {
             stop = "interrupted during the sweep";
+            stop_signal = sweep_signal ? sweep_signal : SIGINT;
+          }
           layers["load"] = layers["load"].get<std::string>() +
                            fmt::format("; sweep of {} steps", sweep["steps"].size());
           doc["sweep"] = std::move(sweep);
@@ -535,6 +567,8 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     auto facts = logs::AnalyzeInputs(o.logs);
     if (!facts.ok()) {
       layers["logs"] = "failed: " + facts.status().message();
+    } else if (std::string none = logs::NothingRecognised(*facts); !none.empty()) {
+      layers["logs"] = "failed: " + none;
     } else {
       auto fs = rules::EvaluateLogRules(*facts, knee_concurrency);
       ordered_json lj;
@@ -614,6 +648,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   if (stopped()) {
     doc["partial"] = true;
     doc["partial_reason"] = stop;
+    res.stop_signal = stop_signal ? stop_signal : SIGINT;
   }
   rules::RankFindings(all);
   doc["layers"] = layers;
@@ -642,6 +677,10 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
   const ordered_json& d = r.doc;
   std::string out = fmt::format("latdoc diagnose: {}\n\n",
                                 d["target"].is_null() ? "(no live target)" : d["target"].get<std::string>());
+  if (d.value("partial", false)) {
+    out += fmt::format("STOPPED EARLY ({}): partial results; the layers after the stop were "
+                       "skipped.\n\n", d.value("partial_reason", std::string("interrupted")));
+  }
   out += "Layers:\n";
   for (const auto& [k, v] : d["layers"].items()) out += fmt::format("  {:<8} {}\n", k, v.get<std::string>());
   if (d.contains("ttft_waterfall")) {
@@ -675,7 +714,20 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
   report::TextOptions to;
   to.color = color;
   to.show_ok = show_ok;
-  out += report::RenderFindingsText(r.findings, to);
+  std::string findings = report::RenderFindingsText(r.findings, to);
+  bool measured = false;  // a layer that ran (not skipped, not failed)
+  for (const auto& [k, v] : d["layers"].items()) {
+    const std::string status = v.get<std::string>();
+    measured = measured || (status.rfind("skipped", 0) != 0 && status.rfind("failed", 0) != 0);
+  }
+  if (!measured && findings == "No problems found.\n") {
+    findings = "Nothing was diagnosed: no layer could be measured (see Layers above).\n";
+  } else if (d.value("partial", false)) {
+    // Stopped early: the layers not run found nothing because they did not run.
+    const std::string none = "No problems found.\n";
+    if (findings == none) findings = "No problems found in the layers run before the stop.\n";
+  }
+  out += findings;
   if (const rules::Finding* it = ChangeFirst(r.findings)) {
     out += fmt::format("\nChange first: {}\n  {}\n", it->title, it->advice);
     if (it->latency_share) {

@@ -54,6 +54,7 @@ struct DiagnoseOptions {
 struct DiagnoseResult {
   nlohmann::ordered_json doc;
   std::vector<rules::Finding> findings;  // ranked
+  int stop_signal = 0;                   // SIGINT or SIGTERM when a signal ended it early
 };
 
 DiagnoseResult RunDiagnose(const DiagnoseOptions& options);

@@ -62,6 +62,7 @@ loadgen::BenchOptions CanaryBenchOptions(const ExporterOptions& o, const std::st
   p.input_tokens = 15;  // words, as latdoc sim counts them
   p.output_tokens = o.canary_output_tokens;
   b.prompts = {p};
+  b.command = "exporter";
   return b;
 }
 
@@ -432,6 +433,8 @@ void Exporter::JudgeLoad(std::optional<loadgen::BenchRun> canary) {
     for (const loadgen::RequestRecord& r : canary->records) {
       state_.canary_outcomes[std::string(loadgen::OutcomeName(r.outcome))]++;
       state_.canary_last_ok = r.outcome == loadgen::Outcome::kOk;
+      if (r.outcome != loadgen::Outcome::kOk)
+        state_.canary_last_error = fmt::format("{}: {}", loadgen::OutcomeName(r.outcome), r.error);
       if (r.outcome != loadgen::Outcome::kOk || r.first_token_ns < 0) continue;
       const double ttft_s = NsToSec(r.first_token_ns - r.sent_ns);
       state_.canary_ttft_s.Record(ttft_s);

@@ -103,6 +103,7 @@ struct ExporterState {
   FixedHistogram canary_ttft_s;
   FixedHistogram canary_itl_s;
   std::optional<bool> canary_last_ok;
+  std::string canary_last_error;       // "reset: ..." of the latest failed canary; never served
   std::optional<bool> server_up;      // nullopt: no target
   std::optional<double> server_running, server_waiting, server_kv_usage;
   uint64_t server_restarts = 0;       // scrapes whose counters went down since the last one

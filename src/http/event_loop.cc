@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 
 #include "http/asio.h"
@@ -33,11 +34,23 @@ bool EventLoop::stopped() const { return impl_->io.stopped(); }
 void EventLoop::Post(std::function<void()> fn) { asio::post(impl_->io, std::move(fn)); }
 void* EventLoop::native() { return &impl_->io; }
 
+namespace {
+
+// Waits for the next signal of `set`, calls `fn`, and waits again: a second Ctrl-C reaches the
+// handler too (the first may only have begun an orderly stop).
+void WaitForSignal(asio::signal_set& set, std::shared_ptr<std::function<void(int)>> fn) {
+  set.async_wait([&set, fn](const boost::system::error_code& ec, int signo) {
+    if (ec) return;  // the set was cancelled or destroyed
+    (*fn)(signo);
+    WaitForSignal(set, fn);
+  });
+}
+
+}  // namespace
+
 void EventLoop::OnTerminationSignal(std::function<void(int)> fn) {
   impl_->signals.emplace(impl_->io, SIGINT, SIGTERM);
-  impl_->signals->async_wait([fn = std::move(fn)](const boost::system::error_code& ec, int signo) {
-    if (!ec) fn(signo);
-  });
+  WaitForSignal(*impl_->signals, std::make_shared<std::function<void(int)>>(std::move(fn)));
 }
 
 struct EventLoop::Timer::Impl {

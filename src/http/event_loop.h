@@ -44,7 +44,8 @@ class EventLoop {
     std::unique_ptr<Impl> impl_;
   };
 
-  // Calls `fn(signo)` on this loop when SIGINT or SIGTERM arrives. Once per loop.
+  // Calls `fn(signo)` on this loop each time SIGINT or SIGTERM arrives, until the loop is
+  // destroyed. Once per loop.
   void OnTerminationSignal(std::function<void(int)> fn);
 
   // The underlying io_context, for http/ internals only (as void* to keep Asio out of here).

@@ -1,5 +1,6 @@
 #include "loadgen/results.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <map>
@@ -65,7 +66,104 @@ std::optional<double> Ms(std::optional<double> seconds) {
 
 ordered_json Opt(std::optional<double> v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
 
+// A chunk of k tokens counts k inter-token latencies of gap / k.
+void AddItls(const RequestRecord& r, std::vector<int64_t>& itls) {
+  for (size_t i = 1; i < r.chunks.size(); ++i) {
+    int64_t gap = r.chunks[i].first - r.chunks[i - 1].first;
+    int k = std::max(1, r.chunks[i].second);
+    for (int t = 0; t < k; ++t) itls.push_back(gap / k);
+  }
+}
+
+// A failure reason as the one-line report says it: "cut short", "HTTP error".
+std::string ReasonWords(const std::string& outcome) {
+  if (outcome == "http_status") return "HTTP error";
+  std::string w = outcome;
+  std::replace(w.begin(), w.end(), '_', ' ');
+  return w;
+}
+
+// A percentage with one decimal, or as many more (up to 6) as it takes not to print
+// `fraction` equal to `other` when they differ ("10.004% > 10%", not "10.0% > 10%").
+std::string Percent(double fraction, double other) {
+  std::string a;
+  for (int digits = 1; digits <= 6; ++digits) {
+    a = fmt::format("{:.{}f}", 100 * fraction, digits);
+    if (fraction == other || a != fmt::format("{:.{}f}", 100 * other, digits)) break;
+  }
+  return a + "%";
+}
+
 }  // namespace
+
+std::string SloMissText(const SloSpec& slo, double good_percent) {
+  std::string bounds;
+  auto add = [&](const char* key, const std::optional<double>& ms) {
+    if (ms) bounds += fmt::format("{}{}<={:g} ms", bounds.empty() ? "" : ", ", key, *ms);
+  };
+  add("ttft", slo.ttft_ms);
+  add("tpot", slo.tpot_ms);
+  add("e2el", slo.e2el_ms);
+  return fmt::format("SLO missed: {} of requests met {} (needed {:g}%)",
+                     Percent(good_percent / 100, slo.percent / 100), bounds, slo.percent);
+}
+
+std::string FailureTally::Text(std::string_view noun) const {
+  // The commonest reason first (then by name, for a stable line).
+  std::vector<std::pair<std::string, uint64_t>> sorted(by_reason.begin(), by_reason.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string reasons;
+  for (const auto& [k, n] : sorted)
+    reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", n, ReasonWords(k));
+  return fmt::format("{} of {} {} failed ({})", failed, requests, noun, reasons);
+}
+
+void FailureTally::Add(const FailureTally& o) {
+  requests += o.requests;
+  failed += o.failed;
+  cancelled += o.cancelled;
+  for (const auto& [k, n] : o.by_reason) by_reason[k] += n;
+  if (first_error.empty()) first_error = o.first_error;
+}
+
+FailureTally TallyFailures(const std::map<std::string, uint64_t>& failures, uint64_t sent) {
+  FailureTally t;
+  for (const auto& [k, n] : failures) {
+    if (k == OutcomeName(Outcome::kCancelled)) {
+      t.cancelled += n;
+      continue;
+    }
+    t.failed += n;
+    t.by_reason[k] += n;
+  }
+  t.requests = sent >= t.cancelled ? sent - t.cancelled : 0;
+  return t;
+}
+
+FailureTally TallyFailures(const ordered_json& j) {
+  std::map<std::string, uint64_t> failures;
+  if (j.is_object() && j.contains("failures") && j["failures"].is_object()) {
+    for (const auto& [k, v] : j["failures"].items())
+      if (v.is_number_unsigned()) failures[k] = v.get<uint64_t>();
+  }
+  uint64_t sent = 0;
+  if (j.is_object() && j.contains("sent") && j["sent"].is_number_unsigned()) sent = j["sent"].get<uint64_t>();
+  FailureTally t = TallyFailures(failures, sent);
+  if (j.is_object() && j.contains("errors_sample") && j["errors_sample"].is_array()) {
+    const std::string cancelled = std::string(OutcomeName(Outcome::kCancelled)) + ":";
+    for (const auto& e : j["errors_sample"]) {
+      if (!e.is_string() || e.get<std::string>().rfind(cancelled, 0) == 0) continue;
+      t.first_error = e.get<std::string>();
+      break;
+    }
+  }
+  return t;
+}
+
+std::string ErrorRateMissText(double rate, double max_rate) {
+  return fmt::format("error rate {} > --max-error-rate {:g}%", Percent(rate, max_rate), 100 * max_rate);
+}
 
 BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const ResultOptions& ro) {
   BenchSummary out;
@@ -87,6 +185,12 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
       ++failed;
       ++failures[std::string(OutcomeName(r.outcome))];
       if (first_errors.size() < 5) first_errors.push_back(fmt::format("{}: {}", OutcomeName(r.outcome), r.error));
+      if (r.outcome == Outcome::kCancelled && r.first_token_ns >= 0) {
+        // Cut by the stop after its first token: its TTFT and inter-token latencies were
+        // measured all the same; its E2EL and TPOT were not (the stream did not end).
+        ttfts.push_back(r.first_token_ns - r.scheduled_ns);
+        AddItls(r, itls);
+      }
       continue;
     }
     ++completed;
@@ -105,12 +209,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
       tpot = (e2el - ttft) / (r.output_tokens - 1);
       tpots.push_back(*tpot);
     }
-    // A chunk of k tokens counts k inter-token latencies of gap / k.
-    for (size_t i = 1; i < r.chunks.size(); ++i) {
-      int64_t gap = r.chunks[i].first - r.chunks[i - 1].first;
-      int k = std::max(1, r.chunks[i].second);
-      for (int t = 0; t < k; ++t) itls.push_back(gap / k);
-    }
+    AddItls(r, itls);
     bool ok = true;
     if (ro.slo.ttft_ms && NsToMs(ttft) > *ro.slo.ttft_ms) ok = false;
     if (ro.slo.tpot_ms && NsToMs(tpot.value_or(0)) > *ro.slo.tpot_ms) ok = false;
@@ -164,8 +263,16 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   j["partial"] = run.partial;
   if (run.partial) j["partial_reason"] = run.partial_reason;
   const uint64_t sent = run.records.size() - not_sent;
+  out.failures = TallyFailures(failures, sent);
+  for (const std::string& e : first_errors) {
+    if (e.rfind(std::string(OutcomeName(Outcome::kCancelled)) + ":", 0) == 0) continue;
+    out.failures.first_error = e;
+    break;
+  }
   j["sent"] = sent;
   j["not_sent"] = not_sent;
+  // Of `failed`: streams in flight that the stop (a signal) cut; not the server's failures.
+  j["cancelled"] = out.failures.cancelled;
   j["failures"] = failures;
   j["errors_sample"] = first_errors;
   j["token_count_method"] = methods;
@@ -271,17 +378,23 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   }
   j["server_metrics"] = srv;
 
+  // Judged on the requests whose end the server decided: those cut by a stop are left out.
+  const uint64_t decided = out.failures.requests;
   if (ro.slo.any()) {
-    double good_pct = completed ? 100.0 * double(good) / double(sent) : 0;
+    double good_pct = decided ? 100.0 * double(good) / double(decided) : 0;
     out.slo_missed = good_pct < ro.slo.percent;
     j["slo"] = {{"good_percent", good_pct}, {"target_percent", ro.slo.percent},
                 {"met", !out.slo_missed}};
+    if (out.slo_missed) out.problems.push_back(SloMissText(ro.slo, good_pct));
   }
+  j["error_rate"] = out.failures.rate();
+  j["max_error_rate"] = Opt(ro.max_error_rate);
   if (ro.max_error_rate) {
-    double rate = sent == 0 ? 0 : double(failed) / double(sent);
-    out.error_rate_missed = rate > *ro.max_error_rate;
-    j["error_rate"] = rate;
+    out.error_rate_missed = out.failures.rate() > *ro.max_error_rate;
+    if (out.error_rate_missed)
+      out.problems.push_back(ErrorRateMissText(out.failures.rate(), *ro.max_error_rate));
   }
+  j["problems"] = out.problems;
 
   // Terminal summary, in the shape of vllm bench serve's.
   std::string& t = out.text;
@@ -293,7 +406,14 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
     return j[key].is_null() ? std::string("n/a") : num(j[key].get<double>());
   };
   t += fmt::format("{:=^52}\n", " Serving Benchmark Result ");
-  if (run.partial) t += fmt::format("PARTIAL: {}\n", run.partial_reason);
+  if (run.partial) {
+    t += fmt::format("PARTIAL: {}{}\n", run.partial_reason,
+                     out.failures.cancelled == 0
+                         ? std::string()
+                         : fmt::format("; {} stream{} cut by the stop (cancelled: TTFT and ITL "
+                                       "kept, not completed)", out.failures.cancelled,
+                                       out.failures.cancelled == 1 ? "" : "s"));
+  }
   line("Successful requests:", std::to_string(completed));
   line("Failed requests:", std::to_string(failed));
   for (const auto& [k, v] : failures) line(fmt::format("  {}:", k), std::to_string(v));

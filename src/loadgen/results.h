@@ -7,8 +7,12 @@
 // completed, failed, duration), plus "schema": "latdoc.bench/1".
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,9 +30,37 @@ struct SloSpec {
 };
 StatusOr<SloSpec> ParseSlo(std::string_view text);
 
+// "SLO missed: 93.0% of requests met ttft<=100 ms, tpot<=50 ms (needed 99%)"
+std::string SloMissText(const SloSpec& slo, double good_percent);
+
+// The failed requests of a run (or a sweep step, or the canary), by reason, as the one line on
+// standard error says them. Requests cancelled by a stop (Ctrl-C, SIGTERM) are the user's
+// doing, not the server's: they are counted apart and left out of `requests` and `failed`.
+struct FailureTally {
+  uint64_t requests = 0;    // sent, less those cancelled by a stop
+  uint64_t failed = 0;      // of `requests`
+  uint64_t cancelled = 0;   // cut by a stop
+  std::map<std::string, uint64_t> by_reason;  // OutcomeName -> count, "cancelled" left out
+  std::string first_error;  // "reset: Connection reset by peer"; empty when none is known
+
+  double rate() const { return requests ? double(failed) / double(requests) : 0; }
+  // "12 of 400 requests failed (10 reset, 2 cut short)"; `noun` names what was sent.
+  std::string Text(std::string_view noun = "requests") const;
+  void Add(const FailureTally& other);
+};
+// From counts by outcome name (as the JSON's "failures") and the number of requests sent.
+FailureTally TallyFailures(const std::map<std::string, uint64_t>& failures, uint64_t sent);
+// From SummarizeRun's JSON ("failures", "sent", "errors_sample").
+FailureTally TallyFailures(const nlohmann::ordered_json& bench_json);
+
+// "error rate 46.0% > --max-error-rate 10%" (`rate` and `max_rate` fractions).
+std::string ErrorRateMissText(double rate, double max_rate);
+
 struct ResultOptions {
   SloSpec slo;
-  std::optional<double> max_error_rate;  // fraction 0..1 of failed requests allowed
+  // Fraction 0..1 of failed requests allowed (requests cancelled by a stop left out); nullopt:
+  // not judged.
+  std::optional<double> max_error_rate;
 };
 
 struct BenchSummary {
@@ -36,6 +68,10 @@ struct BenchSummary {
   std::string text;
   bool slo_missed = false;
   bool error_rate_missed = false;
+  FailureTally failures;
+  // What the run missed, one line each (SloMissText, ErrorRateMissText); also the JSON's
+  // "problems".
+  std::vector<std::string> problems;
 };
 
 BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& options,

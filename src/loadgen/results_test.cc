@@ -96,5 +96,83 @@ TEST(SummarizeRunTest, ServerRestartDuringTheRunIsShownAndTtftIsNotSplit) {
   EXPECT_TRUE(quiet.json["server_metrics"].contains("ttft_breakdown"));
 }
 
+// A Ctrl-C cut two streams: one after three tokens, one before its first. Both count as
+// cancelled (not completed, every request accounted for) and neither is a server failure; the
+// one that got tokens keeps its TTFT and its inter-token latencies, not an E2EL or TPOT.
+TEST(SummarizeRunTest, StreamsCutByTheStopKeepTheirTokenTimesAndAreNotServerFailures) {
+  BenchRun run;
+  run.model = "m";
+  run.end_ns = 500 * kMs;
+  run.partial = true;
+  run.partial_reason = "interrupted by SIGINT";
+  run.stop_signal = 2;
+  RequestRecord ok;
+  ok.outcome = Outcome::kOk;
+  ok.scheduled_ns = ok.sent_ns = 0;
+  ok.first_token_ns = 40 * kMs;
+  ok.last_token_ns = ok.end_ns = 60 * kMs;
+  ok.output_tokens = 2;
+  ok.chunks = {{40 * kMs, 1}, {60 * kMs, 1}};
+  RequestRecord cut;
+  cut.outcome = Outcome::kCancelled;
+  cut.error = "cancelled";
+  cut.scheduled_ns = cut.sent_ns = 0;
+  cut.first_token_ns = 30 * kMs;
+  cut.last_token_ns = 50 * kMs;
+  cut.end_ns = 400 * kMs;
+  cut.chunks = {{30 * kMs, 1}, {40 * kMs, 1}, {50 * kMs, 1}};
+  RequestRecord early = cut;
+  early.first_token_ns = early.last_token_ns = -1;
+  early.chunks.clear();
+  RequestRecord reset;
+  reset.outcome = Outcome::kReset;
+  reset.error = "connection reset";
+  reset.scheduled_ns = reset.sent_ns = 0;
+  run.records = {ok, cut, early, reset};
+  ResultOptions ro;
+  ro.max_error_rate = 0.5;
+  const BenchSummary s = SummarizeRun(run, BenchOptions{}, ro);
+  EXPECT_EQ(s.json["completed"], 1);
+  EXPECT_EQ(s.json["failed"], 3);
+  EXPECT_EQ(s.json["cancelled"], 2);
+  EXPECT_EQ(s.failures.requests, 2u);  // the two the server decided
+  EXPECT_EQ(s.failures.failed, 1u);
+  EXPECT_EQ(s.failures.Text(), "1 of 2 requests failed (1 reset)");
+  EXPECT_EQ(s.failures.first_error, "reset: connection reset");
+  EXPECT_DOUBLE_EQ(s.json["error_rate"].get<double>(), 0.5);
+  EXPECT_FALSE(s.error_rate_missed);  // 50% is not above 50%
+  EXPECT_DOUBLE_EQ(s.json["mean_ttft_ms"].get<double>(), 35);    // 40 and 30
+  EXPECT_DOUBLE_EQ(s.json["mean_itl_ms"].get<double>(), 40.0 / 3);  // 20, 10, 10
+  EXPECT_DOUBLE_EQ(s.json["mean_e2el_ms"].get<double>(), 60);    // the completed one only
+  EXPECT_NE(s.text.find("PARTIAL: interrupted by SIGINT; 2 streams cut by the stop"), std::string::npos)
+      << s.text;
+}
+
+TEST(FailureTallyTest, CountsByReasonCommonestFirstWithoutTheCancelled) {
+  FailureTally t = TallyFailures({{"cut_short", 2}, {"reset", 10}, {"cancelled", 3}, {"http_status", 2}}, 403);
+  EXPECT_EQ(t.requests, 400u);
+  EXPECT_EQ(t.failed, 14u);
+  EXPECT_EQ(t.cancelled, 3u);
+  EXPECT_EQ(t.Text(), "14 of 400 requests failed (10 reset, 2 cut short, 2 HTTP error)");
+  EXPECT_EQ(t.Text("canary requests"), "14 of 400 canary requests failed (10 reset, 2 cut short, 2 HTTP error)");
+  FailureTally u = TallyFailures({{"connect", 1}}, 4);
+  u.first_error = "connect: refused";
+  t.Add(u);
+  EXPECT_EQ(t.Text(), "15 of 404 requests failed (10 reset, 2 cut short, 2 HTTP error, 1 connect)");
+  EXPECT_EQ(t.first_error, "connect: refused");
+}
+
+TEST(VerdictTextTest, SaysTheBoundTheMeasuredValueAndTheThreshold) {
+  SloSpec slo;
+  slo.ttft_ms = 100;
+  slo.tpot_ms = 50;
+  EXPECT_EQ(SloMissText(slo, 93.0), "SLO missed: 93.0% of requests met ttft<=100 ms, tpot<=50 ms (needed 99%)");
+  slo.percent = 100;
+  EXPECT_EQ(SloMissText(slo, 99.96), "SLO missed: 99.96% of requests met ttft<=100 ms, tpot<=50 ms (needed 100%)");
+  EXPECT_EQ(ErrorRateMissText(0.46, 0.1), "error rate 46.0% > --max-error-rate 10%");
+  EXPECT_EQ(ErrorRateMissText(0.004, 0), "error rate 0.4% > --max-error-rate 0%");
+  EXPECT_EQ(ErrorRateMissText(0.10004, 0.1), "error rate 10.004% > --max-error-rate 10%");
+}
+
 }  // namespace
 }  // namespace latdoc::loadgen

@@ -130,8 +130,15 @@ class Runner {
 
   BenchRun Run(std::string model) {
     run_.model = std::move(model);
+    // The first signal stops sending and lets the streams in flight finish (up to the drain
+    // timeout); a second one cancels them at once. Either way the run is returned, partial.
     loop_.OnTerminationSignal([this](int sig) {
-      Stop(fmt::format("interrupted by {}", sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      if (!stopping_) {
+        run_.stop_signal = sig;
+        Stop(fmt::format("interrupted by {}", sig == SIGINT ? "SIGINT" : "SIGTERM"));
+      } else {
+        StopNow();
+      }
     });
     if (o_.progress) ArmProgress();
     if (o_.warmup > 0) {
@@ -315,8 +322,26 @@ class Runner {
       Finish();
       return;
     }
+    if (!o_.command.empty()) {
+      // On the line of the progress display, when there is one; that line is redrawn below.
+      fmt::print(stderr, "{}latdoc {}: stopping: draining {} in-flight stream{} (up to {:g} s); "
+                 "Ctrl-C again to stop now\n", o_.progress ? "\r\x1b[K" : "", o_.command,
+                 in_flight_, in_flight_ == 1 ? "" : "s", NsToSec(o_.drain_timeout_ns));
+    }
     drain_timer_.ExpireAfterNs(o_.drain_timeout_ns, [this] { client_.Shutdown(); });
     // Finished() calls Finish() when the last flight ends.
+  }
+
+  // A second signal while draining: the streams in flight are cancelled now (each ends as
+  // `cancelled`, keeping the tokens it got), and the run ends.
+  void StopNow() {
+    if (phase_ == Phase::kDone || in_flight_ == 0) return;
+    if (!o_.command.empty()) {
+      fmt::print(stderr, "{}latdoc {}: stopping now: cancelling {} stream{}\n",
+                 o_.progress ? "\r\x1b[K" : "", o_.command, in_flight_, in_flight_ == 1 ? "" : "s");
+    }
+    drain_timer_.Cancel();
+    client_.Shutdown();
   }
 
   void Scrape(std::function<void(bool)> done, servermetrics::ServerSnapshot* into) {
@@ -427,7 +452,7 @@ void Flight::OnComplete(const http::ExchangeResult& r) {
 
 }  // namespace
 
-StatusOr<BenchRun> RunBench(const BenchOptions& o) {
+StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
   if (o.prompts.empty()) return InvalidArgument("no prompts to send");
   if (std::isnan(o.request_rate) || o.request_rate < 0)
     return InvalidArgument("--request-rate must be a number above 0 (or inf)");
@@ -489,7 +514,9 @@ StatusOr<BenchRun> RunBench(const BenchOptions& o) {
   for (const auto& r : run.records)
     if (r.outcome != Outcome::kConnect) any_connected = true;
   if (!run.records.empty() && !any_connected) {
-    return Unavailable(fmt::format("{}: {}", url.Origin(), run.records.front().error));
+    Status st = Unavailable(fmt::format("{}: {}", url.Origin(), run.records.front().error));
+    if (unreachable_run) *unreachable_run = std::move(run);
+    return st;
   }
   return run;
 }

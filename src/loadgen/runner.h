@@ -8,8 +8,9 @@
 // --max-concurrency slot is the client queue time, reported on its own.
 //
 // Threading: the run happens on one EventLoop on the calling thread (one core). SIGINT/SIGTERM
-// stop sending; streams in flight get `drain_timeout_ns` to finish, then are cancelled; the run
-// is returned marked partial.
+// stop sending; streams in flight get `drain_timeout_ns` to finish, then are cancelled (a
+// second signal cancels them at once); the run is returned marked partial, with the signal. A
+// cancelled stream ends `cancelled` and keeps the tokens it got (its TTFT and ITL count).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,9 @@ struct BenchOptions {
   double scrape_interval_s = 1.0;
   int64_t drain_timeout_ns = 10'000'000'000;
   bool progress = false;           // a live line on standard error
+  // The command named in what the run says on standard error when a signal stops it
+  // ("latdoc bench: stopping: draining 4 in-flight streams ..."); empty: nothing is said.
+  std::string command = "bench";
 };
 
 // One /metrics scrape during the run.
@@ -64,6 +68,7 @@ struct BenchRun {
   int64_t start_ns = 0, end_ns = 0;     // the measured phase
   bool partial = false;
   std::string partial_reason;
+  int stop_signal = 0;                  // SIGINT or SIGTERM when a signal stopped the run, else 0
   bool metrics_available = false;
   std::string metrics_error;
   servermetrics::ServerSnapshot before, after;
@@ -74,8 +79,10 @@ struct BenchRun {
 };
 
 // Errors: bad options (kInvalidArgument); the target could not be reached at all, or
-// /v1/models failed (kUnavailable).
-StatusOr<BenchRun> RunBench(const BenchOptions& options);
+// /v1/models failed (kUnavailable); /v1/models answered 401 or 403 (kPermissionDenied). When
+// requests were sent and every one failed to connect, the run (its records say why each
+// failed) is moved into `unreachable_run` when given, for the caller to report.
+StatusOr<BenchRun> RunBench(const BenchOptions& options, BenchRun* unreachable_run = nullptr);
 
 // The JSON body of one request (exposed for tests).
 std::string RequestBody(const BenchOptions& o, const std::string& model, const Prompt& p);

@@ -102,6 +102,8 @@ class StepRunner {
   virtual void StartStep(double /*load*/) {}
   // True once Ctrl-C was pressed (also between rounds).
   virtual bool interrupted() const = 0;
+  // The signal that interrupted it (SIGINT, SIGTERM); 0 when none, or when not known.
+  virtual int stop_signal() const { return 0; }
 };
 
 struct SweepOptions {
@@ -115,7 +117,9 @@ struct SweepOptions {
   int max_requests = 0;            // per step; 0: max(400, 8 x load)
   double stable_tolerance = 0.10;
   SloSpec slo;
-  double max_error_rate = 0.05;
+  // A step whose failed share is above it ends the ladder, is left out of the knee, and makes
+  // `latdoc sweep` exit 1 (as bench: by default any failed request does).
+  double max_error_rate = 0;
   SweepGoal goal = SweepGoal::kLatency;
   int max_steps = 20;
   int input_len = 0;               // the workload's mean prompt length (for the token budget)

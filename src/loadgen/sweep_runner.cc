@@ -15,9 +15,11 @@
 namespace latdoc::loadgen {
 namespace {
 
-volatile sig_atomic_t g_interrupted = 0;
+volatile sig_atomic_t g_interrupted = 0;  // the signal (SIGINT, SIGTERM); 0: none yet
 
-void OnSignal(int) { g_interrupted = 1; }
+void OnSignal(int sig) {
+  if (!g_interrupted) g_interrupted = sig;
+}
 
 void InstallHandler() {
   struct sigaction sa {};
@@ -133,12 +135,13 @@ class BenchStepRunner : public StepRunner {
     if (!run.ok()) return run.status();
     if (base_.model.empty()) base_.model = run->model;  // no /v1/models per round after this
     RoundResult r = RoundFromRun(*run);
-    if (run->partial) g_interrupted = 1;
+    if (run->partial && !g_interrupted) g_interrupted = run->stop_signal ? run->stop_signal : SIGINT;
     if (g_interrupted) r.interrupted = true;
     return r;
   }
 
   bool interrupted() const override { return g_interrupted != 0; }
+  int stop_signal() const override { return g_interrupted; }
 
  private:
   BenchOptions base_;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "base/strings.h"
@@ -231,6 +232,29 @@ json ToJson(const LogFacts& f) {
                     {"unterminated_last_lines", f.unterminated_last_lines},
                     {"unknown_examples", UAll(f.unknown_examples)}};
   return j;
+}
+
+std::string NothingRecognised(const LogFacts& f) {
+  for (const auto& [source, lines] : f.sources) {
+    if (lines > 0 && source != "unknown" && source != "binary" && source != "empty") return "";
+  }
+  std::string empty, other;
+  for (const InputInfo& in : f.inputs) {
+    std::string& list = in.lines == 0 ? empty : other;
+    if (!list.empty()) list += ", ";
+    list += in.path == "-" ? "standard input" : in.path;
+    if (in.lines > 0) list += fmt::format(" ({} line{})", in.lines, in.lines == 1 ? "" : "s");
+  }
+  if (f.inputs.empty()) return "no input";
+  std::string out;
+  if (!other.empty()) {
+    out = other + ": no line of a known format (vLLM, uvicorn access, llama.cpp, Python logging)";
+    if (!f.unknown_examples.empty()) out += "; first: " + ToTerminalText(f.unknown_examples.front().substr(0, 200));
+    else if (f.binary_lines > 0) out += "; binary data";
+    else out += "; blank lines only";
+  }
+  if (!empty.empty()) out += (out.empty() ? "" : "; ") + empty + ": empty (no lines)";
+  return out;
 }
 
 }  // namespace latdoc::logs

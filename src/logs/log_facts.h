@@ -229,4 +229,12 @@ std::string TimeLabel(int64_t ts_ns, bool relative);
 
 nlohmann::json ToJson(const LogFacts& facts);
 
+// Why nothing can be said from `facts` when not one line of them was recognised (every input
+// empty, or every line of no known format), as one line for standard error:
+//   "empty.log: empty (no lines)"
+//   "app.log (120 lines): no line of a known format (vLLM, uvicorn access, llama.cpp, Python
+//    logging); first: app.log:1: <the line>"
+// Empty when some line was recognised.
+std::string NothingRecognised(const LogFacts& facts);
+
 }  // namespace latdoc::logs

@@ -292,7 +292,7 @@ TEST(BenchCliTest, SigintDuringWarmupReportsNoDuration) {
   Process bench({LatdocBinary(), "bench", "--url", sim.url(), "--concurrency", "1", "--num-requests", "5",
                  "--warmup", "2", "--input-len", "8", "--output-len", "1000", "--json", out, "--quiet"});
   ASSERT_TRUE(sim.WaitForMetric("vllm:num_requests_running", 1));  // the warm-up is under way
-  EXPECT_EQ(bench.Signal(SIGINT), 0);
+  EXPECT_EQ(bench.Signal(SIGINT), 130);
   auto text = ReadFileToString(out);
   ASSERT_TRUE(text.ok());
   json r = json::parse(*text);
@@ -326,7 +326,8 @@ TEST(BenchCliTest, EveryRequestFailingExits3) {
   RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--num-requests", "4", "--input-len", "4",
                            "--output-len", "2", "--json", out, "--quiet"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("latdoc bench: every request failed (4 of 4; http_status: HTTP 500"));
+  EXPECT_THAT(r.err, HasSubstr("latdoc bench: 4 of 4 requests failed (4 HTTP error); first: http_status: HTTP 500"));
+  EXPECT_THAT(r.err, HasSubstr("\nlatdoc bench: every request failed: the server could not serve this load\n"));
   EXPECT_TRUE(ReadFileToString(out).ok()) << "the results are written all the same";
 }
 
@@ -346,7 +347,7 @@ TEST(BenchCliTest, SigintWritesPartialResults) {
                  "30", "--input-len", "8", "--output-len", "50", "--json", out, "--quiet"});
   ASSERT_TRUE(sim.WaitForMetric("vllm:request_success_total", 1));
   int code = bench.Signal(SIGINT);
-  EXPECT_EQ(code, 0);
+  EXPECT_EQ(code, 130);  // interrupted, with the partial results written
   auto text = ReadFileToString(out);
   ASSERT_TRUE(text.ok());
   json r = json::parse(*text);
@@ -366,7 +367,8 @@ TEST(BenchCliTest, RequestsNeverSentAreNotFailures) {
                  "--num-requests", "50", "--input-len", "8", "--output-len", "20", "--max-error-rate", "0",
                  "--json", out, "--quiet"});
   ASSERT_TRUE(sim.WaitForMetric("vllm:num_requests_running", 1));  // one in flight, the rest queued
-  EXPECT_EQ(bench.Signal(SIGINT), 0);  // the one in flight ends within the drain: no failure
+  // The one in flight ends within the drain: no failure; the exit says the run was interrupted.
+  EXPECT_EQ(bench.Signal(SIGINT), 130);
   auto text = ReadFileToString(out);
   ASSERT_TRUE(text.ok());
   json r = json::parse(*text);

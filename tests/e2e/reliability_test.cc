@@ -74,9 +74,10 @@ std::string Slurp(const std::string& path) {
   return text.ok() ? *text : "";
 }
 
-// The exit of a latdoc run that must not have crashed: a normal exit with a documented code.
+// The exit of a latdoc run that must not have crashed: a normal exit with a documented code
+// (130 and 143: interrupted by SIGINT or SIGTERM, after writing partial results).
 void ExpectNoCrash(int code, const std::string& what) {
-  EXPECT_TRUE(code >= 0 && code <= 3) << what << " exited " << code;
+  EXPECT_TRUE((code >= 0 && code <= 3) || code == 130 || code == 143) << what << " exited " << code;
 }
 
 void ExpectAllAccountedFor(const json& r, const std::string& what) {
@@ -176,7 +177,7 @@ TEST(FaultTest, SigtermWritesPartialBenchResults) {
                  "--quiet"});
   EXPECT_TRUE(WaitForFinished(sim, 8));
   int code = bench.Signal(SIGTERM);
-  EXPECT_EQ(code, 0);
+  EXPECT_EQ(code, 143);
   json r = ReadJson(dir / "p.json");
   EXPECT_EQ(r["partial"], true);
   EXPECT_EQ(r["partial_reason"], "interrupted by SIGTERM");
@@ -194,7 +195,7 @@ TEST(FaultTest, SigintDuringWarmupStopsSending) {
                  "--json", dir / "w.json", "--quiet"});
   EXPECT_TRUE(WaitForFinished(sim, 8));
   const int code = bench.Signal(SIGINT);
-  EXPECT_EQ(code, 0);
+  EXPECT_EQ(code, 130);
   const double at_exit = FinishedRequests(sim);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(FinishedRequests(sim), at_exit);  // the bench is gone: nothing was left sending
@@ -231,7 +232,7 @@ TEST(FaultTest, SignalsWritePartialDiagnoseResults) {
                "--quiet"});
     EXPECT_TRUE(WaitForFinished(sim, 20));  // the baseline done, the load step under way
     int code = d.Signal(sig);
-    ExpectNoCrash(code, "diagnose");
+    EXPECT_EQ(code, 128 + sig);  // interrupted: 130 or 143, the report written all the same
     json j = ReadJson(dir / "d.json");
     EXPECT_TRUE(fs::exists(dir / "r.html"));
     EXPECT_EQ(j.value("partial", false), true) << j.dump().substr(0, 400);

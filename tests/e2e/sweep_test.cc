@@ -313,7 +313,7 @@ TEST(SweepCliTest, SigintWritesTheStepsDoneMarkedPartial) {
   ASSERT_TRUE(sim.WaitForMetric("vllm:request_success_total", 2));  // the first step is done
   int code = p.Signal(SIGINT);
   sim.process().Signal(SIGTERM);
-  EXPECT_EQ(code, 0);
+  EXPECT_EQ(code, 130);
   json j = ReadJson(out);
   EXPECT_EQ(j["partial"], true);
   EXPECT_EQ(j["partial_reason"], "interrupted");
