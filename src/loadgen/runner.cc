@@ -393,9 +393,10 @@ class Runner {
   void ArmProgress() {
     progress_timer_.ExpireAfterNs(kNsPerSec / 2, [this] {
       double secs = run_.start_ns ? NsToSec(MonoNowNs() - run_.start_ns) : 0;
-      fmt::print(stderr, "\r\x1b[K[latdoc bench] {} done, {} failed, {} in flight{}",
+      fmt::print(stderr, "\r\x1b[K[latdoc bench] {} done, {} failed, {} in flight{}{}",
                  done_, failed_, in_flight_,
-                 secs > 0 ? fmt::format(", {:.1f} req/s", double(done_) / secs) : "");
+                 secs > 0 ? fmt::format(", {:.1f} req/s", double(done_) / secs) : "",
+                 stopping_ ? "; stopping (Ctrl-C again to stop now)" : "");
       ArmProgress();
     });
   }
