@@ -54,6 +54,7 @@ Status CheckOutputs(const Outputs& o) {
 //   no live target, and not one input could be read   2
 //   the load tests had failed requests                 1 ("12 of 216 requests failed (...)")
 //   the server stopped answering during them           1
+//   --slo missed at the target load                    1 ("SLO missed: 93.0% of requests met ...")
 //   a `fail` finding                                   1
 // The failure line is said whatever the exit, as bench says it.
 int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const std::string& json_out) {
@@ -112,7 +113,16 @@ int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const s
       return kExitBadInput;
     }
   }
-  if (failures.failed > 0) return kExitFindings;
+  // --slo, judged at the target load.
+  bool missed = false;
+  if (doc.contains("bench") && doc["bench"].contains("problems")) {
+    for (const auto& p : doc["bench"]["problems"]) {
+      say(fmt::format("{} at concurrency {}", p.get<std::string>(),
+                      doc["bench"].value("max_concurrency", 0)));
+      missed = true;
+    }
+  }
+  if (failures.failed > 0 || missed) return kExitFindings;
   return rules::WorstSeverity(r.findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
 }
 

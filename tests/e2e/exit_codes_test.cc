@@ -465,6 +465,18 @@ TEST(DiagnoseFailuresTest, FailedRequestsInTheLoadTestsExit1AndAreCounted) {
                                            "the load tests; first: http_status: HTTP 503", failed, sent, failed)));
 }
 
+// diagnose --slo missed at the target load: exit 1 and the line says which bound, the share
+// met and the share needed (nothing said it).
+TEST(DiagnoseFailuresTest, SloMissedAtTheTargetLoadIsSaid) {
+  SimProcess sim(kFastSim);
+  RunResult r = RunLatdoc({"diagnose", "--url", sim.url(), "--concurrency", "4", "--requests", "12",
+                           "--baseline-requests", "2", "--net-samples", "0", "--input-len", "8",
+                           "--output-len", "4", "--slo", "ttft:0.001", "--quiet"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "latdoc diagnose: SLO missed: 0.0% of requests met ttft<=0.001 ms (needed 99%) at "
+                   "concurrency 4\n");
+}
+
 // exporter --once: a failed canary is said as bench says its failures; exit 1 when the server
 // answered (with an error), 3 when nothing answered.
 TEST(ExporterOnceTest, FailedCanaryIsSaidAndExits1Or3) {
