@@ -133,12 +133,8 @@ class Runner {
     // The first signal stops sending and lets the streams in flight finish (up to the drain
     // timeout); a second one cancels them at once. Either way the run is returned, partial.
     loop_.OnTerminationSignal([this](int sig) {
-      if (!stopping_) {
-        run_.stop_signal = sig;
-        Stop(fmt::format("interrupted by {}", sig == SIGINT ? "SIGINT" : "SIGTERM"));
-      } else {
-        StopNow();
-      }
+      if (!stopping_) Stop(sig);
+      else StopNow();
     });
     if (o_.progress) ArmProgress();
     if (o_.warmup > 0) {
@@ -303,11 +299,15 @@ class Runner {
     }
   }
 
-  void Stop(const std::string& why) {
+  // A signal (SIGINT, SIGTERM) stops the run; after its end (during the last /metrics scrape)
+  // it changes nothing: the run is whole.
+  void Stop(int sig) {
     if (stopping_ || phase_ == Phase::kDone) return;
+    const std::string why = fmt::format("interrupted by {}", sig == SIGINT ? "SIGINT" : "SIGTERM");
     stopping_ = true;
     run_.partial = true;
     run_.partial_reason = why;
+    run_.stop_signal = sig;
     dispatch_timer_.Cancel();
     stop_timer_.Cancel();
     // Requests queued on the client side were never sent: they end as cancelled.
