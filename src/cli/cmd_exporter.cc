@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/exit_codes.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "exporter/exporter.h"
 #include "exporter/schedule.h"
 #include "http/client.h"
@@ -65,9 +66,7 @@ Status ParseListen(const std::string& text, std::string* host, uint16_t* port) {
 }
 
 StatusOr<int64_t> Duration(const std::string& flag, const std::string& text) {
-  auto d = exporter::ParseDurationNs(text);
-  if (!d.ok()) return InvalidArgument(flag + " " + d.status().message());
-  return d;
+  return DurationNs(flag, text);
 }
 
 int RunExporter(const ExporterArgs& a) {
@@ -154,9 +153,15 @@ Command RegisterExporter(CLI::App& root) {
       "served as metrics on /metrics. Writes nothing to disk.");
   app->add_option("--listen", args->listen, "HOST:PORT to serve /metrics on")
       ->capture_default_str();
-  app->add_option("--target", args->target,
-                  "base URL of the inference server (\"\" for the host checks only)")
-      ->capture_default_str();
+  auto server = std::make_shared<ServerFlags>();
+  server->url = &args->target;
+  server->api_key_env = &args->api_key_env;
+  AddServerFlags(app, *server,
+                 {.url = "--target,--url,--base-url",
+                  .url_help = "Base URL of the inference server (\"\" for the host checks only)",
+                  .host_port = false,
+                  .endpoint = false});
+  server->url_opt->capture_default_str();
   app->add_option("--interval", args->interval,
                   "time between cycles (>= 1s; one canary request per cycle)")
       ->capture_default_str();
@@ -176,10 +181,11 @@ Command RegisterExporter(CLI::App& root) {
   app->add_flag("--once", args->once,
                 "run one cycle, print the page and exit (no server); exit 3 when the target did "
                 "not answer, 1 with a failing finding");
-  app->add_option("--api-key-env", args->api_key_env,
-                  "environment variable holding the API key the canary sends (as a Bearer token)")
-      ->capture_default_str();
-  return {app, [args] { return RunExporter(*args); }};
+  AddNoColorFlag(app);
+  return {app, [args, server] {
+            if (auto rc = ResolveServerFlags("exporter", *server, /*required=*/false)) return *rc;
+            return RunExporter(*args);
+          }};
 }
 
 }  // namespace latdoc::cli

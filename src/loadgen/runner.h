@@ -49,6 +49,11 @@ struct BenchOptions {
   double scrape_interval_s = 1.0;
   int64_t drain_timeout_ns = 10'000'000'000;
   bool progress = false;           // a live line on standard error
+  // What the summary shows (vLLM's --percentile-metrics and --metric-percentiles): the metrics
+  // ("ttft", "tpot", "itl", "e2el") with statistics, and their percentiles. Empty: all four
+  // metrics; P99 in the text, p90/p95/p99/p99.9 in the JSON.
+  std::vector<std::string> summary_metrics;
+  std::vector<double> summary_percentiles;
 };
 
 // One /metrics scrape during the run.
