@@ -135,12 +135,13 @@ std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
   };
   if (auto rc = ResolveServerFlags("bench", f.server, /*required=*/true)) return rc;
   loadgen::BenchOptions& o = a.o;
-  // vLLM: --max-concurrency without a finite --request-rate is a closed loop at that
-  // concurrency (every request at once, at most N in flight); with a rate it caps the open loop.
-  const bool open_loop = f.request_rate->count() > 0 && std::isfinite(o.request_rate);
-  if (!open_loop && f.max_concurrency->count() > 0) {
+  // vLLM: --max-concurrency without --request-rate is a closed loop at that concurrency (every
+  // request at once, at most N in flight); with a rate it caps the open loop.
+  // --request-rate inf with --max-concurrency N is latdoc's open loop at an infinite rate, capped
+  // at N: every request scheduled at once, as vLLM does it.
+  if (f.request_rate->count() == 0 && f.max_concurrency->count() > 0) {
     if (f.concurrency->count() > 0 && o.concurrency != o.max_concurrency)
-      return fail("--concurrency and --max-concurrency both set the requests in flight when no finite "
+      return fail("--concurrency and --max-concurrency both set the requests in flight when no "
                   "--request-rate is given: give one");
     o.concurrency = o.max_concurrency;
     o.max_concurrency = 0;
@@ -263,7 +264,7 @@ Command RegisterBench(CLI::App& root) {
                                     "Requests per second (open loop; inf: every request at once)")
       ->check(Number(Bound::kPositiveOrInf))->group(load);
   app->add_option("--burstiness", o.burstiness, "Gamma shape of inter-arrivals (1 = Poisson)")
-      ->check(Number(Bound::kPositive))->group(load)->capture_default_str();
+      ->group(load)->capture_default_str();
   f->max_concurrency = app->add_option("--max-concurrency", o.max_concurrency,
                                        "With --request-rate: cap on requests in flight; without (or with "
                                        "inf): the concurrency of a closed loop, as in vLLM")
@@ -272,8 +273,7 @@ Command RegisterBench(CLI::App& root) {
       ->check(Number(Bound::kPositive))->group(load);
   app->add_option("--duration", o.duration_s, "How long to send for: 30s, 5m (a bare number is seconds)")
       ->transform(Seconds(Bound::kPositive))->group(load);
-  app->add_option("--warmup", o.warmup, "Requests sent first, not counted")
-      ->check(Number(Bound::kNonNegative))->group(load)->capture_default_str();
+  app->add_option("--warmup", o.warmup, "Requests sent first, not counted")->group(load)->capture_default_str();
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request")->group(load);
   app->add_flag("--insecure", o.client.insecure, "Skip TLS certificate verification")->group(load);
   app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds, or 500ms, 1m")
@@ -286,13 +286,13 @@ Command RegisterBench(CLI::App& root) {
       ->transform(Seconds(Bound::kNonNegative))->group(load)->capture_default_str();
   auto* wl = "Workload";
   app->add_option("--input-len,--random-input-len", a->random.input_len, "Prompt tokens")
-      ->check(Number(Bound::kPositive))->group(wl)->capture_default_str();
+      ->group(wl)->capture_default_str();
   app->add_option("--output-len,--random-output-len", a->random.output_len, "Tokens to generate")
-      ->check(Number(Bound::kPositive))->group(wl)->capture_default_str();
+      ->group(wl)->capture_default_str();
   app->add_option("--range-ratio,--random-range-ratio", a->random.range_ratio, "Length spread, [0, 1)")
-      ->check(Number(Bound::kNonNegative))->group(wl)->capture_default_str();
+      ->group(wl)->capture_default_str();
   app->add_option("--prefix-len,--random-prefix-len", a->random.prefix_len, "Shared prefix tokens")
-      ->check(Number(Bound::kNonNegative))->group(wl)->capture_default_str();
+      ->group(wl)->capture_default_str();
   app->add_option("--seed", o.seed, "Seed")->group(wl)->capture_default_str();
   app->add_flag("--token-ids", a->random.token_ids,
                 "Send prompts as token ids (exact lengths; completions only)")->group(wl);
@@ -315,8 +315,7 @@ Command RegisterBench(CLI::App& root) {
   auto* out = "Results";
   app->add_option("--slo", a->slo, "ttft:MS,tpot:MS,e2el:MS[,percent:P] (exit 1 when missed)")->group(out);
   app->add_option("--goodput", f->goodput, "As vLLM: ttft:MS tpot:MS e2el:MS, the same as --slo")->group(out);
-  app->add_option("--max-error-rate", a->max_error_rate, "Fraction of failures allowed (exit 1 above)")
-      ->check(Number(Bound::kNonNegative))->group(out);
+  app->add_option("--max-error-rate", a->max_error_rate, "Fraction of failures allowed (exit 1 above)")->group(out);
   app->add_option("--json", a->json_out, "Write the results as JSON")->group(out);
   app->add_flag("--save-result", f->save_result,
                 "As vLLM: write the JSON to --result-dir, named --result-filename or "
@@ -330,7 +329,7 @@ Command RegisterBench(CLI::App& root) {
                   "in the JSON)")->group(out);
   app->add_option("--save-requests", a->requests_out, "Write one JSON line per request")->group(out);
   app->add_option("--scrape-interval", o.scrape_interval_s, "Between /metrics scrapes: seconds, or 500ms")
-      ->transform(Seconds(Bound::kPositive))->group(out)->capture_default_str();
+      ->transform(Seconds(Bound::kAny))->group(out)->capture_default_str();
   AddQuietFlag(app, &a->quiet);
   AddNoColorFlag(app);
   return {app, [a, f] {

@@ -163,23 +163,23 @@ Command RegisterExporter(CLI::App& root) {
                   .endpoint = false});
   server->url_opt->capture_default_str();
   app->add_option("--interval", args->interval,
-                  "time between cycles (>= 1s; one canary request per cycle)")
+                  "Time between cycles (>= 1s; one canary request per cycle)")
       ->capture_default_str();
   app->add_option("--host-interval", args->host_interval,
-                  "time between host checks (the expensive collectors); 0: off")
+                  "Time between host checks (the expensive collectors); 0: off")
       ->capture_default_str();
   app->add_option("--timeout", args->timeout,
-                  "deadline of each collector run (default: the interval, at most 10s)");
-  app->add_option("--model", args->model, "model to ask (default: the first of /v1/models)");
-  app->add_option("--canary-tokens", args->canary_tokens, "tokens the canary asks for (1-256)")
+                  "Deadline of each collector run (default: the interval, at most 10s)");
+  app->add_option("--model", args->model, "Model to ask (default: the first of /v1/models)");
+  app->add_option("--canary-tokens", args->canary_tokens, "Tokens the canary asks for (1-256)")
       ->capture_default_str();
-  app->add_flag("--no-canary", args->no_canary, "send no canary request");
-  app->add_flag("--no-host", args->no_host, "no host checks");
-  app->add_option("--sysroot", args->sysroot, "host checks read this recorded tree instead of /")
+  app->add_flag("--no-canary", args->no_canary, "Send no canary request");
+  app->add_flag("--no-host", args->no_host, "No host checks");
+  app->add_option("--sysroot", args->sysroot, "Host checks read this recorded tree instead of /")
       ->capture_default_str();
-  app->add_option("--pid", args->pid, "the server process for the host checks");
+  app->add_option("--pid", args->pid, "The server process for the host checks");
   app->add_flag("--once", args->once,
-                "run one cycle, print the page and exit (no server); exit 3 when the target did "
+                "Run one cycle, print the page and exit (no server); exit 3 when the target did "
                 "not answer, 1 with a failing finding");
   AddNoColorFlag(app);
   return {app, [args, server] {

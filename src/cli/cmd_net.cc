@@ -183,8 +183,8 @@ int RunNet(NetArgs& a) {
 Command RegisterNet(CLI::App& root) {
   auto a = std::make_shared<NetArgs>();
   CLI::App* app = root.add_subcommand(
-      "net", "Network layer from the client side: DNS, connect, TLS, first byte, TTFT, jitter, "
-             "loss, keep-alive, idle close, gateway delay, bandwidth headroom, path");
+      "net", "Network layer from the client side: DNS, connect, TLS, first byte, TTFT, jitter,\n"
+             "loss, keep-alive, idle close, gateway delay, bandwidth headroom, path.");
   auto server = std::make_shared<ServerFlags>();
   server->url = &a->probe.url;
   server->api_key_env = &a->api_key_env;
@@ -194,24 +194,22 @@ Command RegisterNet(CLI::App& root) {
   app->add_option("--compare", a->compare_url,
                   "A second URL to the same server (e.g. through the gateway): the difference "
                   "is attributed per phase");
-  app->add_option("--link-mbps", a->link_mbps, "Link rate in Mbit/s, for bandwidth headroom")
-      ->check(Number(Bound::kPositive));
+  app->add_option("--link-mbps", a->link_mbps, "Link rate in Mbit/s, for bandwidth headroom");
   app->add_option("--iperf3-server", a->iperf3_server,
                   "Measure the link rate with iperf3 -J -R against this iperf3 server");
   app->add_option("--iperf3-seconds", a->iperf3_seconds, "Length of the iperf3 run, in whole seconds")
-      ->check(Number(Bound::kPositive))->capture_default_str();
+      ->capture_default_str();
   app->add_option("--peak-tokens-per-s", a->peak_tokens_per_s,
-                  "All streams' output tokens/s at peak (default: one stream's observed rate)")
-      ->check(Number(Bound::kPositive));
+                  "All streams' output tokens/s at peak (default: one stream's observed rate)");
   app->add_flag("--insecure", a->probe.insecure, "Do not verify TLS certificates");
   app->add_option("--timeout", a->timeout_s, "Bound of each exchange: seconds, or 500ms")
-      ->transform(Seconds(Bound::kPositive))->capture_default_str();
+      ->transform(Seconds(Bound::kAny))->capture_default_str();
   app->add_option("--idle-wait", a->idle_wait_s,
                   "Watch an idle kept-alive connection this long for a server close (0: skip)")
-      ->transform(Seconds(Bound::kNonNegative))->capture_default_str();
+      ->transform(Seconds(Bound::kAny))->capture_default_str();
   app->add_option("--stream-tokens", a->probe.stream_tokens,
                   "Tokens of the stream that measures bytes per token (0: skip)")
-      ->check(Number(Bound::kNonNegative))->capture_default_str();
+      ->capture_default_str();
   app->add_option("--cheap-path", a->probe.cheap_path,
                   "Path of the cheap GET, from '/' (a 404 on /health falls back to /v1/models)")
       ->capture_default_str();

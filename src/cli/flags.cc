@@ -42,6 +42,8 @@ std::string OutOfBound(double v, Bound bound) {
       return v > 0 ? "" : "must be more than 0 (or inf)";
     case Bound::kNonNegative:
       return v >= 0 ? "" : "must be 0 or more";
+    case Bound::kAny:
+      return "";
   }
   return "";
 }
@@ -49,16 +51,15 @@ std::string OutOfBound(double v, Bound bound) {
 CLI::Validator DurationValidator(Bound bound, int64_t bare_unit_ns, double out_unit_ns) {
   return CLI::Validator(
       [=](std::string& s) -> std::string {
-        auto ns = ParseDurationNs(Trim(s), bare_unit_ns);
-        if (!ns.ok()) {
-          // A negative or NaN number is a duration out of bounds, not a typo of one.
-          if (auto v = WholeDouble(Trim(s))) {
-            if (std::string why = OutOfBound(*v, Bound::kNonNegative); !why.empty())
-              return s + ": " + why;
-          }
-          return ns.status().message();
+        const std::string_view text = Trim(s);
+        if (auto v = WholeDouble(text)) {  // a bare number: in the option's unit already
+          if (bound == Bound::kAny) return "";
+          std::string why = OutOfBound(*v, bound);
+          return why.empty() ? "" : s + ": " + why;
         }
-        if (bound != Bound::kNonNegative && *ns == 0) return s + ": must be more than 0";
+        auto ns = ParseDurationNs(text, bare_unit_ns);
+        if (!ns.ok()) return ns.status().message();
+        if (bound != Bound::kNonNegative && bound != Bound::kAny && *ns == 0) return s + ": must be more than 0";
         s = fmt::format("{:.17g}", double(*ns) / out_unit_ns);
         return "";
       },
@@ -393,7 +394,9 @@ std::optional<int> ReportUnknownArguments(CLI::App& root) {
     return kExitBadInput;
   }
   if (sub == nullptr) return std::nullopt;
-  const std::vector<std::string> extras = sub->remaining();
+  // "--" ends the options (numa-exec's command follows it): CLI11 lists it among the extras.
+  std::vector<std::string> extras = sub->remaining();
+  extras.erase(std::remove(extras.begin(), extras.end(), "--"), extras.end());
   if (extras.empty()) return std::nullopt;
   return UnknownIn("latdoc " + sub->get_name(), *sub, extras);
 }

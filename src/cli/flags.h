@@ -28,6 +28,7 @@ enum class Bound {
   kPositive,       // > 0
   kPositiveOrInf,  // > 0, "inf" allowed (--request-rate inf: every request at once)
   kNonNegative,    // >= 0 (0 usually means "off" or "none"; the help says which)
+  kAny,            // durations only: any value; the command checks the range itself
 };
 
 // A CLI11 check on a number option: refuses NaN, infinity (unless allowed) and values outside
@@ -37,7 +38,9 @@ CLI::Validator Number(Bound bound);
 
 // A CLI11 transform for an option held in seconds (a double): accepts "250ms", "30s", "5m", "1h"
 // or a bare number of seconds, and hands CLI11 the number of seconds. The same with a
-// millisecond option (an int or double held in ms, e.g. --poll-ms): a bare number is ms.
+// millisecond option (an int or double held in ms, e.g. --poll-ms): a bare number is ms. A bare
+// number is passed on as typed once `bound` is checked (the command may check an upper bound
+// with its own message).
 CLI::Validator Seconds(Bound bound);
 CLI::Validator Milliseconds(Bound bound);
 

@@ -64,7 +64,7 @@ TEST(FlagsTest, DurationsWithUnitsBecomeSeconds) {
 TEST(FlagsTest, NonsenseNumbersAreRefused) {
   EXPECT_EQ(Parse({"--duration", "0"}).error, "--duration: 0: must be more than 0");
   EXPECT_EQ(Parse({"--duration", "0s"}).error, "--duration: 0s: must be more than 0");
-  EXPECT_EQ(Parse({"--duration", "-5"}).error, "--duration: -5: must be 0 or more");
+  EXPECT_EQ(Parse({"--duration", "-5"}).error, "--duration: -5: must be more than 0");
   EXPECT_EQ(Parse({"--duration", "nan"}).error, "--duration: nan: not a number");
   EXPECT_EQ(Parse({"--duration", "5x"}).error,
             "--duration: '5x' is not a duration (e.g. 30s, 250ms, 5m)");

@@ -27,6 +27,11 @@ using ::testing::Not;
 // A port nothing listens on: a flag check that ran after a connection attempt would exit 3.
 constexpr const char* kDeadUrl = "http://127.0.0.1:9";
 
+std::string ReadOrEmpty(const std::string& path) {
+  auto text = ReadFileToString(path);
+  return text.ok() ? *text : "";
+}
+
 // A simulator whose access log goes to a file; requests_matching() counts its lines.
 class LoggedSim {
  public:
@@ -39,7 +44,7 @@ class LoggedSim {
   ~LoggedSim() { ::unlink(log_.c_str()); }
   std::string url() const { return sim_.url(); }
   std::string port() const { return std::to_string(sim_.port()); }
-  std::string log() const { return ReadFileToString(log_).value_or(""); }
+  std::string log() const { return ReadOrEmpty(log_); }
   // Access-log lines for "METHOD TARGET HTTP/1.1".
   int Count(const std::string& method_and_target) const {
     const std::string text = log(), key = "\"" + method_and_target + " HTTP/1.1\"";
@@ -57,7 +62,7 @@ class LoggedSim {
 json ReadJson(const std::string& path) {
   auto text = ReadFileToString(path);
   EXPECT_TRUE(text.ok()) << path;
-  return json::parse(text.value_or("{}"), nullptr, false);
+  return json::parse(text.ok() ? *text : "{}", nullptr, false);
 }
 
 // The OpenAI SDK's base_url (".../v1") and vLLM's flag names: the run completes against the
@@ -150,7 +155,7 @@ TEST(CliTest, ApiKeyIsReadAndNeverPrinted) {
                    "the shell's history; next time put it in OPENAI_API_KEY (or a variable named by "
                    "--api-key-env)\n");
   EXPECT_THAT(r.out, Not(HasSubstr("SECRETKEY")));
-  EXPECT_THAT(ReadFileToString(out).value_or(""), Not(HasSubstr("SECRETKEY")));
+  EXPECT_THAT(ReadOrEmpty(out), Not(HasSubstr("SECRETKEY")));
   EXPECT_EQ(sim.Count("POST /v1/completions"), 2);
   ::unlink(out.c_str());
 
@@ -190,7 +195,7 @@ TEST(CliTest, TyposHelpAndVersion) {
 
   r = RunLatdoc({"help", "bench"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("--num-requests,-n,--num-prompts"));
+  EXPECT_THAT(r.out, HasSubstr("-n,--num-requests,--num-prompts"));
   r = RunLatdoc({"help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("sweep"));
@@ -215,12 +220,13 @@ TEST(CliTest, NonsenseValuesAreRefused) {
       {{"--num-prompts", "-3"}, "latdoc bench: --num-requests -3: must be more than 0\n"},
       {{"--duration", "0"}, "latdoc bench: --duration 0: must be more than 0\n"},
       {{"--duration", "-5s"}, "latdoc bench: --duration '-5s' is not a duration (e.g. 30s, 250ms, 5m)\n"},
+      {{"--duration", "-5"}, "latdoc bench: --duration -5: must be more than 0\n"},
       {{"--request-rate", "0"}, "latdoc bench: --request-rate 0: must be more than 0 (or inf)\n"},
       {{"--request-rate", "nan"}, "latdoc bench: --request-rate nan: not a number\n"},
       {{"--max-concurrency", "0"}, "latdoc bench: --max-concurrency 0: must be more than 0\n"},
       {{"--concurrency", "-1"}, "latdoc bench: --concurrency -1: must be more than 0\n"},
-      {{"--burstiness", "nan"}, "latdoc bench: --burstiness nan: not a number\n"},
-      {{"--random-range-ratio", "nan"}, "latdoc bench: --range-ratio nan: not a number\n"},
+      {{"--burstiness", "nan"}, "latdoc bench: --burstiness must be a finite number above 0\n"},
+      {{"--random-range-ratio", "nan"}, "latdoc bench: --range-ratio must be in [0, 1)\n"},
       {{"--connect-timeout", "0"}, "latdoc bench: --connect-timeout 0: must be more than 0\n"},
       {{"-n", "abc"}, "latdoc bench: --num-requests abc: expected a whole number\n"},
       {{"--dataset-name", "sonnet"}, "latdoc bench: --dataset-name sonnet: not supported; latdoc reads random, "
@@ -248,7 +254,7 @@ TEST(CliTest, NonsenseValuesAreRefused) {
   EXPECT_EQ(r.err, "latdoc sweep: --min-elasticity -1: must be more than 0\n");
   r = RunLatdoc({"net", "--url", kDeadUrl, "--timeout", "nan"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "latdoc net: --timeout nan: not a number\n");
+  EXPECT_EQ(r.err, "latdoc net: --timeout nan: must be more than 0 and at most 86400 seconds\n");
   r = RunLatdoc({"diagnose", "--url", kDeadUrl, "--requests", "0"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "latdoc diagnose: --requests 0: must be more than 0\n");
@@ -316,7 +322,9 @@ TEST(CliTest, SharedOutputFlags) {
     RunResult r = RunLatdoc({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_THAT(r.out, HasSubstr("--no-color")) << cmd;
-    if (std::string(cmd) != "exporter") EXPECT_THAT(r.out, HasSubstr("--quiet")) << cmd;
+    if (std::string(cmd) != "exporter") {
+      EXPECT_THAT(r.out, HasSubstr("--quiet")) << cmd;
+    }
   }
   for (const char* cmd : {"diagnose", "net", "logs", "doctor", "trace"}) {
     RunResult r = RunLatdoc({cmd, "--help"});
