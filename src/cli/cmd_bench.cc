@@ -272,18 +272,18 @@ Command RegisterBench(CLI::App& root) {
   app->add_option("--num-requests,-n,--num-prompts", o.num_requests, "Requests to send (default: 200)")
       ->check(Number(Bound::kPositive))->group(load);
   app->add_option("--duration", o.duration_s, "How long to send for: 30s, 5m (a bare number is seconds)")
-      ->transform(Seconds(Bound::kPositive))->group(load);
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load);
   app->add_option("--warmup", o.warmup, "Requests sent first, not counted")->group(load)->capture_default_str();
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request")->group(load);
   app->add_flag("--insecure", o.client.insecure, "Skip TLS certificate verification")->group(load);
   app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds, or 500ms, 1m")
-      ->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
   app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds, or 500ms, 1m")
-      ->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
   app->add_option("--idle-timeout", a->idle_timeout_s, "Between stream reads: seconds, or 500ms, 1m")
-      ->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
   app->add_option("--request-timeout", a->request_timeout_s, "For a whole request, stream included (0: none)")
-      ->transform(Seconds(Bound::kNonNegative))->group(load)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(load)->capture_default_str();
   auto* wl = "Workload";
   app->add_option("--input-len,--random-input-len", a->random.input_len, "Prompt tokens")
       ->group(wl)->capture_default_str();
@@ -329,7 +329,7 @@ Command RegisterBench(CLI::App& root) {
                   "in the JSON)")->group(out);
   app->add_option("--save-requests", a->requests_out, "Write one JSON line per request")->group(out);
   app->add_option("--scrape-interval", o.scrape_interval_s, "Between /metrics scrapes: seconds, or 500ms")
-      ->transform(Seconds(Bound::kAny))->group(out)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(out)->capture_default_str();
   AddQuietFlag(app, &a->quiet);
   AddNoColorFlag(app);
   return {app, [a, f] {

@@ -206,7 +206,7 @@ Command RegisterDiagnose(CLI::App& root) {
   app->add_option("--net-samples", d.net_samples, "Network probe samples (0: no probe)")
       ->check(Number(Bound::kNonNegative))->capture_default_str();
   app->add_option("--net-timeout", a->net_timeout_s, "Bound of each probe exchange: seconds, or 500ms")
-      ->transform(Seconds(Bound::kPositive))->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->capture_default_str();
   app->add_option("--direct-url", d.direct_url,
                   "The same server bypassing the gateway --url goes through: measures the gateway's delay");
   app->add_option("--concurrency,-c", d.concurrency, "Target load")

@@ -147,7 +147,7 @@ Command RegisterDoctor(CLI::App& root) {
   app->add_option("--json", args->json_path, "Also write facts and findings as JSON");
   app->add_option("--sweep", args->sweep_path, "A latdoc sweep JSON: compare --max-num-seqs to the knee");
   app->add_option("--interval-ms", args->interval_ms, "Gap between the two counter samples: ms, or 1s")
-      ->transform(Milliseconds(Bound::kNonNegative))->capture_default_str();
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kNonNegative))->capture_default_str();
   app->add_flag("--show-ok,--all", args->show_all, "List ok and skipped checks too");
   AddQuietFlag(app, nullptr, "No terminal summary");
   AddNoColorFlag(app);

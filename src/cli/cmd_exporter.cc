@@ -164,12 +164,13 @@ Command RegisterExporter(CLI::App& root) {
   server->url_opt->capture_default_str();
   app->add_option("--interval", args->interval,
                   "Time between cycles (>= 1s; one canary request per cycle)")
-      ->capture_default_str();
+      ->type_name("DURATION")->capture_default_str();
   app->add_option("--host-interval", args->host_interval,
                   "Time between host checks (the expensive collectors); 0: off")
-      ->capture_default_str();
+      ->type_name("DURATION")->capture_default_str();
   app->add_option("--timeout", args->timeout,
-                  "Deadline of each collector run (default: the interval, at most 10s)");
+                  "Deadline of each collector run (default: the interval, at most 10s)")
+      ->type_name("DURATION");
   app->add_option("--model", args->model, "Model to ask (default: the first of /v1/models)");
   app->add_option("--canary-tokens", args->canary_tokens, "Tokens the canary asks for (1-256)")
       ->capture_default_str();

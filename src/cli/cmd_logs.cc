@@ -146,7 +146,7 @@ Command RegisterLogs(CLI::App& root) {
   app->add_flag("--follow,-f", args->follow,
                 "Keep reading files as they grow (tail -F); Ctrl-C prints the summary");
   app->add_option("--poll-ms", args->poll_ms, "With --follow: how often to look for new lines (ms, or 1s)")
-      ->transform(Milliseconds(Bound::kPositive))->check(CLI::Range(10, 60000))->capture_default_str();
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kPositive))->check(CLI::Range(10, 60000))->capture_default_str();
   app->add_option("--rows", args->rows, "Rows of the stats table per engine")
       ->check(CLI::Range(1, 1000))->capture_default_str();
   app->add_flag("--show-ok", args->show_ok, "Also list checks that passed");

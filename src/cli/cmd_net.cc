@@ -203,10 +203,10 @@ Command RegisterNet(CLI::App& root) {
                   "All streams' output tokens/s at peak (default: one stream's observed rate)");
   app->add_flag("--insecure", a->probe.insecure, "Do not verify TLS certificates");
   app->add_option("--timeout", a->timeout_s, "Bound of each exchange: seconds, or 500ms")
-      ->transform(Seconds(Bound::kAny))->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->capture_default_str();
   app->add_option("--idle-wait", a->idle_wait_s,
                   "Watch an idle kept-alive connection this long for a server close (0: skip)")
-      ->transform(Seconds(Bound::kAny))->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->capture_default_str();
   app->add_option("--stream-tokens", a->probe.stream_tokens,
                   "Tokens of the stream that measures bytes per token (0: skip)")
       ->capture_default_str();

@@ -240,15 +240,15 @@ Command RegisterSweep(CLI::App& root) {
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request")->group(load);
   app->add_flag("--insecure", o.client.insecure, "Skip TLS certificate verification")->group(load);
   app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds, or 500ms, 1m")
-      ->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
   app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds, or 500ms, 1m")
-      ->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
   app->add_option("--idle-timeout", a->idle_timeout_s, "Between stream reads: seconds, or 500ms, 1m")
-      ->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
   app->add_option("--request-timeout", a->request_timeout_s, "For a whole request, stream included (0: none)")
-      ->transform(Seconds(Bound::kNonNegative))->group(load)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(load)->capture_default_str();
   app->add_option("--scrape-interval", o.scrape_interval_s, "Between /metrics scrapes: seconds, or 500ms")
-      ->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
   auto* wl = "Workload";
   app->add_option("--input-len,--random-input-len", a->random.input_len, "Prompt tokens (bench's default is 1024: a sweep runs many steps)")
       ->check(Number(Bound::kPositive))->group(wl)->capture_default_str();

@@ -340,5 +340,28 @@ TEST(CliTest, SharedOutputFlags) {
   EXPECT_THAT(loud.out, Not(HasSubstr("\x1b[")));
 }
 
+// Colour only on a terminal that can show it: NO_COLOR, TERM=dumb and --no-color each turn it
+// off (TERM=dumb was ignored). `script` gives latdoc a terminal.
+TEST(CliTest, NoColorTermDumbAndTheFlag) {
+  if (::access("/usr/bin/script", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/script";
+  auto in_terminal = [](const std::string& env, const std::string& flags) {
+    Process p({"/usr/bin/env", "-u", "NO_COLOR", env, "/usr/bin/script", "-qec",
+               LatdocBinary() + " doctor --facts tests/data/host/facts/unhealthy_built.json" + flags, "/dev/null"});
+    std::string out = p.ReadToEnd(60000);
+    p.Wait();
+    return out;
+  };
+  const std::string colour = in_terminal("TERM=xterm", "");
+  EXPECT_THAT(colour, HasSubstr("FAIL"));
+  EXPECT_THAT(colour, HasSubstr("\x1b["));
+  for (const auto& [env, flags] : {std::pair<std::string, std::string>{"TERM=dumb", ""},
+                                   {"NO_COLOR=1", ""},
+                                   {"TERM=xterm", " --no-color"}}) {
+    const std::string out = in_terminal(env, flags);
+    EXPECT_THAT(out, HasSubstr("FAIL")) << env << flags;
+    EXPECT_THAT(out, Not(HasSubstr("\x1b["))) << env << flags;
+  }
+}
+
 }  // namespace
 }  // namespace latdoc::testing
