@@ -350,9 +350,9 @@ std::vector<std::string> Closest(std::string_view word, const std::vector<std::s
                                  size_t max) {
   const std::string w = ToLower(StripDashes(word));
   if (w.empty()) return {};
-  // Close: a few edits (a third of the word, at least 2), or one name containing the other
-  // ("--rate" -> "--request-rate"), ranked after the edits.
-  const size_t limit = std::max<size_t>(2, w.size() / 3);
+  // Close: a few edits (one in a word of up to 4 letters, else a third of it and at least 2), or
+  // one name containing the other ("--rate" -> "--request-rate"), ranked after the edits.
+  const size_t limit = w.size() <= 4 ? 1 : std::max<size_t>(2, w.size() / 3);
   std::vector<std::pair<size_t, std::string>> scored;
   for (const std::string& c : candidates) {
     const std::string n = ToLower(StripDashes(c));
@@ -427,7 +427,8 @@ int ReportParseError(CLI::App& root, const CLI::ParseError& e) {
       msg = fmt::format("{} {}: expected {}", name, rest.substr(eq + 3), type);
     }
   }
-  std::fprintf(stderr, "%s: %s\n", where.c_str(), msg.c_str());
+  // A key typed into the wrong option is not echoed either.
+  std::fprintf(stderr, "%s: %s\n", where.c_str(), RedactSecretsInText(msg).c_str());
   return kExitBadInput;
 }
 

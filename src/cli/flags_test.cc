@@ -133,6 +133,7 @@ TEST(ClosestTest, SuggestsNearNamesAndNamesContainingTheWord) {
   EXPECT_THAT(Closest("--rate", opts), ElementsAre("--request-rate"));
   EXPECT_THAT(Closest("--durration", opts), ElementsAre("--duration"));
   EXPECT_THAT(Closest("--bogus", opts), IsEmpty());
+  EXPECT_THAT(Closest("--foo", {"--slo", "--json"}), IsEmpty());  // 2 edits of 3 letters: not close
   EXPECT_THAT(Closest("benchh", {"bench", "sweep", "net"}), ElementsAre("bench"));
   EXPECT_THAT(Closest("swep", {"bench", "sweep", "net"}), ElementsAre("sweep"));
 }

@@ -128,6 +128,27 @@ TEST(CliTest, PathPrefixIsKeptAndNamedInErrors) {
   EXPECT_THAT(r.err, HasSubstr(sim.url() + "/llm/v1/models answered HTTP 404"));
 }
 
+// Every command that talks to the server takes the SDK's ".../v1" the same way.
+TEST(CliTest, EveryCommandDropsTheV1) {
+  LoggedSim sim;
+  const std::string v1 = sim.url() + "/v1";
+  const std::string note = ": ends in /v1, which latdoc adds itself; using " + sim.url() + "\n";
+  RunResult r = RunLatdoc({"net", "--url", v1, "--samples", "2", "--idle-wait", "0", "--stream-tokens", "0",
+                           "--no-path", "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "latdoc net: note: --url " + v1 + note);
+  r = RunLatdoc({"exporter", "--once", "--no-host", "--target", v1});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "latdoc exporter: note: --target " + v1 + note);
+  EXPECT_THAT(r.out, HasSubstr("latdoc_canary_up 1\n"));
+  r = RunLatdoc({"sweep", "--base-url", v1, "-c", "1:2", "--min-requests", "4", "--input-len", "8",
+                 "--output-len", "4", "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "latdoc sweep: note: --url " + v1 + note);
+  EXPECT_THAT(sim.log(), Not(HasSubstr("/v1/v1")));
+  EXPECT_GE(sim.Count("POST /v1/completions"), 8);
+}
+
 // vLLM's --host/--port build http://HOST:PORT; with --url they are refused.
 TEST(CliTest, HostAndPort) {
   LoggedSim sim;
@@ -168,6 +189,10 @@ TEST(CliTest, ApiKeyIsReadAndNeverPrinted) {
     EXPECT_THAT(r.err, HasSubstr("its value is not shown; give a key in an environment variable")) << args[3];
     EXPECT_THAT(r.err + r.out, Not(HasSubstr("SECRETKEY"))) << args[3];
   }
+  // Nor one typed into a number option.
+  r = RunLatdoc({"bench", "--url", sim.url(), "--num-requests", key});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, Not(HasSubstr("SECRETKEY")));
   // A key typed where a command was expected is not echoed either.
   r = RunLatdoc({key});
   EXPECT_EQ(r.exit_code, 2);
