@@ -122,6 +122,8 @@ struct BenchFlags {
   bool save_result = false;
   std::string result_dir, result_filename;
   std::string percentile_metrics, metric_percentiles;
+  std::string served_model_name, tokenizer, label;
+  bool trust_remote_code = false;
   std::string backend_label;   // vLLM's file name starts with it
   std::string pending_result;  // --save-result without a name: written here, renamed after
   CLI::Option *concurrency = nullptr, *max_concurrency = nullptr, *request_rate = nullptr,
@@ -158,6 +160,13 @@ std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
     a.dataset = f.dataset_path;
   }
   if (f.ignore_eos && a.no_ignore_eos) return fail("give --ignore-eos or --no-ignore-eos, not both");
+  // vLLM: --model names the tokenizer's model, --served-model-name what the requests ask for.
+  if (!f.served_model_name.empty()) o.model = f.served_model_name;
+  if (!f.tokenizer.empty() || f.trust_remote_code) {
+    fmt::print(stderr, "latdoc bench: note: {} not used: latdoc counts tokens from the server's usage "
+               "(or the stream's chunks) and needs no tokenizer\n",
+               !f.tokenizer.empty() ? "--tokenizer is" : "--trust-remote-code is");
+  }
   if (!f.goodput.empty()) {
     if (!a.slo.empty()) return fail("give --slo or --goodput, not both");
     // vLLM's "ttft:500 tpot:50" is latdoc's "ttft:500,tpot:50".
@@ -196,8 +205,10 @@ std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
     } else {
       // vLLM's name needs the model, known after the run when --model is not given: the
       // results are written to a hidden name in the same folder and renamed.
-      f.backend_label = f.server.backend.empty() ? (a.endpoint == "chat" ? "openai-chat" : "openai")
-                                                 : f.server.backend;
+      f.backend_label = !f.label.empty()             ? f.label
+                        : !f.server.backend.empty() ? f.server.backend
+                        : a.endpoint == "chat"      ? "openai-chat"
+                                                    : "openai";
       f.pending_result = (std::filesystem::path(dir) / fmt::format(".latdoc-bench-{}.json", ::getpid())).string();
       a.json_out = f.pending_result;
     }
@@ -257,6 +268,10 @@ Command RegisterBench(CLI::App& root) {
   AddServerFlags(app, f->server);
   app->add_option("--metrics-url", o.metrics_url, "Where /metrics is (default: --url)");
   app->add_option("--model", o.model, "Model name (default: the first of /v1/models)");
+  app->add_option("--served-model-name", f->served_model_name,
+                  "As vLLM: the model the requests name, when --model names the tokenizer's");
+  app->add_option("--tokenizer", f->tokenizer, "Accepted for vLLM's command lines; not needed (a note says so)");
+  app->add_flag("--trust-remote-code", f->trust_remote_code, "Accepted for vLLM's command lines; not needed");
   auto* load = "Load";
   f->concurrency = app->add_option("--concurrency,-c", o.concurrency, "Requests in flight (closed loop)")
       ->check(Number(Bound::kPositive))->group(load)->capture_default_str();
@@ -322,6 +337,8 @@ Command RegisterBench(CLI::App& root) {
                 "BACKEND-RATEqps-MODEL-DATE.json")->group(out);
   app->add_option("--result-dir", f->result_dir, "Folder of --save-result (default: the current one)")->group(out);
   app->add_option("--result-filename", f->result_filename, "File name of --save-result")->group(out);
+  app->add_option("--label", f->label, "As vLLM: the start of --save-result's file name (default: the backend)")
+      ->group(out);
   app->add_option("--percentile-metrics", f->percentile_metrics,
                   "Metrics shown with percentiles, as vLLM: ttft,tpot,itl,e2el (default: all four)")->group(out);
   app->add_option("--metric-percentiles", f->metric_percentiles,

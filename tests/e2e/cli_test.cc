@@ -135,8 +135,10 @@ TEST(CliTest, EveryCommandDropsTheV1) {
   const std::string note = ": ends in /v1, which latdoc adds itself; using " + sim.url() + "\n";
   RunResult r = RunLatdoc({"net", "--url", v1, "--samples", "2", "--idle-wait", "0", "--stream-tokens", "0",
                            "--no-path", "--quiet"});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // It ran (a finding on a loaded machine may make it 1) and its probes reached /v1/completions.
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.exit_code << r.err;
   EXPECT_EQ(r.err, "latdoc net: note: --url " + v1 + note);
+  EXPECT_GE(sim.Count("POST /v1/completions"), 2);
   r = RunLatdoc({"exporter", "--once", "--no-host", "--target", v1});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "latdoc exporter: note: --target " + v1 + note);
@@ -146,7 +148,7 @@ TEST(CliTest, EveryCommandDropsTheV1) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "latdoc sweep: note: --url " + v1 + note);
   EXPECT_THAT(sim.log(), Not(HasSubstr("/v1/v1")));
-  EXPECT_GE(sim.Count("POST /v1/completions"), 8);
+  EXPECT_GE(sim.Count("POST /v1/completions"), 2 + 1 + 8);
 }
 
 // vLLM's --host/--port build http://HOST:PORT; with --url they are refused.
@@ -155,7 +157,7 @@ TEST(CliTest, HostAndPort) {
   RunResult r = RunLatdoc({"bench", "--host", "127.0.0.1", "--port", sim.port(), "-n", "2", "--input-len", "8",
                            "--output-len", "4", "--quiet"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(sim.Count("POST /v1/completions"), 2);
+  EXPECT_GE(sim.Count("POST /v1/completions"), 2);
   r = RunLatdoc({"bench", "--url", sim.url(), "--port", sim.port(), "-n", "2"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "latdoc bench: give --url or --host/--port, not both\n");
@@ -177,7 +179,7 @@ TEST(CliTest, ApiKeyIsReadAndNeverPrinted) {
                    "--api-key-env)\n");
   EXPECT_THAT(r.out, Not(HasSubstr("SECRETKEY")));
   EXPECT_THAT(ReadOrEmpty(out), Not(HasSubstr("SECRETKEY")));
-  EXPECT_EQ(sim.Count("POST /v1/completions"), 2);
+  EXPECT_GE(sim.Count("POST /v1/completions"), 2);
   ::unlink(out.c_str());
 
   for (const std::vector<std::string>& args :
@@ -323,6 +325,19 @@ TEST(CliTest, VllmResultFlags) {
   ::unlink((dir + "/" + files[0]).c_str());
   ::rmdir(dir.c_str());
   ::rmdir(dir_template);
+
+  // vLLM's model flags: --served-model-name is what the requests ask for; --tokenizer is not needed.
+  const std::string named = TempPath("cli_named.json");
+  const std::string named_dir = named.substr(0, named.rfind('/')), named_file = named.substr(named.rfind('/') + 1);
+  r = RunLatdoc({"bench", "--url", sim.url(), "--model", "/models/llama-3-8b", "--served-model-name",
+                 "latdoc-sim/llama-3-8b", "--tokenizer", "/models/llama-3-8b", "-n", "2", "--input-len", "8",
+                 "--output-len", "4", "--save-result", "--result-filename", named_file, "--result-dir", named_dir,
+                 "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "latdoc bench: note: --tokenizer is not used: latdoc counts tokens from the server's usage (or "
+                   "the stream's chunks) and needs no tokenizer\n");
+  EXPECT_EQ(ReadJson(named)["model_id"], "latdoc-sim/llama-3-8b");
+  ::unlink(named.c_str());
 
   // ShareGPT through vLLM's two flags; a duration with a unit.
   const std::string sharegpt = TempPath("cli_sharegpt.json");
