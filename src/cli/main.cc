@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
       "kernels, server configuration) and says what to change.",
       "latdoc"};
   app.set_version_flag("-V,--version", "latdoc " LATDOC_VERSION);
+  app.footer(
+      "latdoc help COMMAND (or latdoc COMMAND --help) explains a command. A DURATION takes a unit\n"
+      "(30s, 250ms, 5m); a bare number is in the option's unit.");
   app.fallthrough(false);
 
   std::vector<latdoc::cli::Command> commands = {
