@@ -160,6 +160,7 @@ std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
     a.dataset = f.dataset_path;
   }
   if (f.ignore_eos && a.no_ignore_eos) return fail("give --ignore-eos or --no-ignore-eos, not both");
+  o.backend = f.server.backend;  // written as vLLM writes it
   // vLLM: --model names the tokenizer's model, --served-model-name what the requests ask for.
   if (!f.served_model_name.empty()) o.model = f.served_model_name;
   if (!f.tokenizer.empty() || f.trust_remote_code) {

@@ -139,7 +139,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
   j["date"] = date;
   j["endpoint_type"] = o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
-  j["backend"] = o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
+  j["backend"] = !o.backend.empty() ? o.backend : o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
   j["model_id"] = run.model;
   j["num_prompts"] = run.records.size();
   // As vLLM writes it: "inf" for every request at once (or a closed loop).

@@ -54,6 +54,7 @@ struct BenchOptions {
   // metrics; P99 in the text, p90/p95/p99/p99.9 in the JSON.
   std::vector<std::string> summary_metrics;
   std::vector<double> summary_percentiles;
+  std::string backend;             // the JSON's "backend" (vLLM's --backend); "": from the endpoint
 };
 
 // One /metrics scrape during the run.

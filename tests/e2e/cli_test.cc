@@ -314,6 +314,7 @@ TEST(CliTest, VllmResultFlags) {
   json j = ReadJson(dir + "/" + files[0]);
   EXPECT_EQ(j["completed"], 6);
   EXPECT_EQ(j["max_concurrency"], 3);
+  EXPECT_EQ(j["backend"], "vllm");
   EXPECT_EQ(j["request_goodput"], j["request_throughput"]);  // every request met a 60 s SLO
   for (const char* k : {"p50_ttft_ms", "p90_ttft_ms", "p50_e2el_ms", "p90_e2el_ms", "mean_ttft_ms"})
     EXPECT_TRUE(j.contains(k) && j[k].is_number()) << k;
