@@ -32,8 +32,9 @@ enum class Bound {
 };
 
 // A CLI11 check on a number option: refuses NaN, infinity (unless allowed) and values outside
-// `bound`, with "VALUE: must be more than 0" (main prints "latdoc CMD: --flag VALUE: must be
-// more than 0"). Leaves anything that is not a number to CLI11's conversion.
+// `bound`, with "VALUE: must be more than 0" (ReportParseError prints "latdoc CMD: --flag VALUE:
+// must be more than 0"). Leaves anything that is not a number to CLI11's conversion. kAny is
+// for durations only (as a Number check it refuses NaN and infinity alone).
 CLI::Validator Number(Bound bound);
 
 // A CLI11 transform for an option held in seconds (a double): accepts "250ms", "30s", "5m", "1h"
@@ -130,8 +131,9 @@ std::vector<std::string> Closest(std::string_view word, const std::vector<std::s
 // After a parse of `root` (whose subcommands allow extras): when an argument was not
 // understood, prints one line on stderr and returns 2; else nullopt.
 //   latdoc: unknown command 'benchh': did you mean 'bench'?
-//   latdoc bench: unknown option '--bogus' (did you mean '--burstiness'?)
-//   latdoc bench: unknown option '--token': its value is not shown (...)
+//   latdoc bench: unknown option '--concurency': did you mean '--concurrency'?
+//   latdoc bench: unknown option '--bogus' ('latdoc bench --help' lists the options)
+//   latdoc bench: unknown option '--token': its value is not shown; give a key in an ...
 // The value after an unknown option, and the part after '=', is never printed: it may be a key.
 std::optional<int> ReportUnknownArguments(CLI::App& root);
 
