@@ -411,6 +411,9 @@ int ReportParseError(CLI::App& root, const CLI::ParseError& e) {
     const size_t colon = msg.find(": ");
     if (colon != std::string::npos && colon + 2 < msg.size() && !std::isupper(static_cast<unsigned char>(msg[colon + 2])))
       msg = msg.substr(0, colon) + " " + msg.substr(colon + 2);
+  } else if (const size_t req = msg.find(": 1 required "); req != std::string::npos &&
+             msg.size() > 8 && msg.compare(msg.size() - 8, 8, " missing") == 0) {
+    msg = msg.substr(0, req) + " needs a value";  // "--url: 1 required TEXT missing"
   } else if (msg.rfind("Could not convert: ", 0) == 0) {
     // "Could not convert: --num-requests = abc" -> "--num-requests abc: expected a whole number".
     const std::string rest = msg.substr(19);

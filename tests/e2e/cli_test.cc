@@ -216,6 +216,9 @@ TEST(CliTest, TyposHelpAndVersion) {
   r = RunLatdoc({"bench", "--url", kDeadUrl, "--rate", "5"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "latdoc bench: unknown option '--rate': did you mean '--request-rate' or '--max-error-rate'?\n");
+  r = RunLatdoc({"bench", "--url"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "latdoc bench: --url needs a value\n");
   r = RunLatdoc({"trace", "--bogus"});  // "files is required" must not hide it
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "latdoc trace: unknown option '--bogus' ('latdoc trace --help' lists the options)\n");
