@@ -1,5 +1,6 @@
 #include "base/units.h"
 
+#include <charconv>
 #include <cmath>
 
 #include <fmt/core.h>
@@ -27,6 +28,32 @@ std::string FormatDurationNs(int64_t ns) {
 std::string FormatOptional(const std::optional<double>& v, int precision, const char* unit) {
   if (!v) return "n/a";
   return fmt::format("{:.{}f}{}", *v, precision, unit);
+}
+
+StatusOr<int64_t> ParseDurationNs(std::string_view text, int64_t bare_unit_ns) {
+  auto bad = [&] {
+    return InvalidArgument("'" + std::string(text) + "' is not a duration (e.g. 30s, 250ms, 5m)");
+  };
+  // Digits and one '.', then the unit: from_chars alone would also take "inf", "nan", "1e3" and
+  // a sign, none of which is a duration anyone types.
+  const size_t unit_at = text.find_first_not_of("0123456789.");
+  const std::string_view number = text.substr(0, unit_at);
+  const std::string_view unit = unit_at == std::string_view::npos ? "" : text.substr(unit_at);
+  double v = 0;
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), v);
+  if (number.empty() || ec != std::errc() || end != number.data() + number.size()) return bad();
+  double scale = 0;
+  if (unit.empty()) scale = double(bare_unit_ns);
+  else if (unit == "ns") scale = 1;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s") scale = 1e9;
+  else if (unit == "m" || unit == "min") scale = 60e9;
+  else if (unit == "h") scale = 3600e9;
+  else return bad();
+  const double ns = v * scale;
+  if (!std::isfinite(ns) || ns > 1e18) return bad();
+  return static_cast<int64_t>(std::llround(ns));
 }
 
 }  // namespace latdoc

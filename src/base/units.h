@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "base/status.h"
 
 namespace latdoc {
 
@@ -15,5 +18,12 @@ std::string FormatDurationNs(int64_t ns);
 // A value the hardware or the input did not give renders as "n/a", never 0.
 std::string FormatOptional(const std::optional<double>& v, int precision = 1,
                            const char* unit = "");
+
+// A duration as people type it on a command line: a non-negative number with a unit, "250ms",
+// "30s", "1.5m", "1h" (also "us" and "ns"), or a bare number, which is in `bare_unit_ns`
+// (seconds by default; `--poll-ms 50` passes a millisecond). Returns nanoseconds. Errors
+// (kInvalidArgument, message "'TEXT' is not a duration (e.g. 30s, 250ms, 5m)"): an empty text,
+// a sign, NaN or inf, an unknown unit, or more than 10^18 ns (31 years).
+StatusOr<int64_t> ParseDurationNs(std::string_view text, int64_t bare_unit_ns = 1'000'000'000);
 
 }  // namespace latdoc

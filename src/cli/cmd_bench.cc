@@ -2,7 +2,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
 
 #include <fmt/core.h>
 
@@ -10,7 +13,9 @@
 #include "base/exit_codes.h"
 #include "base/file_util.h"
 #include "base/json_text.h"
+#include "base/strings.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
 #include "loadgen/workload.h"
@@ -145,61 +150,248 @@ int RunBenchCommand(BenchArgs& a) {
   return ReportBenchOutcome(*run, s, ro, a.json_out);
 }
 
+// What `vllm bench serve` users type, and the flags every command shares, mapped onto
+// BenchArgs before the run. The run itself reads only BenchArgs.
+struct BenchFlags {
+  ServerFlags server;
+  std::string dataset_name = "random", dataset_path;
+  std::vector<std::string> goodput;
+  bool ignore_eos = false;
+  bool save_result = false;
+  std::string result_dir, result_filename;
+  std::string percentile_metrics, metric_percentiles;
+  std::string served_model_name, tokenizer, label;
+  bool trust_remote_code = false;
+  std::string backend_label;   // vLLM's file name starts with it
+  std::string pending_result;  // --save-result without a name: written here, renamed after
+  CLI::Option *concurrency = nullptr, *max_concurrency = nullptr, *request_rate = nullptr,
+              *dataset_name_opt = nullptr;
+};
+
+std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
+  auto fail = [](const std::string& message) {
+    fmt::print(stderr, "latdoc bench: {}\n", message);
+    return std::optional<int>(kExitBadInput);
+  };
+  if (auto rc = ResolveServerFlags("bench", f.server, /*required=*/true)) return rc;
+  loadgen::BenchOptions& o = a.o;
+  // vLLM: --max-concurrency without --request-rate is a closed loop at that concurrency (every
+  // request at once, at most N in flight); with a rate it caps the open loop.
+  // --request-rate inf with --max-concurrency N is latdoc's open loop at an infinite rate, capped
+  // at N: every request scheduled at once, as vLLM does it.
+  if (f.request_rate->count() == 0 && f.max_concurrency->count() > 0) {
+    if (f.concurrency->count() > 0 && o.concurrency != o.max_concurrency)
+      return fail("--concurrency and --max-concurrency both set the requests in flight when no "
+                  "--request-rate is given: give one");
+    o.concurrency = o.max_concurrency;
+    o.max_concurrency = 0;
+    o.request_rate = 0;
+  }
+  if (f.dataset_name_opt->count() > 0 && f.dataset_name != "random") {
+    if (f.dataset_path.empty())
+      return fail(fmt::format("--dataset-name {} reads --dataset-path FILE", f.dataset_name));
+  } else if (f.dataset_name_opt->count() > 0 && !f.dataset_path.empty()) {
+    return fail("--dataset-path is read with --dataset-name sharegpt or custom; random makes its prompts");
+  }
+  if (!f.dataset_path.empty()) {
+    if (!a.dataset.empty()) return fail("give --dataset or --dataset-path, not both");
+    a.dataset = f.dataset_path;
+  }
+  if (f.ignore_eos && a.no_ignore_eos) return fail("give --ignore-eos or --no-ignore-eos, not both");
+  o.backend = f.server.backend;  // written as vLLM writes it
+  // vLLM: --model names the tokenizer's model, --served-model-name what the requests ask for.
+  if (!f.served_model_name.empty()) o.model = f.served_model_name;
+  if (!f.tokenizer.empty() || f.trust_remote_code) {
+    fmt::print(stderr, "latdoc bench: note: {} not used: latdoc counts tokens from the server's usage "
+               "(or the stream's chunks) and needs no tokenizer\n",
+               !f.tokenizer.empty() ? "--tokenizer is" : "--trust-remote-code is");
+  }
+  if (!f.goodput.empty()) {
+    if (!a.slo.empty()) return fail("give --slo or --goodput, not both");
+    // vLLM's "ttft:500 tpot:50" is latdoc's "ttft:500,tpot:50".
+    for (const std::string& g : f.goodput) a.slo += (a.slo.empty() ? "" : ",") + g;
+  }
+  if (!f.percentile_metrics.empty()) {
+    for (auto m : Split(f.percentile_metrics, ',')) {
+      const std::string name(Trim(m));
+      if (name != "ttft" && name != "tpot" && name != "itl" && name != "e2el")
+        return fail(fmt::format("--percentile-metrics '{}': expected ttft, tpot, itl or e2el", name));
+      o.summary_metrics.push_back(name);
+    }
+  }
+  if (!f.metric_percentiles.empty()) {
+    for (auto p : Split(f.metric_percentiles, ',')) {
+      auto v = ParseDouble(Trim(p));
+      if (!v || !(*v > 0 && *v <= 100))
+        return fail(fmt::format("--metric-percentiles '{}': expected numbers above 0 and at most 100",
+                                Trim(p)));
+      o.summary_percentiles.push_back(*v);
+    }
+  }
+  if (!f.result_dir.empty() || !f.result_filename.empty()) {
+    if (!f.save_result) return fail("--result-dir and --result-filename go with --save-result");
+  }
+  if (f.save_result) {
+    if (!a.json_out.empty()) return fail("give --json FILE or --save-result, not both");
+    const std::string dir = f.result_dir.empty() ? "." : f.result_dir;
+    if (!f.result_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(f.result_dir, ec);  // as vLLM: os.makedirs
+      if (ec) return fail(fmt::format("--result-dir {}: {}", f.result_dir, ec.message()));
+    }
+    if (!f.result_filename.empty()) {
+      a.json_out = (std::filesystem::path(dir) / f.result_filename).string();
+    } else {
+      // vLLM's name needs the model, known after the run when --model is not given: the
+      // results are written to a hidden name in the same folder and renamed.
+      f.backend_label = !f.label.empty()             ? f.label
+                        : !f.server.backend.empty() ? f.server.backend
+                        : a.endpoint == "chat"      ? "openai-chat"
+                                                    : "openai";
+      f.pending_result = (std::filesystem::path(dir) / fmt::format(".latdoc-bench-{}.json", ::getpid())).string();
+      a.json_out = f.pending_result;
+    }
+  }
+  return std::nullopt;
+}
+
+// vLLM's result file name (vllm/benchmarks/serve.py):
+// f"{label}-{request_rate}qps{-concurrencyN}-{model's last path part}-{%Y%m%d-%H%M%S}.json",
+// with the rate as Python prints a float ("8.0", "inf").
+std::string VllmResultName(const std::string& label, const nlohmann::ordered_json& j) {
+  std::string rate = "inf";
+  if (j.contains("request_rate") && j["request_rate"].is_number()) {
+    rate = fmt::format("{}", j["request_rate"].get<double>());
+    if (rate.find_first_of(".e") == std::string::npos) rate += ".0";
+  }
+  std::string conc;
+  if (j.contains("max_concurrency") && j["max_concurrency"].is_number())
+    conc = fmt::format("-concurrency{}", j["max_concurrency"].get<int64_t>());
+  std::string model = j.value("model_id", std::string("model"));
+  if (auto slash = model.rfind('/'); slash != std::string::npos) model = model.substr(slash + 1);
+  return fmt::format("{}-{}qps{}-{}-{}.json", label, rate, conc, model, j.value("date", std::string("")));
+}
+
+// After the run: the hidden file of --save-result gets vLLM's name.
+int FinishSaveResult(const BenchFlags& f, int rc) {
+  if (f.pending_result.empty() || ::access(f.pending_result.c_str(), R_OK) != 0) return rc;
+  auto text = ReadFileToString(f.pending_result);
+  nlohmann::ordered_json j = text.ok() ? nlohmann::ordered_json::parse(*text, nullptr, false)
+                                       : nlohmann::ordered_json();
+  const std::string path =
+      (std::filesystem::path(f.pending_result).parent_path() / VllmResultName(f.backend_label, j)).string();
+  std::error_code ec;
+  std::filesystem::rename(f.pending_result, path, ec);
+  if (ec) {
+    fmt::print(stderr, "latdoc bench: {}: {}\n", path, ec.message());
+    return rc == kExitOk ? kExitCannotRun : rc;
+  }
+  if (!QuietRequested()) fmt::print(stderr, "latdoc bench: saved {}\n", path);
+  return rc;
+}
+
 }  // namespace
 
 Command RegisterBench(CLI::App& root) {
   auto* app = root.add_subcommand(
       "bench",
       "Streaming load against an OpenAI-compatible server: exact TTFT/TPOT/ITL/E2EL,\n"
-      "throughput, goodput, failures by reason, and TTFT split by the server's /metrics.");
+      "throughput, goodput, failures by reason, and TTFT split by the server's /metrics.\n"
+      "Takes `vllm bench serve`'s flags too (--base-url, --num-prompts, --random-input-len, ...).");
   auto a = std::make_shared<BenchArgs>();
+  auto f = std::make_shared<BenchFlags>();
   loadgen::BenchOptions& o = a->o;
-  app->add_option("--url", o.url, "Base URL of the server")->required();
+  f->server.url = &o.url;
+  f->server.endpoint = &a->endpoint;
+  f->server.api_key_env = &a->api_key_env;
+  AddServerFlags(app, f->server);
   app->add_option("--metrics-url", o.metrics_url, "Where /metrics is (default: --url)");
-  app->add_option("--endpoint", a->endpoint, "completions | chat")->capture_default_str();
   app->add_option("--model", o.model, "Model name (default: the first of /v1/models)");
-  app->add_option("--api-key-env", a->api_key_env,
-                  "Environment variable holding the API key (never printed)")->capture_default_str();
+  app->add_option("--served-model-name", f->served_model_name,
+                  "As vLLM: the model the requests name, when --model names the tokenizer's");
+  app->add_option("--tokenizer", f->tokenizer, "Accepted for vLLM's command lines; not needed (a note says so)");
+  app->add_flag("--trust-remote-code", f->trust_remote_code, "Accepted for vLLM's command lines; not needed");
   auto* load = "Load";
-  app->add_option("--concurrency", o.concurrency, "Requests in flight (closed loop)")
-      ->group(load)->capture_default_str();
-  app->add_option("--request-rate", o.request_rate, "Requests per second (open loop)")->group(load);
+  f->concurrency = app->add_option("--concurrency,-c", o.concurrency, "Requests in flight (closed loop)")
+      ->check(Number(Bound::kPositive))->group(load)->capture_default_str();
+  f->request_rate = app->add_option("--request-rate", o.request_rate,
+                                    "Requests per second (open loop; inf: every request at once)")
+      ->check(Number(Bound::kPositiveOrInf))->group(load);
   app->add_option("--burstiness", o.burstiness, "Gamma shape of inter-arrivals (1 = Poisson)")
       ->group(load)->capture_default_str();
-  app->add_option("--max-concurrency", o.max_concurrency, "Open loop: cap on requests in flight")
-      ->group(load);
-  app->add_option("--num-requests", o.num_requests, "Requests to send (default 200)")->group(load);
-  app->add_option("--duration", o.duration_s, "Seconds to send for")->group(load);
-  app->add_option("--warmup", o.warmup, "Requests sent first, not counted")->group(load);
+  f->max_concurrency = app->add_option("--max-concurrency", o.max_concurrency,
+                                       "With --request-rate: cap on requests in flight; without (or with "
+                                       "inf): the concurrency of a closed loop, as in vLLM")
+      ->check(Number(Bound::kPositive))->group(load);
+  app->add_option("--num-requests,-n,--num-prompts", o.num_requests, "Requests to send (default: 200)")
+      ->check(Number(Bound::kPositive))->group(load);
+  app->add_option("--duration", o.duration_s, "How long to send for: 30s, 5m (a bare number is seconds)")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load);
+  app->add_option("--warmup", o.warmup, "Requests sent first, not counted")->group(load)->capture_default_str();
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request")->group(load);
   app->add_flag("--insecure", o.client.insecure, "Skip TLS certificate verification")->group(load);
-  app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds")
-      ->check(CLI::Range(0.001, 864000.0))->group(load)->capture_default_str();
-  app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds")
-      ->check(CLI::Range(0.001, 864000.0))->group(load)->capture_default_str();
-  app->add_option("--idle-timeout", a->idle_timeout_s, "Seconds between stream reads")
-      ->check(CLI::Range(0.001, 864000.0))->group(load)->capture_default_str();
-  app->add_option("--request-timeout", a->request_timeout_s, "Seconds for a whole request, stream included (0: none)")
-      ->check(CLI::Range(0.0, 864000.0))->group(load)->capture_default_str();
+  app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds, or 500ms, 1m")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+  app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds, or 500ms, 1m")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+  app->add_option("--idle-timeout", a->idle_timeout_s, "Between stream reads: seconds, or 500ms, 1m")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+  app->add_option("--request-timeout", a->request_timeout_s, "For a whole request, stream included (0: none)")
+      ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(load)->capture_default_str();
   auto* wl = "Workload";
-  app->add_option("--input-len", a->random.input_len, "Prompt tokens")->group(wl)->capture_default_str();
-  app->add_option("--output-len", a->random.output_len, "Tokens to generate")->group(wl)->capture_default_str();
-  app->add_option("--range-ratio", a->random.range_ratio, "Length spread, [0, 1)")->group(wl)->capture_default_str();
-  app->add_option("--prefix-len", a->random.prefix_len, "Shared prefix tokens")->group(wl)->capture_default_str();
+  app->add_option("--input-len,--random-input-len", a->random.input_len, "Prompt tokens")
+      ->group(wl)->capture_default_str();
+  app->add_option("--output-len,--random-output-len", a->random.output_len, "Tokens to generate")
+      ->group(wl)->capture_default_str();
+  app->add_option("--range-ratio,--random-range-ratio", a->random.range_ratio, "Length spread, [0, 1)")
+      ->group(wl)->capture_default_str();
+  app->add_option("--prefix-len,--random-prefix-len", a->random.prefix_len, "Shared prefix tokens")
+      ->group(wl)->capture_default_str();
   app->add_option("--seed", o.seed, "Seed")->group(wl)->capture_default_str();
   app->add_flag("--token-ids", a->random.token_ids,
                 "Send prompts as token ids (exact lengths; completions only)")->group(wl);
   app->add_option("--dataset", a->dataset, "Prompts from a JSONL or ShareGPT JSON file")->group(wl);
+  f->dataset_name_opt =
+      app->add_option("--dataset-name", f->dataset_name,
+                      "As vLLM: random, sharegpt or custom (JSONL with \"prompt\"), the last two "
+                      "with --dataset-path")
+          ->check(CLI::Validator(
+              [](std::string& s) -> std::string {
+                if (s == "random" || s == "sharegpt" || s == "custom") return "";
+                return s + ": not supported; latdoc reads random, sharegpt or custom";
+              },
+              ""))
+          ->group(wl)->capture_default_str();
+  app->add_option("--dataset-path", f->dataset_path, "The file of --dataset-name sharegpt or custom")->group(wl);
+  app->add_flag("--ignore-eos", f->ignore_eos, "Generate --output-len tokens whatever the model says (the default)")
+      ->group(wl);
   app->add_flag("--no-ignore-eos", a->no_ignore_eos, "Let the model stop early")->group(wl);
   auto* out = "Results";
   app->add_option("--slo", a->slo, "ttft:MS,tpot:MS,e2el:MS[,percent:P] (exit 1 when missed)")->group(out);
+  app->add_option("--goodput", f->goodput, "As vLLM: ttft:MS tpot:MS e2el:MS, the same as --slo")->group(out);
   app->add_option("--max-error-rate", a->max_error_rate, "Fraction of failures allowed (exit 1 above)")->group(out);
   app->add_option("--json", a->json_out, "Write the results as JSON")->group(out);
+  app->add_flag("--save-result", f->save_result,
+                "As vLLM: write the JSON to --result-dir, named --result-filename or "
+                "BACKEND-RATEqps-MODEL-DATE.json")->group(out);
+  app->add_option("--result-dir", f->result_dir, "Folder of --save-result (default: the current one)")->group(out);
+  app->add_option("--result-filename", f->result_filename, "File name of --save-result")->group(out);
+  app->add_option("--label", f->label, "As vLLM: the start of --save-result's file name (default: the backend)")
+      ->group(out);
+  app->add_option("--percentile-metrics", f->percentile_metrics,
+                  "Metrics shown with percentiles, as vLLM: ttft,tpot,itl,e2el (default: all four)")->group(out);
+  app->add_option("--metric-percentiles", f->metric_percentiles,
+                  "Percentiles shown, as vLLM: e.g. 50,90,99 (default: 99 in the summary; 90,95,99,99.9 "
+                  "in the JSON)")->group(out);
   app->add_option("--save-requests", a->requests_out, "Write one JSON line per request")->group(out);
-  app->add_option("--scrape-interval", o.scrape_interval_s, "Seconds between /metrics scrapes")
-      ->group(out)->capture_default_str();
-  app->add_flag("--quiet", a->quiet, "No terminal summary or progress")->group(out);
-  return {app, [a] { return RunBenchCommand(*a); }};
+  app->add_option("--scrape-interval", o.scrape_interval_s, "Between /metrics scrapes: seconds, or 500ms")
+      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(out)->capture_default_str();
+  AddQuietFlag(app, &a->quiet);
+  AddNoColorFlag(app);
+  return {app, [a, f] {
+            if (auto rc = ResolveBenchFlags(*a, *f)) return *rc;
+            return FinishSaveResult(*f, RunBenchCommand(*a));
+          }};
 }
 
 }  // namespace latdoc::cli

@@ -9,6 +9,7 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "compare/compare.h"
 
 namespace latdoc::cli {
@@ -59,7 +60,8 @@ Command RegisterCompare(CLI::App& root) {
   app->add_option("A", a->a, "The result before")->required();
   app->add_option("B", a->b, "The result after")->required();
   app->add_option("--json", a->json_path, "Write the comparison as JSON (schema latdoc.compare/1)");
-  app->add_flag("--all", a->all, "List metrics within noise too");
+  app->add_flag("--show-ok,--all", a->all, "List metrics within noise too");
+  AddNoColorFlag(app);
   app->add_flag("--fail-on-worse", a->fail_on_worse, "Exit 1 when any metric got worse beyond noise, or a finding is new or more severe (exit 2 when the runs offered different loads)");
   app->add_option("--seed", a->seed, "Seed of the bootstrap resampling")->capture_default_str();
   return Command{app, [a] { return RunCompare(*a); }};

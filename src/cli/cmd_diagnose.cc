@@ -14,6 +14,7 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "diagnose/demo.h"
 #include "diagnose/diagnose.h"
 #include "loadgen/results.h"
@@ -35,7 +36,8 @@ void AddOutputs(CLI::App* app, Outputs& o) {
   app->add_option("--markdown", o.markdown, "Write the ranked checklist as Markdown");
   app->add_option("--report", o.html, "Write a self-contained HTML report");
   app->add_flag("--show-ok", o.show_ok, "List passed and skipped checks too");
-  app->add_flag("--quiet", o.quiet, "No terminal summary");
+  AddQuietFlag(app, &o.quiet, "No terminal summary");
+  AddNoColorFlag(app);
 }
 
 // The output paths, checked before anything runs: a typo must not cost a load test, nor leave
@@ -270,22 +272,32 @@ Command RegisterDiagnose(CLI::App& root) {
       "configuration) and rank what they find, with evidence and the change to try.");
   auto a = std::make_shared<DiagnoseArgs>();
   diagnose::DiagnoseOptions& d = a->d;
-  app->add_option("--url", d.url, "Base URL of the server (omit to judge files and host only)");
+  auto server = std::make_shared<ServerFlags>();
+  server->url = &d.url;
+  server->endpoint = &a->endpoint;
+  server->api_key_env = &a->api_key_env;
+  AddServerFlags(app, *server, {.url_help = "Base URL of the server (omit to judge files and host only)"});
   app->add_option("--model", d.bench.model, "Model name (default: the first of /v1/models)");
   app->add_option("--metrics-url", d.bench.metrics_url, "Where /metrics is (default: --url)");
-  app->add_option("--net-samples", d.net_samples, "Network probe samples (0: no probe)")->capture_default_str();
-  app->add_option("--net-timeout", a->net_timeout_s, "Bound of each probe exchange, in seconds")->capture_default_str();
+  app->add_option("--net-samples", d.net_samples, "Network probe samples (0: no probe)")
+      ->check(Number(Bound::kNonNegative))->capture_default_str();
+  app->add_option("--net-timeout", a->net_timeout_s, "Bound of each probe exchange: seconds, or 500ms")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->capture_default_str();
   app->add_option("--direct-url", d.direct_url,
                   "The same server bypassing the gateway --url goes through: measures the gateway's delay");
-  app->add_option("--endpoint", a->endpoint, "completions | chat")->capture_default_str();
-  app->add_option("--api-key-env", a->api_key_env, "Environment variable with the API key")->capture_default_str();
-  app->add_option("--concurrency", d.concurrency, "Target load")->capture_default_str();
-  app->add_option("--requests", d.requests, "Requests at the target load")->capture_default_str();
-  app->add_option("--baseline-requests", d.baseline_requests, "Requests at concurrency 1")->capture_default_str();
+  app->add_option("--concurrency,-c", d.concurrency, "Target load")
+      ->check(Number(Bound::kPositive))->capture_default_str();
+  app->add_option("--requests,-n,--num-requests,--num-prompts", d.requests, "Requests at the target load")
+      ->check(Number(Bound::kPositive))->capture_default_str();
+  app->add_option("--baseline-requests", d.baseline_requests, "Requests at concurrency 1")
+      ->check(Number(Bound::kPositive))->capture_default_str();
   app->add_flag("--sweep", d.sweep, "Also step up the load to find the latency knee (as latdoc sweep)");
-  app->add_option("--sweep-max", d.sweep_max, "Highest concurrency the sweep tries")->capture_default_str();
-  app->add_option("--input-len", d.workload.input_len, "Prompt tokens")->capture_default_str();
-  app->add_option("--output-len", d.workload.output_len, "Tokens to generate")->capture_default_str();
+  app->add_option("--sweep-max", d.sweep_max, "Highest concurrency the sweep tries")
+      ->check(Number(Bound::kPositive))->capture_default_str();
+  app->add_option("--input-len,--random-input-len", d.workload.input_len, "Prompt tokens")
+      ->check(Number(Bound::kPositive))->capture_default_str();
+  app->add_option("--output-len,--random-output-len", d.workload.output_len, "Tokens to generate")
+      ->check(Number(Bound::kPositive))->capture_default_str();
   app->add_flag("--token-ids", d.workload.token_ids, "Send prompts as token ids (exact lengths)");
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request");
   app->add_flag("--insecure", d.bench.client.insecure, "Skip TLS certificate verification");
@@ -295,7 +307,16 @@ Command RegisterDiagnose(CLI::App& root) {
   app->add_option("--facts", d.facts_path, "Host facts from `latdoc doctor --collect`");
   app->add_flag("--local", d.local, "Check this host (run on the server machine)");
   AddOutputs(app, a->out);
-  return {app, [a] { return RunDiagnoseCommand(*a); }};
+  return {app, [a, server] {
+            if (auto rc = ResolveServerFlags("diagnose", *server, /*required=*/false)) return *rc;
+            if (!a->d.direct_url.empty()) {
+              auto u = NormalizeServerUrl("--direct-url", a->d.direct_url);
+              if (!u.ok()) return Fail("diagnose", u.status());
+              if (!u->note.empty()) fmt::print(stderr, "latdoc diagnose: note: {}\n", u->note);
+              a->d.direct_url = u->url;
+            }
+            return RunDiagnoseCommand(*a);
+          }};
 }
 
 Command RegisterDemo(CLI::App& root) {

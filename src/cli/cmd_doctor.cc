@@ -16,6 +16,7 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "host/collector.h"
 #include "host/host_facts.h"
 #include "report/findings_text.h"
@@ -124,9 +125,9 @@ int RunDoctor(const DoctorArgs& a) {
       skipped += f.severity == rules::Severity::kSkip;
     }
     out += "(" + std::to_string(hidden) + " checks ok, " + std::to_string(skipped) +
-           " skipped; --all shows them)\n";
+           " skipped; --show-ok shows them)\n";
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!QuietRequested()) std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
 }
@@ -138,15 +139,18 @@ Command RegisterDoctor(CLI::App& root) {
   CLI::App* app = root.add_subcommand(
       "doctor", "Host, network-stack and server-configuration checks (read-only)");
   app->add_option("--sysroot", args->sysroot,
-                  "read /sys, /proc and recorded command outputs from this directory");
-  app->add_option("--pid", args->pid, "the server process (default: found by command line)");
-  app->add_option("--collect", args->collect_path, "write the collected facts to this file and stop");
-  app->add_option("--facts", args->facts_path, "judge facts written by --collect");
-  app->add_option("--json", args->json_path, "also write facts and findings as JSON");
-  app->add_option("--sweep", args->sweep_path, "latdoc sweep JSON: compare --max-num-seqs to the knee");
-  app->add_option("--interval-ms", args->interval_ms, "gap between the two counter samples (300)");
-  app->add_flag("--all", args->show_all, "list ok and skipped checks too");
-  app->add_flag("--no-color", args->no_color, "no ANSI colours");
+                  "Read /sys, /proc and recorded command outputs from this directory");
+  app->add_option("--pid", args->pid, "The server process (default: found by command line)")
+      ->check(Number(Bound::kPositive));
+  app->add_option("--collect", args->collect_path, "Write the collected facts to this file and stop");
+  app->add_option("--facts", args->facts_path, "Judge facts written by --collect");
+  app->add_option("--json", args->json_path, "Also write facts and findings as JSON");
+  app->add_option("--sweep", args->sweep_path, "A latdoc sweep JSON: compare --max-num-seqs to the knee");
+  app->add_option("--interval-ms", args->interval_ms, "Gap between the two counter samples: ms, or 1s")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kNonNegative))->capture_default_str();
+  app->add_flag("--show-ok,--all", args->show_all, "List ok and skipped checks too");
+  AddQuietFlag(app, nullptr, "No terminal summary");
+  AddNoColorFlag(app);
   return Command{app, [args]() { return RunDoctor(*args); }};
 }
 

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/exit_codes.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "exporter/exporter.h"
 #include "exporter/schedule.h"
 #include "http/client.h"
@@ -67,9 +68,7 @@ Status ParseListen(const std::string& text, std::string* host, uint16_t* port) {
 }
 
 StatusOr<int64_t> Duration(const std::string& flag, const std::string& text) {
-  auto d = exporter::ParseDurationNs(text);
-  if (!d.ok()) return InvalidArgument(flag + " " + d.status().message());
-  return d;
+  return DurationNs(flag, text);
 }
 
 int RunExporter(const ExporterArgs& a) {
@@ -174,32 +173,40 @@ Command RegisterExporter(CLI::App& root) {
       "served as metrics on /metrics. Writes nothing to disk.");
   app->add_option("--listen", args->listen, "HOST:PORT to serve /metrics on")
       ->capture_default_str();
-  app->add_option("--target", args->target,
-                  "base URL of the inference server (\"\" for the host checks only)")
-      ->capture_default_str();
+  auto server = std::make_shared<ServerFlags>();
+  server->url = &args->target;
+  server->api_key_env = &args->api_key_env;
+  AddServerFlags(app, *server,
+                 {.url = "--target,--url,--base-url",
+                  .url_help = "Base URL of the inference server (\"\" for the host checks only)",
+                  .host_port = false,
+                  .endpoint = false});
+  server->url_opt->capture_default_str();
   app->add_option("--interval", args->interval,
-                  "time between cycles (>= 1s; one canary request per cycle)")
-      ->capture_default_str();
+                  "Time between cycles (>= 1s; one canary request per cycle)")
+      ->type_name("DURATION")->capture_default_str();
   app->add_option("--host-interval", args->host_interval,
-                  "time between host checks (the expensive collectors); 0: off")
-      ->capture_default_str();
+                  "Time between host checks (the expensive collectors); 0: off")
+      ->type_name("DURATION")->capture_default_str();
   app->add_option("--timeout", args->timeout,
-                  "deadline of each collector run (default: the interval, at most 10s)");
-  app->add_option("--model", args->model, "model to ask (default: the first of /v1/models)");
-  app->add_option("--canary-tokens", args->canary_tokens, "tokens the canary asks for (1-256)")
+                  "Deadline of each collector run (default: the interval, at most 10s)")
+      ->type_name("DURATION");
+  app->add_option("--model", args->model, "Model to ask (default: the first of /v1/models)");
+  app->add_option("--canary-tokens", args->canary_tokens, "Tokens the canary asks for (1-256)")
       ->capture_default_str();
-  app->add_flag("--no-canary", args->no_canary, "send no canary request");
-  app->add_flag("--no-host", args->no_host, "no host checks");
-  app->add_option("--sysroot", args->sysroot, "host checks read this recorded tree instead of /")
+  app->add_flag("--no-canary", args->no_canary, "Send no canary request");
+  app->add_flag("--no-host", args->no_host, "No host checks");
+  app->add_option("--sysroot", args->sysroot, "Host checks read this recorded tree instead of /")
       ->capture_default_str();
-  app->add_option("--pid", args->pid, "the server process for the host checks");
+  app->add_option("--pid", args->pid, "The server process for the host checks");
   app->add_flag("--once", args->once,
-                "run one cycle, print the page and exit (no server); exit 3 when the target did "
+                "Run one cycle, print the page and exit (no server); exit 3 when the target did "
                 "not answer, 1 with a failing finding");
-  app->add_option("--api-key-env", args->api_key_env,
-                  "environment variable holding the API key the canary sends (as a Bearer token)")
-      ->capture_default_str();
-  return {app, [args] { return RunExporter(*args); }};
+  AddNoColorFlag(app);
+  return {app, [args, server] {
+            if (auto rc = ResolveServerFlags("exporter", *server, /*required=*/false)) return *rc;
+            return RunExporter(*args);
+          }};
 }
 
 }  // namespace latdoc::cli

@@ -15,6 +15,7 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "logs/log_analyzer.h"
 #include "logs/log_follower.h"
 #include "logs/log_summary.h"
@@ -143,19 +144,20 @@ Command RegisterLogs(CLI::App& root) {
   auto args = std::make_shared<LogsArgs>();
   CLI::App* app = root.add_subcommand(
       "logs",
-      "Read server logs (vLLM V1/V0, uvicorn access lines, llama.cpp; plain, gzip or zstd; - for "
-      "stdin): throughput, queue and KV-cache series, preemptions, stalls, log volume, errors");
-  app->add_option("files", args->files, "log files in order (rotated logs oldest first); - is stdin")
+      "Read server logs (vLLM V1/V0, uvicorn access lines, llama.cpp; plain, gzip or zstd; - for\n"
+      "stdin): throughput, queue and KV-cache series, preemptions, stalls, log volume, errors.");
+  app->add_option("files", args->files, "Log files in order (rotated logs oldest first); - is stdin")
       ->required();
-  app->add_option("--json", args->json_path, "write facts, series and findings as JSON to FILE");
+  app->add_option("--json", args->json_path, "Write facts, series and findings as JSON to FILE");
   app->add_flag("--follow,-f", args->follow,
-                "keep reading files as they grow (tail -F); Ctrl-C prints the summary");
-  app->add_option("--poll-ms", args->poll_ms, "with --follow: how often to look for new lines")
-      ->check(CLI::Range(10, 60000));
-  app->add_option("--rows", args->rows, "rows of the stats table per engine")
-      ->check(CLI::Range(1, 1000));
-  app->add_flag("--show-ok", args->show_ok, "also list checks that passed");
-  app->add_flag("--no-color", args->no_color, "no ANSI colours");
+                "Keep reading files as they grow (tail -F); Ctrl-C prints the summary");
+  app->add_option("--poll-ms", args->poll_ms, "With --follow: how often to look for new lines (ms, or 1s)")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kPositive))->check(CLI::Range(10, 60000))->capture_default_str();
+  app->add_option("--rows", args->rows, "Rows of the stats table per engine")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  app->add_flag("--show-ok", args->show_ok, "Also list checks that passed");
+  AddQuietFlag(app, nullptr, "No terminal summary");
+  AddNoColorFlag(app);
   return Command{app, [args]() -> int {
                    const LogsArgs& a = *args;
                    if (a.follow) {

@@ -15,6 +15,7 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "host/command_runner.h"
 #include "http/client.h"
 #include "net/net_text.h"
@@ -182,26 +183,30 @@ int RunNet(NetArgs& a) {
 Command RegisterNet(CLI::App& root) {
   auto a = std::make_shared<NetArgs>();
   CLI::App* app = root.add_subcommand(
-      "net", "Network layer from the client side: DNS, connect, TLS, first byte, TTFT, jitter, "
-             "loss, keep-alive, idle close, gateway delay, bandwidth headroom, path");
-  app->add_option("--url", a->probe.url, "Server base URL (http://host:port)")->required();
-  app->add_option("--samples", a->probe.samples, "Samples per URL")->capture_default_str();
+      "net", "Network layer from the client side: DNS, connect, TLS, first byte, TTFT, jitter,\n"
+             "loss, keep-alive, idle close, gateway delay, bandwidth headroom, path.");
+  auto server = std::make_shared<ServerFlags>();
+  server->url = &a->probe.url;
+  server->api_key_env = &a->api_key_env;
+  AddServerFlags(app, *server, {.endpoint = false});
+  app->add_option("--samples,-n", a->probe.samples, "Samples per URL")
+      ->check(Number(Bound::kPositive))->capture_default_str();
   app->add_option("--compare", a->compare_url,
                   "A second URL to the same server (e.g. through the gateway): the difference "
                   "is attributed per phase");
   app->add_option("--link-mbps", a->link_mbps, "Link rate in Mbit/s, for bandwidth headroom");
   app->add_option("--iperf3-server", a->iperf3_server,
                   "Measure the link rate with iperf3 -J -R against this iperf3 server");
-  app->add_option("--iperf3-seconds", a->iperf3_seconds, "Length of the iperf3 run")
+  app->add_option("--iperf3-seconds", a->iperf3_seconds, "Length of the iperf3 run, in whole seconds")
       ->capture_default_str();
   app->add_option("--peak-tokens-per-s", a->peak_tokens_per_s,
                   "All streams' output tokens/s at peak (default: one stream's observed rate)");
   app->add_flag("--insecure", a->probe.insecure, "Do not verify TLS certificates");
-  app->add_option("--timeout", a->timeout_s, "Bound of each exchange, in seconds")
-      ->capture_default_str();
+  app->add_option("--timeout", a->timeout_s, "Bound of each exchange: seconds, or 500ms")
+      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->capture_default_str();
   app->add_option("--idle-wait", a->idle_wait_s,
                   "Watch an idle kept-alive connection this long for a server close (0: skip)")
-      ->capture_default_str();
+      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->capture_default_str();
   app->add_option("--stream-tokens", a->probe.stream_tokens,
                   "Tokens of the stream that measures bytes per token (0: skip)")
       ->capture_default_str();
@@ -209,14 +214,21 @@ Command RegisterNet(CLI::App& root) {
                   "Path of the cheap GET, from '/' (a 404 on /health falls back to /v1/models)")
       ->capture_default_str();
   app->add_option("--model", a->probe.model, "Model name for the completions (default: server's)");
-  app->add_option("--api-key-env", a->api_key_env,
-                  "Environment variable with the API key (sent as a Bearer token)")
-      ->capture_default_str();
   app->add_flag("--no-path", a->no_path, "Do not run tracepath/traceroute");
   app->add_option("--json", a->json_path, "Write facts and findings as JSON here");
   app->add_flag("--show-ok", a->show_ok, "List passing checks too");
-  app->add_flag("--no-color", a->no_color, "No ANSI colours");
-  return Command{app, [a] { return RunNet(*a); }};
+  AddQuietFlag(app, nullptr, "No terminal summary");
+  AddNoColorFlag(app);
+  return Command{app, [a, server] {
+                   if (auto rc = ResolveServerFlags("net", *server, /*required=*/true)) return *rc;
+                   if (!a->compare_url.empty()) {
+                     auto u = NormalizeServerUrl("--compare", a->compare_url);
+                     if (!u.ok()) return Fail("net", u.status());
+                     if (!u->note.empty()) fmt::print(stderr, "latdoc net: note: {}\n", u->note);
+                     a->compare_url = u->url;
+                   }
+                   return RunNet(*a);
+                 }};
 }
 
 }  // namespace latdoc::cli

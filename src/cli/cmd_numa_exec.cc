@@ -97,9 +97,9 @@ Command RegisterNumaExec(CLI::App& root) {
       "numa-exec", "Run a command bound to the CPUs and memory of a GPU's NUMA node");
   app->add_option("--gpu", args->gpu, "GPU index (PCI address order, as nvidia-smi numbers them)")
       ->required();
-  app->add_option("--sysroot", args->sysroot, "read /sys from this directory (tests)");
-  app->add_flag("--dry-run", args->dry_run, "print the binding and exit");
-  app->add_option("command", args->command, "the command and its arguments, after --")
+  app->add_option("--sysroot", args->sysroot, "Read /sys from this directory (tests)");
+  app->add_flag("--dry-run", args->dry_run, "Print the binding and exit");
+  app->add_option("command", args->command, "The command and its arguments, after --")
       ->required();
   app->prefix_command(false);
   return Command{app, [args]() { return RunNumaExec(*args); }};

@@ -5,6 +5,7 @@
 
 #include "base/exit_codes.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "http/event_loop.h"
 #include "sim/sim_server.h"
 
@@ -81,7 +82,8 @@ Command RegisterSim(CLI::App& root) {
   app->add_option("--sim-weights-gib", e.weights_gib, "Model weights")->group(m)->capture_default_str();
   app->add_option("--sim-kv-bytes-per-token", e.kv_bytes_per_token, "KV bytes per token")
       ->group(m)->capture_default_str();
-  app->add_option("--sim-step-base-ms", e.step_base_ms, "Fixed cost per step")->group(m)->capture_default_str();
+  app->add_option("--sim-step-base-ms", e.step_base_ms, "Fixed cost per step")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(m)->capture_default_str();
   app->add_option("--sim-prefill-token-us", e.step_prefill_token_us, "Cost per prompt token")
       ->group(m)->capture_default_str();
   app->add_option("--sim-decode-seq-us", e.step_decode_seq_us, "Cost per decoding sequence")
@@ -98,16 +100,21 @@ Command RegisterSim(CLI::App& root) {
   app->add_option("--sim-slow-kernel-every", e.slow_kernel_every, "...on every k-th step")->group(p);
   app->add_option("--sim-log-stall-every", e.log_stall_every_steps,
                   "Synchronous log write stall every N steps")->group(p);
-  app->add_option("--sim-log-stall-ms", e.log_stall_ms, "...of this length")->group(p);
-  app->add_option("--sim-swap-stall-every-s", e.swap_stall_every_s, "Swap stall period")->group(p);
-  app->add_option("--sim-swap-stall-ms", e.swap_stall_ms, "...of this length")->group(p);
+  app->add_option("--sim-log-stall-ms", e.log_stall_ms, "...of this length")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+  app->add_option("--sim-swap-stall-every-s", e.swap_stall_every_s, "Swap stall period")
+      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(p);
+  app->add_option("--sim-swap-stall-ms", e.swap_stall_ms, "...of this length")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
   app->add_option("--sim-tokens-per-chunk", e.spec_tokens,
                   "Tokens per decode step and SSE chunk (speculative decoding)")->group(p);
   app->add_flag("--sim-event-per-token", cfg->event_per_token,
                 "Send a step's tokens as one SSE event each, in one write (as TGI and llama.cpp)")
       ->group(p);
-  app->add_option("--sim-network-delay-ms", cfg->network_delay_ms, "Delay on every write")->group(p);
-  app->add_option("--sim-network-jitter-ms", cfg->network_jitter_ms, "Plus uniform jitter")->group(p);
+  app->add_option("--sim-network-delay-ms", cfg->network_delay_ms, "Delay on every write")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+  app->add_option("--sim-network-jitter-ms", cfg->network_jitter_ms, "Plus uniform jitter")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
   app->add_option("--sim-fault-429", f.http_429, "Rate of HTTP 429 answers")->group(p);
   app->add_option("--sim-fault-500", f.http_500, "Rate of HTTP 500 answers")->group(p);
   app->add_option("--sim-fault-503", f.http_503, "Rate of HTTP 503 answers")->group(p);
@@ -119,16 +126,19 @@ Command RegisterSim(CLI::App& root) {
                   "Rate of responses cut half-way (streams end without [DONE])")->group(p);
   app->add_option("--sim-fault-slow-first-byte", f.slow_first_byte,
                   "Rate of requests held by the front end")->group(p);
-  app->add_option("--sim-slow-first-byte-ms", f.slow_first_byte_ms, "...for this long")->group(p);
+  app->add_option("--sim-slow-first-byte-ms", f.slow_first_byte_ms, "...for this long")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
 
   auto* o = "Output";
   app->add_option("--log-file", cfg->log_file, "Write logs here instead of standard error")->group(o);
   app->add_option("--log-stats-interval", cfg->log_stats_interval_s,
-                  "Seconds between stats lines (VLLM_LOG_STATS_INTERVAL)")->group(o)->capture_default_str();
+                  "Seconds between stats lines (VLLM_LOG_STATS_INTERVAL)")
+      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();
   app->add_option("--trace-requests", cfg->trace_requests_file,
                   "Write each request's true timings as JSON lines here")->group(o);
   app->add_option("--keep-alive-timeout", cfg->keep_alive_timeout_s,
-                  "Seconds an idle kept-alive connection stays open")->group(o)->capture_default_str();
+                  "Seconds an idle kept-alive connection stays open")
+      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();
   app->add_option("--max-body-bytes", cfg->max_body_bytes, "Larger request bodies get 413")
       ->group(o)->capture_default_str();
 

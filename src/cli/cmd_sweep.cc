@@ -15,6 +15,7 @@
 #include "base/json_text.h"
 #include "base/strings.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
 #include "loadgen/sweep.h"
@@ -264,14 +265,15 @@ Command RegisterSweep(CLI::App& root) {
   o.scrape_interval_s = 0.1;
   a->random.input_len = 256;
   a->random.output_len = 64;
-  app->add_option("--url", o.url, "Base URL of the server")->required();
+  auto server = std::make_shared<ServerFlags>();
+  server->url = &o.url;
+  server->endpoint = &a->endpoint;
+  server->api_key_env = &a->api_key_env;
+  AddServerFlags(app, *server);
   app->add_option("--metrics-url", o.metrics_url, "Where /metrics is (default: --url)");
-  app->add_option("--endpoint", a->endpoint, "completions | chat")->capture_default_str();
   app->add_option("--model", o.model, "Model name (default: the first of /v1/models)");
-  app->add_option("--api-key-env", a->api_key_env,
-                  "Environment variable holding the API key (never printed)")->capture_default_str();
   auto* sw = "Sweep";
-  app->add_option("--concurrency", a->concurrency, "Concurrency range LO:HI (default 1:1024)")->group(sw);
+  app->add_option("--concurrency,-c", a->concurrency, "Concurrency range LO:HI (default: 1:1024)")->group(sw);
   app->add_option("--request-rate", a->request_rate, "Request-rate range LO:HI (req/s, open loop)")->group(sw);
   app->add_option("--slo", a->slo, "ttft:MS,tpot:MS,e2el:MS[,percent:P] (exit 1 when no step meets it)")->group(sw);
   app->add_option("--goal", a->goal, "latency | throughput (what the recommendation favours)")
@@ -279,37 +281,44 @@ Command RegisterSweep(CLI::App& root) {
   app->add_option("--knee-latency", a->knee_latency, "The p99 the knee is judged on: ttft|tpot|itl|e2el")
       ->group(sw)->capture_default_str();
   app->add_option("--min-elasticity", s.min_elasticity,
-                  "Knee threshold: % tokens/s gained per % of p99 added")->group(sw)->capture_default_str();
-  app->add_option("--ladder-factor", s.ladder_factor, "Ratio between ladder steps")->group(sw)->capture_default_str();
+                  "Knee threshold: % tokens/s gained per % of p99 added")->check(Number(Bound::kPositive))->group(sw)->capture_default_str();
+  app->add_option("--ladder-factor", s.ladder_factor, "Ratio between ladder steps")->check(Number(Bound::kPositive))->group(sw)->capture_default_str();
   app->add_option("--refine-ratio", s.refine_ratio, "Refine until neighbours are this close")
-      ->group(sw)->capture_default_str();
+      ->check(Number(Bound::kPositive))->group(sw)->capture_default_str();
   app->add_option("--min-requests", s.min_requests, "Per step, at least (and at least 2x concurrency)")
-      ->group(sw)->capture_default_str();
+      ->check(Number(Bound::kPositive))->group(sw)->capture_default_str();
   app->add_option("--max-requests", s.max_requests, "Per step, at most (0: max(400, 8x concurrency))")
-      ->group(sw)->capture_default_str();
+      ->check(Number(Bound::kNonNegative))->group(sw)->capture_default_str();
   app->add_option("--stable-tolerance", s.stable_tolerance,
                   "A step is stable when the p99 of its last half is within this fraction of the whole")
-      ->group(sw)->capture_default_str();
+      ->check(Number(Bound::kPositive))->group(sw)->capture_default_str();
   app->add_option("--max-error-rate", s.max_error_rate, "Stop climbing above this failed fraction")
-      ->group(sw)->capture_default_str();
-  app->add_option("--max-steps", s.max_steps, "Steps at most")->group(sw)->capture_default_str();
+      ->check(Number(Bound::kNonNegative))->group(sw)->capture_default_str();
+  app->add_option("--max-steps", s.max_steps, "Steps at most")->check(Number(Bound::kPositive))->group(sw)->capture_default_str();
   auto* load = "Client";
   app->add_option("--burstiness", o.burstiness, "Rate mode: gamma shape (1 = Poisson)")
-      ->group(load)->capture_default_str();
+      ->check(Number(Bound::kPositive))->group(load)->capture_default_str();
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request")->group(load);
   app->add_flag("--insecure", o.client.insecure, "Skip TLS certificate verification")->group(load);
-  app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds")->group(load)->capture_default_str();
-  app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds")->group(load)->capture_default_str();
-  app->add_option("--idle-timeout", a->idle_timeout_s, "Seconds between stream reads")->group(load)->capture_default_str();
-  app->add_option("--request-timeout", a->request_timeout_s, "Seconds for a whole request, stream included (0: none)")
-      ->check(CLI::Range(0.0, 864000.0))->group(load)->capture_default_str();
-  app->add_option("--scrape-interval", o.scrape_interval_s, "Seconds between /metrics scrapes")
-      ->group(load)->capture_default_str();
+  app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds, or 500ms, 1m")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+  app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds, or 500ms, 1m")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+  app->add_option("--idle-timeout", a->idle_timeout_s, "Between stream reads: seconds, or 500ms, 1m")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
+  app->add_option("--request-timeout", a->request_timeout_s, "For a whole request, stream included (0: none)")
+      ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(load)->capture_default_str();
+  app->add_option("--scrape-interval", o.scrape_interval_s, "Between /metrics scrapes: seconds, or 500ms")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
   auto* wl = "Workload";
-  app->add_option("--input-len", a->random.input_len, "Prompt tokens")->group(wl)->capture_default_str();
-  app->add_option("--output-len", a->random.output_len, "Tokens to generate")->group(wl)->capture_default_str();
-  app->add_option("--range-ratio", a->random.range_ratio, "Length spread, [0, 1)")->group(wl)->capture_default_str();
-  app->add_option("--prefix-len", a->random.prefix_len, "Shared prefix tokens")->group(wl)->capture_default_str();
+  app->add_option("--input-len,--random-input-len", a->random.input_len, "Prompt tokens (bench's default is 1024: a sweep runs many steps)")
+      ->check(Number(Bound::kPositive))->group(wl)->capture_default_str();
+  app->add_option("--output-len,--random-output-len", a->random.output_len, "Tokens to generate (bench's default is 128)")
+      ->check(Number(Bound::kPositive))->group(wl)->capture_default_str();
+  app->add_option("--range-ratio,--random-range-ratio", a->random.range_ratio, "Length spread, [0, 1)")
+      ->check(Number(Bound::kNonNegative))->group(wl)->capture_default_str();
+  app->add_option("--prefix-len,--random-prefix-len", a->random.prefix_len, "Shared prefix tokens")
+      ->check(Number(Bound::kNonNegative))->group(wl)->capture_default_str();
   app->add_option("--seed", o.seed, "Seed")->group(wl)->capture_default_str();
   app->add_flag("--token-ids", a->random.token_ids, "Send prompts as token ids (completions only)")->group(wl);
   app->add_option("--dataset", a->dataset, "Prompts from a JSONL or ShareGPT JSON file")->group(wl);
@@ -317,8 +326,12 @@ Command RegisterSweep(CLI::App& root) {
   app->add_option("--json", a->json_out, "Write the sweep as JSON (schema latdoc.sweep/1)")->group(out);
   app->add_option("--csv", a->csv_out, "Write one CSV row per step")->group(out);
   app->add_option("--svg", a->svg_out, "Write the chart (p99 TTFT, p99 ITL, tokens/s; knee marked)")->group(out);
-  app->add_flag("--quiet", a->quiet, "No terminal table")->group(out);
-  return {app, [a] { return RunSweepCommand(*a); }};
+  AddQuietFlag(app, &a->quiet, "No terminal table");
+  AddNoColorFlag(app);
+  return {app, [a, server] {
+            if (auto rc = ResolveServerFlags("sweep", *server, /*required=*/true)) return *rc;
+            return RunSweepCommand(*a);
+          }};
 }
 
 }  // namespace latdoc::cli

@@ -13,6 +13,7 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "rules/trace_rules.h"
 #include "trace/analysis/annotate.h"
 #include "trace/analysis/summary_text.h"
@@ -213,31 +214,39 @@ Command RegisterTrace(CLI::App& root) {
   auto args = std::make_shared<TraceArgs>();
   CLI::App* app = root.add_subcommand(
       "trace",
-      "Kernel-level analysis of GPU profiler traces: PyTorch/Kineto JSON (.json/.json.gz), rocprof "
-      "v1 (results.csv/.json, stats CSVs), rocprofv3 CSV/JSON, rocpd SQLite, Nsight Systems SQLite; "
-      "several files (one per rank or process) at once");
-  app->add_option("files", args->files, "trace files; the format is detected from content")->required();
-  app->add_option("--json", args->json_path, "write facts and findings as JSON to FILE");
+      "Kernel-level analysis of GPU profiler traces: PyTorch/Kineto JSON (.json/.json.gz),\n"
+      "rocprof v1 (results.csv/.json, stats CSVs), rocprofv3 CSV/JSON, rocpd SQLite, Nsight Systems\n"
+      "SQLite; several files (one per rank or process) at once.");
+  app->add_option("files", args->files, "Trace files; the format is detected from content")->required();
+  app->add_option("--json", args->json_path, "Write facts and findings as JSON to FILE");
   app->add_option("--annotate", args->annotate_path,
-                  "write a Chrome trace with the findings as marked ranges (open in Perfetto UI)");
-  app->add_option("--top", args->analysis.hot_list, "kernels in the hot list")->check(CLI::Range(1, 1000));
+                  "Write a Chrome trace with the findings as marked ranges (open in Perfetto UI)");
+  app->add_option("--top", args->analysis.hot_list, "Kernels in the hot list")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
   app->add_option("--outlier-factor", args->analysis.outlier_factor,
-                  "outlier: instance slower than this many times its kernel's median (default 5)");
+                  "Outlier: an instance slower than this many times its kernel's median")
+      ->capture_default_str();
   app->add_option("--outlier-min-excess-us", args->outlier_min_excess_us,
-                  "outlier: and at least this much above the median (default 20 us)");
-  app->add_option("--small-copy-kib", args->small_copy_kib, "small copy: below this size (default 64 KiB)");
+                  "Outlier: and at least this many us above the median")
+      ->capture_default_str();
+  app->add_option("--small-copy-kib", args->small_copy_kib, "Small copy: below this size, in KiB")
+      ->capture_default_str();
   app->add_option("--kernel-wait-us", args->kernel_wait_us,
-                  "idle gap split: shorter gaps with the next op already launched are kernel wait (HTA, default 30 us)");
-  app->add_option("--tiny-kernel-us", args->tiny_kernel_us, "tiny kernel: shorter than this (TraceLens, default 10 us)");
+                  "Idle gap split: shorter gaps with the next op already launched are kernel wait (HTA), in us")
+      ->capture_default_str();
+  app->add_option("--tiny-kernel-us", args->tiny_kernel_us, "Tiny kernel: shorter than this many us (TraceLens)")
+      ->capture_default_str();
   app->add_option("--warmup-share", args->analysis.warmup_share,
-                  "share of the host timeline treated as warm-up for steady-state checks (default 0.2)")
-      ->check(CLI::Range(0.0, 0.99));
-  app->add_option("--idle-warn", args->rules.idle_warn_share, "GPU idle share that warns (default 0.10)");
-  app->add_option("--idle-fail", args->rules.idle_fail_share, "GPU idle share that fails (default 0.30)");
-  app->add_flag("--show-ok", args->show_ok, "also list checks that passed");
-  app->add_flag("--no-color", args->no_color, "no ANSI colours");
-  app->add_flag("--quiet,-q", args->quiet, "no terminal summary (with --json/--annotate)");
-  app->add_flag("--timings", args->timings, "print import, finalize and analysis times to stderr");
+                  "Share of the host timeline treated as warm-up for steady-state checks")
+      ->check(CLI::Range(0.0, 0.99))->capture_default_str();
+  app->add_option("--idle-warn", args->rules.idle_warn_share, "GPU idle share that warns")
+      ->capture_default_str();
+  app->add_option("--idle-fail", args->rules.idle_fail_share, "GPU idle share that fails")
+      ->capture_default_str();
+  app->add_flag("--show-ok", args->show_ok, "Also list checks that passed");
+  AddNoColorFlag(app);
+  AddQuietFlag(app, &args->quiet, "No terminal summary (with --json/--annotate)");
+  app->add_flag("--timings", args->timings, "Print import, finalize and analysis times to stderr");
   return Command{app, [args]() -> int { return Run(*args); }};
 }
 

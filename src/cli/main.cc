@@ -1,11 +1,13 @@
 // latdoc: finds where the latency of an LLM inference service goes, and what to change.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "base/exit_codes.h"
 #include "cli/command.h"
+#include "cli/flags.h"
 #include "report/findings_text.h"
 
 #ifndef LATDOC_VERSION
@@ -26,6 +28,7 @@ int Fail(std::string_view command, const Status& status) {
 
 void PrintSummaryAndFindings(std::string summary, const std::vector<rules::Finding>& findings,
                              bool no_color, bool show_ok) {
+  if (QuietRequested()) return;
   report::TextOptions to;
   to.color = !no_color && report::StdoutWantsColor();
   to.show_ok = show_ok;
@@ -41,8 +44,10 @@ int main(int argc, char** argv) {
       "latdoc: finds where the latency of an LLM inference service goes (network, host, GPU\n"
       "kernels, server configuration) and says what to change.",
       "latdoc"};
-  app.set_version_flag("--version", "latdoc " LATDOC_VERSION);
-  app.require_subcommand(1);
+  app.set_version_flag("-V,--version", "latdoc " LATDOC_VERSION);
+  app.footer(
+      "latdoc help COMMAND (or latdoc COMMAND --help) explains a command. A DURATION takes a unit\n"
+      "(30s, 250ms, 5m); a bare number is in the option's unit.");
   app.fallthrough(false);
 
   std::vector<latdoc::cli::Command> commands = {
@@ -59,17 +64,40 @@ int main(int argc, char** argv) {
       latdoc::cli::RegisterExporter(app),
       latdoc::cli::RegisterCompare(app),
   };
+  // Arguments CLI11 does not know are collected rather than refused, so that latdoc names them
+  // itself: the closest option or command, and never the value that followed (it may be a key).
+  app.allow_extras();
+  for (CLI::App* sub : app.get_subcommands({})) sub->allow_extras();
+
+  // "latdoc help [COMMAND]" and "latdoc version", as git and docker take them.
+  std::vector<std::string> args(argv, argv + argc);
+  if (args.size() >= 2 && args[1] == "help") {
+    args.erase(args.begin() + 1);
+    args.push_back("--help");
+  } else if (args.size() == 2 && args[1] == "version") {
+    args[1] = "--version";
+  }
+  std::vector<char*> av;
+  for (std::string& a : args) av.push_back(a.data());
 
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(av.size()), av.data());
   } catch (const CLI::Success& e) {
+    // "latdoc benchh --help" (or "latdoc help benchh"): the misspelt command, not the help.
+    const std::vector<std::string> top = app.remaining();
+    if (!top.empty() && !top.front().empty() && top.front()[0] != '-') {
+      if (auto rc = latdoc::cli::ReportUnknownArguments(app)) return *rc;
+    }
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return latdoc::kExitBadInput;
+    // An unknown option explains the rest ("--bogus" is why "--url" seemed missing).
+    if (auto rc = latdoc::cli::ReportUnknownArguments(app)) return *rc;
+    return latdoc::cli::ReportParseError(app, e);
   }
+  if (auto rc = latdoc::cli::ReportUnknownArguments(app)) return *rc;
   for (auto& c : commands) {
     if (c.app->parsed()) return c.run();
   }
+  std::fprintf(stderr, "%s\nlatdoc: give a command (latdoc help COMMAND explains one)\n", app.help().c_str());
   return latdoc::kExitBadInput;
 }

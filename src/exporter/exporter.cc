@@ -119,10 +119,10 @@ StatusOr<Observation> ScrapeServerMetrics(const ExporterOptions& o) {
                  [&](const http::ExchangeResult& r, std::string body) {
                    loop.Stop();
                    if (r.failure != http::FailureKind::kNone) {
-                     st = Unavailable(fmt::format("{}/metrics: {}", url.Origin(), r.error));
+                     st = Unavailable(fmt::format("{}: {}", url.Spec("/metrics"), r.error));
                    } else if (r.status != 200) {
                      st = Unavailable(
-                         fmt::format("{}/metrics answered HTTP {}", url.Origin(), r.status));
+                         fmt::format("{} answered HTTP {}", url.Spec("/metrics"), r.status));
                    } else {
                      obs.snapshot = servermetrics::SnapshotFromText(body, o.model);
                    }
@@ -130,8 +130,8 @@ StatusOr<Observation> ScrapeServerMetrics(const ExporterOptions& o) {
   loop.Run();
   RETURN_IF_ERROR(st);
   if (obs.snapshot->server.empty())
-    return InvalidArgument(fmt::format("{}/metrics: no metric of a known server (vLLM, "
-                                       "llama.cpp, SGLang, TGI)", url.Origin()));
+    return InvalidArgument(fmt::format("{}: no metric of a known server (vLLM, "
+                                       "llama.cpp, SGLang, TGI)", url.Spec("/metrics")));
   return obs;
 }
 

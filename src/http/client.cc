@@ -21,7 +21,12 @@
 
 namespace latdoc::http {
 
-std::string Url::Origin() const { return fmt::format("{}://{}:{}", scheme, host, port); }
+std::string Url::Origin() const {
+  if (host.find(':') != std::string::npos) return fmt::format("{}://[{}]:{}", scheme, host, port);
+  return fmt::format("{}://{}:{}", scheme, host, port);
+}
+
+std::string Url::Spec(std::string_view target) const { return Origin() + base_path + std::string(target); }
 
 StatusOr<Url> ParseUrl(std::string_view text) {
   Url u;

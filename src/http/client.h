@@ -33,7 +33,10 @@ struct Url {
   std::string base_path;  // "" or "/prefix" (no trailing slash)
   std::string query;      // "" or "api-version=1" (no '?'): added to every request's target
   bool tls() const { return scheme == "https"; }
-  std::string Origin() const;  // "http://host:port"
+  std::string Origin() const;  // "http://host:port" ("http://[::1]:port" for an IPv6 host)
+  // The URL a request for `target` ("/v1/models") really goes to, for messages: the origin,
+  // the base path and the target (the query is left out: it may carry a key).
+  std::string Spec(std::string_view target) const;
 };
 
 // Parses "http://host[:port][/path][?query]"; the port defaults to 80/443. Errors say what is

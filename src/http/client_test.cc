@@ -51,6 +51,15 @@ TEST(ParseUrlTest, Forms) {
             "--api-key-env)");
 }
 
+// What messages print: an IPv6 host in brackets (it printed "http://::1:9"), and the URL a
+// request really went to, base path included, query left out (it may carry a key).
+TEST(ParseUrlTest, OriginAndSpec) {
+  EXPECT_EQ(ParseUrl("http://[::1]:9/")->Origin(), "http://[::1]:9");
+  EXPECT_EQ(ParseUrl("http://h")->Origin(), "http://h:80");
+  EXPECT_EQ(ParseUrl("https://gw/llm/?key=abc")->Spec("/v1/models"), "https://gw:443/llm/v1/models");
+  EXPECT_EQ(ParseUrl("http://h:8000")->Spec("/metrics"), "http://h:8000/metrics");
+}
+
 // Records what an exchange saw.
 struct Recorder : ExchangeObserver {
   void OnHeaders(int s, std::string_view, int64_t) override { status = s; }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <span>
 
 #include <fmt/core.h>
 
@@ -52,8 +53,17 @@ struct PerRequest {
   std::optional<int64_t> tpot_ns;
 };
 
-void PutStats(ordered_json& j, std::string_view metric, const std::vector<int64_t>& ns) {
-  for (const auto& st : stats::VllmStatKeys(metric, ns)) {
+// `o`: the metrics and percentiles the user chose (--percentile-metrics, --metric-percentiles);
+// null for latdoc's own statistics, which always have the default ones.
+void PutStats(ordered_json& j, std::string_view metric, const std::vector<int64_t>& ns,
+              const BenchOptions* o = nullptr) {
+  if (o && !o->summary_metrics.empty() &&
+      std::find(o->summary_metrics.begin(), o->summary_metrics.end(), metric) == o->summary_metrics.end())
+    return;
+  const std::span<const double> percentiles = !o || o->summary_percentiles.empty()
+                                                  ? stats::kDefaultPercentiles
+                                                  : std::span<const double>(o->summary_percentiles);
+  for (const auto& st : stats::VllmStatKeys(metric, ns, percentiles)) {
     if (st.value_ms) j[st.key] = *st.value_ms;
     else j[st.key] = nullptr;
   }
@@ -227,7 +237,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
   j["date"] = date;
   j["endpoint_type"] = o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
-  j["backend"] = o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
+  j["backend"] = !o.backend.empty() ? o.backend : o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
   j["model_id"] = run.model;
   j["num_prompts"] = run.records.size();
   // As vLLM writes it: "inf" for every request at once (or a closed loop).
@@ -246,10 +256,10 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   j["output_throughput"] = double(out_tokens) / dur_s;
   j["total_token_throughput"] = double(in_tokens + out_tokens) / dur_s;
   j["max_concurrent_requests"] = run.max_in_flight;
-  PutStats(j, "ttft", ttfts);
-  PutStats(j, "tpot", tpots);
-  PutStats(j, "itl", itls);
-  PutStats(j, "e2el", e2els);
+  PutStats(j, "ttft", ttfts, &o);
+  PutStats(j, "tpot", tpots, &o);
+  PutStats(j, "itl", itls, &o);
+  PutStats(j, "e2el", e2els, &o);
   // Per-request samples of the ok requests (ms, to the microsecond), so `latdoc compare` can
   // judge noise by bootstrap rather than by thresholds.
   auto samples = [](const std::vector<int64_t>& v) {
@@ -425,16 +435,22 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   if (ro.slo.any()) line("Request goodput (req/s):", num(double(good) / dur_s));
   line("Output token throughput (tok/s):", num(double(out_tokens) / dur_s));
   line("Total token throughput (tok/s):", num(double(in_tokens + out_tokens) / dur_s));
+  const std::vector<double> text_percentiles =
+      o.summary_percentiles.empty() ? std::vector<double>{99} : o.summary_percentiles;
   for (auto [title, key] : {std::pair{"Time to First Token", "ttft"},
                             std::pair{"Time per Output Token (excl. 1st token)", "tpot"},
                             std::pair{"Inter-token Latency", "itl"},
                             std::pair{"End-to-end Latency", "e2el"}}) {
+    if (!j.contains("mean_" + std::string(key) + "_ms")) continue;  // not in --percentile-metrics
     t += fmt::format("{:-^52}\n", std::string(" ") + title + " ");
     std::string up = key;
     for (char& c : up) c = char(std::toupper(static_cast<unsigned char>(c)));
     line(fmt::format("Mean {} (ms):", up), jnum(("mean_" + std::string(key) + "_ms").c_str()));
     line(fmt::format("Median {} (ms):", up), jnum(("median_" + std::string(key) + "_ms").c_str()));
-    line(fmt::format("P99 {} (ms):", up), jnum(("p99_" + std::string(key) + "_ms").c_str()));
+    for (double p : text_percentiles) {
+      const std::string word = stats::PercentileWord(p);
+      line(fmt::format("P{} {} (ms):", word, up), jnum(("p" + word + "_" + std::string(key) + "_ms").c_str()));
+    }
   }
   t += fmt::format("{:-^52}\n", " Token counts ");
   for (const auto& [k, v] : methods) line(fmt::format("Counted by {}:", k), std::to_string(v));

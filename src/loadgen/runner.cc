@@ -367,7 +367,8 @@ class Runner {
                      if (r.failure != http::FailureKind::kNone || r.status != 200) {
                        run_.metrics_error = r.failure != http::FailureKind::kNone
                                                 ? r.error
-                                                : fmt::format("/metrics answered HTTP {}", r.status);
+                                                : fmt::format("{} answered HTTP {}",
+                                                              metrics_client_->url().Spec("/metrics"), r.status);
                        done(false);
                        return;
                      }
@@ -488,19 +489,23 @@ StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
       if (r.status == 401 || r.status == 403) {
         // Reached, but refused: the key, not the network (a caller that tells the two apart
         // does not call the server unreachable).
-        st = PermissionDenied(fmt::format("{}/v1/models answered HTTP {}: check the API key "
-                                          "(--api-key-env)", url.Origin(), r.status));
+        st = PermissionDenied(fmt::format("{} answered HTTP {}: check the API key "
+                                          "(--api-key-env)", url.Spec("/v1/models"), r.status));
         return;
       }
       if (r.status != 200) {
-        st = Unavailable(fmt::format("{}/v1/models answered HTTP {}", url.Origin(), r.status));
+        st = Unavailable(fmt::format("{} answered HTTP {}{}", url.Spec("/v1/models"), r.status,
+                                     r.status == 404 && !url.base_path.empty()
+                                         ? fmt::format(" (is {} part of the server's routes? latdoc adds "
+                                                       "/v1/... after it)", url.base_path)
+                                         : ""));
         return;
       }
       auto j = nlohmann::json::parse(body, nullptr, false);
       if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
           !j["data"][0].contains("id") || !j["data"][0]["id"].is_string()) {
         st = InvalidArgument(fmt::format(
-            "{}/v1/models: not an OpenAI model list (give --model)", url.Origin()));
+            "{}: not an OpenAI model list (give --model)", url.Spec("/v1/models")));
         return;
       }
       model = j["data"][0]["id"].get<std::string>();

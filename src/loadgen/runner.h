@@ -53,6 +53,12 @@ struct BenchOptions {
   // The command named in what the run says on standard error when a signal stops it
   // ("latdoc bench: stopping: draining 4 in-flight streams ..."); empty: nothing is said.
   std::string command = "bench";
+  // What the summary shows (vLLM's --percentile-metrics and --metric-percentiles): the metrics
+  // ("ttft", "tpot", "itl", "e2el") with statistics, and their percentiles. Empty: all four
+  // metrics; P99 in the text, p90/p95/p99/p99.9 in the JSON.
+  std::vector<std::string> summary_metrics;
+  std::vector<double> summary_percentiles;
+  std::string backend;             // the JSON's "backend" (vLLM's --backend); "": from the endpoint
 };
 
 // One /metrics scrape during the run.

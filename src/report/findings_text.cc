@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string_view>
 
 #include <fmt/core.h>
 
@@ -132,7 +133,11 @@ std::string RenderFindingsMarkdown(const std::vector<Finding>& findings) {
 }
 
 bool StdoutWantsColor() {
+  // no-color.org: a NO_COLOR that is set and not empty; a terminal that says it has no
+  // capabilities (TERM=dumb, as Emacs's shell and some CI runners set) gets none either.
   const char* nc = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
   return ::isatty(1) && (nc == nullptr || nc[0] == '\0');
 }
 

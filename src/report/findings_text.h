@@ -30,7 +30,7 @@ std::string MarkdownAdvice(std::string_view s);
 // escaped (tables split cells before inline parsing), line breaks as spaces.
 std::string MarkdownCode(std::string_view s);
 
-// True when standard output is a terminal and NO_COLOR is unset.
+// True when standard output is a terminal, NO_COLOR is unset or empty and TERM is not "dumb".
 bool StdoutWantsColor();
 
 }  // namespace latdoc::report

@@ -387,7 +387,7 @@ TEST(ExporterE2eTest, BadFlagsExitTwoWithAClearMessage) {
   };
   for (const Case& c : std::vector<Case>{
            {{"--interval", "fast"},
-            "latdoc exporter: --interval 'fast' is not a duration (e.g. 15s, 500ms, 2m)"},
+            "latdoc exporter: --interval 'fast' is not a duration (e.g. 30s, 250ms, 5m)"},
            {{"--interval", "200ms"}, "latdoc exporter: --interval must be at least 1s"},
            {{"--listen", "nowhere"},
             "latdoc exporter: --listen 'nowhere': expected HOST:PORT, e.g. 127.0.0.1:9464"},
@@ -422,9 +422,11 @@ TEST(ExporterE2eTest, OnceExitsThreeForADownTargetAndOneForAFailure) {
                              20000);
   EXPECT_EQ(down.exit_code, 3) << down.err;
   EXPECT_THAT(down.out, HasSubstr("latdoc_canary_up 0\n"));
-  // The target label carries the server, not a query's token.
-  EXPECT_THAT(down.out, HasSubstr("target=\"http://127.0.0.1:" + std::to_string(closed) + "/v1\"}"));
+  // The target label carries the server, not a query's token (and not the /v1 latdoc adds
+  // itself, which --target's note says it dropped).
+  EXPECT_THAT(down.out, HasSubstr("target=\"http://127.0.0.1:" + std::to_string(closed) + "\"}"));
   EXPECT_EQ(down.out.find("token=abc"), std::string::npos);
+  EXPECT_EQ(down.err.find("token=abc"), std::string::npos);
 
   SimProcess sim({"--log-file", "/dev/null"});
   RunResult up = RunLatdoc({"exporter", "--once", "--no-host", "--target", sim.url()}, 20000);

@@ -283,8 +283,9 @@ TEST(SweepCliTest, MetricsUrlNamingTheEndpointIsRead) {
   r = RunLatdoc(args);
   sim.process().Signal(SIGTERM);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err, "latdoc sweep: the server's metrics were not read (/metrics answered HTTP 404): no queue, "
-                   "KV or step-time evidence for the knee\n");
+  // The URL really requested: the --metrics-url path with /metrics after it.
+  EXPECT_EQ(r.err, "latdoc sweep: the server's metrics were not read (" + sim.url() +
+                       "/prom/metrics answered HTTP 404): no queue, KV or step-time evidence for the knee\n");
 }
 
 TEST(SweepCliTest, SloNothingMeetsExits1) {
