@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
-# Installs the Debian packages latdoc builds and tests with. Idempotent: packages already
-# present are skipped, and apt is only touched when something is missing.
+# Installs the Debian 12 packages latdoc needs. Idempotent: packages already present are
+# skipped, and apt is only touched when something is missing.
+# Usage: scripts/install-deps.sh [build|test]   (default: test)
+#   build  what building latdoc needs: the compiler toolchain, the libraries, and Node.js/npm
+#          for the chart library the HTML report embeds at build time (scripts/demo.sh).
+#   test   build, plus what the tests run: curl, python3, Chromium (tests/browser) and
+#          Prometheus (the exporter's end-to-end tests run a real Prometheus and promtool).
 set -euo pipefail
+
+set_name="${1:-test}"
+case "$set_name" in
+  build|test) ;;
+  *) echo "usage: scripts/install-deps.sh [build|test]" >&2; exit 2 ;;
+esac
 
 pkgs=(
   cmake ninja-build g++ pkg-config
   libboost-dev libssl-dev libsimdjson-dev zlib1g-dev libisal-dev libzstd-dev libsqlite3-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev
+  # CMake finds GoogleTest and Google Benchmark when it configures (unit tests and bench/ are
+  # part of every preset's build), so configuring needs them even to build the binary alone.
   libgtest-dev libgmock-dev libbenchmark-dev
-  curl python3 chromium
-  prometheus  # the exporter's end-to-end tests run a real Prometheus and promtool
 )
+if [ "$set_name" = test ]; then
+  pkgs+=(curl python3 chromium prometheus)
+fi
 # Node.js and npm build the HTML report's assets; the machine may already have them (not from apt).
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()
