@@ -29,6 +29,7 @@ struct Outputs {
   std::string json, markdown, html;
   bool show_ok = false;
   bool quiet = false;
+  double max_error_rate = 0;  // the share of failed load-test requests tolerated (exit 0)
 };
 
 void AddOutputs(CLI::App* app, Outputs& o) {
@@ -54,12 +55,14 @@ Status CheckOutputs(const Outputs& o) {
 //   a signal stopped it                                128 + the signal
 //   a live target that could not be reached            3
 //   no live target, and not one input could be read   2
-//   the load tests had failed requests                 1 ("12 of 216 requests failed (...)")
+//   the load tests had failed requests                 1 ("12 of 216 requests failed (...)"),
+//     beyond --max-error-rate (default 0: any)
 //   the server stopped answering during them           1
 //   --slo missed at the target load                    1 ("SLO missed: 93.0% of requests met ...")
 //   a `fail` finding                                   1
 // The failure line is said whatever the exit, as bench says it.
-int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const std::string& json_out) {
+int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const std::string& json_out,
+            double max_error_rate) {
   const nlohmann::ordered_json& doc = r.doc;
   auto say = [&](const std::string& line) { fmt::print(stderr, "latdoc {}: {}\n", command, line); };
   // Requests cancelled by the stop are the user's doing: TallyFailures leaves them out.
@@ -71,7 +74,11 @@ int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const s
     std::string line = failures.Text() + " in the load tests";
     if (!failures.first_error.empty()) line += "; first: " + failures.first_error.substr(0, 200);
     if (!json_out.empty()) line += "; see \"failures\" of \"baseline\" and \"bench\" in " + json_out;
+    if (failures.rate() <= max_error_rate)
+      line += fmt::format(" (tolerated: --max-error-rate {:g}%)", 100 * max_error_rate);
     say(line);
+    if (failures.rate() > max_error_rate && max_error_rate > 0)
+      say(loadgen::ErrorRateMissText(failures.rate(), max_error_rate));
   }
   if (r.stop_signal != 0) {
     say(doc.value("partial_reason", std::string("interrupted")) +
@@ -124,7 +131,7 @@ int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const s
       missed = true;
     }
   }
-  if (failures.failed > 0 || missed) return kExitFindings;
+  if (failures.rate() > max_error_rate || missed) return kExitFindings;
   return rules::WorstSeverity(r.findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
 }
 
@@ -144,7 +151,7 @@ int Write(const diagnose::DiagnoseResult& r, const Outputs& o, std::string_view 
     fmt::print(stderr, "latdoc: {}\n", st.message());
     return ExitCodeFor(st);
   }
-  return Verdict(r, command, o.json);
+  return Verdict(r, command, o.json, o.max_error_rate);
 }
 
 struct DiagnoseArgs {
@@ -302,6 +309,9 @@ Command RegisterDiagnose(CLI::App& root) {
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request");
   app->add_flag("--insecure", d.bench.client.insecure, "Skip TLS certificate verification");
   app->add_option("--slo", a->slo, "ttft:MS,tpot:MS,e2el:MS");
+  app->add_option("--max-error-rate", a->out.max_error_rate,
+                  "Fraction of failed load-test requests allowed (exit 1 above; 0: any failure)")
+      ->check(Number(Bound::kNonNegative))->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app->add_option("--trace", d.traces, "Profiler trace(s): Kineto JSON, rocprof, rocpd, nsys SQLite");
   app->add_option("--logs", d.logs, "Server log file(s)");
   app->add_option("--facts", d.facts_path, "Host facts from `latdoc doctor --collect`");

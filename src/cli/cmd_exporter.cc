@@ -40,6 +40,7 @@ struct ExporterArgs {
   std::string sysroot = "/";
   int64_t pid = 0;
   bool once = false;
+  double max_error_rate = 0;  // --once: the share of failed canary requests tolerated
   std::string api_key_env = "OPENAI_API_KEY";
 };
 
@@ -125,11 +126,12 @@ int RunExporter(const ExporterArgs& a) {
       if (outcome != loadgen::OutcomeName(loadgen::Outcome::kOk)) failed[outcome] += n;
     }
     loadgen::FailureTally canary = loadgen::TallyFailures(failed, sent);
+    const bool canary_failed = canary.failed > 0 && canary.rate() > a.max_error_rate;
     if (canary.failed > 0) {
-      std::fprintf(stderr, "latdoc exporter: %s%s\n", canary.Text("canary requests").c_str(),
-                   state.canary_last_error.empty()
-                       ? ""
-                       : ("; last: " + state.canary_last_error.substr(0, 200)).c_str());
+      std::string line = canary.Text("canary requests");
+      if (!state.canary_last_error.empty()) line += "; last: " + state.canary_last_error.substr(0, 200);
+      if (!canary_failed) line += fmt::format(" (tolerated: --max-error-rate {:g}%)", 100 * a.max_error_rate);
+      std::fprintf(stderr, "latdoc exporter: %s\n", line.c_str());
     }
     const bool canary_ok = state.canary_last_ok.value_or(false);
     if (!o.target.empty() && !canary_ok && !state.server_up.value_or(false)) {
@@ -140,7 +142,7 @@ int RunExporter(const ExporterArgs& a) {
     const bool failing = std::any_of(state.findings.begin(), state.findings.end(), [](const rules::Finding& f) {
       return f.severity == rules::Severity::kFail;
     });
-    return failing || canary.failed > 0 ? kExitFindings : kExitOk;
+    return failing || canary_failed ? kExitFindings : kExitOk;
   }
   if (Status st = e.Start(); !st.ok()) {
     std::fprintf(stderr, "latdoc exporter: %s\n", st.message().c_str());
@@ -201,7 +203,10 @@ Command RegisterExporter(CLI::App& root) {
   app->add_option("--pid", args->pid, "The server process for the host checks");
   app->add_flag("--once", args->once,
                 "Run one cycle, print the page and exit (no server); exit 3 when the target did "
-                "not answer, 1 with a failing finding");
+                "not answer, 1 with a failing finding or a failed canary request");
+  app->add_option("--max-error-rate", args->max_error_rate,
+                  "With --once: fraction of failed canary requests allowed (0: any failure exits 1)")
+      ->check(Number(Bound::kNonNegative))->check(CLI::Range(0.0, 1.0))->capture_default_str();
   AddNoColorFlag(app);
   return {app, [args, server] {
             if (auto rc = ResolveServerFlags("exporter", *server, /*required=*/false)) return *rc;

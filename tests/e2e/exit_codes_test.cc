@@ -38,6 +38,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -465,6 +466,39 @@ TEST(DiagnoseFailuresTest, FailedRequestsInTheLoadTestsExit1AndAreCounted) {
                                            "the load tests; first: http_status: HTTP 503", failed, sent, failed)));
 }
 
+// diagnose --max-error-rate raises the tolerance as bench's does: the same failures are said,
+// marked tolerated, and the run exits 0 (a fail finding aside); below them it exits 1 with the
+// rate line.
+TEST(DiagnoseFailuresTest, MaxErrorRateToleratesFailuresAsBenchDoes) {
+  SimProcess sim(With(kFastSim, {"--sim-fault-503", "0.1", "--seed", "5"}));
+  TempDir dir("exit_diag_tol");
+  const std::vector<std::string> run = {"diagnose", "--url", sim.url(), "--concurrency", "4",
+                                        "--requests", "40", "--baseline-requests", "8",
+                                        "--net-samples", "0", "--input-len", "8", "--output-len", "8",
+                                        "--quiet", "--json", dir / "d.json"};
+  std::vector<std::string> args = run;
+  args.insert(args.end(), {"--max-error-rate", "0.9"});
+  RunResult r = RunLatdoc(args);
+  json j = ReadJson(dir / "d.json");
+  const int failed = j["baseline"]["failed"].get<int>() + j["bench"]["failed"].get<int>();
+  ASSERT_GT(failed, 0);
+  EXPECT_THAT(r.err, HasSubstr("(tolerated: --max-error-rate 90%)"));
+  bool fail_finding = false;
+  for (const json& f : j["findings"]) fail_finding = fail_finding || f["severity"] == "fail";
+  EXPECT_EQ(r.exit_code, fail_finding ? 1 : 0) << r.err;
+
+  args = run;
+  args.insert(args.end(), {"--max-error-rate", "0.001"});
+  r = RunLatdoc(args);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("latdoc diagnose: error rate "));
+  EXPECT_THAT(r.err, HasSubstr("> --max-error-rate 0.1%"));
+  EXPECT_THAT(r.err, Not(HasSubstr("tolerated")));
+
+  r = RunLatdoc({"diagnose", "--url", sim.url(), "--max-error-rate", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 // diagnose --slo missed at the target load: exit 1 and the line says which bound, the share
 // met and the share needed (nothing said it).
 TEST(DiagnoseFailuresTest, SloMissedAtTheTargetLoadIsSaid) {
@@ -485,6 +519,17 @@ TEST(ExporterOnceTest, FailedCanaryIsSaidAndExits1Or3) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_THAT(r.err, HasSubstr("latdoc exporter: 1 of 1 canary requests failed (1 HTTP error); last: "
                                "http_status: HTTP 500"));
+
+  // --max-error-rate 1 tolerates the failed canary: said and marked tolerated. The run still
+  // exits 1, for a reason of its own that the page shows: the load.failures rule fails a server
+  // that answered every request of the cycle with an error.
+  r = RunLatdoc({"exporter", "--once", "--no-host", "--target", sim.url(), "--max-error-rate", "1"},
+                30000);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("latdoc_finding{rule=\"load.failures\",layer=\"load\",severity=\"fail\"} 1"));
+  EXPECT_THAT(r.err, HasSubstr("1 of 1 canary requests failed (1 HTTP error); last: http_status: "
+                               "HTTP 500"));
+  EXPECT_THAT(r.err, EndsWith(" (tolerated: --max-error-rate 100%)\n"));
 
   const std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());
   r = RunLatdoc({"exporter", "--once", "--no-host", "--timeout", "2s", "--target", url}, 30000);
