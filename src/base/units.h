@@ -16,4 +16,17 @@ std::string FormatDurationNs(int64_t ns);
 std::string FormatOptional(const std::optional<double>& v, int precision = 1,
                            const char* unit = "");
 
+// Numbers for people. None of these ever prints a negative zero ("-0", "-0.00"): a value that
+// rounds to zero prints as zero, unsigned.
+//
+// A count (requests, preemptions, kernel names, a concurrency): the nearest whole number,
+// "1414", "262144", never "1414.00" or "2.621e+05". NaN and infinities print "n/a".
+std::string FormatCount(double count);
+std::string FormatCount(const std::optional<double>& count);  // nullopt: "n/a"
+// `v` with exactly `decimals` decimals ("0.12", "3.00").
+std::string FormatFixed(double v, int decimals);
+// `v` with at most `digits` significant digits, as %g does ("0.0123", "1.5e-07"), except that a
+// whole number below 1e15 prints all its digits ("85", "262144", not "2.621e+05").
+std::string FormatSignificant(double v, int digits);
+
 }  // namespace latdoc
