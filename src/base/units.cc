@@ -61,7 +61,10 @@ std::string FormatFixed(double v, int decimals) {
 
 std::string FormatSignificant(double v, int digits) {
   if (!std::isfinite(v)) return std::isnan(v) ? "n/a" : (v > 0 ? "inf" : "-inf");
-  if (std::fabs(v) < 1e15 && v == std::trunc(v)) return FormatCount(v);
+  // Whole numbers, and numbers too large for `digits` digits after the point, print as whole
+  // numbers: "262144" and "55078", not "2.621e+05" and "5.508e+04".
+  if (std::fabs(v) < 1e15 && (v == std::trunc(v) || std::fabs(v) >= std::pow(10.0, digits)))
+    return FormatCount(v);
   return Unsigned0(fmt::format("{:.{}g}", v, digits));
 }
 

@@ -25,8 +25,9 @@ std::string FormatCount(double count);
 std::string FormatCount(const std::optional<double>& count);  // nullopt: "n/a"
 // `v` with exactly `decimals` decimals ("0.12", "3.00").
 std::string FormatFixed(double v, int decimals);
-// `v` with at most `digits` significant digits, as %g does ("0.0123", "1.5e-07"), except that a
-// whole number below 1e15 prints all its digits ("85", "262144", not "2.621e+05").
+// `v` with at most `digits` significant digits, as %g does ("0.0123", "12.35", "1.5e-07"),
+// except that a whole number, or one of more than `digits` digits before the point, below 1e15
+// prints as a whole number ("85", "262144" and "55078", not "2.621e+05" and "5.508e+04").
 std::string FormatSignificant(double v, int digits);
 
 }  // namespace latdoc

@@ -38,6 +38,8 @@ TEST(UnitsTest, SignificantKeepsWholeNumbersWhole) {
   EXPECT_EQ(FormatSignificant(85.0, 4), "85");
   EXPECT_EQ(FormatSignificant(0.0123, 4), "0.0123");
   EXPECT_EQ(FormatSignificant(12.5, 4), "12.5");
+  EXPECT_EQ(FormatSignificant(55077.5, 4), "55078");
+  EXPECT_EQ(FormatSignificant(1234.56, 4), "1235");  // four digits before the point: no exponent
   EXPECT_EQ(FormatSignificant(1.5e15, 4), "1.5e+15");
   EXPECT_EQ(FormatSignificant(std::numeric_limits<double>::infinity(), 4), "inf");
 }

@@ -9,6 +9,10 @@
 #include "base/clock.h"
 #include "base/json_text.h"
 #include "base/strings.h"
+#include "base/units.h"
+#include "base/secrets.h"
+#include "http/client.h"
+#include "servermetrics/metric_names.h"
 #include "stats/sample_summary.h"
 
 namespace latdoc::loadgen {
@@ -45,6 +49,16 @@ StatusOr<SloSpec> ParseSlo(std::string_view text) {
 }
 
 namespace {
+
+// "http://10.0.0.5:8000 (its /metrics in vLLM's names)": the URL without any user:password
+// part, and the server kind its /metrics matched, when one did.
+std::string ServerLabel(const std::string& url, const std::string& server_id) {
+  auto u = http::ParseUrl(url);
+  std::string out = u.ok() ? u->Origin() + u->base_path : RedactSecretsInText(url);
+  if (!server_id.empty())
+    out += fmt::format(" (its /metrics in {}'s names)", servermetrics::ServerKindName(server_id));
+  return ToTerminalText(out);
+}
 
 struct PerRequest {
   int64_t ttft_ns, e2el_ns;
@@ -257,14 +271,13 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                   "client TTFT - client queue - server TTFT (inferred)";
       srv["ttft_breakdown"] = b;
       const bool client_queued = *mean_client_queue_ms >= 0.005;
+      auto ms2 = [](std::optional<double> v) { return v ? FormatFixed(*v, 2) + " ms" : std::string("n/a"); };
       breakdown_text = fmt::format(
-          "TTFT breakdown (mean): client {:.2f} ms = {}queue {} + prefill {} + other server {} + "
-          "network and front end {:.2f} ms\n",
-          *mean_client_ttft_ms,
-          client_queued ? fmt::format("client queue {:.2f} ms + ", *mean_client_queue_ms) : "",
-          queue ? fmt::format("{:.2f} ms", *queue) : "n/a",
-          prefill ? fmt::format("{:.2f} ms", *prefill) : "n/a",
-          other ? fmt::format("{:.2f} ms", *other) : "n/a", net);
+          "TTFT breakdown (mean): client {} = {}queue {} + prefill {} + other server {} + "
+          "network and front end {}\n",
+          ms2(*mean_client_ttft_ms),
+          client_queued ? "client queue " + ms2(*mean_client_queue_ms) + " + " : "",
+          ms2(queue), ms2(prefill), ms2(other), ms2(net));
     }
   } else if (!run.metrics_error.empty()) {
     srv["error"] = run.metrics_error;
@@ -288,12 +301,14 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   auto line = [&](std::string_view label, const std::string& v) {
     t += fmt::format("{:<40}{:>12}\n", label, v);
   };
-  auto num = [](double v, int p = 2) { return fmt::format("{:.{}f}", v, p); };
+  auto num = [](double v, int p = 2) { return FormatFixed(v, p); };  // never "-0.00"
   auto jnum = [&](const char* key) {
     return j[key].is_null() ? std::string("n/a") : num(j[key].get<double>());
   };
   t += fmt::format("{:=^52}\n", " Serving Benchmark Result ");
   if (run.partial) t += fmt::format("PARTIAL: {}\n", run.partial_reason);
+  t += fmt::format("Model: {}\nServer: {}\n", run.model.empty() ? "n/a" : ToTerminalText(run.model),
+                   ServerLabel(o.url, run.metrics_available ? run.after.server : ""));
   line("Successful requests:", std::to_string(completed));
   line("Failed requests:", std::to_string(failed));
   for (const auto& [k, v] : failures) line(fmt::format("  {}:", k), std::to_string(v));
@@ -329,7 +344,9 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                               std::pair{"Max waiting requests:", "max_waiting"},
                               std::pair{"Max KV cache usage (0-1):", "max_kv_cache_usage"}}) {
       const auto& v = srv[key];
-      line(label, v.is_null() ? "n/a" : num(v.get<double>()));
+      // Preemptions and waiting requests are counts: "0", not "0.00".
+      const bool count = std::string_view(key) == "preemptions" || std::string_view(key) == "max_waiting";
+      line(label, v.is_null() ? "n/a" : count ? FormatCount(v.get<double>()) : num(v.get<double>()));
     }
     t += breakdown_text;
   } else {
