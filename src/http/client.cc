@@ -21,7 +21,11 @@
 
 namespace latdoc::http {
 
-std::string Url::Origin() const { return fmt::format("{}://{}:{}", scheme, host, port); }
+// An IPv6 literal is bracketed (RFC 3986 section 3.2.2): "http://[::1]:8000", not "http://::1:8000".
+std::string Url::Origin() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return fmt::format("{}://{}{}{}:{}", scheme, v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
 
 StatusOr<Url> ParseUrl(std::string_view text) {
   Url u;

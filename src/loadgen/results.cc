@@ -100,7 +100,12 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
     if (r.outcome != Outcome::kOk) {
       ++failed;
       ++failures[std::string(OutcomeName(r.outcome))];
-      if (first_errors.size() < 5) first_errors.push_back(fmt::format("{}: {}", OutcomeName(r.outcome), r.error));
+      if (first_errors.size() < 5) {
+        // "cancelled", not "cancelled: cancelled": the error adds nothing when it is the name.
+        const std::string_view name = OutcomeName(r.outcome);
+        first_errors.push_back(r.error.empty() || r.error == name ? std::string(name)
+                                                                  : fmt::format("{}: {}", name, r.error));
+      }
       continue;
     }
     ++completed;
