@@ -50,16 +50,6 @@ StatusOr<SloSpec> ParseSlo(std::string_view text) {
 
 namespace {
 
-// "http://10.0.0.5:8000 (its /metrics in vLLM's names)": the URL without any user:password
-// part, and the server kind its /metrics matched, when one did.
-std::string ServerLabel(const std::string& url, const std::string& server_id) {
-  auto u = http::ParseUrl(url);
-  std::string out = u.ok() ? u->Origin() + u->base_path : RedactSecretsInText(url);
-  if (!server_id.empty())
-    out += fmt::format(" (its /metrics in {}'s names)", servermetrics::ServerKindName(server_id));
-  return ToTerminalText(out);
-}
-
 struct PerRequest {
   int64_t ttft_ns, e2el_ns;
   std::optional<int64_t> tpot_ns;
@@ -361,6 +351,14 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   for (const auto& e : first_errors) t += "  error: " + e + "\n";
   t += std::string(52, '=') + "\n";
   return out;
+}
+
+std::string ServerLabel(const std::string& url, const std::string& server_id) {
+  auto u = http::ParseUrl(url);
+  std::string out = u.ok() ? u->Origin() + u->base_path : RedactSecretsInText(url);
+  if (!server_id.empty())
+    out += fmt::format(" (its /metrics in {}'s names)", servermetrics::ServerKindName(server_id));
+  return ToTerminalText(out);
 }
 
 std::string RequestsJsonl(const BenchRun& run) {

@@ -68,6 +68,7 @@ struct RequestSample {
 struct ServerStepMetrics {
   bool available = false;
   std::string error;                // why not available (the first round's reason)
+  std::string server;               // whose metric names /metrics answered in ("vllm"), or ""
   std::optional<double> max_running, max_waiting, max_kv_cache_usage, preemptions;
   // Histogram sums and counts (seconds), from /metrics deltas.
   double queue_sum_s = 0, queue_count = 0;
@@ -102,6 +103,8 @@ class StepRunner {
   virtual void StartStep(double /*load*/) {}
   // True once Ctrl-C was pressed (also between rounds).
   virtual bool interrupted() const = 0;
+  // The model the rounds ran against ("" before the first round, or when not known).
+  virtual std::string model() const { return ""; }
 };
 
 struct SweepOptions {
