@@ -84,12 +84,14 @@ std::string NotMeasured(std::string_view what, std::string_view missing_key, std
                      missing_key, what, why);
 }
 
+// `figure_class` "wide": the figure takes a whole row of its grid.
 std::string Chart(std::string_view name, std::string_view title, std::string_view caption,
-                  std::string_view size_class = "", int index = -1) {
+                  std::string_view size_class = "", int index = -1, std::string_view figure_class = "") {
   std::string idx = index >= 0 ? fmt::format(" data-index=\"{}\"", index) : "";
-  return fmt::format("<figure><h3>{}</h3><div class=\"chart {}\"><canvas data-chart=\"{}\"{} role=\"img\" "
+  return fmt::format("<figure{}><h3>{}</h3><div class=\"chart {}\"><canvas data-chart=\"{}\"{} role=\"img\" "
                      "aria-label=\"{}\"></canvas></div><figcaption>{}</figcaption></figure>\n",
-                     title, size_class, name, idx, title, caption);
+                     figure_class.empty() ? "" : fmt::format(" class=\"{}\"", figure_class), title,
+                     size_class, name, idx, title, caption);
 }
 
 // Why a layer was not measured, from `layers` ("skipped: no --trace given"); `hint` otherwise.
@@ -277,7 +279,7 @@ std::string KernelSection(const ordered_json& data) {
     out += Chart("kernels", "Kernel time breakdown",
                  fmt::format("The {} kernels with the most GPU time, of {} kernel names in the trace.",
                              k["items"].size(), Count(k["shown_of"])),
-                 "tall");
+                 "tall", -1, "wide");  // a whole row: the names need the width
   } else {
     out += "<figure><h3>Kernel time breakdown</h3>" + NotMeasured("Kernel time breakdown", "kernels", why) +
            "</figure>\n";

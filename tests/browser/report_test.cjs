@@ -71,6 +71,23 @@ function xTickLabels(name) {
   return { labels, min: x.min, max: x.max, width: chart.width };
 }
 
+// The kernel chart's y labels: their text and their box left and right in CSS pixels.
+function kernelLabels() {
+  const cv = document.querySelector('canvas[data-chart="kernels"]');
+  const chart = cv && window.Chart && window.Chart.getChart(cv);
+  if (!chart) return null;
+  const ctx = document.createElement('canvas').getContext('2d');
+  return chart.scales.y.getLabelItems().map((it) => {
+    ctx.font = it.font.string;
+    const text = String(it.label);
+    const w = ctx.measureText(text).width;
+    const px = it.options.translation[0];
+    const align = it.options.textAlign;
+    const left = align === 'left' ? px : align === 'right' ? px - w : px - w / 2;
+    return { text, left, right: left + w };
+  });
+}
+
 // Problems with a chart's x tick labels: fewer than `least`, any rotated, any two overlapping.
 function tickProblems(where, t, least) {
   const out = [];
@@ -125,6 +142,14 @@ function tickProblems(where, t, least) {
       const { page, problems } = await openPage(browser, 'example.html', width);
       const t = await page.evaluate(xTickLabels, 'sweep');
       tickProblems(`example@${width}: latency curve`, t, 4).forEach((p) => failures.push(p));
+      // Kernel names: cut from the middle, different for different kernels, whole on the canvas
+      // (they were cut at both ends: "_fort_native_sdpa_sm80_flash_fprop_wmma_...").
+      const k = await page.evaluate(kernelLabels);
+      check(k && k.length === 12, `example@${width}: ${k && k.length} kernel labels, want 12`);
+      if (k) {
+        check(new Set(k.map((l) => l.text)).size === k.length, `example@${width}: kernel labels repeat: ${k.map((l) => l.text).join(' | ')}`);
+        k.forEach((l) => check(l.left >= 0, `example@${width}: kernel label "${l.text}" starts at ${l.left.toFixed(1)} px, off the canvas`));
+      }
       const q = await page.evaluate(xTickLabels, 'server-series');
       check(q && q.min === 0, `example@${width}: queue chart x axis starts at ${q && q.min}, want 0`);
       const png = path.join(out, `example-${width}.png`);
