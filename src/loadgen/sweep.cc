@@ -275,9 +275,9 @@ namespace {
 // engine never ran as many requests as the client kept in flight while some waited), or
 // neither. The waiting gauge is one instant per scrape: a 0 there does not outweigh the
 // histogram. But in a closed loop whose engine ran as many requests at once as the client kept
-// in flight, no batch limit bound: a long queue time there is prompts waiting for the step in
-// progress (a step that carries another prompt's prefill is long), which grows with the step
-// time, and the step is what bends (compute), not the server's batch limit.
+// in flight, no batch limit bound: a long queue time there is prompts waiting for their prefill
+// to be scheduled (behind steps that carry other prompts' prefill, each step taking at most the
+// token budget), and the step is what bends (compute), not the server's batch limit.
 void ClassifyStep(SweepStep& s, bool rate_mode) {
   const ServerStepMetrics& m = s.server;
   s.bend = Bend::kNone;
@@ -312,8 +312,9 @@ void ClassifyStep(SweepStep& s, bool rate_mode) {
   if (queued) {  // and ran_all
     s.bend_evidence = fmt::format(
         "no batch limit bound: {} running of {} offered, {} seen waiting; the mean queue time "
-        "{:.1f} ms ({} engine steps) is prompts waiting for the step in progress, longer when it "
-        "carries a prefill; engine step {}, KV {}",
+        "{:.1f} ms ({} engine steps) is prompts waiting for their prefill to be scheduled (steps "
+        "that carry a prefill are long, and each takes at most --max-num-batched-tokens prompt "
+        "tokens); engine step {}, KV {}",
         FormatCount(m.max_running), FormatCount(s.load), FormatCount(m.max_waiting), *queue,
         step ? FormatFixed(*queue / *step, 1) : "n/a", step ? FormatFixed(*step, 2) + " ms" : "n/a",
         m.max_kv_cache_usage ? fmt::format("{:.0f}%", *m.max_kv_cache_usage * 100) : "n/a");

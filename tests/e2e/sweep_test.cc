@@ -235,8 +235,8 @@ TEST(DiagnoseSweepTest, TargetPastTheKneeIsAWarningWithTheSweepsFlags) {
   EXPECT_GE(std::stoi(advice.substr(at + 15)), 16) << advice;
 }
 
-// The default simulator (max_num_seqs 1024: no batch limit within 1:32) and the default
-// workload (256 prompt tokens, so prompts wait for steps carrying other prompts' prefill). The
+// The default simulator (max_num_seqs 1024: no batch limit within 1:32) and the default prompts
+// (256 tokens, so prompts wait for steps carrying other prompts' prefill). The
 // output must follow the facts: no step where the engine ran every request offered is put down
 // to the server's batch limit; one knee number in every line; the table sorted by concurrency
 // with the knee marked; the model and the server named; the SVG carries p99 E2EL, the metric
@@ -249,8 +249,9 @@ TEST(SweepCliTest, DefaultSimExplanationFollowsTheFacts) {
 #endif
   SimProcess sim({"--log-file", "/dev/null", "--disable-log-stats"});
   std::string out = TempPath("default_sim.json"), svg = TempPath("default_sim.svg");
-  RunResult r = RunLatdoc({"sweep", "--url", sim.url(), "--concurrency", "1:32", "--json", out,
-                           "--svg", svg});
+  // 32 output tokens rather than the default 64: half the time, the same waits for prefill.
+  RunResult r = RunLatdoc({"sweep", "--url", sim.url(), "--concurrency", "1:32", "--output-len",
+                           "32", "--json", out, "--svg", svg});
   sim.process().Signal(SIGTERM);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json j = ReadJson(out);
@@ -258,13 +259,17 @@ TEST(SweepCliTest, DefaultSimExplanationFollowsTheFacts) {
   EXPECT_THAT(r.out, HasSubstr("Model: latdoc-sim/llama-3-8b\nServer: " + sim.url() +
                                " (its /metrics in vLLM's names)\n"));
   EXPECT_TRUE(j["server_max_num_seqs"].is_null()) << r.out;
+  int like_d8 = 0;  // steps as the review saw them: all offered running, queue > 2 engine steps
   for (const json& s : j["steps"]) {
     const json& sm = s["server_metrics"];
     const double c = s["concurrency"].get<double>();
     if (sm["max_running"].is_number() && sm["max_running"].get<double>() >= c - 0.5) {
       EXPECT_NE(s["bend"], "queueing") << s.dump();
+      like_d8 += sm["queue_mean_ms"].is_number() && sm["step_time_ms"].is_number() &&
+                 sm["queue_mean_ms"].get<double>() > 2 * sm["step_time_ms"].get<double>();
     }
   }
+  EXPECT_GE(like_d8, 1) << "no step had the long queue time that was taken for a batch limit:\n" << r.out;
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("batch limit: running plateaued")));
   // One knee number: the Knee line, the stop reason, the table's mark, the JSON.
   ASSERT_FALSE(j["knee"].is_null()) << r.out;
