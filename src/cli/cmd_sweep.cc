@@ -266,7 +266,7 @@ Command RegisterSweep(CLI::App& root) {
   app->add_option("--json", a->json_out, "Write the sweep as JSON (schema latdoc.sweep/1)")->group(out);
   app->add_option("--csv", a->csv_out, "Write one CSV row per step")->group(out);
   app->add_option("--svg", a->svg_out, "Write the chart (p99 TTFT, ITL and E2EL, tokens/s; knee marked)")->group(out);
-  app->add_flag("--quiet", a->quiet, "No terminal table")->group(out);
+  app->add_flag("--quiet", a->quiet, "No progress lines (stderr) and no table or summary (stdout)")->group(out);
   return {app, [a] { return RunSweepCommand(*a); }};
 }
 
