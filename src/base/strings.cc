@@ -170,4 +170,63 @@ std::string ToTerminalText(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// Byte offsets of the code points of `s` (UTF-8 lead bytes), and s.size() last.
+std::vector<size_t> CodePointStarts(std::string_view s) {
+  std::vector<size_t> at;
+  at.reserve(s.size() + 1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) at.push_back(i);
+  }
+  at.push_back(s.size());
+  return at;
+}
+
+}  // namespace
+
+size_t CodePoints(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+std::string ShortenMiddle(std::string_view s, size_t width) {
+  if (width < 3) width = 3;
+  const std::vector<size_t> at = CodePointStarts(s);
+  const size_t n = at.size() - 1;  // code points
+  if (n <= width) return std::string(s);
+  const size_t keep = width - 1;   // the ellipsis takes one
+  const size_t tail = keep / 2, head = keep - tail;
+  std::string out(s.substr(0, at[head]));
+  out += "\xE2\x80\xA6";  // U+2026 HORIZONTAL ELLIPSIS
+  out += s.substr(at[n - tail]);
+  return out;
+}
+
+std::vector<std::string> ShortenMiddleDistinct(const std::vector<std::string>& names,
+                                               size_t width) {
+  std::vector<size_t> widths(names.size(), std::max<size_t>(width, 3));
+  std::vector<std::string> out(names.size());
+  for (size_t i = 0; i < names.size(); ++i) out[i] = ShortenMiddle(names[i], widths[i]);
+  // Each pass widens every name whose short form equals that of a different full name; a name
+  // at full length never collides with a different one, so this ends.
+  for (bool again = true; again;) {
+    again = false;
+    std::vector<bool> widen(names.size(), false);
+    for (size_t i = 0; i < names.size(); ++i) {
+      for (size_t j = i + 1; j < names.size(); ++j) {
+        if (out[i] == out[j] && names[i] != names[j]) widen[i] = widen[j] = true;
+      }
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!widen[i]) continue;
+      ++widths[i];
+      out[i] = ShortenMiddle(names[i], widths[i]);
+      again = true;
+    }
+  }
+  return out;
+}
+
 }  // namespace latdoc

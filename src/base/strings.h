@@ -40,4 +40,16 @@ std::string ToValidUtf8(std::string_view s);
 // window title or clear the screen.
 std::string ToTerminalText(std::string_view s);
 
+// The number of code points of UTF-8 text (its bytes that are not continuation bytes).
+size_t CodePoints(std::string_view s);
+// `s` in at most `width` code points: unchanged when it fits, else its start and its end with
+// "…" (one code point) between, the start one longer than the end when they cannot be
+// equal. Kernel names differ in their template arguments at both ends, so a cut from the middle
+// keeps what tells them apart. REQUIRES: width >= 3.
+std::string ShortenMiddle(std::string_view s, size_t width);
+// ShortenMiddle of each name, at `width` code points, or wider where two different names would
+// otherwise print the same: each group of names that collide is widened (one code point at a
+// time) until its members differ. Names equal in full stay equal. Same order as `names`.
+std::vector<std::string> ShortenMiddleDistinct(const std::vector<std::string>& names, size_t width);
+
 }  // namespace latdoc

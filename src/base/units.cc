@@ -27,7 +27,46 @@ std::string FormatDurationNs(int64_t ns) {
 
 std::string FormatOptional(const std::optional<double>& v, int precision, const char* unit) {
   if (!v) return "n/a";
-  return fmt::format("{:.{}f}{}", *v, precision, unit);
+  return FormatFixed(*v, precision) + unit;
+}
+
+namespace {
+
+// Drops the sign of a printed zero: "-0", "-0.00", "-0e+00" (every digit 0).
+std::string Unsigned0(std::string s) {
+  if (!s.empty() && s[0] == '-') {
+    bool zero = true;
+    for (size_t i = 1; i < s.size() && s[i] != 'e'; ++i) {
+      if (s[i] >= '1' && s[i] <= '9') zero = false;
+    }
+    if (zero) s.erase(0, 1);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string FormatCount(double count) {
+  if (!std::isfinite(count)) return "n/a";
+  return Unsigned0(fmt::format("{:.0f}", std::round(count)));
+}
+
+std::string FormatCount(const std::optional<double>& count) {
+  return count ? FormatCount(*count) : std::string("n/a");
+}
+
+std::string FormatFixed(double v, int decimals) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "n/a" : (v > 0 ? "inf" : "-inf");
+  return Unsigned0(fmt::format("{:.{}f}", v, decimals));
+}
+
+std::string FormatSignificant(double v, int digits) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "n/a" : (v > 0 ? "inf" : "-inf");
+  // Whole numbers, and numbers too large for `digits` digits after the point, print as whole
+  // numbers: "262144" and "55078", not "2.621e+05" and "5.508e+04".
+  if (std::fabs(v) < 1e15 && (v == std::trunc(v) || std::fabs(v) >= std::pow(10.0, digits)))
+    return FormatCount(v);
+  return Unsigned0(fmt::format("{:.{}g}", v, digits));
 }
 
 StatusOr<int64_t> ParseDurationNs(std::string_view text, int64_t bare_unit_ns) {

@@ -26,4 +26,18 @@ std::string FormatOptional(const std::optional<double>& v, int precision = 1,
 // a sign, NaN or inf, an unknown unit, or more than 10^18 ns (31 years).
 StatusOr<int64_t> ParseDurationNs(std::string_view text, int64_t bare_unit_ns = 1'000'000'000);
 
+// Numbers for people. None of these ever prints a negative zero ("-0", "-0.00"): a value that
+// rounds to zero prints as zero, unsigned.
+//
+// A count (requests, preemptions, kernel names, a concurrency): the nearest whole number,
+// "1414", "262144", never "1414.00" or "2.621e+05". NaN and infinities print "n/a".
+std::string FormatCount(double count);
+std::string FormatCount(const std::optional<double>& count);  // nullopt: "n/a"
+// `v` with exactly `decimals` decimals ("0.12", "3.00").
+std::string FormatFixed(double v, int decimals);
+// `v` with at most `digits` significant digits, as %g does ("0.0123", "12.35", "1.5e-07"),
+// except that a whole number, or one of more than `digits` digits before the point, below 1e15
+// prints as a whole number ("85", "262144" and "55078", not "2.621e+05" and "5.508e+04").
+std::string FormatSignificant(double v, int digits);
+
 }  // namespace latdoc

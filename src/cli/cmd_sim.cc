@@ -22,7 +22,9 @@ int RunSim(const sim::SimConfig& cfg) {
     return ExitCodeFor(st);
   }
   // The first line on standard output says where to connect (tests read it with --port 0).
-  fmt::print("latdoc sim listening on http://{}:{}\n", cfg.host, server.port());
+  const bool v6 = cfg.host.find(':') != std::string::npos;  // "http://[::1]:8000"
+  fmt::print("latdoc sim listening on http://{}{}{}:{}\n", v6 ? "[" : "", cfg.host, v6 ? "]" : "",
+             server.port());
   std::fflush(stdout);
   loop.OnTerminationSignal([&](int) {
     server.Stop();

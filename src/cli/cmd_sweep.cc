@@ -63,13 +63,16 @@ report::LineChart BuildChart(const loadgen::SweepResult& r, const loadgen::Sweep
   c.log_x = true;
   report::ChartSeries ttft{"p99 TTFT (ms)", "#d62728", false, {}};
   report::ChartSeries itl{"p99 ITL (ms)", "#ff7f0e", false, {}};
+  // E2EL: what the knee is judged on by default (--knee-latency).
+  report::ChartSeries e2el{"p99 E2EL (ms)", "#8e24aa", false, {}};
   report::ChartSeries tok{"tokens/s", "#1f77b4", true, {}};
   for (const auto& s : r.steps) {
     if (s.p99_ttft_ms) ttft.points.emplace_back(s.load, *s.p99_ttft_ms);
     if (s.p99_itl_ms) itl.points.emplace_back(s.load, *s.p99_itl_ms);
+    if (s.p99_e2el_ms) e2el.points.emplace_back(s.load, *s.p99_e2el_ms);
     if (s.completed) tok.points.emplace_back(s.load, s.output_tokens_per_s);
   }
-  c.series = {ttft, itl, tok};
+  c.series = {ttft, itl, e2el, tok};
   if (r.knee_index) {
     c.markers.push_back({r.steps[*r.knee_index].load,
                          fmt::format("knee {:g}{}", r.steps[*r.knee_index].load,
@@ -209,13 +212,12 @@ int RunSweepCommand(SweepArgs& a) {
 
   o.command = "sweep";  // names the command in the stopping line of a Ctrl-C
   auto runner = loadgen::MakeBenchStepRunner(o, random);
-  if (!a.quiet) fmt::print("{}", loadgen::SweepTableHeader(s));
-  std::fflush(stdout);
+  // Progress on stderr as each step ends; the table on stdout at the end, by load (the steps
+  // run in another order: the ladder, then refinement between its steps).
+  int steps_done = 0;
   auto result = loadgen::RunSweep(*runner, s, [&](const loadgen::SweepStep& step) {
-    if (!a.quiet) {
-      fmt::print("{}", loadgen::SweepTableRow(step, s));
-      std::fflush(stdout);
-    }
+    ++steps_done;
+    if (!a.quiet) fmt::print(stderr, "{}", loadgen::SweepProgressLine(step, steps_done, s));
   });
   const int stop_signal = runner->stop_signal();
   runner.reset();
@@ -227,7 +229,15 @@ int RunSweepCommand(SweepArgs& a) {
     fmt::print(stderr, "latdoc sweep: the server's metrics were not read ({}): no queue, KV or step-time "
                "evidence for the knee\n", r.steps.front().server.error);
   }
-  if (!a.quiet) fmt::print("{}", loadgen::SweepSummaryText(r, s));
+  if (!a.quiet) {
+    std::string server_id;
+    for (const auto& st : r.steps) {
+      if (server_id.empty()) server_id = st.server.server;
+    }
+    fmt::print("Model: {}\nServer: {}\n\n", r.model.empty() ? "n/a" : ToTerminalText(r.model),
+               loadgen::ServerLabel(o.url, server_id));
+    fmt::print("{}{}", loadgen::SweepTable(r, s), loadgen::SweepSummaryText(r, s));
+  }
 
   loadgen::SweepContext ctx;
   ctx.url = o.url;
@@ -325,8 +335,8 @@ Command RegisterSweep(CLI::App& root) {
   auto* out = "Output";
   app->add_option("--json", a->json_out, "Write the sweep as JSON (schema latdoc.sweep/1)")->group(out);
   app->add_option("--csv", a->csv_out, "Write one CSV row per step")->group(out);
-  app->add_option("--svg", a->svg_out, "Write the chart (p99 TTFT, p99 ITL, tokens/s; knee marked)")->group(out);
-  AddQuietFlag(app, &a->quiet, "No terminal table");
+  app->add_option("--svg", a->svg_out, "Write the chart (p99 TTFT, ITL and E2EL, tokens/s; knee marked)")->group(out);
+  AddQuietFlag(app, &a->quiet, "No progress lines (stderr) and no table or summary (stdout)");
   AddNoColorFlag(app);
   return {app, [a, server] {
             if (auto rc = ResolveServerFlags("sweep", *server, /*required=*/true)) return *rc;

@@ -10,8 +10,10 @@
 #include "base/clock.h"
 #include "base/file_util.h"
 #include "base/json_text.h"
+#include "base/strings.h"
 #include "host/collector.h"
 #include "host/host_facts.h"
+#include "loadgen/results.h"
 #include "loadgen/sweep.h"
 #include "loadgen/sweep_report.h"
 #include "logs/log_analyzer.h"
@@ -675,12 +677,36 @@ const rules::Finding* ChangeFirst(const std::vector<rules::Finding>& ranked) {
 
 std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok) {
   const ordered_json& d = r.doc;
-  std::string out = fmt::format("latdoc diagnose: {}\n\n",
+  std::string out = fmt::format("latdoc diagnose: {}\n",
                                 d["target"].is_null() ? "(no live target)" : d["target"].get<std::string>());
+  // The model and the server, where the load run or the log named them.
+  std::string model;
+  for (const char* part : {"bench", "sweep", "baseline"}) {
+    if (model.empty() && d.contains(part) && d[part].is_object() && d[part].contains("model_id") &&
+        d[part]["model_id"].is_string())
+      model = d[part]["model_id"].get<std::string>();
+  }
+  const ordered_json* version = nullptr;
+  if (d.contains("logs") && d["logs"].is_object()) {
+    const ordered_json& f = d["logs"].value("facts", ordered_json::object());
+    if (f.contains("vllm_server") && f["vllm_server"].contains("version") && f["vllm_server"]["version"].is_string())
+      version = &d["logs"]["facts"]["vllm_server"]["version"];
+  }
+  std::string metrics_server;
+  if (d.contains("bench") && d["bench"].is_object() && d["bench"].contains("server_metrics") &&
+      d["bench"]["server_metrics"].contains("server") && d["bench"]["server_metrics"]["server"].is_string())
+    metrics_server = d["bench"]["server_metrics"]["server"].get<std::string>();
+  if (!model.empty()) out += "model: " + ToTerminalText(model) + "\n";
+  if (version) {
+    out += "server: vLLM " + ToTerminalText(version->get<std::string>()) + " (from its log)\n";
+  } else if (!d["target"].is_null()) {
+    out += "server: " + loadgen::ServerLabel(d["target"].get<std::string>(), metrics_server) + "\n";
+  }
   if (d.value("partial", false)) {
     out += fmt::format("STOPPED EARLY ({}): partial results; the layers after the stop were "
-                       "skipped.\n\n", d.value("partial_reason", std::string("interrupted")));
+                       "skipped.\n", d.value("partial_reason", std::string("interrupted")));
   }
+  out += "\n";
   out += "Layers:\n";
   for (const auto& [k, v] : d["layers"].items()) out += fmt::format("  {:<8} {}\n", k, v.get<std::string>());
   if (d.contains("ttft_waterfall")) {

@@ -61,6 +61,9 @@ void AppendSeries(std::string& out, std::string_view name, const MetricLabels& l
 std::string FormatMetricValue(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  // A negative zero (a difference of equal means: server_other = server - queue - prefill) is 0:
+  // Prometheus reads "-0" fine, people do not.
+  if (v == 0) return "0";
   // fmt's "{}" is the shortest representation that reads back to the same double.
   return fmt::format("{}", v);
 }

@@ -45,6 +45,10 @@ TEST(MetricTextTest, SpecialAndSmallValues) {
   EXPECT_EQ(FormatMetricValue(1e-6), "1e-06");
   EXPECT_EQ(FormatMetricValue(0.1), "0.1");
   EXPECT_EQ(FormatMetricValue(1234567), "1234567");
+  // The exporter page never shows "-0" (server_other of equal means is -0.0).
+  EXPECT_EQ(FormatMetricValue(-0.0), "0");
+  EXPECT_EQ(FormatMetricValue(0.0), "0");
+  EXPECT_EQ(FormatMetricValue(-1e-9), "-1e-09");
 }
 
 TEST(MetricTextTest, HistogramIsCumulativeWithInfSumAndCount) {

@@ -21,9 +21,10 @@
 
 namespace latdoc::http {
 
+// An IPv6 literal is bracketed (RFC 3986 section 3.2.2): "http://[::1]:8000", not "http://::1:8000".
 std::string Url::Origin() const {
-  if (host.find(':') != std::string::npos) return fmt::format("{}://[{}]:{}", scheme, host, port);
-  return fmt::format("{}://{}:{}", scheme, host, port);
+  const bool v6 = host.find(':') != std::string::npos;
+  return fmt::format("{}://{}{}{}:{}", scheme, v6 ? "[" : "", host, v6 ? "]" : "", port);
 }
 
 std::string Url::Spec(std::string_view target) const { return Origin() + base_path + std::string(target); }
@@ -475,10 +476,10 @@ class Conn final : public ConnBase {
     in_.Clear();
     if constexpr (kTls) {
       asio::async_write(stream_, asio::buffer(out_),
-                        [self = Self()](boost::system::error_code ec, size_t) {
+                        [self = Self(), before_ns = MonoNowNs()](boost::system::error_code ec, size_t) {
                           if (self->closed_ || !self->ex_) return;
                           if (ec) return self->OnReadError(ec);
-                          self->Sent();
+                          self->Sent(before_ns);
                         });
     } else {
       out_sent_ = 0;
@@ -498,7 +499,9 @@ class Conn final : public ConnBase {
 
   // Plain: sends what is left of the request; a full socket buffer waits for EPOLLOUT.
   void SendRest() {
+    int64_t before_ns = -1;  // just before the send() that wrote the request's last bytes
     while (out_sent_ < out_.size()) {
+      before_ns = MonoNowNs();
       ssize_t n = ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_,
                          MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n > 0) {
@@ -517,11 +520,15 @@ class Conn final : public ConnBase {
       }
     }
     writing_ = false;
-    Sent();
+    Sent(before_ns);
   }
 
-  void Sent() {
-    ex_->res.times.sent_ns = MonoNowNs();
+  // `before_ns`: a stamp taken just before the call that handed the request's last byte to the
+  // kernel. Not one taken after it returned: on loopback the sending thread can be preempted
+  // inside send() by the woken server, which answers before send() returns, and a stamp after
+  // the call would then come after the answer's own (kernel) arrival stamp.
+  void Sent(int64_t before_ns) {
+    ex_->res.times.sent_ns = before_ns;
     ReadSome();
   }
 
@@ -587,9 +594,6 @@ class Conn final : public ConnBase {
   // Returns true when more should be read.
   bool Feed(size_t n, int64_t at) {
     in_.Commit(n);
-    // The kernel stamps arrivals; the request's end is stamped after send() returns, and on a
-    // fast loopback the answer can arrive before that: it did not come before the request.
-    if (at < ex_->res.times.sent_ns) at = ex_->res.times.sent_ns;
     boost::system::error_code ec = in_.FeedTo(*parser_);
     // 100 Continue, 103 Early Hints: interim responses, each a complete header-only message to
     // the parser. The final response follows on the same connection.

@@ -73,8 +73,11 @@ struct ExchangeTimes {
   int64_t dns_ns = -1;           // name resolved (new connections only)
   int64_t connect_ns = -1;       // TCP connected
   int64_t tls_ns = -1;           // TLS handshake done
-  int64_t sent_ns = -1;          // request fully written
-  int64_t headers_ns = -1;       // response headers parsed (the first byte is no later)
+  int64_t sent_ns = -1;          // just before the call that wrote the request's last byte
+  // The response headers arrived: the kernel's receive stamp of the read that completed them
+  // (plain HTTP; mapped onto MonoNowNs, http/stamped_read.h), or the read's time (TLS). The
+  // first byte is no later. Never clamped to sent_ns.
+  int64_t headers_ns = -1;
   int64_t end_ns = -1;
   bool reused = false;           // served on a kept-alive connection
 };

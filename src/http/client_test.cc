@@ -41,6 +41,9 @@ TEST(ParseUrlTest, Forms) {
   EXPECT_EQ(az->base_path, "/openai/deployments/d");
   EXPECT_EQ(az->query, "api-version=2024-10-21");
   EXPECT_EQ(ParseUrl("http://[::1]:9/")->host, "::1");
+  // An IPv6 literal prints bracketed, so the port cannot be read as part of the address.
+  EXPECT_EQ(ParseUrl("http://[::1]:9/")->Origin(), "http://[::1]:9");
+  EXPECT_EQ(ParseUrl("http://10.0.0.1:9/")->Origin(), "http://10.0.0.1:9");
   EXPECT_EQ(ParseUrl("localhost:8000").status().message(),
             "'localhost:8000': not a URL (expected http://host:port)");
   EXPECT_EQ(ParseUrl("ftp://x").status().message(), "'ftp://x': scheme must be http or https");

@@ -11,6 +11,10 @@
 #include "base/clock.h"
 #include "base/json_text.h"
 #include "base/strings.h"
+#include "base/units.h"
+#include "base/secrets.h"
+#include "http/client.h"
+#include "servermetrics/metric_names.h"
 #include "stats/sample_summary.h"
 
 namespace latdoc::loadgen {
@@ -161,9 +165,14 @@ FailureTally TallyFailures(const ordered_json& j) {
   if (j.is_object() && j.contains("sent") && j["sent"].is_number_unsigned()) sent = j["sent"].get<uint64_t>();
   FailureTally t = TallyFailures(failures, sent);
   if (j.is_object() && j.contains("errors_sample") && j["errors_sample"].is_array()) {
-    const std::string cancelled = std::string(OutcomeName(Outcome::kCancelled)) + ":";
+    // A stream cut by the stop is sampled as "cancelled" (or "cancelled: why"): not the server's.
+    const std::string_view cancelled = OutcomeName(Outcome::kCancelled);
     for (const auto& e : j["errors_sample"]) {
-      if (!e.is_string() || e.get<std::string>().rfind(cancelled, 0) == 0) continue;
+      if (!e.is_string()) continue;
+      const std::string_view text = e.get_ref<const std::string&>();
+      if (text.substr(0, cancelled.size()) == cancelled &&
+          (text.size() == cancelled.size() || text[cancelled.size()] == ':'))
+        continue;
       t.first_error = e.get<std::string>();
       break;
     }
@@ -194,7 +203,12 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
     if (r.outcome != Outcome::kOk) {
       ++failed;
       ++failures[std::string(OutcomeName(r.outcome))];
-      if (first_errors.size() < 5) first_errors.push_back(fmt::format("{}: {}", OutcomeName(r.outcome), r.error));
+      if (first_errors.size() < 5) {
+        // "cancelled", not "cancelled: cancelled": the error adds nothing when it is the name.
+        const std::string_view name = OutcomeName(r.outcome);
+        first_errors.push_back(r.error.empty() || r.error == name ? std::string(name)
+                                                                  : fmt::format("{}: {}", name, r.error));
+      }
       if (r.outcome == Outcome::kCancelled && r.first_token_ns >= 0) {
         // Cut by the stop after its first token: its TTFT and inter-token latencies were
         // measured all the same; its E2EL and TPOT were not (the stream did not end).
@@ -374,14 +388,13 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                   "client TTFT - client queue - server TTFT (inferred)";
       srv["ttft_breakdown"] = b;
       const bool client_queued = *mean_client_queue_ms >= 0.005;
+      auto ms2 = [](std::optional<double> v) { return v ? FormatFixed(*v, 2) + " ms" : std::string("n/a"); };
       breakdown_text = fmt::format(
-          "TTFT breakdown (mean): client {:.2f} ms = {}queue {} + prefill {} + other server {} + "
-          "network and front end {:.2f} ms\n",
-          *mean_client_ttft_ms,
-          client_queued ? fmt::format("client queue {:.2f} ms + ", *mean_client_queue_ms) : "",
-          queue ? fmt::format("{:.2f} ms", *queue) : "n/a",
-          prefill ? fmt::format("{:.2f} ms", *prefill) : "n/a",
-          other ? fmt::format("{:.2f} ms", *other) : "n/a", net);
+          "TTFT breakdown (mean): client {} = {}queue {} + prefill {} + other server {} + "
+          "network and front end {}\n",
+          ms2(*mean_client_ttft_ms),
+          client_queued ? "client queue " + ms2(*mean_client_queue_ms) + " + " : "",
+          ms2(queue), ms2(prefill), ms2(other), ms2(net));
     }
   } else if (!run.metrics_error.empty()) {
     srv["error"] = run.metrics_error;
@@ -411,7 +424,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   auto line = [&](std::string_view label, const std::string& v) {
     t += fmt::format("{:<40}{:>12}\n", label, v);
   };
-  auto num = [](double v, int p = 2) { return fmt::format("{:.{}f}", v, p); };
+  auto num = [](double v, int p = 2) { return FormatFixed(v, p); };  // never "-0.00"
   auto jnum = [&](const char* key) {
     return j[key].is_null() ? std::string("n/a") : num(j[key].get<double>());
   };
@@ -424,6 +437,8 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                                        "kept, not completed)", out.failures.cancelled,
                                        out.failures.cancelled == 1 ? "" : "s"));
   }
+  t += fmt::format("Model: {}\nServer: {}\n", run.model.empty() ? "n/a" : ToTerminalText(run.model),
+                   ServerLabel(o.url, run.metrics_available ? run.after.server : ""));
   line("Successful requests:", std::to_string(completed));
   line("Failed requests:", std::to_string(failed));
   for (const auto& [k, v] : failures) line(fmt::format("  {}:", k), std::to_string(v));
@@ -465,7 +480,9 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                               std::pair{"Max waiting requests:", "max_waiting"},
                               std::pair{"Max KV cache usage (0-1):", "max_kv_cache_usage"}}) {
       const auto& v = srv[key];
-      line(label, v.is_null() ? "n/a" : num(v.get<double>()));
+      // Preemptions and waiting requests are counts: "0", not "0.00".
+      const bool count = std::string_view(key) == "preemptions" || std::string_view(key) == "max_waiting";
+      line(label, v.is_null() ? "n/a" : count ? FormatCount(v.get<double>()) : num(v.get<double>()));
     }
     t += breakdown_text;
   } else {
@@ -475,6 +492,14 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   for (const auto& e : first_errors) t += "  error: " + e + "\n";
   t += std::string(52, '=') + "\n";
   return out;
+}
+
+std::string ServerLabel(const std::string& url, const std::string& server_id) {
+  auto u = http::ParseUrl(url);
+  std::string out = u.ok() ? u->Origin() + u->base_path : RedactSecretsInText(url);
+  if (!server_id.empty())
+    out += fmt::format(" (its /metrics in {}'s names)", servermetrics::ServerKindName(server_id));
+  return ToTerminalText(out);
 }
 
 std::string RequestsJsonl(const BenchRun& run) {

@@ -77,6 +77,11 @@ struct BenchSummary {
 BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& options,
                           const ResultOptions& result_options);
 
+// "http://10.0.0.5:8000 (its /metrics in vLLM's names)": the server's URL without any user:
+// password part, and the server whose metric names its /metrics answered in (`server_id`, as
+// servermetrics::ServerSnapshot::server; "" leaves it out). Safe to print on a terminal.
+std::string ServerLabel(const std::string& url, const std::string& server_id);
+
 // One JSON line per request (--save-requests): times in ms from the start of the run.
 std::string RequestsJsonl(const BenchRun& run);
 

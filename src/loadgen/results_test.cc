@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include <fmt/core.h>
+
 #include "loadgen/runner.h"
 
 namespace latdoc::loadgen {
@@ -172,6 +174,52 @@ TEST(VerdictTextTest, SaysTheBoundTheMeasuredValueAndTheThreshold) {
   EXPECT_EQ(ErrorRateMissText(0.46, 0.1), "error rate 46.0% > --max-error-rate 10%");
   EXPECT_EQ(ErrorRateMissText(0.004, 0), "error rate 0.4% > --max-error-rate 0%");
   EXPECT_EQ(ErrorRateMissText(0.10004, 0.1), "error rate 10.004% > --max-error-rate 10%");
+}
+
+// The terminal summary names the model and the server (URL without credentials, the metric
+// names its /metrics answered in); counts print whole ("Preemptions: 0", "Max waiting requests:
+// 1414"), and a part that is zero up to float noise (server TTFT - queue - prefill = -1.4e-17
+// ms) prints "0.00", never "-0.00".
+TEST(SummarizeRunTest, NamesModelAndServerAndPrintsCountsWhole) {
+  BenchRun run;
+  run.model = "latdoc-sim/llama-3-8b";
+  run.start_ns = 0;
+  run.end_ns = 200 * kMs;
+  RequestRecord r;
+  r.outcome = Outcome::kOk;
+  r.scheduled_ns = r.sent_ns = 0;
+  r.first_token_ns = 100 * kMs;
+  r.last_token_ns = r.end_ns = 120 * kMs;
+  r.output_tokens = 1;
+  r.chunks = {{r.first_token_ns, 1}};
+  run.records.push_back(r);
+  RequestRecord c;  // a request cut by Ctrl-C: its error is its outcome's name
+  c.outcome = Outcome::kCancelled;
+  c.error = "cancelled";
+  c.scheduled_ns = c.sent_ns = 0;
+  run.records.push_back(c);
+  run.metrics_available = true;
+  run.before.server = run.after.server = "vllm";
+  run.before.preemptions_total = run.after.preemptions_total = 7;
+  run.before.ttft_s = Hist(0, 0);
+  run.before.queue_s = Hist(0, 0);
+  run.before.prefill_s = Hist(0, 0);
+  run.after.ttft_s = Hist(1, 0.1);
+  run.after.queue_s = Hist(1, 0.04);
+  run.after.prefill_s = Hist(1, 0.06);
+  run.timeline.push_back({10 * kMs, 40.0, 1414.0, 0.5, 7.0});
+  BenchOptions options;
+  options.url = "http://127.0.0.1:8000";
+  const BenchSummary s = SummarizeRun(run, options, ResultOptions{});
+  auto has = [&](const std::string& want) {
+    EXPECT_NE(s.text.find(want), std::string::npos) << "want: " << want << "\n" << s.text;
+  };
+  has("Model: latdoc-sim/llama-3-8b\nServer: http://127.0.0.1:8000 (its /metrics in vLLM's names)\n");
+  has(fmt::format("{:<40}{:>12}\n", "Preemptions:", "0"));
+  has(fmt::format("{:<40}{:>12}\n", "Max waiting requests:", "1414"));
+  has("other server 0.00 ms");
+  EXPECT_EQ(s.text.find("-0.00"), std::string::npos) << s.text;
+  EXPECT_EQ(s.json["errors_sample"], nlohmann::ordered_json({"cancelled"}));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "base/clock.h"
+#include "base/units.h"
 #include "stats/sample_summary.h"
 
 namespace latdoc::loadgen {
@@ -89,6 +90,7 @@ std::optional<double> ServerStepMetrics::step_time_ms() const { return MeanMs(it
 void ServerStepMetrics::Merge(const ServerStepMetrics& o) {
   available = available || o.available;
   if (error.empty()) error = o.error;
+  if (server.empty()) server = o.server;
   MaxInto(max_running, o.max_running);
   MaxInto(max_waiting, o.max_waiting);
   MaxInto(max_kv_cache_usage, o.max_kv_cache_usage);
@@ -272,7 +274,10 @@ namespace {
 // above two engine steps, i.e. more than the wait for the next step; or, closed loop, the
 // engine never ran as many requests as the client kept in flight while some waited), or
 // neither. The waiting gauge is one instant per scrape: a 0 there does not outweigh the
-// histogram.
+// histogram. But in a closed loop whose engine ran as many requests at once as the client kept
+// in flight, no batch limit bound: a long queue time there is prompts waiting for their prefill
+// to be scheduled (behind steps that carry other prompts' prefill, each step taking at most the
+// token budget), and the step is what bends (compute), not the server's batch limit.
 void ClassifyStep(SweepStep& s, bool rate_mode) {
   const ServerStepMetrics& m = s.server;
   s.bend = Bend::kNone;
@@ -286,24 +291,35 @@ void ClassifyStep(SweepStep& s, bool rate_mode) {
     s.bend_evidence = fmt::format(
         "KV cache usage up to {}, {} preemptions",
         m.max_kv_cache_usage ? fmt::format("{:.0f}%", *m.max_kv_cache_usage * 100) : "n/a",
-        m.preemptions ? fmt::format("{:.0f}", *m.preemptions) : "n/a");
+        FormatCount(m.preemptions));
     return;
   }
   const bool queued = queue && *queue > 0 && *queue > 2 * step.value_or(0);
   const bool waited = (m.max_waiting && *m.max_waiting > 0) || queued;
   const bool plateau = !rate_mode && m.max_running && waited && *m.max_running < s.load - 0.5;
-  if (plateau || queued) {
+  const bool ran_all = !rate_mode && m.max_running && *m.max_running >= s.load - 0.5;
+  if (plateau || (queued && !ran_all)) {
     s.bend = Bend::kQueueing;
     s.bend_evidence = fmt::format(
         "requests waited: mean queue time {:.1f} ms ({}x the {} ms step), up to {} waiting while "
         "{} ran",
         queue.value_or(0), step && queue ? fmt::format("{:.1f}", *queue / *step) : "n/a",
         step ? fmt::format("{:.2f}", *step) : "n/a",
-        m.max_waiting ? fmt::format("{:.0f}", *m.max_waiting) : "n/a",
-        m.max_running ? fmt::format("{:.0f}", *m.max_running) : "n/a");
+        FormatCount(m.max_waiting), FormatCount(m.max_running));
     return;
   }
   s.bend = Bend::kCompute;
+  if (queued) {  // and ran_all
+    s.bend_evidence = fmt::format(
+        "no batch limit bound: {} running of {} offered, {} seen waiting; the mean queue time "
+        "{:.1f} ms ({} engine steps) is prompts waiting for their prefill to be scheduled (steps "
+        "that carry a prefill are long, and each takes at most --max-num-batched-tokens prompt "
+        "tokens); engine step {}, KV {}",
+        FormatCount(m.max_running), FormatCount(s.load), FormatCount(m.max_waiting), *queue,
+        step ? FormatFixed(*queue / *step, 1) : "n/a", step ? FormatFixed(*step, 2) + " ms" : "n/a",
+        m.max_kv_cache_usage ? fmt::format("{:.0f}%", *m.max_kv_cache_usage * 100) : "n/a");
+    return;
+  }
   s.bend_evidence = fmt::format(
       "no queueing or KV pressure (queue {}, KV {}); engine step {}",
       queue ? fmt::format("{:.2f} ms", *queue) : "n/a",
@@ -372,7 +388,9 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
     pts.push_back(p);
     r.knee_steps.push_back(i);
   }
-  if (!pts.empty()) {
+  // A knee is a bend between steps: one step has none (a sweep cut short after its first step
+  // said "past the knee latency grows faster" of tokens/s 158 -> 158).
+  if (pts.size() >= 2) {
     auto k = stats::FindKnee(pts, stats::KneeOptions{o.min_elasticity});
     if (k.ok()) {
       r.knee_index = r.knee_steps[k->knee_index];
@@ -423,8 +441,21 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
   Recommendation tokens{"--max-num-batched-tokens", std::nullopt, ""};
   r.knee_bend = Bend::kNone;
   r.knee_explanation.clear();
+  r.low_load_regime.clear();
+  r.high_load_regime.clear();
   if (!r.knee_index) {
-    seqs.reason = "no step completed requests within the error budget; nothing to recommend";
+    r.knee_reached = false;
+    if (pts.size() == 1) {
+      r.knee_explanation = fmt::format(
+          "one step measured ({} {}): a knee is a bend between steps and needs two or more",
+          r.steps[r.knee_steps.front()].load, unit);
+      seqs.reason = o.slo.any() && !r.highest_meeting_slo
+                        ? fmt::format("no step met the SLO (the lowest, {} {}, missed it): no batch "
+                                      "size meets it on this server", r.steps.front().load, unit)
+                        : "one step measured: no knee, nothing to recommend";
+    } else {
+      seqs.reason = "no step completed requests within the error budget; nothing to recommend";
+    }
     tokens.reason = seqs.reason;
     r.recommendations = {seqs, tokens};
     return;
@@ -463,7 +494,22 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
                            past->server.max_running ? fmt::format("{:.0f}", *past->server.max_running) : "n/a");
         break;
       case Bend::kKvCache: what = "KV cache pressure"; break;
-      case Bend::kCompute: what = "compute: each engine step takes longer as the batch grows"; break;
+      case Bend::kCompute: {
+        what = "compute: each engine step takes longer as the batch grows";
+        // With the step times measured: from the lowest step to the one past the knee.
+        const SweepStep& lo = r.steps[r.knee_steps.front()];
+        auto t0 = lo.server.step_time_ms(), t1 = past->server.step_time_ms();
+        if (t0 && t1 && &lo != past) {
+          what += fmt::format(" (engine step {:.2f} ms at {} {} -> {:.2f} ms at {} {})", *t0,
+                              lo.load, unit, *t1, past->load, unit);
+        }
+        if (!o.rate_mode && past->server.max_running &&
+            *past->server.max_running >= past->load - 0.5) {
+          what += fmt::format(", not the server's batch limit: it ran all {} requests at once",
+                              FormatCount(past->load));
+        }
+        break;
+      }
       case Bend::kFrontEnd:
         what = "outside the engine: requests wait in front of it (API server, proxy or network), "
                "not for a batch";
@@ -472,12 +518,13 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
     }
     r.knee_explanation = fmt::format(
         "knee at {} {}: from {} to {} {}, tokens/s went {:.0f} -> {:.0f} ({:+.0f}%) while p99 {} "
-        "went {} -> {}. Bends: {}{}{}",
+        "went {} -> {}. Bends: {}{}",
         knee.load, unit, knee.load, past->load, unit, knee.output_tokens_per_s,
         past->output_tokens_per_s,
         knee.output_tokens_per_s > 0 ? 100 * (past->output_tokens_per_s / knee.output_tokens_per_s - 1) : 0,
-        kl, lat(knee), lat(*past), what, past->bend_evidence.empty() ? "" : " (", 
-        past->bend_evidence.empty() ? "" : past->bend_evidence + ")");
+        kl, lat(knee), lat(*past), what,
+        past->bend_evidence.empty() ? ""
+                                    : fmt::format("; at {} {}: {}", past->load, unit, past->bend_evidence));
   }
 
   // --max-num-seqs.
@@ -765,6 +812,7 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
   };
 
   bool go_on = true;
+  std::optional<double> stopped_past_knee_at;  // the ladder step that was clearly past the knee
   std::vector<double> ladder = LadderLevels(o);
   for (size_t li = 0; li < ladder.size() && go_on; ++li) {
     if (steps_run >= o.max_steps) {
@@ -805,7 +853,7 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
       for (const auto& x : r.steps) past += x.load > k.load;
       bool clearly = past >= 2 || KneeConfirmed(r);
       if (clearly && s->load > k.load) {
-        r.stop_reason = fmt::format("clearly past the knee at {} {}", k.load, unit);
+        stopped_past_knee_at = s->load;  // the reason is written once the knee is final
         break;
       }
     }
@@ -849,6 +897,17 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
     }
   }
   AnalyzeSweep(o, r);
+  r.model = runner.model();
+  // Refinement moves the knee (16 on the ladder, 19 refined): the reason names the final one,
+  // so every line of the output gives the same knee.
+  if (stopped_past_knee_at) {
+    r.stop_reason =
+        r.knee_index && r.knee_reached
+            ? fmt::format("clearly past the knee at {} {} (the ladder stopped at {} {})",
+                          r.steps[*r.knee_index].load, unit, *stopped_past_knee_at, unit)
+            : fmt::format("the ladder stopped at {} {}, past the knee it had then", *stopped_past_knee_at,
+                          unit);
+  }
   return r;
 }
 

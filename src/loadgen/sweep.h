@@ -68,6 +68,7 @@ struct RequestSample {
 struct ServerStepMetrics {
   bool available = false;
   std::string error;                // why not available (the first round's reason)
+  std::string server;               // whose metric names /metrics answered in ("vllm"), or ""
   std::optional<double> max_running, max_waiting, max_kv_cache_usage, preemptions;
   // Histogram sums and counts (seconds), from /metrics deltas.
   double queue_sum_s = 0, queue_count = 0;
@@ -104,6 +105,8 @@ class StepRunner {
   virtual bool interrupted() const = 0;
   // The signal that interrupted it (SIGINT, SIGTERM); 0 when none, or when not known.
   virtual int stop_signal() const { return 0; }
+  // The model the rounds ran against ("" before the first round, or when not known).
+  virtual std::string model() const { return ""; }
 };
 
 struct SweepOptions {

@@ -1,8 +1,11 @@
 #include "loadgen/sweep_report.h"
 
+#include <cctype>
 #include <cmath>
 
 #include <fmt/core.h>
+
+#include "base/units.h"
 
 namespace latdoc::loadgen {
 
@@ -13,7 +16,7 @@ namespace {
 ordered_json Opt(std::optional<double> v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
 
 std::string Num(std::optional<double> v, int prec = 2) {
-  return v ? fmt::format("{:.{}f}", *v, prec) : std::string("n/a");
+  return v ? FormatFixed(*v, prec) : std::string("n/a");
 }
 
 std::string Csv(std::optional<double> v) { return v ? fmt::format("{:.6g}", *v) : std::string(); }
@@ -173,10 +176,34 @@ std::string SweepTableRow(const SweepStep& s, const SweepOptions& o) {
   std::string slo = s.slo_met ? (*s.slo_met ? "met" : "MISSED") : "";
   return fmt::format("{:>8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10.1f} {:>5} {:>5} {:>5} {:>8} {}{}\n",
                      LoadText(s.load), s.spent, s.failed, Num(s.p99_ttft_ms), Num(s.p99_itl_ms),
-                     Num(s.p99_e2el_ms), s.output_tokens_per_s, Num(m.max_running, 0),
-                     Num(m.max_waiting, 0),
+                     Num(s.p99_e2el_ms), s.output_tokens_per_s, FormatCount(m.max_running),
+                     FormatCount(m.max_waiting),
                      m.max_kv_cache_usage ? fmt::format("{:.0f}", *m.max_kv_cache_usage * 100) : "n/a",
                      Num(m.queue_mean_ms()), slo, s.stable ? "" : (o.rate_mode ? " (unstable)" : " (unstable)"));
+}
+
+std::string SweepTable(const SweepResult& r, const SweepOptions& o) {
+  std::string t = SweepTableHeader(o);
+  for (size_t i = 0; i < r.steps.size(); ++i) {  // r.steps is in ascending load
+    std::string row = SweepTableRow(r.steps[i], o);
+    if (r.knee_index && *r.knee_index == i) {
+      while (!row.empty() && (row.back() == '\n' || row.back() == ' ')) row.pop_back();
+      row += "  <- knee\n";
+    }
+    t += row;
+  }
+  return t;
+}
+
+std::string SweepProgressLine(const SweepStep& s, int n, const SweepOptions& o) {
+  std::string metric(KneeLatencyName(o.knee_latency));  // "e2el" -> "E2EL"
+  for (char& c : metric) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::optional<double> p99 = s.KneeP99Ms(o.knee_latency);
+  return fmt::format("step {} ({}): {} {}, {} requests{}, p99 {} {}, {:.1f} tokens/s{}\n", n, s.phase,
+                     LoadText(s.load), o.rate_mode ? "req/s" : "concurrent", s.spent,
+                     s.failed ? fmt::format(" ({} failed)", s.failed) : "", metric,
+                     p99 ? Num(p99) + " ms" : "n/a", s.output_tokens_per_s,
+                     s.interrupted ? " (interrupted)" : "");
 }
 
 std::string SweepSummaryText(const SweepResult& r, const SweepOptions& o) {
@@ -190,7 +217,8 @@ std::string SweepSummaryText(const SweepResult& r, const SweepOptions& o) {
                      KneeLatencyName(o.knee_latency));
     t += "  " + r.knee_explanation + "\n";
   } else {
-    t += "Knee: n/a (no step usable)\n";
+    t += fmt::format("Knee: n/a ({})\n",
+                     r.knee_explanation.empty() ? "no step usable" : r.knee_explanation);
   }
   if (o.slo.any()) {
     t += fmt::format("Highest {} meeting the SLO: {}\n", o.rate_mode ? "rate" : "concurrency",

@@ -62,6 +62,7 @@ RoundResult RoundFromRun(const BenchRun& run) {
   m.available = run.metrics_available;
   if (!m.available) m.error = run.metrics_error;
   if (run.metrics_available) {
+    m.server = run.after.server;
     // Gauges count only from scrapes made while a request was in flight: the idle scrapes
     // before and after a round shorter than the scrape interval read 0 running, which is no
     // batch size. Without such a scrape the gauges stay unknown.
@@ -142,6 +143,7 @@ class BenchStepRunner : public StepRunner {
 
   bool interrupted() const override { return g_interrupted != 0; }
   int stop_signal() const override { return g_interrupted; }
+  std::string model() const override { return base_.model; }
 
  private:
   BenchOptions base_;

@@ -6,9 +6,11 @@
 // so the true knee is min(M, a / b).
 #include "loadgen/sweep.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
+#include <fmt/core.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -19,6 +21,7 @@ namespace latdoc::loadgen {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Model {
   int max_num_seqs = 48;
@@ -652,6 +655,155 @@ TEST(SweepReportTest, CsvAndJsonCarryEveryStep) {
   EXPECT_EQ(j["requests_spent"], r->requests_spent);
   for (const char* k : {"p99_ttft_ms", "p99_itl_ms", "output_throughput", "server_metrics", "bend"})
     EXPECT_TRUE(j["steps"][0].contains(k)) << k;
+}
+
+// Steps as the default `latdoc sim` gave them (sweep --concurrency 1:64; max_num_seqs 1024):
+// the engine ran every request offered (running = the concurrency), the waiting gauge stayed 0,
+// and the queue-time histogram said ~18 ms, 2.5 engine steps: prompts wait for the step in
+// progress, which carries other prompts' prefill. Load, p99 E2EL ms, output tokens/s, mean
+// queue ms, engine step ms.
+SweepResult DefaultSimSteps() {
+  const double rows[][5] = {{1, 408.8, 158.0, 0.01, 6.1},    {2, 431.2, 297.0, 13.2, 6.3},
+                            {4, 524.0, 534.4, 17.0, 6.6},    {8, 557.6, 921.7, 17.9, 6.9},
+                            {16, 718.9, 1424.0, 19.2, 7.4},  {17, 739.1, 1471.1, 19.8, 7.5},
+                            {18, 761.0, 1514.4, 18.8, 7.6},  {19, 781.3, 1554.4, 19.2, 7.7},
+                            {21, 824.8, 1632.0, 19.8, 7.9},  {23, 862.3, 1705.7, 20.0, 8.1},
+                            {32, 1051.7, 1947.9, 19.9, 8.9}};
+  SweepResult r;
+  for (const auto& row : rows) {
+    SweepStep s;
+    s.load = row[0];
+    s.phase = "ladder";
+    s.requests = s.completed = s.spent = 32;
+    s.p99_e2el_ms = row[1];
+    s.p99_ttft_ms = row[1] / 4;
+    s.output_tokens_per_s = row[2];
+    s.server.available = true;
+    s.server.max_running = row[0];
+    s.server.max_waiting = 0;
+    s.server.max_kv_cache_usage = 0.01;
+    s.server.preemptions = 0;
+    s.server.queue_sum_s = row[3] / 1e3;
+    s.server.queue_count = 1;
+    s.server.itl_sum_s = row[4] / 1e3;
+    s.server.itl_count = 1;
+    r.steps.push_back(s);
+  }
+  return r;
+}
+
+// Nothing waited and the engine ran as many requests as were offered: the bend is the engine
+// step growing with the batch, and the explanation says so. It said "queueing past the server's
+// batch limit: running plateaued at 20 while requests waited (... up to 0 waiting while 20
+// ran)" on a server whose limit was 1024.
+TEST(SweepTest, NoBatchLimitBlamedWhenTheEngineRanEveryRequest) {
+  SweepOptions o = Opts(1, 64);
+  SweepResult r = DefaultSimSteps();
+  AnalyzeSweep(o, r);
+  ASSERT_TRUE(r.knee_index);
+  for (const SweepStep& s : r.steps) {
+    EXPECT_EQ(s.bend, Bend::kCompute) << s.load << ": " << s.bend_evidence;
+    if (s.load >= 2) {
+      EXPECT_THAT(s.bend_evidence, HasSubstr(fmt::format(
+          "no batch limit bound: {} running of {} offered, 0 seen waiting; the mean queue time ",
+          s.load, s.load)));
+    }
+  }
+  EXPECT_EQ(r.knee_bend, Bend::kCompute);
+  EXPECT_FALSE(r.server_max_num_seqs);
+  EXPECT_THAT(r.knee_explanation, Not(HasSubstr("past the server's batch limit")));
+  EXPECT_THAT(r.knee_explanation, Not(HasSubstr("plateaued")));
+  const SweepStep& knee = r.steps[*r.knee_index];
+  EXPECT_THAT(r.knee_explanation, HasSubstr("Bends: compute: each engine step takes longer as the batch grows "
+                                            "(engine step 6.10 ms at 1 concurrent -> "));
+  EXPECT_THAT(r.knee_explanation, HasSubstr(fmt::format(
+      ", not the server's batch limit: it ran all {} requests at once", r.steps[*r.knee_index + 1].load)));
+  EXPECT_THAT(r.recommendations[0].reason, Not(HasSubstr("plateau")));
+  EXPECT_EQ(r.recommendations[0].value, int64_t(knee.load));
+}
+
+// One knee in every line: the ladder stops "clearly past the knee" and refinement then moves
+// it (16 on the ladder, 19 refined once); the stop reason, the Knee line, the explanation, the
+// regimes and the chart all name the final one.
+TEST(SweepTest, OneKneeNumberInEveryLine) {
+  Model m;
+  m.max_num_seqs = 1024;
+  m.a_ms = 6;
+  m.b_ms = 0.3;  // compute knee at a / b = 20, between ladder steps 16 and 32
+  FakeRunner fake(m);
+  SweepOptions o = Opts(1, 64);
+  auto r = RunSweep(fake, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->knee_index);
+  const std::string knee = fmt::format("{}", r->steps[*r->knee_index].load);
+  const std::string text = r->stop_reason + "\n" + SweepSummaryText(*r, o);
+  EXPECT_THAT(text, HasSubstr("Ladder stopped: clearly past the knee at " + knee + " concurrent"));
+  EXPECT_THAT(text, HasSubstr("Knee: " + knee + " concurrent"));
+  size_t mentions = 0;
+  for (const std::string lead : {"knee at ", "Knee: ", "the knee at "}) {
+    for (size_t at = text.find(lead); at != std::string::npos; at = text.find(lead, at + 1)) {
+      const size_t from = at + lead.size();
+      const std::string number = text.substr(from, text.find_first_not_of("0123456789.", from) - from);
+      EXPECT_EQ(number, knee) << "at \"" << text.substr(at, 40) << "\" in\n" << text;
+      ++mentions;
+    }
+  }
+  EXPECT_GE(mentions, 4u) << text;
+  EXPECT_THAT(SweepTable(*r, o), HasSubstr("  <- knee\n"));
+}
+
+// The terminal table lists the steps by load, not in the order they ran (1, 2, 4, 8, 16, 32,
+// then refinement 11, 23, 13, ...), and marks the knee's row.
+TEST(SweepReportTest, TableIsSortedByLoadWithTheKneeMarked) {
+  Model m;
+  m.max_num_seqs = 1024;
+  m.b_ms = 0.3;
+  FakeRunner fake(m);
+  SweepOptions o = Opts(1, 64);
+  std::vector<double> run_order;
+  auto r = RunSweep(fake, o, [&](const SweepStep& s) { run_order.push_back(s.load); });
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(std::is_sorted(run_order.begin(), run_order.end()));  // refinement ran last
+  const std::string table = SweepTable(*r, o);
+  std::vector<double> rows;
+  size_t marked = 0;
+  for (size_t at = table.find('\n') + 1; at < table.size();) {
+    const size_t end = table.find('\n', at);
+    const std::string line = table.substr(at, end - at);
+    rows.push_back(std::stod(line));
+    if (line.find("<- knee") != std::string::npos) {
+      ++marked;
+      EXPECT_EQ(rows.back(), r->steps[*r->knee_index].load) << line;
+    }
+    at = end + 1;
+  }
+  EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end())) << table;
+  EXPECT_EQ(rows.size(), run_order.size());
+  EXPECT_EQ(marked, 1u) << table;
+  EXPECT_EQ(SweepProgressLine(r->steps[0], 1, o).substr(0, 30), "step 1 (ladder): 1 concurrent,");
+}
+
+// A sweep cut short after its first step has no knee: it printed "high load (up to the knee at
+// 1 concurrent) ... tokens/s 158 -> 158 (x1.0) ... past the knee latency grows faster".
+TEST(SweepTest, OneStepClaimsNoKnee) {
+  SweepOptions o = Opts(1, 64);
+  SweepResult r = DefaultSimSteps();
+  r.steps.resize(1);
+  r.partial = true;
+  r.partial_reason = "interrupted";
+  AnalyzeSweep(o, r);
+  EXPECT_FALSE(r.knee_index);
+  EXPECT_FALSE(r.knee_reached);
+  EXPECT_TRUE(r.low_load_regime.empty());
+  EXPECT_TRUE(r.high_load_regime.empty());
+  const std::string text = SweepSummaryText(r, o);
+  EXPECT_THAT(text, HasSubstr("Knee: n/a (one step measured (1 concurrent): a knee is a bend between "
+                              "steps and needs two or more)\n"));
+  EXPECT_THAT(text, Not(HasSubstr("past the knee")));
+  EXPECT_THAT(text, Not(HasSubstr("high load")));
+  EXPECT_FALSE(r.recommendations.at(0).value);
+  auto j = SweepJson(r, o, SweepContext{});
+  EXPECT_TRUE(j["knee"].is_null());
 }
 
 }  // namespace

@@ -171,6 +171,11 @@ nlohmann::json ToJson(const ProbeFacts& p) {
       {"url", p.url},
       {"cheap_path", p.cheap_path},
       {"wall_s", p.wall_s},
+      {"ttfb_clock",
+       {{"definition", kTtfbDefinition},
+        {"resolution_ns", p.clock_resolution_ns > 0 ? nlohmann::json(p.clock_resolution_ns)
+                                                    : nlohmann::json(nullptr)},
+        {"samples_out_of_order", p.ttfb_unordered}}},
       {"phases",
        {{"dns", ToJson(p.dns)},
         {"connect", ToJson(p.connect)},

@@ -37,7 +37,9 @@ struct ProbeSample {
   std::optional<double> dns_ms;        // Send() -> name resolved
   std::optional<double> connect_ms;    // resolved -> TCP connected (one RTT)
   std::optional<double> tls_ms;        // connected -> TLS handshake done (https only)
-  std::optional<double> ttfb_ms;       // request written -> response headers (cheap request)
+  std::optional<double> ttfb_ms;       // request written -> response's first bytes (cheap
+                                       // request; kTtfbDefinition); nullopt, never 0, when the
+                                       // two stamps were out of order
   std::optional<double> ttft_new_ms;   // Send() -> first token, on a new connection
   std::optional<double> ttft_reused_ms;  // Send() -> first token, on a kept-alive connection
 };
@@ -115,7 +117,19 @@ struct ProbeFacts {
   IdleCloseFacts idle;
   BandwidthFacts bandwidth;
   double wall_s = 0;
+  // How ttfb is timed: both ends on CLOCK_MONOTONIC (the response's stamp is the kernel's
+  // receive timestamp, mapped onto it; http/stamped_read.h), and that clock's resolution
+  // (clock_getres). 0: not known.
+  int64_t clock_resolution_ns = 0;
+  // Samples whose response stamp was not after the request's (only a clock step between the
+  // two can do that): their ttfb is left out, never clamped to 0.
+  int ttfb_unordered = 0;
 };
+
+// What ttfb spans, for the JSON and the text.
+inline constexpr const char* kTtfbDefinition =
+    "from just before the request's last byte was handed to the kernel to the kernel's receive "
+    "timestamp of the response's first bytes, both on CLOCK_MONOTONIC";
 
 // B minus A for each phase: p50 and jitter differences, in ms.
 struct PhaseDiff {

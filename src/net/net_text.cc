@@ -1,15 +1,20 @@
 #include "net/net_text.h"
 
+#include <cmath>
+
 #include <fmt/core.h>
+
+#include "base/units.h"
 
 namespace latdoc::net {
 namespace {
 
+// `prec` decimals; never "-0.00"; a positive time too small for them keeps 2 significant
+// digits ("0.0042") rather than read as 0.
 std::string F(const std::optional<double>& v, int prec = 2) {
   if (!v) return "n/a";
-  std::string s = fmt::format("{:.{}f}", *v, prec);
-  if (s.find_first_not_of("-0.") == std::string::npos && s[0] == '-') s.erase(0, 1);  // no "-0.00"
-  return s;
+  if (*v > 0 && *v < 0.5 * std::pow(10.0, -prec)) return FormatSignificant(*v, 2);
+  return FormatFixed(*v, prec);
 }
 
 void Probe(const ProbeFacts& p, std::string& out) {
@@ -24,6 +29,14 @@ void Probe(const ProbeFacts& p, std::string& out) {
     out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>10} {:>4}\n", r.name, F(r.s->p50_ms),
                        F(r.s->p99_ms), F(r.s->jitter_ms), F(r.s->stddev_ms), r.s->count);
   }
+  out += fmt::format("  ttfb timed from the request's last byte written to the response's kernel "
+                     "receive stamp, on CLOCK_MONOTONIC (resolution {}){}\n",
+                     p.clock_resolution_ns > 0 ? fmt::format("{} ns", p.clock_resolution_ns) : "n/a",
+                     p.ttfb_unordered > 0
+                         ? fmt::format("; {} left out (response stamped before the request: a "
+                                       "clock step)", p.ttfb_unordered == 1 ? "1 sample"
+                                       : fmt::format("{} samples", p.ttfb_unordered))
+                         : "");
   const LossCounts& l = p.loss;
   out += fmt::format("  loss: {} of {} samples failed", l.failed, l.samples);
   if (l.failed > 0) {

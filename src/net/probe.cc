@@ -1,5 +1,7 @@
 #include "net/probe.h"
 
+#include <time.h>
+
 #include <memory>
 
 #include <fmt/core.h>
@@ -198,6 +200,9 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
 
   ProbeFacts p;
   p.url = options.url;
+  timespec res{};
+  if (clock_getres(CLOCK_MONOTONIC, &res) == 0)
+    p.clock_resolution_ns = int64_t{res.tv_sec} * 1'000'000'000 + res.tv_nsec;
   p.cheap_path = options.cheap_path;
   const int64_t timeout = options.sample_timeout_ns;
 
@@ -222,7 +227,14 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
       p.samples.push_back(std::move(s));
       continue;
     }
-    if (t.headers_ns >= 0 && t.sent_ns >= 0) s.ttfb_ms = Ms(t.headers_ns - t.sent_ns);
+    // Both stamps are CLOCK_MONOTONIC: sent_ns just before the send() of the request's last
+    // byte, headers_ns the kernel's arrival stamp of the answer (http/client.h). The answer
+    // cannot arrive before the request was written; a stamp that says so came across a clock
+    // step, and that sample has no ttfb rather than a made-up 0.
+    if (t.headers_ns >= 0 && t.sent_ns >= 0) {
+      if (t.headers_ns > t.sent_ns) s.ttfb_ms = Ms(t.headers_ns - t.sent_ns);
+      else ++p.ttfb_unordered;
+    }
 
     // 2. TTFT of a one-token completion on a new connection.
     Collector fresh_ttft;

@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include "base/strings.h"
+#include "base/units.h"
 
 namespace latdoc::report {
 namespace {
@@ -31,7 +32,7 @@ const char* SeverityColor(Severity s) {
 std::string EvidenceLine(const rules::Evidence& e) {
   std::string v;
   if (e.value) {
-    v = fmt::format("{:.4g}", *e.value);
+    v = FormatSignificant(*e.value, 4);  // "85", "262144", "0.1235"; never "-0"
     if (!e.unit.empty()) v += (e.unit == "%" ? "" : " ") + e.unit;
   } else if (e.text.empty()) {
     v = "n/a";

@@ -38,6 +38,11 @@ std::string Num(const ordered_json& v) {
   return FormatNumber(v.is_number() ? std::optional(v.get<double>()) : std::nullopt);
 }
 
+// A count: "39", never "39.0".
+std::string Count(const ordered_json& v) {
+  return FormatCountValue(v.is_number() ? std::optional(v.get<double>()) : std::nullopt);
+}
+
 std::string EvidenceHtml(const rules::Evidence& e) {
   std::string v;
   if (e.value) {
@@ -79,12 +84,14 @@ std::string NotMeasured(std::string_view what, std::string_view missing_key, std
                      missing_key, what, why);
 }
 
+// `figure_class` "wide": the figure takes a whole row of its grid.
 std::string Chart(std::string_view name, std::string_view title, std::string_view caption,
-                  std::string_view size_class = "", int index = -1) {
+                  std::string_view size_class = "", int index = -1, std::string_view figure_class = "") {
   std::string idx = index >= 0 ? fmt::format(" data-index=\"{}\"", index) : "";
-  return fmt::format("<figure><h3>{}</h3><div class=\"chart {}\"><canvas data-chart=\"{}\"{} role=\"img\" "
+  return fmt::format("<figure{}><h3>{}</h3><div class=\"chart {}\"><canvas data-chart=\"{}\"{} role=\"img\" "
                      "aria-label=\"{}\"></canvas></div><figcaption>{}</figcaption></figure>\n",
-                     title, size_class, name, idx, title, caption);
+                     figure_class.empty() ? "" : fmt::format(" class=\"{}\"", figure_class), title,
+                     size_class, name, idx, title, caption);
 }
 
 // Why a layer was not measured, from `layers` ("skipped: no --trace given"); `hint` otherwise.
@@ -234,7 +241,7 @@ std::string LatencySection(const ordered_json& data) {
     }
     out += fmt::format("</tbody></table><p class=\"lead\" style=\"margin-top:8px\">{} requests completed, {} "
                        "failed, concurrency {}; {} req/s, {} output tokens/s.</p>\n",
-                       Num(b["completed"]), Num(b["failed"]), Num(b["max_concurrency"]),
+                       Count(b["completed"]), Count(b["failed"]), Count(b["max_concurrency"]),
                        Num(b["request_throughput"]), Num(b["output_throughput"]));
   }
   if (sweep.is_object()) {
@@ -271,8 +278,8 @@ std::string KernelSection(const ordered_json& data) {
   if (k.is_object()) {
     out += Chart("kernels", "Kernel time breakdown",
                  fmt::format("The {} kernels with the most GPU time, of {} kernel names in the trace.",
-                             k["items"].size(), Num(k["shown_of"])),
-                 "tall");
+                             k["items"].size(), Count(k["shown_of"])),
+                 "tall", -1, "wide");  // a whole row: the names need the width
   } else {
     out += "<figure><h3>Kernel time breakdown</h3>" + NotMeasured("Kernel time breakdown", "kernels", why) +
            "</figure>\n";
@@ -283,9 +290,11 @@ std::string KernelSection(const ordered_json& data) {
            "</th><th class=\"num\">total (ms)</th><th class=\"num\">mean (us)</th><th class=\"num\">% of busy"
            "</th></tr></thead><tbody>\n";
     for (const auto& i : k["items"]) {
-      out += fmt::format("<tr><td class=\"name mono\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                         "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                         E(i["name"].get<std::string>()), Num(i["count"]), Num(i["total_ms"]),
+      // The name as the chart labels it (cut from the middle), the full name as its tooltip.
+      out += fmt::format("<tr><td class=\"name mono\" title=\"{}\">{}</td><td class=\"num\">{}</td>"
+                         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                         E(i["name"].get<std::string>()), E(i["label"].get<std::string>()), Count(i["count"]),
+                         Num(i["total_ms"]),
                          Num(i["mean_us"]), Num(i["busy_pct"]));
     }
     out += "</tbody></table></details>\n";
@@ -383,7 +392,8 @@ std::string RenderHtmlReport(const ordered_json& diagnosis) {
 std::string RenderHtmlReport(const ordered_json& diagnosis, const HtmlReportOptions& options) {
   const DiagnosisFindings df = FindingsOf(diagnosis);
   const ordered_json data = ReportData(diagnosis);
-  const std::string target = StringAt(diagnosis, "target");
+  const ReportSubject subject = SubjectOf(diagnosis);
+  const std::string& target = subject.target;
   const std::string generated = StringAt(diagnosis, "generated_at");
   const std::string schema = StringAt(diagnosis, "schema");
 
@@ -396,6 +406,8 @@ std::string RenderHtmlReport(const ordered_json& diagnosis, const HtmlReportOpti
   out += "<style>\n" + std::string(assets::ReportCss()) + "</style>\n</head>\n<body>\n";
   out += "<header class=\"top\"><h1>latdoc diagnosis</h1><div class=\"meta\">";
   out += "<span>target: <b>" + (target.empty() ? std::string("n/a") : E(target)) + "</b></span>";
+  out += "<span>model: <b>" + (subject.model.empty() ? std::string("n/a") : E(subject.model)) + "</b></span>";
+  if (!subject.server.empty()) out += "<span>server: <b>" + E(subject.server) + "</b></span>";
   if (!generated.empty()) out += "<span>generated " + E(generated) + "</span>";
   if (!schema.empty()) out += "<span>" + E(schema) + "</span>";
   out += "</div></header>\n<main>\n";

@@ -5,6 +5,10 @@
 
 #include <fmt/core.h>
 
+#include "base/strings.h"
+#include "base/units.h"
+#include "servermetrics/metric_names.h"
+
 namespace latdoc::report {
 namespace {
 
@@ -191,29 +195,37 @@ ordered_json GpuTime(const ordered_json& facts) {
 }
 
 constexpr size_t kKernelsShown = 12;
+constexpr size_t kKernelLabelWidth = 44;  // code points of a kernel's chart label
 
 ordered_json Kernels(const ordered_json& facts) {
   const ordered_json& ks = Child(facts, "kernels");
   if (!ks.is_array() || ks.empty()) return nullptr;
   ordered_json items = ordered_json::array();
+  std::vector<std::string> names;
   for (const ordered_json& k : ks) {
     if (items.size() == kKernelsShown) break;
     const std::optional<double> total_ns = NumberAt(k, "total_ns");
     if (!total_ns) continue;
     const std::optional<double> share = NumberAt(k, "busy_share");
     const std::optional<double> mean_ns = NumberAt(k, "mean_ns");
-    items.push_back({{"name", StringAt(k, "name")},
+    names.push_back(StringAt(k, "name"));
+    items.push_back({{"name", names.back()},
+                     {"label", nullptr},
                      {"count", Num(NumberAt(k, "count"))},
                      {"total_ms", Round6(*total_ns / 1e6)},
                      {"mean_us", Num(mean_ns ? std::optional(Round6(*mean_ns / 1e3)) : std::nullopt)},
                      {"busy_pct", Num(share ? std::optional(Round6(*share * 100)) : std::nullopt)}});
   }
   if (items.empty()) return nullptr;
+  // Chart labels: cut from the middle (a kernel family shares its start and differs in the
+  // template arguments at the end), widened where two would read the same.
+  const std::vector<std::string> labels = ShortenMiddleDistinct(names, kKernelLabelWidth);
+  for (size_t i = 0; i < items.size(); ++i) items[i]["label"] = labels[i].empty() ? "(unnamed)" : labels[i];
   ordered_json out;
   out["busy_ms"] = Num(R6(NumberAt(Timeline(facts), "busy_ms")));
   out["items"] = std::move(items);
-  const std::optional<double> names = NumberAt(facts, "kernel_names");
-  out["shown_of"] = names ? ordered_json(*names) : ordered_json(ks.size());
+  const std::optional<double> name_count = NumberAt(facts, "kernel_names");
+  out["shown_of"] = name_count ? ordered_json(*name_count) : ordered_json(ks.size());
   return out;
 }
 
@@ -365,10 +377,32 @@ std::string FormatNumber(std::optional<double> v) {
   if (!v) return "n/a";
   const double a = std::fabs(*v);
   if (a < 1e-9) return "0";   // float noise of a difference (e.g. -5.7e-13 ms)
-  if (a != 0 && (a >= 1e6 || a < 1e-3)) return fmt::format("{:.3g}", *v);
-  if (a >= 100) return fmt::format("{:.0f}", *v);
-  if (a >= 10) return fmt::format("{:.1f}", *v);
-  return fmt::format("{:.3g}", *v);
+  if (a < 1e15 && *v == std::trunc(*v)) return FormatCount(*v);  // "16", not "16.0"
+  if (a >= 1e6 || a < 1e-3) return FormatSignificant(*v, 3);
+  if (a >= 100) return FormatFixed(*v, 0);
+  if (a >= 10) return FormatFixed(*v, 1);
+  return FormatSignificant(*v, 3);
+}
+
+std::string FormatCountValue(std::optional<double> v) { return FormatCount(v); }
+
+ReportSubject SubjectOf(const ordered_json& diagnosis) {
+  ReportSubject s;
+  s.target = StringAt(diagnosis, "target");
+  for (const char* part : {"bench", "sweep", "baseline"}) {
+    s.model = StringAt(Child(diagnosis, part), "model_id");
+    if (!s.model.empty()) break;
+  }
+  const std::string version =
+      StringAt(Child(Child(Child(diagnosis, "logs"), "facts"), "vllm_server"), "version");
+  const std::string metrics_kind =
+      StringAt(Child(Child(diagnosis, "bench"), "server_metrics"), "server");
+  if (!version.empty()) {
+    s.server = "vLLM " + version + " (from its log)";
+  } else if (!metrics_kind.empty()) {
+    s.server = fmt::format("its /metrics in {}'s names", servermetrics::ServerKindName(metrics_kind));
+  }
+  return s;
 }
 
 std::string SharePercent(double part, double whole) {

@@ -129,6 +129,62 @@ TEST(HtmlReportTest, TraceOnlyDrawsTraceCharts) {
   EXPECT_THAT(MissingNotes(html), ::testing::ElementsAre("sweep", "waterfall", "server_series"));
 }
 
+// The header names the target, the model the load ran against and the server (kind and
+// version from its log; else the metric names it answered in). The example's server is
+// `latdoc sim`, which answers in vLLM's metric names.
+TEST(HtmlReportTest, NamesTheModelAndTheServer) {
+  ordered_json d = Load(kExample);
+  std::string html = RenderHtmlReport(d, HtmlReportOptions{false});
+  EXPECT_THAT(html, HasSubstr("<span>target: <b>http://127.0.0.1:18437</b></span>"
+                              "<span>model: <b>latdoc-sim/llama-3-8b</b></span>"
+                              "<span>server: <b>its /metrics in vLLM&#39;s names</b></span>"));
+  d["logs"]["facts"]["vllm_server"]["version"] = "0.8.5";
+  EXPECT_THAT(RenderHtmlReport(d, HtmlReportOptions{false}),
+              HasSubstr("<span>server: <b>vLLM 0.8.5 (from its log)</b></span>"));
+  // Without a load run there is no model to name, and the header says so.
+  d.erase("bench");
+  d.erase("sweep");
+  d.erase("baseline");
+  EXPECT_THAT(RenderHtmlReport(d, HtmlReportOptions{false}), HasSubstr("<span>model: <b>n/a</b></span>"));
+}
+
+// Counts print as whole numbers: the load line, the kernel count, evidence values.
+TEST(HtmlReportTest, CountsPrintAsWholeNumbers) {
+  const std::string html = RenderHtmlReport(Load(kExample), HtmlReportOptions{false});
+  EXPECT_THAT(html, HasSubstr("300 requests completed, 0 failed, concurrency 48;"));
+  EXPECT_THAT(html, HasSubstr("of 39 kernel names in the trace."));
+  EXPECT_THAT(html, HasSubstr("<span class=\"mono\">preemptions</span>: 59</li>"));
+  EXPECT_THAT(html, HasSubstr("the dashed line marks the knee at concurrency = 4."));
+  const std::string shown = html.substr(0, html.find("<script"));  // the page's text, not its data
+  EXPECT_THAT(shown, Not(HasSubstr(">-0")));
+  EXPECT_THAT(shown, Not(HasSubstr(" -0")));
+  for (const char* bad : {"48.0", "39.0", "59.0", ": 0.0 "}) EXPECT_THAT(shown, Not(HasSubstr(bad))) << bad;
+}
+
+// Kernel names of the bundled H200 trace: chart labels are cut from the middle and differ for
+// different kernels (the two nvjet_sm90_tst_64x8_64x16 kernels once both read
+// "nvjet_sm90_tst_64x8_64x16_4..."); the hot list shows that label with the full name as its
+// tooltip.
+TEST(HtmlReportTest, KernelLabelsAreDistinctWithTheFullNameAsTooltip) {
+  const ordered_json d = Load(kExample);
+  const ordered_json data = ReportData(d);
+  const ordered_json& items = data["kernels"]["items"];
+  ASSERT_EQ(items.size(), 12u);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string name = items[i]["name"], label = items[i]["label"];
+    EXPECT_LE(label.size(), std::max<size_t>(name.size(), 44 + 2)) << label;
+    for (size_t j = 0; j < i; ++j) {
+      EXPECT_EQ(label == items[j]["label"].get<std::string>(), name == items[j]["name"].get<std::string>())
+          << label;
+    }
+  }
+  EXPECT_EQ(items[3]["name"], "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_splitK_TNT");
+  EXPECT_EQ(items[3]["label"], "nvjet_sm90_tst_64x8_64\xE2\x80\xA6" "6_4x1_v_bz_splitK_TNT");
+  const std::string html = RenderHtmlReport(d, HtmlReportOptions{false});
+  EXPECT_THAT(html, HasSubstr("<td class=\"name mono\" title=\"nvjet_sm90_tst_64x8_64x16_4x1_v_bz_splitK_TNT\">"
+                              "nvjet_sm90_tst_64x8_64\xE2\x80\xA6" "6_4x1_v_bz_splitK_TNT</td>"));
+}
+
 // A hostile string anywhere in the input is text, never markup or script.
 TEST(HtmlReportTest, EscapesEveryInputString) {
   const std::string evil = "</script><script>alert(1)</script><img src=x onerror=alert(2)>&\"'";
@@ -287,7 +343,15 @@ TEST(HtmlReportDataTest, FormatNumber) {
   EXPECT_EQ(FormatNumber(1.23456), "1.23");
   EXPECT_EQ(FormatNumber(12.345), "12.3");
   EXPECT_EQ(FormatNumber(1234.4), "1234");
-  EXPECT_EQ(FormatNumber(2.5e7), "2.5e+07");
+  EXPECT_EQ(FormatNumber(2.5e7 + 0.6), "25000001");  // large values: whole, no exponent
+  // Whole numbers print whole, whatever double carried them (counts: "16", not "16.0").
+  EXPECT_EQ(FormatNumber(16.0), "16");
+  EXPECT_EQ(FormatNumber(262144.0), "262144");
+  EXPECT_EQ(FormatNumber(2.5e7), "25000000");
+  EXPECT_EQ(FormatNumber(-0.0), "0");
+  EXPECT_EQ(FormatNumber(-0.0004), "-0.0004");
+  EXPECT_EQ(FormatCountValue(39.0), "39");
+  EXPECT_EQ(FormatCountValue(std::nullopt), "n/a");
   EXPECT_EQ(FormatNumber(0.0001234), "0.000123");
 }
 

@@ -16,6 +16,10 @@ std::string Num(const ordered_json& v) {
   return FormatNumber(v.is_number() ? std::optional(v.get<double>()) : std::nullopt);
 }
 
+std::string Count(const ordered_json& v) {
+  return FormatCountValue(v.is_number() ? std::optional(v.get<double>()) : std::nullopt);
+}
+
 std::string NotMeasured(std::string_view what) { return fmt::format("_{}: not measured._\n\n", what); }
 
 // Peak of a column of numbers-or-null (nullopt when all are null).
@@ -33,8 +37,10 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
   const DiagnosisFindings df = FindingsOf(diagnosis);
   const ordered_json d = ReportData(diagnosis);
   std::string out = "# latdoc diagnosis\n\n";
-  const std::string target = StringAt(diagnosis, "target");
-  out += fmt::format("- target: {}\n", target.empty() ? "n/a" : MarkdownCode(target));
+  const ReportSubject subject = SubjectOf(diagnosis);
+  out += fmt::format("- target: {}\n", subject.target.empty() ? "n/a" : MarkdownCode(subject.target));
+  out += fmt::format("- model: {}\n", subject.model.empty() ? "n/a" : MarkdownCode(subject.model));
+  if (!subject.server.empty()) out += "- server: " + MarkdownText(subject.server) + "\n";
   const std::string generated = StringAt(diagnosis, "generated_at");
   if (!generated.empty()) out += "- generated: " + MarkdownText(generated) + "\n";
   int counts[5] = {0, 0, 0, 0, 0};
@@ -74,7 +80,7 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
                          Num(b[fmt::format("median_{}_ms", m)]), Num(b[fmt::format("p99_{}_ms", m)]));
     }
     out += fmt::format("\n{} completed, {} failed, concurrency {}; {} req/s, {} output tokens/s.\n\n",
-                       Num(b["completed"]), Num(b["failed"]), Num(b["max_concurrency"]),
+                       Count(b["completed"]), Count(b["failed"]), Count(b["max_concurrency"]),
                        Num(b["request_throughput"]), Num(b["output_throughput"]));
   } else {
     out += NotMeasured("Load run");
@@ -113,9 +119,10 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
   if (const ordered_json& k = d["kernels"]; k.is_object()) {
     out += fmt::format("Top {} of {} kernels by GPU time:\n\n| kernel | calls | total (ms) | mean (us) | % of busy |\n"
                        "|---|---:|---:|---:|---:|\n",
-                       k["items"].size(), Num(k["shown_of"]));
+                       k["items"].size(), Count(k["shown_of"]));
+    // Names cut from the middle to the label width (different names stay different).
     for (const auto& i : k["items"]) {
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", MarkdownCode(i["name"].get<std::string>()), Num(i["count"]),
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", MarkdownCode(i["label"].get<std::string>()), Count(i["count"]),
                          Num(i["total_ms"]), Num(i["mean_us"]), Num(i["busy_pct"]));
     }
     out += "\n";
@@ -133,7 +140,7 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
     if (!g["gaps"].empty()) {
       out += "| at (ms) | idle (us) | device | next op |\n|---:|---:|---:|---|\n";
       for (const auto& x : g["gaps"]) {
-        out += fmt::format("| {} | {} | {} | {} |\n", Num(x["at_ms"]), Num(x["dur_us"]), Num(x["device"]),
+        out += fmt::format("| {} | {} | {} | {} |\n", Num(x["at_ms"]), Num(x["dur_us"]), Count(x["device"]),
                            MarkdownCode(x["next_op"].get<std::string>()));
       }
       out += "\n";
@@ -151,7 +158,7 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
       if (t.size() >= 1 && t.front().is_number() && t.back().is_number())
         dur = t.back().get<double>() - t.front().get<double>();
       out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", MarkdownText(x["source"].get<std::string>()), t.size(),
-                         FormatNumber(dur), FormatNumber(Peak(x["running"])), FormatNumber(Peak(x["waiting"])),
+                         FormatNumber(dur), FormatCountValue(Peak(x["running"])), FormatCountValue(Peak(x["waiting"])),
                          FormatNumber(Peak(x["kv_pct"])));
     }
   } else {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "base/strings.h"
 #include "rules/gpu_specs.h"
 #include "rules/kernel_patterns.h"
 
@@ -100,7 +101,7 @@ void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Findi
     }
     f.evidence.push_back(Num("largest_gap", Us(static_cast<double>(g.dur_ns)), "us",
                              fmt::format("at {:.3f} ms, before {}{}{}", Ms(static_cast<double>(g.at_ns)),
-                                         g.next_op.substr(0, 60),
+                                         ShortenMiddle(g.next_op, 60),
                                          g.cpu_busy_ns ? fmt::format("; launching thread busy {:.1f} us", Us(static_cast<double>(*g.cpu_busy_ns))) : "",
                                          cpu.empty() ? "" : "; CPU: " + cpu)));
   }
@@ -113,7 +114,7 @@ void HotKernelRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<
   const auto& k = r.hot_kernels.front();
   if (k.busy_share < o.hot_kernel_share) return;
   Finding f = Make("kernel.hot_kernel", Severity::kInfo,
-                   fmt::format("{:.0f}% of GPU busy time is one kernel: {}", 100 * k.busy_share, k.name.substr(0, 80)),
+                   fmt::format("{:.0f}% of GPU busy time is one kernel: {}", 100 * k.busy_share, ShortenMiddle(k.name, 80)),
                    "this kernel is where GPU time goes: check it runs the library path expected for "
                    "its shapes (GEMM backend, attention backend) before tuning anything else");
   f.evidence.push_back(Num("count", static_cast<double>(k.count), ""));
@@ -138,7 +139,7 @@ void OutlierRule(const TraceReport& r, std::vector<Finding>& out) {
   for (size_t i = 0; i < r.outliers.size() && i < 3; ++i) {
     const auto& x = r.outliers[i];
     f.evidence.push_back(Num(fmt::format("outlier_{}", i + 1), Us(static_cast<double>(x.dur_ns)), "us",
-                             fmt::format("{} at {:.3f} ms, median {:.1f} us", x.name.substr(0, 60),
+                             fmt::format("{} at {:.3f} ms, median {:.1f} us", ShortenMiddle(x.name, 60),
                                          Ms(static_cast<double>(x.at_ns)), Us(x.median_ns))));
   }
   f.latency_share = Share(excess, static_cast<double>(DeviceSum(r).total_ns));
@@ -294,7 +295,7 @@ void PatternRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<F
   for (const auto& p : r.patterns) {
     const double share = p.busy_share;
     Finding f = Make("kernel.pattern." + p.pattern, share >= o.pattern_warn_share ? Severity::kWarn : Severity::kInfo,
-                     fmt::format("known slow path: {} ({} calls, {:.1f}% of busy time)", p.kernel.substr(0, 70), p.count, 100 * share),
+                     fmt::format("known slow path: {} ({} calls, {:.1f}% of busy time)", ShortenMiddle(p.kernel, 70), p.count, 100 * share),
                      p.advice);
     f.evidence.push_back(Num("total", Ms(static_cast<double>(p.total_ns)), "ms"));
     f.evidence.push_back(Num("source", std::nullopt, "", p.source));

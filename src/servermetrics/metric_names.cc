@@ -115,4 +115,12 @@ constexpr ServerMetricTable kServers[] = {
 
 std::span<const ServerMetricTable> KnownServers() { return kServers; }
 
+std::string_view ServerKindName(std::string_view id) {
+  if (id == "vllm") return "vLLM";
+  if (id == "llamacpp") return "llama.cpp";
+  if (id == "sglang") return "SGLang";
+  if (id == "tgi") return "TGI";
+  return id;
+}
+
 }  // namespace latdoc::servermetrics

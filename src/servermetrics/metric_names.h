@@ -49,4 +49,8 @@ struct ServerMetricTable {
 // Every table, in the order BuildSnapshot() tries them.
 std::span<const ServerMetricTable> KnownServers();
 
+// How people write the server a table is named for ("vllm" -> "vLLM", "llamacpp" ->
+// "llama.cpp"); any other id as it is.
+std::string_view ServerKindName(std::string_view id);
+
 }  // namespace latdoc::servermetrics

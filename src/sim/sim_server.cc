@@ -935,7 +935,9 @@ Status SimServer::Start() {
   s.log.Line("INFO", "kv_cache_utils.py:1100",
              fmt::format("GPU KV cache size: {} tokens", int64_t(s.engine.total_blocks()) * e.block_size));
   s.log.Line("INFO", "api_server.py:1950",
-             fmt::format("Starting vLLM API server 0 on http://{}:{}", s.cfg.host, port()));
+             fmt::format("Starting vLLM API server 0 on http://{}{}{}:{}",
+                         s.cfg.host.find(':') != std::string::npos ? "[" : "", s.cfg.host,
+                         s.cfg.host.find(':') != std::string::npos ? "]" : "", port()));
   // vLLM reads VLLM_LOG_STATS_INTERVAL <= 0 as its default, 10 s (--disable-log-stats turns it off).
   if (!(s.cfg.log_stats_interval_s > 0)) s.cfg.log_stats_interval_s = 10;
   if (!s.cfg.disable_log_stats) s.ArmStats();

@@ -1,7 +1,8 @@
 // The HTML report in a real browser: node report_test.cjs REPO_ROOT OUT_DIR (see run.sh).
 // Opens OUT_DIR/{example,empty,hostile}.html from disk in headless Chromium (Debian's binary,
 // driven by playwright-core from report-assets/) with the network blocked, and checks each
-// page's contract. Writes OUT_DIR/example.png. Exits 1 with one line per failed check.
+// page's contract. Writes OUT_DIR/example.png, full-page screenshots at 1400 and 800 px wide
+// (example-1400.png, example-800.png) and crops of their latency, queue and kernel charts. Exits 1 with one line per failed check.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -17,8 +18,8 @@ const EXAMPLE_CHARTS = ['sweep', 'ttft-waterfall', 'gpu-time', 'kernels', 'idle-
                         'idle-histogram', 'server-series', 'server-series'];
 const EMPTY_NOTES = ['sweep', 'waterfall', 'kernels', 'idle', 'server_series'];
 
-async function openPage(browser, file) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+async function openPage(browser, file, width = 1280) {
+  const page = await browser.newPage({ viewport: { width, height: 900 } });
   const problems = [];
   page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
@@ -47,6 +48,61 @@ function inspectCharts() {
     return { name: cv.getAttribute('data-chart'), hasChart: !!chart, points,
              width: cv.width, height: cv.height, paintedShare: painted / Math.max(1, cv.width * cv.height) };
   });
+}
+
+// The x-axis tick labels of the chart on canvas[data-chart=NAME] as Chart.js placed them: each
+// label's text, its box left and right in CSS pixels (measured in the chart's own font), its
+// rotation; and the axis' first and last value.
+function xTickLabels(name) {
+  const cv = document.querySelector(`canvas[data-chart="${name}"]`);
+  const chart = cv && window.Chart && window.Chart.getChart(cv);
+  if (!chart) return null;
+  const x = chart.scales.x;
+  const ctx = document.createElement('canvas').getContext('2d');
+  const labels = x.getLabelItems().map((it) => {
+    ctx.font = it.font.string;
+    const text = Array.isArray(it.label) ? it.label.join(' ') : String(it.label);
+    const w = ctx.measureText(text).width;
+    const px = it.options.translation[0];
+    const align = it.options.textAlign;
+    const left = align === 'left' ? px : align === 'right' ? px - w : px - w / 2;
+    return { text, left, right: left + w, rotation: it.options.rotation };
+  });
+  return { labels, min: x.min, max: x.max, width: chart.width };
+}
+
+// The kernel chart's y labels: their text and their box left and right in CSS pixels.
+function kernelLabels() {
+  const cv = document.querySelector('canvas[data-chart="kernels"]');
+  const chart = cv && window.Chart && window.Chart.getChart(cv);
+  if (!chart) return null;
+  const ctx = document.createElement('canvas').getContext('2d');
+  return chart.scales.y.getLabelItems().map((it) => {
+    ctx.font = it.font.string;
+    const text = String(it.label);
+    const w = ctx.measureText(text).width;
+    const px = it.options.translation[0];
+    const align = it.options.textAlign;
+    const left = align === 'left' ? px : align === 'right' ? px - w : px - w / 2;
+    return { text, left, right: left + w };
+  });
+}
+
+// Problems with a chart's x tick labels: fewer than `least`, any rotated, any two overlapping.
+function tickProblems(where, t, least) {
+  const out = [];
+  if (!t) return [`${where}: no chart`];
+  const shown = t.labels.filter((l) => l.text !== '').length;
+  if (shown < least) out.push(`${where}: ${shown} x tick labels, want at least ${least}`);
+  const byX = t.labels.filter((l) => l.text !== "").sort((a, b) => a.left - b.left);
+  for (let i = 0; i < byX.length; i++) {
+    if (byX[i].rotation !== 0) out.push(`${where}: tick "${byX[i].text}" rotated ${byX[i].rotation}`);
+    if (i > 0 && byX[i].left < byX[i - 1].right + 2) {
+      out.push(`${where}: ticks "${byX[i - 1].text}" [${byX[i - 1].left.toFixed(1)}, ${byX[i - 1].right.toFixed(1)}] ` +
+               `and "${byX[i].text}" [${byX[i].left.toFixed(1)}, ${byX[i].right.toFixed(1)}] overlap`);
+    }
+  }
+  return out;
 }
 
 (async () => {
@@ -78,6 +134,34 @@ function inspectCharts() {
       problems.forEach((p) => failures.push('example: ' + p));
       console.log(`example: ${charts.length} charts (${charts.map((c) => c.name + ':' + c.points).join(' ')}), ` +
                   `${findings} findings, screenshot ${w}x${h} ${size} bytes`);
+    }
+    // The latency curve's x axis at a wide and a narrow window: horizontal tick labels that do
+    // not run into each other (they once printed "506070"); the queue chart's time axis starts
+    // at 0. Screenshots of both widths are kept for a look.
+    for (const width of [1400, 800]) {
+      const { page, problems } = await openPage(browser, 'example.html', width);
+      const t = await page.evaluate(xTickLabels, 'sweep');
+      tickProblems(`example@${width}: latency curve`, t, 4).forEach((p) => failures.push(p));
+      // Kernel names: cut from the middle, different for different kernels, whole on the canvas
+      // (they were cut at both ends: "_fort_native_sdpa_sm80_flash_fprop_wmma_...").
+      const k = await page.evaluate(kernelLabels);
+      check(k && k.length === 12, `example@${width}: ${k && k.length} kernel labels, want 12`);
+      if (k) {
+        check(new Set(k.map((l) => l.text)).size === k.length, `example@${width}: kernel labels repeat: ${k.map((l) => l.text).join(' | ')}`);
+        k.forEach((l) => check(l.left >= 0, `example@${width}: kernel label "${l.text}" starts at ${l.left.toFixed(1)} px, off the canvas`));
+      }
+      const q = await page.evaluate(xTickLabels, 'server-series');
+      check(q && q.min === 0, `example@${width}: queue chart x axis starts at ${q && q.min}, want 0`);
+      const png = path.join(out, `example-${width}.png`);
+      await page.screenshot({ path: png, fullPage: true });
+      await page.locator('#latency figure').first().screenshot({ path: path.join(out, `latency-${width}.png`) });
+      await page.locator('#server figure').first().screenshot({ path: path.join(out, `queue-${width}.png`) });
+      await page.locator('#gpu figure').nth(1).screenshot({ path: path.join(out, `kernels-${width}.png`) });
+      const buf = fs.readFileSync(png);
+      check(buf.readUInt32BE(16) === width, `example@${width}: screenshot ${buf.readUInt32BE(16)} px wide`);
+      problems.forEach((p) => failures.push(`example@${width}: ` + p));
+      console.log(`example@${width}: latency curve x ticks ${t && t.labels.map((l) => l.text).join(' ')}; ` +
+                  `queue chart x from ${q && q.min}`);
     }
     {  // Nothing measured: no canvas, one note per area, still no errors.
       const { page, problems } = await openPage(browser, 'empty.html');

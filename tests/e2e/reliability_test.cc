@@ -365,6 +365,27 @@ TEST(DiagnoseInputTest, RefusedKeyIsNotAnUnreachableTarget) {
   ::unsetenv("LATDOC_TEST_KEY");
 }
 
+// The terminal summary says what was diagnosed: the target, the model the load ran against and
+// the server (the HTML and Markdown reports said neither model nor server).
+TEST(DiagnoseOutputTest, SummaryNamesTheModelAndTheServer) {
+  TempDir dir("diag_subject");
+  SimProcess sim(kFastSim);
+  RunResult r = RunLatdoc({"diagnose", "--url", sim.url(), "--net-samples", "0", "--requests", "8",
+                           "--baseline-requests", "2", "--concurrency", "2", "--input-len", "8",
+                           "--output-len", "4", "--report", dir / "r.html", "--markdown", dir / "r.md"});
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find("\n\n") + 2),
+            "latdoc diagnose: " + sim.url() + "\nmodel: latdoc-sim/llama-3-8b\nserver: " + sim.url() +
+                " (its /metrics in vLLM's names)\n\n");
+  auto md = ReadFileToString(dir / "r.md");
+  ASSERT_TRUE(md.ok());
+  EXPECT_THAT(*md, HasSubstr("- target: `" + sim.url() + "`\n- model: `latdoc-sim/llama-3-8b`\n"
+                             "- server: its /metrics in vLLM's names\n"));
+  auto html = ReadFileToString(dir / "r.html");
+  ASSERT_TRUE(html.ok());
+  EXPECT_THAT(*html, HasSubstr("<span>model: <b>latdoc-sim/llama-3-8b</b></span>"));
+}
+
 // A byte that is not UTF-8 in a file name and in a log line (a log cut mid-character, a path
 // from another locale) reaches the JSON, Markdown and HTML reports: they are written, with the
 // byte replaced, instead of the process aborting after the whole run.

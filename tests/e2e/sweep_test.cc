@@ -235,6 +235,78 @@ TEST(DiagnoseSweepTest, TargetPastTheKneeIsAWarningWithTheSweepsFlags) {
   EXPECT_GE(std::stoi(advice.substr(at + 15)), 16) << advice;
 }
 
+// The default simulator (max_num_seqs 1024: no batch limit within 1:32) and the default prompts
+// (256 tokens, so prompts wait for steps carrying other prompts' prefill). The
+// output must follow the facts: no step where the engine ran every request offered is put down
+// to the server's batch limit; one knee number in every line; the table sorted by concurrency
+// with the knee marked; the model and the server named; the SVG carries p99 E2EL, the metric
+// the knee is judged on. (It said "queueing past the server's batch limit: running plateaued at
+// 20 while requests waited (... up to 0 waiting while 20 ran)", and "past the knee at 16" above
+// "Knee: 19".)
+TEST(SweepCliTest, DefaultSimExplanationFollowsTheFacts) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "a sweep of the default workload is checked by the release build";
+#endif
+  SimProcess sim({"--log-file", "/dev/null", "--disable-log-stats"});
+  std::string out = TempPath("default_sim.json"), svg = TempPath("default_sim.svg");
+  // 32 output tokens rather than the default 64: half the time, the same waits for prefill.
+  RunResult r = RunLatdoc({"sweep", "--url", sim.url(), "--concurrency", "1:32", "--output-len",
+                           "32", "--json", out, "--svg", svg});
+  sim.process().Signal(SIGTERM);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = ReadJson(out);
+  EXPECT_EQ(j["model_id"], "latdoc-sim/llama-3-8b");
+  EXPECT_THAT(r.out, HasSubstr("Model: latdoc-sim/llama-3-8b\nServer: " + sim.url() +
+                               " (its /metrics in vLLM's names)\n"));
+  EXPECT_TRUE(j["server_max_num_seqs"].is_null()) << r.out;
+  int like_d8 = 0;  // steps as the review saw them: all offered running, queue > 2 engine steps
+  for (const json& s : j["steps"]) {
+    const json& sm = s["server_metrics"];
+    const double c = s["concurrency"].get<double>();
+    if (sm["max_running"].is_number() && sm["max_running"].get<double>() >= c - 0.5) {
+      EXPECT_NE(s["bend"], "queueing") << s.dump();
+      like_d8 += sm["queue_mean_ms"].is_number() && sm["step_time_ms"].is_number() &&
+                 sm["queue_mean_ms"].get<double>() > 2 * sm["step_time_ms"].get<double>();
+    }
+  }
+  EXPECT_GE(like_d8, 1) << "no step had the long queue time that was taken for a batch limit:\n" << r.out;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("batch limit: running plateaued")));
+  // One knee number: the Knee line, the stop reason, the table's mark, the JSON.
+  ASSERT_FALSE(j["knee"].is_null()) << r.out;
+  const std::string knee = std::to_string(j["knee"]["concurrency"].get<int>());
+  EXPECT_THAT(r.out, HasSubstr("\nKnee: " + knee + " concurrent"));
+  for (const std::string lead : {"knee at ", "Knee: "}) {
+    for (size_t at = r.out.find(lead); at != std::string::npos; at = r.out.find(lead, at + 1)) {
+      const size_t from = at + lead.size();
+      EXPECT_EQ(r.out.substr(from, r.out.find_first_not_of("0123456789", from) - from), knee)
+          << r.out.substr(at, 60);
+    }
+  }
+  // The table: sorted by concurrency, one row per step, the knee's row marked.
+  std::vector<double> rows;
+  std::string marked;
+  const size_t table = r.out.find("    conc ");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  for (size_t at = r.out.find('\n', table) + 1; at < r.out.size() && r.out[at] == ' ';) {
+    const size_t end = r.out.find('\n', at);
+    const std::string line = r.out.substr(at, end - at);
+    rows.push_back(std::stod(line));
+    if (line.find("<- knee") != std::string::npos) marked = std::to_string(int(rows.back()));
+    at = end + 1;
+  }
+  EXPECT_EQ(rows.size(), j["steps"].size()) << r.out;
+  EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end())) << r.out;
+  EXPECT_EQ(marked, knee) << r.out;
+  // Progress went to stderr, one line a step.
+  EXPECT_EQ(size_t(std::count(r.err.begin(), r.err.end(), '\n')), j["steps"].size()) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("step 1 (ladder): 1 concurrent, "));
+  auto svg_text = ReadFileToString(svg);
+  ASSERT_TRUE(svg_text.ok());
+  EXPECT_THAT(*svg_text, HasSubstr(">p99 E2EL (ms)<"));
+  EXPECT_THAT(*svg_text, HasSubstr(">knee " + knee + "<"));
+  std::remove(svg.c_str());
+}
+
 TEST(SweepCliTest, RangeWithOnePointExits2) {
   RunResult r = RunLatdoc({"sweep", "--url", "http://127.0.0.1:9", "--concurrency", "8:8"});
   EXPECT_EQ(r.exit_code, 2);

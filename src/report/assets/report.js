@@ -17,14 +17,38 @@
   Chart.defaults.maintainAspectRatio = false;
   Chart.defaults.plugins.legend.labels.boxWidth = 12;
 
+  // As the page's tables print numbers (report/html_report_data.h FormatNumber): a whole number
+  // whole ("16", not "16.0"), else 3-4 significant digits; never "-0".
   function fmt(v) {
     if (v === null || v === undefined) return 'n/a';
     var a = Math.abs(v);
-    if (a >= 100) return v.toFixed(0);
-    if (a >= 10) return v.toFixed(1);
-    return Number(v.toPrecision(3)).toString();
+    if (a < 1e-9) return '0';
+    if (Number.isInteger(v)) return String(v);
+    var s = a >= 100 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : Number(v.toPrecision(3)).toString();
+    return /^-0(\.0*)?$/.test(s) ? s.slice(1) : s;
   }
-  function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + '\u2026' : s; }
+  // Cut from the middle: both ends of a name (a kernel's family and its template arguments)
+  // stay readable.
+  function clip(s, n) {
+    if (s.length <= n) return s;
+    var tail = Math.floor((n - 1) / 2), head = n - 1 - tail;
+    return s.slice(0, head) + '\u2026' + s.slice(s.length - tail);
+  }
+  // Ticks of a logarithmic axis at 1, 2 and 5 times the powers of ten inside [min, max]: round
+  // numbers, few enough to be labelled side by side (Chart.js's own log ticks label 50, 60, 70
+  // ... at the top of a decade, and the labels ran into each other: "506070").
+  function ticks125(scale) {
+    var out = [];
+    if (!(scale.min > 0) || !(scale.max > 0)) return;
+    for (var p = Math.floor(Math.log10(scale.min)); Math.pow(10, p) <= scale.max; p++) {
+      [1, 2, 5].forEach(function (m) {
+        var v = m * Math.pow(10, p);
+        if (p < 0) v = Number(v.toPrecision(1));
+        if (v >= scale.min && v <= scale.max) out.push({ value: v });
+      });
+    }
+    if (out.length >= 2) scale.ticks = out;
+  }
 
   // A dashed vertical line at x = options.x with a label (the knee).
   var markerPlugin = {
@@ -75,7 +99,11 @@
         options: {
           parsing: false, interaction: { mode: 'nearest', intersect: false },
           scales: {
-            x: { type: logx ? 'logarithmic' : 'linear', title: { display: true, text: xname } },
+            // Horizontal labels only, and Chart.js leaves out those that would overlap.
+            x: { type: logx ? 'logarithmic' : 'linear', title: { display: true, text: xname },
+                 afterBuildTicks: logx ? ticks125 : undefined,
+                 ticks: { maxRotation: 0, autoSkip: true, autoSkipPadding: 8,
+                          callback: function (v) { return fmt(v); } } },
             y: { type: 'linear', position: 'left', beginAtZero: true, title: { display: true, text: 'latency (ms)' } },
             y2: { type: 'linear', position: 'right', beginAtZero: true, display: tp.length > 0,
                   grid: { drawOnChartArea: false }, title: { display: true, text: 'output tokens/s' } }
@@ -134,7 +162,8 @@
       var k = D.kernels;
       return new Chart(cv, {
         type: 'bar',
-        data: { labels: k.items.map(function (i) { return clip(i.name || '(unnamed)', 56); }),
+        // Labels cut from the middle (latdoc made them distinct); the tooltip gives the full name.
+        data: { labels: k.items.map(function (i) { return i.label || clip(i.name || '(unnamed)', 44); }),
                 datasets: [{ label: 'GPU time (ms)', data: k.items.map(function (i) { return i.total_ms; }),
                              backgroundColor: C.blue, borderRadius: 2 }] },
         options: {
@@ -212,7 +241,11 @@
         options: {
           parsing: false, interaction: { mode: 'nearest', axis: 'x', intersect: false },
           scales: {
-            x: { type: 'linear', title: { display: true, text: 'time (s)' } },
+            // Time since the load began: the axis starts at 0 (Chart.js would round it down to a
+            // "nice" -5 s, an empty band before anything was measured). The first scrape can be
+            // a few microseconds early; only a series that really starts earlier keeps its start.
+            x: { type: 'linear', min: s.t_s.length && s.t_s[0] < -1 ? s.t_s[0] : 0,
+                 title: { display: true, text: 'time (s)' } },
             y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: 'requests' } },
             y2: { position: 'right', min: 0, max: 100, grid: { drawOnChartArea: false },
                   title: { display: true, text: 'KV cache (%)' } }

@@ -1,6 +1,10 @@
 #include "trace/analysis/summary_text.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+
+#include "base/strings.h"
 
 namespace latdoc::trace {
 namespace {
@@ -9,9 +13,9 @@ std::string OptUs(const std::optional<double>& ns) {
   return ns ? fmt::format("{:.1f} us", *ns / 1e3) : "n/a";
 }
 
-std::string Cut(const std::string& s, size_t n) {
-  return s.size() <= n ? s : s.substr(0, n - 3) + "...";
-}
+// Names (kernels, ops) are cut from the middle: kernels of one family share their start and
+// differ in the template arguments at the end.
+std::string Cut(const std::string& s, size_t n) { return ShortenMiddle(s, n); }
 
 std::string Bytes(int64_t b) {
   if (b >= (1 << 30)) return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1 << 30));
@@ -83,13 +87,22 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
   }
   if (!r.hot_kernels.empty()) {
     line("");
-    line(fmt::format("Top kernels ({} names)          count    total ms   mean us    p50 us    p99 us    max us  busy %",
-                     r.hot_kernels.size()));
+    // The rows shown, named in at least 30 columns and wider where two names would read the
+    // same; the column widens with them.
+    const size_t shown = std::min(r.hot_kernels.size(), static_cast<size_t>(std::max(0, o.hot_list)));
+    std::vector<std::string> names;
+    for (size_t i = 0; i < shown; ++i) names.push_back(r.hot_kernels[i].name);
+    names = ShortenMiddleDistinct(names, 30);
+    size_t width = 30;
+    for (const std::string& n : names) width = std::max(width, CodePoints(n));
+    line(fmt::format("{:<{}} {:>6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>7}",
+                     fmt::format("Top kernels ({} names)", r.hot_kernels.size()), width + 2, "count",
+                     "total ms", "mean us", "p50 us", "p99 us", "max us", "busy %"));
     line(fmt::format("  (busy %: share of the {:.3f} ms of GPU busy time, devices summed, every op counted whether its launch is in the trace or not)",
                      static_cast<double>(r.all_ops_busy_ns) / 1e6));
-    for (size_t i = 0; i < r.hot_kernels.size() && i < static_cast<size_t>(o.hot_list); ++i) {
+    for (size_t i = 0; i < shown; ++i) {
       const KernelStat& k = r.hot_kernels[i];
-      line(fmt::format("  {:<30} {:>6} {:>11.3f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f}", Cut(k.name, 30),
+      line(fmt::format("  {:<{}} {:>6} {:>11.3f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>7.1f}", names[i], width,
                        k.count, static_cast<double>(k.total_ns) / 1e6, k.mean_ns / 1e3, k.p50_ns / 1e3,
                        k.p99_ns / 1e3, static_cast<double>(k.max_ns) / 1e3, 100 * k.busy_share));
     }
