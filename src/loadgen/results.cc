@@ -141,6 +141,16 @@ void FailureTally::Add(const FailureTally& o) {
   if (first_error.empty()) first_error = o.first_error;
 }
 
+namespace {
+// A stream cut by the stop is sampled as "cancelled" (or "cancelled: why"): the user's doing, so
+// never the first error said of the server.
+bool IsCancelledSample(std::string_view text) {
+  const std::string_view cancelled = OutcomeName(Outcome::kCancelled);
+  return text.substr(0, cancelled.size()) == cancelled &&
+         (text.size() == cancelled.size() || text[cancelled.size()] == ':');
+}
+}  // namespace
+
 FailureTally TallyFailures(const std::map<std::string, uint64_t>& failures, uint64_t sent) {
   FailureTally t;
   for (const auto& [k, n] : failures) {
@@ -165,14 +175,8 @@ FailureTally TallyFailures(const ordered_json& j) {
   if (j.is_object() && j.contains("sent") && j["sent"].is_number_unsigned()) sent = j["sent"].get<uint64_t>();
   FailureTally t = TallyFailures(failures, sent);
   if (j.is_object() && j.contains("errors_sample") && j["errors_sample"].is_array()) {
-    // A stream cut by the stop is sampled as "cancelled" (or "cancelled: why"): not the server's.
-    const std::string_view cancelled = OutcomeName(Outcome::kCancelled);
     for (const auto& e : j["errors_sample"]) {
-      if (!e.is_string()) continue;
-      const std::string_view text = e.get_ref<const std::string&>();
-      if (text.substr(0, cancelled.size()) == cancelled &&
-          (text.size() == cancelled.size() || text[cancelled.size()] == ':'))
-        continue;
+      if (!e.is_string() || IsCancelledSample(e.get_ref<const std::string&>())) continue;
       t.first_error = e.get<std::string>();
       break;
     }
@@ -289,7 +293,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   const uint64_t sent = run.records.size() - not_sent;
   out.failures = TallyFailures(failures, sent);
   for (const std::string& e : first_errors) {
-    if (e.rfind(std::string(OutcomeName(Outcome::kCancelled)) + ":", 0) == 0) continue;
+    if (IsCancelledSample(e)) continue;
     out.failures.first_error = e;
     break;
   }
