@@ -127,7 +127,7 @@ def amd_host(tree, unhealthy):
     w(tree, "/sys/kernel/mm/transparent_hugepage/enabled",
       ("[always] madvise never" if unhealthy else "always [madvise] never") + "\n")
     # Two GPUs, one per socket, each behind an internal switch (upstream + downstream port)
-    # under a root port; layout per host-checks.md section 1.6.
+    # under a root port; PCI sysfs attributes as torvalds/linux drivers/pci/pci-sysfs.c writes them.
     gpus = [("0000:0c:00.0", "pci0000:00", "0000:00:01.1", "0000:0a:00.0", "0000:0b:00.0", 0),
             ("0000:8c:00.0", "pci0000:80", "0000:80:01.1", "0000:8a:00.0", "0000:8b:00.0", 1)]
     for i, (bdf, host_bridge, root, up, down, node) in enumerate(gpus):

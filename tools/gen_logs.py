@@ -6,9 +6,11 @@
                                     a large vLLM V1 log on stdout (stats, request logging,
                                     access lines, warnings), e.g. `... bench --bytes 5G | latdoc logs -`
 
-Every line is written from the formats documented in /work/shared/reference/vllm.md §5
-(vLLM prefix, V1/V0 stats lines, V0 preemption warning, request logging, uvicorn access line)
-and from llama.cpp's server sources (tools/server: SRV_INF/SLT_INF prefixes, print_timings,
+Every line is written from vLLM's sources (vllm-project/vllm: vllm/logger.py and
+vllm/logging_utils/formatter.py for the prefix, ~v0.10.1+; vllm/v1/metrics/loggers.py for the
+V1 stats line, ~v0.10 @005a810bc4 and ~v0.12; vllm/engine/metrics.py @00c33e81 for the V0 stats
+line; vllm/core/scheduler.py for the V0 preemption warning; vllm/entrypoints/logger.py
+@01ff126294 for request logging) and uvicorn's default access formatter, and from llama.cpp's server sources (tools/server: SRV_INF/SLT_INF prefixes, print_timings,
 log_server_request; common/log.cpp prefix "M.SS.mmm.uuu I "). None of it was captured from a
 real server; messages outside those formats are illustrative.
 """

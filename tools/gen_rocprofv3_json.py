@@ -4,7 +4,7 @@ given size, for `latdoc trace`'s memory benchmark on that format (bench/trace_be
 Streams its records; it keeps only each launch call's (id, operation, start) until the calls
 are written, after the GPU records, as rocprofv3 writes its buffers one domain at a time.
 
-The shape follows rocprofiler-sdk's rocprofv3-schema.json as trace-formats.md 3.3 gives it:
+The shape follows rocprofiler-sdk's source/docs/rocprofv3-schema.json (ROCm/rocm-systems, ROCm 7.0):
 metadata, agents, strings (HIP API names by kind and operation) and kernel_symbols first, then
 buffer_records with one hipLaunchKernel per kernel dispatch (linked by correlation id), an
 occasional hipMemcpyAsync with its HtoD memory_copy, on one MI300X. Deterministic (seeded).

@@ -3,10 +3,11 @@
 (issue 5: >= 5 M rows/s). The values are invented.
 
 --format nsys (default): a Nsight Systems export with the tables latdoc reads (StringIds,
-  META_DATA_EXPORT, TARGET_INFO_GPU, CUPTI_ACTIVITY_KIND_KERNEL, _RUNTIME; trace-formats.md 4.1).
+  META_DATA_EXPORT, TARGET_INFO_GPU, CUPTI_ACTIVITY_KIND_KERNEL, _RUNTIME; columns of nsys
+  2024.6.2's schema 3.16.1).
   N kernel rows + N runtime rows.
---format rocpd: a rocprofv3 rocpd DB (trace-formats.md 3.5). Its schema (the UUID-suffixed
-  tables, rocpd_views.sql's per-table views and data_views.sql's joined views) is copied from the
+--format rocpd: a rocprofv3 rocpd DB (ROCm/rocm-systems@1b1610f rocprofiler-sdk-rocpd). Its
+  schema (the UUID-suffixed tables, rocpd_views.sql's per-table views and data_views.sql's joined views) is copied from the
   real fixture's sqlite_master (--schema-from) with a new UUID, so latdoc's data-view path and
   its per-table fast path both work on it. Per launch: one hipLaunchKernel region, one kernel
   dispatch, and an rocpd_event row for each; every 8th launch also one hipMemcpyAsync region and

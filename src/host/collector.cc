@@ -645,7 +645,7 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   CommandRunner* runner = options.runner;
   if (runner == nullptr) {
     own_runner = fs.live() ? MakeExecCommandRunner()
-                           : MakeReplayCommandRunner(fs.Resolve("/.commands"));
+                           : MakeReplayCommandRunner(fs.Resolve("/.commands"), "<sysroot>/.commands");
     runner = own_runner.get();
   }
 

@@ -132,7 +132,8 @@ class ExecCommandRunner : public CommandRunner {
 
 class ReplayCommandRunner : public CommandRunner {
  public:
-  explicit ReplayCommandRunner(std::string dir) : dir_(std::move(dir)) {}
+  ReplayCommandRunner(std::string dir, std::string shown_dir)
+      : dir_(std::move(dir)), shown_dir_(std::move(shown_dir)) {}
 
   StatusOr<CommandResult> Run(const std::vector<std::string>& argv, int64_t) override {
     SysRoot fs(dir_);
@@ -154,11 +155,12 @@ class ReplayCommandRunner : public CommandRunner {
         return r;
       }
     }
-    return NotFound(argv.empty() ? std::string("command") : argv[0] + ": not recorded in " + dir_);
+    return NotFound(argv.empty() ? std::string("command") : argv[0] + ": not recorded in " + shown_dir_);
   }
 
  private:
   std::string dir_;
+  std::string shown_dir_;
 };
 
 }  // namespace
@@ -174,8 +176,8 @@ StatusOr<CommandResult> FakeCommandRunner::Run(const std::vector<std::string>& a
 std::unique_ptr<CommandRunner> MakeExecCommandRunner() {
   return std::make_unique<ExecCommandRunner>();
 }
-std::unique_ptr<CommandRunner> MakeReplayCommandRunner(std::string dir) {
-  return std::make_unique<ReplayCommandRunner>(std::move(dir));
+std::unique_ptr<CommandRunner> MakeReplayCommandRunner(std::string dir, std::string shown_dir) {
+  return std::make_unique<ReplayCommandRunner>(std::move(dir), std::move(shown_dir));
 }
 
 }  // namespace latdoc::host

@@ -36,8 +36,11 @@ class CommandRunner {
 // Runs real programs (fork + execvp). Stdout is capped at 16 MiB.
 std::unique_ptr<CommandRunner> MakeExecCommandRunner();
 
-// Answers from a recorded directory; a command not recorded is NotFound ("not recorded").
-std::unique_ptr<CommandRunner> MakeReplayCommandRunner(std::string dir);
+// Answers from the recorded directory `dir`; a command not recorded is NotFound with the message
+// "<argv[0]>: not recorded in <shown_dir>". `shown_dir` is how messages name the directory
+// (doctor passes "<sysroot>/.commands"), so facts written from a recorded tree do not carry the
+// absolute path of the machine that read it.
+std::unique_ptr<CommandRunner> MakeReplayCommandRunner(std::string dir, std::string shown_dir);
 
 // For tests: answers from a map keyed by the argv joined with single spaces. Unknown: NotFound.
 class FakeCommandRunner : public CommandRunner {

@@ -394,8 +394,9 @@ const ParsedLine& LineParser::Parse(std::string_view line) {
   return out_;
 }
 
-// vLLM messages that latdoc reads (vllm.md §5). Dispatch on the first byte to keep the common
-// case (an unrelated INFO line) at one comparison.
+// vLLM messages that latdoc reads (vllm-project/vllm: vllm/v1/metrics/loggers.py ~v0.8 to
+// ~v0.12, vllm/engine/metrics.py, vllm/core/scheduler.py, vllm/entrypoints/logger.py).
+// Dispatch on the first byte to keep the common case (an unrelated INFO line) at one comparison.
 bool LineParser::ContinuesMessage(std::string_view m) {
   OpenMessage& o = message_;
   const bool same = o.open && out_.file_line == o.line && out_.ts_ns == o.ts_ns &&

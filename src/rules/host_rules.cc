@@ -32,7 +32,8 @@ constexpr uint64_t kReasonsHard =
     kReasonHwSlowdown | kReasonSwThermal | kReasonHwThermal | kReasonHwPowerBrake;
 
 constexpr int64_t kBusyUtilPct = 50;  // "under load" for clock and link checks
-// net.irq: one CPU taking more than about half of a NIC's interrupts (host-checks.md §10).
+// net.irq: one CPU taking more than about half of a NIC's interrupts (latdoc's threshold; IRQ
+// and RPS steering: torvalds/linux Documentation/networking/scaling.rst).
 constexpr double kIrqOneCpuShare = 0.5;
 
 Evidence Num(std::string name, double v, std::string unit) {
@@ -212,7 +213,8 @@ Finding PowerCap(const GpuFacts& g) {
   return f;
 }
 
-// The PCIe generation each model is built for (host-checks.md section 8).
+// The PCIe generation each model is built for (vendor datasheets; ROCm/ROCm
+// docs/reference/gpu-arch-specs.rst, stas00/ml-engineering compute/accelerator/README.md).
 std::optional<double> ExpectedMaxGts(const GpuFacts& g) {
   if (!g.name.known()) return std::nullopt;
   const std::string& n = *g.name;
@@ -1130,7 +1132,8 @@ Finding Firewall(const HostFacts& facts) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// vLLM flag lint (vllm.md sections 6-7).
+// vLLM flag lint (vllm-project/vllm: vllm/engine/arg_utils.py ~v0.7 @001999d2f3 and recent,
+// vllm/config/scheduler.py @01230b4012 ~v0.11, vllm/entrypoints/openai/cli_args.py, vllm/envs.py).
 
 // The largest CUDA-graph capture size the server's flags set, or nullopt (vLLM's default,
 // min(2 x max_num_seqs, 512)). Newer vLLM: --max-cudagraph-capture-size N or
@@ -1270,7 +1273,8 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
     a100 |= g->name.known() && ToLower(*g->name).find("a100") != std::string::npos;
   }
   // vLLM's get_batch_defaults gives the large defaults to >= 70 GiB GPUs other than the A100
-  // (it tests "a100" in the device name): an A100-80GB gets 256 (vllm.md section 6).
+  // (it tests "a100" in the device name): an A100-80GB gets 256 (vllm/engine/arg_utils.py,
+  // EngineArgs.get_batch_defaults, ~v0.11).
   const bool big_gpu = mem_mib && *mem_mib >= 70 * 1024 && !a100;
 
   {  // config.gpu_memory_utilization

@@ -11,8 +11,14 @@
 // config.enforce_eager, config.cudagraph_capture, config.gpu_memory_utilization,
 // config.max_num_seqs, config.max_num_batched_tokens, config.block_size, config.logging,
 // config.async_scheduling, config.v1_multiprocessing, config.rocm_aiter (AMD gfx942/gfx950
-// only). Thresholds: ../shared/reference/host-checks.md sections 3, 5-7, 10. vLLM's flags are
-// read through NormalizeVllmArgv (vllm_args.h).
+// only). Thresholds are latdoc's own, from: NVML's clocks-event reason bits (NVIDIA/go-nvml
+// gen/nvml/nvml.h, NVML API 13); vLLM's EngineArgs defaults and env variables
+// (vllm-project/vllm vllm/engine/arg_utils.py, vllm/config/scheduler.py ~v0.11, vllm/envs.py);
+// AMD's MI300X tuning guide (ROCm/ROCm docs/how-to/system-optimization/mi300x.rst, Mar 2025)
+// and NVIDIA's NCCL troubleshooting and driver-persistence docs; the kernel's docs
+// (Documentation/accounting/psi.rst, Documentation/networking/ip-sysctl.rst,
+// nf_conntrack-sysctl.rst, scaling.rst, proc_net_tcp.rst). vLLM's flags are read through
+// NormalizeVllmArgv (vllm_args.h).
 #pragma once
 
 #include <cstdint>

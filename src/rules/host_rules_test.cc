@@ -381,7 +381,7 @@ TEST(HostRulesTest, NumaMemoryBoundAwayFromTheGpusWarns) {
   EXPECT_EQ(SeverityName(One(JudgeHost(f, {}), "gpu.numa").severity), "ok");
 }
 
-// One CPU taking more than about half of a NIC's interrupts warns (host-checks.md: > ~50 %).
+// One CPU taking more than about half of a NIC's interrupts warns (latdoc's threshold: > ~50 %).
 TEST(HostRulesTest, NicInterruptsOnOneCpu) {
   HostFacts f = Load("mi300x_built");
   std::vector<int64_t> per_cpu(31, 100);
@@ -412,7 +412,8 @@ TEST(HostRulesTest, MaxNumSeqsDefaultFollowsGpuMemoryAndTheKnee) {
   EXPECT_EQ(One(JudgeHost(f, o), "config.max_num_seqs").severity, Severity::kOk);
 }
 
-// vLLM's get_batch_defaults: 1024 only on >= 70 GiB GPUs that are not A100s (vllm.md section 6).
+// vLLM's get_batch_defaults (vllm/engine/arg_utils.py, ~v0.11): 1024 only on >= 70 GiB GPUs that
+// are not A100s.
 TEST(HostRulesTest, MaxNumSeqsDefaultIs256OnA100Even80GB) {
   HostFacts f = Load("mi300x_built");
   for (auto& g : f.gpus) {

@@ -183,9 +183,11 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
     f.evidence.push_back(Num("pageable_copies", static_cast<double>(pageable), ""));
     f.evidence.push_back(Num("pageable_copy_time", Ms(static_cast<double>(pageable_ns)), "ms",
                              fmt::format("{:.2f}% of the GPU window", 100 * share)));
-    f.evidence.push_back(Num("method", std::nullopt, "", r.copies.pageable_is_heuristic
-                                                          ? "ROCm traces record no memory kind; trace-formats.md 3.9 (b)"
-                                                          : "memory kind recorded by the profiler"));
+    f.evidence.push_back(Num("method", std::nullopt, "",
+                             r.copies.pageable_is_heuristic
+                                 ? "ROCm traces record no memory kind: an *Async copy whose call "
+                                   "blocked for most of the copy's time counts as pageable"
+                                 : "memory kind recorded by the profiler"));
     out.push_back(std::move(f));
   }
   if (r.steady.sync_copy_count > 0) {   // warm-up copies (loading the model) are fine

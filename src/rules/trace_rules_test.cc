@@ -140,6 +140,12 @@ TEST(TraceRulesTest, PageableCopiesSayWhenHeuristic) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->title, "2 copies from or to pageable host memory (heuristic: the async call blocked)");
   EXPECT_EQ(f->severity, Severity::kInfo);  // two short ones: worth knowing, not worth the change
+  // The method says how the heuristic decides, in words a reader of the report can check.
+  ASSERT_FALSE(f->evidence.empty());
+  EXPECT_EQ(f->evidence.back().name, "method");
+  EXPECT_EQ(f->evidence.back().text,
+            "ROCm traces record no memory kind: an *Async copy whose call blocked for most of the "
+            "copy's time counts as pageable");
   // Two that take 1% of the 50 ms window, or ten of any length: worth the change.
   r.copies.by_direction[0].pageable_ns = 500'000;
   EXPECT_EQ(FindId(EvaluateTraceRules(r, TraceRuleOptions{}), "kernel.pageable_copies")->severity, Severity::kWarn);

@@ -1,8 +1,8 @@
 // Sources:
-//  vLLM: vllm/v1/metrics/loggers.py (V1, ~v0.8 to v0.13), summarised in
-//        /work/shared/reference/vllm.md §4 (names, types, labels {model_name, engine},
-//        finished_reason on request_success, deprecated gpu_cache_usage_perc and
-//        time_per_output_token_seconds).
+//  vLLM: vllm-project/vllm vllm/v1/metrics/loggers.py (V1: ~v0.8 @a6f0308cfe, ~v0.10
+//        @005a810bc4, ~v0.12/0.13): names, types, labels {model_name, engine},
+//        finished_reason on request_success, deprecated gpu_cache_usage_perc (0.9) and
+//        time_per_output_token_seconds (0.11, renamed inter_token_latency_seconds).
 //  llama.cpp: tools/server/server.cpp (formerly examples/server/server.cpp), handle_metrics:
 //        counters prompt_tokens_total, prompt_seconds_total, tokens_predicted_total,
 //        tokens_predicted_seconds_total, n_decode_total; gauges requests_processing,

@@ -1,6 +1,6 @@
 // The simulator's /metrics: vLLM V1's Prometheus names, types, labels and buckets
-// (vllm/v1/metrics/loggers.py, see shared/reference/vllm.md §4), rendered in the text
-// exposition format. Values are measured in wall-clock time as the simulator runs.
+// (vllm-project/vllm vllm/v1/metrics/loggers.py, ~v0.10 @005a810bc4, with the ~v0.12 renames),
+// rendered in the text exposition format. Values are measured in wall-clock time as the simulator runs.
 // Not thread-safe: owned by the simulator's loop.
 #pragma once
 

@@ -1,5 +1,6 @@
 // SampleSummary: exact statistics of a small set of samples (up to millions), reproducing
-// numpy's defaults as `vllm bench serve` uses them (vllm.md §2.2-2.3):
+// numpy's defaults as `vllm bench serve` uses them (vllm-project/vllm
+// vllm/benchmarks/serve.py calculate_metrics):
 //   mean    np.mean     (pairwise summation, as numpy's add.reduce)
 //   median  np.median   (mean of the two middle values for an even count)
 //   std     np.std      (population, ddof=0)

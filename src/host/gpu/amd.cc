@@ -1,7 +1,9 @@
 // AMD GPUs: enumerated from PCI sysfs (vendor 0x1002), filled from amdgpu sysfs attributes
 // (drivers/gpu/drm/amd/pm/amdgpu_pm.c), the hwmon power cap, the KFD topology for the
 // architecture name, and `amd-smi metric --json` for what sysfs did not give (when installed).
-// Reference: ../shared/reference/host-checks.md sections 1-2.
+// Reference: torvalds/linux drivers/gpu/drm/amd/pm/amdgpu_pm.c (kernel-doc of pp_*, power_dpm_*,
+// hwmon), swsmu/smu13/smu_v13_0_6_ppt.c (MI300); ROCm/amdsmi amdsmi_cli/amdsmi_commands.py
+// (Oct 2024) and ROCm/rocm_smi_lib python_smi_tools/rocm_smi.py (Oct 2024).
 #include <map>
 
 #include <nlohmann/json.hpp>

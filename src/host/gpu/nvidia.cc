@@ -1,7 +1,8 @@
 // NVIDIA GPUs: enumerated from PCI sysfs (vendor 0x10de), then filled from NVML loaded with
 // dlopen (libnvidia-ml.so.1), or from `nvidia-smi --query-gpu ... --format=csv` when NVML is
-// not there (or when replaying a recorded tree). Reference: NVIDIA/go-nvml gen/nvml/nvml.h and
-// ../shared/reference/host-checks.md section 3.
+// not there (or when replaying a recorded tree). Reference: NVIDIA/go-nvml gen/nvml/nvml.h
+// (NVML API 13), the NVML API reference (docs.nvidia.com/deploy/nvml-api) and
+// `nvidia-smi --help-query-gpu` (driver 580).
 #include <cstring>
 #include <map>
 

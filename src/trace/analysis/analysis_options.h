@@ -12,7 +12,7 @@ struct AnalysisOptions {
   int hot_list_json = 100;
   // Outliers: an instance slower than `outlier_factor` × its kernel's median and at least
   // `outlier_min_excess_ns` above it, for kernels with ≥ `outlier_min_count` instances.
-  // (A design choice; trace-formats.md 9 names no source for a threshold.)
+  // (A design choice, not taken from another tool.)
   double outlier_factor = 5.0;
   int64_t outlier_min_excess_ns = 20'000;
   int outlier_min_count = 10;
@@ -22,7 +22,8 @@ struct AnalysisOptions {
   int64_t small_copy_bytes = 64 * 1024;
   int storm_min_run = 3;
   int64_t storm_max_gap_ns = 1'000'000;
-  // ROCm pageable heuristic (trace-formats.md 3.9 b): an HtoD/DtoH copy launched by an *Async
+  // ROCm pageable heuristic (after RATELProf's hip_memcpy_async report, Kassouley/RATELProf
+  // bin/lua/consts_reports.lua): an HtoD/DtoH copy launched by an *Async
   // call that stayed on the host for ≥ this share of the copy's device time.
   double rocm_pageable_blocking_share = 0.8;
   // Idle gaps (HTA get_idle_time_breakdown): gaps shorter than this after a GPU op whose
@@ -30,7 +31,8 @@ struct AnalysisOptions {
   int64_t kernel_wait_max_ns = 30'000;
   int largest_gaps = 5;
   // Launch: tiny kernel below this duration (TraceLens short_kernel_threshold_us = 10);
-  // launch delays above this are a clock-domain mismatch and rejected (trace-formats.md 2.3).
+  // launch delays above this are a clock-domain mismatch and rejected (real rocprof v1
+  // results.csv files have DispatchNs ~12.4 s before BeginNs).
   int64_t tiny_kernel_ns = 10'000;
   int64_t max_plausible_launch_delay_ns = 1'000'000'000;
   // Steady state starts after this share of the host timeline (warm-up excluded).

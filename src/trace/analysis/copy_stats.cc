@@ -1,6 +1,7 @@
 // Copies per direction: count, bytes, time, achieved GB/s; small-copy storms (RATELProf
 // coalescable_transfers); pageable copies (CUDA: memory kinds from the trace; ROCm: a
-// heuristic, trace-formats.md 3.9 b); synchronous copies (launched by a blocking call).
+// heuristic after RATELProf's hip_memcpy_async report); synchronous copies (launched by a
+// blocking call).
 #include <algorithm>
 #include <map>
 #include <tuple>

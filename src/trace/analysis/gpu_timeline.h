@@ -1,5 +1,5 @@
 // GPU time breakdown with AMD TraceLens's `gpu_timeline` definition
-// (TraceLens/TreePerf/gpu_event_analyser.py; trace-formats.md 7.1):
+// (AMD-AGI/TraceLens@171dd74 TraceLens/TreePerf/gpu_event_analyser.py):
 //   GPU events = kernels, copies and fills; only those linked to a host launch (runtime or
 //   driver call with the same correlation) present in the trace count, because the others
 //   were launched before the profiling window.

@@ -96,7 +96,7 @@ TEST(GpuTimelineTest, SameNumbersWhateverTheOpOrder) {
 }
 
 // Without the host-launch rule the MI300X total includes kernels launched before the window
-// (trace-formats.md 7.1: 47.09 ms instead of 33.13 ms).
+// (47.09 ms instead of the 33.13 ms of TraceLens's gpu_timeline.csv beside the fixture).
 TEST(GpuTimelineTest, UnlinkedKernelsWidenTheWindowWhenNotDropped) {
   Trace trace;
   auto results = ImportFiles({"tests/data/trace/tracelens/mi300x_qwen0.5b/trace.json.gz"},

@@ -1,5 +1,5 @@
 // Idle gaps per device and stream, split as HTA's get_idle_time_breakdown does
-// (hta/analyzers/breakdown_analysis.py; trace-formats.md 6.2):
+// (facebookresearch/HolisticTraceAnalysis@f4d0062 hta/analyzers/breakdown_analysis.py):
 //   per stream, ops sorted by start; idle = next.start − prev.end when positive;
 //   host_wait   if the next op's launch call began after prev ended (the host was late);
 //   kernel_wait else if idle < kernel_wait_max_ns (HTA's consecutive_kernel_delay);

@@ -2,8 +2,8 @@
 """Writes vllm_v1_before.prom and vllm_v1_after.prom: two /metrics pages of a vLLM V1 server
 (~v0.11, two data-parallel engines) taken before and after a benchmark run.
 
-These pages are SYNTHETIC: written from /work/shared/reference/vllm.md section 4 (names, HELP
-texts, types, labels, bucket bounds) in prometheus_client's text format (labels sorted by
+These pages are SYNTHETIC: written from vLLM's vllm/v1/metrics/loggers.py (vllm-project/vllm,
+~v0.10 @005a810bc4 and ~v0.11: names, HELP texts, types, labels, bucket bounds) in prometheus_client's text format (labels sorted by
 name, floats as Python repr, +Inf, _created series), not captured from a running server.
 The numbers are chosen so the deltas can be checked by hand; servermetrics/
 server_snapshot_test.cc states the expected values. Run from this folder:

@@ -15,7 +15,8 @@ namespace latdoc::trace {
 // "MEMORY_COPY_HOST_TO_DEVICE", "HOST_TO_DEVICE", "CopyHostToDevice", "HostToDevice".
 CopyDirection ParseCopyDirection(std::string_view name);
 
-// ROCm runtime-internal kernels that are really copies or fills (trace-formats.md 1):
+// ROCm runtime-internal kernels that are really copies or fills (as AMD-AGI/TraceLens@171dd74
+// classifies them, TraceLens/util.py _ROCM_LEGACY_MEMCPY_NAMES):
 // "__amd_rocclr_copyBuffer*", "MEMORY_COPY_*" -> kMemcpy; "__amd_rocclr_fillBuffer*" -> kMemset.
 std::optional<GpuOpKind> ClassifyRocmInternalKernel(std::string_view name);
 

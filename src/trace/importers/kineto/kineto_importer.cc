@@ -249,7 +249,8 @@ class KinetoReader {
         op.bytes = f.bytes.value_or(-1);
         op.kind = gpu_kind;
         if (gpu_kind == GpuOpKind::kKernel) {
-          // ROCm 7.1: runtime copies and fills appear as kernels (trace-formats.md 5.4).
+          // ROCm 7.1: runtime copies and fills appear as kernels (TraceLens/util.py,
+          // _ROCM_LEGACY_MEMCPY_NAMES).
           op.kind = ClassifyRocmInternalKernel(f.name).value_or(GpuOpKind::kKernel);
           if (op.kind == GpuOpKind::kMemcpy) op.direction = ParseCopyDirection(f.name);
         } else if (gpu_kind == GpuOpKind::kMemcpy) {

@@ -12,7 +12,8 @@
 
 namespace latdoc::trace {
 
-// Sample rows (nsys 2025.5.2, EXPORT_SCHEMA_VERSION 3.24.0; trace-formats.md 4):
+// Sample rows (nsys 2025.5.2, EXPORT_SCHEMA_VERSION 3.24.0; p4arth/cuda-perf-sandbox@8aa5f2e9
+// report1.sqlite):
 //   CUPTI_ACTIVITY_KIND_KERNEL: start=1143927944 end=1143966856 deviceId=0 streamId=7
 //       correlationId=126 globalPid=281495881121792 demangledName=742 (-> StringIds)
 //   CUPTI_ACTIVITY_KIND_MEMCPY: ... bytes=4194304 copyKind=1 (HTOD) srcKind=0 (PAGEABLE) dstKind=2

@@ -192,9 +192,10 @@ TEST(NsysImporterTest, UnknownExportSchemaMajorIsRefusedWithPath) {
 }
 
 // Memsets and NVTX ranges (tables the fixture's capture did not have; their columns as in
-// trace-formats.md 4.1): a memset is a GPU op with its bytes; an NVTX range is a marker on the
-// thread globalTid names, named by its text, else its textId's string, else "nvtx"; an instant
-// mark (end NULL) is not a range; a negative duration is counted with the table and rowid.
+// nsys 2024.6.2's export, schema 3.16.1): a memset is a GPU op with its bytes; an NVTX range is
+// a marker on the thread globalTid names, named by its text, else its textId's string, else
+// "nvtx"; an instant mark (end NULL) is not a range; a negative duration is counted with the
+// table and rowid.
 TEST(NsysImporterTest, MemsetsAndNvtxRanges) {
   // globalTid = pid << 24 | tid: pid 4321, tid 8765.
   const std::string path = ChangedFixture("nsys_memset_nvtx.sqlite",

@@ -11,7 +11,8 @@
 
 namespace latdoc::trace {
 
-// Sample rows (ROCm 7.0, schema '3'; trace-formats.md 3.5):
+// Sample rows (ROCm 7.0, schema '3'; ROCm/rocm-systems@1b1610f
+// projects/rocprofiler-sdk/source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql, rocpd_views.sql):
 //   kernels:  id=1 name=__amd_rocclr_fillBufferAligned agent_type_index=0 stream_id=0
 //             queue_id=16 start=127395708304699 end=127395708311676 stack_id=7 pid=15 tid=15
 //   regions:  id=1 category=HIP_RUNTIME_API_EXT name=hipLaunchKernel pid=15 tid=15

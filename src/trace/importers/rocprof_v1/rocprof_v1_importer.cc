@@ -24,7 +24,7 @@ bool Has(std::string_view s, std::string_view p) { return s.find(p) != std::stri
 
 }  // namespace
 
-// results.csv (trace-formats.md 2.3), header by name, quoted or not:
+// results.csv (ROCm/rocprofiler@7fa8139 bin/tblextr.py dump_csv), header by name, quoted or not:
 //   Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,accum_vgpr,
 //   sgpr,wave_size,sig,obj,[FETCH_SIZE,WRITE_SIZE,...,]DispatchNs,BeginNs,EndNs,CompleteNs[,DurationNs]
 //   0,"vector_add(float*, float*, float*, int) [clone .kd]",4,0,0,29564,29564,...

@@ -1,4 +1,6 @@
-// rocprofv3 (rocprofiler-sdk) CSV sets and JSON output (trace-formats.md 3.2, 3.3).
+// rocprofv3 (rocprofiler-sdk) CSV sets and JSON output (ROCm 7.0;
+// ROCm/rocm-systems@1b1610f projects/rocprofiler-sdk source/lib/output/generateCSV.cpp and
+// source/docs/rocprofv3-schema.json).
 //
 // CSV: any file of a set (`<prefix>kernel_trace.csv`, `memory_copy_trace.csv`,
 // `hip_api_trace.csv`, `hsa_api_trace.csv`, `marker_api_trace.csv`) pulls in its siblings, so

@@ -84,7 +84,7 @@ TEST(Rocprofv3JsonTest, ResolvesNamesDeclaredAfterTheRecords) {
 
 // A copy of the handmade set under `dir` with rocprofv3's other outputs beside it, as
 // `rocprofv3 --kernel-trace --hip-trace --rccl-trace --memory-allocation-trace ... --stats`
-// writes them (trace-formats.md 3.2; the headers are rocprofv3's, the rows made up).
+// writes them (generateCSV.cpp, ROCm 7.0; the headers are rocprofv3's, the rows made up).
 std::string SetWithCompanions(const std::string& name, const std::string& prefix) {
   const std::string dir = ::testing::TempDir() + "rocprofv3_" + name + "/";
   std::filesystem::remove_all(dir);

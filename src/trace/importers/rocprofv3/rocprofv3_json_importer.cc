@@ -18,7 +18,7 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-// Shape (rocprofv3-schema.json; trace-formats.md 3.3):
+// Shape (rocprofiler-sdk source/docs/rocprofv3-schema.json, ROCm 7.0):
 //   {"rocprofiler-sdk-tool": [ {
 //      "metadata": {"pid": 123, ...},
 //      "agents": [{"id": {"handle": 1}, "type": 2, "name": "gfx942", "product_name": "..."}],
