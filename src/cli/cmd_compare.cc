@@ -19,6 +19,7 @@ struct CompareArgs {
   std::string a, b, json_path;
   bool all = false;
   bool fail_on_worse = false;
+  bool quiet = false;
   uint64_t seed = 1;
 };
 
@@ -38,8 +39,10 @@ int RunCompare(CompareArgs& args) {
       return ExitCodeFor(st);
     }
   }
-  std::string out = compare::RenderCompareText(*r, o);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!args.quiet) {
+    std::string out = compare::RenderCompareText(*r, o);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
   if (args.fail_on_worse && r->loads_differ) {
     // A gate compares like with like: under another load, latency moves whatever the server did.
     fmt::print(stderr, "latdoc compare: --fail-on-worse: {} and {} offered different loads (see "
@@ -61,6 +64,7 @@ Command RegisterCompare(CLI::App& root) {
   app->add_option("B", a->b, "The result after")->required();
   app->add_option("--json", a->json_path, "Write the comparison as JSON (schema latdoc.compare/1)");
   app->add_flag("--show-ok,--all", a->all, "List metrics within noise too");
+  AddQuietFlag(app, &a->quiet, "No table (the exit code, and --json when given)");
   AddNoColorFlag(app);
   app->add_flag("--fail-on-worse", a->fail_on_worse, "Exit 1 when any metric got worse beyond noise, or a finding is new or more severe (exit 2 when the runs offered different loads)");
   app->add_option("--seed", a->seed, "Seed of the bootstrap resampling")->capture_default_str();

@@ -59,8 +59,12 @@ TEST(CompareE2eTest, SlowerServerIsWorseBeyondNoiseAndTheSameFileIsTheSame) {
   EXPECT_EQ((*Metric(doc, "output_throughput"))["verdict"], "worse");
   EXPECT_GT(doc["worse"].get<int>(), 0);
 
-  // --fail-on-worse turns a regression into exit 1 (for CI).
+  // --fail-on-worse turns a regression into exit 1 (for CI); --quiet keeps the verdict and
+  // drops the table.
   EXPECT_EQ(RunLatdoc({"compare", before, after, "--fail-on-worse"}).exit_code, 1);
+  RunResult quiet = RunLatdoc({"compare", before, after, "--fail-on-worse", "--quiet"});
+  EXPECT_EQ(quiet.exit_code, 1);
+  EXPECT_EQ(quiet.out, "");
 
   // A file against itself: nothing moved.
   RunResult same = RunLatdoc({"compare", before, before, "--json", out, "--fail-on-worse"});
