@@ -674,6 +674,7 @@ class Conn final : public ConnBase {
   void Done(int64_t now) {
     auto ex = std::move(ex_);
     ex->res.times.end_ns = now;
+    CaptureTcpInfo(ex->res);
     ex->res.body_complete = true;
     ClearDeadline();
     SetPolled(false);
@@ -693,8 +694,17 @@ class Conn final : public ConnBase {
     ex->res.failure = kind;
     ex->res.error = std::move(msg);
     ex->res.times.end_ns = MonoNowNs();
+    CaptureTcpInfo(ex->res);
     CloseQuietly();
     ex->obs->OnComplete(ex->res);
+  }
+
+  // Before the socket closes: its counters go with it.
+  void CaptureTcpInfo(ExchangeResult& res) {
+    if (!client_->opts.capture_tcp_info) return;
+    int fd = fd_;
+    if (fd < 0 && Sock().is_open()) fd = Sock().native_handle();
+    res.tcp = ReadTcpConnInfo(fd);
   }
 
   void CloseQuietly() {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,7 @@
 
 #include "base/status.h"
 #include "http/event_loop.h"
+#include "http/tcp_info.h"
 
 namespace latdoc::http {
 
@@ -50,6 +52,9 @@ struct ClientOptions {
   int64_t first_byte_timeout_ns = 600'000'000'000;
   int64_t idle_timeout_ns = 60'000'000'000;      // between body reads
   int64_t request_timeout_ns = 0;                // the whole exchange, from Send(); 0: none
+  // Read the connection's TCP_INFO and IP_MTU as each exchange ends (ExchangeResult::tcp): two
+  // system calls per exchange, none per read.
+  bool capture_tcp_info = false;
 };
 
 struct ClientRequest {
@@ -85,6 +90,9 @@ struct ExchangeResult {
   int status = 0;                // HTTP status, 0 when none arrived
   bool body_complete = false;    // the body ended as framed
   ExchangeTimes times;
+  // The connection's TCP facts as the exchange ended (its totals so far), when asked for
+  // (ClientOptions::capture_tcp_info) and a socket was open.
+  std::optional<TcpConnInfo> tcp;
 };
 
 class ExchangeObserver {

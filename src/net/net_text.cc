@@ -12,6 +12,8 @@ std::string F(const std::optional<double>& v, int prec = 2) {
   return s;
 }
 
+std::string U(const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : "n/a"; }
+
 void Probe(const ProbeFacts& p, std::string& out) {
   out += fmt::format("{}  ({} samples, {:.1f} s)\n", p.url, p.loss.samples, p.wall_s);
   out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>10} {:>4}\n", "phase", "p50 ms", "p99 ms",
@@ -61,6 +63,12 @@ void Probe(const ProbeFacts& p, std::string& out) {
   } else {
     out += fmt::format("  idle close: still open after {:.1f} s idle\n", i.waited_s);
   }
+  out += "  " + RenderTcpLine(p.tcp) + "\n";
+  for (const auto& s : p.samples) {
+    if (s.tcp.retrans_segs == 0) continue;
+    out += fmt::format("    sample {}: {} of {} segments retransmitted\n", s.index,
+                       s.tcp.retrans_segs, s.tcp.segs_out);
+  }
   const BandwidthFacts& b = p.bandwidth;
   out += fmt::format("  bandwidth: {} bytes per token ({} bytes, {} tokens); stream {} tokens/s",
                      F(b.bytes_per_token, 1), F(b.stream_bytes, 0), F(b.stream_tokens, 0),
@@ -73,6 +81,19 @@ void Probe(const ProbeFacts& p, std::string& out) {
 }
 
 }  // namespace
+
+std::string RenderTcpLine(const TcpFacts& t) {
+  if (t.connections == 0) return "tcp: no connection's TCP_INFO was read";
+  return fmt::format(
+      "tcp: {} connections, {} segments sent, {} retransmitted ({}), {} received out of order; "
+      "srtt {}..{} ms, rttvar up to {} ms; path MTU {}, IP_MTU {}, MSS {} (advertised {}); "
+      "reordering {}; worst congestion state {}",
+      t.connections, t.segs_out, t.retrans_segs,
+      t.retrans_share ? fmt::format("{:.2f}%", *t.retrans_share * 100) : "n/a", t.rcv_ooo_packets,
+      F(t.srtt_min_ms, 3), F(t.srtt_max_ms, 3), F(t.rttvar_max_ms, 3), U(t.pmtu_min_bytes),
+      U(t.ip_mtu_min_bytes), U(t.snd_mss_min_bytes), U(t.advmss_bytes), U(t.reordering_max),
+      t.worst_ca_state);
+}
 
 std::string RenderNetText(const NetFacts& f) {
   std::string out = "latdoc net\n\n";

@@ -51,6 +51,22 @@ NetFacts Sample() {
   a.bandwidth.peak_tokens_per_s = 40000;
   a.bandwidth.link_mbps = 100;
   a.bandwidth.link_source = "--link-mbps";
+  http::TcpConnInfo c;
+  c.segs_out = 12;
+  c.total_retrans_segs = 0;
+  c.srtt_us = 210;
+  c.rttvar_us = 90;
+  c.pmtu_bytes = 1500;
+  c.ip_mtu_bytes = 1500;
+  c.snd_mss_bytes = 1448;
+  c.advmss_bytes = 1448;
+  c.reordering = 3;
+  for (int i = 0; i < 4; ++i) AddConnection(a.tcp, c);
+  c.total_retrans_segs = 2;  // sample 1's connection lost its request twice
+  c.srtt_us = 1200;
+  c.ca_state = 4;
+  AddConnection(a.samples[1].tcp, c);
+  AddConnection(a.tcp, c);
   SummarizeProbe(a);
   ProbeFacts b = a;
   b.url = "https://gw.example:443";

@@ -400,6 +400,51 @@ std::optional<double> PerRequestNetworkMs(const ProbeFacts& p) {
   return std::max(*p.ttfb.p50_ms - per_connection_extra, connect);
 }
 
+// Retransmits are the client's own (its SYNs, requests and FINs resent); the server's lost
+// segments show on the client as packets received out of order, reported beside them.
+void Retransmits(const ProbeFacts& p, std::vector<Finding>& out) {
+  const net::TcpFacts& t = p.tcp;
+  if (t.connections == 0) return;
+  if (t.segs_out < kRetransMinSegs) {
+    Finding f = Make("net.retransmits", Severity::kSkip,
+                     fmt::format("Retransmits not judged: {} segments sent (fewer than {})",
+                                 t.segs_out, kRetransMinSegs));
+    f.evidence = {Num("segments_sent", static_cast<double>(t.segs_out), "")};
+    out.push_back(std::move(f));
+    return;
+  }
+  const double share = t.retrans_share.value_or(0);
+  Severity sev = Severity::kOk;
+  if (t.retrans_segs >= kRetransWarnCount || (t.retrans_segs > 0 && share >= kRetransWarnShare))
+    sev = share >= kRetransFailShare ? Severity::kFail : Severity::kWarn;
+  std::string ooo = t.rcv_ooo_packets == 0
+                        ? ""
+                        : fmt::format("; {} of the server's packets arrived out of order",
+                                      t.rcv_ooo_packets);
+  Finding f = Make(
+      "net.retransmits", sev,
+      t.retrans_segs == 0
+          ? fmt::format("No TCP retransmits: 0 of {} segments on {} connections{}", t.segs_out,
+                        t.connections, ooo)
+          : fmt::format("{} of {} TCP segments retransmitted ({:.1f}%) on {} connections{}",
+                        t.retrans_segs, t.segs_out, share * 100, t.connections, ooo));
+  f.evidence = {Num("retransmitted_segments", static_cast<double>(t.retrans_segs), ""),
+                Num("segments_sent", static_cast<double>(t.segs_out), ""),
+                Num("retransmit_share", share * 100, "%"),
+                Num("connections", t.connections, ""),
+                Num("received_out_of_order", static_cast<double>(t.rcv_ooo_packets), ""),
+                Num("srtt_max", t.srtt_max_ms, "ms"), Num("rttvar_max", t.rttvar_max_ms, "ms"),
+                Text("worst_congestion_state", t.worst_ca_state)};
+  if (sev != Severity::kOk) {
+    f.advice =
+        "Packets are lost between client and server: a retransmitted SYN costs 1 s, a lost "
+        "request an RTO (>= 200 ms) before the first token. Find the hop with `mtr -n HOST` "
+        "or `ping -c 200 HOST`; look at drop and error counters (`ip -s link`, `ethtool -S "
+        "DEV`, `nstat -az TcpRetransSegs`) on both ends and on any firewall or VPN between.";
+  }
+  out.push_back(std::move(f));
+}
+
 std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
   std::vector<Finding> out;
   const ProbeFacts& p = facts.probe;
@@ -420,6 +465,16 @@ std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
   IdleClose(facts.probe, out);
   Headroom(facts.probe, out);
   Path(facts, out);
+  Retransmits(facts.probe, out);
+  if (facts.compare_probe) {
+    std::vector<Finding> b;
+    Retransmits(*facts.compare_probe, b);
+    for (auto& f : b) {
+      if (f.severity != Severity::kWarn && f.severity != Severity::kFail) continue;
+      f.title += " via " + facts.compare_probe->url;
+      out.push_back(std::move(f));
+    }
+  }
   return out;
 }
 

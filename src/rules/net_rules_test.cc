@@ -359,4 +359,54 @@ TEST(NetRulesTest, RoundTripNeedsAnAnsweredRequest) {
 }
 
 }  // namespace
+net::TcpFacts Tcp(uint64_t segs_out, uint64_t retrans, uint64_t ooo = 0) {
+  net::TcpFacts t;
+  t.connections = 7;
+  t.segs_out = segs_out;
+  t.retrans_segs = retrans;
+  t.rcv_ooo_packets = ooo;
+  t.retrans_share = static_cast<double>(retrans) / static_cast<double>(segs_out);
+  t.worst_ca_state = "open";
+  return t;
+}
+
+// From a handful of segments up, two retransmits are a finding with their count whatever
+// their share; one is, only from 1%; 5% fails; none is ok; too few segments is a skip; no
+// TCP facts at all is no finding.
+TEST(NetRulesTest, RetransmitsJudgedFromAHandfulOfSegments) {
+  struct Case { uint64_t segs, retrans; Severity sev; std::string title; };
+  const Case cases[] = {
+      {400, 0, Severity::kOk, "No TCP retransmits: 0 of 400 segments on 7 connections"},
+      {400, 1, Severity::kOk, "1 of 400 TCP segments retransmitted (0.2%) on 7 connections"},
+      {80, 1, Severity::kWarn, "1 of 80 TCP segments retransmitted (1.2%) on 7 connections"},
+      {1000, 2, Severity::kWarn, "2 of 1000 TCP segments retransmitted (0.2%) on 7 connections"},
+      {100, 5, Severity::kFail, "5 of 100 TCP segments retransmitted (5.0%) on 7 connections"},
+      {4, 2, Severity::kSkip, "Retransmits not judged: 4 segments sent (fewer than 5)"},
+  };
+  for (const Case& c : cases) {
+    NetFacts f = Healthy();
+    f.probe.tcp = Tcp(c.segs, c.retrans);
+    auto fs = EvaluateNetRules(f);
+    const Finding* r = Find(fs, "net.retransmits");
+    ASSERT_NE(r, nullptr) << c.segs << " " << c.retrans;
+    EXPECT_EQ(r->severity, c.sev) << c.title;
+    EXPECT_EQ(r->title, c.title);
+    EXPECT_EQ(r->advice.empty(), c.sev == Severity::kOk || c.sev == Severity::kSkip) << c.title;
+  }
+  const std::vector<Finding> none = EvaluateNetRules(Healthy());
+  EXPECT_EQ(Find(none, "net.retransmits"), nullptr);
+}
+
+TEST(NetRulesTest, RetransmitsNameTheServersOutOfOrderPackets) {
+  NetFacts f = Healthy();
+  f.probe.tcp = Tcp(300, 3, 9);
+  const std::vector<Finding> fs = EvaluateNetRules(f);
+  const Finding* r = Find(fs, "net.retransmits");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->title, "3 of 300 TCP segments retransmitted (1.0%) on 7 connections; "
+                      "9 of the server's packets arrived out of order");
+  EXPECT_EQ(Ev(*r, "received_out_of_order"), 9);
+  EXPECT_EQ(Ev(*r, "retransmitted_segments"), 3);
+}
+
 }  // namespace latdoc::rules
