@@ -1,0 +1,224 @@
+// End-to-end in network namespaces: `latdoc net` in a client namespace against `latdoc sim` in a
+// server namespace, over a path this test builds with a planted cause, which the run must name;
+// the same path without the cause must report none. Needs root (ip netns); where namespaces
+// cannot be created the tests say why and skip.
+//
+// The paths:
+//   - lossy: client and server namespaces joined by two TUN devices and tests/tools'
+//     lossy_forwarder between them, dropping every Nth packet (the kernel here has no netem);
+//   - clean: the same without drops.
+// Only addresses inside these namespaces (10.242.0.0/16) are ever targeted. Namespace names
+// carry the test process's pid, so parallel runs do not collide; they are deleted at the end of
+// each test, failed or not.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "tests/e2e/process.h"
+
+namespace latdoc::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Runs a shell command; returns its exit status and puts its combined output in `out`.
+int Sh(const std::string& cmd, std::string* out = nullptr) {
+  FILE* f = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return -1;
+  std::string text;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, f)) text.append(buf, n);
+  int st = ::pclose(f);
+  if (out) *out = text;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// Process execs without a PATH search.
+std::string IpBinary() {
+  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"})
+    if (::access(p, X_OK) == 0) return p;
+  return "ip";
+}
+
+// Why namespaces cannot be made here, or "" when they can.
+std::string NamespacesUnavailable() {
+  if (::geteuid() != 0) return "not root: creating network namespaces needs CAP_SYS_ADMIN";
+  std::string out;
+  const std::string name = fmt::format("ltdprobe{}", ::getpid());
+  if (Sh("ip netns add " + name, &out) != 0) return "ip netns add failed: " + out;
+  Sh("ip netns del " + name);
+  if (::access("/dev/net/tun", R_OK | W_OK) != 0) return "/dev/net/tun is not usable";
+  return "";
+}
+
+// Namespaces made for one test, deleted (with all their devices) when it ends.
+class Namespaces {
+ public:
+  // `role` becomes part of the name: "ltd<pid><role>".
+  std::string Add(const std::string& role) {
+    std::string name = fmt::format("ltd{}{}", ::getpid(), role);
+    Sh("ip netns del " + name);  // left over from a crashed run of this pid
+    std::string out;
+    if (Sh("ip netns add " + name, &out) != 0) ADD_FAILURE() << "ip netns add " << name << ": " << out;
+    names_.push_back(name);
+    Run(name, "ip link set lo up");
+    return name;
+  }
+  // Runs `cmd` in namespace `ns`; a failure fails the test with ip's message.
+  void Run(const std::string& ns, const std::string& cmd) {
+    std::string out;
+    if (Sh("ip netns exec " + ns + " " + cmd, &out) != 0)
+      ADD_FAILURE() << "in " << ns << ": " << cmd << ": " << out;
+  }
+  std::string Output(const std::string& ns, const std::string& cmd) {
+    std::string out;
+    Sh("ip netns exec " + ns + " " + cmd, &out);
+    return out;
+  }
+  ~Namespaces() {
+    for (const auto& n : names_) Sh("ip netns del " + n);
+  }
+
+ private:
+  std::vector<std::string> names_;
+};
+
+// `latdoc sim` in namespace `ns`, listening on `host`.
+class NsSim {
+ public:
+  NsSim(const std::string& ns, const std::string& host)
+      : proc_({IpBinary(), "netns", "exec", ns, LatdocBinary(), "sim", "--host", host, "--port", "0",
+               "--time-scale", "0.1"},
+              "/dev/null") {
+    std::string line = proc_.ReadLine();
+    auto colon = line.rfind(':');
+    if (line.rfind("latdoc sim listening on", 0) != 0 || colon == std::string::npos) {
+      ADD_FAILURE() << "latdoc sim did not start in " << ns << ": '" << line << "'";
+      return;
+    }
+    port_ = std::stoi(line.substr(colon + 1));
+  }
+  int port() const { return port_; }
+
+ private:
+  Process proc_;
+  int port_ = 0;
+};
+
+struct NetRun {
+  int exit_code = -1;
+  std::string out;
+  nlohmann::json doc;
+};
+
+// `latdoc net ARGS --json FILE` in namespace `ns`.
+NetRun RunNetIn(const std::string& ns, std::vector<std::string> args) {
+  const std::string json_path = TempPath(fmt::format("netns_{}_{}.json", ::getpid(), std::rand()));
+  std::vector<std::string> argv = {IpBinary(), "netns", "exec", ns, LatdocBinary(), "net"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--json", json_path, "--no-color"});
+  NetRun r;
+  {
+    Process p(argv);
+    r.out = p.ReadToEnd(120000);
+    r.exit_code = p.Wait(5000);
+  }
+  auto text = ReadFileToString(json_path);
+  ::unlink(json_path.c_str());
+  if (text.ok()) r.doc = nlohmann::json::parse(*text, nullptr, false);
+  return r;
+}
+
+const nlohmann::json* FindingById(const nlohmann::json& doc, const std::string& id) {
+  if (!doc.contains("findings")) return nullptr;
+  for (const auto& f : doc["findings"])
+    if (f.value("id", "") == id) return &f;
+  return nullptr;
+}
+
+// Client 10.242.1.1 on TUN "ta", server 10.242.1.2 on TUN "tb", the forwarder between them.
+struct TunPath {
+  Namespaces ns;
+  std::string client, server;
+  std::optional<Process> forwarder;
+  explicit TunPath(std::vector<std::string> forwarder_args) {
+    client = ns.Add("c");
+    server = ns.Add("s");
+    ns.Run(client, "ip tuntap add dev ta mode tun");
+    ns.Run(server, "ip tuntap add dev tb mode tun");
+    std::vector<std::string> argv = {LATDOC_LOSSY_FORWARDER, "--a", client + ":ta", "--b",
+                                     server + ":tb"};
+    argv.insert(argv.end(), forwarder_args.begin(), forwarder_args.end());
+    forwarder.emplace(argv, "/dev/null");
+    EXPECT_EQ(forwarder->ReadLine(), "ready");
+    ns.Run(client, "ip addr add 10.242.1.1/24 dev ta");
+    ns.Run(client, "ip link set ta up");
+    ns.Run(server, "ip addr add 10.242.1.2/24 dev tb");
+    ns.Run(server, "ip link set tb up");
+  }
+};
+
+class NetnsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why = NamespacesUnavailable();
+    if (!why.empty()) GTEST_SKIP() << "network namespaces unavailable: " << why;
+  }
+};
+
+// Planted: every 4th packet from the client to the server is dropped. The client's
+// retransmits are counted from its own sockets, and net.retransmits names them with their
+// count.
+TEST_F(NetnsTest, LossyPathIsNamedByItsRetransmits) {
+  TunPath path({"--drop-every-a2b", "4"});
+  NsSim sim(path.server, "10.242.1.2");
+  ASSERT_GT(sim.port(), 0);
+  NetRun r = RunNetIn(path.client, {"--url", fmt::format("http://10.242.1.2:{}", sim.port()),
+                                    "-n", "3", "--idle-wait", "0", "--no-path"});
+  ASSERT_TRUE(r.doc.is_object()) << r.out;
+  const nlohmann::json& tcp = r.doc["facts"]["probe"]["tcp"];
+  EXPECT_EQ(tcp["connections"], 7) << tcp.dump();  // 3 samples x 2 new + the kept-alive one
+  EXPECT_GE(tcp["retrans_segs"].get<int>(), 2) << tcp.dump();
+  const nlohmann::json* f = FindingById(r.doc, "net.retransmits");
+  ASSERT_NE(f, nullptr) << r.out;
+  EXPECT_THAT((*f)["severity"].get<std::string>(), ::testing::AnyOf("warn", "fail")) << r.out;
+  EXPECT_THAT((*f)["title"].get<std::string>(),
+              HasSubstr(fmt::format("{} of {} TCP segments retransmitted",
+                                    tcp["retrans_segs"].get<int>(), tcp["segs_out"].get<int>())));
+  EXPECT_THAT(r.out, HasSubstr("TCP segments retransmitted"));
+  // The run's total is its samples' and the kept-alive connection's.
+  int per_sample = 0;
+  for (const auto& s : r.doc["facts"]["probe"]["samples"]) per_sample += s["tcp"]["retrans_segs"].get<int>();
+  EXPECT_LE(per_sample, tcp["retrans_segs"].get<int>());
+}
+
+// The same path without drops: no retransmit, net.retransmits ok, the TUN's MTU as path MTU.
+TEST_F(NetnsTest, CleanPathReportsNoRetransmits) {
+  TunPath path({});
+  NsSim sim(path.server, "10.242.1.2");
+  ASSERT_GT(sim.port(), 0);
+  NetRun r = RunNetIn(path.client, {"--url", fmt::format("http://10.242.1.2:{}", sim.port()),
+                                    "-n", "3", "--idle-wait", "0", "--no-path"});
+  ASSERT_TRUE(r.doc.is_object()) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json& tcp = r.doc["facts"]["probe"]["tcp"];
+  EXPECT_EQ(tcp["retrans_segs"], 0) << tcp.dump();
+  EXPECT_EQ(tcp["pmtu_min_bytes"], 1500) << tcp.dump();
+  EXPECT_EQ(tcp["ip_mtu_min_bytes"], 1500) << tcp.dump();
+  EXPECT_EQ(tcp["snd_mss_min_bytes"], 1448) << tcp.dump();  // 1500 - 40 - 12 (timestamps)
+  const nlohmann::json* f = FindingById(r.doc, "net.retransmits");
+  ASSERT_NE(f, nullptr) << r.out;
+  EXPECT_EQ((*f)["severity"], "ok") << r.out;
+}
+
+}  // namespace
+}  // namespace latdoc::testing
