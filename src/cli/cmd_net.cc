@@ -21,6 +21,7 @@
 #include "net/net_text.h"
 #include "net/path_tools.h"
 #include "net/probe.h"
+#include "net/route.h"
 #include "rules/net_rules.h"
 
 namespace latdoc::cli {
@@ -140,6 +141,7 @@ int RunNet(NetArgs& a) {
   }
   net::ComputeHeadroom(b);
 
+  facts.route = net::InspectRoute(*runner, url->host, url->port);
   if (a.no_path) {
     facts.path.skipped_reason = "--no-path";
   } else {

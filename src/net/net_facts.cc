@@ -286,8 +286,29 @@ nlohmann::json ToJson(const PathFacts& p) {
           {"jump_ms", Opt(p.jump_ms)}};
 }
 
+nlohmann::json ToJson(const RouteFacts& r) {
+  auto u = [](const std::optional<uint32_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  return {{"checked", r.checked},
+          {"skipped_reason", r.skipped_reason},
+          {"address", r.address},
+          {"dev", r.dev},
+          {"gateway", r.gateway.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gateway)},
+          {"direct", r.checked && r.gateway.empty()},
+          {"src", r.src},
+          {"local", r.local},
+          {"iface_mtu_bytes", u(r.iface_mtu_bytes)},
+          {"cached_mtu_bytes", u(r.cached_mtu_bytes)},
+          {"path_mtu_bytes", u(r.path_mtu_bytes)},
+          {"pmtu_frag_needed_seen", r.pmtu_frag_needed_seen},
+          {"pmtu_black_hole", r.pmtu_black_hole},
+          {"pmtu_note", r.pmtu_note}};
+}
+
 nlohmann::json ToJson(const NetFacts& f) {
-  nlohmann::json j = {{"probe", ToJson(f.probe)}, {"path", ToJson(f.path)}};
+  nlohmann::json j = {{"probe", ToJson(f.probe)}, {"path", ToJson(f.path)},
+                      {"route", ToJson(f.route)}};
   j["compare_probe"] = f.compare_probe ? ToJson(*f.compare_probe) : nlohmann::json(nullptr);
   j["compare"] = f.compare ? ToJson(*f.compare) : nlohmann::json(nullptr);
   return j;

@@ -128,6 +128,28 @@ struct PathFacts {
   std::optional<double> jump_ms;
 };
 
+// How the client reaches the server (`ip route get ADDRESS`) and the largest packet that gets
+// there (a UDP probe with Don't Fragment set, as tracepath does).
+struct RouteFacts {
+  bool checked = false;
+  std::string skipped_reason;             // when !checked
+  std::string address;                    // the server's address the route was asked for
+  std::string dev;                        // the interface the route leaves by
+  std::string gateway;                    // "" when the server is on the interface's subnet
+  std::string src;                        // the client's source address
+  bool local = false;                     // the server is this host
+  std::optional<uint32_t> iface_mtu_bytes;    // of `dev`
+  std::optional<uint32_t> cached_mtu_bytes;   // a path MTU the kernel has learnt (route cache)
+  // The path MTU: the largest IPv4 packet with Don't Fragment that reached the server (an ICMP
+  // "port unreachable" or a reply came back). nullopt: unknown (pmtu_note says why).
+  std::optional<uint32_t> path_mtu_bytes;
+  // The path answered ICMP "fragmentation needed" (a router said its MTU), or only silence
+  // above path_mtu_bytes (a black hole: packets vanish without a word).
+  bool pmtu_frag_needed_seen = false;
+  bool pmtu_black_hole = false;
+  std::string pmtu_note;
+};
+
 struct ProbeFacts {
   std::string url;
   std::string cheap_path;               // "/health" or "/v1/models"
@@ -156,6 +178,7 @@ struct NetFacts {
   std::optional<ProbeFacts> compare_probe;
   std::optional<CompareFacts> compare;
   PathFacts path;
+  RouteFacts route;
 };
 
 // Fills the PhaseStats, loss and keep-alive summaries of `p` from its samples.
@@ -169,6 +192,7 @@ nlohmann::json ToJson(const ProbeSample& s);
 nlohmann::json ToJson(const ProbeFacts& p);
 nlohmann::json ToJson(const CompareFacts& c);
 nlohmann::json ToJson(const PathFacts& p);
+nlohmann::json ToJson(const RouteFacts& r);
 nlohmann::json ToJson(const NetFacts& f);
 
 }  // namespace latdoc::net

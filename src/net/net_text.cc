@@ -111,6 +111,23 @@ std::string RenderNetText(const NetFacts& f) {
                          F(d.p50_b_ms), F(d.p50_diff_ms), F(d.jitter_diff_ms));
     }
   }
+  const RouteFacts& r = f.route;
+  out += "\nroute: ";
+  if (!r.checked) {
+    out += "not checked (" + r.skipped_reason + ")\n";
+  } else {
+    out += r.local           ? fmt::format("{} is this host (dev {})", r.address, r.dev)
+           : r.gateway.empty() ? fmt::format("{} directly on the subnet of dev {}", r.address, r.dev)
+                               : fmt::format("{} via gateway {} (dev {})", r.address, r.gateway, r.dev);
+    out += fmt::format(", source {}; interface MTU {}", r.src.empty() ? "n/a" : r.src,
+                       U(r.iface_mtu_bytes));
+    if (r.cached_mtu_bytes) out += fmt::format(", kernel's cached path MTU {}", *r.cached_mtu_bytes);
+    out += fmt::format("; path MTU {}", U(r.path_mtu_bytes));
+    if (r.pmtu_black_hole) out += " (black hole above it)";
+    else if (r.pmtu_frag_needed_seen) out += " (a router sent 'fragmentation needed')";
+    if (!r.pmtu_note.empty()) out += " (" + r.pmtu_note + ")";
+    out += "\n";
+  }
   const PathFacts& p = f.path;
   out += "\npath: ";
   if (!p.ran) {

@@ -86,6 +86,15 @@ NetFacts Sample() {
   f.path.tool = "tracepath";
   f.path.hops = {{1, "192.168.1.1", 0.433}, {2, "", std::nullopt}, {3, "10.0.0.5", 12.0}};
   FindLatencyJump(f.path);
+  f.route.checked = true;
+  f.route.address = "10.0.0.5";
+  f.route.dev = "eth0";
+  f.route.gateway = "192.168.1.1";
+  f.route.src = "192.168.1.20";
+  f.route.iface_mtu_bytes = 1500;
+  f.route.cached_mtu_bytes = 1400;
+  f.route.path_mtu_bytes = 1400;
+  f.route.pmtu_frag_needed_seen = true;
   return f;
 }
 

@@ -445,6 +445,83 @@ void Retransmits(const ProbeFacts& p, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// Where the route goes, said as an info finding so that the network layer's summary in diagnose
+// carries it.
+void Route(const NetFacts& nf, std::vector<Finding>& out) {
+  const net::RouteFacts& r = nf.route;
+  if (!r.checked) {
+    if (r.skipped_reason.empty()) return;
+    Finding f = Make("net.route", Severity::kSkip, "Route not checked: " + r.skipped_reason);
+    out.push_back(std::move(f));
+    return;
+  }
+  std::string how = r.local           ? fmt::format("on this host (dev {})", r.dev)
+                    : r.gateway.empty() ? fmt::format("directly on the subnet of dev {}", r.dev)
+                                        : fmt::format("via gateway {} (dev {})", r.gateway, r.dev);
+  Finding f = Make("net.route", Severity::kInfo, fmt::format("Server {} reached {}", r.address, how));
+  f.evidence = {Text("address", r.address), Text("dev", r.dev),
+                Text("gateway", !r.gateway.empty() ? r.gateway
+                                : r.local          ? "none (this host)"
+                                                   : "none (same subnet)"),
+                Text("source", r.src)};
+  if (r.iface_mtu_bytes) f.evidence.push_back(Num("interface_mtu", *r.iface_mtu_bytes, "bytes"));
+  if (nf.path.ran) f.evidence.push_back(Num("hops", static_cast<double>(nf.path.hops.size()), ""));
+  out.push_back(std::move(f));
+}
+
+// A path MTU below the interface's: something on the way has a smaller MTU (a tunnel, a VPN, a
+// VXLAN overlay) and says so (ICMP), or does not (a black hole: large packets vanish, and a
+// stream whose segments fill the MSS stalls until TCP gives up on them).
+void PathMtu(const NetFacts& nf, std::vector<Finding>& out) {
+  const net::RouteFacts& r = nf.route;
+  if (!r.checked || r.local) return;
+  if (!r.path_mtu_bytes || !r.iface_mtu_bytes) {
+    Finding f = Make("net.path_mtu", Severity::kSkip,
+                     "Path MTU not measured" + (r.pmtu_note.empty() ? "" : ": " + r.pmtu_note));
+    out.push_back(std::move(f));
+    return;
+  }
+  const uint32_t path = *r.path_mtu_bytes, iface = *r.iface_mtu_bytes;
+  Severity sev = Severity::kOk;
+  std::string title;
+  if (r.pmtu_black_hole) {
+    sev = Severity::kFail;
+    title = fmt::format("PMTU black hole: packets above {} bytes to {} vanish without ICMP "
+                        "'fragmentation needed' (interface MTU {})",
+                        path, r.address, iface);
+  } else if (path < iface) {
+    sev = Severity::kWarn;
+    title = fmt::format("Path MTU {} below the interface's {} (dev {}): a smaller MTU on the way "
+                        "to {}",
+                        path, iface, r.dev, r.address);
+  } else {
+    title = fmt::format("Path MTU {} equals the interface's (dev {})", path, r.dev);
+  }
+  Finding f = Make("net.path_mtu", sev, std::move(title));
+  f.evidence = {Num("path_mtu", path, "bytes"), Num("interface_mtu", iface, "bytes"),
+                Text("dev", r.dev)};
+  if (r.cached_mtu_bytes) f.evidence.push_back(Num("kernel_cached_mtu", *r.cached_mtu_bytes, "bytes"));
+  if (nf.probe.tcp.snd_mss_min_bytes)
+    f.evidence.push_back(Num("tcp_mss", *nf.probe.tcp.snd_mss_min_bytes, "bytes"));
+  if (!r.pmtu_note.empty()) f.evidence.push_back(Text("probe", r.pmtu_note));
+  if (sev == Severity::kFail) {
+    f.advice = fmt::format(
+        "A device on the path drops packets above {0} bytes and does not send ICMP "
+        "'fragmentation needed' (a firewall filtering ICMP, a tunnel): let ICMP type 3 code 4 "
+        "through, or clamp TCP's MSS on the device (`iptables -t mangle -A FORWARD -p tcp "
+        "--tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu`), or lower the MTU on the "
+        "client (`ip link set dev {1} mtu {0}`); `sysctl net.ipv4.tcp_mtu_probing=1` lets TCP "
+        "find it by itself.",
+        path, r.dev);
+  } else if (sev == Severity::kWarn) {
+    f.advice = fmt::format(
+        "Every full-size packet is fragmented or sent again smaller: set the MTU of {} to {} "
+        "on the client, or clamp TCP's MSS on the tunnel's end, so packets fit the path.",
+        r.dev, path);
+  }
+  out.push_back(std::move(f));
+}
+
 std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
   std::vector<Finding> out;
   const ProbeFacts& p = facts.probe;
@@ -466,6 +543,8 @@ std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
   Headroom(facts.probe, out);
   Path(facts, out);
   Retransmits(facts.probe, out);
+  Route(facts, out);
+  PathMtu(facts, out);
   if (facts.compare_probe) {
     std::vector<Finding> b;
     Retransmits(*facts.compare_probe, b);

@@ -409,4 +409,57 @@ TEST(NetRulesTest, RetransmitsNameTheServersOutOfOrderPackets) {
   EXPECT_EQ(Ev(*r, "retransmitted_segments"), 3);
 }
 
+net::RouteFacts Routed(std::optional<uint32_t> path_mtu, bool black_hole = false) {
+  net::RouteFacts r;
+  r.checked = true;
+  r.address = "10.242.2.2";
+  r.dev = "vc";
+  r.gateway = "10.242.1.1";
+  r.src = "10.242.1.2";
+  r.iface_mtu_bytes = 1500;
+  r.path_mtu_bytes = path_mtu;
+  r.pmtu_black_hole = black_hole;
+  if (!path_mtu) r.pmtu_note = "not measured: no answer to UDP datagrams to port 8000";
+  return r;
+}
+
+// Below the interface's MTU with ICMP: warn; silently (a black hole): fail; equal: ok; not
+// measured: skip with the probe's reason. The route is said as info: direct or via which gateway.
+TEST(NetRulesTest, PathMtuAndRoute) {
+  struct Case { std::optional<uint32_t> mtu; bool hole; Severity sev; std::string title; };
+  const Case cases[] = {
+      {1500, false, Severity::kOk, "Path MTU 1500 equals the interface's (dev vc)"},
+      {1400, false, Severity::kWarn,
+       "Path MTU 1400 below the interface's 1500 (dev vc): a smaller MTU on the way to 10.242.2.2"},
+      {1400, true, Severity::kFail,
+       "PMTU black hole: packets above 1400 bytes to 10.242.2.2 vanish without ICMP "
+       "'fragmentation needed' (interface MTU 1500)"},
+      {std::nullopt, false, Severity::kSkip,
+       "Path MTU not measured: not measured: no answer to UDP datagrams to port 8000"},
+  };
+  for (const Case& c : cases) {
+    NetFacts f = Healthy();
+    f.route = Routed(c.mtu, c.hole);
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* m = Find(fs, "net.path_mtu");
+    ASSERT_NE(m, nullptr) << c.title;
+    EXPECT_EQ(m->severity, c.sev) << c.title;
+    EXPECT_EQ(m->title, c.title);
+    EXPECT_EQ(m->advice.empty(), c.sev == Severity::kOk || c.sev == Severity::kSkip) << c.title;
+    const Finding* r = Find(fs, "net.route");
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->severity, Severity::kInfo);
+    EXPECT_EQ(r->title, "Server 10.242.2.2 reached via gateway 10.242.1.1 (dev vc)");
+  }
+  NetFacts direct = Healthy();
+  direct.route = Routed(1500);
+  direct.route.gateway.clear();
+  const std::vector<Finding> fs = EvaluateNetRules(direct);
+  ASSERT_NE(Find(fs, "net.route"), nullptr);
+  EXPECT_EQ(Find(fs, "net.route")->title, "Server 10.242.2.2 reached directly on the subnet of dev vc");
+  const std::vector<Finding> unchecked = EvaluateNetRules(Healthy());
+  EXPECT_EQ(Find(unchecked, "net.route"), nullptr);
+  EXPECT_EQ(Find(unchecked, "net.path_mtu"), nullptr);
+}
+
 }  // namespace latdoc::rules

@@ -167,6 +167,35 @@ struct TunPath {
   }
 };
 
+// Client 10.242.1.2 -- gateway (10.242.1.1 | 10.242.2.1, forwarding) -- server 10.242.2.2, on
+// veth pairs; the gateway's link to the server has MTU `far_mtu`, and the kernel gateway says
+// so with ICMP "fragmentation needed".
+struct RoutedPath {
+  Namespaces ns;
+  std::string client, gateway, server;
+  explicit RoutedPath(int far_mtu) {
+    client = ns.Add("c");
+    gateway = ns.Add("g");
+    server = ns.Add("s");
+    std::string out;
+    if (Sh(fmt::format("ip link add vc netns {} type veth peer name vg1 netns {}", client, gateway), &out) != 0)
+      ADD_FAILURE() << "veth: " << out;
+    if (Sh(fmt::format("ip link add vs netns {} type veth peer name vg2 netns {}", server, gateway), &out) != 0)
+      ADD_FAILURE() << "veth: " << out;
+    ns.Run(gateway, "sysctl -qw net.ipv4.ip_forward=1");
+    ns.Run(client, "ip addr add 10.242.1.2/24 dev vc");
+    ns.Run(client, "ip link set vc up");
+    ns.Run(client, "ip route add default via 10.242.1.1");
+    ns.Run(gateway, "ip addr add 10.242.1.1/24 dev vg1");
+    ns.Run(gateway, "ip link set vg1 up");
+    ns.Run(gateway, "ip addr add 10.242.2.1/24 dev vg2");
+    ns.Run(gateway, fmt::format("ip link set vg2 mtu {} up", far_mtu));
+    ns.Run(server, "ip addr add 10.242.2.2/24 dev vs");
+    ns.Run(server, fmt::format("ip link set vs mtu {} up", far_mtu));
+    ns.Run(server, "ip route add default via 10.242.2.1");
+  }
+};
+
 class NetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -218,6 +247,71 @@ TEST_F(NetnsTest, CleanPathReportsNoRetransmits) {
   const nlohmann::json* f = FindingById(r.doc, "net.retransmits");
   ASSERT_NE(f, nullptr) << r.out;
   EXPECT_EQ((*f)["severity"], "ok") << r.out;
+  // Direct on the subnet, and the whole interface MTU gets through.
+  const nlohmann::json& route = r.doc["facts"]["route"];
+  EXPECT_EQ(route["dev"], "ta") << route.dump();
+  EXPECT_EQ(route["direct"], true) << route.dump();
+  EXPECT_EQ(route["iface_mtu_bytes"], 1500) << route.dump();
+  EXPECT_EQ(route["path_mtu_bytes"], 1500) << route.dump();
+  EXPECT_EQ(route["pmtu_black_hole"], false) << route.dump();
+  const nlohmann::json* m = FindingById(r.doc, "net.path_mtu");
+  ASSERT_NE(m, nullptr) << r.out;
+  EXPECT_EQ((*m)["severity"], "ok") << r.out;
+  EXPECT_THAT(r.out, HasSubstr("route: 10.242.1.2 directly on the subnet of dev ta"));
+}
+
+// Planted: a gateway between client and server, and an MTU of 1400 on its far link. The route
+// names the gateway, the path MTU is the far link's (learnt from the gateway's ICMP), below the
+// client interface's 1500, and the server's MSS follows it.
+TEST_F(NetnsTest, RoutedPathWithSmallerFarMtuIsNamed) {
+  RoutedPath path(1400);
+  NsSim sim(path.server, "10.242.2.2");
+  ASSERT_GT(sim.port(), 0);
+  NetRun r = RunNetIn(path.client, {"--url", fmt::format("http://10.242.2.2:{}", sim.port()),
+                                    "-n", "2", "--idle-wait", "0", "--no-path"});
+  ASSERT_TRUE(r.doc.is_object()) << r.out;
+  const nlohmann::json& route = r.doc["facts"]["route"];
+  EXPECT_EQ(route["gateway"], "10.242.1.1") << route.dump();
+  EXPECT_EQ(route["direct"], false) << route.dump();
+  EXPECT_EQ(route["dev"], "vc") << route.dump();
+  EXPECT_EQ(route["iface_mtu_bytes"], 1500) << route.dump();
+  EXPECT_EQ(route["path_mtu_bytes"], 1400) << route.dump();
+  EXPECT_EQ(route["pmtu_frag_needed_seen"], true) << route.dump();
+  EXPECT_EQ(route["pmtu_black_hole"], false) << route.dump();
+  // 1400 - 20 (IP) - 20 (TCP) - 12 (timestamps): the server advertised its link's MSS.
+  EXPECT_EQ(r.doc["facts"]["probe"]["tcp"]["snd_mss_min_bytes"], 1348);
+  const nlohmann::json* m = FindingById(r.doc, "net.path_mtu");
+  ASSERT_NE(m, nullptr) << r.out;
+  EXPECT_EQ((*m)["severity"], "warn") << r.out;
+  EXPECT_EQ((*m)["title"], "Path MTU 1400 below the interface's 1500 (dev vc): a smaller MTU on "
+                           "the way to 10.242.2.2");
+  const nlohmann::json* rt = FindingById(r.doc, "net.route");
+  ASSERT_NE(rt, nullptr) << r.out;
+  EXPECT_EQ((*rt)["title"], "Server 10.242.2.2 reached via gateway 10.242.1.1 (dev vc)");
+  EXPECT_EQ(r.exit_code, 0) << r.out;  // a warning: the run itself is fine
+}
+
+// Planted: the middlebox drops every packet above 1400 bytes and sends no ICMP (a PMTU black
+// hole). The UDP probe finds 1400 by search and net.path_mtu fails: exit 1.
+TEST_F(NetnsTest, BlackHoleBelowTheInterfaceMtuFails) {
+  TunPath path({"--mtu", "1400"});
+  NsSim sim(path.server, "10.242.1.2");
+  ASSERT_GT(sim.port(), 0);
+  // The stream's full-size segments would vanish: no bandwidth stream, short timeouts.
+  NetRun r = RunNetIn(path.client, {"--url", fmt::format("http://10.242.1.2:{}", sim.port()),
+                                    "-n", "1", "--idle-wait", "0", "--no-path",
+                                    "--stream-tokens", "0", "--timeout", "3"});
+  ASSERT_TRUE(r.doc.is_object()) << r.out;
+  const nlohmann::json& route = r.doc["facts"]["route"];
+  EXPECT_EQ(route["path_mtu_bytes"], 1400) << route.dump();
+  EXPECT_EQ(route["pmtu_black_hole"], true) << route.dump();
+  EXPECT_EQ(route["pmtu_frag_needed_seen"], false) << route.dump();
+  const nlohmann::json* m = FindingById(r.doc, "net.path_mtu");
+  ASSERT_NE(m, nullptr) << r.out;
+  EXPECT_EQ((*m)["severity"], "fail") << r.out;
+  EXPECT_EQ((*m)["title"], "PMTU black hole: packets above 1400 bytes to 10.242.1.2 vanish "
+                           "without ICMP 'fragmentation needed' (interface MTU 1500)");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
 }
 
 }  // namespace
