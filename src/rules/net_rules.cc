@@ -406,7 +406,7 @@ void Retransmits(const ProbeFacts& p, std::vector<Finding>& out) {
   const net::TcpFacts& t = p.tcp;
   if (t.connections == 0) return;
   if (t.segs_out < kRetransMinSegs) {
-    Finding f = Make("net.retransmits", Severity::kSkip,
+    Finding f = Make("net.probe_retransmits", Severity::kSkip,
                      fmt::format("Retransmits not judged: {} segments sent (fewer than {})",
                                  t.segs_out, kRetransMinSegs));
     f.evidence = {Num("segments_sent", static_cast<double>(t.segs_out), "")};
@@ -422,7 +422,7 @@ void Retransmits(const ProbeFacts& p, std::vector<Finding>& out) {
                         : fmt::format("; {} of the server's packets arrived out of order",
                                       t.rcv_ooo_packets);
   Finding f = Make(
-      "net.retransmits", sev,
+      "net.probe_retransmits", sev,
       t.retrans_segs == 0
           ? fmt::format("No TCP retransmits: 0 of {} segments on {} connections{}", t.segs_out,
                         t.connections, ooo)

@@ -387,21 +387,21 @@ TEST(NetRulesTest, RetransmitsJudgedFromAHandfulOfSegments) {
     NetFacts f = Healthy();
     f.probe.tcp = Tcp(c.segs, c.retrans);
     auto fs = EvaluateNetRules(f);
-    const Finding* r = Find(fs, "net.retransmits");
+    const Finding* r = Find(fs, "net.probe_retransmits");
     ASSERT_NE(r, nullptr) << c.segs << " " << c.retrans;
     EXPECT_EQ(r->severity, c.sev) << c.title;
     EXPECT_EQ(r->title, c.title);
     EXPECT_EQ(r->advice.empty(), c.sev == Severity::kOk || c.sev == Severity::kSkip) << c.title;
   }
   const std::vector<Finding> none = EvaluateNetRules(Healthy());
-  EXPECT_EQ(Find(none, "net.retransmits"), nullptr);
+  EXPECT_EQ(Find(none, "net.probe_retransmits"), nullptr);
 }
 
 TEST(NetRulesTest, RetransmitsNameTheServersOutOfOrderPackets) {
   NetFacts f = Healthy();
   f.probe.tcp = Tcp(300, 3, 9);
   const std::vector<Finding> fs = EvaluateNetRules(f);
-  const Finding* r = Find(fs, "net.retransmits");
+  const Finding* r = Find(fs, "net.probe_retransmits");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->title, "3 of 300 TCP segments retransmitted (1.0%) on 7 connections; "
                       "9 of the server's packets arrived out of order");

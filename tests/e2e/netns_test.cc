@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/core.h>
@@ -138,6 +139,15 @@ NetRun RunNetIn(const std::string& ns, std::vector<std::string> args) {
   return r;
 }
 
+// `latdoc ARGS` in namespace `ns`: exit code and standard output.
+std::pair<int, std::string> RunIn(const std::string& ns, std::vector<std::string> args) {
+  std::vector<std::string> argv = {IpBinary(), "netns", "exec", ns, LatdocBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Process p(argv, "/dev/null");
+  std::string out = p.ReadToEnd(120000);
+  return {p.Wait(5000), out};
+}
+
 const nlohmann::json* FindingById(const nlohmann::json& doc, const std::string& id) {
   if (!doc.contains("findings")) return nullptr;
   for (const auto& f : doc["findings"])
@@ -205,7 +215,7 @@ class NetnsTest : public ::testing::Test {
 };
 
 // Planted: every 4th packet from the client to the server is dropped. The client's
-// retransmits are counted from its own sockets, and net.retransmits names them with their
+// retransmits are counted from its own sockets, and net.probe_retransmits names them with their
 // count.
 TEST_F(NetnsTest, LossyPathIsNamedByItsRetransmits) {
   TunPath path({"--drop-every-a2b", "4"});
@@ -217,7 +227,7 @@ TEST_F(NetnsTest, LossyPathIsNamedByItsRetransmits) {
   const nlohmann::json& tcp = r.doc["facts"]["probe"]["tcp"];
   EXPECT_EQ(tcp["connections"], 7) << tcp.dump();  // 3 samples x 2 new + the kept-alive one
   EXPECT_GE(tcp["retrans_segs"].get<int>(), 2) << tcp.dump();
-  const nlohmann::json* f = FindingById(r.doc, "net.retransmits");
+  const nlohmann::json* f = FindingById(r.doc, "net.probe_retransmits");
   ASSERT_NE(f, nullptr) << r.out;
   EXPECT_THAT((*f)["severity"].get<std::string>(), ::testing::AnyOf("warn", "fail")) << r.out;
   EXPECT_THAT((*f)["title"].get<std::string>(),
@@ -230,7 +240,7 @@ TEST_F(NetnsTest, LossyPathIsNamedByItsRetransmits) {
   EXPECT_LE(per_sample, tcp["retrans_segs"].get<int>());
 }
 
-// The same path without drops: no retransmit, net.retransmits ok, the TUN's MTU as path MTU.
+// The same path without drops: no retransmit, net.probe_retransmits ok, the TUN's MTU as path MTU.
 TEST_F(NetnsTest, CleanPathReportsNoRetransmits) {
   TunPath path({});
   NsSim sim(path.server, "10.242.1.2");
@@ -244,7 +254,7 @@ TEST_F(NetnsTest, CleanPathReportsNoRetransmits) {
   EXPECT_EQ(tcp["pmtu_min_bytes"], 1500) << tcp.dump();
   EXPECT_EQ(tcp["ip_mtu_min_bytes"], 1500) << tcp.dump();
   EXPECT_EQ(tcp["snd_mss_min_bytes"], 1448) << tcp.dump();  // 1500 - 40 - 12 (timestamps)
-  const nlohmann::json* f = FindingById(r.doc, "net.retransmits");
+  const nlohmann::json* f = FindingById(r.doc, "net.probe_retransmits");
   ASSERT_NE(f, nullptr) << r.out;
   EXPECT_EQ((*f)["severity"], "ok") << r.out;
   // Direct on the subnet, and the whole interface MTU gets through.
@@ -312,6 +322,55 @@ TEST_F(NetnsTest, BlackHoleBelowTheInterfaceMtuFails) {
   EXPECT_EQ((*m)["title"], "PMTU black hole: packets above 1400 bytes to 10.242.1.2 vanish "
                            "without ICMP 'fragmentation needed' (interface MTU 1500)");
   EXPECT_EQ(r.exit_code, 1) << r.out;
+}
+
+// The exporter's net collector over the routed path: the path MTU and the interface's as
+// gauges, the probe's TCP segments as counters, net.path_mtu's verdict as a finding series.
+TEST_F(NetnsTest, ExporterServesPathMtuAndRetransmits) {
+  RoutedPath path(1400);
+  NsSim sim(path.server, "10.242.2.2");
+  ASSERT_GT(sim.port(), 0);
+  auto [code, page] = RunIn(path.client, {"exporter", "--url",
+                                          fmt::format("http://10.242.2.2:{}", sim.port()),
+                                          "--once"});
+  EXPECT_THAT(page, HasSubstr("\nlatdoc_net_path_mtu_bytes 1400\n"));
+  EXPECT_THAT(page, HasSubstr("\nlatdoc_net_interface_mtu_bytes 1500\n"));
+  EXPECT_THAT(page, HasSubstr("\nlatdoc_net_tcp_retransmitted_segments_total 0\n"));
+  EXPECT_THAT(page, HasSubstr(
+      "latdoc_finding{rule=\"net.path_mtu\",layer=\"network\",severity=\"warn\"} 1\n"));
+  EXPECT_THAT(page, HasSubstr(
+      "latdoc_finding{rule=\"net.probe_retransmits\",layer=\"network\",severity=\"ok\"} 1\n"));
+  EXPECT_THAT(page, HasSubstr("latdoc_collector_up{collector=\"net\"} 1\n"));
+}
+
+// diagnose over the lossy path: the network layer's summary carries the retransmits and the
+// route, and net.probe_retransmits is among its findings.
+TEST_F(NetnsTest, DiagnoseNetworkLayerCarriesRetransmitsAndRoute) {
+  TunPath path({"--drop-every-a2b", "4"});
+  NsSim sim(path.server, "10.242.1.2");
+  ASSERT_GT(sim.port(), 0);
+  const std::string json_path = TempPath(fmt::format("netns_diag_{}.json", ::getpid()));
+  auto [code, out] = RunIn(path.client, {"diagnose", "--url",
+                                         fmt::format("http://10.242.1.2:{}", sim.port()),
+                                         "--requests", "10", "--concurrency", "2", "--json",
+                                         json_path, "--no-color"});
+  auto text = ReadFileToString(json_path);
+  ::unlink(json_path.c_str());
+  ASSERT_TRUE(text.ok()) << out;
+  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << out;
+  const std::string layer = doc["layers"]["network"];
+  EXPECT_THAT(layer, ::testing::ContainsRegex("[0-9]+ of [0-9]+ TCP segments retransmitted"));
+  EXPECT_THAT(layer, HasSubstr("direct on the subnet of ta, path MTU 1500"));
+  EXPECT_THAT(layer, ::testing::Not(HasSubstr(" 0 of ")));
+  bool found = false;
+  for (const auto& f : doc["findings"]) {
+    if (f["id"] == "net.probe_retransmits") {
+      found = true;
+      EXPECT_THAT(f["severity"].get<std::string>(), ::testing::AnyOf("warn", "fail")) << f.dump();
+    }
+  }
+  EXPECT_TRUE(found) << out;
 }
 
 }  // namespace
