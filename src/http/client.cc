@@ -1,6 +1,8 @@
 #include "http/client.h"
 
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -254,6 +256,42 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
 
 namespace {
 
+std::string NameText(X509_NAME* name) {
+  if (!name) return "";
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (!bio) return "";
+  X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253);
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio, &data);
+  std::string out(data && n > 0 ? std::string(data, static_cast<size_t>(n)) : "");
+  BIO_free(bio);
+  return out;
+}
+
+// The chain as the server sent it (a client's SSL_get_peer_cert_chain holds the leaf first).
+std::vector<PeerCert> PeerChain(SSL* ssl) {
+  std::vector<PeerCert> out;
+  STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl);
+  if (!chain) return out;
+  for (int i = 0; i < sk_X509_num(chain); ++i) {
+    X509* c = sk_X509_value(chain, i);
+    PeerCert pc;
+    pc.subject = NameText(X509_get_subject_name(c));
+    pc.issuer = NameText(X509_get_issuer_name(c));
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (X509_digest(c, EVP_sha256(), md, &len) == 1) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      for (unsigned int k = 0; k < len; ++k) {
+        pc.sha256_hex += kHex[md[k] >> 4];
+        pc.sha256_hex += kHex[md[k] & 15];
+      }
+    }
+    out.push_back(std::move(pc));
+  }
+  return out;
+}
+
 // One connection, plain or TLS. Plan of an exchange: (new connection: resolve, connect,
 // handshake) -> write the request -> read until the parser is done, handing each read's body
 // bytes to the observer -> back to the pool (keep-alive) or closed.
@@ -437,6 +475,9 @@ class Conn final : public ConnBase {
                                                   self->client_->url.Origin(), ec.message()));
                                 }
                                 self->ex_->res.times.tls_ns = MonoNowNs();
+                                if (self->client_->opts.capture_peer_certs)
+                                  self->ex_->res.peer_certs =
+                                      PeerChain(self->stream_.native_handle());
                                 self->connected_ = true;
                                 self->Write();
                               });

@@ -55,6 +55,16 @@ struct ClientOptions {
   // Read the connection's TCP_INFO and IP_MTU as each exchange ends (ExchangeResult::tcp): two
   // system calls per exchange, none per read.
   bool capture_tcp_info = false;
+  // Record the certificate chain the server shows at each TLS handshake (ExchangeResult::
+  // peer_certs), whether or not it is verified.
+  bool capture_peer_certs = false;
+};
+
+// One certificate of the chain a TLS server showed.
+struct PeerCert {
+  std::string subject;      // RFC 2253: "CN=server.example,O=Example"
+  std::string issuer;
+  std::string sha256_hex;   // SHA-256 of the DER encoding, lowercase hex, no separators
 };
 
 struct ClientRequest {
@@ -93,6 +103,9 @@ struct ExchangeResult {
   // The connection's TCP facts as the exchange ended (its totals so far), when asked for
   // (ClientOptions::capture_tcp_info) and a socket was open.
   std::optional<TcpConnInfo> tcp;
+  // The chain the server showed, leaf first: on the exchange that made the TLS handshake, when
+  // asked for (ClientOptions::capture_peer_certs); empty otherwise.
+  std::vector<PeerCert> peer_certs;
 };
 
 class ExchangeObserver {

@@ -136,6 +136,18 @@ nlohmann::json Opt(const std::optional<double>& v) {
 
 }  // namespace
 
+std::optional<std::string> NormalizeSha256Hex(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == ':' || c == ' ') continue;
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+    out += c;
+  }
+  if (out.size() != 64) return std::nullopt;
+  return out;
+}
+
 void AddConnection(TcpFacts& f, const http::TcpConnInfo& t) {
   ++f.connections;
   f.segs_out += t.segs_out;
@@ -214,6 +226,9 @@ nlohmann::json ToJson(const ProbeSample& s) {
 nlohmann::json ToJson(const ProbeFacts& p) {
   nlohmann::json samples = nlohmann::json::array();
   for (const auto& s : p.samples) samples.push_back(ToJson(s));
+  nlohmann::json chain = nlohmann::json::array();
+  for (const auto& c : p.tls_chain)
+    chain.push_back({{"subject", c.subject}, {"issuer", c.issuer}, {"sha256", c.sha256_hex}});
   const LossCounts& l = p.loss;
   const KeepAliveFacts& k = p.keepalive;
   const IdleCloseFacts& i = p.idle;
@@ -258,6 +273,7 @@ nlohmann::json ToJson(const ProbeFacts& p) {
         {"link_note", b.link_note},
         {"headroom", Opt(b.headroom)}}},
       {"tcp", ToJson(p.tcp)},
+      {"tls_chain", chain},
       {"samples", samples},
   };
 }
@@ -311,6 +327,9 @@ nlohmann::json ToJson(const NetFacts& f) {
                       {"route", ToJson(f.route)}};
   j["compare_probe"] = f.compare_probe ? ToJson(*f.compare_probe) : nlohmann::json(nullptr);
   j["compare"] = f.compare ? ToJson(*f.compare) : nlohmann::json(nullptr);
+  j["expected_cert_sha256"] =
+      f.expected_cert_sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.expected_cert_sha256);
+  j["plain_probe"] = f.plain_probe ? ToJson(*f.plain_probe) : nlohmann::json(nullptr);
   return j;
 }
 

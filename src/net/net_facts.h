@@ -150,6 +150,12 @@ struct RouteFacts {
   std::string pmtu_note;
 };
 
+// One certificate of the chain the server showed (leaf first).
+struct CertFacts {
+  std::string subject, issuer;   // RFC 2253
+  std::string sha256_hex;        // lowercase, no separators
+};
+
 struct ProbeFacts {
   std::string url;
   std::string cheap_path;               // "/health" or "/v1/models"
@@ -160,6 +166,7 @@ struct ProbeFacts {
   IdleCloseFacts idle;
   BandwidthFacts bandwidth;
   TcpFacts tcp;                         // every connection of the probe (the kept-alive one once)
+  std::vector<CertFacts> tls_chain;     // https: the chain of the first handshake
   double wall_s = 0;
 };
 
@@ -179,7 +186,15 @@ struct NetFacts {
   std::optional<CompareFacts> compare;
   PathFacts path;
   RouteFacts route;
+  // TLS: the server's own certificate's SHA-256 (--expect-cert-sha256, normalised: lowercase,
+  // no separators), and the same server probed over plain HTTP (--plain-url).
+  std::string expected_cert_sha256;
+  std::optional<ProbeFacts> plain_probe;
 };
+
+// A SHA-256 fingerprint as given ("AB:CD:..." as `openssl x509 -fingerprint -sha256` prints
+// it, or plain hex) to 64 lowercase hex digits; nullopt when it is not one.
+std::optional<std::string> NormalizeSha256Hex(std::string_view text);
 
 // Fills the PhaseStats, loss and keep-alive summaries of `p` from its samples.
 void SummarizeProbe(ProbeFacts& p);

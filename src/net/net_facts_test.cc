@@ -184,4 +184,15 @@ TEST(TcpFactsTest, SumsCountersAndKeepsRanges) {
   EXPECT_EQ(ToJson(TcpFacts{}), nlohmann::json({{"connections", 0}}));
 }
 
+TEST(NormalizeSha256HexTest, ColonsAndCaseAreIgnoredAndLengthChecked) {
+  const std::string hex(64, 'a');
+  std::string colons;
+  for (size_t i = 0; i < 64; i += 2) colons += (i ? ":" : "") + std::string("AA");
+  EXPECT_EQ(NormalizeSha256Hex(hex), hex);
+  EXPECT_EQ(NormalizeSha256Hex(colons), hex);
+  EXPECT_FALSE(NormalizeSha256Hex(std::string(63, 'a')));
+  EXPECT_FALSE(NormalizeSha256Hex(std::string(64, 'g')));
+  EXPECT_FALSE(NormalizeSha256Hex(""));
+}
+
 }  // namespace latdoc::net

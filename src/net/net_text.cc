@@ -64,6 +64,11 @@ void Probe(const ProbeFacts& p, std::string& out) {
     out += fmt::format("  idle close: still open after {:.1f} s idle\n", i.waited_s);
   }
   out += "  " + RenderTcpLine(p.tcp) + "\n";
+  for (size_t i = 0; i < p.tls_chain.size(); ++i) {
+    const CertFacts& c = p.tls_chain[i];
+    out += fmt::format("  tls cert {}: {} (issuer {}) sha256 {}\n", i, c.subject, c.issuer,
+                       c.sha256_hex);
+  }
   for (const auto& s : p.samples) {
     if (s.tcp.retrans_segs == 0) continue;
     out += fmt::format("    sample {}: {} of {} segments retransmitted\n", s.index,
@@ -101,6 +106,10 @@ std::string RenderNetText(const NetFacts& f) {
   if (f.compare_probe) {
     out += "\n";
     Probe(*f.compare_probe, out);
+  }
+  if (f.plain_probe) {
+    out += "\nplain HTTP (--plain-url)\n";
+    Probe(*f.plain_probe, out);
   }
   if (f.compare) {
     out += fmt::format("\ncompare: {} minus {}\n", f.compare->url_b, f.compare->url_a);

@@ -192,6 +192,7 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
   co.first_byte_timeout_ns = options.sample_timeout_ns;
   co.idle_timeout_ns = options.sample_timeout_ns;
   co.capture_tcp_info = true;
+  co.capture_peer_certs = true;
   http::ClientOptions fresh_opts = co;
   fresh_opts.keep_alive = false;
   http::HttpClient fresh(loop, url, fresh_opts);  // a new connection per request
@@ -206,6 +207,10 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
   // is replaced or at the end.
   std::optional<http::TcpConnInfo> kept_tcp;
   auto on_fresh = [&](ProbeSample& s, const Collector& c) {
+    if (p.tls_chain.empty()) {
+      for (const http::PeerCert& pc : c.result().peer_certs)
+        p.tls_chain.push_back({pc.subject, pc.issuer, pc.sha256_hex});
+    }
     if (!c.result().tcp) return;
     AddConnection(s.tcp, *c.result().tcp);
     AddConnection(p.tcp, *c.result().tcp);

@@ -5,7 +5,7 @@
 // Pure functions: facts in, findings out; no I/O, no clocks. Ids are stable:
 //   net.no_keepalive  net.gateway_delay  net.jitter  net.loss  net.idle_close
 //   net.bandwidth_headroom  net.path  net.round_trip  net.probe_retransmits
-//   net.path_mtu  net.route
+//   net.path_mtu  net.route  net.tls_inspection  net.tls_overhead
 // A check that ran and found nothing returns an `ok` finding; a check with nothing to judge
 // (no compare URL, no link rate) returns a `skip` finding that says why, or nothing.
 #pragma once
@@ -43,6 +43,12 @@ inline constexpr uint64_t kRetransMinSegs = 5;
 inline constexpr uint64_t kRetransWarnCount = 2;
 inline constexpr double kRetransWarnShare = 0.01;
 inline constexpr double kRetransFailShare = 0.05;
+// HTTPS against plain HTTP to the same server (--plain-url): time added at first byte (p50),
+// and the long stream's token rate over HTTPS as a share of the plain one.
+inline constexpr double kTlsOverheadWarnMs = 2.0;
+inline constexpr double kTlsOverheadFailMs = 20.0;
+inline constexpr double kTlsStreamWarnRatio = 0.8;
+inline constexpr double kTlsStreamFailRatio = 0.5;
 
 // The network time one request pays on a kept-alive connection, in ms: the cheap request's time
 // to first byte (request written -> response headers: a round trip, whatever sits on the path,

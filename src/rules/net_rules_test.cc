@@ -462,4 +462,66 @@ TEST(NetRulesTest, PathMtuAndRoute) {
   EXPECT_EQ(Find(unchecked, "net.path_mtu"), nullptr);
 }
 
+// The leaf's fingerprint against the server's own: equal is ok, different fails naming the
+// issuer; none given is information (the chain, to compare by hand).
+TEST(NetRulesTest, TlsInspectionComparesTheLeafAndNamesTheIssuer) {
+  NetFacts f = Healthy();
+  f.probe.tls_chain = {{"CN=server", "CN=Inspect CA,O=Firewall Inc", std::string(64, 'b')},
+                       {"CN=Inspect CA,O=Firewall Inc", "CN=Inspect CA,O=Firewall Inc",
+                        std::string(64, 'c')}};
+  {
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_inspection");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, Severity::kInfo);
+    EXPECT_EQ(t->title, "TLS certificate shown: CN=server, issued by CN=Inspect CA,O=Firewall Inc "
+                        "(compare with --expect-cert-sha256)");
+  }
+  f.expected_cert_sha256 = std::string(64, 'a');
+  {
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_inspection");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, Severity::kFail);
+    EXPECT_EQ(t->title, "TLS is re-signed on the path: the certificate shown is issued by "
+                        "CN=Inspect CA,O=Firewall Inc, not the server's own (SHA-256 "
+                        "bbbbbbbbbbbbbbbb... expected aaaaaaaaaaaaaaaa...)");
+    EXPECT_FALSE(t->advice.empty());
+  }
+  f.expected_cert_sha256 = std::string(64, 'b');
+  {
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_inspection");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, Severity::kOk);
+  }
+  NetFacts plain = Healthy();
+  const std::vector<Finding> none = EvaluateNetRules(plain);
+  EXPECT_EQ(Find(none, "net.tls_inspection"), nullptr);
+}
+
+// HTTPS against plain HTTP: 2 ms added at first byte warns, 20 fails; a stream at under 80%
+// of its plain rate warns, under 50% fails.
+TEST(NetRulesTest, TlsOverheadAgainstPlainHttp) {
+  struct Case { double https_ttfb, https_rate; Severity sev; };
+  const Case cases[] = {{1.5, 100, Severity::kOk},   {3.2, 100, Severity::kWarn},
+                        {21.0, 100, Severity::kFail}, {1.0, 70, Severity::kWarn},
+                        {1.0, 40, Severity::kFail}};
+  for (const Case& c : cases) {
+    NetFacts f = Healthy();
+    f.probe.ttfb.p50_ms = c.https_ttfb;
+    f.probe.bandwidth.stream_tokens_per_s = c.https_rate;
+    net::ProbeFacts p;
+    p.url = "http://a:8001";
+    p.ttfb.p50_ms = 1.0;
+    p.bandwidth.stream_tokens_per_s = 100;
+    f.plain_probe = p;
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_overhead");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, c.sev) << c.https_ttfb << " " << c.https_rate << ": " << t->title;
+    EXPECT_DOUBLE_EQ(*Ev(*t, "ttfb_added"), c.https_ttfb - 1.0);
+  }
+}
+
 }  // namespace latdoc::rules
