@@ -244,6 +244,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
   asio::steady_timer sweep_timer;
   int64_t sweep_every_ns = 0;
   int64_t timed = 0;        // connections with a deadline
+  uint64_t conn_serial = 0; // the last connection's id
   bool sweeping = false;
   uint64_t sweep_gen = 0;   // bumped on cancel, so a cancelled wait never re-arms
   int epfd = -1;            // the plain connections' epoll set (owned by epoll_desc)
@@ -311,7 +312,8 @@ class Conn final : public ConnBase {
 
  public:
   explicit Conn(std::shared_ptr<HttpClient::Impl> client)
-      : client_(std::move(client)), stream_(MakeStream()), resolver_(client_->io) {}
+      : client_(std::move(client)), stream_(MakeStream()), resolver_(client_->io),
+        id_(++client_->conn_serial) {}
 
   ~Conn() override {
     ClearDeadline();
@@ -746,6 +748,7 @@ class Conn final : public ConnBase {
     int fd = fd_;
     if (fd < 0 && Sock().is_open()) fd = Sock().native_handle();
     res.tcp = ReadTcpConnInfo(fd);
+    res.connection_id = id_;
   }
 
   void CloseQuietly() {
@@ -796,6 +799,7 @@ class Conn final : public ConnBase {
   bool writing_ = false;  // waiting for room to send the rest of out_
   bool polled_ = false;   // counted in the client's `polled`
   std::shared_ptr<ConnBase> self_;  // set while polled_
+  uint64_t id_;                     // ExchangeResult::connection_id
 };
 
 }  // namespace

@@ -103,6 +103,9 @@ struct ExchangeResult {
   // The connection's TCP facts as the exchange ended (its totals so far), when asked for
   // (ClientOptions::capture_tcp_info) and a socket was open.
   std::optional<TcpConnInfo> tcp;
+  // Which of the client's connections `tcp` was read on (1, 2, ... in the order they were
+  // opened): a kept-alive connection's later snapshots supersede its earlier ones.
+  uint64_t connection_id = 0;
   // The chain the server showed, leaf first: on the exchange that made the TLS handshake, when
   // asked for (ClientOptions::capture_peer_certs); empty otherwise.
   std::vector<PeerCert> peer_certs;

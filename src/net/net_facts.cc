@@ -148,35 +148,6 @@ std::optional<std::string> NormalizeSha256Hex(std::string_view text) {
   return out;
 }
 
-void AddConnection(TcpFacts& f, const http::TcpConnInfo& t) {
-  ++f.connections;
-  f.segs_out += t.segs_out;
-  f.retrans_segs += t.total_retrans_segs;
-  f.rcv_ooo_packets += t.rcv_ooo_packets;
-  if (f.segs_out > 0)
-    f.retrans_share = static_cast<double>(f.retrans_segs) / static_cast<double>(f.segs_out);
-  auto lower = [](std::optional<double>& v, double x) { v = v ? std::min(*v, x) : x; };
-  auto higher = [](std::optional<double>& v, double x) { v = v ? std::max(*v, x) : x; };
-  auto lower_u = [](std::optional<uint32_t>& v, uint32_t x) {
-    if (x > 0) v = v ? std::min(*v, x) : x;  // 0: the kernel did not say
-  };
-  // A connection that never got an ACK has no RTT sample: tcpi_rtt is 0 then, not a fast path.
-  if (t.srtt_us > 0) {
-    lower(f.srtt_min_ms, t.srtt_us / 1e3);
-    higher(f.srtt_max_ms, t.srtt_us / 1e3);
-    higher(f.rttvar_max_ms, t.rttvar_us / 1e3);
-  }
-  lower_u(f.pmtu_min_bytes, t.pmtu_bytes);
-  if (t.ip_mtu_bytes) lower_u(f.ip_mtu_min_bytes, *t.ip_mtu_bytes);
-  lower_u(f.snd_mss_min_bytes, t.snd_mss_bytes);
-  if (t.advmss_bytes > 0) f.advmss_bytes = t.advmss_bytes;
-  f.reordering_max = std::max(f.reordering_max.value_or(0), t.reordering);
-  if (f.connections == 1 || t.ca_state > f.worst_ca_state_code) {
-    f.worst_ca_state_code = t.ca_state;
-    f.worst_ca_state = std::string(http::CaStateName(t.ca_state));
-  }
-}
-
 nlohmann::json ToJson(const TcpFacts& t) {
   auto u = [](const std::optional<uint32_t>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);

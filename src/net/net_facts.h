@@ -28,25 +28,9 @@ std::string_view FailureReasonName(FailureReason r);
 enum class HttpErrorCause { kRequest, kCredentials, kOverload, kServer };
 HttpErrorCause ClassifyHttpError(int status);
 
-// TCP facts of a set of latdoc's own connections (TCP_INFO, read as each exchange ended): the
-// counters summed over the connections, the rest as their range. `connections` 0: none read
-// (every other field then means nothing and is null in JSON).
-struct TcpFacts {
-  int connections = 0;
-  uint64_t segs_out = 0;          // segments sent, retransmits included
-  uint64_t retrans_segs = 0;      // segments retransmitted (the client's side)
-  uint64_t rcv_ooo_packets = 0;   // the server's packets that arrived out of order
-  std::optional<double> retrans_share;           // retrans_segs / segs_out
-  std::optional<double> srtt_min_ms, srtt_max_ms, rttvar_max_ms;
-  std::optional<uint32_t> pmtu_min_bytes;        // the lowest path MTU a connection used
-  std::optional<uint32_t> ip_mtu_min_bytes;      // IP_MTU on the connected sockets
-  std::optional<uint32_t> snd_mss_min_bytes, advmss_bytes;
-  std::optional<uint32_t> reordering_max;
-  std::string worst_ca_state;                    // the worst congestion state seen ("open": none)
-  uint8_t worst_ca_state_code = 0;
-};
-// Adds one connection's snapshot.
-void AddConnection(TcpFacts& f, const http::TcpConnInfo& t);
+// TCP facts of a set of latdoc's own connections: http/tcp_info.h's totals.
+using TcpFacts = http::TcpTotals;
+using http::AddConnection;
 
 // One probe sample. A sample whose cheap request fails stops there (the rest would fail the
 // same way); `failed_phase` says which step ("cheap", "ttft_new", "ttft_reused").

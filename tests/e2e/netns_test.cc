@@ -324,6 +324,33 @@ TEST_F(NetnsTest, BlackHoleBelowTheInterfaceMtuFails) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
 }
 
+// bench's own load connections over the lossy path, and over the clean one: their TCP_INFO in
+// bench's JSON, retransmits counted where the loss was planted and none where not.
+TEST_F(NetnsTest, BenchCountsItsLoadConnectionsRetransmits) {
+  for (bool lossy : {true, false}) {
+    TunPath path(lossy ? std::vector<std::string>{"--drop-every-a2b", "4"}
+                       : std::vector<std::string>{});
+    NsSim sim(path.server, "10.242.1.2");
+    ASSERT_GT(sim.port(), 0);
+    const std::string json_path = TempPath(fmt::format("netns_bench_{}.json", ::getpid()));
+    auto [code, out] = RunIn(path.client, {"bench", "--url",
+                                           fmt::format("http://10.242.1.2:{}", sim.port()),
+                                           "--num-prompts", "12", "--concurrency", "2",
+                                           "--json", json_path});
+    auto text = ReadFileToString(json_path);
+    ::unlink(json_path.c_str());
+    ASSERT_TRUE(text.ok()) << out;
+    nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
+    ASSERT_TRUE(doc.is_object() && doc.contains("tcp")) << *text;
+    const nlohmann::json& tcp = doc["tcp"];
+    EXPECT_GE(tcp["connections"].get<int>(), 2) << tcp.dump();
+    EXPECT_GT(tcp["segs_out"].get<int>(), 12) << tcp.dump();
+    if (lossy) EXPECT_GE(tcp["retrans_segs"].get<int>(), 2) << tcp.dump();
+    else EXPECT_EQ(tcp["retrans_segs"], 0) << tcp.dump();
+    EXPECT_EQ(tcp["pmtu_min_bytes"], 1500) << tcp.dump();
+  }
+}
+
 // The exporter's net collector over the routed path: the path MTU and the interface's as
 // gauges, the probe's TCP segments as counters, net.path_mtu's verdict as a finding series.
 TEST_F(NetnsTest, ExporterServesPathMtuAndRetransmits) {
