@@ -21,6 +21,7 @@
 #include "net/net_text.h"
 #include "net/path_tools.h"
 #include "net/probe.h"
+#include "net/route.h"
 #include "rules/net_rules.h"
 
 namespace latdoc::cli {
@@ -29,6 +30,8 @@ namespace {
 struct NetArgs {
   net::ProbeOptions probe;
   std::string compare_url;
+  std::string plain_url;
+  std::string expect_cert_sha256;
   double link_mbps = 0;
   double peak_tokens_per_s = 0;
   std::string iperf3_server;
@@ -104,6 +107,28 @@ int RunNet(NetArgs& a) {
     if (auto u2 = http::ParseUrl(a.compare_url); !u2.ok())
       return Fail("net", InvalidArgument("--compare " + u2.status().message()));
   }
+  std::string expected_sha256;
+  if (!a.expect_cert_sha256.empty()) {
+    if (!url->tls())
+      return Fail("net", InvalidArgument(fmt::format(
+          "--expect-cert-sha256 needs an https --url (got {})", a.probe.url)));
+    auto n = net::NormalizeSha256Hex(a.expect_cert_sha256);
+    if (!n)
+      return Fail("net", InvalidArgument(fmt::format(
+          "--expect-cert-sha256 '{}': expected 64 hex digits, with or without ':' (openssl x509 "
+          "-noout -fingerprint -sha256 -in CERT)", a.expect_cert_sha256)));
+    expected_sha256 = *n;
+  }
+  if (!a.plain_url.empty()) {
+    auto u3 = http::ParseUrl(a.plain_url);
+    if (!u3.ok()) return Fail("net", InvalidArgument("--plain-url " + u3.status().message()));
+    if (u3->tls())
+      return Fail("net", InvalidArgument(fmt::format(
+          "--plain-url {}: must be http://, the server's plain-HTTP address", a.plain_url)));
+    if (!url->tls())
+      return Fail("net", InvalidArgument(fmt::format(
+          "--plain-url needs an https --url to compare with (got {})", a.probe.url)));
+  }
 
   net::NetFacts facts;
   auto p = net::RunProbe(a.probe);
@@ -116,6 +141,14 @@ int RunNet(NetArgs& a) {
     if (!p2.ok()) return Fail("net", p2.status());
     facts.compare_probe = std::move(*p2);
     facts.compare = net::ComparePhases(facts.probe, *facts.compare_probe);
+  }
+  facts.expected_cert_sha256 = expected_sha256;
+  if (!a.plain_url.empty()) {
+    net::ProbeOptions o3 = a.probe;
+    o3.url = a.plain_url;
+    auto p3 = net::RunProbe(o3);
+    if (!p3.ok()) return Fail("net", p3.status());
+    facts.plain_probe = std::move(*p3);
   }
 
   auto runner = host::MakeExecCommandRunner();
@@ -140,6 +173,7 @@ int RunNet(NetArgs& a) {
   }
   net::ComputeHeadroom(b);
 
+  facts.route = net::InspectRoute(*runner, url->host, url->port);
   if (a.no_path) {
     facts.path.skipped_reason = "--no-path";
   } else {
@@ -194,6 +228,12 @@ Command RegisterNet(CLI::App& root) {
   app->add_option("--compare", a->compare_url,
                   "A second URL to the same server (e.g. through the gateway): the difference "
                   "is attributed per phase");
+  app->add_option("--plain-url", a->plain_url,
+                  "The same server's plain-HTTP address: first byte and stream rate over HTTPS "
+                  "are compared with it (TLS inspection slows them)");
+  app->add_option("--expect-cert-sha256", a->expect_cert_sha256,
+                  "SHA-256 fingerprint of the server's own certificate: a different one shown "
+                  "to the client means TLS is re-signed on the path");
   app->add_option("--link-mbps", a->link_mbps, "Link rate in Mbit/s, for bandwidth headroom");
   app->add_option("--iperf3-server", a->iperf3_server,
                   "Measure the link rate with iperf3 -J -R against this iperf3 server");

@@ -12,13 +12,16 @@
 #include "base/json_text.h"
 #include "base/strings.h"
 #include "host/collector.h"
+#include "host/command_runner.h"
 #include "host/host_facts.h"
+#include "http/client.h"
 #include "loadgen/results.h"
 #include "loadgen/sweep.h"
 #include "loadgen/sweep_report.h"
 #include "logs/log_analyzer.h"
 #include "logs/log_facts.h"
 #include "net/probe.h"
+#include "net/route.h"
 #include "report/findings_text.h"
 #include "rules/host_rules.h"
 #include "rules/load_rules.h"
@@ -240,6 +243,11 @@ std::optional<net::NetFacts> ProbeNetwork(const DiagnoseOptions& o, std::string*
     f.compare_probe = std::move(*p);
     f.compare = net::ComparePhases(f.probe, *f.compare_probe);
   }
+  // The route and path MTU of the path the load takes (the target's).
+  if (auto u = http::ParseUrl(o.url); u.ok()) {
+    auto runner = host::MakeExecCommandRunner();
+    f.route = net::InspectRoute(*runner, u->host, u->port);
+  }
   return f;
 }
 
@@ -423,10 +431,24 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         all.push_back(Unreachable(o.url, s.error));
       } else {
         bool tls = target_probe->tls.count > 0;
+        const net::RouteFacts& r = net_facts->route;
+        std::string route;
+        if (r.checked) {
+          route = r.local ? ", the server on this host"
+                  : r.gateway.empty() ? fmt::format(", direct on the subnet of {}", r.dev)
+                                      : fmt::format(", via gateway {}", r.gateway);
+          if (r.path_mtu_bytes)
+            route += fmt::format(", path MTU {}{}", *r.path_mtu_bytes,
+                                 r.pmtu_black_hole ? " (black hole above)" : "");
+        }
+        const net::TcpFacts& t = target_probe->tcp;
+        std::string tcp = t.connections == 0 ? ""
+                          : fmt::format(", {} of {} TCP segments retransmitted", t.retrans_segs,
+                                        t.segs_out);
         layers["network"] = fmt::format(
-            "measured ({} probe samples: round trip, first byte, keep-alive vs new connections{}{})",
+            "measured ({} probe samples: round trip, first byte, keep-alive vs new connections{}{}{}{})",
             target_probe->loss.samples, tls ? ", TLS" : "",
-            net_facts->compare ? ", direct vs " + o.url : "");
+            net_facts->compare ? ", direct vs " + o.url : "", tcp, route);
       }
     }
   }

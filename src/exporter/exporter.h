@@ -7,7 +7,10 @@
 //   server_metrics  a scrape of the target's /metrics (servermetrics), for the TTFT split and
 //                   the load rules;
 //   host            `latdoc doctor`'s collectors and rules (host facts -> JudgeHost), the
-//                   expensive one, run once per `host_period_ns`.
+//                   expensive one, run once per `host_period_ns`;
+//   net             `latdoc net`'s probe with one sample (a cheap GET and two one-token
+//                   completions, each connection's TCP_INFO read) and the route and path MTU
+//                   check, judged by the net rules; once per `host_period_ns` too.
 // Then it judges the canary and the /metrics delta with the load rules, splits TTFT
 // (ttft_decomposition.h), renders the page (RenderMetrics) and publishes it. A scrape is
 // answered from the last published page, so a slow or hung collection never delays it.
@@ -37,6 +40,7 @@
 #include "exporter/schedule.h"
 #include "exporter/ttft_decomposition.h"
 #include "loadgen/runner.h"
+#include "net/net_facts.h"
 #include "rules/finding.h"
 #include "servermetrics/server_snapshot.h"
 
@@ -63,6 +67,7 @@ struct Observation {
   std::vector<rules::Finding> findings;               // host rules
   std::optional<loadgen::BenchRun> canary;
   std::optional<servermetrics::ServerSnapshot> snapshot;
+  std::optional<net::NetFacts> net;
 };
 
 struct CollectorSpec {
@@ -106,6 +111,10 @@ struct ExporterState {
   std::string canary_last_error;       // "reset: ..." of the latest failed canary; never served
   std::optional<bool> server_up;      // nullopt: no target
   std::optional<double> server_running, server_waiting, server_kv_usage;
+  // The net collector: its probes' TCP segments, summed over runs, and the latest path.
+  uint64_t net_tcp_segments_sent = 0, net_tcp_retransmitted_segments = 0;
+  std::optional<double> net_tcp_srtt_s;
+  std::optional<double> net_path_mtu_bytes, net_interface_mtu_bytes;
   uint64_t server_restarts = 0;       // scrapes whose counters went down since the last one
   TtftDecomposition ttft;
   std::map<std::string, CollectorStats> collectors;

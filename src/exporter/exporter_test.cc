@@ -64,6 +64,11 @@ TEST(RenderMetricsTest, MatchesGolden) {
   s.ttft.prefill_s = 0.125;
   s.ttft.server_other_s = 0.075;
   s.ttft.network_front_end_s = 0.05;
+  s.net_tcp_segments_sent = 412;
+  s.net_tcp_retransmitted_segments = 3;
+  s.net_tcp_srtt_s = 0.00125;
+  s.net_path_mtu_bytes = 1400;
+  s.net_interface_mtu_bytes = 1500;
   s.collectors["canary"] = {4, 0, 0, 0, 0.31, true, 0};
   s.collectors["host"] = {1, 0, 1, 2, 10, false, 60'000'000'000};
   s.cycles = 4;
@@ -90,6 +95,8 @@ TEST(RenderMetricsTest, NothingMeasuredRendersNoValueSeries) {
   EXPECT_THAT(page, Not(HasSubstr("latdoc_ttft_decomposition_seconds{")));
   EXPECT_THAT(page, Not(HasSubstr("latdoc_finding{")));
   EXPECT_THAT(page, HasSubstr("latdoc_canary_ttft_seconds_count 0\n"));
+  EXPECT_THAT(page, Not(HasSubstr("\nlatdoc_net_path_mtu_bytes ")));
+  EXPECT_THAT(page, Not(HasSubstr("\nlatdoc_net_tcp_srtt_seconds ")));
 }
 
 ExporterOptions TestOptions(int64_t timeout_ns) {

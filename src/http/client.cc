@@ -1,6 +1,8 @@
 #include "http/client.h"
 
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -243,6 +245,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
   asio::steady_timer sweep_timer;
   int64_t sweep_every_ns = 0;
   int64_t timed = 0;        // connections with a deadline
+  uint64_t conn_serial = 0; // the last connection's id
   bool sweeping = false;
   uint64_t sweep_gen = 0;   // bumped on cancel, so a cancelled wait never re-arms
   int epfd = -1;            // the plain connections' epoll set (owned by epoll_desc)
@@ -254,6 +257,42 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
 };
 
 namespace {
+
+std::string NameText(X509_NAME* name) {
+  if (!name) return "";
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (!bio) return "";
+  X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253);
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio, &data);
+  std::string out(data && n > 0 ? std::string(data, static_cast<size_t>(n)) : "");
+  BIO_free(bio);
+  return out;
+}
+
+// The chain as the server sent it (a client's SSL_get_peer_cert_chain holds the leaf first).
+std::vector<PeerCert> PeerChain(SSL* ssl) {
+  std::vector<PeerCert> out;
+  STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl);
+  if (!chain) return out;
+  for (int i = 0; i < sk_X509_num(chain); ++i) {
+    X509* c = sk_X509_value(chain, i);
+    PeerCert pc;
+    pc.subject = NameText(X509_get_subject_name(c));
+    pc.issuer = NameText(X509_get_issuer_name(c));
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (X509_digest(c, EVP_sha256(), md, &len) == 1) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      for (unsigned int k = 0; k < len; ++k) {
+        pc.sha256_hex += kHex[md[k] >> 4];
+        pc.sha256_hex += kHex[md[k] & 15];
+      }
+    }
+    out.push_back(std::move(pc));
+  }
+  return out;
+}
 
 // One connection, plain or TLS. Plan of an exchange: (new connection: resolve, connect,
 // handshake) -> write the request -> read until the parser is done, handing each read's body
@@ -274,7 +313,8 @@ class Conn final : public ConnBase {
 
  public:
   explicit Conn(std::shared_ptr<HttpClient::Impl> client)
-      : client_(std::move(client)), stream_(MakeStream()), resolver_(client_->io) {}
+      : client_(std::move(client)), stream_(MakeStream()), resolver_(client_->io),
+        id_(++client_->conn_serial) {}
 
   ~Conn() override {
     ClearDeadline();
@@ -438,6 +478,9 @@ class Conn final : public ConnBase {
                                                   self->client_->url.Origin(), ec.message()));
                                 }
                                 self->ex_->res.times.tls_ns = MonoNowNs();
+                                if (self->client_->opts.capture_peer_certs)
+                                  self->ex_->res.peer_certs =
+                                      PeerChain(self->stream_.native_handle());
                                 self->connected_ = true;
                                 self->Write();
                               });
@@ -678,6 +721,7 @@ class Conn final : public ConnBase {
   void Done(int64_t now) {
     auto ex = std::move(ex_);
     ex->res.times.end_ns = now;
+    CaptureTcpInfo(ex->res);
     ex->res.body_complete = true;
     ClearDeadline();
     SetPolled(false);
@@ -697,8 +741,18 @@ class Conn final : public ConnBase {
     ex->res.failure = kind;
     ex->res.error = std::move(msg);
     ex->res.times.end_ns = MonoNowNs();
+    CaptureTcpInfo(ex->res);
     CloseQuietly();
     ex->obs->OnComplete(ex->res);
+  }
+
+  // Before the socket closes: its counters go with it.
+  void CaptureTcpInfo(ExchangeResult& res) {
+    if (!client_->opts.capture_tcp_info) return;
+    int fd = fd_;
+    if (fd < 0 && Sock().is_open()) fd = Sock().native_handle();
+    res.tcp = ReadTcpConnInfo(fd);
+    res.connection_id = id_;
   }
 
   void CloseQuietly() {
@@ -749,6 +803,7 @@ class Conn final : public ConnBase {
   bool writing_ = false;  // waiting for room to send the rest of out_
   bool polled_ = false;   // counted in the client's `polled`
   std::shared_ptr<ConnBase> self_;  // set while polled_
+  uint64_t id_;                     // ExchangeResult::connection_id
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,7 @@
 
 #include "base/status.h"
 #include "http/event_loop.h"
+#include "http/tcp_info.h"
 
 namespace latdoc::http {
 
@@ -50,6 +52,19 @@ struct ClientOptions {
   int64_t first_byte_timeout_ns = 600'000'000'000;
   int64_t idle_timeout_ns = 60'000'000'000;      // between body reads
   int64_t request_timeout_ns = 0;                // the whole exchange, from Send(); 0: none
+  // Read the connection's TCP_INFO and IP_MTU as each exchange ends (ExchangeResult::tcp): two
+  // system calls per exchange, none per read.
+  bool capture_tcp_info = false;
+  // Record the certificate chain the server shows at each TLS handshake (ExchangeResult::
+  // peer_certs), whether or not it is verified.
+  bool capture_peer_certs = false;
+};
+
+// One certificate of the chain a TLS server showed.
+struct PeerCert {
+  std::string subject;      // RFC 2253: "CN=server.example,O=Example"
+  std::string issuer;
+  std::string sha256_hex;   // SHA-256 of the DER encoding, lowercase hex, no separators
 };
 
 struct ClientRequest {
@@ -88,6 +103,15 @@ struct ExchangeResult {
   int status = 0;                // HTTP status, 0 when none arrived
   bool body_complete = false;    // the body ended as framed
   ExchangeTimes times;
+  // The connection's TCP facts as the exchange ended (its totals so far), when asked for
+  // (ClientOptions::capture_tcp_info) and a socket was open.
+  std::optional<TcpConnInfo> tcp;
+  // Which of the client's connections `tcp` was read on (1, 2, ... in the order they were
+  // opened): a kept-alive connection's later snapshots supersede its earlier ones.
+  uint64_t connection_id = 0;
+  // The chain the server showed, leaf first: on the exchange that made the TLS handshake, when
+  // asked for (ClientOptions::capture_peer_certs); empty otherwise.
+  std::vector<PeerCert> peer_certs;
 };
 
 class ExchangeObserver {

@@ -312,6 +312,21 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   }
   j["warmup_requests"] = run.warmup_requests;
   j["connections_opened"] = run.connections_opened;
+  if (run.tcp.connections > 0) {
+    const http::TcpTotals& t = run.tcp;
+    ordered_json tj;
+    tj["connections"] = t.connections;
+    tj["segs_out"] = t.segs_out;
+    tj["retrans_segs"] = t.retrans_segs;
+    tj["retrans_share"] = t.retrans_share ? ordered_json(*t.retrans_share) : ordered_json(nullptr);
+    tj["rcv_ooo_packets"] = t.rcv_ooo_packets;
+    tj["srtt_max_ms"] = t.srtt_max_ms ? ordered_json(*t.srtt_max_ms) : ordered_json(nullptr);
+    tj["pmtu_min_bytes"] = t.pmtu_min_bytes ? ordered_json(*t.pmtu_min_bytes) : ordered_json(nullptr);
+    tj["snd_mss_min_bytes"] =
+        t.snd_mss_min_bytes ? ordered_json(*t.snd_mss_min_bytes) : ordered_json(nullptr);
+    tj["worst_ca_state"] = t.worst_ca_state;
+    j["tcp"] = tj;
+  }
   j["client_cpu_s"] = run.client_cpu_s;
   j["start_mono_ns"] = run.start_ns;  // CLOCK_MONOTONIC at the start: aligns --save-requests times
 

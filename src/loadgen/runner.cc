@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <memory>
 #include <random>
 #include <unordered_map>
@@ -104,6 +105,9 @@ class Runner {
         scrape_timer_(loop), progress_timer_(loop), drain_timer_(loop), rng_(o.seed ^ 0x5bd1e995),
         prompt_next_(o.first_prompt) {}
 
+  // A connection's later snapshot supersedes its earlier one (the counters are its totals).
+  void OnTcp(uint64_t connection_id, const http::TcpConnInfo& t) { tcp_last_[connection_id] = t; }
+
   void Finished(Flight* f, RequestRecord* rec) {
     --in_flight_;
     ++done_;
@@ -153,6 +157,7 @@ class Runner {
     }
     run_.client_cpu_s = CpuSeconds() - cpu0_;
     run_.connections_opened = client_.connections_opened() - connections0_;
+    for (const auto& [id, t] : tcp_last_) http::AddConnection(run_.tcp, t);
     if (o_.progress) fmt::print(stderr, "\r\x1b[K");
     return std::move(run_);
   }
@@ -422,6 +427,7 @@ class Runner {
   bool stopping_ = false;
   double cpu0_ = 0;
   uint64_t connections0_ = 0;
+  std::map<uint64_t, http::TcpConnInfo> tcp_last_;  // by connection id
   // Last, so destroyed first: shutting it down completes a scrape in flight, whose handler
   // writes run_ and re-arms scrape_timer_, which must still be there.
   std::unique_ptr<http::HttpClient> metrics_client_;
@@ -432,6 +438,7 @@ void Flight::OnComplete(const http::ExchangeResult& r) {
   rec_->connect_ns = r.times.connect_ns;
   rec_->tls_ns = r.times.tls_ns;
   rec_->reused_connection = r.times.reused;
+  if (r.tcp) runner_->OnTcp(r.connection_id, *r.tcp);
   if (rec_->outcome == Outcome::kPending && r.failure != http::FailureKind::kNone) {
     switch (r.failure) {
       case http::FailureKind::kConnect: rec_->outcome = Outcome::kConnect; break;
@@ -472,7 +479,11 @@ StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
   ASSIGN_OR_RETURN(http::Url url, http::ParseUrl(o.url));
   http::RaiseFileLimit();
   http::EventLoop loop;
-  http::HttpClient client(loop, url, o.client);
+  // TCP_INFO as each request ends (two system calls a request, none per read): the load's
+  // retransmits and RTT.
+  http::ClientOptions load_client = o.client;
+  load_client.capture_tcp_info = true;
+  http::HttpClient client(loop, url, load_client);
 
   // The model: given, or the first one the server lists.
   std::string model = o.model;

@@ -20,6 +20,7 @@
 
 #include "base/status.h"
 #include "http/client.h"
+#include "http/tcp_info.h"
 #include "loadgen/record.h"
 #include "loadgen/workload.h"
 #include "servermetrics/server_snapshot.h"
@@ -80,6 +81,9 @@ struct BenchRun {
   servermetrics::ServerSnapshot before, after;
   std::vector<ServerSample> timeline;
   uint64_t connections_opened = 0;
+  // TCP_INFO of the load's connections (each once, its last snapshot; a connection opened in
+  // the warm-up counts whole, its warm-up segments included).
+  http::TcpTotals tcp;
   int max_in_flight = 0;
   double client_cpu_s = 0;              // this process's CPU time during the run
 };

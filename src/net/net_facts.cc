@@ -136,6 +136,39 @@ nlohmann::json Opt(const std::optional<double>& v) {
 
 }  // namespace
 
+std::optional<std::string> NormalizeSha256Hex(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == ':' || c == ' ') continue;
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+    out += c;
+  }
+  if (out.size() != 64) return std::nullopt;
+  return out;
+}
+
+nlohmann::json ToJson(const TcpFacts& t) {
+  auto u = [](const std::optional<uint32_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  if (t.connections == 0) return {{"connections", 0}};
+  return {{"connections", t.connections},
+          {"segs_out", t.segs_out},
+          {"retrans_segs", t.retrans_segs},
+          {"retrans_share", Opt(t.retrans_share)},
+          {"rcv_ooo_packets", t.rcv_ooo_packets},
+          {"srtt_min_ms", Opt(t.srtt_min_ms)},
+          {"srtt_max_ms", Opt(t.srtt_max_ms)},
+          {"rttvar_max_ms", Opt(t.rttvar_max_ms)},
+          {"pmtu_min_bytes", u(t.pmtu_min_bytes)},
+          {"ip_mtu_min_bytes", u(t.ip_mtu_min_bytes)},
+          {"snd_mss_min_bytes", u(t.snd_mss_min_bytes)},
+          {"advmss_bytes", u(t.advmss_bytes)},
+          {"reordering_max", u(t.reordering_max)},
+          {"worst_ca_state", t.worst_ca_state}};
+}
+
 nlohmann::json ToJson(const PhaseStats& s) {
   return {{"count", s.count},         {"p50_ms", Opt(s.p50_ms)},   {"p99_ms", Opt(s.p99_ms)},
           {"jitter_ms", Opt(s.jitter_ms)}, {"mean_ms", Opt(s.mean_ms)},
@@ -150,7 +183,8 @@ nlohmann::json ToJson(const ProbeSample& s) {
                       {"tls_ms", Opt(s.tls_ms)},
                       {"ttfb_ms", Opt(s.ttfb_ms)},
                       {"ttft_new_ms", Opt(s.ttft_new_ms)},
-                      {"ttft_reused_ms", Opt(s.ttft_reused_ms)}};
+                      {"ttft_reused_ms", Opt(s.ttft_reused_ms)},
+                      {"tcp", ToJson(s.tcp)}};
   if (s.failure != FailureReason::kNone) {
     j["failure"] = FailureReasonName(s.failure);
     j["failed_phase"] = s.failed_phase;
@@ -163,6 +197,9 @@ nlohmann::json ToJson(const ProbeSample& s) {
 nlohmann::json ToJson(const ProbeFacts& p) {
   nlohmann::json samples = nlohmann::json::array();
   for (const auto& s : p.samples) samples.push_back(ToJson(s));
+  nlohmann::json chain = nlohmann::json::array();
+  for (const auto& c : p.tls_chain)
+    chain.push_back({{"subject", c.subject}, {"issuer", c.issuer}, {"sha256", c.sha256_hex}});
   const LossCounts& l = p.loss;
   const KeepAliveFacts& k = p.keepalive;
   const IdleCloseFacts& i = p.idle;
@@ -211,6 +248,8 @@ nlohmann::json ToJson(const ProbeFacts& p) {
         {"link_source", b.link_source},
         {"link_note", b.link_note},
         {"headroom", Opt(b.headroom)}}},
+      {"tcp", ToJson(p.tcp)},
+      {"tls_chain", chain},
       {"samples", samples},
   };
 }
@@ -239,10 +278,34 @@ nlohmann::json ToJson(const PathFacts& p) {
           {"jump_ms", Opt(p.jump_ms)}};
 }
 
+nlohmann::json ToJson(const RouteFacts& r) {
+  auto u = [](const std::optional<uint32_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  return {{"checked", r.checked},
+          {"skipped_reason", r.skipped_reason},
+          {"address", r.address},
+          {"dev", r.dev},
+          {"gateway", r.gateway.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.gateway)},
+          {"direct", r.checked && r.gateway.empty()},
+          {"src", r.src},
+          {"local", r.local},
+          {"iface_mtu_bytes", u(r.iface_mtu_bytes)},
+          {"cached_mtu_bytes", u(r.cached_mtu_bytes)},
+          {"path_mtu_bytes", u(r.path_mtu_bytes)},
+          {"pmtu_frag_needed_seen", r.pmtu_frag_needed_seen},
+          {"pmtu_black_hole", r.pmtu_black_hole},
+          {"pmtu_note", r.pmtu_note}};
+}
+
 nlohmann::json ToJson(const NetFacts& f) {
-  nlohmann::json j = {{"probe", ToJson(f.probe)}, {"path", ToJson(f.path)}};
+  nlohmann::json j = {{"probe", ToJson(f.probe)}, {"path", ToJson(f.path)},
+                      {"route", ToJson(f.route)}};
   j["compare_probe"] = f.compare_probe ? ToJson(*f.compare_probe) : nlohmann::json(nullptr);
   j["compare"] = f.compare ? ToJson(*f.compare) : nlohmann::json(nullptr);
+  j["expected_cert_sha256"] =
+      f.expected_cert_sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.expected_cert_sha256);
+  j["plain_probe"] = f.plain_probe ? ToJson(*f.plain_probe) : nlohmann::json(nullptr);
   return j;
 }
 

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "http/tcp_info.h"
+
 namespace latdoc::net {
 
 // Why one sample failed. kNone: it succeeded.
@@ -25,6 +27,10 @@ std::string_view FailureReasonName(FailureReason r);
 // or path (404 and other 4xx), load shedding (429), the server or a gateway failing (5xx).
 enum class HttpErrorCause { kRequest, kCredentials, kOverload, kServer };
 HttpErrorCause ClassifyHttpError(int status);
+
+// TCP facts of a set of latdoc's own connections: http/tcp_info.h's totals.
+using TcpFacts = http::TcpTotals;
+using http::AddConnection;
 
 // One probe sample. A sample whose cheap request fails stops there (the rest would fail the
 // same way); `failed_phase` says which step ("cheap", "ttft_new", "ttft_reused").
@@ -42,6 +48,7 @@ struct ProbeSample {
                                        // two stamps were out of order
   std::optional<double> ttft_new_ms;   // Send() -> first token, on a new connection
   std::optional<double> ttft_reused_ms;  // Send() -> first token, on a kept-alive connection
+  TcpFacts tcp;                        // the sample's new connections (cheap and ttft_new)
 };
 
 // Distribution of one phase over the successful samples. Empty: count 0 and all nullopt.
@@ -107,6 +114,34 @@ struct PathFacts {
   std::optional<double> jump_ms;
 };
 
+// How the client reaches the server (`ip route get ADDRESS`) and the largest packet that gets
+// there (a UDP probe with Don't Fragment set, as tracepath does).
+struct RouteFacts {
+  bool checked = false;
+  std::string skipped_reason;             // when !checked
+  std::string address;                    // the server's address the route was asked for
+  std::string dev;                        // the interface the route leaves by
+  std::string gateway;                    // "" when the server is on the interface's subnet
+  std::string src;                        // the client's source address
+  bool local = false;                     // the server is this host
+  std::optional<uint32_t> iface_mtu_bytes;    // of `dev`
+  std::optional<uint32_t> cached_mtu_bytes;   // a path MTU the kernel has learnt (route cache)
+  // The path MTU: the largest IPv4 packet with Don't Fragment that reached the server (an ICMP
+  // "port unreachable" or a reply came back). nullopt: unknown (pmtu_note says why).
+  std::optional<uint32_t> path_mtu_bytes;
+  // The path answered ICMP "fragmentation needed" (a router said its MTU), or only silence
+  // above path_mtu_bytes (a black hole: packets vanish without a word).
+  bool pmtu_frag_needed_seen = false;
+  bool pmtu_black_hole = false;
+  std::string pmtu_note;
+};
+
+// One certificate of the chain the server showed (leaf first).
+struct CertFacts {
+  std::string subject, issuer;   // RFC 2253
+  std::string sha256_hex;        // lowercase, no separators
+};
+
 struct ProbeFacts {
   std::string url;
   std::string cheap_path;               // "/health" or "/v1/models"
@@ -116,6 +151,8 @@ struct ProbeFacts {
   KeepAliveFacts keepalive;
   IdleCloseFacts idle;
   BandwidthFacts bandwidth;
+  TcpFacts tcp;                         // every connection of the probe (the kept-alive one once)
+  std::vector<CertFacts> tls_chain;     // https: the chain of the first handshake
   double wall_s = 0;
   // How ttfb is timed: both ends on CLOCK_MONOTONIC (the response's stamp is the kernel's
   // receive timestamp, mapped onto it; http/stamped_read.h), and that clock's resolution
@@ -146,18 +183,29 @@ struct NetFacts {
   std::optional<ProbeFacts> compare_probe;
   std::optional<CompareFacts> compare;
   PathFacts path;
+  RouteFacts route;
+  // TLS: the server's own certificate's SHA-256 (--expect-cert-sha256, normalised: lowercase,
+  // no separators), and the same server probed over plain HTTP (--plain-url).
+  std::string expected_cert_sha256;
+  std::optional<ProbeFacts> plain_probe;
 };
+
+// A SHA-256 fingerprint as given ("AB:CD:..." as `openssl x509 -fingerprint -sha256` prints
+// it, or plain hex) to 64 lowercase hex digits; nullopt when it is not one.
+std::optional<std::string> NormalizeSha256Hex(std::string_view text);
 
 // Fills the PhaseStats, loss and keep-alive summaries of `p` from its samples.
 void SummarizeProbe(ProbeFacts& p);
 // B - A per phase.
 CompareFacts ComparePhases(const ProbeFacts& a, const ProbeFacts& b);
 
+nlohmann::json ToJson(const TcpFacts& t);
 nlohmann::json ToJson(const PhaseStats& s);
 nlohmann::json ToJson(const ProbeSample& s);
 nlohmann::json ToJson(const ProbeFacts& p);
 nlohmann::json ToJson(const CompareFacts& c);
 nlohmann::json ToJson(const PathFacts& p);
+nlohmann::json ToJson(const RouteFacts& r);
 nlohmann::json ToJson(const NetFacts& f);
 
 }  // namespace latdoc::net

@@ -138,4 +138,61 @@ TEST(NetFactsJsonTest, FailedSampleCarriesReasonAndNulls) {
 }
 
 }  // namespace
+// Counters add up over connections; RTT and MTU are ranges; a connection with no RTT sample
+// (srtt 0) does not pull the minimum to zero; the worst congestion state wins.
+TEST(TcpFactsTest, SumsCountersAndKeepsRanges) {
+  TcpFacts f;
+  http::TcpConnInfo a;
+  a.segs_out = 40;
+  a.total_retrans_segs = 1;
+  a.rcv_ooo_packets = 2;
+  a.srtt_us = 1500;
+  a.rttvar_us = 700;
+  a.pmtu_bytes = 1500;
+  a.ip_mtu_bytes = 1500;
+  a.snd_mss_bytes = 1448;
+  a.advmss_bytes = 1460;
+  a.reordering = 3;
+  a.ca_state = 0;
+  http::TcpConnInfo b = a;
+  b.segs_out = 10;
+  b.total_retrans_segs = 3;
+  b.rcv_ooo_packets = 0;
+  b.srtt_us = 0;  // never measured
+  b.pmtu_bytes = 1400;
+  b.ip_mtu_bytes = 1400;
+  b.snd_mss_bytes = 1348;
+  b.ca_state = 4;  // loss
+  AddConnection(f, a);
+  AddConnection(f, b);
+  EXPECT_EQ(f.connections, 2);
+  EXPECT_EQ(f.segs_out, 50u);
+  EXPECT_EQ(f.retrans_segs, 4u);
+  EXPECT_EQ(f.rcv_ooo_packets, 2u);
+  EXPECT_DOUBLE_EQ(*f.retrans_share, 0.08);
+  EXPECT_DOUBLE_EQ(*f.srtt_min_ms, 1.5);
+  EXPECT_DOUBLE_EQ(*f.srtt_max_ms, 1.5);
+  EXPECT_DOUBLE_EQ(*f.rttvar_max_ms, 0.7);
+  EXPECT_EQ(*f.pmtu_min_bytes, 1400u);
+  EXPECT_EQ(*f.ip_mtu_min_bytes, 1400u);
+  EXPECT_EQ(*f.snd_mss_min_bytes, 1348u);
+  EXPECT_EQ(f.worst_ca_state, "loss");
+  nlohmann::json j = ToJson(f);
+  EXPECT_EQ(j["retrans_segs"], 4);
+  EXPECT_EQ(j["pmtu_min_bytes"], 1400);
+  EXPECT_EQ(j["worst_ca_state"], "loss");
+  EXPECT_EQ(ToJson(TcpFacts{}), nlohmann::json({{"connections", 0}}));
+}
+
+TEST(NormalizeSha256HexTest, ColonsAndCaseAreIgnoredAndLengthChecked) {
+  const std::string hex(64, 'a');
+  std::string colons;
+  for (size_t i = 0; i < 64; i += 2) colons += (i ? ":" : "") + std::string("AA");
+  EXPECT_EQ(NormalizeSha256Hex(hex), hex);
+  EXPECT_EQ(NormalizeSha256Hex(colons), hex);
+  EXPECT_FALSE(NormalizeSha256Hex(std::string(63, 'a')));
+  EXPECT_FALSE(NormalizeSha256Hex(std::string(64, 'g')));
+  EXPECT_FALSE(NormalizeSha256Hex(""));
+}
+
 }  // namespace latdoc::net

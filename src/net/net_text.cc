@@ -17,6 +17,8 @@ std::string F(const std::optional<double>& v, int prec = 2) {
   return FormatFixed(*v, prec);
 }
 
+std::string U(const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : "n/a"; }
+
 void Probe(const ProbeFacts& p, std::string& out) {
   out += fmt::format("{}  ({} samples, {:.1f} s)\n", p.url, p.loss.samples, p.wall_s);
   out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>10} {:>4}\n", "phase", "p50 ms", "p99 ms",
@@ -74,6 +76,17 @@ void Probe(const ProbeFacts& p, std::string& out) {
   } else {
     out += fmt::format("  idle close: still open after {:.1f} s idle\n", i.waited_s);
   }
+  out += "  " + RenderTcpLine(p.tcp) + "\n";
+  for (size_t i = 0; i < p.tls_chain.size(); ++i) {
+    const CertFacts& c = p.tls_chain[i];
+    out += fmt::format("  tls cert {}: {} (issuer {}) sha256 {}\n", i, c.subject, c.issuer,
+                       c.sha256_hex);
+  }
+  for (const auto& s : p.samples) {
+    if (s.tcp.retrans_segs == 0) continue;
+    out += fmt::format("    sample {}: {} of {} segments retransmitted\n", s.index,
+                       s.tcp.retrans_segs, s.tcp.segs_out);
+  }
   const BandwidthFacts& b = p.bandwidth;
   out += fmt::format("  bandwidth: {} bytes per token ({} bytes, {} tokens); stream {} tokens/s",
                      F(b.bytes_per_token, 1), F(b.stream_bytes, 0), F(b.stream_tokens, 0),
@@ -87,12 +100,29 @@ void Probe(const ProbeFacts& p, std::string& out) {
 
 }  // namespace
 
+std::string RenderTcpLine(const TcpFacts& t) {
+  if (t.connections == 0) return "tcp: no connection's TCP_INFO was read";
+  return fmt::format(
+      "tcp: {} connections, {} segments sent, {} retransmitted ({}), {} received out of order; "
+      "srtt {}..{} ms, rttvar up to {} ms; path MTU {}, IP_MTU {}, MSS {} (advertised {}); "
+      "reordering {}; worst congestion state {}",
+      t.connections, t.segs_out, t.retrans_segs,
+      t.retrans_share ? fmt::format("{:.2f}%", *t.retrans_share * 100) : "n/a", t.rcv_ooo_packets,
+      F(t.srtt_min_ms, 3), F(t.srtt_max_ms, 3), F(t.rttvar_max_ms, 3), U(t.pmtu_min_bytes),
+      U(t.ip_mtu_min_bytes), U(t.snd_mss_min_bytes), U(t.advmss_bytes), U(t.reordering_max),
+      t.worst_ca_state);
+}
+
 std::string RenderNetText(const NetFacts& f) {
   std::string out = "latdoc net\n\n";
   Probe(f.probe, out);
   if (f.compare_probe) {
     out += "\n";
     Probe(*f.compare_probe, out);
+  }
+  if (f.plain_probe) {
+    out += "\nplain HTTP (--plain-url)\n";
+    Probe(*f.plain_probe, out);
   }
   if (f.compare) {
     out += fmt::format("\ncompare: {} minus {}\n", f.compare->url_b, f.compare->url_a);
@@ -102,6 +132,23 @@ std::string RenderNetText(const NetFacts& f) {
       out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>12}\n", d.phase, F(d.p50_a_ms),
                          F(d.p50_b_ms), F(d.p50_diff_ms), F(d.jitter_diff_ms));
     }
+  }
+  const RouteFacts& r = f.route;
+  out += "\nroute: ";
+  if (!r.checked) {
+    out += "not checked (" + r.skipped_reason + ")\n";
+  } else {
+    out += r.local           ? fmt::format("{} is this host (dev {})", r.address, r.dev)
+           : r.gateway.empty() ? fmt::format("{} directly on the subnet of dev {}", r.address, r.dev)
+                               : fmt::format("{} via gateway {} (dev {})", r.address, r.gateway, r.dev);
+    out += fmt::format(", source {}; interface MTU {}", r.src.empty() ? "n/a" : r.src,
+                       U(r.iface_mtu_bytes));
+    if (r.cached_mtu_bytes) out += fmt::format(", kernel's cached path MTU {}", *r.cached_mtu_bytes);
+    out += fmt::format("; path MTU {}", U(r.path_mtu_bytes));
+    if (r.pmtu_black_hole) out += " (black hole above it)";
+    else if (r.pmtu_frag_needed_seen) out += " (a router sent 'fragmentation needed')";
+    if (!r.pmtu_note.empty()) out += " (" + r.pmtu_note + ")";
+    out += "\n";
   }
   const PathFacts& p = f.path;
   out += "\npath: ";

@@ -9,5 +9,7 @@
 namespace latdoc::net {
 
 std::string RenderNetText(const NetFacts& facts);
+// One line, "tcp: 31 connections, 412 segments sent, 3 retransmitted (0.73%), ...".
+std::string RenderTcpLine(const TcpFacts& t);
 
 }  // namespace latdoc::net

@@ -51,6 +51,22 @@ NetFacts Sample() {
   a.bandwidth.peak_tokens_per_s = 40000;
   a.bandwidth.link_mbps = 100;
   a.bandwidth.link_source = "--link-mbps";
+  http::TcpConnInfo c;
+  c.segs_out = 12;
+  c.total_retrans_segs = 0;
+  c.srtt_us = 210;
+  c.rttvar_us = 90;
+  c.pmtu_bytes = 1500;
+  c.ip_mtu_bytes = 1500;
+  c.snd_mss_bytes = 1448;
+  c.advmss_bytes = 1448;
+  c.reordering = 3;
+  for (int i = 0; i < 4; ++i) AddConnection(a.tcp, c);
+  c.total_retrans_segs = 2;  // sample 1's connection lost its request twice
+  c.srtt_us = 1200;
+  c.ca_state = 4;
+  AddConnection(a.samples[1].tcp, c);
+  AddConnection(a.tcp, c);
   SummarizeProbe(a);
   a.clock_resolution_ns = 1;
   ProbeFacts b = a;
@@ -72,6 +88,15 @@ NetFacts Sample() {
   f.path.tool = "tracepath";
   f.path.hops = {{1, "192.168.1.1", 0.433}, {2, "", std::nullopt}, {3, "10.0.0.5", 12.0}};
   FindLatencyJump(f.path);
+  f.route.checked = true;
+  f.route.address = "10.0.0.5";
+  f.route.dev = "eth0";
+  f.route.gateway = "192.168.1.1";
+  f.route.src = "192.168.1.20";
+  f.route.iface_mtu_bytes = 1500;
+  f.route.cached_mtu_bytes = 1400;
+  f.route.path_mtu_bytes = 1400;
+  f.route.pmtu_frag_needed_seen = true;
   return f;
 }
 

@@ -193,6 +193,8 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
   co.connect_timeout_ns = options.sample_timeout_ns;
   co.first_byte_timeout_ns = options.sample_timeout_ns;
   co.idle_timeout_ns = options.sample_timeout_ns;
+  co.capture_tcp_info = true;
+  co.capture_peer_certs = true;
   http::ClientOptions fresh_opts = co;
   fresh_opts.keep_alive = false;
   http::HttpClient fresh(loop, url, fresh_opts);  // a new connection per request
@@ -205,6 +207,23 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
     p.clock_resolution_ns = int64_t{res.tv_sec} * 1'000'000'000 + res.tv_nsec;
   p.cheap_path = options.cheap_path;
   const int64_t timeout = options.sample_timeout_ns;
+  // TCP facts: a new connection's snapshot is its whole life (it closes after one exchange);
+  // the kept-alive connection's counters grow, so only its last snapshot counts, once, when it
+  // is replaced or at the end.
+  std::optional<http::TcpConnInfo> kept_tcp;
+  auto on_fresh = [&](ProbeSample& s, const Collector& c) {
+    if (p.tls_chain.empty()) {
+      for (const http::PeerCert& pc : c.result().peer_certs)
+        p.tls_chain.push_back({pc.subject, pc.issuer, pc.sha256_hex});
+    }
+    if (!c.result().tcp) return;
+    AddConnection(s.tcp, *c.result().tcp);
+    AddConnection(p.tcp, *c.result().tcp);
+  };
+  auto on_kept = [&](const Collector& c) {
+    if (!c.result().times.reused && kept_tcp) AddConnection(p.tcp, *kept_tcp);  // a new one
+    if (c.result().tcp) kept_tcp = c.result().tcp;
+  };
 
   for (int i = 0; i < options.samples; ++i) {
     ProbeSample s;
@@ -215,9 +234,11 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
     if (i == 0 && o.failure == FailureReason::kHttpStatus && cheap->result().status == 404 &&
         p.cheap_path == "/health") {
       p.cheap_path = "/v1/models";  // servers without /health (some gateways)
+      on_fresh(s, *cheap);
       cheap = std::make_unique<Collector>();
       o = RunExchange(loop, fresh, Get(options, p.cheap_path), *cheap, timeout);
     }
+    on_fresh(s, *cheap);
     const http::ExchangeTimes& t = cheap->result().times;
     if (t.dns_ns >= 0) s.dns_ms = Ms(t.dns_ns - t.start_ns);
     if (t.connect_ns >= 0 && t.dns_ns >= 0) s.connect_ms = Ms(t.connect_ns - t.dns_ns);
@@ -239,6 +260,7 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
     // 2. TTFT of a one-token completion on a new connection.
     Collector fresh_ttft;
     o = RunExchange(loop, fresh, Completion(options, 1), fresh_ttft, timeout);
+    on_fresh(s, fresh_ttft);
     if (o.failure == FailureReason::kNone && fresh_ttft.first_content_ns() < 0) {
       o = {FailureReason::kProtocol, "the stream carried no token"};
     }
@@ -253,6 +275,7 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
     // (times.reused is false), so no extra warm-up request is needed.
     Collector reused;
     o = RunExchange(loop, kept, Completion(options, 1), reused, timeout);
+    on_kept(reused);
     if (o.failure == FailureReason::kNone && reused.first_content_ns() < 0) {
       o = {FailureReason::kProtocol, "the stream carried no token"};
     }
@@ -274,6 +297,7 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
   if (any_ok && options.stream_tokens > 0) {
     Collector stream;
     Outcome o = RunExchange(loop, kept, Completion(options, options.stream_tokens), stream, timeout);
+    on_kept(stream);
     if (o.failure == FailureReason::kNone && stream.tokens() > 0) {
       BandwidthFacts& b = p.bandwidth;
       b.stream_bytes = static_cast<double>(stream.bytes());
@@ -284,6 +308,7 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
         b.stream_tokens_per_s = static_cast<double>(stream.tokens() - 1) / (static_cast<double>(span_ns) / 1e9);
     }
   }
+  if (kept_tcp) AddConnection(p.tcp, *kept_tcp);
   fresh.Shutdown();
   kept.Shutdown();
   loop.RunFor(0);

@@ -4,11 +4,13 @@
 //
 // Pure functions: facts in, findings out; no I/O, no clocks. Ids are stable:
 //   net.no_keepalive  net.gateway_delay  net.jitter  net.loss  net.idle_close
-//   net.bandwidth_headroom  net.path  net.round_trip
+//   net.bandwidth_headroom  net.path  net.round_trip  net.probe_retransmits
+//   net.path_mtu  net.route  net.tls_inspection  net.tls_overhead
 // A check that ran and found nothing returns an `ok` finding; a check with nothing to judge
 // (no compare URL, no link rate) returns a `skip` finding that says why, or nothing.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -33,6 +35,20 @@ inline constexpr double kHeadroomFailShare = 0.9;
 inline constexpr double kRoundTripWarnMs = 5.0;         // per request, kept-alive (see below)
 inline constexpr double kRoundTripWarnShare = 0.10;     // of TTFT on a kept-alive connection
 inline constexpr double kRoundTripFailShare = 0.25;
+// Retransmitted segments of latdoc's own connections (TCP_INFO). Judged from kRetransMinSegs
+// segments sent up: a short probe sends a few hundred, and on a sound path none is
+// retransmitted, so kRetransWarnCount of them are a finding whatever their share; a single one
+// is one only above kRetransWarnShare.
+inline constexpr uint64_t kRetransMinSegs = 5;
+inline constexpr uint64_t kRetransWarnCount = 2;
+inline constexpr double kRetransWarnShare = 0.01;
+inline constexpr double kRetransFailShare = 0.05;
+// HTTPS against plain HTTP to the same server (--plain-url): time added at first byte (p50),
+// and the long stream's token rate over HTTPS as a share of the plain one.
+inline constexpr double kTlsOverheadWarnMs = 2.0;
+inline constexpr double kTlsOverheadFailMs = 20.0;
+inline constexpr double kTlsStreamWarnRatio = 0.8;
+inline constexpr double kTlsStreamFailRatio = 0.5;
 
 // The network time one request pays on a kept-alive connection, in ms: the cheap request's time
 // to first byte (request written -> response headers: a round trip, whatever sits on the path,

@@ -359,4 +359,169 @@ TEST(NetRulesTest, RoundTripNeedsAnAnsweredRequest) {
 }
 
 }  // namespace
+net::TcpFacts Tcp(uint64_t segs_out, uint64_t retrans, uint64_t ooo = 0) {
+  net::TcpFacts t;
+  t.connections = 7;
+  t.segs_out = segs_out;
+  t.retrans_segs = retrans;
+  t.rcv_ooo_packets = ooo;
+  t.retrans_share = static_cast<double>(retrans) / static_cast<double>(segs_out);
+  t.worst_ca_state = "open";
+  return t;
+}
+
+// From a handful of segments up, two retransmits are a finding with their count whatever
+// their share; one is, only from 1%; 5% fails; none is ok; too few segments is a skip; no
+// TCP facts at all is no finding.
+TEST(NetRulesTest, RetransmitsJudgedFromAHandfulOfSegments) {
+  struct Case { uint64_t segs, retrans; Severity sev; std::string title; };
+  const Case cases[] = {
+      {400, 0, Severity::kOk, "No TCP retransmits: 0 of 400 segments on 7 connections"},
+      {400, 1, Severity::kOk, "1 of 400 TCP segments retransmitted (0.2%) on 7 connections"},
+      {80, 1, Severity::kWarn, "1 of 80 TCP segments retransmitted (1.2%) on 7 connections"},
+      {1000, 2, Severity::kWarn, "2 of 1000 TCP segments retransmitted (0.2%) on 7 connections"},
+      {100, 5, Severity::kFail, "5 of 100 TCP segments retransmitted (5.0%) on 7 connections"},
+      {4, 2, Severity::kSkip, "Retransmits not judged: 4 segments sent (fewer than 5)"},
+  };
+  for (const Case& c : cases) {
+    NetFacts f = Healthy();
+    f.probe.tcp = Tcp(c.segs, c.retrans);
+    auto fs = EvaluateNetRules(f);
+    const Finding* r = Find(fs, "net.probe_retransmits");
+    ASSERT_NE(r, nullptr) << c.segs << " " << c.retrans;
+    EXPECT_EQ(r->severity, c.sev) << c.title;
+    EXPECT_EQ(r->title, c.title);
+    EXPECT_EQ(r->advice.empty(), c.sev == Severity::kOk || c.sev == Severity::kSkip) << c.title;
+  }
+  const std::vector<Finding> none = EvaluateNetRules(Healthy());
+  EXPECT_EQ(Find(none, "net.probe_retransmits"), nullptr);
+}
+
+TEST(NetRulesTest, RetransmitsNameTheServersOutOfOrderPackets) {
+  NetFacts f = Healthy();
+  f.probe.tcp = Tcp(300, 3, 9);
+  const std::vector<Finding> fs = EvaluateNetRules(f);
+  const Finding* r = Find(fs, "net.probe_retransmits");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->title, "3 of 300 TCP segments retransmitted (1.0%) on 7 connections; "
+                      "9 of the server's packets arrived out of order");
+  EXPECT_EQ(Ev(*r, "received_out_of_order"), 9);
+  EXPECT_EQ(Ev(*r, "retransmitted_segments"), 3);
+}
+
+net::RouteFacts Routed(std::optional<uint32_t> path_mtu, bool black_hole = false) {
+  net::RouteFacts r;
+  r.checked = true;
+  r.address = "10.242.2.2";
+  r.dev = "vc";
+  r.gateway = "10.242.1.1";
+  r.src = "10.242.1.2";
+  r.iface_mtu_bytes = 1500;
+  r.path_mtu_bytes = path_mtu;
+  r.pmtu_black_hole = black_hole;
+  if (!path_mtu) r.pmtu_note = "not measured: no answer to UDP datagrams to port 8000";
+  return r;
+}
+
+// Below the interface's MTU with ICMP: warn; silently (a black hole): fail; equal: ok; not
+// measured: skip with the probe's reason. The route is said as info: direct or via which gateway.
+TEST(NetRulesTest, PathMtuAndRoute) {
+  struct Case { std::optional<uint32_t> mtu; bool hole; Severity sev; std::string title; };
+  const Case cases[] = {
+      {1500, false, Severity::kOk, "Path MTU 1500 equals the interface's (dev vc)"},
+      {1400, false, Severity::kWarn,
+       "Path MTU 1400 below the interface's 1500 (dev vc): a smaller MTU on the way to 10.242.2.2"},
+      {1400, true, Severity::kFail,
+       "PMTU black hole: packets above 1400 bytes to 10.242.2.2 vanish without ICMP "
+       "'fragmentation needed' (interface MTU 1500)"},
+      {std::nullopt, false, Severity::kSkip,
+       "Path MTU not measured: not measured: no answer to UDP datagrams to port 8000"},
+  };
+  for (const Case& c : cases) {
+    NetFacts f = Healthy();
+    f.route = Routed(c.mtu, c.hole);
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* m = Find(fs, "net.path_mtu");
+    ASSERT_NE(m, nullptr) << c.title;
+    EXPECT_EQ(m->severity, c.sev) << c.title;
+    EXPECT_EQ(m->title, c.title);
+    EXPECT_EQ(m->advice.empty(), c.sev == Severity::kOk || c.sev == Severity::kSkip) << c.title;
+    const Finding* r = Find(fs, "net.route");
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->severity, Severity::kInfo);
+    EXPECT_EQ(r->title, "Server 10.242.2.2 reached via gateway 10.242.1.1 (dev vc)");
+  }
+  NetFacts direct = Healthy();
+  direct.route = Routed(1500);
+  direct.route.gateway.clear();
+  const std::vector<Finding> fs = EvaluateNetRules(direct);
+  ASSERT_NE(Find(fs, "net.route"), nullptr);
+  EXPECT_EQ(Find(fs, "net.route")->title, "Server 10.242.2.2 reached directly on the subnet of dev vc");
+  const std::vector<Finding> unchecked = EvaluateNetRules(Healthy());
+  EXPECT_EQ(Find(unchecked, "net.route"), nullptr);
+  EXPECT_EQ(Find(unchecked, "net.path_mtu"), nullptr);
+}
+
+// The leaf's fingerprint against the server's own: equal is ok, different fails naming the
+// issuer; none given is information (the chain, to compare by hand).
+TEST(NetRulesTest, TlsInspectionComparesTheLeafAndNamesTheIssuer) {
+  NetFacts f = Healthy();
+  f.probe.tls_chain = {{"CN=server", "CN=Inspect CA,O=Firewall Inc", std::string(64, 'b')},
+                       {"CN=Inspect CA,O=Firewall Inc", "CN=Inspect CA,O=Firewall Inc",
+                        std::string(64, 'c')}};
+  {
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_inspection");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, Severity::kInfo);
+    EXPECT_EQ(t->title, "TLS certificate shown: CN=server, issued by CN=Inspect CA,O=Firewall Inc "
+                        "(compare with --expect-cert-sha256)");
+  }
+  f.expected_cert_sha256 = std::string(64, 'a');
+  {
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_inspection");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, Severity::kFail);
+    EXPECT_EQ(t->title, "TLS is re-signed on the path: the certificate shown is issued by "
+                        "CN=Inspect CA,O=Firewall Inc, not the server's own (SHA-256 "
+                        "bbbbbbbbbbbbbbbb... expected aaaaaaaaaaaaaaaa...)");
+    EXPECT_FALSE(t->advice.empty());
+  }
+  f.expected_cert_sha256 = std::string(64, 'b');
+  {
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_inspection");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, Severity::kOk);
+  }
+  NetFacts plain = Healthy();
+  const std::vector<Finding> none = EvaluateNetRules(plain);
+  EXPECT_EQ(Find(none, "net.tls_inspection"), nullptr);
+}
+
+// HTTPS against plain HTTP: 2 ms added at first byte warns, 20 fails; a stream at under 80%
+// of its plain rate warns, under 50% fails.
+TEST(NetRulesTest, TlsOverheadAgainstPlainHttp) {
+  struct Case { double https_ttfb, https_rate; Severity sev; };
+  const Case cases[] = {{1.5, 100, Severity::kOk},   {3.2, 100, Severity::kWarn},
+                        {21.0, 100, Severity::kFail}, {1.0, 70, Severity::kWarn},
+                        {1.0, 40, Severity::kFail}};
+  for (const Case& c : cases) {
+    NetFacts f = Healthy();
+    f.probe.ttfb.p50_ms = c.https_ttfb;
+    f.probe.bandwidth.stream_tokens_per_s = c.https_rate;
+    net::ProbeFacts p;
+    p.url = "http://a:8001";
+    p.ttfb.p50_ms = 1.0;
+    p.bandwidth.stream_tokens_per_s = 100;
+    f.plain_probe = p;
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_overhead");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, c.sev) << c.https_ttfb << " " << c.https_rate << ": " << t->title;
+    EXPECT_DOUBLE_EQ(*Ev(*t, "ttfb_added"), c.https_ttfb - 1.0);
+  }
+}
+
 }  // namespace latdoc::rules
