@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <fmt/core.h>
 
@@ -46,14 +47,43 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-// The exporter finding that explains a slow replica: its worst warn or fail one ("" if none).
-std::string ExplainingFinding(const ReplicaFacts& r) {
+// Whether an exporter finding speaks to slow tokens (ITL) or a slow first token (TTFT): load
+// rules by name; host, kernel and network findings bear on both.
+bool Relevant(std::string_view rule, bool itl) {
+  if (rule.rfind("load.", 0) != 0) return true;
+  if (itl) return rule.find("itl") != std::string_view::npos || rule.find("kv") != std::string_view::npos;
+  return rule.find("queue") != std::string_view::npos || rule.find("prefill") != std::string_view::npos ||
+         rule.find("ttft") != std::string_view::npos || rule.find("kv") != std::string_view::npos;
+}
+
+// Whether at least half of `others` report `rule` too (then it does not tell this replica apart).
+bool Common(std::string_view rule, const std::vector<const ReplicaFacts*>& others) {
+  size_t n = 0, with = 0;
+  for (const ReplicaFacts* o : others) {
+    if (!o->has_exporter) continue;
+    ++n;
+    for (const ExporterFinding& f : o->exporter_findings)
+      if (f.rule == rule && f.severity >= Severity::kWarn) {
+        ++with;
+        break;
+      }
+  }
+  return n > 0 && 2 * with >= n;
+}
+
+// The exporter finding that explains a slow replica ("" if none): among its warn and fail
+// findings, one that bears on the metric first, then one the other replicas do not share, then
+// the worst, then by rule id.
+std::string ExplainingFinding(const ReplicaFacts& r, bool itl,
+                              const std::vector<const ReplicaFacts*>& others) {
   const ExporterFinding* best = nullptr;
+  auto key = [&](const ExporterFinding& f) {
+    return std::make_tuple(!Relevant(f.rule, itl), Common(f.rule, others), -int(f.severity),
+                           f.rule);
+  };
   for (const ExporterFinding& f : r.exporter_findings) {
     if (f.severity < Severity::kWarn) continue;
-    if (!best || f.severity > best->severity ||
-        (f.severity == best->severity && f.rule < best->rule))
-      best = &f;
+    if (!best || key(f) < key(*best)) best = &f;
   }
   return best ? fmt::format("{} ({})", best->rule, SeverityName(best->severity)) : "";
 }
@@ -85,7 +115,11 @@ void JudgeOutliers(const std::vector<const ReplicaFacts*>& live, const FleetRule
                                 Ev("fleet_median", median * 1e3, "ms"),
                                 Ev("fleet_bound", bound * 1e3, "ms")};
     if (r->queue_share) ev.push_back(Ev("queue_share", *r->queue_share * 100, "%"));
-    const std::string why = ExplainingFinding(*r);
+    std::vector<const ReplicaFacts*> others;
+    for (const ReplicaFacts* x : live)
+      if (x != r) others.push_back(x);
+    const std::string why =
+        ExplainingFinding(*r, metric == &ReplicaFacts::itl_p99_s, others);
     std::string advice;
     if (!why.empty()) {
       ev.push_back(Ev("explained_by", {}, "", why));
@@ -186,25 +220,30 @@ std::vector<Finding> JudgeFleet(const std::vector<ReplicaFacts>& replicas,
                        {Ev("replicas", double(live.size()), "")}, ""));
   }
 
-  // Load imbalance: running sequences when reported, else the request rate.
+  // Load imbalance: the request rate the balancer gives each replica, else (no rates) the
+  // running sequences.
   {
     std::vector<std::pair<const ReplicaFacts*, double>> load;
-    std::string signal = "running";
+    std::string signal = "request_rate";
     for (const ReplicaFacts* r : live)
-      if (r->running_mean) load.push_back({r, *r->running_mean});
+      if (r->request_rate_per_s) load.push_back({r, *r->request_rate_per_s});
     double total = 0;
     for (const auto& [r, x] : load) total += x;
     if (load.size() < 2 || total <= 0) {
       load.clear();
-      signal = "request_rate";
+      signal = "running";
       for (const ReplicaFacts* r : live)
-        if (r->request_rate_per_s) load.push_back({r, *r->request_rate_per_s});
+        if (r->running_mean) load.push_back({r, *r->running_mean});
       total = 0;
       for (const auto& [r, x] : load) total += x;
     }
+    std::vector<double> running;
+    for (const ReplicaFacts* r : live)
+      if (r->running_mean) running.push_back(*r->running_mean);
+    const std::optional<double> running_median = Median(running);
     if (load.size() < 2 || total <= 0) {
       out.push_back(Skip("fleet.load_balance", Layer::kLoad,
-                         "fewer than 2 live replicas with running sequences or requests"));
+                         "fewer than 2 live replicas with requests or running sequences"));
     } else {
       const double mean = total / double(load.size());
       double var = 0;
@@ -224,23 +263,32 @@ std::vector<Finding> JudgeFleet(const std::vector<ReplicaFacts>& replicas,
         if (r->ttft_p99_s) ttft.push_back(*r->ttft_p99_s);
       const std::optional<double> ttft_median = Median(ttft);
       const char* what = signal == "running" ? "running sequences" : "requests/s";
+      const char* per = signal == "running" ? " on average" : "";
       size_t flagged = 0;
       if (cv > o.imbalance_cv) {
         for (const auto& [r, x] : load) {
           if (x < ref * o.overloaded_ratio) continue;
+          // More requests but fewer sequences in flight than most: a fast replica, not a
+          // loaded one.
+          if (signal == "request_rate" && r->running_mean && running_median &&
+              *r->running_mean < *running_median)
+            continue;
           ++flagged;
           std::vector<Evidence> ev = {ReplicaEv(r->replica), Ev(signal, x, ""),
                                       Ev("fleet_median", median, ""), Ev("fleet_cv", cv, "")};
-          if (r->request_rate_per_s) ev.push_back(Ev("request_rate", *r->request_rate_per_s, "/s"));
+          if (signal == "request_rate" && r->running_mean)
+            ev.push_back(Ev("running", *r->running_mean, ""));
+          if (signal == "running" && r->request_rate_per_s)
+            ev.push_back(Ev("request_rate", *r->request_rate_per_s, "/s"));
           if (!under.empty()) ev.push_back(Ev("least_loaded", {}, "", JoinNames(under)));
           std::optional<double> share;
           if (r->ttft_p99_s && ttft_median && *r->ttft_p99_s > *ttft_median)
             share = (*r->ttft_p99_s - *ttft_median) / *r->ttft_p99_s;
           out.push_back(Make(
               "fleet.load_imbalance", Layer::kLoad, Severity::kWarn,
-              fmt::format("replica {}: over-loaded, {:.2f} {} on average, {:.1f}x the fleet's "
-                          "median {:.2f} (CV {:.2f})",
-                          r->replica, x, what, x / ref, median, cv),
+              fmt::format("replica {}: over-loaded, {:.2f} {}{}, {:.1f}x the fleet's median "
+                          "{:.2f} (CV {:.2f})",
+                          r->replica, x, what, per, x / ref, median, cv),
               std::move(ev),
               "the balancer sends it more than its share: use least-outstanding-requests (or "
               "prefix-aware) balancing rather than round-robin or sticky sessions, and check "

@@ -1,0 +1,276 @@
+#include "fleet/fleet.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/core.h>
+
+#include "base/clock.h"
+
+namespace latdoc::fleet {
+namespace {
+
+bool IsLabelName(std::string_view s) {
+  if (s.empty() || !(std::isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum((unsigned char)c) || c == '_')) return false;
+  return true;
+}
+
+// The first sample of the series of `answer` whose `label` is `value`.
+std::map<std::string, double> ByLabel(const std::vector<PromSeries>& answer,
+                                      const std::string& label) {
+  std::map<std::string, double> out;
+  for (const PromSeries& s : answer) {
+    auto it = s.labels.find(label);
+    if (it == s.labels.end() || s.samples.empty() || !std::isfinite(s.samples.back().second))
+      continue;
+    out.emplace(it->second, s.samples.back().second);
+  }
+  return out;
+}
+
+std::optional<double> Get(const std::map<std::string, double>& m, const std::string& key) {
+  auto it = m.find(key);
+  if (it == m.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
+StatusOr<std::string> SelectorMatchers(std::string_view flag, std::string_view selector) {
+  std::string_view s = selector;
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (s.empty()) return std::string();
+  const auto bad = [&](std::string_view why) {
+    return InvalidArgument(fmt::format("{} '{}': {} (a PromQL label selector in braces, e.g. "
+                                       "'{{job=\"vllm\"}}')",
+                                       flag, selector, why));
+  };
+  if (s.front() != '{' || s.back() != '}') return bad("must start with '{' and end with '}'");
+  std::string_view inner = s.substr(1, s.size() - 2);
+  bool in_quote = false;
+  char quote = 0;
+  for (size_t i = 0; i < inner.size(); ++i) {
+    const char c = inner[i];
+    if (in_quote) {
+      if (c == '\\') ++i;
+      else if (c == quote) in_quote = false;
+    } else if (c == '"' || c == '\'' || c == '`') {
+      in_quote = true;
+      quote = c;
+    } else if (c == '{' || c == '}') {
+      return bad("a brace inside the selector");
+    }
+  }
+  if (in_quote) return bad("a quoted value is not closed");
+  return std::string(inner);
+}
+
+std::string WithMatchers(std::string_view metric, std::string_view m) {
+  return fmt::format("{}{{{}}}", metric, m);
+}
+
+std::string HostPortOf(std::string_view url) {
+  std::string_view s = url;
+  size_t scheme = s.find("://");
+  bool tls = false;
+  if (scheme != std::string_view::npos) {
+    tls = s.substr(0, scheme) == "https";
+    s.remove_prefix(scheme + 3);
+  }
+  s = s.substr(0, s.find_first_of("/?#"));
+  if (const size_t at = s.rfind('@'); at != std::string_view::npos) s.remove_prefix(at + 1);
+  // "[::1]:8000" and "host:8000" have a port; "[::1]" and "host" do not.
+  const size_t bracket = s.rfind(']');
+  const size_t colon = s.rfind(':');
+  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket))
+    return std::string(s);
+  return fmt::format("{}:{}", s, tls ? 443 : 80);
+}
+
+StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s) {
+  ASSIGN_OR_RETURN(std::string m, SelectorMatchers("--selector", o.selector));
+  ASSIGN_OR_RETURN(std::string e, SelectorMatchers("--exporter-selector", o.exporter_selector));
+  if (!IsLabelName(o.replica_label))
+    return InvalidArgument(fmt::format("--by '{}': not a Prometheus label name", o.replica_label));
+  if (o.window_ns < 1'000'000'000)
+    return InvalidArgument("--window: must be at least 1s");
+  const std::string r = o.replica_label;
+  const std::string w = fmt::format("[{}ms]", o.window_ns / 1'000'000);
+  const auto sel = [&](std::string_view metric) { return WithMatchers(metric, m); };
+  const auto rate = [&](std::string_view metric) {
+    return fmt::format("sum by ({}) (rate({}{}))", r, sel(metric), w);
+  };
+  const auto quantile = [&](double q, std::string_view hist) {
+    return fmt::format("histogram_quantile({}, sum by ({}, le) (rate({}{})))", q, r,
+                       sel(std::string(hist) + "_bucket"), w);
+  };
+  const auto itl = [&](double q) {
+    return fmt::format(
+        "histogram_quantile({0}, sum by ({1}, le) (rate({2}{4})) or sum by ({1}, le) "
+        "(rate({3}{4})))",
+        q, r, sel("vllm:inter_token_latency_seconds_bucket"),
+        sel("vllm:time_per_output_token_seconds_bucket"), w);
+  };
+  const auto mean = [&](std::string_view hist) {
+    return fmt::format("({} / {})", rate(std::string(hist) + "_sum"),
+                       rate(std::string(hist) + "_count"));
+  };
+  const auto avg = [&](std::string_view gauge) {
+    return fmt::format("sum by ({}) (avg_over_time({}{}))", r, sel(gauge), w);
+  };
+  const std::string kv_sel =
+      "{__name__=~\"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc\"" +
+      (m.empty() ? "" : "," + m) + "}";
+
+  std::vector<PromQuery> q(kQCount);
+  for (PromQuery& x : q) x.time_s = at_unix_s;
+  // The range query: points every `step` up to `at` exactly, so a replica present at the end
+  // has a point at `at`.
+  const double window_s = double(o.window_ns) / 1e9;
+  const double step_s = std::max(1.0, std::floor(window_s / 60));
+  q[kQSeen].promql = fmt::format("count by ({}) ({})", r, sel("vllm:num_requests_running"));
+  q[kQSeen].range = true;
+  q[kQSeen].end_s = at_unix_s;
+  q[kQSeen].start_s = at_unix_s - std::floor(window_s / step_s) * step_s;
+  q[kQSeen].step_s = step_s;
+  q[kQUp].promql = sel("up");
+  q[kQRate].promql = rate("vllm:e2e_request_latency_seconds_count");
+  q[kQTtft50].promql = quantile(0.5, "vllm:time_to_first_token_seconds");
+  q[kQTtft99].promql = quantile(0.99, "vllm:time_to_first_token_seconds");
+  q[kQItl50].promql = itl(0.5);
+  q[kQItl99].promql = itl(0.99);
+  q[kQQueueShare].promql = fmt::format("{} / {}", mean("vllm:request_queue_time_seconds"),
+                                       mean("vllm:time_to_first_token_seconds"));
+  q[kQRunning].promql = avg("vllm:num_requests_running");
+  q[kQWaiting].promql = avg("vllm:num_requests_waiting");
+  q[kQKv].promql = fmt::format("max by ({}) (avg_over_time({}{}))", r, kv_sel, w);
+  q[kQPreemptions].promql =
+      fmt::format("sum by ({}) (increase({}{}))", r, sel("vllm:num_preemptions_total"), w);
+  q[kQExporterInfo].promql = WithMatchers("latdoc_exporter_info", e);
+  q[kQExporterFindings].promql = fmt::format(
+      "max by (instance, rule, severity) (max_over_time(latdoc_finding{{severity=~\"warn|fail\"{}}}{})) > 0",
+      e.empty() ? "" : "," + e, w);
+  return q;
+}
+
+StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
+                                   const std::vector<PromQuery>& queries,
+                                   const std::vector<std::vector<PromSeries>>& a) {
+  if (a.size() != size_t(kQCount)) return Internal("AssembleFleet: wrong number of answers");
+  const std::string& r = o.replica_label;
+  FleetFacts facts;
+  facts.prometheus = o.prometheus_url;
+  facts.selector = o.selector.empty() ? "{}" : o.selector;
+  facts.replica_label = r;
+  facts.window_ns = o.window_ns;
+  facts.at_unix_s = at_unix_s;
+  facts.queries = queries.size();
+
+  // The replicas: every one seen in the window, and the targets down (when a selector names
+  // the replicas' targets; without one, `up` lists every target Prometheus has).
+  std::map<std::string, rules::ReplicaFacts> replicas;
+  const PromQuery& seen = queries[kQSeen];
+  for (const PromSeries& s : a[kQSeen]) {
+    auto it = s.labels.find(r);
+    if (it == s.labels.end() || s.samples.empty()) continue;
+    rules::ReplicaFacts& f = replicas[it->second];
+    f.replica = it->second;
+    const double last_s = s.samples.back().first;
+    f.stale = last_s < seen.end_s - 1.5 * seen.step_s;
+  }
+  StatusOr<std::string> matchers = SelectorMatchers("--selector", o.selector);
+  const std::string m = matchers.ok() ? *matchers : "";
+  const bool selector_given = !m.empty();
+  for (const auto& [name, up] : ByLabel(a[kQUp], r)) {
+    auto it = replicas.find(name);
+    if (it == replicas.end()) {
+      if (!selector_given || up != 0) continue;
+      it = replicas.emplace(name, rules::ReplicaFacts{}).first;
+      it->second.replica = name;
+    }
+    it->second.up = up != 0;
+  }
+  if (replicas.empty()) {
+    return InvalidArgument(fmt::format(
+        "no vLLM series match {} at {} in the last {}s (is Prometheus scraping the replicas' "
+        "/metrics? the query {} lists the targets)",
+        facts.selector, o.prometheus_url, o.window_ns / 1'000'000'000,
+        WithMatchers("up", m)));
+  }
+
+  const auto rate = ByLabel(a[kQRate], r), t50 = ByLabel(a[kQTtft50], r),
+             t99 = ByLabel(a[kQTtft99], r), i50 = ByLabel(a[kQItl50], r),
+             i99 = ByLabel(a[kQItl99], r), qs = ByLabel(a[kQQueueShare], r),
+             run = ByLabel(a[kQRunning], r), wait = ByLabel(a[kQWaiting], r),
+             kv = ByLabel(a[kQKv], r), pre = ByLabel(a[kQPreemptions], r);
+  // Exporters: exporter instance -> the replica its target names.
+  std::map<std::string, std::string> exporter_of;
+  for (const PromSeries& s : a[kQExporterInfo]) {
+    auto inst = s.labels.find("instance");
+    auto target = s.labels.find("target");
+    if (inst == s.labels.end() || target == s.labels.end() || target->second.empty()) continue;
+    exporter_of[inst->second] = HostPortOf(target->second);
+  }
+  for (auto& [name, f] : replicas) {
+    f.request_rate_per_s = Get(rate, name);
+    f.ttft_p50_s = Get(t50, name);
+    f.ttft_p99_s = Get(t99, name);
+    f.itl_p50_s = Get(i50, name);
+    f.itl_p99_s = Get(i99, name);
+    f.queue_share = Get(qs, name);
+    if (f.queue_share) f.queue_share = std::clamp(*f.queue_share, 0.0, 1.0);
+    f.running_mean = Get(run, name);
+    f.waiting_mean = Get(wait, name);
+    f.kv_usage_ratio = Get(kv, name);
+    f.preemptions = Get(pre, name);
+    for (const auto& [exp, target] : exporter_of)
+      if (target == name) f.has_exporter = true;
+  }
+  for (const PromSeries& s : a[kQExporterFindings]) {
+    auto inst = s.labels.find("instance");
+    auto rule = s.labels.find("rule");
+    auto sev = s.labels.find("severity");
+    if (inst == s.labels.end() || rule == s.labels.end() || sev == s.labels.end()) continue;
+    auto target = exporter_of.find(inst->second);
+    if (target == exporter_of.end()) continue;
+    auto replica = replicas.find(target->second);
+    if (replica == replicas.end()) continue;
+    std::optional<rules::Severity> severity = rules::ParseSeverity(sev->second);
+    if (!severity) continue;
+    replica->second.exporter_findings.push_back({rule->second, *severity});
+  }
+  for (auto& [name, f] : replicas) {
+    // Worst first; a rule seen at two severities within the window counts at its worst.
+    std::sort(f.exporter_findings.begin(), f.exporter_findings.end(),
+              [](const rules::ExporterFinding& x, const rules::ExporterFinding& y) {
+                return x.severity != y.severity ? x.severity > y.severity : x.rule < y.rule;
+              });
+    std::vector<rules::ExporterFinding> unique;
+    for (const rules::ExporterFinding& x : f.exporter_findings) {
+      bool seen = false;
+      for (const rules::ExporterFinding& u : unique) seen = seen || u.rule == x.rule;
+      if (!seen) unique.push_back(x);
+    }
+    f.exporter_findings = std::move(unique);
+    facts.replicas.push_back(std::move(f));
+  }
+  return facts;
+}
+
+StatusOr<FleetFacts> CollectFleet(const FleetOptions& o) {
+  const double at = o.at_unix_s ? *o.at_unix_s : double(WallNowNs()) / 1e9;
+  ASSIGN_OR_RETURN(std::vector<PromQuery> queries, FleetQueries(o, at));
+  ASSIGN_OR_RETURN(PrometheusClient client, PrometheusClient::Create(o.prometheus_url, o.timeout_ns));
+  const int64_t t0 = MonoNowNs();
+  ASSIGN_OR_RETURN(auto answers, client.Run(queries));
+  const int64_t dt = MonoNowNs() - t0;
+  ASSIGN_OR_RETURN(FleetFacts facts, AssembleFleet(o, at, queries, answers));
+  facts.query_ns = dt;
+  return facts;
+}
+
+}  // namespace latdoc::fleet

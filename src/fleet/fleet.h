@@ -1,0 +1,82 @@
+// Fleet: what Prometheus holds about every replica of an inference service, read back with
+// PromQL and turned into the typed facts the fleet rules judge (rules/fleet_rules.h).
+//
+// A replica is one value of the replica label (`instance` by default) on the vLLM series that
+// the selector matches. Per replica, over the window W ending at the evaluation time:
+//   request rate     sum by (R) (rate(vllm:e2e_request_latency_seconds_count{S}[W]))
+//   TTFT p50, p99    histogram_quantile(q, sum by (R, le) (rate(vllm:time_to_first_token_seconds_bucket{S}[W])))
+//   ITL p50, p99     the same over vllm:inter_token_latency_seconds (vllm:time_per_output_token_seconds,
+//                    older vLLM, where the newer is absent)
+//   queue share      mean vllm:request_queue_time_seconds / mean TTFT
+//   running, waiting avg_over_time of vllm:num_requests_running / _waiting
+//   KV usage         avg_over_time of vllm:kv_cache_usage_perc (vllm:gpu_cache_usage_perc, older)
+//   preemptions      increase(vllm:num_preemptions_total[W])
+//   up               up{S} (targets down), and a range query of vllm:num_requests_running over
+//                    the window (replicas whose series stopped)
+//   exporter         latdoc_exporter_info{target} maps a `latdoc exporter` to the replica whose
+//                    host:port its --target names; max_over_time(latdoc_finding{severity=~
+//                    "warn|fail"}[W]) gives its findings.
+// All queries run at once (prometheus_client.h); no recording rule is needed.
+// Thread safety: none needed (one call, blocking).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "fleet/prometheus_client.h"
+#include "rules/fleet_rules.h"
+
+namespace latdoc::fleet {
+
+struct FleetOptions {
+  std::string prometheus_url;
+  std::string selector;            // "{job=\"vllm\"}", or "" / "{}" for every vLLM series
+  std::string exporter_selector;   // the same for latdoc exporters' series
+  std::string replica_label = "instance";
+  int64_t window_ns = 15LL * 60 * 1'000'000'000;
+  int64_t timeout_ns = 30'000'000'000;
+  std::optional<double> at_unix_s;  // evaluation time; nullopt: now
+};
+
+struct FleetFacts {
+  std::string prometheus;          // the base URL asked
+  std::string selector;            // as given, braces included ("{}" when none)
+  std::string replica_label;
+  int64_t window_ns = 0;
+  double at_unix_s = 0;
+  std::vector<rules::ReplicaFacts> replicas;   // sorted by replica
+  size_t queries = 0;
+  int64_t query_ns = 0;            // wall time of the queries
+};
+
+// The matchers inside a selector's braces: "{job=\"vllm\"}" -> "job=\"vllm\"", "" or "{}" -> "".
+// Errors (kInvalidArgument): no braces, unbalanced quotes or braces.
+StatusOr<std::string> SelectorMatchers(std::string_view flag, std::string_view selector);
+
+// "vllm:x" with matchers `m`: "vllm:x{m}".
+std::string WithMatchers(std::string_view metric, std::string_view m);
+
+// The queries CollectFleet asks, in a fixed order (FleetQueryIndex below).
+enum FleetQueryIndex {
+  kQSeen, kQUp, kQRate, kQTtft50, kQTtft99, kQItl50, kQItl99, kQQueueShare, kQRunning,
+  kQWaiting, kQKv, kQPreemptions, kQExporterInfo, kQExporterFindings, kQCount
+};
+StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s);
+
+// Joins the answers (in FleetQueryIndex order) into per-replica facts. Errors: no replica at
+// all (kInvalidArgument: the selector matched no vLLM series in the window).
+StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
+                                   const std::vector<PromQuery>& queries,
+                                   const std::vector<std::vector<PromSeries>>& answers);
+
+// Queries Prometheus and assembles the facts.
+StatusOr<FleetFacts> CollectFleet(const FleetOptions& o);
+
+// "http://10.0.0.7:8000/v1" -> "10.0.0.7:8000" (the `instance` Prometheus gives that target).
+std::string HostPortOf(std::string_view url);
+
+}  // namespace latdoc::fleet

@@ -1,0 +1,122 @@
+#include "fleet/fleet.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fleet/fleet_report.h"
+
+namespace latdoc::fleet {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(FleetTest, SelectorMatchers) {
+  EXPECT_EQ(*SelectorMatchers("--selector", ""), "");
+  EXPECT_EQ(*SelectorMatchers("--selector", "{}"), "");
+  EXPECT_EQ(*SelectorMatchers("--selector", " {job=\"vllm\",pod=~\"a.*\"} "),
+            "job=\"vllm\",pod=~\"a.*\"");
+  EXPECT_EQ(*SelectorMatchers("--selector", "{job=\"a}b\"}"), "job=\"a}b\"");
+  auto bad = SelectorMatchers("--selector", "job=\"vllm\"");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "--selector 'job=\"vllm\"': must start with '{' and end with '}' (a PromQL label "
+            "selector in braces, e.g. '{job=\"vllm\"}')");
+  EXPECT_THAT(SelectorMatchers("--selector", "{job=\"vllm}").status().message(),
+              HasSubstr("a quoted value is not closed"));
+}
+
+TEST(FleetTest, HostPortOf) {
+  EXPECT_EQ(HostPortOf("http://127.0.0.1:8000"), "127.0.0.1:8000");
+  EXPECT_EQ(HostPortOf("http://vllm-0.vllm:8000/v1"), "vllm-0.vllm:8000");
+  EXPECT_EQ(HostPortOf("https://gw.example"), "gw.example:443");
+  EXPECT_EQ(HostPortOf("http://[::1]:8000/x"), "[::1]:8000");
+}
+
+TEST(FleetTest, QueriesCarryTheSelectorAndWindow) {
+  FleetOptions o;
+  o.selector = "{job=\"vllm\"}";
+  o.window_ns = 30'000'000'000;
+  auto q = FleetQueries(o, 1000);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ((*q)[kQTtft99].promql,
+            "histogram_quantile(0.99, sum by (instance, le) "
+            "(rate(vllm:time_to_first_token_seconds_bucket{job=\"vllm\"}[30000ms])))");
+  EXPECT_EQ((*q)[kQUp].promql, "up{job=\"vllm\"}");
+  EXPECT_TRUE((*q)[kQSeen].range);
+  EXPECT_DOUBLE_EQ((*q)[kQSeen].end_s, 1000);
+  EXPECT_DOUBLE_EQ((*q)[kQSeen].start_s, 970);
+  EXPECT_DOUBLE_EQ((*q)[kQSeen].step_s, 1);
+  o.replica_label = "pod name";
+  EXPECT_EQ(FleetQueries(o, 1000).status().message(), "--by 'pod name': not a Prometheus label name");
+}
+
+PromSeries S(std::map<std::string, std::string> labels, double v, double t = 1000) {
+  return PromSeries{std::move(labels), {{t, v}}};
+}
+
+// Replicas come from the range query and `up`; a replica whose last point is before the end
+// is stale; an exporter's findings go to the replica its target names.
+TEST(FleetTest, AssembleJoinsTheAnswers) {
+  FleetOptions o;
+  o.selector = "{job=\"vllm\"}";
+  o.window_ns = 30'000'000'000;
+  o.prometheus_url = "http://p:9090";
+  auto q = FleetQueries(o, 1000);
+  ASSERT_TRUE(q.ok());
+  std::vector<std::vector<PromSeries>> a(kQCount);
+  a[kQSeen] = {PromSeries{{{"instance", "a:1"}}, {{990, 1}, {1000, 1}}},
+               PromSeries{{{"instance", "b:1"}}, {{975, 1}, {980, 1}}}};
+  a[kQUp] = {S({{"instance", "a:1"}}, 1), S({{"instance", "down:1"}}, 0)};
+  a[kQTtft99] = {S({{"instance", "a:1"}}, 0.25)};
+  a[kQQueueShare] = {S({{"instance", "a:1"}}, 1.7)};
+  a[kQExporterInfo] = {S({{"instance", "exp:9464"}, {"target", "http://a:1"}}, 1)};
+  a[kQExporterFindings] = {S({{"instance", "exp:9464"}, {"rule", "load.itl_stalls"}, {"severity", "warn"}}, 1),
+                           S({{"instance", "other:9464"}, {"rule", "x"}, {"severity", "fail"}}, 1)};
+  auto f = AssembleFleet(o, 1000, *q, a);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(f->replicas.size(), 3u);
+  const rules::ReplicaFacts& ra = f->replicas[0];
+  EXPECT_EQ(ra.replica, "a:1");
+  EXPECT_EQ(ra.up, true);
+  EXPECT_FALSE(ra.stale);
+  EXPECT_DOUBLE_EQ(*ra.ttft_p99_s, 0.25);
+  EXPECT_DOUBLE_EQ(*ra.queue_share, 1.0);  // clamped
+  EXPECT_TRUE(ra.has_exporter);
+  ASSERT_EQ(ra.exporter_findings.size(), 1u);
+  EXPECT_EQ(ra.exporter_findings[0].rule, "load.itl_stalls");
+  EXPECT_EQ(f->replicas[1].replica, "b:1");
+  EXPECT_TRUE(f->replicas[1].stale);
+  EXPECT_EQ(f->replicas[2].replica, "down:1");
+  EXPECT_EQ(f->replicas[2].up, false);
+
+  auto findings = rules::JudgeFleet(f->replicas);
+  rules::RankFindings(findings);
+  auto j = FleetToJson(*f, findings);
+  EXPECT_EQ(j["schema"], "latdoc.fleet/1");
+  EXPECT_EQ(j["replicas"][0]["replica"], "down:1");
+  EXPECT_EQ(j["replicas"][0]["worst_severity"], "fail");
+  EXPECT_TRUE(j["replicas"][0]["ttft_p99_ms"].is_null());
+  EXPECT_EQ(j["worst_severity"], "fail");
+  EXPECT_THAT(RenderFleetSummary(*f, findings),
+              HasSubstr("Fleet: 3 replicas matching {job=\"vllm\"} at http://p:9090, last 30s"));
+  EXPECT_THAT(RenderFleetMarkdown(*f, findings), HasSubstr("| a:1 | ok | up |"));
+}
+
+TEST(FleetTest, NoReplicaIsBadInputWithTheQueryToTry) {
+  FleetOptions o;
+  o.selector = "{job=\"nope\"}";
+  o.window_ns = 60'000'000'000;
+  o.prometheus_url = "http://p:9090";
+  auto q = FleetQueries(o, 1000);
+  std::vector<std::vector<PromSeries>> a(kQCount);
+  auto f = AssembleFleet(o, 1000, *q, a);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.status().message(),
+            "no vLLM series match {job=\"nope\"} at http://p:9090 in the last 60s (is Prometheus "
+            "scraping the replicas' /metrics? the query up{job=\"nope\"} lists the targets)");
+}
+
+}  // namespace
+}  // namespace latdoc::fleet
