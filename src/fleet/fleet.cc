@@ -212,8 +212,11 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
   for (const PromSeries& s : a[kQExporterInfo]) {
     auto inst = s.labels.find("instance");
     auto target = s.labels.find("target");
-    if (inst == s.labels.end() || target == s.labels.end() || target->second.empty()) continue;
-    exporter_of[inst->second] = HostPortOf(target->second);
+    if (inst == s.labels.end() || target == s.labels.end()) continue;
+    // Joined by the replica label itself when the exporter's series carry it (`--by pod` in
+    // Kubernetes, where the sidecar shares the pod), else by its target's host:port.
+    auto same = r == "instance" ? s.labels.end() : s.labels.find(r);
+    exporter_of[inst->second] = same != s.labels.end() ? same->second : HostPortOf(target->second);
   }
   for (auto& [name, f] : replicas) {
     f.request_rate_per_s = Get(rate, name);

@@ -14,7 +14,8 @@
 //   up               up{S} (targets down), and a range query of vllm:num_requests_running over
 //                    the window (replicas whose series stopped)
 //   exporter         latdoc_exporter_info{target} maps a `latdoc exporter` to the replica whose
-//                    host:port its --target names; max_over_time(latdoc_finding{severity=~
+//                    host:port its --target names (or, with a replica label other than
+//                    `instance` that the exporter's series carry too, e.g. `pod`, by that label); max_over_time(latdoc_finding{severity=~
 //                    "warn|fail"}[W]) gives its findings.
 // All queries run at once (prometheus_client.h); no recording rule is needed.
 // Thread safety: none needed (one call, blocking).

@@ -103,6 +103,28 @@ TEST(FleetTest, AssembleJoinsTheAnswers) {
   EXPECT_THAT(RenderFleetMarkdown(*f, findings), HasSubstr("| a:1 | ok | up |"));
 }
 
+// With --by pod, an exporter sidecar is joined by the pod label its series share with vLLM's,
+// whatever its --target says.
+TEST(FleetTest, ExporterJoinedByTheReplicaLabel) {
+  FleetOptions o;
+  o.replica_label = "pod";
+  o.window_ns = 30'000'000'000;
+  auto q = FleetQueries(o, 1000);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ((*q)[kQRate].promql,
+            "sum by (pod) (rate(vllm:e2e_request_latency_seconds_count{}[30000ms]))");
+  std::vector<std::vector<PromSeries>> a(kQCount);
+  a[kQSeen] = {PromSeries{{{"pod", "vllm-0"}}, {{1000, 1}}}};
+  a[kQExporterInfo] = {S({{"instance", "10.1.0.5:9464"}, {"pod", "vllm-0"}, {"target", "http://127.0.0.1:8000"}}, 1)};
+  a[kQExporterFindings] = {S({{"instance", "10.1.0.5:9464"}, {"rule", "host.numa"}, {"severity", "fail"}}, 1)};
+  auto f = AssembleFleet(o, 1000, *q, a);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(f->replicas.size(), 1u);
+  EXPECT_TRUE(f->replicas[0].has_exporter);
+  ASSERT_EQ(f->replicas[0].exporter_findings.size(), 1u);
+  EXPECT_EQ(f->replicas[0].exporter_findings[0].rule, "host.numa");
+}
+
 TEST(FleetTest, NoReplicaIsBadInputWithTheQueryToTry) {
   FleetOptions o;
   o.selector = "{job=\"nope\"}";
