@@ -25,7 +25,7 @@ struct FleetArgs {
   fleet::FleetOptions o;
   double window_s = 15 * 60;
   double timeout_s = 30;
-  std::string json_path, markdown_path;
+  std::string json_path, markdown_path, html_path;
   double outlier_k = 3;
   bool show_ok = false;
   bool no_color = false;
@@ -61,6 +61,10 @@ int RunFleet(FleetArgs& a) {
         !st.ok())
       return Fail("fleet", st);
   }
+  if (!a.html_path.empty()) {
+    if (Status st = WriteFileAtomic(a.html_path, fleet::RenderFleetHtml(*facts, findings)); !st.ok())
+      return Fail("fleet", st);
+  }
   return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
 }
 
@@ -94,6 +98,9 @@ Command RegisterFleet(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--json", a->json_path, "Write replicas and findings as JSON (schema latdoc.fleet/1)");
   app->add_option("--markdown", a->markdown_path, "Write the replica table and findings as Markdown");
+  app->add_option("--html", a->html_path,
+                  "Write one HTML page: the replica table, heat maps of p99 TTFT and ITL over "
+                  "the window, the findings");
   app->add_flag("--show-ok", a->show_ok, "List passed and skipped checks too");
   AddQuietFlag(app, nullptr, "No terminal summary");
   AddNoColorFlag(app);

@@ -91,6 +91,11 @@ std::string HostPortOf(std::string_view url) {
   return fmt::format("{}:{}", s, tls ? 443 : 80);
 }
 
+// The heat map's rate window: at least 3 steps (so a step sees scrapes), a tenth of the window.
+double HeatRateWindowS(double window_s, double step_s) {
+  return std::max(3 * step_s, std::floor(window_s / 10));
+}
+
 StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s) {
   ASSIGN_OR_RETURN(std::string m, SelectorMatchers("--selector", o.selector));
   ASSIGN_OR_RETURN(std::string e, SelectorMatchers("--exporter-selector", o.exporter_selector));
@@ -154,8 +159,44 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   q[kQExporterFindings].promql = fmt::format(
       "max by (instance, rule, severity) (max_over_time(latdoc_finding{{severity=~\"warn|fail\"{}}}{})) > 0",
       e.empty() ? "" : "," + e, w);
+  // The heat map's range queries: the same steps as kQSeen.
+  const double heat_window_s = HeatRateWindowS(window_s, step_s);
+  const std::string hw = fmt::format("[{}ms]", int64_t(heat_window_s * 1000));
+  q[kQTtft99Range] = q[kQSeen];
+  q[kQTtft99Range].promql =
+      fmt::format("histogram_quantile(0.99, sum by ({}, le) (rate({}{})))", r,
+                  sel("vllm:time_to_first_token_seconds_bucket"), hw);
+  q[kQItl99Range] = q[kQSeen];
+  q[kQItl99Range].promql = fmt::format(
+      "histogram_quantile(0.99, sum by ({0}, le) (rate({1}{3})) or sum by ({0}, le) "
+      "(rate({2}{3})))",
+      r, sel("vllm:inter_token_latency_seconds_bucket"),
+      sel("vllm:time_per_output_token_seconds_bucket"), hw);
   return q;
 }
+
+namespace {
+
+// A range answer as one row per replica, aligned on the query's steps.
+std::map<std::string, std::vector<std::optional<double>>> Rows(const std::vector<PromSeries>& answer,
+                                                                const PromQuery& q,
+                                                                const std::string& label,
+                                                                size_t steps) {
+  std::map<std::string, std::vector<std::optional<double>>> out;
+  for (const PromSeries& s : answer) {
+    auto it = s.labels.find(label);
+    if (it == s.labels.end()) continue;
+    auto& row = out[it->second];
+    row.resize(steps);
+    for (const auto& [t, v] : s.samples) {
+      const double k = std::round((t - q.start_s) / q.step_s);
+      if (k >= 0 && k < double(steps) && std::isfinite(v)) row[size_t(k)] = v;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
                                    const std::vector<PromQuery>& queries,
@@ -245,6 +286,19 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     std::optional<rules::Severity> severity = rules::ParseSeverity(sev->second);
     if (!severity) continue;
     replica->second.exporter_findings.push_back({rule->second, *severity});
+  }
+  const size_t steps = size_t(std::llround((seen.end_s - seen.start_s) / seen.step_s)) + 1;
+  for (size_t k = 0; k < steps; ++k) facts.times_unix_s.push_back(seen.start_s + double(k) * seen.step_s);
+  facts.heat_rate_window_s = HeatRateWindowS(double(o.window_ns) / 1e9, seen.step_s);
+  auto ttft_rows = Rows(a[kQTtft99Range], queries[kQTtft99Range], r, steps);
+  auto itl_rows = Rows(a[kQItl99Range], queries[kQItl99Range], r, steps);
+  for (const auto& [name, f] : replicas) {
+    auto t = ttft_rows.find(name);
+    facts.ttft_p99_over_time_s[name] =
+        t != ttft_rows.end() ? t->second : std::vector<std::optional<double>>(steps);
+    auto i = itl_rows.find(name);
+    facts.itl_p99_over_time_s[name] =
+        i != itl_rows.end() ? i->second : std::vector<std::optional<double>>(steps);
   }
   for (auto& [name, f] : replicas) {
     // Worst first; a rule seen at two severities within the window counts at its worst.

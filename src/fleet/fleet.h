@@ -17,11 +17,14 @@
 //                    host:port its --target names (or, with a replica label other than
 //                    `instance` that the exporter's series carry too, e.g. `pod`, by that label); max_over_time(latdoc_finding{severity=~
 //                    "warn|fail"}[W]) gives its findings.
+//   heat map         the p99s again as range queries over the window, a point every window/60
+//                    (at least 1 s), each over a rate window of max(3 steps, window/10).
 // All queries run at once (prometheus_client.h); no recording rule is needed.
 // Thread safety: none needed (one call, blocking).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +53,13 @@ struct FleetFacts {
   int64_t window_ns = 0;
   double at_unix_s = 0;
   std::vector<rules::ReplicaFacts> replicas;   // sorted by replica
+  // The heat map: each replica's p99 TTFT and ITL (seconds) at each of `times_unix_s` (the
+  // range query's steps), over a rate window of heat_rate_window_s ending there; nullopt where
+  // it had no traffic.
+  std::vector<double> times_unix_s;
+  double heat_rate_window_s = 0;
+  std::map<std::string, std::vector<std::optional<double>>> ttft_p99_over_time_s;
+  std::map<std::string, std::vector<std::optional<double>>> itl_p99_over_time_s;
   size_t queries = 0;
   int64_t query_ns = 0;            // wall time of the queries
 };
@@ -64,7 +74,8 @@ std::string WithMatchers(std::string_view metric, std::string_view m);
 // The queries CollectFleet asks, in a fixed order (FleetQueryIndex below).
 enum FleetQueryIndex {
   kQSeen, kQUp, kQRate, kQTtft50, kQTtft99, kQItl50, kQItl99, kQQueueShare, kQRunning,
-  kQWaiting, kQKv, kQPreemptions, kQExporterInfo, kQExporterFindings, kQCount
+  kQWaiting, kQKv, kQPreemptions, kQExporterInfo, kQExporterFindings, kQTtft99Range,
+  kQItl99Range, kQCount
 };
 StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s);
 

@@ -162,8 +162,17 @@ nlohmann::ordered_json FleetToJson(const FleetFacts& facts,
     x["exporter_findings"] = nlohmann::ordered_json::array();
     for (const rules::ExporterFinding& f : r->exporter_findings)
       x["exporter_findings"].push_back({{"rule", f.rule}, {"severity", rules::SeverityName(f.severity)}});
+    for (const auto& [key, rows] :
+         {std::pair{"ttft_p99_ms_over_time", &facts.ttft_p99_over_time_s},
+          std::pair{"itl_p99_ms_over_time", &facts.itl_p99_over_time_s}}) {
+      x[key] = nlohmann::ordered_json::array();
+      if (auto it = rows->find(r->replica); it != rows->end())
+        for (const std::optional<double>& v : it->second) x[key].push_back(J(v, 1e3));
+    }
     j["replicas"].push_back(std::move(x));
   }
+  j["times_unix_s"] = facts.times_unix_s;
+  j["heat_rate_window_s"] = facts.heat_rate_window_s;
   j["findings"] = nlohmann::ordered_json::array();
   for (const rules::Finding& f : findings) j["findings"].push_back(nlohmann::ordered_json::parse(rules::ToJson(f).dump()));
   j["worst_severity"] = rules::SeverityName(rules::WorstSeverity(findings));
@@ -184,6 +193,106 @@ std::string RenderFleetMarkdown(const FleetFacts& facts,
   }
   out += "\n## Findings\n\n" + report::RenderFindingsMarkdown(findings);
   return out;
+}
+
+namespace {
+
+std::string Esc(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Green (ratio <= 1) to yellow (1.5) to red (>= 3), as an HSL hue 120 -> 60 -> 0.
+std::string HeatColour(double ratio) {
+  double hue = 120;
+  if (ratio > 1 && ratio <= 1.5) hue = 120 - 60 * (ratio - 1) / 0.5;
+  if (ratio > 1.5) hue = std::max(0.0, 60 - 60 * (ratio - 1.5) / 1.5);
+  return fmt::format("hsl({:.0f},75%,50%)", hue);
+}
+
+std::string HeatMap(const FleetFacts& facts, const std::vector<const rules::ReplicaFacts*>& order,
+                    const std::map<std::string, std::vector<std::optional<double>>>& rows,
+                    std::string_view title) {
+  const size_t steps = facts.times_unix_s.size();
+  // The fleet's median at each step, over the replicas with traffic then.
+  std::vector<std::optional<double>> median(steps);
+  for (size_t k = 0; k < steps; ++k) {
+    std::vector<double> v;
+    for (const auto& [name, row] : rows)
+      if (k < row.size() && row[k]) v.push_back(*row[k]);
+    median[k] = rules::Median(std::move(v));
+  }
+  std::string out = fmt::format(
+      "<h2>{}</h2>\n<p class=note>A column every {:g} s over the last {}, each over {:g} s of "
+      "traffic; colour: the value over the fleet's median then (green at or under it, yellow "
+      "1.5x, red 3x or more; grey: no traffic).</p>\n<table class=heat>\n",
+      Esc(title), steps > 1 ? facts.times_unix_s[1] - facts.times_unix_s[0] : 0,
+      WindowText(facts.window_ns), facts.heat_rate_window_s);
+  for (const rules::ReplicaFacts* r : order) {
+    out += "<tr><th>" + Esc(r->replica) + "</th>";
+    auto it = rows.find(r->replica);
+    for (size_t k = 0; k < steps; ++k) {
+      std::optional<double> v;
+      if (it != rows.end() && k < it->second.size()) v = it->second[k];
+      if (!v) {
+        out += "<td class=none title=\"no traffic\"></td>";
+        continue;
+      }
+      const double ratio = median[k] && *median[k] > 0 ? *v / *median[k] : 1;
+      out += fmt::format("<td style=\"background:{}\" title=\"{:.1f} ms ({:.1f}x median)\"></td>",
+                         HeatColour(ratio), *v * 1e3, ratio);
+    }
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+}  // namespace
+
+std::string RenderFleetHtml(const FleetFacts& facts, const std::vector<rules::Finding>& findings) {
+  std::vector<const rules::ReplicaFacts*> order = ReplicasInReportOrder(facts, findings);
+  std::string out =
+      "<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>latdoc fleet</title>\n"
+      "<style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
+      "td,th{padding:2px 6px;text-align:right}th{text-align:left}"
+      ".replicas td:nth-child(-n+3),.replicas td:last-child{text-align:left}.replicas tr:nth-child(even){background:#f4f4f4}"
+      ".heat td{width:8px;height:14px;padding:0;border:1px solid #fff}.heat td.none{background:#ddd}"
+      ".heat th{font-weight:normal;font-family:monospace;padding-right:8px}"
+      ".fail{color:#b00;font-weight:bold}.warn{color:#a60;font-weight:bold}.note{color:#555}"
+      "li{margin-bottom:.6em}</style></head><body>\n<h1>latdoc fleet</h1>\n<p>" +
+      Esc(Heading(facts)) + "</p>\n<table class=replicas>\n<tr>";
+  for (const std::string& h : kHeader) out += "<th>" + Esc(h) + "</th>";
+  out += "</tr>\n";
+  for (const Row& row : Rows(facts, findings)) {
+    out += "<tr>";
+    for (size_t c = 0; c < row.cells.size(); ++c)
+      out += c == 1 ? "<td class=" + Esc(row.cells[c]) + ">" + Esc(row.cells[c]) + "</td>"
+                    : "<td>" + Esc(row.cells[c]) + "</td>";
+    out += "</tr>\n";
+  }
+  out += "</table>\n";
+  out += HeatMap(facts, order, facts.ttft_p99_over_time_s, "p99 TTFT over time");
+  out += HeatMap(facts, order, facts.itl_p99_over_time_s, "p99 ITL over time");
+  out += "<h2>Findings</h2>\n<ul>\n";
+  for (const rules::Finding& f : findings) {
+    if (f.severity < rules::Severity::kInfo) continue;
+    const std::string sev(rules::SeverityName(f.severity));
+    out += "<li><span class=" + sev + ">" + Esc(sev) + "</span> <code>" + Esc(f.id) + "</code> " +
+           Esc(f.title);
+    if (!f.advice.empty()) out += "<br><span class=note>fix: " + Esc(f.advice) + "</span>";
+    out += "</li>\n";
+  }
+  return out + "</ul>\n</body></html>\n";
 }
 
 }  // namespace latdoc::fleet

@@ -10,7 +10,9 @@
 //                  "ttft_p50_ms": .., "ttft_p99_ms": .., "itl_p50_ms": .., "itl_p99_ms": ..,
 //                  "queue_share": 0.02, "running_mean": 1.0, "waiting_mean": 0,
 //                  "kv_usage_ratio": 0.1, "preemptions": 0, "exporter": true,
-//                  "exporter_findings": [{"rule": "load.itl_stalls", "severity": "warn"}]}],
+//                  "exporter_findings": [{"rule": "load.itl_stalls", "severity": "warn"}],
+//                  "ttft_p99_ms_over_time": [..], "itl_p99_ms_over_time": [..]}],
+//    "times_unix_s": [...], "heat_rate_window_s": 90,
 //    "findings": [Finding...], "worst_severity": "fail"}
 // A value Prometheus did not give is null.
 #pragma once
@@ -42,5 +44,12 @@ nlohmann::ordered_json FleetToJson(const FleetFacts& facts,
 
 std::string RenderFleetMarkdown(const FleetFacts& facts,
                                 const std::vector<rules::Finding>& findings);
+
+// One self-contained HTML page (no script, no external resource): the heading, the replica
+// table, two heat maps (p99 TTFT and p99 ITL, a row per replica in report order, a column per
+// step of the window; a cell's colour is its value over the fleet's median at that step:
+// green at or under it, yellow at 1.5x, red at 3x and beyond, grey without traffic; its title
+// gives the value), and the findings. Replica names and all text are HTML-escaped.
+std::string RenderFleetHtml(const FleetFacts& facts, const std::vector<rules::Finding>& findings);
 
 }  // namespace latdoc::fleet

@@ -101,6 +101,38 @@ TEST(FleetTest, AssembleJoinsTheAnswers) {
   EXPECT_THAT(RenderFleetSummary(*f, findings),
               HasSubstr("Fleet: 3 replicas matching {job=\"vllm\"} at http://p:9090, last 30s"));
   EXPECT_THAT(RenderFleetMarkdown(*f, findings), HasSubstr("| a:1 | ok | up |"));
+  // The heat map's steps: 30 s at 1 s, both ends included.
+  ASSERT_EQ(f->times_unix_s.size(), 31u);
+  EXPECT_DOUBLE_EQ(f->times_unix_s.front(), 970);
+  EXPECT_DOUBLE_EQ(f->heat_rate_window_s, 3);
+}
+
+// The heat map colours a replica by its value over the fleet's median at each step, escapes
+// names, and marks steps without traffic.
+TEST(FleetTest, HtmlHeatMap) {
+  FleetFacts f;
+  f.prometheus = "http://p:9090";
+  f.selector = "{}";
+  f.replica_label = "instance";
+  f.window_ns = 2'000'000'000;
+  f.times_unix_s = {100, 101, 102};
+  f.heat_rate_window_s = 3;
+  for (const char* name : {"a:1", "b:1", "<x>:1"}) {
+    rules::ReplicaFacts r;
+    r.replica = name;
+    r.up = true;
+    f.replicas.push_back(r);
+    f.ttft_p99_over_time_s[name] = {0.1, 0.1, std::nullopt};
+    f.itl_p99_over_time_s[name] = {0.01, 0.01, 0.01};
+  }
+  f.ttft_p99_over_time_s["<x>:1"] = {0.1, 0.4, std::nullopt};
+  const std::string html = RenderFleetHtml(f, {});
+  EXPECT_THAT(html, HasSubstr("<th>&lt;x&gt;:1</th>"));
+  EXPECT_THAT(html, ::testing::Not(HasSubstr("<x>")));
+  EXPECT_THAT(html, HasSubstr("title=\"400.0 ms (4.0x median)\""));
+  EXPECT_THAT(html, HasSubstr("background:hsl(0,75%,50%)"));    // 4x: red
+  EXPECT_THAT(html, HasSubstr("background:hsl(120,75%,50%)"));  // at the median: green
+  EXPECT_THAT(html, HasSubstr("<td class=none title=\"no traffic\"></td>"));
 }
 
 // With --by pod, an exporter sidecar is joined by the pod label its series share with vLLM's,

@@ -199,8 +199,10 @@ TEST(FleetE2eTest, NamesTheSickAndTheOverloadedReplicaFirst) {
 
   const std::string json_path = (dir.path / "fleet.json").string();
   const std::string md_path = (dir.path / "fleet.md").string();
+  const std::string html_path = (dir.path / "fleet.html").string();
   RunResult r = RunLatdoc({"fleet", "--prometheus", prom.url(), "--selector", "{job=\"vllm\"}",
-                           "--window", "20s", "--json", json_path, "--markdown", md_path});
+                           "--window", "20s", "--json", json_path, "--markdown", md_path,
+                           "--html", html_path});
   // The slow replica's ITL is far beyond the bound and 2x the median: a fail finding.
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto doc = nlohmann::json::parse(ReadFile(json_path), nullptr, false);
@@ -257,6 +259,27 @@ TEST(FleetE2eTest, NamesTheSickAndTheOverloadedReplicaFirst) {
   EXPECT_THAT(r.out, StartsWith("Fleet: 4 replicas matching {job=\"vllm\"} at " + prom.url() +
                                 ", last 20s"));
   EXPECT_THAT(ReadFile(md_path), HasSubstr("| " + Instance(slow.port()) + " | fail | up |"));
+  // The heat map: 21 steps (20 s at 1 s), the slow replica's ITL row first and, at most
+  // steps, red or orange (at least 2x the fleet's median then).
+  ASSERT_EQ(doc["times_unix_s"].size(), 21u);
+  const auto& slow_itl_row = doc["replicas"][0]["itl_p99_ms_over_time"];
+  ASSERT_EQ(slow_itl_row.size(), 21u);
+  const std::string html = ReadFile(html_path);
+  EXPECT_THAT(html, HasSubstr("<h2>p99 ITL over time</h2>"));
+  const size_t itl_at = html.find("<h2>p99 ITL over time</h2>");
+  const size_t row_at = html.find("<tr><th>" + Instance(slow.port()) + "</th>", itl_at);
+  ASSERT_NE(row_at, std::string::npos);
+  const std::string row = html.substr(row_at, html.find("</tr>", row_at) - row_at);
+  int hot = 0, cells = 0;
+  for (size_t at = row.find("<td"); at != std::string::npos; at = row.find("<td", at + 1)) {
+    ++cells;
+    const size_t x = row.find("x median", at);
+    const size_t open = row.rfind('(', x);
+    if (x != std::string::npos && x < row.find("</td>", at) && std::stod(row.substr(open + 1)) >= 2)
+      ++hot;
+  }
+  EXPECT_EQ(cells, 21);
+  EXPECT_GE(hot, 10) << row;
 
   // A PromQL error: exit 2, Prometheus's message quoted.
   r = RunLatdoc({"fleet", "--prometheus", prom.url(), "--selector", "{job=~\"(\"}"});
