@@ -51,6 +51,8 @@ StatusOr<std::string> SelectorMatchers(std::string_view flag, std::string_view s
   };
   if (s.front() != '{' || s.back() != '}') return bad("must start with '{' and end with '}'");
   std::string_view inner = s.substr(1, s.size() - 2);
+  while (!inner.empty() && inner.front() == ' ') inner.remove_prefix(1);
+  while (!inner.empty() && inner.back() == ' ') inner.remove_suffix(1);
   bool in_quote = false;
   char quote = 0;
   for (size_t i = 0; i < inner.size(); ++i) {
@@ -71,6 +73,13 @@ StatusOr<std::string> SelectorMatchers(std::string_view flag, std::string_view s
 
 std::string WithMatchers(std::string_view metric, std::string_view m) {
   return fmt::format("{}{{{}}}", metric, m);
+}
+
+std::string WindowText(int64_t window_ns) {
+  const int64_t s = window_ns / 1'000'000'000;
+  if (s > 0 && s % 3600 == 0) return fmt::format("{}h", s / 3600);
+  if (s > 0 && s % 60 == 0) return fmt::format("{}m", s / 60);
+  return fmt::format("{}s", s);
 }
 
 std::string HostPortOf(std::string_view url) {
@@ -237,9 +246,9 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
   }
   if (replicas.empty()) {
     return InvalidArgument(fmt::format(
-        "no vLLM series match {} at {} in the last {}s (is Prometheus scraping the replicas' "
+        "no vLLM series match {} at {} in the last {} (is Prometheus scraping the replicas' "
         "/metrics? the query {} lists the targets)",
-        facts.selector, o.prometheus_url, o.window_ns / 1'000'000'000,
+        facts.selector, o.prometheus_url, WindowText(o.window_ns),
         WithMatchers("up", m)));
   }
 

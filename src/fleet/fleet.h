@@ -88,6 +88,9 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
 // Queries Prometheus and assembles the facts.
 StatusOr<FleetFacts> CollectFleet(const FleetOptions& o);
 
+// A window for people: "15m", "1h", "20s" (whole seconds).
+std::string WindowText(int64_t window_ns);
+
 // "http://10.0.0.7:8000/v1" -> "10.0.0.7:8000" (the `instance` Prometheus gives that target).
 std::string HostPortOf(std::string_view url);
 

@@ -41,12 +41,6 @@ std::string ExporterText(const rules::ReplicaFacts& r) {
   return out;
 }
 
-std::string WindowText(int64_t window_ns) {
-  const int64_t s = window_ns / 1'000'000'000;
-  if (s % 3600 == 0) return fmt::format("{}h", s / 3600);
-  if (s % 60 == 0) return fmt::format("{}m", s / 60);
-  return fmt::format("{}s", s);
-}
 
 struct Row {
   std::vector<std::string> cells;

@@ -13,6 +13,7 @@ using ::testing::HasSubstr;
 TEST(FleetTest, SelectorMatchers) {
   EXPECT_EQ(*SelectorMatchers("--selector", ""), "");
   EXPECT_EQ(*SelectorMatchers("--selector", "{}"), "");
+  EXPECT_EQ(*SelectorMatchers("--selector", "{ }"), "");
   EXPECT_EQ(*SelectorMatchers("--selector", " {job=\"vllm\",pod=~\"a.*\"} "),
             "job=\"vllm\",pod=~\"a.*\"");
   EXPECT_EQ(*SelectorMatchers("--selector", "{job=\"a}b\"}"), "job=\"a}b\"");
@@ -168,7 +169,7 @@ TEST(FleetTest, NoReplicaIsBadInputWithTheQueryToTry) {
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(f.status().message(),
-            "no vLLM series match {job=\"nope\"} at http://p:9090 in the last 60s (is Prometheus "
+            "no vLLM series match {job=\"nope\"} at http://p:9090 in the last 1m (is Prometheus "
             "scraping the replicas' /metrics? the query up{job=\"nope\"} lists the targets)");
 }
 

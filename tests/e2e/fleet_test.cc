@@ -291,7 +291,7 @@ TEST(FleetE2eTest, NamesTheSickAndTheOverloadedReplicaFirst) {
   r = RunLatdoc({"fleet", "--prometheus", prom.url(), "--selector", "{job=\"nope\"}", "--window", "1m"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err, "latdoc fleet: no vLLM series match {job=\"nope\"} at " + prom.url() +
-                       " in the last 60s (is Prometheus scraping the replicas' /metrics? the "
+                       " in the last 1m (is Prometheus scraping the replicas' /metrics? the "
                        "query up{job=\"nope\"} lists the targets)\n");
 
   // A replica stops: once Prometheus says so, it is a target down (fail), named.
