@@ -37,6 +37,34 @@ std::optional<double> Get(const std::map<std::string, double>& m, const std::str
   return it->second;
 }
 
+// The metric names of each server dialect, after src/servermetrics/metric_names.cc (which
+// cites each server's source): vLLM V1 (older names second), SGLang, TGI. nullptr: none.
+struct Dialect {
+  const char* requests[1];      // a counter of finished requests
+  const char* ttft[1];          // histograms, without _bucket
+  const char* itl[2];
+  const char* queue[1];
+  const char* running[1];       // gauges
+  const char* waiting[1];
+  const char* kv[2];            // KV-cache usage, 0..1
+  const char* preemptions[1];   // a counter
+};
+constexpr Dialect kDialects[] = {
+    {{"vllm:e2e_request_latency_seconds_count"}, {"vllm:time_to_first_token_seconds"},
+     {"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"},
+     {"vllm:request_queue_time_seconds"}, {"vllm:num_requests_running"},
+     {"vllm:num_requests_waiting"}, {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
+     {"vllm:num_preemptions_total"}},
+    {{"sglang:num_requests_total"}, {"sglang:time_to_first_token_seconds"},
+     {"sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"},
+     {"sglang:queue_time_seconds"}, {"sglang:num_running_reqs"}, {"sglang:num_queue_reqs"},
+     {"sglang:token_usage", nullptr}, {"sglang:num_retracted_requests_total"}},
+    // TGI has no TTFT histogram, and its per-token histogram holds each request's mean.
+    {{"tgi_request_success"}, {nullptr}, {"tgi_request_mean_time_per_token_duration", nullptr},
+     {"tgi_request_queue_duration"}, {"tgi_batch_current_size"}, {"tgi_queue_size"},
+     {nullptr, nullptr}, {nullptr}},
+};
+
 }  // namespace
 
 StatusOr<std::string> SelectorMatchers(std::string_view flag, std::string_view selector) {
@@ -115,30 +143,52 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   const std::string r = o.replica_label;
   const std::string w = fmt::format("[{}ms]", o.window_ns / 1'000'000);
   const auto sel = [&](std::string_view metric) { return WithMatchers(metric, m); };
-  const auto rate = [&](std::string_view metric) {
-    return fmt::format("sum by ({}) (rate({}{}))", r, sel(metric), w);
+  // {__name__=~"a|b",S}: several names in one selector (the aggregation drops the name).
+  const auto names = [&](const std::vector<const char*>& list) {
+    std::string re;
+    for (const char* n : list) re += (re.empty() ? "" : "|") + std::string(n);
+    return fmt::format("{{__name__=~\"{}\"{}}}", re, m.empty() ? "" : "," + m);
   };
-  const auto quantile = [&](double q, std::string_view hist) {
-    return fmt::format("histogram_quantile({}, sum by ({}, le) (rate({}{})))", q, r,
-                       sel(std::string(hist) + "_bucket"), w);
+  // One expression per dialect that has the metric, joined by `or` (a replica speaks one).
+  const auto any = [&](auto per_dialect, auto field) {
+    std::string out;
+    for (const Dialect& d : kDialects) {
+      for (const char* metric : d.*field) {
+        if (!metric) continue;
+        out += (out.empty() ? "" : " or ") + per_dialect(metric);
+      }
+    }
+    return out;
   };
-  const auto itl = [&](double q) {
-    return fmt::format(
-        "histogram_quantile({0}, sum by ({1}, le) (rate({2}{4})) or sum by ({1}, le) "
-        "(rate({3}{4})))",
-        q, r, sel("vllm:inter_token_latency_seconds_bucket"),
-        sel("vllm:time_per_output_token_seconds_bucket"), w);
+  const auto rate_of = [&](std::string_view metric, const std::string& win) {
+    return fmt::format("sum by ({}) (rate({}{}))", r, sel(metric), win);
   };
-  const auto mean = [&](std::string_view hist) {
-    return fmt::format("({} / {})", rate(std::string(hist) + "_sum"),
-                       rate(std::string(hist) + "_count"));
+  const auto buckets = [&](const std::string& win) {
+    return [&, win](const char* hist) {
+      return fmt::format("sum by ({}, le) (rate({}{}))", r, sel(std::string(hist) + "_bucket"), win);
+    };
   };
-  const auto avg = [&](std::string_view gauge) {
-    return fmt::format("sum by ({}) (avg_over_time({}{}))", r, sel(gauge), w);
+  const auto quantile = [&](double q, auto field, const std::string& win) {
+    return fmt::format("histogram_quantile({}, {})", q, any(buckets(win), field));
   };
-  const std::string kv_sel =
-      "{__name__=~\"vllm:kv_cache_usage_perc|vllm:gpu_cache_usage_perc\"" +
-      (m.empty() ? "" : "," + m) + "}";
+  const auto avg = [&](auto field) {
+    return any([&](const char* g) { return fmt::format("sum by ({}) (avg_over_time({}{}))", r, sel(g), w); },
+               field);
+  };
+  const auto mean = [&](const char* hist) {
+    return fmt::format("({} / {})", rate_of(std::string(hist) + "_sum", w),
+                       rate_of(std::string(hist) + "_count", w));
+  };
+  std::vector<const char*> seen, kv, preempt;
+  std::string queue_share;
+  for (const Dialect& d : kDialects) {
+    seen.push_back(d.running[0]);
+    for (const char* n : d.kv) if (n) kv.push_back(n);
+    for (const char* n : d.preemptions) if (n) preempt.push_back(n);
+    if (d.queue[0] && d.ttft[0])
+      queue_share += (queue_share.empty() ? "" : " or ") +
+                     fmt::format("{} / {}", mean(d.queue[0]), mean(d.ttft[0]));
+  }
 
   std::vector<PromQuery> q(kQCount);
   for (PromQuery& x : q) x.time_s = at_unix_s;
@@ -146,41 +196,34 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   // has a point at `at`.
   const double window_s = double(o.window_ns) / 1e9;
   const double step_s = std::max(1.0, std::floor(window_s / 60));
-  q[kQSeen].promql = fmt::format("count by ({}) ({})", r, sel("vllm:num_requests_running"));
+  q[kQSeen].promql = fmt::format("count by ({}) ({})", r, names(seen));
   q[kQSeen].range = true;
   q[kQSeen].end_s = at_unix_s;
   q[kQSeen].start_s = at_unix_s - std::floor(window_s / step_s) * step_s;
   q[kQSeen].step_s = step_s;
   q[kQUp].promql = sel("up");
-  q[kQRate].promql = rate("vllm:e2e_request_latency_seconds_count");
-  q[kQTtft50].promql = quantile(0.5, "vllm:time_to_first_token_seconds");
-  q[kQTtft99].promql = quantile(0.99, "vllm:time_to_first_token_seconds");
-  q[kQItl50].promql = itl(0.5);
-  q[kQItl99].promql = itl(0.99);
-  q[kQQueueShare].promql = fmt::format("{} / {}", mean("vllm:request_queue_time_seconds"),
-                                       mean("vllm:time_to_first_token_seconds"));
-  q[kQRunning].promql = avg("vllm:num_requests_running");
-  q[kQWaiting].promql = avg("vllm:num_requests_waiting");
-  q[kQKv].promql = fmt::format("max by ({}) (avg_over_time({}{}))", r, kv_sel, w);
+  q[kQRate].promql = any([&](const char* c) { return rate_of(c, w); }, &Dialect::requests);
+  q[kQTtft50].promql = quantile(0.5, &Dialect::ttft, w);
+  q[kQTtft99].promql = quantile(0.99, &Dialect::ttft, w);
+  q[kQItl50].promql = quantile(0.5, &Dialect::itl, w);
+  q[kQItl99].promql = quantile(0.99, &Dialect::itl, w);
+  q[kQQueueShare].promql = queue_share;
+  q[kQRunning].promql = avg(&Dialect::running);
+  q[kQWaiting].promql = avg(&Dialect::waiting);
+  q[kQKv].promql = fmt::format("max by ({}) (avg_over_time({}{}))", r, names(kv), w);
   q[kQPreemptions].promql =
-      fmt::format("sum by ({}) (increase({}{}))", r, sel("vllm:num_preemptions_total"), w);
+      fmt::format("sum by ({}) (increase({}{}))", r, names(preempt), w);
   q[kQExporterInfo].promql = WithMatchers("latdoc_exporter_info", e);
   q[kQExporterFindings].promql = fmt::format(
       "max by (instance, rule, severity) (max_over_time(latdoc_finding{{severity=~\"warn|fail\"{}}}{})) > 0",
       e.empty() ? "" : "," + e, w);
   // The heat map's range queries: the same steps as kQSeen.
-  const double heat_window_s = HeatRateWindowS(window_s, step_s);
-  const std::string hw = fmt::format("[{}ms]", int64_t(heat_window_s * 1000));
+  const std::string hw =
+      fmt::format("[{}ms]", int64_t(HeatRateWindowS(window_s, step_s) * 1000));
   q[kQTtft99Range] = q[kQSeen];
-  q[kQTtft99Range].promql =
-      fmt::format("histogram_quantile(0.99, sum by ({}, le) (rate({}{})))", r,
-                  sel("vllm:time_to_first_token_seconds_bucket"), hw);
+  q[kQTtft99Range].promql = quantile(0.99, &Dialect::ttft, hw);
   q[kQItl99Range] = q[kQSeen];
-  q[kQItl99Range].promql = fmt::format(
-      "histogram_quantile(0.99, sum by ({0}, le) (rate({1}{3})) or sum by ({0}, le) "
-      "(rate({2}{3})))",
-      r, sel("vllm:inter_token_latency_seconds_bucket"),
-      sel("vllm:time_per_output_token_seconds_bucket"), hw);
+  q[kQItl99Range].promql = quantile(0.99, &Dialect::itl, hw);
   return q;
 }
 
@@ -246,8 +289,8 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
   }
   if (replicas.empty()) {
     return InvalidArgument(fmt::format(
-        "no vLLM series match {} at {} in the last {} (is Prometheus scraping the replicas' "
-        "/metrics? the query {} lists the targets)",
+        "no vLLM, SGLang or TGI series match {} at {} in the last {} (is Prometheus scraping "
+        "the replicas' /metrics? the query {} lists the targets)",
         facts.selector, o.prometheus_url, WindowText(o.window_ns),
         WithMatchers("up", m)));
   }

@@ -1,8 +1,10 @@
 // Fleet: what Prometheus holds about every replica of an inference service, read back with
 // PromQL and turned into the typed facts the fleet rules judge (rules/fleet_rules.h).
 //
-// A replica is one value of the replica label (`instance` by default) on the vLLM series that
-// the selector matches. Per replica, over the window W ending at the evaluation time:
+// A replica is one value of the replica label (`instance` by default) on the vLLM, SGLang or TGI
+// series that the selector matches. Per replica, over the window W ending at the evaluation
+// time (vLLM's names below; each query joins the dialects' names with `or`, see kDialects in
+// fleet.cc):
 //   request rate     sum by (R) (rate(vllm:e2e_request_latency_seconds_count{S}[W]))
 //   TTFT p50, p99    histogram_quantile(q, sum by (R, le) (rate(vllm:time_to_first_token_seconds_bucket{S}[W])))
 //   ITL p50, p99     the same over vllm:inter_token_latency_seconds (vllm:time_per_output_token_seconds,
@@ -80,7 +82,7 @@ enum FleetQueryIndex {
 StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s);
 
 // Joins the answers (in FleetQueryIndex order) into per-replica facts. Errors: no replica at
-// all (kInvalidArgument: the selector matched no vLLM series in the window).
+// all (kInvalidArgument: the selector matched no series of a known server in the window).
 StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
                                    const std::vector<PromQuery>& queries,
                                    const std::vector<std::vector<PromSeries>>& answers);

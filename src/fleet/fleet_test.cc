@@ -40,9 +40,19 @@ TEST(FleetTest, QueriesCarryTheSelectorAndWindow) {
   o.window_ns = 30'000'000'000;
   auto q = FleetQueries(o, 1000);
   ASSERT_TRUE(q.ok());
+  // Each dialect's histogram, joined by `or`; TGI has no TTFT histogram.
   EXPECT_EQ((*q)[kQTtft99].promql,
             "histogram_quantile(0.99, sum by (instance, le) "
-            "(rate(vllm:time_to_first_token_seconds_bucket{job=\"vllm\"}[30000ms])))");
+            "(rate(vllm:time_to_first_token_seconds_bucket{job=\"vllm\"}[30000ms])) or "
+            "sum by (instance, le) "
+            "(rate(sglang:time_to_first_token_seconds_bucket{job=\"vllm\"}[30000ms])))");
+  EXPECT_EQ((*q)[kQRunning].promql,
+            "sum by (instance) (avg_over_time(vllm:num_requests_running{job=\"vllm\"}[30000ms])) "
+            "or sum by (instance) (avg_over_time(sglang:num_running_reqs{job=\"vllm\"}[30000ms])) "
+            "or sum by (instance) (avg_over_time(tgi_batch_current_size{job=\"vllm\"}[30000ms]))");
+  EXPECT_EQ((*q)[kQSeen].promql,
+            "count by (instance) ({__name__=~\"vllm:num_requests_running|sglang:num_running_reqs|"
+            "tgi_batch_current_size\",job=\"vllm\"})");
   EXPECT_EQ((*q)[kQUp].promql, "up{job=\"vllm\"}");
   EXPECT_TRUE((*q)[kQSeen].range);
   EXPECT_DOUBLE_EQ((*q)[kQSeen].end_s, 1000);
@@ -145,7 +155,9 @@ TEST(FleetTest, ExporterJoinedByTheReplicaLabel) {
   auto q = FleetQueries(o, 1000);
   ASSERT_TRUE(q.ok());
   EXPECT_EQ((*q)[kQRate].promql,
-            "sum by (pod) (rate(vllm:e2e_request_latency_seconds_count{}[30000ms]))");
+            "sum by (pod) (rate(vllm:e2e_request_latency_seconds_count{}[30000ms])) or "
+            "sum by (pod) (rate(sglang:num_requests_total{}[30000ms])) or "
+            "sum by (pod) (rate(tgi_request_success{}[30000ms]))");
   std::vector<std::vector<PromSeries>> a(kQCount);
   a[kQSeen] = {PromSeries{{{"pod", "vllm-0"}}, {{1000, 1}}}};
   a[kQExporterInfo] = {S({{"instance", "10.1.0.5:9464"}, {"pod", "vllm-0"}, {"target", "http://127.0.0.1:8000"}}, 1)};
@@ -169,8 +181,9 @@ TEST(FleetTest, NoReplicaIsBadInputWithTheQueryToTry) {
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(f.status().message(),
-            "no vLLM series match {job=\"nope\"} at http://p:9090 in the last 1m (is Prometheus "
-            "scraping the replicas' /metrics? the query up{job=\"nope\"} lists the targets)");
+            "no vLLM, SGLang or TGI series match {job=\"nope\"} at http://p:9090 in the last 1m "
+            "(is Prometheus scraping the replicas' /metrics? the query up{job=\"nope\"} lists "
+            "the targets)");
 }
 
 }  // namespace

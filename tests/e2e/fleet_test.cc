@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -21,6 +22,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
@@ -290,7 +292,8 @@ TEST(FleetE2eTest, NamesTheSickAndTheOverloadedReplicaFirst) {
   // A selector that matches nothing: exit 2, and the query that lists the targets.
   r = RunLatdoc({"fleet", "--prometheus", prom.url(), "--selector", "{job=\"nope\"}", "--window", "1m"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(r.err, "latdoc fleet: no vLLM series match {job=\"nope\"} at " + prom.url() +
+  EXPECT_EQ(r.err, "latdoc fleet: no vLLM, SGLang or TGI series match {job=\"nope\"} at " +
+                       prom.url() +
                        " in the last 1m (is Prometheus scraping the replicas' /metrics? the "
                        "query up{job=\"nope\"} lists the targets)\n");
 
@@ -308,6 +311,99 @@ TEST(FleetE2eTest, NamesTheSickAndTheOverloadedReplicaFirst) {
     down = down || (f["id"] == "fleet.target_down" && ReplicaOf(f) == Instance(gone) &&
                     f["severity"] == "fail");
   EXPECT_TRUE(down) << r.out;
+}
+
+// SGLang's dialect, from series made with Prometheus's own tooling: four replicas' metrics over
+// 10 min written as OpenMetrics, turned into TSDB blocks by `promtool tsdb create-blocks-from
+// openmetrics`, served by Prometheus. The series are built so that every number has an exact
+// answer: constant gauges, counters rising linearly, histogram buckets whose quantiles fall on
+// or between known bounds.
+TEST(FleetE2eTest, SglangFleetFromPromtoolBlocks) {
+  const char* kPromtool = "/usr/bin/promtool";
+  if (::access(kPrometheus, X_OK) != 0 || ::access(kPromtool, X_OK) != 0)
+    GTEST_SKIP() << "no " << kPrometheus;
+  TempDir dir("fleet_sglang");
+  // The series run 2 min past now, so the 5 min window ending now is covered to both ends and
+  // rate() of a linear counter is its slope exactly (Prometheus extrapolates to the window's
+  // edges only over gaps shorter than 1.1 scrape intervals).
+  const int64_t end_s = WallNowNs() / 1'000'000'000 + 120;
+  const int kSteps = 48;  // 12 min at 15 s
+  const auto labels = [](int i) {
+    return "instance=\"10.0.0." + std::to_string(i + 1) + ":30000\",job=\"sglang\",model_name=\"m\"";
+  };
+  std::string om;
+  // A histogram with `requests_per_s` observations a second, the fractions `cdf` at `les`.
+  const auto hist = [&](const std::string& name, const std::vector<std::string>& les,
+                        const std::function<std::vector<double>(int)>& cdf, double requests_per_s) {
+    om += "# TYPE " + name + " histogram\n";
+    for (int i = 0; i < 4; ++i) {
+      const std::vector<double> c = cdf(i);
+      for (size_t b = 0; b < les.size(); ++b)
+        for (int k = 0; k <= kSteps; ++k)
+          om += fmt::format("{}_bucket{{{},le=\"{}\"}} {} {}\n", name, labels(i), les[b],
+                            requests_per_s * 15 * k * c[b], end_s - (kSteps - k) * 15);
+      for (int k = 0; k <= kSteps; ++k)
+        om += fmt::format("{}_count{{{}}} {} {}\n", name, labels(i), requests_per_s * 15 * k,
+                          end_s - (kSteps - k) * 15);
+      for (int k = 0; k <= kSteps; ++k)
+        om += fmt::format("{}_sum{{{}}} {} {}\n", name, labels(i), requests_per_s * 15 * k * 0.05,
+                          end_s - (kSteps - k) * 15);
+    }
+  };
+  const auto series = [&](const std::string& type, const std::string& family,
+                          const std::string& sample, const std::function<double(int, int)>& v) {
+    om += "# TYPE " + family + " " + type + "\n";
+    for (int i = 0; i < 4; ++i)
+      for (int k = 0; k <= kSteps; ++k)
+        om += fmt::format("{}{{{}}} {} {}\n", sample, labels(i), v(i, k), end_s - (kSteps - k) * 15);
+  };
+  // TTFT: half under 0.1 s, all under 0.25 s, on every replica.
+  hist("sglang:time_to_first_token_seconds", {"0.05", "0.1", "0.25", "+Inf"},
+       [](int) { return std::vector<double>{0, 0.5, 1, 1}; }, 2);
+  // ITL: half under 20 ms, all under 50 ms; replica 4 (10.0.0.4) ten times slower.
+  hist("sglang:inter_token_latency_seconds", {"0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "+Inf"},
+       [](int i) {
+         return i == 3 ? std::vector<double>{0, 0, 0, 0, 0.5, 1, 1}
+                       : std::vector<double>{0, 0.5, 1, 1, 1, 1, 1};
+       },
+       100);
+  series("counter", "sglang:num_requests", "sglang:num_requests_total",
+         [](int, int k) { return 2.0 * 15 * k; });
+  series("gauge", "sglang:num_running_reqs", "sglang:num_running_reqs", [](int, int) { return 6; });
+  series("gauge", "sglang:num_queue_reqs", "sglang:num_queue_reqs", [](int, int) { return 0; });
+  series("gauge", "sglang:token_usage", "sglang:token_usage", [](int, int) { return 0.3; });
+  om += "# EOF\n";
+  const std::string om_path = (dir.path / "fleet.om").string();
+  std::ofstream(om_path) << om;
+  Process blocks({kPromtool, "tsdb", "create-blocks-from", "openmetrics", om_path,
+                  (dir.path / "data").string()});
+  const std::string blocks_out = blocks.ReadToEnd(60000);
+  ASSERT_EQ(blocks.Wait(60000), 0) << blocks_out;
+  PrometheusProcess prom({}, {}, dir);
+
+  const std::string json_path = (dir.path / "fleet.json").string();
+  RunResult r = RunLatdoc({"fleet", "--prometheus", prom.url(), "--selector", "{job=\"sglang\"}",
+                           "--window", "5m", "--json", json_path});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto doc = nlohmann::json::parse(ReadFile(json_path), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.out << r.err;
+  ASSERT_EQ(doc["replicas"].size(), 4u) << doc.dump(1);
+  EXPECT_EQ(doc["replicas"][0]["replica"], "10.0.0.4:30000");
+  for (const auto& x : doc["replicas"]) {
+    const bool slow = x["replica"] == "10.0.0.4:30000";
+    EXPECT_NEAR(x["request_rate_per_s"].get<double>(), 2, 1e-6) << x.dump();
+    EXPECT_NEAR(x["running_mean"].get<double>(), 6, 1e-9);
+    EXPECT_NEAR(x["kv_usage_ratio"].get<double>(), 0.3, 1e-9);
+    EXPECT_NEAR(x["ttft_p50_ms"].get<double>(), 100, 1e-6);
+    // p50 on a bucket's bound; p99 interpolated: 20 + (0.99 - 0.5) / 0.5 * 30 = 49.4 ms.
+    EXPECT_NEAR(x["itl_p50_ms"].get<double>(), slow ? 200 : 20, 1e-6);
+    EXPECT_NEAR(x["itl_p99_ms"].get<double>(), slow ? 494 : 49.4, 1e-6);
+    EXPECT_EQ(x["worst_severity"], slow ? "fail" : "ok") << r.out;
+  }
+  const auto& first = doc["findings"][0];
+  EXPECT_EQ(first["id"], "fleet.outlier_itl");
+  EXPECT_EQ(first["severity"], "fail");
+  EXPECT_EQ(ReplicaOf(first), "10.0.0.4:30000");
 }
 
 // Nothing listens where --prometheus points: exit 3, and the message says so.
