@@ -28,6 +28,7 @@ struct FleetArgs {
   std::string json_path, markdown_path, html_path;
   double outlier_k = 3;
   bool show_ok = false;
+  bool over_time = false;
   bool no_color = false;
 };
 
@@ -43,6 +44,7 @@ int RunFleet(FleetArgs& a) {
                 kExitBadInput);
   a.o.window_ns = int64_t(a.window_s * 1e9);
   a.o.timeout_ns = int64_t(a.timeout_s * 1e9);
+  a.o.over_time = !a.html_path.empty() || a.over_time;
   StatusOr<fleet::FleetFacts> facts = fleet::CollectFleet(a.o);
   if (!facts.ok()) return Fail("fleet", facts.status());
   rules::FleetRuleOptions ro;
@@ -101,6 +103,9 @@ Command RegisterFleet(CLI::App& root) {
   app->add_option("--html", a->html_path,
                   "Write one HTML page: the replica table, heat maps of p99 TTFT and ITL over "
                   "the window, the findings");
+  app->add_flag("--over-time", a->over_time,
+                  "Also query each replica's p99 TTFT and ITL over the window (into --json; "
+                  "--html does it anyway)");
   app->add_flag("--show-ok", a->show_ok, "List passed and skipped checks too");
   AddQuietFlag(app, nullptr, "No terminal summary");
   AddNoColorFlag(app);

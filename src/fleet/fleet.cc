@@ -224,6 +224,7 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   q[kQTtft99Range].promql = quantile(0.99, &Dialect::ttft, hw);
   q[kQItl99Range] = q[kQSeen];
   q[kQItl99Range].promql = quantile(0.99, &Dialect::itl, hw);
+  if (!o.over_time) q[kQTtft99Range].promql = q[kQItl99Range].promql = "";
   return q;
 }
 
@@ -339,7 +340,8 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     if (!severity) continue;
     replica->second.exporter_findings.push_back({rule->second, *severity});
   }
-  const size_t steps = size_t(std::llround((seen.end_s - seen.start_s) / seen.step_s)) + 1;
+  const size_t steps =
+      o.over_time ? size_t(std::llround((seen.end_s - seen.start_s) / seen.step_s)) + 1 : 0;
   for (size_t k = 0; k < steps; ++k) facts.times_unix_s.push_back(seen.start_s + double(k) * seen.step_s);
   facts.heat_rate_window_s = HeatRateWindowS(double(o.window_ns) / 1e9, seen.step_s);
   auto ttft_rows = Rows(a[kQTtft99Range], queries[kQTtft99Range], r, steps);
@@ -375,10 +377,19 @@ StatusOr<FleetFacts> CollectFleet(const FleetOptions& o) {
   ASSIGN_OR_RETURN(std::vector<PromQuery> queries, FleetQueries(o, at));
   ASSIGN_OR_RETURN(PrometheusClient client, PrometheusClient::Create(o.prometheus_url, o.timeout_ns));
   const int64_t t0 = MonoNowNs();
-  ASSIGN_OR_RETURN(auto answers, client.Run(queries));
+  // Only the queries that are asked (an empty one, the heat map's without over_time, answers
+  // nothing).
+  std::vector<PromQuery> asked;
+  for (const PromQuery& q : queries)
+    if (!q.promql.empty()) asked.push_back(q);
+  ASSIGN_OR_RETURN(auto asked_answers, client.Run(asked));
   const int64_t dt = MonoNowNs() - t0;
+  std::vector<std::vector<PromSeries>> answers(queries.size());
+  for (size_t i = 0, k = 0; i < queries.size(); ++i)
+    if (!queries[i].promql.empty()) answers[i] = std::move(asked_answers[k++]);
   ASSIGN_OR_RETURN(FleetFacts facts, AssembleFleet(o, at, queries, answers));
   facts.query_ns = dt;
+  facts.queries = asked.size();
   return facts;
 }
 

@@ -58,6 +58,12 @@ TEST(FleetTest, QueriesCarryTheSelectorAndWindow) {
   EXPECT_DOUBLE_EQ((*q)[kQSeen].end_s, 1000);
   EXPECT_DOUBLE_EQ((*q)[kQSeen].start_s, 970);
   EXPECT_DOUBLE_EQ((*q)[kQSeen].step_s, 1);
+  // The heat map's range queries only when asked.
+  EXPECT_EQ((*q)[kQTtft99Range].promql, "");
+  o.over_time = true;
+  q = FleetQueries(o, 1000);
+  EXPECT_THAT((*q)[kQTtft99Range].promql, HasSubstr("[3000ms]"));
+  EXPECT_TRUE((*q)[kQTtft99Range].range);
   o.replica_label = "pod name";
   EXPECT_EQ(FleetQueries(o, 1000).status().message(), "--by 'pod name': not a Prometheus label name");
 }
@@ -73,6 +79,7 @@ TEST(FleetTest, AssembleJoinsTheAnswers) {
   o.selector = "{job=\"vllm\"}";
   o.window_ns = 30'000'000'000;
   o.prometheus_url = "http://p:9090";
+  o.over_time = true;
   auto q = FleetQueries(o, 1000);
   ASSERT_TRUE(q.ok());
   std::vector<std::vector<PromSeries>> a(kQCount);

@@ -383,7 +383,7 @@ TEST(FleetE2eTest, SglangFleetFromPromtoolBlocks) {
 
   const std::string json_path = (dir.path / "fleet.json").string();
   RunResult r = RunLatdoc({"fleet", "--prometheus", prom.url(), "--selector", "{job=\"sglang\"}",
-                           "--window", "5m", "--json", json_path});
+                           "--window", "5m", "--json", json_path, "--over-time"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto doc = nlohmann::json::parse(ReadFile(json_path), nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << r.out << r.err;
@@ -399,6 +399,9 @@ TEST(FleetE2eTest, SglangFleetFromPromtoolBlocks) {
     EXPECT_NEAR(x["itl_p50_ms"].get<double>(), slow ? 200 : 20, 1e-6);
     EXPECT_NEAR(x["itl_p99_ms"].get<double>(), slow ? 494 : 49.4, 1e-6);
     EXPECT_EQ(x["worst_severity"], slow ? "fail" : "ok") << r.out;
+    // --over-time: a point every 5 s (5 min / 60), each p99 the same as the window's.
+    ASSERT_EQ(x["itl_p99_ms_over_time"].size(), 61u);
+    for (const auto& v : x["itl_p99_ms_over_time"]) EXPECT_NEAR(v.get<double>(), slow ? 494 : 49.4, 1e-6);
   }
   const auto& first = doc["findings"][0];
   EXPECT_EQ(first["id"], "fleet.outlier_itl");
