@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 
 #include <fmt/core.h>
@@ -133,7 +134,19 @@ double HeatRateWindowS(double window_s, double step_s) {
   return std::max(3 * step_s, std::floor(window_s / 10));
 }
 
-StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s) {
+uint32_t DialectsSeen(const std::vector<PromSeries>& seen) {
+  uint32_t mask = 0;
+  for (const PromSeries& series : seen) {
+    auto name = series.labels.find("__name__");
+    if (name == series.labels.end()) continue;
+    for (size_t i = 0; i < std::size(kDialects); ++i)
+      if (name->second == kDialects[i].running[0]) mask |= 1u << i;
+  }
+  return mask;
+}
+
+StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s,
+                                              uint32_t dialects) {
   ASSIGN_OR_RETURN(std::string m, SelectorMatchers("--selector", o.selector));
   ASSIGN_OR_RETURN(std::string e, SelectorMatchers("--exporter-selector", o.exporter_selector));
   if (!IsLabelName(o.replica_label))
@@ -143,8 +156,10 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   const std::string r = o.replica_label;
   const std::string w = fmt::format("[{}ms]", o.window_ns / 1'000'000);
   const auto sel = [&](std::string_view metric) { return WithMatchers(metric, m); };
+  const auto asked = [&](const Dialect& d) { return (dialects >> (&d - kDialects)) & 1u; };
   // {__name__=~"a|b",S}: several names in one selector (the aggregation drops the name).
   const auto names = [&](const std::vector<const char*>& list) {
+    if (list.empty()) return std::string();
     std::string re;
     for (const char* n : list) re += (re.empty() ? "" : "|") + std::string(n);
     return fmt::format("{{__name__=~\"{}\"{}}}", re, m.empty() ? "" : "," + m);
@@ -153,6 +168,7 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   const auto any = [&](auto per_dialect, auto field) {
     std::string out;
     for (const Dialect& d : kDialects) {
+      if (!asked(d)) continue;
       for (const char* metric : d.*field) {
         if (!metric) continue;
         out += (out.empty() ? "" : " or ") + per_dialect(metric);
@@ -169,7 +185,8 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
     };
   };
   const auto quantile = [&](double q, auto field, const std::string& win) {
-    return fmt::format("histogram_quantile({}, {})", q, any(buckets(win), field));
+    const std::string parts = any(buckets(win), field);
+    return parts.empty() ? parts : fmt::format("histogram_quantile({}, {})", q, parts);
   };
   const auto avg = [&](auto field) {
     return any([&](const char* g) { return fmt::format("sum by ({}) (avg_over_time({}{}))", r, sel(g), w); },
@@ -183,6 +200,7 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   std::string queue_share;
   for (const Dialect& d : kDialects) {
     seen.push_back(d.running[0]);
+    if (!asked(d)) continue;
     for (const char* n : d.kv) if (n) kv.push_back(n);
     for (const char* n : d.preemptions) if (n) preempt.push_back(n);
     if (d.queue[0] && d.ttft[0])
@@ -196,7 +214,8 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   // has a point at `at`.
   const double window_s = double(o.window_ns) / 1e9;
   const double step_s = std::max(1.0, std::floor(window_s / 60));
-  q[kQSeen].promql = fmt::format("count by ({}) ({})", r, names(seen));
+  // By name too: which dialects the fleet speaks (DialectsSeen).
+  q[kQSeen].promql = fmt::format("count by ({}, __name__) ({})", r, names(seen));
   q[kQSeen].range = true;
   q[kQSeen].end_s = at_unix_s;
   q[kQSeen].start_s = at_unix_s - std::floor(window_s / step_s) * step_s;
@@ -210,9 +229,10 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   q[kQQueueShare].promql = queue_share;
   q[kQRunning].promql = avg(&Dialect::running);
   q[kQWaiting].promql = avg(&Dialect::waiting);
-  q[kQKv].promql = fmt::format("max by ({}) (avg_over_time({}{}))", r, names(kv), w);
-  q[kQPreemptions].promql =
-      fmt::format("sum by ({}) (increase({}{}))", r, names(preempt), w);
+  if (!kv.empty())
+    q[kQKv].promql = fmt::format("max by ({}) (avg_over_time({}{}))", r, names(kv), w);
+  if (!preempt.empty())
+    q[kQPreemptions].promql = fmt::format("sum by ({}) (increase({}{}))", r, names(preempt), w);
   q[kQExporterInfo].promql = WithMatchers("latdoc_exporter_info", e);
   q[kQExporterFindings].promql = fmt::format(
       "max by (instance, rule, severity) (max_over_time(latdoc_finding{{severity=~\"warn|fail\"{}}}{})) > 0",
@@ -271,10 +291,12 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
   for (const PromSeries& s : a[kQSeen]) {
     auto it = s.labels.find(r);
     if (it == s.labels.end() || s.samples.empty()) continue;
+    const bool is_new = replicas.find(it->second) == replicas.end();
     rules::ReplicaFacts& f = replicas[it->second];
     f.replica = it->second;
-    const double last_s = s.samples.back().first;
-    f.stale = last_s < seen.end_s - 1.5 * seen.step_s;
+    // A replica with several series (names) is stale when all of them stopped.
+    const bool stale = s.samples.back().first < seen.end_s - 1.5 * seen.step_s;
+    f.stale = is_new ? stale : f.stale && stale;
   }
   StatusOr<std::string> matchers = SelectorMatchers("--selector", o.selector);
   const std::string m = matchers.ok() ? *matchers : "";
@@ -377,6 +399,11 @@ StatusOr<FleetFacts> CollectFleet(const FleetOptions& o) {
   ASSIGN_OR_RETURN(std::vector<PromQuery> queries, FleetQueries(o, at));
   ASSIGN_OR_RETURN(PrometheusClient client, PrometheusClient::Create(o.prometheus_url, o.timeout_ns));
   const int64_t t0 = MonoNowNs();
+  // First which replicas, and which dialects they speak; then the rest for those dialects only
+  // (a query for a dialect nobody speaks still costs Prometheus a lookup per `or` branch).
+  ASSIGN_OR_RETURN(auto seen, client.Run({queries[kQSeen]}));
+  ASSIGN_OR_RETURN(queries, FleetQueries(o, at, DialectsSeen(seen[0])));
+  queries[kQSeen].promql.clear();
   // Only the queries that are asked (an empty one, the heat map's without over_time, answers
   // nothing).
   std::vector<PromQuery> asked;
@@ -387,9 +414,11 @@ StatusOr<FleetFacts> CollectFleet(const FleetOptions& o) {
   std::vector<std::vector<PromSeries>> answers(queries.size());
   for (size_t i = 0, k = 0; i < queries.size(); ++i)
     if (!queries[i].promql.empty()) answers[i] = std::move(asked_answers[k++]);
+  answers[kQSeen] = std::move(seen[0]);
+  ASSIGN_OR_RETURN(queries, FleetQueries(o, at, DialectsSeen(answers[kQSeen])));
   ASSIGN_OR_RETURN(FleetFacts facts, AssembleFleet(o, at, queries, answers));
   facts.query_ns = dt;
-  facts.queries = asked.size();
+  facts.queries = asked.size() + 1;
   return facts;
 }
 

@@ -21,7 +21,8 @@
 //                    "warn|fail"}[W]) gives its findings.
 //   heat map         (over_time only) the p99s again as range queries over the window, a point every window/60
 //                    (at least 1 s), each over a rate window of max(3 steps, window/10).
-// All queries run at once (prometheus_client.h); no recording rule is needed.
+// kQSeen runs first, and tells which dialects the fleet speaks; then the other queries, for
+// those dialects only, all at once (prometheus_client.h). No recording rule is needed.
 // Thread safety: none needed (one call, blocking).
 #pragma once
 
@@ -82,7 +83,13 @@ enum FleetQueryIndex {
   kQWaiting, kQKv, kQPreemptions, kQExporterInfo, kQExporterFindings, kQTtft99Range,
   kQItl99Range, kQCount
 };
-StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s);
+// `dialects`: a bit per server dialect (vLLM, SGLang, TGI, in that order) whose queries to
+// build; the others' are left out, and a query no dialect asked for is "" (not run).
+constexpr uint32_t kAllDialects = 0x7;
+StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s,
+                                              uint32_t dialects = kAllDialects);
+// The dialects whose series kQSeen's answer names (its `__name__` label).
+uint32_t DialectsSeen(const std::vector<PromSeries>& seen);
 
 // Joins the answers (in FleetQueryIndex order) into per-replica facts. Errors: no replica at
 // all (kInvalidArgument: the selector matched no series of a known server in the window).

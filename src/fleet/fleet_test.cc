@@ -51,8 +51,17 @@ TEST(FleetTest, QueriesCarryTheSelectorAndWindow) {
             "or sum by (instance) (avg_over_time(sglang:num_running_reqs{job=\"vllm\"}[30000ms])) "
             "or sum by (instance) (avg_over_time(tgi_batch_current_size{job=\"vllm\"}[30000ms]))");
   EXPECT_EQ((*q)[kQSeen].promql,
-            "count by (instance) ({__name__=~\"vllm:num_requests_running|sglang:num_running_reqs|"
-            "tgi_batch_current_size\",job=\"vllm\"})");
+            "count by (instance, __name__) ({__name__=~\"vllm:num_requests_running|"
+            "sglang:num_running_reqs|tgi_batch_current_size\",job=\"vllm\"})");
+  // Only the dialects the fleet speaks: TGI alone has no TTFT, KV or preemption query.
+  EXPECT_EQ(DialectsSeen({PromSeries{{{"__name__", "tgi_batch_current_size"}, {"instance", "a"}}, {}}}),
+            0x4u);
+  auto tgi = FleetQueries(o, 1000, 0x4);
+  EXPECT_EQ((*tgi)[kQTtft99].promql, "");
+  EXPECT_EQ((*tgi)[kQKv].promql, "");
+  EXPECT_EQ((*tgi)[kQRate].promql,
+            "sum by (instance) (rate(tgi_request_success{job=\"vllm\"}[30000ms]))");
+  EXPECT_NE((*tgi)[kQSeen].promql, "");
   EXPECT_EQ((*q)[kQUp].promql, "up{job=\"vllm\"}");
   EXPECT_TRUE((*q)[kQSeen].range);
   EXPECT_DOUBLE_EQ((*q)[kQSeen].end_s, 1000);
