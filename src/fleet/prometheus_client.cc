@@ -103,7 +103,8 @@ StatusOr<std::vector<PromSeries>> ParseQueryAnswer(std::string_view where, std::
 
 StatusOr<PrometheusClient> PrometheusClient::Create(std::string_view url, int64_t timeout_ns) {
   StatusOr<http::Url> u = http::ParseUrl(url);
-  if (!u.ok()) return InvalidArgument(fmt::format("--prometheus '{}': {}", url, u.status().message()));
+  // ParseUrl's messages quote the URL: "'ftp://x': scheme must be http or https".
+  if (!u.ok()) return InvalidArgument(fmt::format("--prometheus {}", u.status().message()));
   return PrometheusClient(std::move(*u), timeout_ns);
 }
 

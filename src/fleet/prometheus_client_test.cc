@@ -60,6 +60,16 @@ TEST(PrometheusClientTest, ErrorsKeepPrometheusMessage) {
                                      "is it the Prometheus server's base URL (--prometheus)?");
 }
 
+// The base URL as users paste it: a trailing slash or a path prefix (behind a proxy).
+TEST(PrometheusClientTest, BaseUrl) {
+  EXPECT_EQ(PrometheusClient::Create("http://p:9090/", 1)->url().base_path, "");
+  EXPECT_EQ(PrometheusClient::Create("http://p/prometheus", 1)->url().base_path, "/prometheus");
+  auto bad = PrometheusClient::Create("ftp://x", 1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "--prometheus 'ftp://x': scheme must be http or https");
+}
+
 // Nothing listens: kUnavailable naming Prometheus's URL.
 TEST(PrometheusClientTest, UnreachableIsUnavailable) {
   auto c = PrometheusClient::Create("http://127.0.0.1:1", 2'000'000'000);
