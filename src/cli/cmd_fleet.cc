@@ -2,6 +2,7 @@
 // fleet are sick, and why, from what Prometheus holds (fleet/fleet.h, rules/fleet_rules.h).
 // Argument parsing, output and exit codes only.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <fmt/core.h>
@@ -29,6 +30,7 @@ struct FleetArgs {
   double outlier_k = 3;
   bool show_ok = false;
   bool over_time = false;
+  std::string token_env;
   bool no_color = false;
 };
 
@@ -45,6 +47,14 @@ int RunFleet(FleetArgs& a) {
   a.o.window_ns = int64_t(a.window_s * 1e9);
   a.o.timeout_ns = int64_t(a.timeout_s * 1e9);
   a.o.over_time = !a.html_path.empty() || a.over_time;
+  if (!a.token_env.empty()) {
+    const char* token = std::getenv(a.token_env.c_str());
+    if (!token || !*token)
+      return Fail("fleet", fmt::format("--prometheus-token-env {}: the variable is not set, or empty",
+                                       a.token_env),
+                  kExitBadInput);
+    a.o.bearer_token = token;
+  }
   StatusOr<fleet::FleetFacts> facts = fleet::CollectFleet(a.o);
   if (!facts.ok()) return Fail("fleet", facts.status());
   rules::FleetRuleOptions ro;
@@ -83,6 +93,8 @@ Command RegisterFleet(CLI::App& root) {
   app->add_option("--prometheus", a->o.prometheus_url,
                   "Prometheus's base URL, e.g. http://prometheus:9090")
       ->required();
+  app->add_option("--prometheus-token-env", a->token_env,
+                  "Environment variable holding a bearer token for Prometheus (never printed)");
   app->add_option("--selector", a->o.selector,
                   "PromQL label selector of the replicas' vLLM series, e.g. '{job=\"vllm\"}' "
                   "(default: every vLLM series)");

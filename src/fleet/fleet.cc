@@ -397,7 +397,7 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
 StatusOr<FleetFacts> CollectFleet(const FleetOptions& o) {
   const double at = o.at_unix_s ? *o.at_unix_s : double(WallNowNs()) / 1e9;
   ASSIGN_OR_RETURN(std::vector<PromQuery> queries, FleetQueries(o, at));
-  ASSIGN_OR_RETURN(PrometheusClient client, PrometheusClient::Create(o.prometheus_url, o.timeout_ns));
+  ASSIGN_OR_RETURN(PrometheusClient client, PrometheusClient::Create(o.prometheus_url, o.timeout_ns, o.bearer_token));
   const int64_t t0 = MonoNowNs();
   // First which replicas, and which dialects they speak; then the rest for those dialects only
   // (a query for a dialect nobody speaks still costs Prometheus a lookup per `or` branch).

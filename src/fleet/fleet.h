@@ -41,6 +41,7 @@ namespace latdoc::fleet {
 
 struct FleetOptions {
   std::string prometheus_url;
+  std::string bearer_token;        // for Prometheus; never printed
   std::string selector;            // "{job=\"vllm\"}", or "" / "{}" for every vLLM series
   std::string exporter_selector;   // the same for latdoc exporters' series
   std::string replica_label = "instance";

@@ -57,6 +57,12 @@ std::string QueryTarget(const PromQuery& q) {
 
 StatusOr<std::vector<PromSeries>> ParseQueryAnswer(std::string_view where, std::string_view promql,
                                                    int http_status, std::string_view body) {
+  if (http_status == 401 || http_status == 403) {
+    return PermissionDenied(fmt::format(
+        "Prometheus at {} answered HTTP {}: it wants credentials, or refused them (a bearer "
+        "token in an environment variable: --prometheus-token-env VAR)",
+        where, http_status));
+  }
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("status")) {
     return Unavailable(fmt::format("{} answered HTTP {} without Prometheus's JSON: is it the "
@@ -101,11 +107,12 @@ StatusOr<std::vector<PromSeries>> ParseQueryAnswer(std::string_view where, std::
   return out;
 }
 
-StatusOr<PrometheusClient> PrometheusClient::Create(std::string_view url, int64_t timeout_ns) {
+StatusOr<PrometheusClient> PrometheusClient::Create(std::string_view url, int64_t timeout_ns,
+                                                    std::string bearer_token) {
   StatusOr<http::Url> u = http::ParseUrl(url);
   // ParseUrl's messages quote the URL: "'ftp://x': scheme must be http or https".
   if (!u.ok()) return InvalidArgument(fmt::format("--prometheus {}", u.status().message()));
-  return PrometheusClient(std::move(*u), timeout_ns);
+  return PrometheusClient(std::move(*u), timeout_ns, std::move(bearer_token));
 }
 
 StatusOr<std::vector<std::vector<PromSeries>>> PrometheusClient::Run(
@@ -124,6 +131,7 @@ StatusOr<std::vector<std::vector<PromSeries>>> PrometheusClient::Run(
     req.method = "GET";
     req.target = QueryTarget(queries[i]);
     req.headers = {{"Accept", "application/json"}};
+    if (!bearer_token_.empty()) req.headers.push_back({"Authorization", "Bearer " + bearer_token_});
     http::FetchAll(client, std::move(req),
                    [&, i](const http::ExchangeResult& r, std::string body) {
                      if (r.failure != http::FailureKind::kNone) {

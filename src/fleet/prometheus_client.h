@@ -6,7 +6,8 @@
 // something that is not its API, is kUnavailable (exit 3); a query Prometheus refuses as bad
 // (HTTP 400, errorType bad_data: a PromQL syntax error) is kInvalidArgument (exit 2) with
 // Prometheus's own message; a query it fails to execute (422, 503: timeout, too many samples)
-// is kUnavailable.
+// is kUnavailable; HTTP 401 or 403 (credentials missing or refused) is kPermissionDenied
+// (exit 3).
 // Thread safety: Run() blocks the calling thread; one call at a time per client.
 #pragma once
 
@@ -53,7 +54,9 @@ class PrometheusClient {
  public:
   // `url`: Prometheus's base URL ("http://host:9090", or with a path prefix). `timeout_ns`
   // bounds each query (connect, first byte, whole answer).
-  static StatusOr<PrometheusClient> Create(std::string_view url, int64_t timeout_ns);
+  // `bearer_token`: sent as "Authorization: Bearer TOKEN" when not empty (never in messages).
+  static StatusOr<PrometheusClient> Create(std::string_view url, int64_t timeout_ns,
+                                           std::string bearer_token = "");
 
   // Runs every query at once; the answers in the order of `queries`. The first error (in the
   // order of `queries`) is returned instead.
@@ -62,9 +65,11 @@ class PrometheusClient {
   const http::Url& url() const { return url_; }
 
  private:
-  PrometheusClient(http::Url url, int64_t timeout_ns) : url_(std::move(url)), timeout_ns_(timeout_ns) {}
+  PrometheusClient(http::Url url, int64_t timeout_ns, std::string bearer_token)
+      : url_(std::move(url)), timeout_ns_(timeout_ns), bearer_token_(std::move(bearer_token)) {}
   http::Url url_;
   int64_t timeout_ns_;
+  std::string bearer_token_;
 };
 
 }  // namespace latdoc::fleet

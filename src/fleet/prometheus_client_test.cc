@@ -1,5 +1,9 @@
 #include "fleet/prometheus_client.h"
 
+#include "http/server.h"
+
+#include <thread>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -68,6 +72,38 @@ TEST(PrometheusClientTest, BaseUrl) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(), "--prometheus 'ftp://x': scheme must be http or https");
+}
+
+// A Prometheus behind authentication: the token goes as a bearer token; without it, HTTP 401 is
+// "permission denied" (exit 3), and no message carries the token.
+TEST(PrometheusClientTest, SendsTheBearerToken) {
+  http::EventLoop loop;
+  http::Server server(loop, {}, [](const http::Request& r, std::shared_ptr<http::ResponseStream> w) {
+    if (r.Header("authorization") != "Bearer s3cret") {
+      w->Send(401, "text/plain", "Unauthorized");
+      return;
+    }
+    w->Send(200, "application/json",
+            R"({"status":"success","data":{"resultType":"vector","result":[)"
+            R"({"metric":{"instance":"a:1"},"value":[1,"1"]}]}})");
+  });
+  ASSERT_TRUE(server.Listen().ok());
+  std::thread t([&] { loop.Run(); });
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  PromQuery q;
+  q.promql = "up";
+  auto with = PrometheusClient::Create(url, 5'000'000'000, "s3cret")->Run({q});
+  ASSERT_TRUE(with.ok()) << with.status().message();
+  EXPECT_EQ((*with)[0][0].labels.at("instance"), "a:1");
+  auto wrong = PrometheusClient::Create(url, 5'000'000'000, "wrong")->Run({q});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(wrong.status().message(),
+            "Prometheus at " + url + " answered HTTP 401: it wants credentials, or refused them "
+            "(a bearer token in an environment variable: --prometheus-token-env VAR)");
+  EXPECT_EQ(wrong.status().message().find("wrong"), std::string::npos);
+  loop.Post([&] { server.Stop(); loop.Stop(); });
+  t.join();
 }
 
 // Nothing listens: kUnavailable naming Prometheus's URL.

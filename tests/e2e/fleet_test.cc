@@ -426,5 +426,14 @@ TEST(FleetE2eTest, BadSelectorExitsTwo) {
                    "(a PromQL label selector in braces, e.g. '{job=\"vllm\"}')\n");
 }
 
+// A token variable that is not set: exit 2 before any query, naming the variable.
+TEST(FleetE2eTest, UnsetTokenVariableExitsTwo) {
+  RunResult r = RunLatdoc({"fleet", "--prometheus", "http://127.0.0.1:1", "--prometheus-token-env",
+                           "LATDOC_FLEET_TEST_UNSET_TOKEN"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "latdoc fleet: --prometheus-token-env LATDOC_FLEET_TEST_UNSET_TOKEN: the "
+                   "variable is not set, or empty\n");
+}
+
 }  // namespace
 }  // namespace latdoc::testing
