@@ -23,7 +23,7 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [ "$set_name" = test ]; then
-  pkgs+=(curl python3 chromium prometheus)
+  pkgs+=(curl python3 python3-yaml chromium prometheus)
 fi
 # Node.js and npm build the HTML report's assets; the machine may already have them (not from apt).
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

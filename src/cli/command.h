@@ -46,5 +46,6 @@ Command RegisterTrace(CLI::App& root);
 Command RegisterNet(CLI::App& root);
 Command RegisterExporter(CLI::App& root);
 Command RegisterCompare(CLI::App& root);
+Command RegisterFleet(CLI::App& root);
 
 }  // namespace latdoc::cli

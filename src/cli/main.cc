@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
       latdoc::cli::RegisterNet(app),
       latdoc::cli::RegisterExporter(app),
       latdoc::cli::RegisterCompare(app),
+      latdoc::cli::RegisterFleet(app),
   };
   // Arguments CLI11 does not know are collected rather than refused, so that latdoc names them
   // itself: the closest option or command, and never the value that followed (it may be a key).

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Validates deploy/k8s/ offline, without a cluster (ctest `deploy_k8s`).
+
+Manifests (every document of deploy/k8s/*.yaml):
+  - each kind is one this directory may ship, with its apiVersion;
+  - names are DNS-1123 labels; port names at most 15 characters;
+  - a workload's selector matches its pod template's labels; probes name declared ports;
+    every $(VAR) in a container's args is in its env;
+  - a Service selects a workload and its targetPorts name that workload's ports;
+  - a ServiceMonitor selects a Service and scrapes ports it has; a PodMonitor selects a
+    workload and scrapes ports its containers declare;
+  - prometheus.io/port annotations name a container port;
+  - every latdoc container runs a real subcommand with flags that subcommand has (its --help).
+Dockerfile: multi-stage, every stage Debian 12, and the runtime stage installs the Debian package
+of every shared library the built binary links (ldd + dpkg -S on this Debian 12 machine).
+
+Usage: tests/deploy/validate_k8s.py LATDOC_BINARY   (exit 0: valid; 1: errors listed)
+"""
+import glob, os, re, subprocess, sys
+
+import yaml
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+K8S = os.path.join(ROOT, "deploy", "k8s")
+KINDS = {
+    "Deployment": "apps/v1", "DaemonSet": "apps/v1", "Service": "v1", "ConfigMap": "v1",
+    "ServiceMonitor": "monitoring.coreos.com/v1", "PodMonitor": "monitoring.coreos.com/v1",
+}
+DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+errors = []
+
+
+def err(where, msg):
+    errors.append(f"{where}: {msg}")
+
+
+def subset(small, big):
+    return bool(small) and all(big.get(k) == v for k, v in small.items())
+
+
+def containers(doc):
+    return doc["spec"]["template"]["spec"].get("containers", [])
+
+
+def check_workload(where, doc, latdoc):
+    spec = doc.get("spec", {})
+    labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+    if not subset(spec.get("selector", {}).get("matchLabels", {}), labels):
+        err(where, "spec.selector.matchLabels do not match the pod template's labels")
+    ports = set()
+    for c in containers(doc):
+        cw = f"{where}: container {c.get('name')}"
+        if not c.get("name") or not c.get("image"):
+            err(cw, "needs a name and an image")
+        names = {p.get("name") for p in c.get("ports", [])}
+        for p in c.get("ports", []):
+            if not isinstance(p.get("containerPort"), int):
+                err(cw, f"port {p} has no integer containerPort")
+            if p.get("name") and len(p["name"]) > 15:
+                err(cw, f"port name {p['name']} is longer than 15 characters")
+            ports.add(p.get("containerPort"))
+        for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+            port = c.get(probe, {}).get("httpGet", {}).get("port")
+            if isinstance(port, str) and port not in names:
+                err(cw, f"{probe} names port {port}, which the container does not declare")
+        env = {e.get("name") for e in c.get("env", [])}
+        args = [str(a) for a in c.get("args", [])]
+        for a in args:
+            for var in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", a):
+                if var not in env:
+                    err(cw, f"args use $({var}), which is not in env")
+        if c.get("image", "").split(":")[0].endswith("latdoc"):
+            check_latdoc_args(cw, args, latdoc)
+    ann = doc["spec"]["template"].get("metadata", {}).get("annotations", {})
+    if "prometheus.io/port" in ann and int(ann["prometheus.io/port"]) not in ports:
+        err(where, f"prometheus.io/port {ann['prometheus.io/port']} is no container port")
+
+
+def check_latdoc_args(where, args, latdoc):
+    if not args:
+        err(where, "a latdoc container without args runs --help only")
+        return
+    sub = args[0]
+    r = subprocess.run([latdoc, sub, "--help"], capture_output=True, text=True)
+    if r.returncode != 0:
+        err(where, f"'latdoc {sub}' is no subcommand: {r.stderr.strip()}")
+        return
+    known = set(re.findall(r"(--[a-z0-9-]+)", r.stdout))
+    for a in args[1:]:
+        if a.startswith("--"):
+            flag = a.split("=", 1)[0]
+            if flag not in known:
+                err(where, f"'latdoc {sub}' has no flag {flag}")
+            if a.endswith("="):
+                err(where, f"{a}: an empty value after '=' (give the empty value as its own arg)")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    latdoc = sys.argv[1]
+    docs = []
+    for path in sorted(glob.glob(os.path.join(K8S, "*.yaml"))):
+        with open(path) as f:
+            for i, doc in enumerate(yaml.safe_load_all(f)):
+                if doc:
+                    docs.append((f"{os.path.basename(path)}#{i}", doc))
+    if not docs:
+        err("deploy/k8s", "no manifest")
+    workloads, services = [], []
+    for where, doc in docs:
+        kind = doc.get("kind")
+        where = f"{where} {kind}/{doc.get('metadata', {}).get('name')}"
+        if kind not in KINDS:
+            err(where, f"kind {kind} is not one deploy/k8s ships")
+            continue
+        if doc.get("apiVersion") != KINDS[kind]:
+            err(where, f"apiVersion {doc.get('apiVersion')}, expected {KINDS[kind]}")
+        if not DNS1123.match(doc.get("metadata", {}).get("name", "")):
+            err(where, "metadata.name is not a DNS-1123 label")
+        if kind in ("Deployment", "DaemonSet"):
+            check_workload(where, doc, latdoc)
+            workloads.append(doc)
+        elif kind == "Service":
+            services.append((where, doc))
+    for where, svc in services:
+        sel = svc["spec"].get("selector", {})
+        match = [w for w in workloads if subset(sel, w["spec"]["template"]["metadata"]["labels"])]
+        if not match:
+            err(where, "selects no workload")
+            continue
+        names = {p.get("name") for w in match for c in containers(w) for p in c.get("ports", [])}
+        for p in svc["spec"].get("ports", []):
+            if isinstance(p.get("targetPort"), str) and p["targetPort"] not in names:
+                err(where, f"targetPort {p['targetPort']} is no port of the workload")
+    for where, doc in docs:
+        kind = doc.get("kind")
+        where = f"{where} {kind}/{doc.get('metadata', {}).get('name')}"
+        sel = doc.get("spec", {}).get("selector", {}).get("matchLabels", {})
+        if kind == "ServiceMonitor":
+            match = [s for _, s in services if subset(sel, s["metadata"].get("labels", {}))]
+            if not match:
+                err(where, "selects no Service")
+                continue
+            names = {p.get("name") for s in match for p in s["spec"].get("ports", [])}
+            for e in doc["spec"].get("endpoints", []):
+                if e.get("port") not in names:
+                    err(where, f"endpoint port {e.get('port')} is no port of the Service")
+        elif kind == "PodMonitor":
+            match = [w for w in workloads if subset(sel, w["spec"]["template"]["metadata"]["labels"])]
+            if not match:
+                err(where, "selects no workload")
+                continue
+            names = {p.get("name") for w in match for c in containers(w) for p in c.get("ports", [])}
+            for e in doc["spec"].get("podMetricsEndpoints", []):
+                if e.get("port") not in names:
+                    err(where, f"endpoint port {e.get('port')} is no container port")
+    check_dockerfile(latdoc)
+    for e in errors:
+        print(e)
+    print(f"validate_k8s: {len(docs)} manifests, {len(errors)} errors")
+    return 1 if errors else 0
+
+
+def check_dockerfile(latdoc):
+    where = "deploy/k8s/Dockerfile"
+    with open(os.path.join(K8S, "Dockerfile")) as f:
+        text = f.read().replace("\\\n", " ")
+    stages = re.findall(r"^FROM\s+(\S+)(?:\s+AS\s+(\S+))?", text, re.M | re.I)
+    if len(stages) < 2:
+        err(where, "not multi-stage")
+    for image, _ in stages:
+        if not re.match(r"^debian:12(-slim)?$", image):
+            err(where, f"stage FROM {image}: not Debian 12")
+    last = text[text.rfind("\nFROM "):]
+    installed = set()
+    for line in re.findall(r"apt-get install ([^&\n]*)", last):
+        installed |= {w for w in line.split() if not w.startswith("-")}
+    # In every Debian 12 image already (apt depends on them).
+    base = {"libc6", "libgcc-s1", "libstdc++6"}
+    out = subprocess.run(["ldd", latdoc], capture_output=True, text=True).stdout
+    for lib in re.findall(r"=>\s+(/\S+)", out):
+        real = os.path.realpath(lib)
+        pkg = None
+        for path in (real, lib, "/usr" + lib, "/usr" + real):
+            r = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True)
+            if r.returncode == 0:
+                pkg = r.stdout.split(":")[0]
+                break
+        if pkg is None:
+            err(where, f"{lib}: no Debian package owns it")
+        elif pkg not in base and pkg not in installed:
+            err(where, f"the runtime stage lacks {pkg} (for {os.path.basename(lib)})")
+    if "COPY --from=build /src/build/release/src/cli/latdoc" not in last:
+        err(where, "the runtime stage does not copy the build stage's binary")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
