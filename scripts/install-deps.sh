@@ -4,8 +4,10 @@
 # Usage: scripts/install-deps.sh [build|test]   (default: test)
 #   build  what building latdoc needs: the compiler toolchain, the libraries, and Node.js/npm
 #          for the chart library the HTML report embeds at build time (scripts/demo.sh).
-#   test   build, plus what the tests run: curl, python3, Chromium (tests/browser) and
-#          Prometheus (the exporter's end-to-end tests run a real Prometheus and promtool).
+#   test   build, plus what the tests run: curl, python3 (with PyYAML for the manifest check),
+#          Chromium (tests/browser), Prometheus (the exporter's and fleet's end-to-end tests run
+#          a real Prometheus and promtool), iproute2 (the network-namespace tests) and the
+#          openssl command (the TLS proxy's certificates).
 set -euo pipefail
 
 set_name="${1:-test}"
@@ -23,7 +25,7 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 if [ "$set_name" = test ]; then
-  pkgs+=(curl python3 python3-yaml chromium prometheus)
+  pkgs+=(curl python3 python3-yaml chromium prometheus iproute2 openssl)
 fi
 # Node.js and npm build the HTML report's assets; the machine may already have them (not from apt).
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
