@@ -306,6 +306,15 @@ nlohmann::json ToJson(const NetFacts& f) {
   j["expected_cert_sha256"] =
       f.expected_cert_sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.expected_cert_sha256);
   j["plain_probe"] = f.plain_probe ? ToJson(*f.plain_probe) : nlohmann::json(nullptr);
+  if (!f.expected_cert_source.empty()) {
+    j["expected_cert_source"] = f.expected_cert_source;
+    j["expected_cert_subject"] = f.expected_cert_subject;
+    j["expected_cert_issuer"] = f.expected_cert_issuer;
+  }
+  if (f.server_iface_mtu_bytes) {
+    j["server_iface_mtu_bytes"] = *f.server_iface_mtu_bytes;
+    j["server_iface"] = f.server_iface;
+  }
   return j;
 }
 

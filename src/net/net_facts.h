@@ -188,6 +188,14 @@ struct NetFacts {
   // no separators), and the same server probed over plain HTTP (--plain-url).
   std::string expected_cert_sha256;
   std::optional<ProbeFacts> plain_probe;
+  // What `latdoc doctor` read on the server host (diagnose --facts / --local), when known:
+  // where expected_cert_sha256 came from ("--expect-cert-sha256", or "the server's
+  // --ssl-certfile PATH") and that certificate's subject and issuer; the server's interface
+  // MTU (the largest of its interfaces that are up, loopback left out) and its name.
+  std::string expected_cert_source;
+  std::string expected_cert_subject, expected_cert_issuer;
+  std::optional<uint32_t> server_iface_mtu_bytes;
+  std::string server_iface;
 };
 
 // A SHA-256 fingerprint as given ("AB:CD:..." as `openssl x509 -fingerprint -sha256` prints

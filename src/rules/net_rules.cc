@@ -489,6 +489,17 @@ void PathMtu(const NetFacts& nf, std::vector<Finding>& out) {
     title = fmt::format("PMTU black hole: packets above {} bytes to {} vanish without ICMP "
                         "'fragmentation needed' (interface MTU {})",
                         path, r.address, iface);
+  } else if (path < iface && nf.server_iface_mtu_bytes && path >= *nf.server_iface_mtu_bytes) {
+    // The server's own interface is the narrow end: nothing on the way lowers it.
+    title = fmt::format("Path MTU {} equals the server's interface MTU ({} {}), below the "
+                        "client's {} (dev {}): the server's end sets it",
+                        path, nf.server_iface, *nf.server_iface_mtu_bytes, iface, r.dev);
+  } else if (path < iface && nf.server_iface_mtu_bytes) {
+    sev = Severity::kWarn;
+    title = fmt::format("Path MTU {} below both ends' interfaces (client {} dev {}, server {} {}): "
+                        "a smaller MTU on the way to {}",
+                        path, iface, r.dev, *nf.server_iface_mtu_bytes, nf.server_iface,
+                        r.address);
   } else if (path < iface) {
     sev = Severity::kWarn;
     title = fmt::format("Path MTU {} below the interface's {} (dev {}): a smaller MTU on the way "
@@ -500,6 +511,10 @@ void PathMtu(const NetFacts& nf, std::vector<Finding>& out) {
   Finding f = Make("net.path_mtu", sev, std::move(title));
   f.evidence = {Num("path_mtu", path, "bytes"), Num("interface_mtu", iface, "bytes"),
                 Text("dev", r.dev)};
+  if (nf.server_iface_mtu_bytes) {
+    f.evidence.push_back(Num("server_interface_mtu", *nf.server_iface_mtu_bytes, "bytes"));
+    f.evidence.push_back(Text("server_dev", nf.server_iface));
+  }
   if (r.cached_mtu_bytes) f.evidence.push_back(Num("kernel_cached_mtu", *r.cached_mtu_bytes, "bytes"));
   if (nf.probe.tcp.snd_mss_min_bytes)
     f.evidence.push_back(Num("tcp_mss", *nf.probe.tcp.snd_mss_min_bytes, "bytes"));
@@ -558,6 +573,10 @@ void TlsInspection(const NetFacts& nf, std::vector<Finding>& out) {
                          "not the server's own (SHA-256 {}... expected {}...)",
                          leaf.issuer, leaf.sha256_hex.substr(0, 16),
                          nf.expected_cert_sha256.substr(0, 16)));
+    if (!nf.expected_cert_source.empty() && nf.expected_cert_source != "--expect-cert-sha256")
+      f.title += fmt::format("; the server's own, from {}, is {} issued by {}",
+                             nf.expected_cert_source, nf.expected_cert_subject,
+                             nf.expected_cert_issuer);
     f.advice =
         "Something between client and server terminates TLS and signs its own certificate: an "
         "inspecting firewall (DPI), a TLS proxy or a CDN, named by the issuer. Exempt the "
@@ -568,6 +587,11 @@ void TlsInspection(const NetFacts& nf, std::vector<Finding>& out) {
                 Text("sha256", leaf.sha256_hex), Text("chain", chain_text())};
   if (!nf.expected_cert_sha256.empty())
     f.evidence.push_back(Text("expected_sha256", nf.expected_cert_sha256));
+  if (!nf.expected_cert_source.empty()) {
+    f.evidence.push_back(Text("expected_from", nf.expected_cert_source));
+    if (!nf.expected_cert_issuer.empty())
+      f.evidence.push_back(Text("expected_issuer", nf.expected_cert_issuer));
+  }
   out.push_back(std::move(f));
 }
 
