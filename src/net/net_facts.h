@@ -97,6 +97,14 @@ struct BandwidthFacts {
   std::string link_source;                   // "--link-mbps", "iperf3 HOST", or ""
   std::string link_note;                     // why the link rate is unknown, when it is
   std::optional<double> headroom;            // link / required
+  int stream_tokens_requested = 0;           // 0: no stream was asked for
+  int stream_prompt_bytes = 0;               // its prompt's size (a request in full-size segments)
+  // The stream stopped before its end: stall_bytes of body (stall_tokens tokens) had come, then
+  // nothing for stall_quiet_ms until the timeout or a reset ended it (stall_error). The probe's
+  // small requests had passed: large packets are lost on the path.
+  bool stalled = false;
+  std::optional<double> stall_bytes, stall_tokens, stall_quiet_ms;
+  std::string stall_error;
 };
 
 struct PathHop {

@@ -643,6 +643,35 @@ void TlsOverhead(const NetFacts& nf, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// The bandwidth stream stopped coming part-way while the probe's small requests passed: large
+// packets are lost on the path (a PMTU black hole, a middlebox dropping full-size segments).
+void StreamStall(const NetFacts& nf, const ProbeFacts& p, std::vector<Finding>& out) {
+  const net::BandwidthFacts& b = p.bandwidth;
+  if (!b.stalled) return;
+  const net::RouteFacts& r = nf.route;
+  std::string why = "large packets are lost on the path (a PMTU black hole or a middlebox)";
+  if (r.pmtu_black_hole && r.path_mtu_bytes)
+    why = fmt::format("packets above the path MTU of {} bytes vanish (PMTU black hole)", *r.path_mtu_bytes);
+  Finding f = Make(
+      "net.stream_stall", Severity::kFail,
+      fmt::format("The {}-token stream ({}-byte prompt) stalled after {:.0f} bytes of its answer "
+                  "({:.0f} tokens): nothing more for {:.1f} s while the small requests passed; {}",
+                  b.stream_tokens_requested, b.stream_prompt_bytes, b.stall_bytes.value_or(0),
+                  b.stall_tokens.value_or(0), b.stall_quiet_ms.value_or(0) / 1e3, why));
+  f.evidence = {Num("stream_tokens_requested", b.stream_tokens_requested, ""),
+                Num("stream_prompt", b.stream_prompt_bytes, "B"),
+                Num("bytes_before_stall", b.stall_bytes, "B"),
+                Num("tokens_before_stall", b.stall_tokens, ""),
+                Num("quiet", b.stall_quiet_ms, "ms"), Text("ended", b.stall_error),
+                Text("url", p.url)};
+  if (r.path_mtu_bytes) f.evidence.push_back(Num("path_mtu", *r.path_mtu_bytes, "bytes"));
+  if (p.tcp.connections > 0) f.evidence.push_back(Num("tcp_retransmitted", p.tcp.retrans_segs, ""));
+  f.advice = "Long responses will hang the same way: find the device that drops large packets "
+             "(see net.path_mtu; `tracepath` to the server), let ICMP 'fragmentation needed' "
+             "through or clamp TCP's MSS there, or lower the client's MTU to the path's.";
+  out.push_back(std::move(f));
+}
+
 std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
   std::vector<Finding> out;
   const ProbeFacts& p = facts.probe;
@@ -662,6 +691,7 @@ std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
   Jitter(p, out);
   IdleClose(facts.probe, out);
   Headroom(facts.probe, out);
+  StreamStall(facts, facts.probe, out);
   Path(facts, out);
   Retransmits(facts.probe, out);
   Route(facts, out);

@@ -568,6 +568,38 @@ TEST(NetRulesTest, TlsInspectionAgainstTheServersCertfile) {
   }
 }
 
+// A bandwidth stream that stalled fails with the bytes that came and the quiet time; with the
+// route's black hole known it names the path MTU; a stream that did not stall says nothing.
+TEST(NetRulesTest, StreamStallNamesTheSizeAndTheStall) {
+  NetFacts f = Healthy();
+  EXPECT_EQ(Find(EvaluateNetRules(f), "net.stream_stall"), nullptr);
+  f.probe.bandwidth.stream_tokens_requested = 512;
+  f.probe.bandwidth.stream_prompt_bytes = 4096;
+  f.probe.bandwidth.stalled = true;
+  f.probe.bandwidth.stall_bytes = 2896;
+  f.probe.bandwidth.stall_tokens = 14;
+  f.probe.bandwidth.stall_quiet_ms = 3200;
+  f.probe.bandwidth.stall_error = "no answer within 3.0 s (reading the body)";
+  const Finding* s = nullptr;
+  std::vector<Finding> fs = EvaluateNetRules(f);
+  s = Find(fs, "net.stream_stall");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->severity, Severity::kFail);
+  EXPECT_EQ(s->title, "The 512-token stream (4096-byte prompt) stalled after 2896 bytes of its answer "
+                      "(14 tokens): nothing more for "
+                      "3.2 s while the small requests passed; large packets are lost on the path "
+                      "(a PMTU black hole or a middlebox)");
+  EXPECT_FALSE(s->advice.empty());
+  f.route = Routed(1400, /*black_hole=*/true);
+  fs = EvaluateNetRules(f);
+  s = Find(fs, "net.stream_stall");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->title, "The 512-token stream (4096-byte prompt) stalled after 2896 bytes of its answer "
+                      "(14 tokens): nothing more for "
+                      "3.2 s while the small requests passed; packets above the path MTU of 1400 "
+                      "bytes vanish (PMTU black hole)");
+}
+
 // HTTPS against plain HTTP: 2 ms added at first byte warns, 20 fails; a stream at under 80%
 // of its plain rate warns, under 50% fails.
 TEST(NetRulesTest, TlsOverheadAgainstPlainHttp) {
