@@ -143,6 +143,7 @@ int RunNet(NetArgs& a) {
     facts.compare = net::ComparePhases(facts.probe, *facts.compare_probe);
   }
   facts.expected_cert_sha256 = expected_sha256;
+  if (!expected_sha256.empty()) facts.expected_cert_source = "--expect-cert-sha256";
   if (!a.plain_url.empty()) {
     net::ProbeOptions o3 = a.probe;
     o3.url = a.plain_url;

@@ -251,6 +251,33 @@ std::optional<net::NetFacts> ProbeNetwork(const DiagnoseOptions& o, std::string*
   return f;
 }
 
+// What `latdoc doctor` read on the server host, given to the network rules: the certificate
+// vLLM serves (--ssl-certfile), for an https target, unless the user named one; and the largest
+// MTU of the server's interfaces that are up. Returns whether anything was added.
+bool AddServerSide(const host::HostFacts& h, const std::string& url, net::NetFacts& nf) {
+  bool added = false;
+  if (nf.expected_cert_sha256.empty() && url.rfind("https://", 0) == 0 && h.server &&
+      h.server->tls_cert.known()) {
+    const host::ServerCert& c = *h.server->tls_cert;
+    nf.expected_cert_sha256 = c.sha256_hex;
+    nf.expected_cert_source = "the server's --ssl-certfile " + c.path;
+    nf.expected_cert_subject = c.subject;
+    nf.expected_cert_issuer = c.issuer;
+    added = true;
+  }
+  if (h.net.interfaces.known()) {
+    for (const host::NetInterface& i : *h.net.interfaces) {
+      if (i.mtu_bytes <= 0) continue;
+      if (!nf.server_iface_mtu_bytes || static_cast<uint32_t>(i.mtu_bytes) > *nf.server_iface_mtu_bytes) {
+        nf.server_iface_mtu_bytes = static_cast<uint32_t>(i.mtu_bytes);
+        nf.server_iface = i.name;
+        added = true;
+      }
+    }
+  }
+  return added;
+}
+
 // Puts the network findings on the load findings' scale (share of the mean end-to-end latency
 // of the load test) and says which of them this workload pays. net rules judge against a
 // one-token TTFT on an idle server; what the user feels is the share of their requests' time.
@@ -525,6 +552,29 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     }
   }
   doc["target_reachable"] = o.url.empty() ? ordered_json(nullptr) : ordered_json(reachable);
+  // Host facts, here or from a file, read before the network findings are final: those compare
+  // the server's own certificate and interface MTU with what the client was shown.
+  std::optional<host::HostFacts> host_facts;
+  std::string host_why;
+  if (!stopped() && (!o.facts_path.empty() || o.local)) {
+    Say(o, o.local ? "host: collecting facts on this machine" : "host: judging " + o.facts_path);
+    if (!o.facts_path.empty()) {
+      auto text = ReadFileToString(o.facts_path);
+      if (!text.ok()) {
+        host_why = text.status().message();
+      } else {
+        auto f = host::FactsFromJson(*text, o.facts_path);
+        if (f.ok()) host_facts = std::move(*f);
+        else host_why = f.status().message();
+      }
+    } else {
+      host::CollectOptions co;
+      co.sysroot = o.sysroot;
+      host_facts = host::CollectHostFacts(co);
+    }
+  }
+  if (net_facts && host_facts && AddServerSide(*host_facts, o.url, *net_facts))
+    net_findings = rules::EvaluateNetRules(*net_facts);
   if (net_facts) {
     const bool kept_alive = o.bench.client.keep_alive;
     std::optional<double> e2el = doc.contains("bench") ? NumAt(doc["bench"], "mean_e2el_ms") : std::nullopt;
@@ -611,22 +661,23 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   if (stopped()) {
     layers["system"] = layers["config"] = "skipped: " + stop;
   } else if (!o.facts_path.empty() || o.local) {
-    Say(o, o.local ? "host: collecting facts on this machine" : "host: judging " + o.facts_path);
-    std::optional<host::HostFacts> facts;
-    std::string why;
-    if (!o.facts_path.empty()) {
-      auto text = ReadFileToString(o.facts_path);
-      if (!text.ok()) {
-        why = text.status().message();
+    std::optional<host::HostFacts> facts = std::move(host_facts);
+    std::string why = host_why;
+    if (!facts && why.empty()) {  // the run was stopped before they were read (and then went on)
+      if (!o.facts_path.empty()) {
+        auto text = ReadFileToString(o.facts_path);
+        if (!text.ok()) {
+          why = text.status().message();
+        } else {
+          auto f = host::FactsFromJson(*text, o.facts_path);
+          if (f.ok()) facts = std::move(*f);
+          else why = f.status().message();
+        }
       } else {
-        auto f = host::FactsFromJson(*text, o.facts_path);
-        if (f.ok()) facts = std::move(*f);
-        else why = f.status().message();
+        host::CollectOptions co;
+        co.sysroot = o.sysroot;
+        facts = host::CollectHostFacts(co);
       }
-    } else {
-      host::CollectOptions co;
-      co.sysroot = o.sysroot;
-      facts = host::CollectHostFacts(co);
     }
     if (!facts) {
       layers["system"] = layers["config"] = "failed: " + why;

@@ -9,6 +9,10 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include "base/clock.h"
 #include "base/strings.h"
@@ -635,6 +639,95 @@ Fact<std::vector<std::string>> ReadVllmConfigFile(const SysRoot& fs, int64_t pid
   return Fact<std::vector<std::string>>::Known(RedactArgv(std::move(*args)), where);
 }
 
+// vLLM's --ssl-certfile (uvicorn's ssl_certfile), "--ssl-certfile F" or "--ssl-certfile=F";
+// vLLM's parser takes the underscored spelling too. The last one given wins, as in argparse.
+std::optional<std::string> SslCertfilePath(const std::vector<std::string>& argv) {
+  std::optional<std::string> path;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    for (std::string_view flag : {"--ssl-certfile", "--ssl_certfile"}) {
+      const std::string& a = argv[i];
+      if (a == flag && i + 1 < argv.size()) path = argv[i + 1];
+      else if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0 && a[flag.size()] == '=')
+        path = a.substr(flag.size() + 1);
+    }
+  }
+  return path;
+}
+
+std::string X509NameText(X509_NAME* name) {
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (bio == nullptr) return "";
+  X509_NAME_print_ex(bio, name, 0, XN_FLAG_RFC2253);  // as http/client.cc prints the peer's
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio, &data);
+  std::string out(data, n > 0 ? static_cast<size_t>(n) : 0);
+  BIO_free(bio);
+  return out;
+}
+
+// The leaf of a PEM certificate file: the first "-----BEGIN CERTIFICATE-----" block (uvicorn
+// hands the file to ssl.SSLContext.load_cert_chain, which takes the leaf first).
+StatusOr<ServerCert> ParseLeafCertificate(std::string_view pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return Internal("out of memory");
+  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  if (cert == nullptr) return DataLoss("no PEM certificate in the file");
+  ServerCert c;
+  c.subject = X509NameText(X509_get_subject_name(cert));
+  c.issuer = X509NameText(X509_get_issuer_name(cert));
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  const bool digested = X509_digest(cert, EVP_sha256(), md, &len) == 1;
+  X509_free(cert);
+  if (!digested) return Internal("SHA-256 of the certificate failed");
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned int k = 0; k < len; ++k) {
+    c.sha256_hex += kHex[md[k] >> 4];
+    c.sha256_hex += kHex[md[k] & 15];
+  }
+  return c;
+}
+
+// The certificate file vLLM serves, read as the server sees it (as ReadVllmConfigFile does).
+Fact<ServerCert> ReadServerCert(const SysRoot& fs, int64_t pid,
+                                const std::vector<std::string>& argv) {
+  const std::optional<std::string> path = SslCertfilePath(argv);
+  if (!path || path->empty()) return Fact<ServerCert>::Unknown("no --ssl-certfile");
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const std::string where = (*path)[0] == '/' ? proc + "/root" + *path : proc + "/cwd/" + *path;
+  auto text = fs.Read(where, 1 << 20);
+  if (!text.ok()) return Fact<ServerCert>::Unknown("--ssl-certfile " + *path + ": " + text.status().message());
+  auto cert = ParseLeafCertificate(*text);
+  if (!cert.ok()) return Fact<ServerCert>::Unknown("--ssl-certfile " + *path + ": " + cert.status().message());
+  cert->path = *path;
+  return Fact<ServerCert>::Known(std::move(*cert), where);
+}
+
+// Interfaces that are up, with their MTU: /sys/class/net/NAME/{flags,mtu,operstate}. "flags"
+// is the kernel's hex ifr_flags ("0x1003"); IFF_UP is bit 0 (include/uapi/linux/if.h).
+Fact<std::vector<NetInterface>> ReadInterfaces(const SysRoot& fs) {
+  auto names = fs.List("/sys/class/net");
+  if (!names.ok()) return Fact<std::vector<NetInterface>>::Unknown(names.status().message());
+  std::vector<NetInterface> out;
+  for (const std::string& name : *names) {
+    if (name == "lo") continue;
+    const std::string dir = "/sys/class/net/" + name;
+    auto flags = fs.ReadTrimmed(dir + "/flags");
+    auto mtu = fs.ReadTrimmed(dir + "/mtu");
+    if (!flags.ok() || !mtu.ok()) continue;
+    char* end = nullptr;
+    const unsigned long f = std::strtoul(flags->c_str(), &end, 16);
+    if (end == flags->c_str() || (f & 0x1) == 0) continue;
+    const long long m = std::strtoll(mtu->c_str(), &end, 10);
+    if (end == mtu->c_str() || m <= 0) continue;
+    auto oper = fs.ReadTrimmed(dir + "/operstate");
+    out.push_back({name, m, oper.ok() ? *oper : ""});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return Fact<std::vector<NetInterface>>::Known(std::move(out), "/sys/class/net");
+}
+
 }  // namespace
 
 HostFacts CollectHostFacts(const CollectOptions& options) {
@@ -656,7 +749,11 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
     s.pid = found->pid;
     s.kind = found->kind;
     s.argv = found->argv;
-    if (s.kind == "vllm") s.config_file_args = ReadVllmConfigFile(fs, s.pid, s.argv);
+    if (s.kind == "vllm") {
+      s.config_file_args = ReadVllmConfigFile(fs, s.pid, s.argv);
+      s.tls_cert = ReadServerCert(
+          fs, s.pid, s.config_file_args.known() ? WithConfigFileArgs(s.argv, *s.config_file_args) : s.argv);
+    }
     facts.server = std::move(s);
   } else {
     facts.server_note = found.status().message();
@@ -697,6 +794,7 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   if (facts.server) CollectServerStatic(fs, &*facts.server);
   CollectNetStatic(fs, facts.server, &facts.net);
   facts.net.firewall_rules = CountFirewallRules(*runner, ctx.command_timeout_ns);
+  facts.net.interfaces = ReadInterfaces(fs);
 
   if (options.between_samples) options.between_samples();
   const int64_t wait_ns = options.sample_interval_ns - (MonoNowNs() - first.t_ns);

@@ -49,6 +49,83 @@ TEST(CollectorTest, VllmConfigFileThroughTheServersOwnView) {
       << f.server->config_file_args.reason;
 }
 
+// A self-signed certificate made for this test (openssl req -x509, EC P-256, 100 years):
+// `openssl x509 -noout -fingerprint -sha256 -subject -issuer -nameopt RFC2253` prints the
+// values the test expects.
+constexpr char kServerCertPem[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBuTCCAV+gAwIBAgIUX7mkwj/5ZBgBu2HTaN9nkiJ1CmkwCgYIKoZIzj0EAwIw\n"
+    "MTEWMBQGA1UEAwwNdmxsbS5pbnRlcm5hbDEXMBUGA1UECgwOSW5mZXJlbmNlIFRl\n"
+    "YW0wIBcNMjYxMjA1MDAyODQ3WhgPMjEyNjExMTEwMDI4NDdaMDExFjAUBgNVBAMM\n"
+    "DXZsbG0uaW50ZXJuYWwxFzAVBgNVBAoMDkluZmVyZW5jZSBUZWFtMFkwEwYHKoZI\n"
+    "zj0CAQYIKoZIzj0DAQcDQgAEuczIwbkJPDHGufmbua5OtBK2kSvaaSSZTcrMPBD+\n"
+    "TUSzvZKatgTnM0ujR92tpdcBnwIx/Zzj7T5YDWIdpxRrTqNTMFEwHQYDVR0OBBYE\n"
+    "FHVvtYmXGM0b33CIOpxFv+BhQSMCMB8GA1UdIwQYMBaAFHVvtYmXGM0b33CIOpxF\n"
+    "v+BhQSMCMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIhAN/FSnTa\n"
+    "htd3nclDdmSi2F+fHtwIxSbutpwPyftubmDDAiBbI1ngBtTDutwpjjelZUyRpC0D\n"
+    "dARca6n7VhwDykfVtg==\n"
+    "-----END CERTIFICATE-----\n";
+
+// vLLM's --ssl-certfile, read as the server sees it (through /proc/PID/root or /proc/PID/cwd),
+// in either spelling, or from its --config file: the leaf's subject, issuer and SHA-256; a file
+// with no certificate is unknown with the reason. The interfaces that are up (IFF_UP in
+// /sys/class/net/NAME/flags), loopback and those that are down left out, with their MTU.
+TEST(CollectorTest, ServerCertificateAndInterfaceMtus) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  using namespace std::string_literals;
+  auto cmdline = [&](const std::string& tail) {
+    t.Write("/proc/4242/cmdline", "/usr/bin/python3\0/usr/local/bin/vllm\0serve\0m\0"s + tail);
+  };
+  t.Write("/proc/4242/root/etc/vllm/cert.pem", kServerCertPem);
+  t.Write("/proc/4242/cwd/cert.pem", kServerCertPem);
+  t.Write("/proc/4242/root/etc/vllm/bad.pem", "not a certificate\n");
+  t.Write("/proc/4242/root/etc/vllm/tls.yaml", "ssl-certfile: /etc/vllm/cert.pem\n");
+  t.Write("/sys/class/net/eth0/flags", "0x1003\n");
+  t.Write("/sys/class/net/eth0/mtu", "9000\n");
+  t.Write("/sys/class/net/eth0/operstate", "up\n");
+  t.Write("/sys/class/net/tun0/flags", "0x1091\n");
+  t.Write("/sys/class/net/tun0/mtu", "1400\n");
+  t.Write("/sys/class/net/tun0/operstate", "unknown\n");
+  t.Write("/sys/class/net/eth1/flags", "0x1002\n");  // down
+  t.Write("/sys/class/net/eth1/mtu", "1500\n");
+  t.Write("/sys/class/net/lo/flags", "0x9\n");
+  t.Write("/sys/class/net/lo/mtu", "65536\n");
+  const std::string kSha = "71fcb1a54c5008d95afa9bc7851db262a48f5c8e4bca05a1bee8ad4bf4941884";
+  for (const std::string& tail : {"--ssl-certfile\0/etc/vllm/cert.pem\0"s,
+                                 "--ssl_certfile=cert.pem\0"s, "--config\0/etc/vllm/tls.yaml\0"s}) {
+    cmdline(tail);
+    HostFacts f = CollectHostFacts(Recorded(t.root()));
+    ASSERT_TRUE(f.server.has_value());
+    ASSERT_TRUE(f.server->tls_cert.known()) << f.server->tls_cert.reason;
+    EXPECT_EQ(f.server->tls_cert->sha256_hex, kSha);
+    EXPECT_EQ(f.server->tls_cert->subject, "O=Inference Team,CN=vllm.internal");
+    EXPECT_EQ(f.server->tls_cert->issuer, "O=Inference Team,CN=vllm.internal");
+    ASSERT_TRUE(f.net.interfaces.known()) << f.net.interfaces.reason;
+    ASSERT_EQ(f.net.interfaces->size(), 2u);
+    EXPECT_EQ((*f.net.interfaces)[0].name, "eth0");
+    EXPECT_EQ((*f.net.interfaces)[0].mtu_bytes, 9000);
+    EXPECT_EQ((*f.net.interfaces)[1].name, "tun0");
+    EXPECT_EQ((*f.net.interfaces)[1].mtu_bytes, 1400);
+    EXPECT_EQ((*f.net.interfaces)[1].operstate, "unknown");
+    // Through the facts file, as diagnose --facts reads them.
+    auto back = FactsFromJson(FactsToJson(f), "facts.json");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    ASSERT_TRUE(back->server->tls_cert.known());
+    EXPECT_EQ(back->server->tls_cert->sha256_hex, kSha);
+    ASSERT_TRUE(back->net.interfaces.known());
+    EXPECT_EQ(back->net.interfaces->size(), 2u);
+  }
+  EXPECT_EQ(CollectHostFacts(Recorded(t.root())).server->tls_cert.source,
+            "/proc/4242/root/etc/vllm/cert.pem");
+  cmdline("--ssl-certfile\0/etc/vllm/bad.pem\0"s);
+  HostFacts f = CollectHostFacts(Recorded(t.root()));
+  EXPECT_FALSE(f.server->tls_cert.known());
+  EXPECT_EQ(f.server->tls_cert.reason,
+            "--ssl-certfile /etc/vllm/bad.pem: no PEM certificate in the file");
+  cmdline("--port\08000\0"s);
+  EXPECT_EQ(CollectHostFacts(Recorded(t.root())).server->tls_cert.reason, "no --ssl-certfile");
+}
+
 // The real H200 host recorded by tools/capture_host_device.sh.
 TEST(CollectorTest, RecordedH200) {
   HostFacts f = CollectHostFacts(Recorded("tests/data/host/h200_recorded/tree"));

@@ -30,10 +30,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpuLimit, dir, quota_cpus,
                                                 periods_delta, throttled_delta, throttled_s_delta,
                                                 includes_latdoc)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupCpu, version, cgroup, note, limits, pressure)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ServerCert, path, subject, issuer, sha256_hex)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ServerProcess, pid, kind, argv, config_file_args, env,
                                                 cpus_allowed_list, mems_allowed_list, children,
                                                 threads,
-                                                write_bytes_per_s, cgroup_cpu)
+                                                write_bytes_per_s, cgroup_cpu, tls_cert)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetInterface, name, mtu_bytes, operstate)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NicIrqs, nic, irq_count, per_cpu, since_boot, cpu_ids)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, tcp_inuse, tcp_time_wait, server_port,
                                                 server_port_time_wait, conntrack_count,
@@ -44,7 +46,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, tcp_inuse, tcp_time_wa
                                                 softnet_squeezed_delta, netdev_max_backlog,
                                                 netdev_budget, conntrack_drops_delta,
                                                 conntrack_insert_failed_delta, nic_irqs,
-                                                firewall_rules)
+                                                firewall_rules, interfaces)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DiskFacts, busiest_util_pct, busiest_device)
 
 namespace {

@@ -129,6 +129,15 @@ struct CgroupCpu {
   Fact<PsiFacts> pressure;  // v2: the group's own cpu.pressure (its tasks waiting for a CPU)
 };
 
+// The certificate the server serves over TLS: the first certificate (the leaf) of the PEM file
+// vLLM was started with (--ssl-certfile), read as the server sees its file system.
+struct ServerCert {
+  std::string path;        // as the command line gives it
+  std::string subject;     // RFC 2253, as `latdoc net` prints the chain the client is shown
+  std::string issuer;
+  std::string sha256_hex;  // SHA-256 of the DER certificate: lowercase, no separators
+};
+
 // The inference server process, found by its command line.
 struct ServerProcess {
   int64_t pid = 0;
@@ -144,6 +153,8 @@ struct ServerProcess {
   Fact<std::vector<ThreadCpu>> threads;  // busiest first, at most 16, server and children
   Fact<double> write_bytes_per_s;        // /proc/PID/io write_bytes delta (needs same uid)
   Fact<CgroupCpu> cgroup_cpu;            // CPU quota and throttling of its cgroup (container)
+  // vLLM's --ssl-certfile (command line or --config file). Unknown: none given, or unreadable.
+  Fact<ServerCert> tls_cert;
 };
 
 struct NicIrqs {
@@ -152,6 +163,13 @@ struct NicIrqs {
   std::vector<int64_t> per_cpu;     // interrupts per CPU column over the interval (or since boot)
   bool since_boot = false;          // true when no second sample was taken
   std::vector<int64_t> cpu_ids;     // the CPU of each column (empty in older facts: the index)
+};
+
+// A network interface that is up (/sys/class/net/NAME/flags has IFF_UP), loopback left out.
+struct NetInterface {
+  std::string name;
+  int64_t mtu_bytes = 0;   // /sys/class/net/NAME/mtu
+  std::string operstate;   // "up", "unknown" (tun, some veth), ...
 };
 
 struct NetFacts {
@@ -175,6 +193,7 @@ struct NetFacts {
   Fact<int64_t> conntrack_insert_failed_delta; // its "insert_failed" (entry clashes)
   Fact<std::vector<NicIrqs>> nic_irqs;
   Fact<int64_t> firewall_rules;                // nft rules or iptables "-A" lines
+  Fact<std::vector<NetInterface>> interfaces;  // up, loopback left out, by name
 };
 
 struct DiskFacts {

@@ -247,7 +247,14 @@ nlohmann::json ToJson(const ProbeFacts& p) {
         {"link_mbps", Opt(b.link_mbps)},
         {"link_source", b.link_source},
         {"link_note", b.link_note},
-        {"headroom", Opt(b.headroom)}}},
+        {"headroom", Opt(b.headroom)},
+        {"stream_tokens_requested", b.stream_tokens_requested},
+        {"stream_prompt_bytes", b.stream_prompt_bytes},
+        {"stalled", b.stalled},
+        {"stall_bytes", Opt(b.stall_bytes)},
+        {"stall_tokens", Opt(b.stall_tokens)},
+        {"stall_quiet_ms", Opt(b.stall_quiet_ms)},
+        {"stall_error", b.stall_error}}},
       {"tcp", ToJson(p.tcp)},
       {"tls_chain", chain},
       {"samples", samples},
@@ -306,6 +313,15 @@ nlohmann::json ToJson(const NetFacts& f) {
   j["expected_cert_sha256"] =
       f.expected_cert_sha256.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.expected_cert_sha256);
   j["plain_probe"] = f.plain_probe ? ToJson(*f.plain_probe) : nlohmann::json(nullptr);
+  if (!f.expected_cert_source.empty()) {
+    j["expected_cert_source"] = f.expected_cert_source;
+    j["expected_cert_subject"] = f.expected_cert_subject;
+    j["expected_cert_issuer"] = f.expected_cert_issuer;
+  }
+  if (f.server_iface_mtu_bytes) {
+    j["server_iface_mtu_bytes"] = *f.server_iface_mtu_bytes;
+    j["server_iface"] = f.server_iface;
+  }
   return j;
 }
 

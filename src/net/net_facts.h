@@ -97,6 +97,14 @@ struct BandwidthFacts {
   std::string link_source;                   // "--link-mbps", "iperf3 HOST", or ""
   std::string link_note;                     // why the link rate is unknown, when it is
   std::optional<double> headroom;            // link / required
+  int stream_tokens_requested = 0;           // 0: no stream was asked for
+  int stream_prompt_bytes = 0;               // its prompt's size (a request in full-size segments)
+  // The stream stopped before its end: stall_bytes of body (stall_tokens tokens) had come, then
+  // nothing for stall_quiet_ms until the timeout or a reset ended it (stall_error). The probe's
+  // small requests had passed: large packets are lost on the path.
+  bool stalled = false;
+  std::optional<double> stall_bytes, stall_tokens, stall_quiet_ms;
+  std::string stall_error;
 };
 
 struct PathHop {
@@ -188,6 +196,14 @@ struct NetFacts {
   // no separators), and the same server probed over plain HTTP (--plain-url).
   std::string expected_cert_sha256;
   std::optional<ProbeFacts> plain_probe;
+  // What `latdoc doctor` read on the server host (diagnose --facts / --local), when known:
+  // where expected_cert_sha256 came from ("--expect-cert-sha256", or "the server's
+  // --ssl-certfile PATH") and that certificate's subject and issuer; the server's interface
+  // MTU (the largest of its interfaces that are up, loopback left out) and its name.
+  std::string expected_cert_source;
+  std::string expected_cert_subject, expected_cert_issuer;
+  std::optional<uint32_t> server_iface_mtu_bytes;
+  std::string server_iface;
 };
 
 // A SHA-256 fingerprint as given ("AB:CD:..." as `openssl x509 -fingerprint -sha256` prints

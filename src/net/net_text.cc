@@ -96,6 +96,10 @@ void Probe(const ProbeFacts& p, std::string& out) {
                      F(b.link_mbps, 0), b.link_source.empty() ? "" : " (" + b.link_source + ")",
                      b.headroom ? fmt::format("; headroom x{:.1f}", *b.headroom)
                                 : (b.link_note.empty() ? "" : " (" + b.link_note + ")"));
+  if (b.stalled)
+    out += fmt::format("  stream stalled: {} bytes ({} tokens of {}), then nothing for {} ms ({})\n",
+                       F(b.stall_bytes, 0), F(b.stall_tokens, 0), b.stream_tokens_requested,
+                       F(b.stall_quiet_ms, 0), b.stall_error);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <memory>
 
 #include <fmt/core.h>
@@ -28,6 +29,7 @@ class Collector final : public http::ExchangeObserver {
   }
   void OnBody(std::string_view data, int64_t now_ns) override {
     bytes_ += data.size();
+    last_body_ns_ = now_ns;
     if (!sse_ || status_ != 200) return;
     (void)decoder_.Feed(data, [&](const http::SseEvent& ev) {
       loadgen::ChunkInfo c = parser_.Parse(ev.data);
@@ -48,6 +50,7 @@ class Collector final : public http::ExchangeObserver {
   const http::ExchangeResult& result() const { return result_; }
   int64_t first_content_ns() const { return first_content_ns_; }
   int64_t last_content_ns() const { return last_content_ns_; }
+  int64_t last_body_ns() const { return last_body_ns_; }  // -1: no body byte yet
   uint64_t bytes() const { return bytes_; }
   int64_t tokens() const { return usage_tokens_ ? *usage_tokens_ : content_chunks_; }
   const std::string& stream_error() const { return error_; }
@@ -60,7 +63,7 @@ class Collector final : public http::ExchangeObserver {
   http::SseDecoder decoder_;
   loadgen::ChunkParser parser_;
   uint64_t bytes_ = 0;
-  int64_t first_content_ns_ = -1, last_content_ns_ = -1;
+  int64_t first_content_ns_ = -1, last_content_ns_ = -1, last_body_ns_ = -1;
   int64_t content_chunks_ = 0;
   std::optional<int64_t> usage_tokens_;
   std::string error_;
@@ -133,19 +136,22 @@ Outcome RunExchange(http::EventLoop& loop, http::HttpClient& client, http::Clien
   return o;
 }
 
-std::string CompletionBody(const ProbeOptions& o, int max_tokens) {
+// `prompt_bytes` > 5: "Hello" followed by " hello" words up to about that many bytes.
+std::string CompletionBody(const ProbeOptions& o, int max_tokens, int prompt_bytes = 0) {
   std::string model = o.model.empty() ? "" : fmt::format("\"model\":\"{}\",", o.model);
+  std::string prompt = "Hello";
+  while (static_cast<int>(prompt.size()) + 6 <= prompt_bytes) prompt += " hello";
   return fmt::format(
-      "{{{}\"prompt\":\"Hello\",\"max_tokens\":{},\"stream\":true,\"ignore_eos\":true,"
+      "{{{}\"prompt\":\"{}\",\"max_tokens\":{},\"stream\":true,\"ignore_eos\":true,"
       "\"stream_options\":{{\"include_usage\":true}}}}",
-      model, max_tokens);
+      model, prompt, max_tokens);
 }
 
-http::ClientRequest Completion(const ProbeOptions& o, int max_tokens) {
+http::ClientRequest Completion(const ProbeOptions& o, int max_tokens, int prompt_bytes = 0) {
   http::ClientRequest r;
   r.method = "POST";
   r.target = "/v1/completions";
-  r.body = CompletionBody(o, max_tokens);
+  r.body = CompletionBody(o, max_tokens, prompt_bytes);
   r.headers = {{"Content-Type", "application/json"}};
   if (!o.api_key.empty()) r.headers.emplace_back("Authorization", "Bearer " + o.api_key);
   return r;
@@ -296,8 +302,28 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
   for (const auto& s : p.samples) any_ok = any_ok || s.failure == FailureReason::kNone;
   if (any_ok && options.stream_tokens > 0) {
     Collector stream;
-    Outcome o = RunExchange(loop, kept, Completion(options, options.stream_tokens), stream, timeout);
+    const int64_t stream_start_ns = MonoNowNs();
+    Outcome o = RunExchange(loop, kept,
+                            Completion(options, options.stream_tokens, options.stream_prompt_bytes),
+                            stream, timeout);
+    const int64_t stream_end_ns = MonoNowNs();
     on_kept(stream);
+    p.bandwidth.stream_tokens_requested = options.stream_tokens;
+    p.bandwidth.stream_prompt_bytes = options.stream_prompt_bytes;
+    // A stream that stopped coming while the small requests above passed: nothing for
+    // kStreamStallMinNs before the timeout (or a reset) ended it. A stream still flowing when the
+    // timeout came is slow, not stalled.
+    const int64_t quiet_ns =
+        stream_end_ns - (stream.last_body_ns() >= 0 ? stream.last_body_ns() : stream_start_ns);
+    if (o.failure != FailureReason::kNone && o.failure != FailureReason::kHttpStatus &&
+        quiet_ns >= std::min<int64_t>(kStreamStallMinNs, timeout / 2)) {
+      BandwidthFacts& b = p.bandwidth;
+      b.stalled = true;
+      b.stall_bytes = static_cast<double>(stream.bytes());
+      b.stall_tokens = static_cast<double>(stream.tokens());
+      b.stall_quiet_ms = static_cast<double>(quiet_ns) / 1e6;
+      b.stall_error = o.error;
+    }
     if (o.failure == FailureReason::kNone && stream.tokens() > 0) {
       BandwidthFacts& b = p.bandwidth;
       b.stream_bytes = static_cast<double>(stream.bytes());

@@ -36,7 +36,14 @@ struct ProbeOptions {
   int64_t sample_timeout_ns = 10'000'000'000;
   int64_t idle_wait_ns = 8'000'000'000; // 0: skip the idle-close check
   int stream_tokens = 64;               // 0: skip the bandwidth stream
+  // The stream's prompt is padded to this many bytes, so that its request goes out in
+  // full-size segments as a long prompt does (a path that loses large packets stalls it).
+  int stream_prompt_bytes = 4096;
 };
+
+// The bandwidth stream counts as stalled when nothing came for this long (or half the sample
+// timeout, if shorter) before a timeout or a reset ended it.
+inline constexpr int64_t kStreamStallMinNs = 1'000'000'000;
 
 // InvalidArgument for a bad URL or option; network failures are facts, not errors.
 StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options);

@@ -489,6 +489,17 @@ void PathMtu(const NetFacts& nf, std::vector<Finding>& out) {
     title = fmt::format("PMTU black hole: packets above {} bytes to {} vanish without ICMP "
                         "'fragmentation needed' (interface MTU {})",
                         path, r.address, iface);
+  } else if (path < iface && nf.server_iface_mtu_bytes && path >= *nf.server_iface_mtu_bytes) {
+    // The server's own interface is the narrow end: nothing on the way lowers it.
+    title = fmt::format("Path MTU {} equals the server's interface MTU ({} {}), below the "
+                        "client's {} (dev {}): the server's end sets it",
+                        path, nf.server_iface, *nf.server_iface_mtu_bytes, iface, r.dev);
+  } else if (path < iface && nf.server_iface_mtu_bytes) {
+    sev = Severity::kWarn;
+    title = fmt::format("Path MTU {} below both ends' interfaces (client {} dev {}, server {} {}): "
+                        "a smaller MTU on the way to {}",
+                        path, iface, r.dev, *nf.server_iface_mtu_bytes, nf.server_iface,
+                        r.address);
   } else if (path < iface) {
     sev = Severity::kWarn;
     title = fmt::format("Path MTU {} below the interface's {} (dev {}): a smaller MTU on the way "
@@ -500,6 +511,10 @@ void PathMtu(const NetFacts& nf, std::vector<Finding>& out) {
   Finding f = Make("net.path_mtu", sev, std::move(title));
   f.evidence = {Num("path_mtu", path, "bytes"), Num("interface_mtu", iface, "bytes"),
                 Text("dev", r.dev)};
+  if (nf.server_iface_mtu_bytes) {
+    f.evidence.push_back(Num("server_interface_mtu", *nf.server_iface_mtu_bytes, "bytes"));
+    f.evidence.push_back(Text("server_dev", nf.server_iface));
+  }
   if (r.cached_mtu_bytes) f.evidence.push_back(Num("kernel_cached_mtu", *r.cached_mtu_bytes, "bytes"));
   if (nf.probe.tcp.snd_mss_min_bytes)
     f.evidence.push_back(Num("tcp_mss", *nf.probe.tcp.snd_mss_min_bytes, "bytes"));
@@ -558,6 +573,10 @@ void TlsInspection(const NetFacts& nf, std::vector<Finding>& out) {
                          "not the server's own (SHA-256 {}... expected {}...)",
                          leaf.issuer, leaf.sha256_hex.substr(0, 16),
                          nf.expected_cert_sha256.substr(0, 16)));
+    if (!nf.expected_cert_source.empty() && nf.expected_cert_source != "--expect-cert-sha256")
+      f.title += fmt::format("; the server's own, from {}, is {} issued by {}",
+                             nf.expected_cert_source, nf.expected_cert_subject,
+                             nf.expected_cert_issuer);
     f.advice =
         "Something between client and server terminates TLS and signs its own certificate: an "
         "inspecting firewall (DPI), a TLS proxy or a CDN, named by the issuer. Exempt the "
@@ -568,6 +587,11 @@ void TlsInspection(const NetFacts& nf, std::vector<Finding>& out) {
                 Text("sha256", leaf.sha256_hex), Text("chain", chain_text())};
   if (!nf.expected_cert_sha256.empty())
     f.evidence.push_back(Text("expected_sha256", nf.expected_cert_sha256));
+  if (!nf.expected_cert_source.empty()) {
+    f.evidence.push_back(Text("expected_from", nf.expected_cert_source));
+    if (!nf.expected_cert_issuer.empty())
+      f.evidence.push_back(Text("expected_issuer", nf.expected_cert_issuer));
+  }
   out.push_back(std::move(f));
 }
 
@@ -619,6 +643,35 @@ void TlsOverhead(const NetFacts& nf, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// The bandwidth stream stopped coming part-way while the probe's small requests passed: large
+// packets are lost on the path (a PMTU black hole, a middlebox dropping full-size segments).
+void StreamStall(const NetFacts& nf, const ProbeFacts& p, std::vector<Finding>& out) {
+  const net::BandwidthFacts& b = p.bandwidth;
+  if (!b.stalled) return;
+  const net::RouteFacts& r = nf.route;
+  std::string why = "large packets are lost on the path (a PMTU black hole or a middlebox)";
+  if (r.pmtu_black_hole && r.path_mtu_bytes)
+    why = fmt::format("packets above the path MTU of {} bytes vanish (PMTU black hole)", *r.path_mtu_bytes);
+  Finding f = Make(
+      "net.stream_stall", Severity::kFail,
+      fmt::format("The {}-token stream ({}-byte prompt) stalled after {:.0f} bytes of its answer "
+                  "({:.0f} tokens): nothing more for {:.1f} s while the small requests passed; {}",
+                  b.stream_tokens_requested, b.stream_prompt_bytes, b.stall_bytes.value_or(0),
+                  b.stall_tokens.value_or(0), b.stall_quiet_ms.value_or(0) / 1e3, why));
+  f.evidence = {Num("stream_tokens_requested", b.stream_tokens_requested, ""),
+                Num("stream_prompt", b.stream_prompt_bytes, "B"),
+                Num("bytes_before_stall", b.stall_bytes, "B"),
+                Num("tokens_before_stall", b.stall_tokens, ""),
+                Num("quiet", b.stall_quiet_ms, "ms"), Text("ended", b.stall_error),
+                Text("url", p.url)};
+  if (r.path_mtu_bytes) f.evidence.push_back(Num("path_mtu", *r.path_mtu_bytes, "bytes"));
+  if (p.tcp.connections > 0) f.evidence.push_back(Num("tcp_retransmitted", p.tcp.retrans_segs, ""));
+  f.advice = "Long responses will hang the same way: find the device that drops large packets "
+             "(see net.path_mtu; `tracepath` to the server), let ICMP 'fragmentation needed' "
+             "through or clamp TCP's MSS there, or lower the client's MTU to the path's.";
+  out.push_back(std::move(f));
+}
+
 std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
   std::vector<Finding> out;
   const ProbeFacts& p = facts.probe;
@@ -638,6 +691,7 @@ std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
   Jitter(p, out);
   IdleClose(facts.probe, out);
   Headroom(facts.probe, out);
+  StreamStall(facts, facts.probe, out);
   Path(facts, out);
   Retransmits(facts.probe, out);
   Route(facts, out);

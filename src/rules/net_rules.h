@@ -5,7 +5,7 @@
 // Pure functions: facts in, findings out; no I/O, no clocks. Ids are stable:
 //   net.no_keepalive  net.gateway_delay  net.jitter  net.loss  net.idle_close
 //   net.bandwidth_headroom  net.path  net.round_trip  net.probe_retransmits
-//   net.path_mtu  net.route  net.tls_inspection  net.tls_overhead
+//   net.path_mtu  net.route  net.tls_inspection  net.tls_overhead  net.stream_stall
 // A check that ran and found nothing returns an `ok` finding; a check with nothing to judge
 // (no compare URL, no link rate) returns a `skip` finding that says why, or nothing.
 #pragma once

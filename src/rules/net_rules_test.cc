@@ -500,6 +500,106 @@ TEST(NetRulesTest, TlsInspectionComparesTheLeafAndNamesTheIssuer) {
   EXPECT_EQ(Find(none, "net.tls_inspection"), nullptr);
 }
 
+// With the server's interface MTU from `latdoc doctor` on the server host: a path MTU below both
+// ends' interfaces warns and names both; one equal to the server's smaller interface MTU is the
+// server's own end, ok; a black hole still fails; both MTUs are in the evidence.
+TEST(NetRulesTest, PathMtuAgainstBothEndsInterfaces) {
+  struct Case { uint32_t server_mtu; std::optional<uint32_t> path; bool hole; Severity sev; std::string title; };
+  const Case cases[] = {
+      {1500, 1400, false, Severity::kWarn,
+       "Path MTU 1400 below both ends' interfaces (client 1500 dev vc, server 1500 eth0): a "
+       "smaller MTU on the way to 10.242.2.2"},
+      {9000, 1400, false, Severity::kWarn,
+       "Path MTU 1400 below both ends' interfaces (client 1500 dev vc, server 9000 eth0): a "
+       "smaller MTU on the way to 10.242.2.2"},
+      {1400, 1400, false, Severity::kOk,
+       "Path MTU 1400 equals the server's interface MTU (eth0 1400), below the client's 1500 "
+       "(dev vc): the server's end sets it"},
+      {1500, 1500, false, Severity::kOk, "Path MTU 1500 equals the interface's (dev vc)"},
+      {1500, 1400, true, Severity::kFail,
+       "PMTU black hole: packets above 1400 bytes to 10.242.2.2 vanish without ICMP "
+       "'fragmentation needed' (interface MTU 1500)"},
+  };
+  for (const Case& c : cases) {
+    NetFacts f = Healthy();
+    f.route = Routed(c.path, c.hole);
+    f.server_iface_mtu_bytes = c.server_mtu;
+    f.server_iface = "eth0";
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* m = Find(fs, "net.path_mtu");
+    ASSERT_NE(m, nullptr) << c.title;
+    EXPECT_EQ(m->severity, c.sev) << c.title;
+    EXPECT_EQ(m->title, c.title);
+    bool has_server = false;
+    for (const auto& e : m->evidence) has_server |= e.name == "server_interface_mtu";
+    EXPECT_TRUE(has_server) << c.title;
+  }
+}
+
+// The server's own certificate from the doctor's facts (its --ssl-certfile): a different leaf
+// fails naming the issuer that re-signed it and where the server's own came from; the same
+// leaf is ok.
+TEST(NetRulesTest, TlsInspectionAgainstTheServersCertfile) {
+  NetFacts f = Healthy();
+  f.probe.tls_chain = {{"CN=server", "CN=Inspect CA,O=Firewall Inc", std::string(64, 'b')}};
+  f.expected_cert_sha256 = std::string(64, 'a');
+  f.expected_cert_source = "the server's --ssl-certfile /etc/vllm/cert.pem";
+  f.expected_cert_subject = "CN=server";
+  f.expected_cert_issuer = "CN=Server CA";
+  {
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_inspection");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, Severity::kFail);
+    EXPECT_EQ(t->title, "TLS is re-signed on the path: the certificate shown is issued by "
+                        "CN=Inspect CA,O=Firewall Inc, not the server's own (SHA-256 "
+                        "bbbbbbbbbbbbbbbb... expected aaaaaaaaaaaaaaaa...); the server's own, "
+                        "from the server's --ssl-certfile /etc/vllm/cert.pem, is CN=server "
+                        "issued by CN=Server CA");
+  }
+  f.expected_cert_sha256 = std::string(64, 'b');
+  {
+    const std::vector<Finding> fs = EvaluateNetRules(f);
+    const Finding* t = Find(fs, "net.tls_inspection");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->severity, Severity::kOk);
+    EXPECT_EQ(t->title, "The server's own certificate reaches the client (CN=server): nothing "
+                        "re-signs TLS on the path");
+  }
+}
+
+// A bandwidth stream that stalled fails with the bytes that came and the quiet time; with the
+// route's black hole known it names the path MTU; a stream that did not stall says nothing.
+TEST(NetRulesTest, StreamStallNamesTheSizeAndTheStall) {
+  NetFacts f = Healthy();
+  EXPECT_EQ(Find(EvaluateNetRules(f), "net.stream_stall"), nullptr);
+  f.probe.bandwidth.stream_tokens_requested = 512;
+  f.probe.bandwidth.stream_prompt_bytes = 4096;
+  f.probe.bandwidth.stalled = true;
+  f.probe.bandwidth.stall_bytes = 2896;
+  f.probe.bandwidth.stall_tokens = 14;
+  f.probe.bandwidth.stall_quiet_ms = 3200;
+  f.probe.bandwidth.stall_error = "no answer within 3.0 s (reading the body)";
+  const Finding* s = nullptr;
+  std::vector<Finding> fs = EvaluateNetRules(f);
+  s = Find(fs, "net.stream_stall");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->severity, Severity::kFail);
+  EXPECT_EQ(s->title, "The 512-token stream (4096-byte prompt) stalled after 2896 bytes of its answer "
+                      "(14 tokens): nothing more for "
+                      "3.2 s while the small requests passed; large packets are lost on the path "
+                      "(a PMTU black hole or a middlebox)");
+  EXPECT_FALSE(s->advice.empty());
+  f.route = Routed(1400, /*black_hole=*/true);
+  fs = EvaluateNetRules(f);
+  s = Find(fs, "net.stream_stall");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->title, "The 512-token stream (4096-byte prompt) stalled after 2896 bytes of its answer "
+                      "(14 tokens): nothing more for "
+                      "3.2 s while the small requests passed; packets above the path MTU of 1400 "
+                      "bytes vanish (PMTU black hole)");
+}
+
 // HTTPS against plain HTTP: 2 ms added at first byte warns, 20 fails; a stream at under 80%
 // of its plain rate warns, under 50% fails.
 TEST(NetRulesTest, TlsOverheadAgainstPlainHttp) {

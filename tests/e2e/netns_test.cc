@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "base/file_util.h"
 #include "tests/e2e/process.h"
 
@@ -254,6 +255,11 @@ TEST_F(NetnsTest, CleanPathReportsNoRetransmits) {
   EXPECT_EQ(tcp["pmtu_min_bytes"], 1500) << tcp.dump();
   EXPECT_EQ(tcp["ip_mtu_min_bytes"], 1500) << tcp.dump();
   EXPECT_EQ(tcp["snd_mss_min_bytes"], 1448) << tcp.dump();  // 1500 - 40 - 12 (timestamps)
+  // The bandwidth stream (its 4096-byte prompt in full-size segments) comes whole.
+  const nlohmann::json& bw = r.doc["facts"]["probe"]["bandwidth"];
+  EXPECT_EQ(bw["stalled"], false) << bw.dump();
+  EXPECT_EQ(bw["stream_tokens"], 64) << bw.dump();
+  EXPECT_EQ(FindingById(r.doc, "net.stream_stall"), nullptr) << r.out;
   const nlohmann::json* f = FindingById(r.doc, "net.probe_retransmits");
   ASSERT_NE(f, nullptr) << r.out;
   EXPECT_EQ((*f)["severity"], "ok") << r.out;
@@ -287,6 +293,9 @@ TEST_F(NetnsTest, RoutedPathWithSmallerFarMtuIsNamed) {
   EXPECT_EQ(route["iface_mtu_bytes"], 1500) << route.dump();
   EXPECT_EQ(route["path_mtu_bytes"], 1400) << route.dump();
   EXPECT_EQ(route["pmtu_frag_needed_seen"], true) << route.dump();
+  // With ICMP 'fragmentation needed' let through, TCP adapts: the stream does not stall.
+  EXPECT_EQ(r.doc["facts"]["probe"]["bandwidth"]["stalled"], false) << r.out;
+  EXPECT_EQ(FindingById(r.doc, "net.stream_stall"), nullptr) << r.out;
   EXPECT_EQ(route["pmtu_black_hole"], false) << route.dump();
   // 1400 - 20 (IP) - 20 (TCP) - 12 (timestamps): the server advertised its link's MSS.
   EXPECT_EQ(r.doc["facts"]["probe"]["tcp"]["snd_mss_min_bytes"], 1348);
@@ -302,16 +311,37 @@ TEST_F(NetnsTest, RoutedPathWithSmallerFarMtuIsNamed) {
 }
 
 // Planted: the middlebox drops every packet above 1400 bytes and sends no ICMP (a PMTU black
-// hole). The UDP probe finds 1400 by search and net.path_mtu fails: exit 1.
+// hole). The UDP probe finds 1400 by search and net.path_mtu fails: exit 1. The bandwidth
+// stream (its 4096-byte prompt goes in full-size segments) stalls while the small requests pass: a bounded,
+// reported event (net.stream_stall names the bytes that came and the quiet time), not a hang.
 TEST_F(NetnsTest, BlackHoleBelowTheInterfaceMtuFails) {
   TunPath path({"--mtu", "1400"});
   NsSim sim(path.server, "10.242.1.2");
   ASSERT_GT(sim.port(), 0);
-  // The stream's full-size segments would vanish: no bandwidth stream, short timeouts.
+  const int64_t t0 = MonoNowNs();
   NetRun r = RunNetIn(path.client, {"--url", fmt::format("http://10.242.1.2:{}", sim.port()),
                                     "-n", "1", "--idle-wait", "0", "--no-path",
-                                    "--stream-tokens", "0", "--timeout", "3"});
+                                    "--stream-tokens", "512", "--timeout", "3"});
+  const double wall_s = static_cast<double>(MonoNowNs() - t0) / 1e9;
   ASSERT_TRUE(r.doc.is_object()) << r.out;
+  // The stall ends at the sample timeout (3 s) plus the client's grace: the run stays bounded.
+  EXPECT_LT(wall_s, 30.0) << r.out;
+  const nlohmann::json& bw = r.doc["facts"]["probe"]["bandwidth"];
+  EXPECT_EQ(bw["stalled"], true) << bw.dump();
+  EXPECT_EQ(bw["stream_tokens_requested"], 512) << bw.dump();
+  ASSERT_TRUE(bw["stall_bytes"].is_number()) << bw.dump();
+  ASSERT_TRUE(bw["stall_quiet_ms"].is_number()) << bw.dump();
+  EXPECT_GE(bw["stall_quiet_ms"].get<double>(), 1000.0) << bw.dump();
+  const nlohmann::json* st = FindingById(r.doc, "net.stream_stall");
+  ASSERT_NE(st, nullptr) << r.out;
+  EXPECT_EQ((*st)["severity"], "fail") << r.out;
+  EXPECT_THAT((*st)["title"].get<std::string>(),
+              HasSubstr(fmt::format("The 512-token stream (4096-byte prompt) stalled after {:.0f} bytes",
+                                    bw["stall_bytes"].get<double>())));
+  EXPECT_THAT((*st)["title"].get<std::string>(),
+              HasSubstr("while the small requests passed; packets above the path MTU of 1400 "
+                        "bytes vanish (PMTU black hole)"));
+  EXPECT_THAT(r.out, HasSubstr("stream stalled: "));
   const nlohmann::json& route = r.doc["facts"]["route"];
   EXPECT_EQ(route["path_mtu_bytes"], 1400) << route.dump();
   EXPECT_EQ(route["pmtu_black_hole"], true) << route.dump();

@@ -203,6 +203,58 @@ TEST_F(TlsTest, SlowHttpsPathIsNamedAgainstPlainHttp) {
   EXPECT_EQ((*f)["severity"], "info") << r.out;
 }
 
+// The server's own certificate from the server host: `latdoc doctor --collect` on a host tree
+// whose vLLM was started with --ssl-certfile, then `diagnose --facts` against the proxy. Planted:
+// the proxy shows the inspection CA's certificate; net.tls_inspection fails naming that issuer
+// and the server's --ssl-certfile, with no --expect-cert-sha256. With the server's own
+// certificate behind the proxy: ok.
+TEST_F(TlsTest, DiagnoseComparesWithTheServersCertfileFromDoctorFacts) {
+  const std::string tree = certs_.Path("tree");
+  ASSERT_EQ(Sh("cp -r tests/data/host/mi300x_built/tree " + tree), 0);
+  ASSERT_EQ(Sh("mkdir -p " + tree + "/proc/4242/root/etc/vllm && cp " + certs_.Path("srv.pem") +
+               " " + tree + "/proc/4242/root/etc/vllm/cert.pem"), 0);
+  ASSERT_EQ(Sh("printf '/usr/bin/python3\\0/usr/local/bin/vllm\\0serve\\0m\\0--ssl-certfile"
+               "\\0/etc/vllm/cert.pem\\0' > " + tree + "/proc/4242/cmdline"), 0);
+  const std::string facts = certs_.Path("facts.json");
+  RunResult c = RunLatdoc({"doctor", "--sysroot", tree, "--collect", facts});
+  ASSERT_TRUE(c.exit_code == 0 || c.exit_code == 1) << c.err;
+  auto text = ReadFileToString(facts);
+  ASSERT_TRUE(text.ok()) << c.err;
+  const nlohmann::json fj = nlohmann::json::parse(*text);
+  ASSERT_TRUE(fj["server"]["tls_cert"].contains("value")) << fj["server"]["tls_cert"].dump();
+  EXPECT_EQ(fj["server"]["tls_cert"]["value"]["sha256_hex"],
+            *net::NormalizeSha256Hex(certs_.Fingerprint("srv.pem")));
+  for (const bool inspected : {true, false}) {
+    SimProcess sim({"--time-scale", "0.1"});
+    TlsProxy proxy(certs_, inspected ? "ins" : "srv", sim.port(), 0, /*chain=*/inspected);
+    const std::string out = certs_.Path("d.json");
+    RunResult r = RunLatdoc({"diagnose", "--url", proxy.url(), "--insecure", "--facts", facts,
+                             "--requests", "4", "--concurrency", "2", "--baseline-requests", "2",
+                             "--net-samples", "3", "--input-len", "8", "--output-len", "4",
+                             "--json", out, "--quiet"});
+    auto dtext = ReadFileToString(out);
+    ASSERT_TRUE(dtext.ok()) << r.err;
+    const nlohmann::json doc = nlohmann::json::parse(*dtext);
+    ASSERT_TRUE(doc.contains("net")) << r.err;
+    const nlohmann::json* f = FindingById(doc["net"], "net.tls_inspection");
+    ASSERT_NE(f, nullptr) << doc["net"].dump();
+    if (inspected) {
+      EXPECT_EQ((*f)["severity"], "fail") << (*f).dump();
+      EXPECT_THAT((*f)["title"].get<std::string>(),
+                  HasSubstr("the certificate shown is issued by CN=latdoc test inspection "
+                            "CA,O=Inspecting Firewall, not the server's own"));
+      EXPECT_THAT((*f)["title"].get<std::string>(),
+                  HasSubstr("from the server's --ssl-certfile /etc/vllm/cert.pem, is "
+                            "CN=latdoc-test-server issued by CN=latdoc-test-server"));
+      EXPECT_EQ(r.exit_code, 1) << r.err;
+    } else {
+      EXPECT_EQ((*f)["severity"], "ok") << (*f).dump();
+    }
+    EXPECT_EQ(doc["net"]["facts"]["expected_cert_source"],
+              "the server's --ssl-certfile /etc/vllm/cert.pem");
+  }
+}
+
 // Bad input: a fingerprint that is not one, and the flags on URLs they cannot apply to.
 TEST(TlsFlagsTest, BadValuesExit2WithTheirReason) {
   RunResult r = RunLatdoc({"net", "--url", "https://127.0.0.1:1", "--expect-cert-sha256", "abc"});
