@@ -6,11 +6,13 @@
 #include <fmt/core.h>
 
 #include "report/findings_text.h"
+#include "report/html_escape.h"
 #include "rules/fleet_rules.h"
 
 namespace latdoc::fleet {
 namespace {
 
+using report::HtmlEscape;
 using rules::Severity;
 
 std::string Num(const std::optional<double>& v, double scale, int digits) {
@@ -191,21 +193,6 @@ std::string RenderFleetMarkdown(const FleetFacts& facts,
 
 namespace {
 
-std::string Esc(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // Green (ratio <= 1) to yellow (1.5) to red (>= 3), as an HSL hue 120 -> 60 -> 0.
 std::string HeatColour(double ratio) {
   double hue = 120;
@@ -230,10 +217,10 @@ std::string HeatMap(const FleetFacts& facts, const std::vector<const rules::Repl
       "<h2>{}</h2>\n<p class=note>A column every {:g} s over the last {}, each over {:g} s of "
       "traffic; colour: the value over the fleet's median then (green at or under it, yellow "
       "1.5x, red 3x or more; grey: no traffic).</p>\n<table class=heat>\n",
-      Esc(title), steps > 1 ? facts.times_unix_s[1] - facts.times_unix_s[0] : 0,
+      HtmlEscape(title), steps > 1 ? facts.times_unix_s[1] - facts.times_unix_s[0] : 0,
       WindowText(facts.window_ns), facts.heat_rate_window_s);
   for (const rules::ReplicaFacts* r : order) {
-    out += "<tr><th>" + Esc(r->replica) + "</th>";
+    out += "<tr><th>" + HtmlEscape(r->replica) + "</th>";
     auto it = rows.find(r->replica);
     for (size_t k = 0; k < steps; ++k) {
       std::optional<double> v;
@@ -264,14 +251,14 @@ std::string RenderFleetHtml(const FleetFacts& facts, const std::vector<rules::Fi
       ".heat th{font-weight:normal;font-family:monospace;padding-right:8px}"
       ".fail{color:#b00;font-weight:bold}.warn{color:#a60;font-weight:bold}.note{color:#555}"
       "li{margin-bottom:.6em}</style></head><body>\n<h1>latdoc fleet</h1>\n<p>" +
-      Esc(Heading(facts)) + "</p>\n<table class=replicas>\n<tr>";
-  for (const std::string& h : kHeader) out += "<th>" + Esc(h) + "</th>";
+      HtmlEscape(Heading(facts)) + "</p>\n<table class=replicas>\n<tr>";
+  for (const std::string& h : kHeader) out += "<th>" + HtmlEscape(h) + "</th>";
   out += "</tr>\n";
   for (const Row& row : Rows(facts, findings)) {
     out += "<tr>";
     for (size_t c = 0; c < row.cells.size(); ++c)
-      out += c == 1 ? "<td class=" + Esc(row.cells[c]) + ">" + Esc(row.cells[c]) + "</td>"
-                    : "<td>" + Esc(row.cells[c]) + "</td>";
+      out += c == 1 ? "<td class=" + HtmlEscape(row.cells[c]) + ">" + HtmlEscape(row.cells[c]) + "</td>"
+                    : "<td>" + HtmlEscape(row.cells[c]) + "</td>";
     out += "</tr>\n";
   }
   out += "</table>\n";
@@ -281,9 +268,9 @@ std::string RenderFleetHtml(const FleetFacts& facts, const std::vector<rules::Fi
   for (const rules::Finding& f : findings) {
     if (f.severity < rules::Severity::kInfo) continue;
     const std::string sev(rules::SeverityName(f.severity));
-    out += "<li><span class=" + sev + ">" + Esc(sev) + "</span> <code>" + Esc(f.id) + "</code> " +
-           Esc(f.title);
-    if (!f.advice.empty()) out += "<br><span class=note>fix: " + Esc(f.advice) + "</span>";
+    out += "<li><span class=" + sev + ">" + HtmlEscape(sev) + "</span> <code>" + HtmlEscape(f.id) + "</code> " +
+           HtmlEscape(f.title);
+    if (!f.advice.empty()) out += "<br><span class=note>fix: " + HtmlEscape(f.advice) + "</span>";
     out += "</li>\n";
   }
   return out + "</ul>\n</body></html>\n";

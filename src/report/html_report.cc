@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "report/assets/assets.h"
+#include "report/html_escape.h"
 #include "report/html_report_data.h"
 
 namespace latdoc::report {
@@ -368,22 +369,6 @@ std::string ServerSection(const ordered_json& data) {
 constexpr std::string_view kStrippedLibrary = "/* Chart.js left out (HtmlReportOptions) */";
 
 }  // namespace
-
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 16);
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string RenderHtmlReport(const ordered_json& diagnosis) {
   return RenderHtmlReport(diagnosis, HtmlReportOptions{});

@@ -53,7 +53,4 @@ std::string RenderHtmlReport(const nlohmann::ordered_json& diagnosis);
 std::string RenderHtmlReport(const nlohmann::ordered_json& diagnosis,
                              const HtmlReportOptions& options);
 
-// Escapes & < > " ' for HTML text and attribute values.
-std::string HtmlEscape(std::string_view s);
-
 }  // namespace latdoc::report

@@ -27,11 +27,6 @@ using ::testing::Not;
 // A port nothing listens on: a flag check that ran after a connection attempt would exit 3.
 constexpr const char* kDeadUrl = "http://127.0.0.1:9";
 
-std::string ReadOrEmpty(const std::string& path) {
-  auto text = ReadFileToString(path);
-  return text.ok() ? *text : "";
-}
-
 // A simulator whose access log goes to a file; requests_matching() counts its lines.
 class LoggedSim {
  public:
@@ -44,7 +39,7 @@ class LoggedSim {
   ~LoggedSim() { ::unlink(log_.c_str()); }
   std::string url() const { return sim_.url(); }
   std::string port() const { return std::to_string(sim_.port()); }
-  std::string log() const { return ReadOrEmpty(log_); }
+  std::string log() const { return ReadFileOrEmpty(log_); }
   // Access-log lines for "METHOD TARGET HTTP/1.1".
   int Count(const std::string& method_and_target) const {
     const std::string text = log(), key = "\"" + method_and_target + " HTTP/1.1\"";
@@ -178,7 +173,7 @@ TEST(CliTest, ApiKeyIsReadAndNeverPrinted) {
                    "the shell's history; next time put it in OPENAI_API_KEY (or a variable named by "
                    "--api-key-env)\n");
   EXPECT_THAT(r.out, Not(HasSubstr("SECRETKEY")));
-  EXPECT_THAT(ReadOrEmpty(out), Not(HasSubstr("SECRETKEY")));
+  EXPECT_THAT(ReadFileOrEmpty(out), Not(HasSubstr("SECRETKEY")));
   EXPECT_GE(sim.Count("POST /v1/completions"), 2);
   ::unlink(out.c_str());
 

@@ -12,10 +12,7 @@
 //   how many requests it stopped answering;
 // - logs (and diagnose) given nothing they recognise exit 2 and say what was not recognised.
 // Each run is bounded: small request counts, fast simulator settings, loopback only.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -51,19 +48,6 @@ std::vector<std::string> With(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
-class TempDir {
- public:
-  explicit TempDir(const std::string& name) : path_(TempPath(name)) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& f) const { return path_ + "/" + f; }
-
- private:
-  std::string path_;
-};
-
 json ReadJson(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) {
@@ -71,24 +55,6 @@ json ReadJson(const std::string& path) {
     return json::object();
   }
   return json::parse(*text);
-}
-
-std::string Slurp(const std::string& path) {
-  auto text = ReadFileToString(path);
-  return text.ok() ? *text : "";
-}
-
-// A loopback port nothing listens on.
-uint16_t ClosedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
 }
 
 // The failure line's reasons as the results file's "failures" give them: commonest first,
@@ -126,7 +92,7 @@ double Served(const SimProcess& sim) { return sim.Metric("vllm:request_success_t
 // Waits until `path` (a process's standard error) holds `text`; false after `timeout_ms`.
 bool WaitForText(const std::string& path, const std::string& text, int timeout_ms = 30000) {
   for (int waited = 0; waited < timeout_ms; waited += 20) {
-    if (Slurp(path).find(text) != std::string::npos) return true;
+    if (ReadFileOrEmpty(path).find(text) != std::string::npos) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
@@ -151,7 +117,7 @@ TEST(BenchFailuresTest, AnyFailedRequestExits1AndSaysHowManyFailedAndWhy) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   std::map<std::string, int> truth;
   int traced = 0;
-  for (const std::string& line : Lines(Slurp(dir / "truth.jsonl"))) {
+  for (const std::string& line : Lines(ReadFileOrEmpty(dir / "truth.jsonl"))) {
     if (line.empty()) continue;
     ++truth[json::parse(line)["status"].get<std::string>()];
     ++traced;
@@ -194,14 +160,14 @@ TEST(BenchFailuresTest, ServerKilledMidRunExits1) {
                 err);
   ASSERT_TRUE(sim->WaitForMetric("vllm:request_success_total", 20));
   sim->process().Signal(SIGKILL);
-  EXPECT_EQ(bench.Wait(60000), 1) << Slurp(err);
+  EXPECT_EQ(bench.Wait(60000), 1) << ReadFileOrEmpty(err);
   json j = ReadJson(dir / "r.json");
   const int failed = j["failed"].get<int>();
   ASSERT_GT(failed, 0);
   EXPECT_GT(j["failures"].value("connect", 0), 0) << j["failures"].dump();
-  EXPECT_THAT(Slurp(err), HasSubstr(fmt::format("latdoc bench: {} of 400 requests failed ({}); first: ",
+  EXPECT_THAT(ReadFileOrEmpty(err), HasSubstr(fmt::format("latdoc bench: {} of 400 requests failed ({}); first: ",
                                                 failed, Reasons(j["failures"]))));
-  EXPECT_THAT(Slurp(err), HasSubstr(fmt::format("latdoc bench: error rate {:.1f}% > --max-error-rate 0%\n",
+  EXPECT_THAT(ReadFileOrEmpty(err), HasSubstr(fmt::format("latdoc bench: error rate {:.1f}% > --max-error-rate 0%\n",
                                                 failed / 4.0)));
 }
 
@@ -210,7 +176,7 @@ TEST(BenchFailuresTest, ServerKilledMidRunExits1) {
 // was none: D19).
 TEST(BenchFailuresTest, NothingRunAgainstExits3WithTheLineAndAResultsFile) {
   TempDir dir("exit_unreachable");
-  const std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());
+  const std::string url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   RunResult sent = RunLatdoc({"bench", "--url", url, "--model", "m", "--concurrency", "2",
                               "--num-requests", "4", "--json", dir / "sent.json", "--quiet"});
   EXPECT_EQ(sent.exit_code, 3) << sent.err;
@@ -295,14 +261,14 @@ TEST(InterruptTest, SigintExits130AndSigtermExits143WithPartialResults) {
                    "--input-len", "8", "--output-len", "20", "--json", dir / "p.json", "--quiet"},
                   dir / "err.txt");
     ASSERT_TRUE(sim.WaitForMetric("vllm:request_success_total", before + 8));
-    EXPECT_EQ(bench.Signal(sig), 128 + sig) << Slurp(dir / "err.txt");
+    EXPECT_EQ(bench.Signal(sig), 128 + sig) << ReadFileOrEmpty(dir / "err.txt");
     json j = ReadJson(dir / "p.json");
     EXPECT_EQ(j["partial"], true);
     EXPECT_EQ(j["partial_reason"], "interrupted by " + name);
     EXPECT_EQ(j["failed"], 0) << j["failures"].dump();
     EXPECT_EQ(j["completed"].get<int>(), j["sent"].get<int>());
-    EXPECT_THAT(Slurp(dir / "err.txt"), HasSubstr("latdoc bench: interrupted by " + name + ": partial results\n"));
-    EXPECT_THAT(Slurp(dir / "err.txt"), Not(HasSubstr("requests failed")));
+    EXPECT_THAT(ReadFileOrEmpty(dir / "err.txt"), HasSubstr("latdoc bench: interrupted by " + name + ": partial results\n"));
+    EXPECT_THAT(ReadFileOrEmpty(dir / "err.txt"), Not(HasSubstr("requests failed")));
   }
 }
 
@@ -321,13 +287,13 @@ TEST(InterruptTest, SecondCtrlCStopsAtOnceAndCutStreamsKeepTheirTokenTimes) {
   ASSERT_TRUE(sim.WaitForMetric("vllm:generation_tokens_total", 4 * 50));
   ::kill(bench.pid(), SIGINT);
   ASSERT_TRUE(WaitForText(err, "latdoc bench: stopping: draining 4 in-flight streams (up to 10 s); "
-                               "Ctrl-C again to stop now\n")) << Slurp(err);
+                               "Ctrl-C again to stop now\n")) << ReadFileOrEmpty(err);
   const auto second = std::chrono::steady_clock::now();
-  EXPECT_EQ(bench.Signal(SIGINT), 130) << Slurp(err);
+  EXPECT_EQ(bench.Signal(SIGINT), 130) << ReadFileOrEmpty(err);
   EXPECT_LT(std::chrono::steady_clock::now() - second, std::chrono::seconds(3)) << "not at once";
-  EXPECT_THAT(Slurp(err), HasSubstr("latdoc bench: stopping now: cancelling 4 streams\n"));
-  EXPECT_THAT(Slurp(err), HasSubstr("latdoc bench: interrupted by SIGINT: partial results (4 streams cut by the stop)\n"));
-  EXPECT_THAT(Slurp(err), Not(HasSubstr("failed")));
+  EXPECT_THAT(ReadFileOrEmpty(err), HasSubstr("latdoc bench: stopping now: cancelling 4 streams\n"));
+  EXPECT_THAT(ReadFileOrEmpty(err), HasSubstr("latdoc bench: interrupted by SIGINT: partial results (4 streams cut by the stop)\n"));
+  EXPECT_THAT(ReadFileOrEmpty(err), Not(HasSubstr("failed")));
   json j = ReadJson(dir / "d.json");
   EXPECT_EQ(j["partial"], true);
   EXPECT_EQ(j["sent"], 4);
@@ -353,10 +319,10 @@ TEST(InterruptTest, SweepSigintExits130WithTheStepsDone) {
              "--output-len", "20", "--json", dir / "s.json", "--quiet"},
             dir / "err.txt");
   ASSERT_TRUE(sim.WaitForMetric("vllm:request_success_total", 40));
-  EXPECT_EQ(p.Signal(SIGINT), 130) << Slurp(dir / "err.txt");
+  EXPECT_EQ(p.Signal(SIGINT), 130) << ReadFileOrEmpty(dir / "err.txt");
   json j = ReadJson(dir / "s.json");
   EXPECT_EQ(j["partial"], true);
-  EXPECT_THAT(Slurp(dir / "err.txt"),
+  EXPECT_THAT(ReadFileOrEmpty(dir / "err.txt"),
               HasSubstr(fmt::format("latdoc sweep: interrupted by SIGINT: partial results ({} step", j["steps"].size())));
 }
 
@@ -370,12 +336,12 @@ TEST(InterruptTest, DiagnoseSigtermExits143AndDoesNotClaimNoProblems) {
              "--json", dir / "d.json"},
             dir / "err.txt");
   ASSERT_TRUE(sim.WaitForMetric("vllm:request_success_total", 20));
-  EXPECT_EQ(d.Signal(SIGTERM), 143) << Slurp(dir / "err.txt");
+  EXPECT_EQ(d.Signal(SIGTERM), 143) << ReadFileOrEmpty(dir / "err.txt");
   const std::string out = d.ReadToEnd(5000);
   EXPECT_THAT(out, HasSubstr("STOPPED EARLY (interrupted by SIGTERM)"));
   EXPECT_THAT(out, Not(HasSubstr("No problems found.\n")));
   EXPECT_EQ(ReadJson(dir / "d.json")["partial_reason"], "interrupted by SIGTERM");
-  EXPECT_THAT(Slurp(dir / "err.txt"), HasSubstr("latdoc diagnose: interrupted by SIGTERM: partial results"));
+  EXPECT_THAT(ReadFileOrEmpty(dir / "err.txt"), HasSubstr("latdoc diagnose: interrupted by SIGTERM: partial results"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -421,7 +387,7 @@ TEST(DiagnoseFailuresTest, ServerDyingDuringTheBaselineKeepsWhatWasMeasured) {
             err);
   ASSERT_TRUE(sim->WaitForMetric("vllm:request_success_total", 10));
   sim->process().Signal(SIGKILL);
-  EXPECT_EQ(d.Wait(60000), 1) << Slurp(err);
+  EXPECT_EQ(d.Wait(60000), 1) << ReadFileOrEmpty(err);
   json j = ReadJson(dir / "d.json");
   EXPECT_EQ(j["target_reachable"], true);
   ASSERT_TRUE(j.contains("baseline")) << j["layers"].dump();
@@ -436,7 +402,7 @@ TEST(DiagnoseFailuresTest, ServerDyingDuringTheBaselineKeepsWhatWasMeasured) {
     EXPECT_NE(f["id"], "load.unreachable");
   }
   EXPECT_TRUE(finding) << j["findings"].dump().substr(0, 400);
-  const std::string text = Slurp(err);
+  const std::string text = ReadFileOrEmpty(err);
   EXPECT_THAT(text, HasSubstr(fmt::format("latdoc diagnose: the target {} stopped answering after {} "
                                           "requests; the report keeps what was measured before\n",
                                           sim->url(), answered)));
@@ -531,7 +497,7 @@ TEST(ExporterOnceTest, FailedCanaryIsSaidAndExits1Or3) {
                                "HTTP 500"));
   EXPECT_THAT(r.err, EndsWith(" (tolerated: --max-error-rate 100%)\n"));
 
-  const std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());
+  const std::string url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   r = RunLatdoc({"exporter", "--once", "--no-host", "--timeout", "2s", "--target", url}, 30000);
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_THAT(r.err, HasSubstr("latdoc exporter: 1 of 1 canary requests failed (1 connect); last: connect: "));

@@ -4,16 +4,11 @@
 // itself, unchanged. The tests ask Prometheus's HTTP API for the series and the alerts.
 // Loopback only; ports chosen free; every process is stopped by its destructor (SIGTERM, then
 // SIGKILL), also when an assertion fails; each test stays well under 60 s.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -30,7 +25,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
-namespace fs = std::filesystem;
 
 const std::string kDeploy = std::string(LATDOC_SOURCE_DIR) + "/deploy/prometheus";
 const char* kPrometheus = "/usr/bin/prometheus";
@@ -39,42 +33,10 @@ const char* kPromtool = "/usr/bin/promtool";
 const std::string kHealthyTree =
     std::string(LATDOC_SOURCE_DIR) + "/tests/data/host/mi300x_built/tree";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-uint16_t FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
 }
-
-// A directory removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) : path(TempPath(name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // `latdoc exporter --listen 127.0.0.1:0 ARGS...`; the port from its first output line.
 class ExporterProcess {
@@ -101,26 +63,26 @@ class ExporterProcess {
 // evaluating every second, and the shipped alert rules file.
 class PrometheusProcess {
  public:
-  PrometheusProcess(uint16_t exporter_port, const TempDir& dir) : port_(FreePort()) {
-    std::string config = ReadFile(kDeploy + "/prometheus.yml");
+  PrometheusProcess(uint16_t exporter_port, const TempDir& dir) : port_(FreeLoopbackPort()) {
+    std::string config = ReadFileOrEmpty(kDeploy + "/prometheus.yml");
     ReplaceAll(config, "127.0.0.1:9464", "127.0.0.1:" + std::to_string(exporter_port));
     ReplaceAll(config, "scrape_interval: 15s", "scrape_interval: 1s");
     ReplaceAll(config, "evaluation_interval: 15s", "evaluation_interval: 1s");
     ReplaceAll(config, "scrape_timeout: 10s", "scrape_timeout: 1s");
     ReplaceAll(config, "- latdoc-alerts.yml", "- " + kDeploy + "/latdoc-alerts.yml");
-    const std::string config_path = (dir.path / "prometheus.yml").string();
+    const std::string config_path = dir / "prometheus.yml";
     std::ofstream(config_path) << config;
     proc_ = std::make_unique<Process>(
         std::vector<std::string>{kPrometheus, "--config.file=" + config_path,
-                                 "--storage.tsdb.path=" + (dir.path / "data").string(),
+                                 "--storage.tsdb.path=" + (dir / "data"),
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port_),
                                  "--log.level=warn"},
-        (dir.path / "prometheus.log").string());
+        dir / "prometheus.log");
     for (int i = 0; i < 200; ++i) {
       if (http::testing::Fetch(port_, "GET", "/-/ready").status == 200) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ADD_FAILURE() << "Prometheus not ready: " << ReadFile((dir.path / "prometheus.log").string());
+    ADD_FAILURE() << "Prometheus not ready: " << ReadFileOrEmpty(dir / "prometheus.log");
   }
 
   nlohmann::json Get(const std::string& path) const {
@@ -179,7 +141,7 @@ TEST(ExporterE2eTest, PromtoolAcceptsTheShippedFiles) {
   EXPECT_EQ(lint.Wait(20000), 0) << lint_out;
   EXPECT_EQ(lint_out, "");
   // The dashboard is JSON with panels that query latdoc's series.
-  auto dash = nlohmann::json::parse(ReadFile(kDeploy + "/grafana-dashboard.json"), nullptr, false);
+  auto dash = nlohmann::json::parse(ReadFileOrEmpty(kDeploy + "/grafana-dashboard.json"), nullptr, false);
   ASSERT_FALSE(dash.is_discarded());
   ASSERT_TRUE(dash.contains("panels"));
   EXPECT_GE(dash["panels"].size(), 4u);
@@ -270,7 +232,7 @@ TEST(ExporterE2eTest, SeriesPresentAndNoAlertWithThePathologyOff) {
 
 // The target is down: the canary and the scrape fail as data, the exporter keeps serving.
 TEST(ExporterE2eTest, TargetDownIsReportedAndTheExporterKeepsServing) {
-  const uint16_t closed = FreePort();
+  const uint16_t closed = FreeLoopbackPort();
   ExporterProcess exporter({"--target", "http://127.0.0.1:" + std::to_string(closed),
                             "--interval", "1s", "--timeout", "2s", "--no-host"});
   ASSERT_NE(exporter.port(), 0);
@@ -416,7 +378,7 @@ TEST(ExporterE2eTest, BadFlagsExitTwoWithAClearMessage) {
 // --once exits as the other commands: 3 when the target answered nothing, 1 with a failing
 // finding, 0 when all is well (it always exited 0).
 TEST(ExporterE2eTest, OnceExitsThreeForADownTargetAndOneForAFailure) {
-  const uint16_t closed = FreePort();
+  const uint16_t closed = FreeLoopbackPort();
   RunResult down = RunLatdoc({"exporter", "--once", "--no-host", "--timeout", "2s", "--target",
                               "http://127.0.0.1:" + std::to_string(closed) + "/v1?token=abc"},
                              20000);

@@ -7,17 +7,12 @@
 // finding) and the heavy one (load imbalance) first, and give the clean ones no warn or fail.
 // Then the bad-input paths against the same Prometheus, and a replica stopped (target down).
 // Loopback only; ports chosen free; each process is stopped by its destructor; about 30 s.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <functional>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <thread>
 
 #include <gmock/gmock.h>
@@ -34,40 +29,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-namespace fs = std::filesystem;
 
 const char* kPrometheus = "/usr/bin/prometheus";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-uint16_t FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name) : path(TempPath(name)) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // `latdoc exporter --listen 127.0.0.1:0 --target URL`, a cycle a second, no host checks.
 class ExporterProcess {
@@ -99,8 +62,8 @@ class PrometheusProcess {
  public:
   PrometheusProcess(const std::vector<uint16_t>& replicas, const std::vector<uint16_t>& exporters,
                     const TempDir& dir)
-      : port_(FreePort()) {
-    const std::string config_path = (dir.path / "prometheus.yml").string();
+      : port_(FreeLoopbackPort()) {
+    const std::string config_path = dir / "prometheus.yml";
     std::ofstream(config_path)
         << "global: {scrape_interval: 1s, evaluation_interval: 1s, scrape_timeout: 1s}\n"
         << "scrape_configs:\n"
@@ -108,15 +71,15 @@ class PrometheusProcess {
         << "  - job_name: latdoc\n    static_configs: [{targets: [" << Targets(exporters) << "]}]\n";
     proc_ = std::make_unique<Process>(
         std::vector<std::string>{kPrometheus, "--config.file=" + config_path,
-                                 "--storage.tsdb.path=" + (dir.path / "data").string(),
+                                 "--storage.tsdb.path=" + (dir / "data"),
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port_),
                                  "--log.level=warn"},
-        (dir.path / "prometheus.log").string());
+        dir / "prometheus.log");
     for (int i = 0; i < 200; ++i) {
       if (http::testing::Fetch(port_, "GET", "/-/ready").status == 200) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ADD_FAILURE() << "Prometheus not ready: " << ReadFile((dir.path / "prometheus.log").string());
+    ADD_FAILURE() << "Prometheus not ready: " << ReadFileOrEmpty(dir / "prometheus.log");
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   // The number of series of `up{instance="127.0.0.1:PORT"} == value`.
@@ -199,15 +162,15 @@ TEST(FleetE2eTest, NamesTheSickAndTheOverloadedReplicaFirst) {
   load.push_back(bench(heavy, 3));
   for (auto& p : load) EXPECT_EQ(p->Wait(60000), 0);
 
-  const std::string json_path = (dir.path / "fleet.json").string();
-  const std::string md_path = (dir.path / "fleet.md").string();
-  const std::string html_path = (dir.path / "fleet.html").string();
+  const std::string json_path = dir / "fleet.json";
+  const std::string md_path = dir / "fleet.md";
+  const std::string html_path = dir / "fleet.html";
   RunResult r = RunLatdoc({"fleet", "--prometheus", prom.url(), "--selector", "{job=\"vllm\"}",
                            "--window", "20s", "--json", json_path, "--markdown", md_path,
                            "--html", html_path});
   // The slow replica's ITL is far beyond the bound and 2x the median: a fail finding.
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  auto doc = nlohmann::json::parse(ReadFile(json_path), nullptr, false);
+  auto doc = nlohmann::json::parse(ReadFileOrEmpty(json_path), nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << r.out;
   EXPECT_EQ(doc["schema"], "latdoc.fleet/1");
   ASSERT_EQ(doc["replicas"].size(), 4u) << doc.dump(1);
@@ -260,13 +223,13 @@ TEST(FleetE2eTest, NamesTheSickAndTheOverloadedReplicaFirst) {
             3 * by(clean_a.port())["itl_p99_ms"].get<double>());
   EXPECT_THAT(r.out, StartsWith("Fleet: 4 replicas matching {job=\"vllm\"} at " + prom.url() +
                                 ", last 20s"));
-  EXPECT_THAT(ReadFile(md_path), HasSubstr("| " + Instance(slow.port()) + " | fail | up |"));
+  EXPECT_THAT(ReadFileOrEmpty(md_path), HasSubstr("| " + Instance(slow.port()) + " | fail | up |"));
   // The heat map: 21 steps (20 s at 1 s), the slow replica's ITL row first and, at most
   // steps, red or orange (at least 2x the fleet's median then).
   ASSERT_EQ(doc["times_unix_s"].size(), 21u);
   const auto& slow_itl_row = doc["replicas"][0]["itl_p99_ms_over_time"];
   ASSERT_EQ(slow_itl_row.size(), 21u);
-  const std::string html = ReadFile(html_path);
+  const std::string html = ReadFileOrEmpty(html_path);
   EXPECT_THAT(html, HasSubstr("<h2>p99 ITL over time</h2>"));
   const size_t itl_at = html.find("<h2>p99 ITL over time</h2>");
   const size_t row_at = html.find("<tr><th>" + Instance(slow.port()) + "</th>", itl_at);
@@ -305,7 +268,7 @@ TEST(FleetE2eTest, NamesTheSickAndTheOverloadedReplicaFirst) {
   r = RunLatdoc({"fleet", "--prometheus", prom.url(), "--selector", "{job=\"vllm\"}", "--window",
                  "30s", "--json", json_path});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  doc = nlohmann::json::parse(ReadFile(json_path), nullptr, false);
+  doc = nlohmann::json::parse(ReadFileOrEmpty(json_path), nullptr, false);
   bool down = false;
   for (const auto& f : doc["findings"])
     down = down || (f["id"] == "fleet.target_down" && ReplicaOf(f) == Instance(gone) &&
@@ -373,19 +336,19 @@ TEST(FleetE2eTest, SglangFleetFromPromtoolBlocks) {
   series("gauge", "sglang:num_queue_reqs", "sglang:num_queue_reqs", [](int, int) { return 0; });
   series("gauge", "sglang:token_usage", "sglang:token_usage", [](int, int) { return 0.3; });
   om += "# EOF\n";
-  const std::string om_path = (dir.path / "fleet.om").string();
+  const std::string om_path = dir / "fleet.om";
   std::ofstream(om_path) << om;
   Process blocks({kPromtool, "tsdb", "create-blocks-from", "openmetrics", om_path,
-                  (dir.path / "data").string()});
+                  dir / "data"});
   const std::string blocks_out = blocks.ReadToEnd(60000);
   ASSERT_EQ(blocks.Wait(60000), 0) << blocks_out;
   PrometheusProcess prom({}, {}, dir);
 
-  const std::string json_path = (dir.path / "fleet.json").string();
+  const std::string json_path = dir / "fleet.json";
   RunResult r = RunLatdoc({"fleet", "--prometheus", prom.url(), "--selector", "{job=\"sglang\"}",
                            "--window", "5m", "--json", json_path, "--over-time"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  auto doc = nlohmann::json::parse(ReadFile(json_path), nullptr, false);
+  auto doc = nlohmann::json::parse(ReadFileOrEmpty(json_path), nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << r.out << r.err;
   ASSERT_EQ(doc["replicas"].size(), 4u) << doc.dump(1);
   EXPECT_EQ(doc["replicas"][0]["replica"], "10.0.0.4:30000");
@@ -411,7 +374,7 @@ TEST(FleetE2eTest, SglangFleetFromPromtoolBlocks) {
 
 // Nothing listens where --prometheus points: exit 3, and the message says so.
 TEST(FleetE2eTest, UnreachablePrometheusExitsThree) {
-  const std::string url = "http://127.0.0.1:" + std::to_string(FreePort());
+  const std::string url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   RunResult r = RunLatdoc({"fleet", "--prometheus", url, "--timeout", "5s"});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   EXPECT_THAT(r.err, StartsWith("latdoc fleet: Prometheus unreachable: connect " + url + ": "));

@@ -74,19 +74,6 @@ ProbeFacts Probe(const ProbeOptions& o) {
   return p.ok() ? *p : ProbeFacts{};
 }
 
-// A port on 127.0.0.1 where nothing listens.
-uint16_t ClosedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Timing on a shared 2-core machine: a check is tried up to 3 times and passes if any attempt
 // is within the bound (a scheduler stall of a few ms in one attempt is not the code's error).
 template <typename F>
@@ -225,7 +212,7 @@ TEST(NetE2eTest, IdleCloseTriesEveryAddress) {
 }
 
 TEST(NetE2eTest, RefusedConnectionsAreRecordedPerSample) {
-  std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());
+  std::string url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   int64_t t0 = MonoNowNs();
   ProbeOptions o = Quick(url, 3);
   o.idle_wait_ns = 1'000'000'000;
@@ -312,7 +299,7 @@ class TlsServer {
                       dir_ + "/key.pem -out " + dir_ + "/cert.pem -days 1 -subj /CN=localhost " +
                       ">/dev/null 2>&1";
     if (std::system(cmd.c_str()) != 0) return;
-    port_ = ClosedPort();
+    port_ = FreeLoopbackPort();
     proc_ = std::make_unique<Process>(
         std::vector<std::string>{"/usr/bin/openssl", "s_server", "-accept",
                                  "127.0.0.1:" + std::to_string(port_), "-cert", dir_ + "/cert.pem",
@@ -424,7 +411,7 @@ TEST(NetE2eTest, CommandLineBadInputAndUnreachable) {
   RunResult bad = RunLatdoc({"net", "--url", "ftp://x"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("latdoc net: --url 'ftp://x': scheme must be http or https"));
-  std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());
+  std::string url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   std::string json_path = TempPath("net_unreachable.json");
   RunResult r = RunLatdoc({"net", "--url", url, "--samples", "2", "--no-path", "--json", json_path});
   EXPECT_EQ(r.exit_code, 3);
@@ -479,7 +466,7 @@ TEST(NetE2eTest, CommandLineHttpErrorsAreAnswersNotUnreachable) {
 // Seconds are range-checked before they become int64 nanoseconds (1e11 s would overflow), and
 // before any traffic: the URL here refuses, which would exit 3.
 TEST(NetE2eTest, CommandLineRejectsOutOfRangeSeconds) {
-  const std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());
+  const std::string url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
   struct Case {
     std::string flag, value, err;
   };

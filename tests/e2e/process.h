@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -64,5 +65,27 @@ RunResult RunLatdoc(const std::vector<std::string>& args, int timeout_ms = 12000
 
 std::string LatdocBinary();
 std::string TempPath(const std::string& name);
+
+// A loopback port that was free when asked (bound to port 0, then closed): nothing listens on
+// it unless another process takes it meanwhile.
+uint16_t FreeLoopbackPort();
+
+// A fresh, empty directory TempPath(name), removed with all it holds at scope exit.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  // The path of `file` inside the directory.
+  std::string operator/(const std::string& file) const { return path_ + "/" + file; }
+
+ private:
+  std::string path_;
+};
+
+// The whole content of the file at `path`; "" when it cannot be read.
+std::string ReadFileOrEmpty(const std::string& path);
 
 }  // namespace latdoc::testing

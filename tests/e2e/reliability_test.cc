@@ -45,21 +45,6 @@ std::vector<std::string> With(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
-// A fresh directory under the test temp dir, removed at scope exit.
-class TempDir {
- public:
-  explicit TempDir(const std::string& name) : path_(TempPath(name)) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& f) const { return path_ + "/" + f; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 json ReadJson(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) {
@@ -67,11 +52,6 @@ json ReadJson(const std::string& path) {
     return json();
   }
   return json::parse(*text);
-}
-
-std::string Slurp(const std::string& path) {
-  auto text = ReadFileToString(path);
-  return text.ok() ? *text : "";
 }
 
 // The exit of a latdoc run that must not have crashed: a normal exit with a documented code
@@ -402,7 +382,7 @@ TEST(DiagnoseInputTest, BytesThatAreNotUtf8StillGiveEveryReport) {
                            "--markdown", dir / "d.md", "--report", dir / "d.html", "--quiet"});
   ExpectNoCrash(r.exit_code, "diagnose " + r.err);
   for (const char* f : {"d.json", "d.md", "d.html"}) EXPECT_TRUE(fs::exists(dir / f)) << f;
-  const std::string text = Slurp(dir / "d.json");
+  const std::string text = ReadFileOrEmpty(dir / "d.json");
   EXPECT_TRUE(json::accept(text));
   EXPECT_THAT(text, HasSubstr("\xef\xbf\xbd"));  // U+FFFD where the bad bytes were
 }
@@ -598,8 +578,8 @@ TEST(ReadOnlyTest, DoctorWritesNothing) {
     int st = std::system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(st)) << cmd;
     EXPECT_TRUE(WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1)
-        << WEXITSTATUS(st) << ": " << Slurp(outdir / "err");
-    EXPECT_GT(Slurp(outdir / "out").size(), 100u);  // it did run its checks
+        << WEXITSTATUS(st) << ": " << ReadFileOrEmpty(outdir / "err");
+    EXPECT_GT(ReadFileOrEmpty(outdir / "out").size(), 100u);  // it did run its checks
     EXPECT_THAT(w.Events(), ::testing::IsEmpty());
     EXPECT_TRUE(fs::is_empty(cwd.path()) && fs::is_empty(home.path()) && fs::is_empty(tmp.path()));
   }
