@@ -442,7 +442,8 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   } else if (stopped()) {
     layers["network"] = "skipped: " + stop;
   } else {
-    Say(o, fmt::format("network: {} probe samples of {}", o.net_samples, o.url));
+    Say(o, fmt::format("network: {} probe sample{} of {}", o.net_samples, o.net_samples == 1 ? "" : "s",
+                       o.url));
     std::string status;
     net_facts = ProbeNetwork(o, &status);
     if (!net_facts) {
@@ -473,8 +474,8 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
                           : fmt::format(", {} of {} TCP segments retransmitted", t.retrans_segs,
                                         t.segs_out);
         layers["network"] = fmt::format(
-            "measured ({} probe samples: round trip, first byte, keep-alive vs new connections{}{}{}{})",
-            target_probe->loss.samples, tls ? ", TLS" : "",
+            "measured ({} probe sample{}: round trip, first byte, keep-alive vs new connections{}{}{}{})",
+            target_probe->loss.samples, target_probe->loss.samples == 1 ? "" : "s", tls ? ", TLS" : "",
             net_facts->compare ? ", direct vs " + o.url : "", tcp, route);
       }
     }
