@@ -32,9 +32,7 @@ struct BenchArgs {
   std::string slo;
   double max_error_rate = -1;
   std::string json_out, requests_out;
-  bool no_keepalive = false;
-  double connect_timeout_s = 10, first_byte_timeout_s = 600, idle_timeout_s = 60,
-         request_timeout_s = 0;
+  ClientFlags client;
   bool no_ignore_eos = false;
   bool quiet = false;
 };
@@ -90,11 +88,7 @@ int RunBenchCommand(BenchArgs& a) {
   // Any failed request fails the run unless --max-error-rate tolerates it.
   ro.max_error_rate = a.max_error_rate >= 0 ? a.max_error_rate : 0.0;
   if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
-  o.client.keep_alive = !a.no_keepalive;
-  o.client.connect_timeout_ns = SecToNs(a.connect_timeout_s);
-  o.client.first_byte_timeout_ns = SecToNs(a.first_byte_timeout_s);
-  o.client.idle_timeout_ns = SecToNs(a.idle_timeout_s);
-  o.client.request_timeout_ns = SecToNs(a.request_timeout_s);
+  a.client.Apply(o.client);
   o.ignore_eos = !a.no_ignore_eos;
   o.progress = !a.quiet && ::isatty(2);
   // Random prompts for a --duration run: 4,096 after the warm-up's, repeated from the first once
@@ -328,16 +322,7 @@ Command RegisterBench(CLI::App& root) {
   app->add_option("--duration", o.duration_s, "How long to send for: 30s, 5m (a bare number is seconds)")
       ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load);
   app->add_option("--warmup", o.warmup, "Requests sent first, not counted")->group(load)->capture_default_str();
-  app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request")->group(load);
-  app->add_flag("--insecure", o.client.insecure, "Skip TLS certificate verification")->group(load);
-  app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds, or 500ms, 1m")
-      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
-  app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds, or 500ms, 1m")
-      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
-  app->add_option("--idle-timeout", a->idle_timeout_s, "Between stream reads: seconds, or 500ms, 1m")
-      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
-  app->add_option("--request-timeout", a->request_timeout_s, "For a whole request, stream included (0: none)")
-      ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(load)->capture_default_str();
+  AddClientFlags(app, a->client, o.client.insecure, load);
   auto* wl = "Workload";
   app->add_option("--input-len,--random-input-len", a->random.input_len, "Prompt tokens")
       ->group(wl)->capture_default_str();

@@ -36,9 +36,7 @@ struct SweepArgs {
   std::string api_key_env = "OPENAI_API_KEY";
   std::string slo, goal = "latency", knee_latency = "e2el";
   std::string json_out, csv_out, svg_out;
-  bool no_keepalive = false;
-  double connect_timeout_s = 10, first_byte_timeout_s = 600, idle_timeout_s = 60,
-         request_timeout_s = 0;
+  ClientFlags client;
   bool quiet = false;
 };
 
@@ -182,11 +180,7 @@ int RunSweepCommand(SweepArgs& a) {
   s.slo = *slo;
   if (Status st = loadgen::ValidateSweepOptions(s); !st.ok()) return Fail("sweep", st);
   if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
-  o.client.keep_alive = !a.no_keepalive;
-  o.client.connect_timeout_ns = SecToNs(a.connect_timeout_s);
-  o.client.first_byte_timeout_ns = SecToNs(a.first_byte_timeout_s);
-  o.client.idle_timeout_ns = SecToNs(a.idle_timeout_s);
-  o.client.request_timeout_ns = SecToNs(a.request_timeout_s);
+  a.client.Apply(o.client);
   if (s.rate_mode) o.request_rate = s.lo;
   std::optional<loadgen::RandomWorkloadOptions> random;
   if (!a.dataset.empty()) {
@@ -308,16 +302,7 @@ Command RegisterSweep(CLI::App& root) {
   auto* load = "Client";
   app->add_option("--burstiness", o.burstiness, "Rate mode: gamma shape (1 = Poisson)")
       ->check(Number(Bound::kPositive))->group(load)->capture_default_str();
-  app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request")->group(load);
-  app->add_flag("--insecure", o.client.insecure, "Skip TLS certificate verification")->group(load);
-  app->add_option("--connect-timeout", a->connect_timeout_s, "Seconds, or 500ms, 1m")
-      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
-  app->add_option("--first-byte-timeout", a->first_byte_timeout_s, "Seconds, or 500ms, 1m")
-      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
-  app->add_option("--idle-timeout", a->idle_timeout_s, "Between stream reads: seconds, or 500ms, 1m")
-      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
-  app->add_option("--request-timeout", a->request_timeout_s, "For a whole request, stream included (0: none)")
-      ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(load)->capture_default_str();
+  AddClientFlags(app, a->client, o.client.insecure, load);
   app->add_option("--scrape-interval", o.scrape_interval_s, "Between /metrics scrapes: seconds, or 500ms")
       ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load)->capture_default_str();
   auto* wl = "Workload";

@@ -435,4 +435,25 @@ int ReportParseError(CLI::App& root, const CLI::ParseError& e) {
   return kExitBadInput;
 }
 
+void ClientFlags::Apply(http::ClientOptions& client) const {
+  client.keep_alive = !no_keepalive;
+  client.connect_timeout_ns = SecToNs(connect_timeout_s);
+  client.first_byte_timeout_ns = SecToNs(first_byte_timeout_s);
+  client.idle_timeout_ns = SecToNs(idle_timeout_s);
+  client.request_timeout_ns = SecToNs(request_timeout_s);
+}
+
+void AddClientFlags(CLI::App* app, ClientFlags& f, bool& insecure, const char* group) {
+  app->add_flag("--no-keepalive", f.no_keepalive, "A new connection per request")->group(group);
+  app->add_flag("--insecure", insecure, "Skip TLS certificate verification")->group(group);
+  app->add_option("--connect-timeout", f.connect_timeout_s, "Seconds, or 500ms, 1m")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(group)->capture_default_str();
+  app->add_option("--first-byte-timeout", f.first_byte_timeout_s, "Seconds, or 500ms, 1m")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(group)->capture_default_str();
+  app->add_option("--idle-timeout", f.idle_timeout_s, "Between stream reads: seconds, or 500ms, 1m")
+      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(group)->capture_default_str();
+  app->add_option("--request-timeout", f.request_timeout_s, "For a whole request, stream included (0: none)")
+      ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(group)->capture_default_str();
+}
+
 }  // namespace latdoc::cli

@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "http/client.h"
 
 namespace latdoc::cli {
 
@@ -109,6 +110,19 @@ void AddServerFlags(CLI::App* app, ServerFlags& f, const ServerFlagNames& names 
 // URL at all is an error. Prints "latdoc COMMAND: ..." errors and notes on stderr; returns the
 // exit code to stop with, or nullopt to go on.
 std::optional<int> ResolveServerFlags(std::string_view command, ServerFlags& f, bool required);
+
+// ---- The load client's connections -----------------------------------------------------------
+
+// --no-keepalive, --insecure and the four timeouts of the load client (bench, sweep), as
+// durations; Apply() puts them into the HTTP client's options.
+struct ClientFlags {
+  bool no_keepalive = false;
+  double connect_timeout_s = 10, first_byte_timeout_s = 600, idle_timeout_s = 60,
+         request_timeout_s = 0;  // 0: no bound on a whole request
+  void Apply(http::ClientOptions& client) const;
+};
+// Adds them to `app` in `group`; `insecure` is the client's own switch. `f` must outlive the run.
+void AddClientFlags(CLI::App* app, ClientFlags& f, bool& insecure, const char* group);
 
 // ---- Output flags ----------------------------------------------------------------------------
 
