@@ -289,9 +289,8 @@ TEST(CliTest, NonsenseValuesAreRefused) {
 // dataset's knobs, --save-result's file name, and the percentiles shown.
 TEST(CliTest, VllmResultFlags) {
   LoggedSim sim;
-  char dir_template[] = "/tmp/latdoc_cli_results_XXXXXX";
-  ASSERT_NE(::mkdtemp(dir_template), nullptr);
-  const std::string dir = std::string(dir_template) + "/sub";  // created, as vLLM's os.makedirs
+  TempDir results("cli_results");
+  const std::string dir = results / "sub";  // created, as vLLM's os.makedirs
   RunResult r = RunLatdoc({"bench", "--base-url", sim.url(), "--backend", "vllm", "--dataset-name", "random",
                            "--num-prompts", "6", "--request-rate", "inf", "--max-concurrency", "3",
                            "--random-input-len", "16", "--random-output-len", "4", "--random-range-ratio", "0.5",
@@ -321,9 +320,6 @@ TEST(CliTest, VllmResultFlags) {
   EXPECT_THAT(r.out, HasSubstr("P90 E2EL (ms):"));
   EXPECT_THAT(r.out, Not(HasSubstr("Inter-token Latency")));
   EXPECT_THAT(r.out, HasSubstr("Request goodput (req/s):"));
-  ::unlink((dir + "/" + files[0]).c_str());
-  ::rmdir(dir.c_str());
-  ::rmdir(dir_template);
 
   // vLLM's model flags: --served-model-name is what the requests ask for; --tokenizer is not needed.
   const std::string named = TempPath("cli_named.json");
