@@ -19,7 +19,7 @@ esac
 pkgs=(
   cmake ninja-build g++ pkg-config
   libboost-dev libssl-dev libsimdjson-dev zlib1g-dev libisal-dev libzstd-dev libsqlite3-dev
-  libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libnuma-dev libyaml-dev
   # CMake finds GoogleTest and Google Benchmark when it configures (unit tests and bench/ are
   # part of every preset's build), so configuring needs them even to build the binary alone.
   libgtest-dev libgmock-dev libbenchmark-dev

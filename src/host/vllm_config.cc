@@ -5,9 +5,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
+#include <yaml.h>
 #include <nlohmann/json.hpp>
 
 #include "base/secrets.h"
@@ -24,376 +26,262 @@ std::string_view Basename(std::string_view p) {
   return slash == std::string_view::npos ? p : p.substr(slash + 1);
 }
 
-struct YamlLine {
-  int number = 0;       // 1-based, for messages
-  size_t indent = 0;
-  std::string_view text;  // without the indentation and the comment
-};
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
-// The text of a line without a trailing comment (" #" outside quotes, or "#" first). A quote
-// opens a quoted scalar only where one can start (first, or after ':', '-', '[', '{' or ','),
-// so the apostrophe in a plain "Bob's model" does not hide the comment after it.
-std::string_view StripComment(std::string_view s) {
-  char quote = 0;
-  char before = 0;  // the last non-blank character outside quotes
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (quote != 0) {
-      if (c == '\'' && quote == '\'' && i + 1 < s.size() && s[i + 1] == '\'') {
-        ++i;  // '' is one quote inside '...'
-      } else if (c == '\\' && quote == '"') {
-        ++i;  // an escape inside "..."
-      } else if (c == quote) {
-        quote = 0;
-        before = c;
-      }
-      continue;
-    }
-    if ((c == '\'' || c == '"') &&
-        (before == 0 || std::string_view(":-[{,").find(before) != std::string_view::npos)) {
-      quote = c;
-    } else if (c == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) {
-      return s.substr(0, i);
-    } else if (c != ' ' && c != '\t') {
-      before = c;
-    }
+// Digits of `base`, '_' allowed between them, into v; false on any other character, on no
+// digit at all, or on overflow.
+bool Digits(std::string_view s, int base, int64_t& v) {
+  bool any = false;
+  for (char c : s) {
+    if (c == '_') continue;
+    const int lower = std::tolower(static_cast<unsigned char>(c));
+    const int d = IsDigit(c) ? c - '0' : (lower >= 'a' && lower <= 'f') ? lower - 'a' + 10 : 99;
+    if (d >= base || v > (INT64_MAX - d) / base) return false;
+    v = v * base + d;
+    any = true;
   }
-  return s;
+  return any;
 }
 
+std::optional<int64_t> PlainInt(std::string_view t) {
+  bool negative = false;
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) {
+    negative = t[0] == '-';
+    t.remove_prefix(1);
+  }
+  if (t.empty() || !IsDigit(t[0])) return std::nullopt;
+  int64_t v = 0;
+  bool ok = false;
+  if (t.substr(0, 2) == "0b") {
+    ok = Digits(t.substr(2), 2, v);
+  } else if (t.substr(0, 2) == "0x") {
+    ok = Digits(t.substr(2), 16, v);
+  } else if (t[0] == '0') {
+    ok = t.find_first_not_of('_', 1) == std::string_view::npos || Digits(t.substr(1), 8, v);
+  } else if (t.find(':') != std::string_view::npos) {  // base 60: 1:30:00
+    const std::vector<std::string_view> parts = Split(t, ':');
+    ok = Digits(parts[0], 10, v);
+    for (size_t k = 1; ok && k < parts.size(); ++k) {
+      int64_t part = 0;
+      ok = !parts[k].empty() && parts[k].size() <= 2 && Digits(parts[k], 10, part) &&
+           part < 60 && v <= (INT64_MAX - part) / 60;
+      if (ok) v = v * 60 + part;
+    }
+  } else {
+    ok = Digits(t, 10, v);
+  }
+  if (!ok) return std::nullopt;
+  return negative ? -v : v;
+}
+
+// [-+]?, digits (with '_' after the first) around one dot, and an exponent with its sign:
+// "1.5", ".5", "1.", "1.0e+3". "1e3" is a string to PyYAML.
+std::optional<double> PlainFloat(std::string_view t) {
+  std::string text;
+  size_t p = 0;
+  if (p < t.size() && (t[p] == '-' || t[p] == '+')) text += t[p++];
+  if (p > 0 && p < t.size() && t[p] == '.') return std::nullopt;  // "-.5" is a string to PyYAML
+  const size_t mantissa = p;
+  bool dot = false, digit = false;
+  for (; p < t.size() && (IsDigit(t[p]) || t[p] == '_' || t[p] == '.'); ++p) {
+    if (t[p] == '_') {
+      if (p == mantissa) return std::nullopt;
+      continue;
+    }
+    if (t[p] == '.') {
+      if (dot) return std::nullopt;
+      dot = true;
+    } else {
+      digit = true;
+    }
+    text += t[p];
+  }
+  if (!dot || !digit) return std::nullopt;
+  if (p < t.size() && (t[p] == 'e' || t[p] == 'E')) {
+    if (p + 2 >= t.size() || (t[p + 1] != '-' && t[p + 1] != '+')) return std::nullopt;
+    for (size_t k = p + 2; k < t.size(); ++k) {
+      if (!IsDigit(t[k])) return std::nullopt;
+    }
+    text += t.substr(p);
+    p = t.size();
+  }
+  if (p != t.size()) return std::nullopt;
+  const char* b = text.data() + (text[0] == '+' ? 1 : 0);
+  const char* e = text.data() + text.size();
+  double d = 0;
+  if (auto r = std::from_chars(b, e, d); r.ec == std::errc() && r.ptr == e && std::isfinite(d)) {
+    return d;
+  }
+  return std::nullopt;
+}
+
+
+// YAML 1.1's plain scalars as PyYAML's safe_load reads them (its resolver's patterns):
+// null, booleans, ints in decimal, 0b binary, 0 octal, 0x hex and base 60 (1:30 is 90), '_'
+// allowed after the first digit, and floats with a dot. Anything else is a string.
+Json Plain(std::string_view t) {
+  if (t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL") return Json(nullptr);
+  for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
+    if (t == yes) return Json(true);
+  }
+  for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
+    if (t == no) return Json(false);
+  }
+  if (std::optional<int64_t> i = PlainInt(t)) return Json(*i);
+  if (std::optional<double> d = PlainFloat(t)) return Json(*d);
+  return Json(std::string(t));
+}
+
+// A YAML document read with libyaml's event parser into JSON, as PyYAML's yaml.safe_load reads
+// it (PyYAML's own C loader is libyaml too): plain scalars resolved by YAML 1.1's rules above,
+// quoted, literal and folded scalars as strings, anchors and aliases expanded, the standard
+// tags (!!str, !!int, ...) honoured, one document only.
 class YamlReader {
  public:
   explicit YamlReader(std::string_view text) {
-    int number = 0;
-    for (std::string_view raw : Split(text, '\n')) {
-      ++number;
-      if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
-      std::string_view body = StripComment(raw);
-      size_t indent = 0;
-      while (indent < body.size() && body[indent] == ' ') ++indent;
-      std::string_view t = Trim(body);
-      if (t.empty()) continue;
-      if (indent == 0 && (t == "---" || t.substr(0, 4) == "--- ")) {  // a document's start
-        if (!lines_.empty() && second_document_ == 0) second_document_ = number;
-        if (t != "---") lines_.push_back({number, 0, Trim(t.substr(4))});  // "--- {a: 1}"
-        continue;
-      }
-      if (indent == 0 && t == "...") break;                                    // document end
-      lines_.push_back({number, indent, t});
-    }
+    yaml_parser_initialize(&parser_);
+    yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
+                                 text.size());
   }
+  ~YamlReader() {
+    if (has_event_) yaml_event_delete(&event_);
+    yaml_parser_delete(&parser_);
+  }
+  YamlReader(const YamlReader&) = delete;
+  YamlReader& operator=(const YamlReader&) = delete;
 
+  // The first document's root (null for an empty stream or document).
   StatusOr<Json> Document() {
-    if (second_document_ != 0) {  // yaml.safe_load reads one document and refuses more
-      return InvalidArgument(fmt::format("line {}: a second document (vLLM reads one)", second_document_));
+    if (Status s = Next(); !s.ok()) return s;  // STREAM-START
+    if (Status s = Next(); !s.ok()) return s;
+    if (event_.type == YAML_STREAM_END_EVENT) return Json(nullptr);
+    if (event_.type != YAML_DOCUMENT_START_EVENT) return Error("a document was expected");
+    if (Status s = Next(); !s.ok()) return s;
+    StatusOr<Json> root = Node(0);
+    if (!root.ok()) return root;
+    if (Status s = Next(); !s.ok()) return s;  // DOCUMENT-END
+    if (Status s = Next(); !s.ok()) return s;
+    if (event_.type == YAML_DOCUMENT_START_EVENT) {  // yaml.safe_load reads one and refuses more
+      return InvalidArgument(fmt::format("line {}: a second document (vLLM reads one)", Line()));
     }
-    if (lines_.empty()) return Json::object();  // an empty file: no flags
-    const char first = lines_[0].text[0];
-    if (first == '{' || first == '[') {  // a flow collection, perhaps over several lines
-      std::string all;
-      for (const YamlLine& l : lines_) (all += ' ') += l.text;
-      i_ = lines_.size();
-      return Inline(lines_[0], Trim(all));
-    }
-    StatusOr<Json> v = Block(lines_[0].indent);
-    if (!v.ok()) return v;
-    if (i_ < lines_.size()) return Error(lines_[i_], "indentation does not match the lines before");
-    return v;
+    return root;
   }
 
  private:
   static constexpr int kMaxDepth = 32;
+  static constexpr size_t kMaxAliasedNodes = 100000;
 
-  Status Error(const YamlLine& l, std::string_view what) const {
-    return InvalidArgument(fmt::format("line {}: {}", l.number, what));
+  size_t Line() const { return event_.start_mark.line + 1; }
+  Status Error(std::string_view what) const {
+    return InvalidArgument(fmt::format("line {}: {}", Line(), what));
   }
 
-  static bool IsSequenceItem(std::string_view t) { return t == "-" || t.substr(0, 2) == "- "; }
-
-  // The lines from i_ at exactly `indent`, as one mapping or one sequence.
-  StatusOr<Json> Block(size_t indent) {
-    if (++depth_ > kMaxDepth) return Error(lines_[i_], "nested too deep");
-    StatusOr<Json> out = IsSequenceItem(lines_[i_].text) ? Sequence(indent) : Mapping(indent);
-    --depth_;
-    return out;
+  // Moves to the next event; a syntax error names libyaml's line and problem.
+  Status Next() {
+    if (has_event_) yaml_event_delete(&event_);
+    has_event_ = yaml_parser_parse(&parser_, &event_) != 0;
+    if (has_event_) return Status::Ok();
+    const char* problem = parser_.problem != nullptr ? parser_.problem : "not YAML";
+    return InvalidArgument(fmt::format("line {}: {}", parser_.problem_mark.line + 1, problem));
   }
 
-  // The value after "key:" or "- ": inline, or the more-indented block on the next lines.
-  StatusOr<Json> ValueOf(const YamlLine& l, std::string_view rest, size_t indent) {
-    rest = Trim(rest);
-    if (!rest.empty()) return Inline(l, rest);
-    if (i_ < lines_.size() && lines_[i_].indent > indent) return Block(lines_[i_].indent);
-    // PyYAML also takes a block sequence at the key's own indentation.
-    if (i_ < lines_.size() && lines_[i_].indent == indent && IsSequenceItem(lines_[i_].text) &&
-        !IsSequenceItem(l.text)) {
-      return Sequence(indent);
-    }
-    return Json(nullptr);
-  }
-
-  StatusOr<Json> Mapping(size_t indent) {
-    Json out = Json::object();
-    while (i_ < lines_.size() && lines_[i_].indent == indent && !IsSequenceItem(lines_[i_].text)) {
-      const YamlLine l = lines_[i_++];
-      auto [key, rest, ok] = SplitKey(l.text);
-      if (!ok) return Error(l, "expected 'key: value'");
-      StatusOr<Json> v = ValueOf(l, rest, indent);
-      if (!v.ok()) return v;
-      out[key] = std::move(*v);
-    }
-    return out;
-  }
-
-  StatusOr<Json> Sequence(size_t indent) {
-    Json out = Json::array();
-    while (i_ < lines_.size() && lines_[i_].indent == indent && IsSequenceItem(lines_[i_].text)) {
-      const YamlLine l = lines_[i_++];
-      std::string_view rest = l.text.substr(1);
-      if (auto [key, value, ok] = SplitKey(Trim(rest)); ok && !Trim(rest).empty() &&
-                                                       Trim(rest)[0] != '[' && Trim(rest)[0] != '{' &&
-                                                       Trim(rest)[0] != '"' && Trim(rest)[0] != '\'') {
-        return Error(l, "a mapping inside a list is not read");
+  // The node that starts at the current event; leaves the current event at its last event.
+  StatusOr<Json> Node(int depth) {
+    if (depth > kMaxDepth) return Error("nested too deep");
+    switch (event_.type) {
+      case YAML_ALIAS_EVENT: {
+        auto it = anchors_.find(reinterpret_cast<const char*>(event_.data.alias.anchor));
+        if (it == anchors_.end()) return Error("an alias of no anchor");
+        // Aliases of aliases grow exponentially ("billion laughs"): a config file has no need.
+        aliased_nodes_ += CountNodes(it->second);
+        if (aliased_nodes_ > kMaxAliasedNodes) return Error("aliases expand to too many values");
+        return it->second;
       }
-      StatusOr<Json> v = ValueOf(l, rest, indent);
-      if (!v.ok()) return v;
-      out.push_back(std::move(*v));
-    }
-    return out;
-  }
-
-  struct KeyRest {
-    std::string key;
-    std::string_view rest;
-    bool ok;
-  };
-  // "key: rest" (the colon followed by a blank or the end); a quoted key is unquoted.
-  static KeyRest SplitKey(std::string_view t) {
-    size_t colon = std::string_view::npos;
-    if (!t.empty() && (t[0] == '"' || t[0] == '\'')) {
-      size_t p = 0;
-      std::optional<Json> key = Quoted(t, p);  // escapes read as in values: "api\x5fkey"
-      if (!key) return {"", "", false};
-      colon = p < t.size() && t[p] == ':' ? p : std::string_view::npos;
-      if (colon == std::string_view::npos) return {"", "", false};
-      if (colon + 1 < t.size() && t[colon + 1] != ' ') return {"", "", false};
-      return {key->get<std::string>(), t.substr(colon + 1), true};
-    }
-    if (!t.empty() && (t[0] == '{' || t[0] == '[')) return {"", "", false};  // not a key
-    for (size_t i = 0; i < t.size(); ++i) {
-      if (t[i] == ':' && (i + 1 == t.size() || t[i + 1] == ' ' || t[i + 1] == '\t')) {
-        colon = i;
-        break;
+      case YAML_SCALAR_EVENT: {
+        StatusOr<Json> v = Scalar();
+        if (v.ok()) Remember(event_.data.scalar.anchor, *v);
+        return v;
       }
-    }
-    if (colon == std::string_view::npos || colon == 0) return {"", "", false};
-    return {std::string(Trim(t.substr(0, colon))), t.substr(colon + 1), true};
-  }
-
-  StatusOr<Json> Inline(const YamlLine& l, std::string_view s) {
-    const char c = s[0];
-    if (c == '&' || c == '*' || c == '!') return Error(l, "anchors, aliases and tags are not read");
-    if (c == '|' || c == '>') return Error(l, "multi-line strings are not read");
-    size_t p = 0;
-    std::optional<Json> v = Flow(s, p, 0);
-    while (p < s.size() && s[p] == ' ') ++p;
-    if (!v || p != s.size()) return Error(l, "a value that does not parse");
-    return *v;
-  }
-
-  // A flow value at s[p]: [a, b], {k: v}, a quoted string, or a plain scalar (in a flow
-  // collection it ends at ',', ']' or '}').
-  std::optional<Json> Flow(std::string_view s, size_t& p, int depth) {
-    if (depth > kMaxDepth) return std::nullopt;
-    while (p < s.size() && s[p] == ' ') ++p;
-    if (p >= s.size()) return std::nullopt;
-    if (s[p] == '[' || s[p] == '{') {
-      const bool map = s[p] == '{';
-      const char close = map ? '}' : ']';
-      ++p;
-      Json out = map ? Json::object() : Json::array();
-      while (true) {
-        while (p < s.size() && s[p] == ' ') ++p;
-        if (p < s.size() && s[p] == close) {
-          ++p;
-          return out;
-        }
-        if (map) {
-          std::optional<Json> key = Flow(s, p, depth + 1);
-          while (p < s.size() && s[p] == ' ') ++p;
-          if (!key || p >= s.size() || s[p] != ':') return std::nullopt;
-          ++p;
-          std::optional<Json> value = Flow(s, p, depth + 1);
-          if (!value) return std::nullopt;
-          out[key->is_string() ? key->get<std::string>() : key->dump()] = std::move(*value);
-        } else {
-          std::optional<Json> item = Flow(s, p, depth + 1);
-          if (!item) return std::nullopt;
+      case YAML_SEQUENCE_START_EVENT: {
+        std::string anchor = AnchorName(event_.data.sequence_start.anchor);
+        Json out = Json::array();
+        while (true) {
+          if (Status s = Next(); !s.ok()) return s;
+          if (event_.type == YAML_SEQUENCE_END_EVENT) break;
+          StatusOr<Json> item = Node(depth + 1);
+          if (!item.ok()) return item;
           out.push_back(std::move(*item));
         }
-        while (p < s.size() && s[p] == ' ') ++p;
-        if (p < s.size() && s[p] == ',') {
-          ++p;
-        } else if (p >= s.size() || s[p] != close) {
-          return std::nullopt;
+        if (!anchor.empty()) anchors_[anchor] = out;
+        return out;
+      }
+      case YAML_MAPPING_START_EVENT: {
+        std::string anchor = AnchorName(event_.data.mapping_start.anchor);
+        Json out = Json::object();
+        while (true) {
+          if (Status s = Next(); !s.ok()) return s;
+          if (event_.type == YAML_MAPPING_END_EVENT) break;
+          StatusOr<Json> key = Node(depth + 1);
+          if (!key.ok()) return key;
+          if (Status s = Next(); !s.ok()) return s;
+          StatusOr<Json> value = Node(depth + 1);
+          if (!value.ok()) return value;
+          // PyYAML keys may be numbers or booleans; vLLM formats them with str().
+          out[key->is_string() ? key->get<std::string>() : key->dump()] = std::move(*value);
         }
+        if (!anchor.empty()) anchors_[anchor] = out;
+        return out;
       }
+      default:
+        return Error("unexpected YAML event");
     }
-    if (s[p] == '"' || s[p] == '\'') return Quoted(s, p);
-    const bool in_flow = depth > 0;
-    const size_t start = p;
-    while (p < s.size()) {
-      const char c = s[p];
-      if (in_flow && (c == ',' || c == ']' || c == '}')) break;
-      if (in_flow && c == ':' && (p + 1 == s.size() || s[p + 1] == ' ')) break;
-      ++p;
-    }
-    return Plain(Trim(s.substr(start, p - start)));
   }
 
-  static std::optional<Json> Quoted(std::string_view s, size_t& p) {
-    const char quote = s[p++];
-    std::string out;
-    while (p < s.size()) {
-      const char c = s[p++];
-      if (quote == '\'' && c == '\'') {
-        if (p < s.size() && s[p] == '\'') {  // '' is one quote
-          out += '\'';
-          ++p;
-          continue;
-        }
-        return Json(std::move(out));
+  StatusOr<Json> Scalar() {
+    const auto& sc = event_.data.scalar;
+    const std::string_view text(reinterpret_cast<const char*>(sc.value), sc.length);
+    const std::string_view tag = sc.tag != nullptr ? reinterpret_cast<const char*>(sc.tag) : "";
+    constexpr std::string_view kStd = "tag:yaml.org,2002:";
+    if (!tag.empty()) {
+      const std::string_view kind =
+          tag.substr(0, kStd.size()) == kStd ? tag.substr(kStd.size()) : std::string_view();
+      if (kind != "str" && kind != "int" && kind != "float" && kind != "bool" && kind != "null") {
+        const std::string shown = kind.empty() ? std::string(tag) : fmt::format("!!{}", kind);
+        return Error(fmt::format("the tag {} is not one yaml.safe_load reads", shown));
       }
-      if (quote == '"' && c == '"') return Json(std::move(out));
-      if (quote == '"' && c == '\\' && p < s.size()) {
-        const char e = s[p++];
-        const int hex_digits = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
-        if (hex_digits > 0) {  // \xNN, \uNNNN, \UNNNNNNNN as UTF-8
-          int64_t cp = 0;
-          if (p + size_t(hex_digits) > s.size() || !Digits(s.substr(p, size_t(hex_digits)), 16, cp) ||
-              s.substr(p, size_t(hex_digits)).find('_') != std::string_view::npos) {
-            return std::nullopt;
-          }
-          p += size_t(hex_digits);
-          AppendUtf8(uint32_t(std::min<int64_t>(cp, 0x110000)), out);
-          continue;
-        }
-        out += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '0' ? '\0' : e;
-        continue;
-      }
-      out += c;
+      if (kind == "str") return Json(std::string(text));
+      Json v = Plain(text);
+      const bool fits = (kind == "int" && v.is_number_integer()) ||
+                        (kind == "float" && v.is_number()) || (kind == "bool" && v.is_boolean()) ||
+                        (kind == "null" && v.is_null());
+      if (!fits) return Error(fmt::format("'{}' is not a valid !!{}", text, kind));
+      return kind == "float" ? Json(v.get<double>()) : v;
     }
-    return std::nullopt;  // unterminated
+    // Only a plain scalar is resolved; quoted, literal (|) and folded (>) ones are strings.
+    if (sc.style == YAML_PLAIN_SCALAR_STYLE) return Plain(text);
+    return Json(std::string(text));
   }
 
-  // YAML 1.1's plain scalars as PyYAML's safe_load reads them (its resolver's patterns):
-  // null, booleans, ints in decimal, 0b binary, 0 octal, 0x hex and base 60 (1:30 is 90), '_'
-  // allowed after the first digit, and floats with a dot. Anything else is a string.
-  static Json Plain(std::string_view t) {
-    if (t.empty() || t == "~" || t == "null" || t == "Null" || t == "NULL") return Json(nullptr);
-    for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
-      if (t == yes) return Json(true);
+  static size_t CountNodes(const Json& j) {
+    size_t n = 1;
+    if (j.is_structured()) {
+      for (const Json& c : j) n += CountNodes(c);
     }
-    for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
-      if (t == no) return Json(false);
-    }
-    if (std::optional<int64_t> i = PlainInt(t)) return Json(*i);
-    if (std::optional<double> d = PlainFloat(t)) return Json(*d);
-    return Json(std::string(t));
+    return n;
   }
 
-  static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-  // Digits of `base`, '_' allowed between them, into v; false on any other character, on no
-  // digit at all, or on overflow.
-  static bool Digits(std::string_view s, int base, int64_t& v) {
-    bool any = false;
-    for (char c : s) {
-      if (c == '_') continue;
-      const int lower = std::tolower(static_cast<unsigned char>(c));
-      const int d = IsDigit(c) ? c - '0' : (lower >= 'a' && lower <= 'f') ? lower - 'a' + 10 : 99;
-      if (d >= base || v > (INT64_MAX - d) / base) return false;
-      v = v * base + d;
-      any = true;
-    }
-    return any;
+  static std::string AnchorName(const yaml_char_t* a) {
+    return a != nullptr ? std::string(reinterpret_cast<const char*>(a)) : std::string();
+  }
+  void Remember(const yaml_char_t* anchor, const Json& v) {
+    if (anchor != nullptr) anchors_[AnchorName(anchor)] = v;
   }
 
-  static std::optional<int64_t> PlainInt(std::string_view t) {
-    bool negative = false;
-    if (!t.empty() && (t[0] == '-' || t[0] == '+')) {
-      negative = t[0] == '-';
-      t.remove_prefix(1);
-    }
-    if (t.empty() || !IsDigit(t[0])) return std::nullopt;
-    int64_t v = 0;
-    bool ok = false;
-    if (t.substr(0, 2) == "0b") {
-      ok = Digits(t.substr(2), 2, v);
-    } else if (t.substr(0, 2) == "0x") {
-      ok = Digits(t.substr(2), 16, v);
-    } else if (t[0] == '0') {
-      ok = t.find_first_not_of('_', 1) == std::string_view::npos || Digits(t.substr(1), 8, v);
-    } else if (t.find(':') != std::string_view::npos) {  // base 60: 1:30:00
-      const std::vector<std::string_view> parts = Split(t, ':');
-      ok = Digits(parts[0], 10, v);
-      for (size_t k = 1; ok && k < parts.size(); ++k) {
-        int64_t part = 0;
-        ok = !parts[k].empty() && parts[k].size() <= 2 && Digits(parts[k], 10, part) &&
-             part < 60 && v <= (INT64_MAX - part) / 60;
-        if (ok) v = v * 60 + part;
-      }
-    } else {
-      ok = Digits(t, 10, v);
-    }
-    if (!ok) return std::nullopt;
-    return negative ? -v : v;
-  }
-
-  // [-+]?, digits (with '_' after the first) around one dot, and an exponent with its sign:
-  // "1.5", ".5", "1.", "1.0e+3". "1e3" is a string to PyYAML.
-  static std::optional<double> PlainFloat(std::string_view t) {
-    std::string text;
-    size_t p = 0;
-    if (p < t.size() && (t[p] == '-' || t[p] == '+')) text += t[p++];
-    if (p > 0 && p < t.size() && t[p] == '.') return std::nullopt;  // "-.5" is a string to PyYAML
-    const size_t mantissa = p;
-    bool dot = false, digit = false;
-    for (; p < t.size() && (IsDigit(t[p]) || t[p] == '_' || t[p] == '.'); ++p) {
-      if (t[p] == '_') {
-        if (p == mantissa) return std::nullopt;
-        continue;
-      }
-      if (t[p] == '.') {
-        if (dot) return std::nullopt;
-        dot = true;
-      } else {
-        digit = true;
-      }
-      text += t[p];
-    }
-    if (!dot || !digit) return std::nullopt;
-    if (p < t.size() && (t[p] == 'e' || t[p] == 'E')) {
-      if (p + 2 >= t.size() || (t[p + 1] != '-' && t[p + 1] != '+')) return std::nullopt;
-      for (size_t k = p + 2; k < t.size(); ++k) {
-        if (!IsDigit(t[k])) return std::nullopt;
-      }
-      text += t.substr(p);
-      p = t.size();
-    }
-    if (p != t.size()) return std::nullopt;
-    const char* b = text.data() + (text[0] == '+' ? 1 : 0);
-    const char* e = text.data() + text.size();
-    double d = 0;
-    if (auto r = std::from_chars(b, e, d); r.ec == std::errc() && r.ptr == e && std::isfinite(d)) {
-      return d;
-    }
-    return std::nullopt;
-  }
-
-  std::vector<YamlLine> lines_;
-  int second_document_ = 0;  // the line of a "---" after content, if any
-  size_t i_ = 0;
-  int depth_ = 0;
+  yaml_parser_t parser_{};
+  yaml_event_t event_{};
+  bool has_event_ = false;
+  std::map<std::string, Json> anchors_;
+  size_t aliased_nodes_ = 0;
 };
 
 // Python's str() of a scalar.

@@ -25,10 +25,10 @@ namespace latdoc::host {
 // The file named by "--config FILE" in a vLLM command line (vLLM reads only that form).
 std::optional<std::string> VllmConfigPath(const std::vector<std::string>& argv);
 
-// The flags vLLM takes from a config file's text. Reads the YAML that such files use: block
-// mappings and sequences, flow [lists] and {maps}, plain and quoted scalars, YAML 1.1's
-// booleans (yes/no/on/off too, as PyYAML reads them), comments. Other constructs (anchors,
-// multi-line | and > strings, tags) are an error that names the line.
+// The flags vLLM takes from a config file's text, read with libyaml as yaml.safe_load reads it:
+// plain scalars resolved by YAML 1.1's rules (yes/no/on/off are booleans, 0x1F an int, 1e3 a
+// string), anchors and aliases, the standard tags; tags safe_load refuses (!!python/...), a
+// second document and syntax errors are an error that names the line.
 StatusOr<std::vector<std::string>> VllmConfigFileArgs(std::string_view yaml);
 
 // argv with the config file's flags put where vLLM puts them (after "serve" and the model, or
