@@ -89,6 +89,7 @@ int RunBenchCommand(BenchArgs& a) {
   ro.max_error_rate = a.max_error_rate >= 0 ? a.max_error_rate : 0.0;
   if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
   a.client.Apply(o.client);
+  o.threads = a.client.threads;
   o.ignore_eos = !a.no_ignore_eos;
   o.progress = !a.quiet && ::isatty(2);
   // Random prompts for a --duration run: 4,096 after the warm-up's, repeated from the first once

@@ -308,6 +308,7 @@ Command RegisterDiagnose(CLI::App& root) {
   app->add_flag("--token-ids", d.workload.token_ids, "Send prompts as token ids (exact lengths)");
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request");
   app->add_flag("--insecure", d.bench.client.insecure, "Skip TLS certificate verification");
+  AddThreadsFlag(app, d.bench.threads, nullptr);
   app->add_option("--slo", a->slo, "ttft:MS,tpot:MS,e2el:MS");
   app->add_option("--max-error-rate", a->out.max_error_rate,
                   "Fraction of failed load-test requests allowed (exit 1 above; 0: any failure)")

@@ -181,6 +181,7 @@ int RunSweepCommand(SweepArgs& a) {
   if (Status st = loadgen::ValidateSweepOptions(s); !st.ok()) return Fail("sweep", st);
   if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
   a.client.Apply(o.client);
+  o.threads = a.client.threads;
   if (s.rate_mode) o.request_rate = s.lo;
   std::optional<loadgen::RandomWorkloadOptions> random;
   if (!a.dataset.empty()) {

@@ -454,6 +454,16 @@ void AddClientFlags(CLI::App* app, ClientFlags& f, bool& insecure, const char* g
       ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(group)->capture_default_str();
   app->add_option("--request-timeout", f.request_timeout_s, "For a whole request, stream included (0: none)")
       ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(group)->capture_default_str();
+  AddThreadsFlag(app, f.threads, group);
+}
+
+void AddThreadsFlag(CLI::App* app, int& threads, const char* group) {
+  CLI::Option* opt = app->add_option(
+      "--threads", threads,
+      "Event-loop threads of the load (default: the cores available, less one when the server "
+      "is on this host)");
+  opt->check(CLI::Range(1, 1024));
+  if (group) opt->group(group);
 }
 
 }  // namespace latdoc::cli

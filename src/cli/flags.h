@@ -114,15 +114,20 @@ std::optional<int> ResolveServerFlags(std::string_view command, ServerFlags& f, 
 // ---- The load client's connections -----------------------------------------------------------
 
 // --no-keepalive, --insecure and the four timeouts of the load client (bench, sweep), as
-// durations; Apply() puts them into the HTTP client's options.
+// durations; Apply() puts them into the HTTP client's options. --threads (the load's event-loop
+// threads) is `threads`, for loadgen::BenchOptions::threads.
 struct ClientFlags {
   bool no_keepalive = false;
   double connect_timeout_s = 10, first_byte_timeout_s = 600, idle_timeout_s = 60,
          request_timeout_s = 0;  // 0: no bound on a whole request
+  int threads = 0;               // --threads: the load's event-loop threads; 0: the default
   void Apply(http::ClientOptions& client) const;
 };
 // Adds them to `app` in `group`; `insecure` is the client's own switch. `f` must outlive the run.
 void AddClientFlags(CLI::App* app, ClientFlags& f, bool& insecure, const char* group);
+// --threads alone (diagnose, which has its own connection flags); 1 to 1024. `group`: null for
+// the default group.
+void AddThreadsFlag(CLI::App* app, int& threads, const char* group);
 
 // ---- Output flags ----------------------------------------------------------------------------
 

@@ -193,6 +193,7 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
     epoll_event events[kBatch];
     int n = ::epoll_wait(epfd, events, kBatch, 0);
     real_minus_mono_ns = RealMinusMonoNs();  // once a batch: receive stamps are CLOCK_REALTIME
+    batch_now_ns = MonoNowNs();
     // Every socket in the set is open, and a connection closes its socket before it is
     // destroyed, so each connection in this batch is alive now; holding them all before any
     // handler runs keeps them so while earlier handlers run (one may close another).
@@ -252,6 +253,10 @@ struct HttpClient::Impl : std::enable_shared_from_this<HttpClient::Impl> {
   std::optional<asio::posix::stream_descriptor> epoll_desc;
   int64_t polled = 0;       // plain connections in an exchange
   int64_t real_minus_mono_ns = 0;  // CLOCK_REALTIME - CLOCK_MONOTONIC as of this batch
+  int64_t batch_now_ns = 0;        // MonoNowNs as this batch of ready sockets began
+  uint64_t reads = 0;              // plain reads that returned bytes
+  uint64_t late_reads = 0;         // of them, begun more than late_read_ns after the bytes came
+  int64_t late_read_ns = 1'000'000;
   bool epoll_waiting = false;
   uint64_t epoll_gen = 0;
 };
@@ -618,6 +623,8 @@ class Conn final : public ConnBase {
       const size_t room = in_.space_size();
       ssize_t n = StampedRead(fd_, space, room, offset, &at);
       if (n > 0) {
+        ++client_->reads;
+        if (client_->batch_now_ns - at > client_->late_read_ns) ++client_->late_reads;
         if (!Feed(size_t(n), at)) return;
         if (size_t(n) < room && !to_end) return;
         continue;
@@ -629,6 +636,7 @@ class Conn final : public ConnBase {
     }
     asio::post(client_->io, [self = Self(), to_end] {
       self->client_->real_minus_mono_ns = RealMinusMonoNs();
+      self->client_->batch_now_ns = MonoNowNs();
       if (!self->closed_ && self->ex_ && !self->writing_) self->Drain(to_end);
     });
   }
@@ -870,6 +878,8 @@ void HttpClient::Shutdown() {
 
 const Url& HttpClient::url() const { return impl_->url; }
 uint64_t HttpClient::connections_opened() const { return impl_->opened; }
+uint64_t HttpClient::reads() const { return impl_->reads; }
+uint64_t HttpClient::late_reads() const { return impl_->late_reads; }
 size_t HttpClient::idle_connections() const { return impl_->idle.size(); }
 
 namespace {

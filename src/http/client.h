@@ -138,6 +138,11 @@ class HttpClient {
 
   const Url& url() const;
   uint64_t connections_opened() const;
+  // Plain-HTTP socket reads that returned bytes, and of them those begun more than 1 ms after
+  // the kernel stamped the bytes' arrival (the event loop was busy elsewhere): the client's
+  // own lag. Counted once per read, from one clock read per batch of ready sockets.
+  uint64_t reads() const;
+  uint64_t late_reads() const;
   size_t idle_connections() const;
 
   struct Impl;

@@ -328,6 +328,37 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
     j["tcp"] = tj;
   }
   j["client_cpu_s"] = run.client_cpu_s;
+  // The client's own load, per load thread: when a thread was saturated its reads waited for
+  // it, and its timings are suspect.
+  ClientLoadSummary load = SummarizeClientLoad(run.thread_load);
+  j["client_threads"] = run.thread_load.size();
+  {
+    ordered_json cl;
+    cl["cpu_s"] = load.cpu_s;
+    cl["events"] = load.events;
+    cl["events_per_cpu_s"] = load.cpu_s > 0 ? ordered_json(double(load.events) / load.cpu_s)
+                                            : ordered_json(nullptr);
+    cl["reads"] = load.reads;
+    cl["late_reads"] = load.late_reads;
+    cl["late_read_share"] = load.reads ? ordered_json(double(load.late_reads) / double(load.reads))
+                                       : ordered_json(nullptr);
+    cl["late_read_ms"] = NsToMs(kLateReadNs);
+    cl["saturated_threads"] = load.saturated;
+    ordered_json per = ordered_json::array();
+    for (const ThreadLoad& l : run.thread_load) {
+      per.push_back({{"cpu_s", l.cpu_s},
+                     {"wall_s", l.wall_s},
+                     {"busy", l.busy()},
+                     {"events", l.events},
+                     {"events_per_cpu_s", l.cpu_s > 0 ? ordered_json(double(l.events) / l.cpu_s)
+                                                      : ordered_json(nullptr)},
+                     {"reads", l.reads},
+                     {"late_reads", l.late_reads},
+                     {"saturated", l.saturated()}});
+    }
+    cl["per_thread"] = per;
+    j["client_load"] = cl;
+  }
   j["start_mono_ns"] = run.start_ns;  // CLOCK_MONOTONIC at the start: aligns --save-requests times
 
   // Server-side attribution from the /metrics deltas.
@@ -509,8 +540,42 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                      run.metrics_error.empty() ? "" : " (" + run.metrics_error + ")");
   }
   for (const auto& e : first_errors) t += "  error: " + e + "\n";
+  if (!run.thread_load.empty()) t += ClientLoadText(run.thread_load);
   t += std::string(52, '=') + "\n";
   return out;
+}
+
+ClientLoadSummary SummarizeClientLoad(const std::vector<ThreadLoad>& threads) {
+  ClientLoadSummary s;
+  for (const ThreadLoad& l : threads) {
+    s.cpu_s += l.cpu_s;
+    s.events += l.events;
+    s.reads += l.reads;
+    s.late_reads += l.late_reads;
+    if (l.saturated()) ++s.saturated;
+  }
+  return s;
+}
+
+std::string ClientLoadText(const std::vector<ThreadLoad>& threads) {
+  const ClientLoadSummary s = SummarizeClientLoad(threads);
+  auto share = [](uint64_t part, uint64_t whole) {
+    return whole ? FormatFixed(100.0 * double(part) / double(whole), 1) + "%" : std::string("n/a");
+  };
+  std::string t = fmt::format(
+      "Client: {} thread{}, {} CPU-s, {} events per CPU-s, {} of reads late (>{:g} ms)\n",
+      threads.size(), threads.size() == 1 ? "" : "s", FormatFixed(s.cpu_s, 2),
+      s.cpu_s > 0 ? FormatCount(std::round(double(s.events) / s.cpu_s)) : std::string("n/a"),
+      share(s.late_reads, s.reads), NsToMs(kLateReadNs));
+  for (size_t i = 0; i < threads.size(); ++i) {
+    const ThreadLoad& l = threads[i];
+    if (!l.saturated()) continue;
+    t += fmt::format(
+        "warning: client thread {} of {} saturated ({}% busy, {} of its reads late): its "
+        "timings are suspect; give --threads more cores or lower the load\n",
+        i + 1, threads.size(), FormatFixed(100.0 * l.busy(), 0), share(l.late_reads, l.reads));
+  }
+  return t;
 }
 
 std::string ServerLabel(const std::string& url, const std::string& server_id) {

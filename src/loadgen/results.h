@@ -82,6 +82,17 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& options,
 // servermetrics::ServerSnapshot::server; "" leaves it out). Safe to print on a terminal.
 std::string ServerLabel(const std::string& url, const std::string& server_id);
 
+// The client's own load over its threads (the JSON's "client_load").
+struct ClientLoadSummary {
+  double cpu_s = 0;
+  uint64_t events = 0, reads = 0, late_reads = 0;
+  int saturated = 0;  // threads busy at least kSaturatedBusy of their measured phase
+};
+ClientLoadSummary SummarizeClientLoad(const std::vector<ThreadLoad>& threads);
+// "Client: 2 threads, 1.84 CPU-s, 312000 events per CPU-s, 0.1% of reads late (>1 ms)", then
+// one "warning: client thread I of N saturated ..." line per saturated thread.
+std::string ClientLoadText(const std::vector<ThreadLoad>& threads);
+
 // One JSON line per request (--save-requests): times in ms from the start of the run.
 std::string RequestsJsonl(const BenchRun& run);
 

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <limits>
+#include <random>
 #include <string>
 
 #include <fmt/core.h>
@@ -220,6 +224,142 @@ TEST(SummarizeRunTest, NamesModelAndServerAndPrintsCountsWhole) {
   has("other server 0.00 ms");
   EXPECT_EQ(s.text.find("-0.00"), std::string::npos) << s.text;
   EXPECT_EQ(s.json["errors_sample"], nlohmann::ordered_json({"cancelled"}));
+}
+
+
+// Records of `n` requests with varied outcomes, latencies and token counts (a fixed seed).
+std::vector<RequestRecord> VariedRecords(int n) {
+  std::mt19937_64 rng(7);
+  std::vector<RequestRecord> out;
+  for (int i = 0; i < n; ++i) {
+    RequestRecord r;
+    r.index = uint64_t(i);
+    r.scheduled_ns = int64_t(i) * 3 * kMs + int64_t(rng() % 1000);
+    r.sent_ns = r.scheduled_ns + int64_t(rng() % (2 * kMs));
+    r.prompt_tokens = 10 + int(rng() % 50);
+    r.requested_output_tokens = 8;
+    if (rng() % 10 == 0) {
+      r.outcome = rng() % 2 ? Outcome::kReset : Outcome::kHttpStatus;
+      r.error = "failed";
+      r.end_ns = r.sent_ns + 5 * kMs;
+      out.push_back(r);
+      continue;
+    }
+    r.outcome = Outcome::kOk;
+    int64_t t = r.sent_ns + 20 * kMs + int64_t(rng() % (40 * kMs));
+    r.first_token_ns = t;
+    for (int k = 0; k < 8; ++k) {
+      r.chunks.emplace_back(t, 1);
+      t += 1 * kMs + int64_t(rng() % (9 * kMs));
+    }
+    r.last_token_ns = r.chunks.back().first;
+    r.end_ns = r.last_token_ns + 100'000;
+    r.output_tokens = 8;
+    r.method = TokenMethod::kUsagePerChunk;
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The contract of --threads: the threads' records, merged, give exactly the summary that one
+// thread with the same records gives (percentiles, counts, failures, per-request samples).
+TEST(MergeThreadRunsTest, MergedThreadsSummarizeAsOneThread) {
+  const std::vector<RequestRecord> records = VariedRecords(997);
+  BenchRun one;
+  one.model = "m";
+  one.start_ns = 0;
+  one.end_ns = 4 * 1000 * kMs;
+  one.records = records;
+  for (int threads : {2, 3, 8}) {
+    std::vector<BenchRun> parts(static_cast<size_t>(threads));
+    for (int i = 0; i < threads; ++i) {
+      parts[size_t(i)].start_ns = one.start_ns;
+      parts[size_t(i)].end_ns = one.end_ns - i;  // the last thread to finish ends the run
+    }
+    // Dealt round robin, each thread's records in its own order (as a worker keeps them).
+    for (const RequestRecord& r : records) parts[r.index % uint64_t(threads)].records.push_back(r);
+    BenchRun merged = MergeThreadRuns(std::move(parts));
+    merged.model = "m";
+    ASSERT_EQ(merged.records.size(), records.size());
+    EXPECT_EQ(merged.end_ns, one.end_ns);
+    EXPECT_EQ(merged.thread_load.size(), 0u);
+    for (size_t i = 0; i < records.size(); ++i) {
+      EXPECT_EQ(merged.records[i].index, i);
+      EXPECT_EQ(merged.records[i].scheduled_ns, records[i].scheduled_ns) << i;
+    }
+    BenchOptions o;
+    o.concurrency = 16;
+    ResultOptions ro;
+    ro.slo.ttft_ms = 45;
+    auto a = SummarizeRun(one, o, ro).json;
+    auto b = SummarizeRun(merged, o, ro).json;
+    a.erase("date");  // the wall clock, to the second
+    b.erase("date");
+    EXPECT_EQ(a.dump(), b.dump()) << "threads=" << threads;
+  }
+}
+
+// Counts and the client's load add up over the threads; the first start and last end bound
+// the run.
+TEST(MergeThreadRunsTest, CountsAndLoadsAddUp) {
+  std::vector<BenchRun> parts(2);
+  parts[0].start_ns = 100;
+  parts[0].end_ns = 900;
+  parts[0].warmup_requests = 3;
+  parts[0].max_in_flight = 4;
+  parts[0].connections_opened = 4;
+  parts[0].thread_load = {ThreadLoad{1.0, 2.0, 1000, 900, 9}};
+  parts[1].start_ns = 100;
+  parts[1].end_ns = 1000;
+  parts[1].warmup_requests = 2;
+  parts[1].max_in_flight = 3;
+  parts[1].connections_opened = 3;
+  parts[1].thread_load = {ThreadLoad{1.9, 2.0, 3000, 2500, 500}};
+  BenchRun m = MergeThreadRuns(std::move(parts));
+  EXPECT_EQ(m.start_ns, 100);
+  EXPECT_EQ(m.end_ns, 1000);
+  EXPECT_EQ(m.warmup_requests, 5u);
+  EXPECT_EQ(m.max_in_flight, 7);
+  EXPECT_EQ(m.connections_opened, 7u);
+  ASSERT_EQ(m.thread_load.size(), 2u);
+  const ClientLoadSummary s = SummarizeClientLoad(m.thread_load);
+  EXPECT_DOUBLE_EQ(s.cpu_s, 2.9);
+  EXPECT_EQ(s.events, 4000u);
+  EXPECT_EQ(s.late_reads, 509u);
+  EXPECT_EQ(s.saturated, 1);  // 1.9 CPU-s in 2 s: 95% busy
+  EXPECT_EQ(ClientLoadText(m.thread_load),
+            "Client: 2 threads, 2.90 CPU-s, 1379 events per CPU-s, 15.0% of reads late (>1 ms)\n"
+            "warning: client thread 2 of 2 saturated (95% busy, 20.0% of its reads late): its "
+            "timings are suspect; give --threads more cores or lower the load\n");
+}
+
+// Round-robin dealing: every item goes to exactly one thread, shares differ by at most one,
+// and the first threads get the remainder.
+TEST(DealtCountTest, DealsEveryItemOnce) {
+  for (uint64_t total : {0u, 1u, 7u, 8u, 1023u, 1024u}) {
+    for (int threads : {1, 2, 3, 8}) {
+      uint64_t sum = 0;
+      for (int i = 0; i < threads; ++i) {
+        uint64_t expect = 0;
+        for (uint64_t k = 0; k < total; ++k) expect += k % uint64_t(threads) == uint64_t(i);
+        EXPECT_EQ(DealtCount(total, threads, i), expect) << total << "/" << threads << "#" << i;
+        sum += DealtCount(total, threads, i);
+      }
+      EXPECT_EQ(sum, total);
+    }
+  }
+}
+
+TEST(DefaultThreadsTest, OneCoreLessForALocalServer) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int cores = CPU_COUNT(&set);
+  EXPECT_EQ(DefaultThreads("127.0.0.1"), std::max(1, cores - 1));
+  EXPECT_EQ(DefaultThreads("localhost"), std::max(1, cores - 1));
+  EXPECT_EQ(DefaultThreads("[::1]"), std::max(1, cores - 1));
+  EXPECT_EQ(DefaultThreads("192.0.2.10"), cores);  // TEST-NET-1: never this host's
+  EXPECT_EQ(DefaultThreads("inference.example"), cores);
 }
 
 }  // namespace

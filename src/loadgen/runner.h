@@ -7,8 +7,15 @@
 // stalled server cannot hide its stall (no coordinated omission). Time spent waiting for a
 // --max-concurrency slot is the client queue time, reported on its own.
 //
-// Threading: the run happens on one EventLoop on the calling thread (one core). SIGINT/SIGTERM
-// stop sending; streams in flight get `drain_timeout_ns` to finish, then are cancelled (a
+// Threading: the load runs on `threads` event-loop threads, each with its own HTTP client
+// (sockets, epoll set) and its own records: nothing is shared on the hot path. The calling
+// thread coordinates (the start, /metrics scrapes, signals, the progress line) and merges the
+// threads' records when all have finished; percentiles come from the merged records, so they
+// are exactly those one thread would report for the same requests. The load is dealt:
+// closed loop, thread i runs DealtCount(concurrency) streams and sends DealtCount(num_requests)
+// requests; open loop, all threads follow one schedule (the seed's) and arrival k goes to
+// thread k % threads, its latencies counting from its scheduled time; --max-concurrency is dealt
+// like the concurrency (each thread caps its own share). SIGINT/SIGTERM stop sending; streams in flight get `drain_timeout_ns` to finish, then are cancelled (a
 // second signal cancels them at once); the run is returned marked partial, with the signal. A
 // cancelled stream ends `cancelled` and keeps the tokens it got (its TTFT and ITL count).
 #pragma once
@@ -60,7 +67,25 @@ struct BenchOptions {
   std::vector<std::string> summary_metrics;
   std::vector<double> summary_percentiles;
   std::string backend;             // the JSON's "backend" (vLLM's --backend); "": from the endpoint
+  // Event-loop threads of the load (--threads); 0: DefaultThreads(). Never more than there are
+  // streams (closed loop), --max-concurrency slots or requests.
+  int threads = 0;
 };
+
+// What one load thread spent during the measured phase (the client's own load: when a thread
+// is saturated, its timings are suspect).
+struct ThreadLoad {
+  double cpu_s = 0;          // the thread's CPU time (CLOCK_THREAD_CPUTIME_ID)
+  double wall_s = 0;         // the thread's measured phase
+  uint64_t events = 0;       // SSE events decoded
+  uint64_t reads = 0;        // socket reads that returned bytes (plain HTTP)
+  uint64_t late_reads = 0;   // of `reads`: handled more than kLateReadNs after they arrived
+  double busy() const { return wall_s > 0 ? cpu_s / wall_s : 0; }
+  // Busy at least kSaturatedBusy of the time: its reads wait for it.
+  bool saturated() const;
+};
+constexpr int64_t kLateReadNs = 1'000'000;  // 1 ms
+constexpr double kSaturatedBusy = 0.9;
 
 // One /metrics scrape during the run.
 struct ServerSample {
@@ -86,7 +111,23 @@ struct BenchRun {
   http::TcpTotals tcp;
   int max_in_flight = 0;
   double client_cpu_s = 0;              // this process's CPU time during the run
+  std::vector<ThreadLoad> thread_load;  // one per load thread
 };
+
+// The default of --threads: the cores this process may run on (sched_getaffinity), less one
+// when `host` is this machine (loopback or one of its addresses: the server needs a core),
+// at least 1.
+int DefaultThreads(const std::string& host);
+
+// Of `total` items dealt round robin to `threads` threads, how many thread `thread` gets
+// (thread i gets items i, i + threads, i + 2 * threads, ...).
+uint64_t DealtCount(uint64_t total, int threads, int thread);
+
+// Merges the runs of a run's threads into one: records (each `index` the request's number in
+// the whole run) ordered by scheduled time, then number, and renumbered from 0; counts summed;
+// the measured phase from the earliest start to the latest end. `max_in_flight` is the sum of
+// the threads' maxima. Exact: the result's records are the threads' records, unchanged.
+BenchRun MergeThreadRuns(std::vector<BenchRun> parts);
 
 // Errors: bad options (kInvalidArgument); the target could not be reached at all, or
 // /v1/models failed (kUnavailable); /v1/models answered 401 or 403 (kPermissionDenied). When

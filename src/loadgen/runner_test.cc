@@ -166,6 +166,85 @@ TEST(RunnerTest, OpenLoopSendsNothingDueAfterTheDuration) {
   }
 }
 
+// Open loop over threads: one schedule, dealt. With the same seed, three threads send
+// requests due at exactly the offsets one thread sends them at, each request once, and each
+// latency counts from its scheduled time.
+TEST(RunnerTest, OpenLoopThreadsFollowOneSchedule) {
+  Sim sim(sim::FaultRates{});
+  BenchOptions o = Options(sim.url());
+  o.request_rate = 400;
+  o.burstiness = 0.5;
+  o.num_requests = 60;
+  o.seed = 5;
+  auto offsets = [&](int threads) {
+    o.threads = threads;
+    auto run = RunBench(o);
+    EXPECT_TRUE(run.ok()) << run.status().message();
+    std::vector<int64_t> out;
+    if (!run.ok()) return out;
+    EXPECT_EQ(run->thread_load.size(), size_t(threads));
+    for (const RequestRecord& r : run->records) {
+      EXPECT_EQ(r.outcome, Outcome::kOk) << r.index << ": " << r.error;
+      EXPECT_GE(r.sent_ns, r.scheduled_ns) << r.index;
+      EXPECT_GE(r.first_token_ns, r.scheduled_ns) << r.index;
+      out.push_back(r.scheduled_ns - run->start_ns);
+    }
+    return out;
+  };
+  const std::vector<int64_t> one = offsets(1);
+  const std::vector<int64_t> three = offsets(3);
+  ASSERT_EQ(one.size(), 60u);
+  EXPECT_EQ(three, one);
+}
+
+// Closed loop over threads: the concurrency is global (dealt), every request is sent once, and
+// each thread reports its own load.
+TEST(RunnerTest, ClosedLoopThreadsShareTheConcurrency) {
+  Sim sim(sim::FaultRates{});
+  BenchOptions o = Options(sim.url());
+  o.concurrency = 7;
+  o.num_requests = 100;
+  o.warmup = 5;
+  o.threads = 3;
+  auto run = RunBench(o);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_EQ(run->records.size(), 100u);
+  EXPECT_EQ(run->warmup_requests, 5u);
+  EXPECT_EQ(run->max_in_flight, 7);  // 3 + 2 + 2 streams, each thread at its share
+  ASSERT_EQ(run->thread_load.size(), 3u);
+  uint64_t events = 0;
+  for (const ThreadLoad& l : run->thread_load) {
+    EXPECT_GT(l.events, 0u);
+    EXPECT_GT(l.reads, 0u);
+    EXPECT_GT(l.wall_s, 0);
+    events += l.events;
+  }
+  // Each stream of 6 tokens: 6 content events, the usage event and [DONE].
+  EXPECT_EQ(events, 100u * 8);
+  for (size_t i = 0; i < run->records.size(); ++i) {
+    const RequestRecord& r = run->records[i];
+    EXPECT_EQ(r.index, i);
+    EXPECT_EQ(r.outcome, Outcome::kOk) << r.index << ": " << r.error;
+    EXPECT_EQ(r.output_tokens, 6);
+    if (i > 0) {
+      EXPECT_GE(r.scheduled_ns, run->records[i - 1].scheduled_ns);
+    }
+  }
+}
+
+// More threads than streams: no thread without a stream.
+TEST(RunnerTest, NoMoreThreadsThanStreams) {
+  Sim sim(sim::FaultRates{});
+  BenchOptions o = Options(sim.url());
+  o.concurrency = 2;
+  o.num_requests = 10;
+  o.threads = 8;
+  auto run = RunBench(o);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->thread_load.size(), 2u);
+  EXPECT_EQ(run->records.size(), 10u);
+}
+
 // A data payload that is not a JSON object (a proxy's HTML page spliced in, a chunk cut short)
 // makes the stream's counts untrustworthy: the request fails as a stream error that quotes the
 // payload, instead of counting as ok with a token silently missing.

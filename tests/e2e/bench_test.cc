@@ -207,6 +207,29 @@ TEST(BenchTruthTest, SeveralTokensPerChunkStillGivePerTokenItl) {
   EXPECT_LT(r["median_itl_ms"].get<double>(), 1.6);
 }
 
+// --threads 2: the two threads' requests and tokens add up to exactly what the simulator
+// served (its own counters), warm-up included, and the result says it ran on two threads.
+TEST(BenchThreadsTest, TwoThreadsCountExactlyWhatTheSimulatorServed) {
+  SimProcess sim(kFastSim);
+  json r = RunBench(sim.url(), {"--threads", "2", "--concurrency", "24", "--num-requests", "301",
+                                "--warmup", "5", "--input-len", "16", "--output-len", "12",
+                                "--token-ids"});
+  ASSERT_TRUE(r.is_object());
+  EXPECT_EQ(r["client_threads"], 2);
+  EXPECT_EQ(r["completed"], 301);
+  EXPECT_EQ(r["failed"], 0);
+  EXPECT_EQ(r["total_output_tokens"], 301 * 12);
+  EXPECT_EQ(r["total_input_tokens"], 301 * 16);
+  EXPECT_EQ(r["max_concurrent_requests"], 24);
+  EXPECT_EQ(sim.Metric("vllm:request_success_total"), 301 + 5);
+  EXPECT_EQ(sim.Metric("vllm:generation_tokens_total"), (301 + 5) * 12);
+  const json& load = r["client_load"];
+  ASSERT_EQ(load["per_thread"].size(), 2u) << load.dump();
+  // Each stream: 12 content events, the usage event and [DONE]; the warm-up's are not counted.
+  EXPECT_EQ(load["events"], 301 * 14);
+  EXPECT_GT(load["cpu_s"].get<double>(), 0);
+}
+
 TEST(BenchFaultTest, EveryRequestEndsInExactlyOneRecord) {
   SimProcess sim(With(kFastSim, {"--sim-fault-429", "0.05", "--sim-fault-500", "0.05",
                                  "--sim-fault-503", "0.05", "--sim-fault-reset-before", "0.05",
