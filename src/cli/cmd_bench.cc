@@ -1,5 +1,8 @@
 // latdoc bench: streaming load against an OpenAI-compatible server (loadgen/runner.h).
+#include <time.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cmath>
@@ -14,10 +17,12 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "base/strings.h"
+#include "base/units.h"
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
+#include "loadgen/shard.h"
 #include "loadgen/workload.h"
 
 namespace latdoc::cli {
@@ -35,6 +40,7 @@ struct BenchArgs {
   ClientFlags client;
   bool no_ignore_eos = false;
   bool quiet = false;
+  std::string shard, start_at;  // --shard I/N, --start-at TIME (bench.md, "Shards")
 };
 
 // Says on standard error what went wrong in a finished run, and returns its exit code:
@@ -71,6 +77,124 @@ int ReportBenchOutcome(const loadgen::BenchRun& run, const loadgen::BenchSummary
   return s.problems.empty() ? kExitOk : kExitFindings;
 }
 
+// --shard and --start-at, checked and applied to the options before any prompt is made.
+struct ShardPlan {
+  bool active = false;                     // --shard given
+  loadgen::ShardSpec spec;
+  std::optional<int64_t> start_at_unix_ns; // --start-at
+  int64_t num_prompts = 0;                 // the whole load's; 0: a --duration run
+  nlohmann::ordered_json block;            // the result's "shard", less what the run decides
+};
+
+// The whole load as the result's shard.load says it: every shard of one load says the same
+// (`latdoc merge` refuses shards whose loads differ). Then `a.o` becomes this shard's part.
+StatusOr<ShardPlan> PlanShard(BenchArgs& a) {
+  ShardPlan p;
+  loadgen::BenchOptions& o = a.o;
+  if (!a.start_at.empty()) {
+    const int64_t now = WallNowNs();
+    ASSIGN_OR_RETURN(int64_t at, loadgen::ParseStartAt(a.start_at, now));
+    if (at - now > 24 * 3600 * kNsPerSec) {
+      return InvalidArgument(fmt::format("--start-at '{}' is {} ahead: more than 24 h",
+                                         a.start_at, FormatDurationNs(at - now)));
+    }
+    p.start_at_unix_ns = at;
+  }
+  if (a.shard.empty()) return p;
+  ASSIGN_OR_RETURN(p.spec, loadgen::ParseShard(a.shard));
+  p.active = true;
+  using nlohmann::ordered_json;
+  const bool open = o.request_rate > 0;
+  ordered_json load;
+  load["mode"] = open ? "open" : "closed";
+  load["concurrency"] = open ? ordered_json(nullptr) : ordered_json(o.concurrency);
+  load["request_rate"] = !open ? ordered_json(nullptr)
+                         : std::isfinite(o.request_rate) ? ordered_json(o.request_rate) : ordered_json("inf");
+  load["burstiness"] = open ? ordered_json(o.burstiness) : ordered_json(nullptr);
+  load["max_concurrency"] = open && o.max_concurrency > 0 ? ordered_json(o.max_concurrency) : ordered_json(nullptr);
+  load["num_prompts"] = o.num_requests > 0 ? ordered_json(o.num_requests) : ordered_json(nullptr);
+  load["duration_s"] = o.duration_s > 0 ? ordered_json(o.duration_s) : ordered_json(nullptr);
+  load["warmup_per_shard"] = o.warmup;
+  load["ignore_eos"] = !a.no_ignore_eos;
+  load["seed"] = o.seed;
+  if (!a.dataset.empty()) {
+    load["workload"] = {{"dataset", a.dataset}};
+  } else {
+    load["workload"] = {{"random", {{"input_len", a.random.input_len}, {"output_len", a.random.output_len},
+                                    {"range_ratio", a.random.range_ratio}, {"prefix_len", a.random.prefix_len},
+                                    {"token_ids", a.random.token_ids}}}};
+  }
+  // Counts are dealt: C / N each, one more to each of the lowest C % N shards.
+  const loadgen::ShardSpec sp = p.spec;
+  auto share = [&](int64_t total, const char* what) -> StatusOr<int> {
+    const int64_t n = loadgen::ShareOf(total, sp);
+    if (n == 0) {
+      return InvalidArgument(fmt::format("--shard {}/{}: {} of {} leaves this shard none: give at least {}",
+                                         sp.index, sp.count, what, total, sp.count));
+    }
+    return int(n);
+  };
+  ordered_json part;
+  if (open) {
+    if (std::isfinite(o.request_rate)) o.request_rate /= sp.count;
+    if (o.max_concurrency > 0) {
+      ASSIGN_OR_RETURN(o.max_concurrency, share(o.max_concurrency, "--max-concurrency"));
+    }
+    part["request_rate"] = std::isfinite(o.request_rate) ? ordered_json(o.request_rate) : ordered_json("inf");
+    part["max_concurrency"] = o.max_concurrency > 0 ? ordered_json(o.max_concurrency) : ordered_json(nullptr);
+  } else {
+    ASSIGN_OR_RETURN(o.concurrency, share(o.concurrency, "a concurrency"));
+    part["concurrency"] = o.concurrency;
+  }
+  p.num_prompts = o.num_requests;
+  if (o.num_requests > 0) {
+    ASSIGN_OR_RETURN(o.num_requests, share(o.num_requests, "--num-prompts"));
+    part["num_prompts"] = o.num_requests;
+  }
+  ordered_json& b = p.block;
+  b["schema"] = loadgen::kShardSchema;
+  b["index"] = sp.index;
+  b["count"] = sp.count;
+  b["start_at"] = p.start_at_unix_ns ? ordered_json(loadgen::FormatRfc3339Utc(*p.start_at_unix_ns)) : ordered_json(nullptr);
+  b["start_at_unix_ns"] = p.start_at_unix_ns ? ordered_json(*p.start_at_unix_ns) : ordered_json(nullptr);
+  b["target"] = {{"url", loadgen::ServerLabel(o.url, "")}, {"endpoint", a.endpoint}};
+  b["load"] = std::move(load);
+  b["part"] = std::move(part);
+  b["judge"] = {{"slo", a.slo}, {"max_error_rate", a.max_error_rate >= 0 ? a.max_error_rate : 0.0}};
+  b["summary"] = {{"percentile_metrics", o.summary_metrics}, {"metric_percentiles", o.summary_percentiles}};
+  return p;
+}
+
+// Sleeps until the wall clock reads --start-at (CLOCK_REALTIME, absolute: a step of the clock
+// moves the wake-up with it), so that shards on other machines start with this one. A time
+// already past starts at once, and says so: the shards will overlap less.
+void WaitUntil(const ShardPlan& p, bool quiet) {
+  const int64_t at = *p.start_at_unix_ns, now = WallNowNs();
+  const std::string who = p.active ? fmt::format("shard {}/{}", p.spec.index, p.spec.count) : "--start-at";
+  if (at <= now) {
+    fmt::print(stderr, "latdoc bench: {}: {} passed {} ago: starting now\n", who,
+               loadgen::FormatRfc3339Utc(at), FormatDurationNs(now - at));
+    return;
+  }
+  if (!quiet) {
+    fmt::print(stderr, "latdoc bench: {}: starting at {} (in {})\n", who, loadgen::FormatRfc3339Utc(at),
+               FormatDurationNs(at - now));
+  }
+  const timespec ts{time_t(at / kNsPerSec), long(at % kNsPerSec)};
+  while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+// The shard's additions to the result: when it ran on the wall clock, and every request.
+void AddShardResult(ShardPlan& p, const loadgen::BenchRun& run, nlohmann::ordered_json& json) {
+  const int64_t mono_to_unix_ns = WallNowNs() - MonoNowNs();
+  p.block["started_unix_ns"] = run.start_ns + mono_to_unix_ns;
+  p.block["ended_unix_ns"] = run.end_ns + mono_to_unix_ns;
+  p.block["target"]["model"] = run.model;
+  json["shard"] = p.block;
+  json["requests"] = loadgen::RecordsJson(run, mono_to_unix_ns);
+}
+
 int RunBenchCommand(BenchArgs& a) {
   loadgen::BenchOptions& o = a.o;
   if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
@@ -83,6 +207,8 @@ int RunBenchCommand(BenchArgs& a) {
   if (o.num_requests == 0 && o.duration_s <= 0) o.num_requests = 200;
   auto slo = loadgen::ParseSlo(a.slo);
   if (!slo.ok()) return Fail("bench", slo.status());
+  auto shard = PlanShard(a);
+  if (!shard.ok()) return Fail("bench", shard.status());
   loadgen::ResultOptions ro;
   ro.slo = *slo;
   // Any failed request fails the run unless --max-error-rate tolerates it.
@@ -98,6 +224,11 @@ int RunBenchCommand(BenchArgs& a) {
   const size_t per_prompt = size_t(std::max(1, a.random.input_len + a.random.prefix_len));
   const size_t for_duration = std::clamp<size_t>((size_t{1} << 24) / per_prompt, 1, 4096);
   const size_t total = size_t(o.warmup) + (o.num_requests > 0 ? size_t(o.num_requests) : for_duration);
+  // A shard's measured prompts are the unsharded run's from its offset on (loadgen/shard.h).
+  const size_t first_prompt = !shard->active ? 0
+                              : shard->num_prompts > 0
+                                  ? size_t(loadgen::OffsetOf(shard->num_prompts, shard->spec))
+                                  : size_t(shard->spec.index) * for_duration;
   if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
     if (!w.ok()) return Fail("bench", w.status());
@@ -105,17 +236,25 @@ int RunBenchCommand(BenchArgs& a) {
     if (w->bad_lines > w->bad_line_messages.size())
       fmt::print(stderr, "latdoc bench: ... {} bad entries skipped in all\n", w->bad_lines);
     o.prompts = std::move(w->prompts);
+    o.first_prompt = first_prompt % o.prompts.size();
   } else {
     if (Status st = loadgen::ValidateRandomOptions(a.random); !st.ok()) return Fail("bench", st);
     a.random.seed = o.seed;
     a.random.token_ids = a.random.token_ids && o.endpoint == loadgen::Endpoint::kCompletions;
+    a.random.first = first_prompt;
     o.prompts = loadgen::RandomPrompts(a.random, total);
+  }
+  if (shard->active) {
+    shard->block["part"]["first_prompt"] = first_prompt;
+    o.seed = loadgen::ShardSeed(o.seed, shard->spec);  // the arrivals' seed; the prompts kept theirs
+    shard->block["part"]["arrival_seed"] = o.seed;
   }
   // Output paths are checked before any load is sent (no run lost to a typo).
   for (const std::string* p : {&a.json_out, &a.requests_out}) {
     if (p->empty()) continue;
     if (Status st = CheckOutputPath(*p); !st.ok()) return Fail("bench", st);
   }
+  if (shard->start_at_unix_ns) WaitUntil(*shard, a.quiet);
   loadgen::BenchRun unreachable;
   auto run = loadgen::RunBench(o, &unreachable);
   if (!run.ok()) {
@@ -132,6 +271,7 @@ int RunBenchCommand(BenchArgs& a) {
     return Fail("bench", run.status());
   }
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
+  if (shard->active) AddShardResult(*shard, *run, s.json);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
     if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) {
@@ -323,6 +463,13 @@ Command RegisterBench(CLI::App& root) {
   app->add_option("--duration", o.duration_s, "How long to send for: 30s, 5m (a bare number is seconds)")
       ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->group(load);
   app->add_option("--warmup", o.warmup, "Requests sent first, not counted")->group(load)->capture_default_str();
+  app->add_option("--shard", a->shard,
+                  "Send shard I (from 0) of N of the load: 1/N of the concurrency or rate and of "
+                  "--num-prompts, its own slice of the prompts; the result keeps every request "
+                  "for latdoc merge")->type_name("I/N")->group(load);
+  app->add_option("--start-at", a->start_at,
+                  "Start at this wall-clock time, as the other shards: RFC 3339 "
+                  "(2026-12-05T03:00:00Z), Unix seconds, or now+10s")->type_name("TIME")->group(load);
   AddClientFlags(app, a->client, o.client.insecure, load);
   auto* wl = "Workload";
   app->add_option("--input-len,--random-input-len", a->random.input_len, "Prompt tokens")

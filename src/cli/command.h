@@ -47,5 +47,6 @@ Command RegisterNet(CLI::App& root);
 Command RegisterExporter(CLI::App& root);
 Command RegisterCompare(CLI::App& root);
 Command RegisterFleet(CLI::App& root);
+Command RegisterMerge(CLI::App& root);
 
 }  // namespace latdoc::cli

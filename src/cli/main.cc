@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
       latdoc::cli::RegisterExporter(app),
       latdoc::cli::RegisterCompare(app),
       latdoc::cli::RegisterFleet(app),
+      latdoc::cli::RegisterMerge(app),
   };
   // Arguments CLI11 does not know are collected rather than refused, so that latdoc names them
   // itself: the closest option or command, and never the value that followed (it may be a key).

@@ -449,6 +449,11 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   } else if (!run.metrics_error.empty()) {
     srv["error"] = run.metrics_error;
   }
+  if (ro.server_metrics) {
+    srv = *ro.server_metrics;
+    breakdown_text.clear();
+  }
+  const bool metrics_shown = srv.value("metrics_available", false);
   j["server_metrics"] = srv;
 
   // Judged on the requests whose end the server decided: those cut by a stop are left out.
@@ -488,7 +493,8 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                                        out.failures.cancelled == 1 ? "" : "s"));
   }
   t += fmt::format("Model: {}\nServer: {}\n", run.model.empty() ? "n/a" : ToTerminalText(run.model),
-                   ServerLabel(o.url, run.metrics_available ? run.after.server : ""));
+                   ServerLabel(o.url, metrics_shown && srv.contains("server") && srv["server"].is_string()
+                                          ? srv["server"].get<std::string>() : ""));
   line("Successful requests:", std::to_string(completed));
   line("Failed requests:", std::to_string(failed));
   for (const auto& [k, v] : failures) line(fmt::format("  {}:", k), std::to_string(v));
@@ -520,7 +526,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   t += fmt::format("{:-^52}\n", " Token counts ");
   for (const auto& [k, v] : methods) line(fmt::format("Counted by {}:", k), std::to_string(v));
   line("Usage disagreed with chunks:", std::to_string(mismatches));
-  if (run.metrics_available) {
+  if (metrics_shown) {
     t += fmt::format("{:-^52}\n", " Server (/metrics) ");
     for (auto [label, key] : {std::pair{"Server mean TTFT (ms):", "ttft_mean_ms"},
                               std::pair{"Server mean queue time (ms):", "queue_mean_ms"},
@@ -529,15 +535,15 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                               std::pair{"Preemptions:", "preemptions"},
                               std::pair{"Max waiting requests:", "max_waiting"},
                               std::pair{"Max KV cache usage (0-1):", "max_kv_cache_usage"}}) {
-      const auto& v = srv[key];
+      const auto& v = srv.contains(key) ? srv[key] : ordered_json();
       // Preemptions and waiting requests are counts: "0", not "0.00".
       const bool count = std::string_view(key) == "preemptions" || std::string_view(key) == "max_waiting";
       line(label, v.is_null() ? "n/a" : count ? FormatCount(v.get<double>()) : num(v.get<double>()));
     }
     t += breakdown_text;
   } else {
-    t += fmt::format("Server metrics: not available{}\n",
-                     run.metrics_error.empty() ? "" : " (" + run.metrics_error + ")");
+    const std::string why = srv.contains("error") && srv["error"].is_string() ? srv["error"].get<std::string>() : "";
+    t += fmt::format("Server metrics: not available{}\n", why.empty() ? "" : " (" + why + ")");
   }
   for (const auto& e : first_errors) t += "  error: " + e + "\n";
   if (!run.thread_load.empty()) t += ClientLoadText(run.thread_load);

@@ -61,6 +61,10 @@ struct ResultOptions {
   // Fraction 0..1 of failed requests allowed (requests cancelled by a stop left out); nullopt:
   // not judged.
   std::optional<double> max_error_rate;
+  // `latdoc merge`: the "server_metrics" block to write as it is (one shard's, from its own
+  // /metrics scrapes) in place of one made from the run's snapshots; the terminal summary shows
+  // its figures (not its TTFT breakdown, which is that shard's alone).
+  std::optional<nlohmann::ordered_json> server_metrics;
 };
 
 struct BenchSummary {

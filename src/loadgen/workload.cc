@@ -55,7 +55,15 @@ std::vector<Prompt> RandomPrompts(const RandomWorkloadOptions& o, size_t count) 
   std::uniform_int_distribution<size_t> word(0, kVocabSize - 1);
   std::vector<Prompt> out;
   out.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
+  // The prompts before `first` draw what they would have drawn, and build nothing.
+  for (size_t i = 0; i < o.first; ++i) {
+    int n = in_len(rng);
+    out_len(rng);
+    tok(rng);
+    if (!o.token_ids)
+      for (int k = 0; k < n; ++k) word(words_rng);
+  }
+  for (size_t i = o.first; i < o.first + count; ++i) {
     Prompt p;
     int n = in_len(rng);
     p.output_tokens = out_len(rng);

@@ -38,6 +38,10 @@ struct RandomWorkloadOptions {
   // A later batch of the same workload: the same shared prefix, other prompts (drawn from a
   // stream of their own). A sweep draws one batch per round, so no prompt is sent twice.
   uint64_t batch = 0;
+  // The first prompt made is the one at this index of the sequence: RandomPrompts(o with first
+  // = k, n) is the last n of RandomPrompts(o, k + n), without building the first k (a shard's
+  // slice of the workload, loadgen/shard.h).
+  size_t first = 0;
 };
 
 Status ValidateRandomOptions(const RandomWorkloadOptions& o);

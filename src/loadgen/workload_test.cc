@@ -32,6 +32,32 @@ TEST(WorkloadTest, RandomTextPromptsDifferFromTheFirstBlock) {
   EXPECT_EQ(first_block.size(), 500u);
 }
 
+// A shard's slice (`first`) is exactly that part of the whole sequence, text and token ids, with
+// a shared prefix and spread lengths: the shards' prompts together are the unsharded run's.
+TEST(WorkloadTest, FirstGivesTheSliceOfTheWholeSequence) {
+  for (bool token_ids : {false, true}) {
+    RandomWorkloadOptions o;
+    o.input_len = 20;
+    o.output_len = 9;
+    o.range_ratio = 0.5;
+    o.prefix_len = 4;
+    o.seed = 11;
+    o.token_ids = token_ids;
+    const auto whole = RandomPrompts(o, 10);
+    for (size_t first : {0u, 1u, 3u, 7u}) {
+      o.first = first;
+      const auto slice = RandomPrompts(o, 10 - first);
+      ASSERT_EQ(slice.size(), 10 - first);
+      for (size_t i = 0; i < slice.size(); ++i) {
+        EXPECT_EQ(slice[i].text, whole[first + i].text) << "first=" << first << " i=" << i;
+        EXPECT_EQ(slice[i].token_ids, whole[first + i].token_ids) << "first=" << first << " i=" << i;
+        EXPECT_EQ(slice[i].output_tokens, whole[first + i].output_tokens);
+        EXPECT_EQ(slice[i].input_tokens, whole[first + i].input_tokens);
+      }
+    }
+  }
+}
+
 // --prefix-len: the same leading words in every prompt, different words after them.
 TEST(WorkloadTest, SharedPrefixThenDistinctText) {
   RandomWorkloadOptions o;
