@@ -614,7 +614,7 @@ std::string CalibrationText(const Calibration& c) {
   if (!c.errors.empty()) {
     s += "How the model reproduces the sweep (predicted vs measured):\n";
     s += fmt::format("  {:>8} {:>22} {:>22} {:>22} {:>22}\n", c.rate_mode ? "rate" : "conc",
-                     "median TTFT ms", "p99 TTFT ms", "median ITL ms", "tokens/s");
+                     "median ITL ms", "median TTFT ms", "p99 TTFT ms", "tokens/s");
     double load = -1;
     std::string row;
     for (const PointError& e : c.errors) {
