@@ -184,6 +184,7 @@ int RunSweepCommand(SweepArgs& a) {
   o.threads = a.client.threads;
   if (s.rate_mode) o.request_rate = s.lo;
   std::optional<loadgen::RandomWorkloadOptions> random;
+  std::optional<loadgen::RandomWorkloadOptions> described;  // the JSON's "workload"
   if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
     if (!w.ok()) return Fail("sweep", w.status());
@@ -192,11 +193,19 @@ int RunSweepCommand(SweepArgs& a) {
     double in = 0;
     for (const auto& p : o.prompts) in += p.input_tokens;
     s.input_len = int(in / double(o.prompts.size()));
+    double out = 0;
+    for (const auto& p : o.prompts) out += p.output_tokens;
+    described = a.random;
+    described->input_len = std::max(1, s.input_len);
+    described->output_len = std::max(1, int(out / double(o.prompts.size())));
+    described->range_ratio = 0;
+    described->prefix_len = 0;
   } else {
     if (Status st = loadgen::ValidateRandomOptions(a.random); !st.ok()) return Fail("sweep", st);
     a.random.seed = o.seed;
     a.random.token_ids = a.random.token_ids && o.endpoint == loadgen::Endpoint::kCompletions;
     random = a.random;  // drawn per round by the runner
+    described = a.random;
     s.input_len = a.random.input_len;
   }
   // Output paths are checked before any load is sent (no sweep lost to a typo).
@@ -236,6 +245,8 @@ int RunSweepCommand(SweepArgs& a) {
 
   loadgen::SweepContext ctx;
   ctx.url = o.url;
+  ctx.workload = described;
+  ctx.dataset = a.dataset;
   char date[32];
   time_t now = ::time(nullptr);
   tm lt;

@@ -39,6 +39,8 @@ Command RegisterBench(CLI::App& root);
 Command RegisterDiagnose(CLI::App& root);
 Command RegisterDemo(CLI::App& root);
 Command RegisterSweep(CLI::App& root);
+Command RegisterCalibrate(CLI::App& root);
+Command RegisterWhatif(CLI::App& root);
 Command RegisterLogs(CLI::App& root);
 Command RegisterDoctor(CLI::App& root);
 Command RegisterNumaExec(CLI::App& root);

@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
       latdoc::cli::RegisterSim(app),
       latdoc::cli::RegisterBench(app),
       latdoc::cli::RegisterSweep(app),
+      latdoc::cli::RegisterCalibrate(app),
+      latdoc::cli::RegisterWhatif(app),
       latdoc::cli::RegisterLogs(app),
       latdoc::cli::RegisterDoctor(app),
       latdoc::cli::RegisterNumaExec(app),

@@ -121,6 +121,7 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
   }
   loadgen::SweepContext ctx;
   ctx.url = o.url;
+  ctx.workload = w;
   ordered_json doc = loadgen::SweepJson(*r, s, ctx);
 
   rules::Finding f;

@@ -4,6 +4,7 @@
 // null (JSON) or an empty field (CSV), never 0.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,10 @@ namespace latdoc::loadgen {
 struct SweepContext {
   std::string url;
   std::string date;  // a label only
+  // The workload every step ran (written as "workload": what `latdoc calibrate` replays). For a
+  // dataset, `dataset` names it and the lengths are its mean prompt and output lengths.
+  std::optional<RandomWorkloadOptions> workload;
+  std::string dataset;  // empty: the random dataset
 };
 
 nlohmann::ordered_json SweepJson(const SweepResult& r, const SweepOptions& o,
