@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/strings.h"
+#include "trace/analysis/roofline.h"
 
 namespace latdoc::trace {
 namespace {
@@ -189,6 +190,7 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     line(fmt::format("Known slow kernel [{}]: {} x{} ({:.3f} ms)", p.pattern, Cut(p.kernel, 60), p.count,
                      static_cast<double>(p.total_ns) / 1e6));
   }
+  out += RenderRooflineText(r.roofline, static_cast<size_t>(o.hot_list));
   if (!r.stats_tables.empty()) {
     line("");
     line("From the profiler's stats tables      kind     calls     total ms    mean us");
