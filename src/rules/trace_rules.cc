@@ -7,6 +7,7 @@
 #include "base/strings.h"
 #include "rules/gpu_specs.h"
 #include "rules/kernel_patterns.h"
+#include "rules/trace_rank_rules.h"
 #include "rules/trace_roofline_rules.h"
 
 namespace latdoc::rules {
@@ -419,6 +420,7 @@ std::vector<Finding> EvaluateTraceRules(const TraceReport& r, const TraceRuleOpt
   PatternRules(r, o, out);
   ConcurrencyRule(r, out);
   RooflineRules(r, out);
+  RankRules(r, out);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/strings.h"
+#include "trace/analysis/ranks.h"
 #include "trace/analysis/roofline.h"
 
 namespace latdoc::trace {
@@ -191,6 +192,7 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                      static_cast<double>(p.total_ns) / 1e6));
   }
   out += RenderRooflineText(r.roofline, static_cast<size_t>(o.hot_list));
+  out += RenderRanksText(r.ranks);
   if (!r.stats_tables.empty()) {
     line("");
     line("From the profiler's stats tables      kind     calls     total ms    mean us");

@@ -213,6 +213,40 @@ struct RooflineStats {
   std::string gpu_not_in_table;             // set by rules: the device name that has no row
 };
 
+// One rank of a distributed job: one device of one file that ran communication kernels
+// (NCCL/RCCL). analysis/ranks.cc.
+struct RankInfo {
+  uint16_t source = 0;
+  int32_t device = 0;
+  std::optional<int32_t> rank;              // Kineto's distributedInfo; nullopt: not recorded
+  std::string label;                        // "rank 1 (device 0, NVIDIA H200, r1.json)"
+  int64_t total_ns = 0, busy_ns = 0;        // its own GPU window (per-device timeline)
+  int64_t total_comm_ns = 0, exposed_comm_ns = 0;
+  int64_t collectives = 0;                  // collective kernels (point-to-point not counted)
+  int64_t straggler_count = 0;              // aligned collectives where it came last
+  int64_t caused_wait_ns = 0;               // the others' wait in those collectives, summed
+  int64_t waited_ns = 0;                    // its own wait (duration above the shortest), summed
+};
+
+struct StragglerExample {
+  int64_t index = 0;                        // the k-th aligned collective
+  std::string collective;                   // "AllReduce"
+  size_t straggler = 0;                     // index into RankStats::ranks
+  int64_t max_wait_ns = 0;                  // the longest wait it caused
+};
+
+struct RankStats {
+  std::vector<RankInfo> ranks;              // empty: fewer than two ranks with collectives
+  int64_t collectives_aligned = 0;          // k-th collective of every rank, same kind
+  int64_t collectives_with_straggler = 0;   // of which the wait spread ≥ AnalysisRanks threshold
+  int64_t straggler_min_wait_ns = 0;        // that threshold
+  int64_t total_wait_ns = 0;                // every rank's wait over aligned collectives
+  std::optional<size_t> usual_straggler;    // the rank last in ≥ usual_share of those collectives
+  double usual_share = 0;                   // its share of them
+  std::vector<StragglerExample> worst;      // the largest waits, at most 5
+  std::vector<std::string> problems;        // rank files that do not fit together
+};
+
 struct TraceReport {
   std::vector<std::string> formats;
   int64_t span_ns = 0;
@@ -247,6 +281,7 @@ struct TraceReport {
   int64_t counter_kernel_ns = 0;
   std::optional<double> counter_gbps;         // bytes / kernel time
   RooflineStats roofline;                     // analysis/roofline.cc, peaks from rules
+  RankStats ranks;                            // analysis/ranks.cc
 };
 
 }  // namespace latdoc::trace
