@@ -152,7 +152,7 @@ void RooflineRules(const TraceReport& r, std::vector<Finding>& out, const Roofli
       const std::string what = b.copies < 0 ? "kernel memory traffic (counters)"
                                             : fmt::format("{} copies", trace::CopyDirectionName(b.direction));
       f.evidence.push_back(Num(what, b.achieved_gbps, "GB/s",
-                               fmt::format("above the {:.0f} GB/s peak of the {} ({})", b.peak_gbps, b.gpu, b.peak_source)));
+                               fmt::format("above the {:.0f} GB/s peak of the {}'s link", b.peak_gbps, b.gpu)));
     }
     if (!f.evidence.empty()) {
       if (only_cache) {

@@ -5,6 +5,8 @@
 #include "rules/gpu_specs.h"
 #include "rules/trace_rank_rules.h"
 #include "rules/trace_rules.h"
+#include "trace/analysis/trace_analysis.h"
+#include "trace/importers/registry.h"
 
 namespace latdoc::rules {
 namespace {
@@ -136,6 +138,25 @@ TEST(RooflineRulesTest, RatesAbovePeakAreADataProblem) {
   // Not reported as a result.
   const Finding* info = FindId(f, "kernel.roofline");
   EXPECT_EQ(info, nullptr);
+}
+
+// The generated rocpd fixture's copies: 25 MiB HtoD in 0.3 ms, 87 GB/s over an MI300X's
+// PCIe Gen5 x16 (63 GB/s one way).
+TEST(RooflineRulesTest, GeneratedRocpdFixtureCopiesAreAboveTheLink) {
+  trace::Trace t;
+  for (const auto& res : trace::ImportFiles({"tests/data/trace/rocpd/synthetic_200_results.db"}, trace::ImportOptions{}, t)) {
+    ASSERT_TRUE(res.status.ok()) << res.status.message();
+  }
+  TraceReport r = trace::Analyze(t, trace::AnalysisOptions{});
+  AddKnowledgeFacts(r);
+  const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* bad = FindId(f, "kernel.rate_above_peak");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(bad->severity, Severity::kWarn);
+  ASSERT_EQ(bad->evidence.size(), 1u);
+  EXPECT_EQ(bad->evidence[0].name, "HtoD copies");
+  EXPECT_NEAR(*bad->evidence[0].value, 87.38, 0.01);
+  EXPECT_EQ(bad->evidence[0].text, "above the 63 GB/s peak of the AMD Instinct MI300X's link");
 }
 
 TEST(RooflineRulesTest, GpuNotInTheTableIsSaid) {
