@@ -10,6 +10,16 @@ With --python-frames N, each op also sits in N nested python_function frames, as
 with_stack=True: then most events are CPU-side, as in the H200 fixture (63%).
 
 Usage: tools/gen_trace.py OUT.json --size-mb 1100 [--gzip] [--python-frames N]
+
+With --ranks N it writes instead one small trace per rank of a tensor-parallel decode, as
+PyTorch's profiler writes them on each rank (top-level "distributedInfo" with rank and
+world_size), to OUT with "{rank}" replaced by the rank: per step each rank runs its compute
+kernels, then an NCCL all-reduce. All ranks leave an all-reduce together, so a rank that
+arrives early waits inside it. --straggler R makes rank R's compute slower by --straggler-us
+every step (its all-reduce is then the shortest, the others' longer); without it the ranks are
+even (a few microseconds of jitter). Each rank's clock has its own offset, as on real hosts.
+
+Usage: tools/gen_trace.py 'r{rank}.json' --ranks 2 [--straggler 1] [--steps 20]
 """
 import argparse
 import gzip
@@ -24,7 +34,13 @@ def main():
     ap.add_argument("--gzip", action="store_true", help="write gzip (level 1)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--python-frames", type=int, default=0, help="python_function frames around each op")
+    ap.add_argument("--ranks", type=int, default=0, help="write one trace per rank (OUT holds {rank})")
+    ap.add_argument("--straggler", type=int, default=-1, help="the rank whose compute is slower every step")
+    ap.add_argument("--straggler-us", type=float, default=300.0, help="how much slower, in us")
+    ap.add_argument("--steps", type=int, default=20)
     a = ap.parse_args()
+    if a.ranks > 0:
+        return write_ranks(a)
     rnd = random.Random(a.seed)
     limit = int(a.size_mb * 1e6)
     f = gzip.open(a.out, "wt", compresslevel=1) if a.gzip else open(a.out, "w", buffering=1 << 22)
@@ -108,6 +124,66 @@ def main():
     f.close()
     print("wrote %s: %d steps, %d correlations, ~%.1f MB uncompressed" % (a.out, step, corr, (written + len(tail)) / 1e6),
           file=sys.stderr)
+
+
+def write_ranks(a):
+    """One Kineto trace per rank; see the module docstring."""
+    if "{rank}" not in a.out:
+        sys.exit("gen_trace.py: with --ranks, OUT must contain {rank}")
+    rnd = random.Random(a.seed)
+    n = a.ranks
+    allreduce = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    gemm = "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"
+    transfer_ns = 15_000
+    # The physical timeline: per step, each rank's compute ends at its arrival; the all-reduce
+    # ends for all at the last arrival plus the transfer.
+    events = [[] for _ in range(n)]
+    corr = [1] * n
+    t = 1_000_000
+    for step in range(a.steps):
+        arrivals = []
+        for r in range(n):
+            compute = 400_000 + rnd.randrange(4_000)
+            if r == a.straggler:
+                compute += int(a.straggler_us * 1000)
+            arrivals.append(t + compute)
+            k_start = t
+            for i in range(8):  # compute kernels, each launched 6 us before it starts
+                k_dur = (arrivals[r] - t) // 8 - 1_000
+                events[r].append(("launch", k_start - 6_000, 4_000, corr[r]))
+                events[r].append(("kernel", k_start, k_dur, corr[r], gemm))
+                corr[r] += 1
+                k_start += k_dur + 1_000
+        end = max(arrivals) + transfer_ns
+        for r in range(n):
+            events[r].append(("launch", arrivals[r] - 6_000, 4_000, corr[r]))
+            events[r].append(("kernel", arrivals[r], end - arrivals[r], corr[r], allreduce))
+            corr[r] += 1
+        t = end + 20_000
+
+    def us(ns):
+        return "%d.%03d" % (ns // 1000, ns % 1000)
+
+    for r in range(n):
+        offset = 5_000_000_000_000 + r * 123_456_789  # each host's own clock
+        pid = 1000 + r
+        out = []
+        for e in events[r]:
+            if e[0] == "launch":
+                out.append('{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": %d, "tid": %d, '
+                           '"ts": %s, "dur": %s, "args": {"cbid": 211, "correlation": %d}}'
+                           % (pid, pid, us(e[1] + offset), us(e[2]), e[3]))
+            else:
+                out.append('{"ph": "X", "cat": "kernel", "name": "%s", "pid": %d, "tid": 7, "ts": %s, "dur": %s, '
+                           '"args": {"device": %d, "stream": 7, "correlation": %d}}'
+                           % (e[4], r, us(e[1] + offset), us(e[2]), r, e[3]))
+        path = a.out.replace("{rank}", str(r))
+        with open(path, "w") as f:
+            f.write('{"schemaVersion": 1, "deviceProperties": [{"id": %d, "name": "NVIDIA H200", "computeMajor": 9, '
+                    '"computeMinor": 0, "numSms": 132}],\n"distributedInfo": {"backend": "nccl", "rank": %d, '
+                    '"world_size": %d},\n"traceEvents": [\n%s\n], "traceName": "synthetic rank %d"}\n'
+                    % (r, r, n, ",\n".join(out), r))
+    print("wrote %d rank traces, %d steps each" % (n, a.steps), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@
 #include "base/strings.h"
 #include "rules/gpu_specs.h"
 #include "rules/kernel_patterns.h"
+#include "rules/trace_rank_rules.h"
+#include "rules/trace_roofline_rules.h"
 
 namespace latdoc::rules {
 namespace {
@@ -382,6 +384,7 @@ void AddKnowledgeFacts(TraceReport& r) {
       r.bandwidth.push_back(std::move(b));
     }
   }
+  AddRooflineFacts(r);
   for (const auto& p : KernelPatterns()) {
     trace::PatternHit hit;
     for (const auto* list : {&r.hot_kernels, &r.other_ops}) {
@@ -416,6 +419,8 @@ std::vector<Finding> EvaluateTraceRules(const TraceReport& r, const TraceRuleOpt
   SteadyRules(r, o, out);
   PatternRules(r, o, out);
   ConcurrencyRule(r, out);
+  RooflineRules(r, out);
+  RankRules(r, out);
   return out;
 }
 

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "base/strings.h"
+#include "trace/analysis/ranks.h"
+#include "trace/analysis/roofline.h"
 
 namespace latdoc::trace {
 namespace {
@@ -180,15 +182,19 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                      *r.counter_gbps));
   }
   for (const BandwidthCheck& b : r.bandwidth) {
-    line(fmt::format("Bandwidth {}: {:.2f} GB/s of {:.0f} GB/s peak ({}) over {} {}",
+    line(fmt::format("Bandwidth {}: {:.2f} GB/s of {:.0f} GB/s peak ({}) over {} {}{}",
                      b.direction == CopyDirection::kUnknown && b.copies < 0 ? "kernels" : CopyDirectionName(b.direction),
                      b.achieved_gbps, b.peak_gbps, b.gpu, b.copies < 0 ? -b.copies : b.copies,
-                     b.copies < 0 ? "kernels" : "copies"));
+                     b.copies < 0 ? "kernels" : "copies",
+                     // The rules' margin (trace_roofline_rules.h): above it, the data is wrong.
+                     b.peak_gbps > 0 && b.achieved_gbps > b.peak_gbps * 1.05 ? ": ABOVE THE PEAK, a data problem" : ""));
   }
   for (const PatternHit& p : r.patterns) {
     line(fmt::format("Known slow kernel [{}]: {} x{} ({:.3f} ms)", p.pattern, Cut(p.kernel, 60), p.count,
                      static_cast<double>(p.total_ns) / 1e6));
   }
+  out += RenderRooflineText(r.roofline, static_cast<size_t>(o.hot_list));
+  out += RenderRanksText(r.ranks);
   if (!r.stats_tables.empty()) {
     line("");
     line("From the profiler's stats tables      kind     calls     total ms    mean us");

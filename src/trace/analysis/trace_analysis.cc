@@ -8,6 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trace/analysis/ranks.h"
+#include "trace/analysis/roofline.h"
+
 namespace latdoc::trace {
 
 int64_t TraceStartNs(const Trace& trace) {
@@ -119,6 +122,8 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   }
   r.all_ops_busy_ns = BusyOfAllOps(trace);
   ComputeKernelStats(trace, o, r.all_ops_busy_ns, t0, r);
+  r.roofline = ComputeRoofline(trace, r.all_ops_busy_ns);
+  ComputeRanks(trace, trace.sources, r);
   r.copies = ComputeCopyStats(trace, o);
   r.steady = ComputeSteadyState(trace, o, t0);
   SideResults side_results = side.get();
@@ -278,6 +283,8 @@ json ReportToJson(const TraceReport& r) {
   }
   j["kernel_counters"] = {{"kernels", r.counter_kernels}, {"bytes", r.counter_bytes},
                           {"kernel_ns", r.counter_kernel_ns}, {"achieved_gbps", Opt(r.counter_gbps)}};
+  j["roofline"] = RooflineToJson(r.roofline);
+  j["ranks"] = RanksToJson(r.ranks);
   j["stats_tables"] = json::array();
   for (const AggregateStat& a : r.stats_tables) {
     static constexpr const char* kKinds[] = {"kernel", "api", "copy"};

@@ -177,6 +177,76 @@ struct AggregateStat {
   std::optional<int64_t> min_ns, max_ns;
 };
 
+// One kernel (or kernel family: one normalised name, launched by one framework op in one
+// dtype) on a roofline. The analysis (roofline.cc) fills the achieved side from the trace;
+// rules (trace_roofline_rules.h) the peaks, the bound and the share of the roof.
+struct RooflineKernel {
+  std::string name;                         // normalised kernel name
+  std::string op;                           // "aten::mm"; empty for counter bytes
+  std::string kind;                         // "gemm", "attention", "elementwise", "counters"
+  std::string dtype;                        // "bf16", "fp32"...; "unknown" for counters
+  uint16_t source = 0;                      // where its first instance ran (spec lookup)
+  int32_t device = 0;
+  int64_t count = 0;
+  int64_t total_ns = 0;                     // device time of its instances
+  double busy_share = 0;                    // total_ns / all_ops_busy_ns
+  std::optional<double> flops, bytes;       // summed over instances; nullopt: not known
+  std::optional<double> achieved_tflops, achieved_gbps;
+  std::optional<double> intensity;          // FLOP per byte
+  // From the spec table (rules):
+  std::string gpu;                          // the table row; empty when the GPU is not there
+  std::optional<double> peak_tflops, peak_gbps;
+  std::string peak_tflops_name;             // "bf16", "fp32", "tf32 (fp32 above the fp32 peak)"
+  std::optional<double> ridge;              // FLOP/byte where the roofs meet
+  std::string bound;                        // "memory", "compute", "" (no intensity or no peak)
+  std::optional<double> roof_share;         // achieved / its roof (0..1; above 1: impossible)
+  bool impossible = false;                  // above a peak: a data problem, not a result
+  std::string note;
+};
+
+struct RooflineStats {
+  std::vector<RooflineKernel> kernels;      // by total time, at most AnalysisOptions::roofline_kernels
+  int64_t kernels_seen = 0;                 // kernel instances in the trace
+  int64_t kernels_with_work = 0;            // of which with FLOPs or bytes known
+  int64_t kernel_ns = 0, kernel_ns_with_work = 0;
+  int64_t work_ops = 0;                     // framework ops with a work estimate (shapes)
+  std::string gpu_not_in_table;             // set by rules: the device name that has no row
+};
+
+// One rank of a distributed job: one device of one file that ran communication kernels
+// (NCCL/RCCL). analysis/ranks.cc.
+struct RankInfo {
+  uint16_t source = 0;
+  int32_t device = 0;
+  std::optional<int32_t> rank;              // Kineto's distributedInfo; nullopt: not recorded
+  std::string label;                        // "rank 1 (device 0, NVIDIA H200, r1.json)"
+  int64_t total_ns = 0, busy_ns = 0;        // its own GPU window (per-device timeline)
+  int64_t total_comm_ns = 0, exposed_comm_ns = 0;
+  int64_t collectives = 0;                  // collective kernels (point-to-point not counted)
+  int64_t straggler_count = 0;              // aligned collectives where it came last
+  int64_t caused_wait_ns = 0;               // the others' wait in those collectives, summed
+  int64_t waited_ns = 0;                    // its own wait (duration above the shortest), summed
+};
+
+struct StragglerExample {
+  int64_t index = 0;                        // the k-th aligned collective
+  std::string collective;                   // "AllReduce"
+  size_t straggler = 0;                     // index into RankStats::ranks
+  int64_t max_wait_ns = 0;                  // the longest wait it caused
+};
+
+struct RankStats {
+  std::vector<RankInfo> ranks;              // empty: fewer than two ranks with collectives
+  int64_t collectives_aligned = 0;          // k-th collective of every rank, same kind
+  int64_t collectives_with_straggler = 0;   // of which the wait spread ≥ AnalysisRanks threshold
+  int64_t straggler_min_wait_ns = 0;        // that threshold
+  int64_t total_wait_ns = 0;                // every rank's wait over aligned collectives
+  std::optional<size_t> usual_straggler;    // the rank last in ≥ usual_share of those collectives
+  double usual_share = 0;                   // its share of them
+  std::vector<StragglerExample> worst;      // the largest waits, at most 5
+  std::vector<std::string> problems;        // rank files that do not fit together
+};
+
 struct TraceReport {
   std::vector<std::string> formats;
   int64_t span_ns = 0;
@@ -210,6 +280,8 @@ struct TraceReport {
   int64_t counter_bytes = 0;
   int64_t counter_kernel_ns = 0;
   std::optional<double> counter_gbps;         // bytes / kernel time
+  RooflineStats roofline;                     // analysis/roofline.cc, peaks from rules
+  RankStats ranks;                            // analysis/ranks.cc
 };
 
 }  // namespace latdoc::trace

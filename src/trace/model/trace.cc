@@ -42,6 +42,28 @@ std::string_view MemKindName(MemKind k) {
   return "?";
 }
 
+std::string_view WorkDtypeName(WorkDtype d) {
+  switch (d) {
+    case WorkDtype::kUnknown: return "unknown";
+    case WorkDtype::kFp64: return "fp64";
+    case WorkDtype::kFp32: return "fp32";
+    case WorkDtype::kBf16: return "bf16";
+    case WorkDtype::kFp16: return "fp16";
+    case WorkDtype::kFp8: return "fp8";
+    case WorkDtype::kInt: return "int";
+  }
+  return "?";
+}
+
+std::string_view WorkKindName(WorkKind k) {
+  switch (k) {
+    case WorkKind::kGemm: return "gemm";
+    case WorkKind::kAttention: return "attention";
+    case WorkKind::kElementwise: return "elementwise";
+  }
+  return "?";
+}
+
 std::string_view ApiKindName(ApiKind k) {
   switch (k) {
     case ApiKind::kOther: return "other";
@@ -336,9 +358,10 @@ std::string DumpTrace(const Trace& t) {
     out += fmt::format("name {} {}\n", i, t.names.Get(static_cast<NameId>(i)));
   }
   t.gpu_ops.ForEach([&out](const GpuOp& o) {
-    out += fmt::format("gpu {} {} {} {} {} {} {} {} {} {} {} {} {}\n", o.start_ns, o.dur_ns, o.correlation,
+    out += fmt::format("gpu {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n", o.start_ns, o.dur_ns, o.correlation,
                        o.bytes, o.name, o.device, o.stream, o.source, GpuOpKindName(o.kind),
-                       CopyDirectionName(o.direction), MemKindName(o.src_kind), MemKindName(o.dst_kind), o.api);
+                       CopyDirectionName(o.direction), MemKindName(o.src_kind), MemKindName(o.dst_kind), o.api,
+                       o.external_id);
   });
   t.api_calls.ForEach([&out](const ApiCall& a) {
     out += fmt::format("api {} {} {} {} {} {} {} {}\n", a.start_ns, a.dur_ns, a.correlation, a.name, a.pid,
@@ -348,12 +371,16 @@ std::string DumpTrace(const Trace& t) {
     out += fmt::format("cpu {} {} {} {} {} {} {}\n", c.start_ns, c.dur_ns, c.name, c.pid, c.tid, c.source,
                        static_cast<int>(c.kind));
   });
+  for (const OpWork& w : t.op_work) {
+    out += fmt::format("work {} {} {} {} {} {} {}\n", w.source, w.external_id, w.op, WorkKindName(w.kind),
+                       WorkDtypeName(w.dtype), w.flops, w.bytes);
+  }
   for (const DeviceInfo& d : t.devices) {
     out += fmt::format("device {} {} {} {}\n", d.source, d.device, d.name, d.arch);
   }
   for (const SourceFile& s : t.sources) {
-    out += fmt::format("source {} {} {} {} {}\n", s.path, s.format, s.events_read,
-                       s.fatal_error.value_or("-"), s.issues.total());
+    out += fmt::format("source {} {} {} {} {} rank {} of {}\n", s.path, s.format, s.events_read,
+                       s.fatal_error.value_or("-"), s.issues.total(), s.rank.value_or(-1), s.world_size.value_or(-1));
     for (const auto& [reason, n] : s.issues.count_by_reason) out += fmt::format("  issue {} {}\n", reason, n);
     for (const auto& e : s.issues.examples) out += fmt::format("  example {} | {}\n", e.where, e.what);
   }

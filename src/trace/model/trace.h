@@ -76,8 +76,31 @@ struct GpuOp {
   MemKind dst_kind = MemKind::kUnknown;
   uint32_t api = kNoLink;        // index into Trace::api_calls after Finalize()
   Launch launch;                 // that call, when api != kNoLink
+  // Kineto's "External id" of a kernel: the id of the framework op (CPU op) that launched it,
+  // the key of Trace::op_work. -1: none recorded.
+  int64_t external_id = -1;
   int64_t end_ns() const { return start_ns + dur_ns; }
   bool linked() const { return api != kNoLink; }
+};
+
+// The element type of a framework op's work, as far as a roofline needs it.
+enum class WorkDtype : uint8_t { kUnknown, kFp64, kFp32, kBf16, kFp16, kFp8, kInt };
+enum class WorkKind : uint8_t { kGemm, kAttention, kElementwise };
+std::string_view WorkDtypeName(WorkDtype d);
+std::string_view WorkKindName(WorkKind k);
+
+// The work of one framework op (a Kineto CPU op with record_shapes=True), computed from its
+// input shapes and types when the trace is read (importers/common/op_work.h): the FLOPs it
+// must do and the bytes it must move at least (each input read once, the output written
+// once). Its kernels carry its external_id.
+struct OpWork {
+  int64_t external_id = -1;
+  double flops = 0;
+  double bytes = 0;
+  NameId op = 0;                 // "aten::mm"
+  uint16_t source = 0;
+  WorkDtype dtype = WorkDtype::kUnknown;
+  WorkKind kind = WorkKind::kGemm;
 };
 
 // A host runtime/driver API call (the launching side).
@@ -133,6 +156,9 @@ struct SourceFile {
   // Set when the file could not be read to its end (truncated gzip, JSON cut short): the
   // events before the break are kept.
   std::optional<std::string> fatal_error;
+  // The process's place in a distributed job, where the profiler recorded it (Kineto's
+  // top-level "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2, ...}).
+  std::optional<int32_t> rank, world_size;
 };
 
 // Event tables: one block in memory, the rest in a temporary file (spill_table.h).
@@ -157,6 +183,7 @@ class Trace {
   SpillTable<ApiCall> api_calls;   // by start once finalized
   CpuOpTable cpu_ops;              // in the order added
   std::vector<AggregateRow> aggregates;
+  std::vector<OpWork> op_work;     // in the order added
   std::vector<DeviceInfo> devices;
   std::vector<SourceFile> sources;
 

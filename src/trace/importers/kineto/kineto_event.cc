@@ -1,5 +1,7 @@
 #include "trace/importers/kineto/kineto_event.h"
 
+#include "trace/importers/common/op_work.h"
+
 #include <array>
 #include <bit>
 #include <cctype>
@@ -494,10 +496,30 @@ class EventReader {
     }
   }
 
+  // A value kept as its raw JSON text.
+  bool RawValue(std::string_view* out) {
+    const size_t start = p_;
+    if (!SkipValue()) return false;
+    *out = std::string_view(b_ + start, p_ - start);
+    return true;
+  }
+
+  // A CPU op's args: its External id and its shapes, nothing else.
+  bool ShapeArgs(KinetoEventFields& f) {
+    if (b_[p_] != '{') return SkipValue();
+    return Members([&](std::string_view k) {
+      if (k == "External id") return Int(&f.external_id);
+      if (k == "Input Dims") return RawValue(&f.input_dims);
+      if (k == "Input type") return RawValue(&f.input_types);
+      return SkipValue();
+    });
+  }
+
   bool Args(KinetoEventFields& f) {
     if (b_[p_] != '{') return SkipValue();  // rocprof v1 HIP events: args is a string
     return Members([&](std::string_view k) {
       if (k == "correlation") return Int(&f.correlation);
+      if (k == "External id") return Int(&f.external_id);
       if (k == "stream") return Int(&f.stream);
       if (k == "device") return Int(&f.device);
       if (k == "bytes" || k == "size") return Int(&f.bytes);
@@ -517,7 +539,10 @@ class EventReader {
       if (k == "tid") return Int(&f.tid);
       if (k == "ts") return Micros(&f.ts_ns);
       if (k == "dur") return Micros(&f.dur_ns);
-      if (k == "args" && !SkipsArgs(f.cat)) return Args(f);
+      if (k == "args") {
+        if (!SkipsArgs(f.cat)) return Args(f);
+        if (ReadsShapeArgs(f.cat, f.name)) return ShapeArgs(f);
+      }
       return SkipValue();
     });
   }
@@ -529,6 +554,10 @@ class EventReader {
 };
 
 }  // namespace
+
+bool ReadsShapeArgs(std::string_view cat, std::string_view name) {
+  return cat == "cpu_op" && WantsShapes(name);
+}
 
 std::optional<int64_t> JsonIntValue(od::value v) {
   od::json_type t;
@@ -600,10 +629,38 @@ const char* KinetoEventParser::Parse(std::string_view text, KinetoEventFields& f
     } else if (key == "dur") {
       f.dur_ns = MicrosValue(v);
     } else if (key == "args") {
-      // CPU-side args (Input Dims, Concrete Inputs...) are not needed: leave them unread.
-      if (SkipsArgs(f.cat)) continue;
+      // CPU-side args (Input Dims, Concrete Inputs...) are not needed but for the shapes of
+      // the ops a roofline reads: leave the rest unread.
+      const bool shapes = ReadsShapeArgs(f.cat, f.name);
+      if (SkipsArgs(f.cat) && !shapes) continue;
       od::object args;
       if (v.get_object().get(args)) continue;  // rocprof v1 HIP events: args is a string
+      if (shapes) {
+        for (auto a : args) {
+          std::string_view ak;
+          od::value av;
+          if (a.unescaped_key().get(ak) || a.value().get(av)) {
+            ok = false;
+            break;
+          }
+          if (ak == "External id") {
+            f.external_id = JsonIntValue(av);
+          } else if (ak == "Input Dims" || ak == "Input type") {
+            // Not an array: no shapes (the fast path keeps such a value, which then fails
+            // EstimateOpWork's parse the same way).
+            od::array arr;
+            std::string_view raw;
+            if (av.get_array().get(arr) || arr.raw_json().get(raw)) continue;
+            while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' ||
+                                    raw.back() == '\t')) {
+              raw.remove_suffix(1);
+            }
+            (ak == "Input Dims" ? f.input_dims : f.input_types) = raw;
+          }
+        }
+        if (!ok) break;
+        continue;
+      }
       for (auto a : args) {
         std::string_view ak;
         if (a.unescaped_key().get(ak)) {
@@ -617,6 +674,8 @@ const char* KinetoEventParser::Parse(std::string_view text, KinetoEventFields& f
         }
         if (ak == "correlation") {
           f.correlation = JsonIntValue(av);
+        } else if (ak == "External id") {
+          f.external_id = JsonIntValue(av);
         } else if (ak == "stream") {
           f.stream = JsonIntValue(av);
         } else if (ak == "device") {
@@ -638,7 +697,8 @@ FastRead ReadKinetoEventFast(const char* b, size_t n, KinetoEventFields& f, size
   // Field by field: `f = {}` is a 192-byte `rep stos`, slow to start, once per event.
   f.ph = f.cat = f.name = f.kind_arg = {};
   f.pid = f.tid = f.ts_ns = f.dur_ns = std::nullopt;
-  f.correlation = f.stream = f.device = f.bytes = std::nullopt;
+  f.correlation = f.stream = f.device = f.bytes = f.external_id = std::nullopt;
+  f.input_dims = f.input_types = {};
   return EventReader(b, n).Read(f, length);
 }
 

@@ -29,12 +29,20 @@ struct KinetoEventFields {
   std::optional<int64_t> pid, tid, ts_ns, dur_ns;
   std::optional<int64_t> correlation, stream, device, bytes;
   std::string_view kind_arg;
+  // "External id" (kernels; CPU ops whose shapes are read), and the raw JSON text of a CPU
+  // op's "Input Dims" and "Input type" arrays, read only for ops WantsShapes() names.
+  std::optional<int64_t> external_id;
+  std::string_view input_dims, input_types;
 };
 
 // True for the CPU-side categories whose (large) args the importer never reads.
 inline bool SkipsArgs(std::string_view cat) {
   return cat == "cpu_op" || cat == "python_function" || cat == "user_annotation";
 }
+
+// True for a CPU op whose shape args are read: a Kineto "cpu_op" the roofline has a formula for
+// (importers/common/op_work.h).
+bool ReadsShapeArgs(std::string_view cat, std::string_view name);
 
 // An integer given as a JSON string, as ROCm writes some ("2560", "0x0"); nullopt otherwise.
 std::optional<int64_t> IntFromJsonString(std::string_view s);

@@ -18,7 +18,8 @@ std::string Describe(const KinetoEventFields& f) {
   auto opt = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
   return std::string(f.ph) + "|" + std::string(f.cat) + "|" + std::string(f.name) + "|" + opt(f.pid) +
          "|" + opt(f.tid) + "|" + opt(f.ts_ns) + "|" + opt(f.dur_ns) + "|" + opt(f.correlation) + "|" +
-         opt(f.stream) + "|" + opt(f.device) + "|" + opt(f.bytes) + "|" + std::string(f.kind_arg);
+         opt(f.stream) + "|" + opt(f.device) + "|" + opt(f.bytes) + "|" + std::string(f.kind_arg) + "|" +
+         opt(f.external_id) + "|" + std::string(f.input_dims) + "|" + std::string(f.input_types);
 }
 
 // Every event of `path` (split by the scanner alone), read both ways.
@@ -73,7 +74,7 @@ TEST(KinetoEventTest, ReadsAnEventAndNeedsMoreForEveryCut) {
   size_t length = 0;
   ASSERT_EQ(ReadKinetoEventFast(kEvent.data(), kEvent.size(), f, &length), FastRead::kDone);
   EXPECT_EQ(length, kEvent.size());
-  EXPECT_EQ(Describe(f), "X|kernel|gemm<{lambda(float)#1}>|0|7|5139252745624543|2272|38|7|0|2560|HtoD");
+  EXPECT_EQ(Describe(f), "X|kernel|gemm<{lambda(float)#1}>|0|7|5139252745624543|2272|38|7|0|2560|HtoD|17||");
   for (size_t cut = 0; cut < kEvent.size(); ++cut) {
     EXPECT_EQ(ReadKinetoEventFast(kEvent.data(), cut, f, &length), cut == 0 ? FastRead::kBail : FastRead::kNeedMore)
         << "cut at " << cut;
@@ -188,7 +189,7 @@ TEST(KinetoEventTest, LeavesTheUnusualToTheGeneralPath) {
       R"({"ph": "X", "a": [0, -0, 7, -12, 0.5, -0.25, 10.125, 1e3, -2E-2, 0.5e+1, 123456789012],)"
       R"( "ts": 12.5, "dur": 0.001, "pid": -3, "tid": 0})";
   ASSERT_EQ(ReadKinetoEventFast(numbers.data(), numbers.size(), f0, &length0), FastRead::kDone);
-  EXPECT_EQ(Describe(f0), "X|||-3|0|12500|1|-|-|-|-|");
+  EXPECT_EQ(Describe(f0), "X|||-3|0|12500|1|-|-|-|-||-||");
   KinetoEventParser parser;  // its fields point into the parser's buffer
   KinetoEventFields general;
   ASSERT_EQ(parser.Parse(numbers, general), nullptr);
@@ -199,7 +200,29 @@ TEST(KinetoEventTest, LeavesTheUnusualToTheGeneralPath) {
   KinetoEventFields f;
   size_t length = 0;
   ASSERT_EQ(ReadKinetoEventFast(skipped.data(), skipped.size(), f, &length), FastRead::kDone);
-  EXPECT_EQ(Describe(f), "X|cpu_op|aten::mm|-|-|1000|-|-|-|-|-|");
+  EXPECT_EQ(Describe(f), "X|cpu_op|aten::mm|-|-|1000|-|-|-|-|-||-||");
+}
+
+// A CPU op the roofline has a formula for: its External id and raw shape args are read, both
+// ways alike; any other CPU op's args stay unread.
+TEST(KinetoEventTest, ShapeArgsOfWorkOpsOnly) {
+  const std::string mm =
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "args": {"External id": 20012, )"
+      R"("Input type": ["c10::BFloat16", "c10::BFloat16"], "Input Dims": [[8, 2048], [2048, 6144]], "Ev Idx": 43}})";
+  const std::string want = "X|cpu_op|aten::mm|-|-|1000|-|-|-|-|-||20012|[[8, 2048], [2048, 6144]]|"
+                           "[\"c10::BFloat16\", \"c10::BFloat16\"]";
+  KinetoEventFields f;
+  size_t length = 0;
+  ASSERT_EQ(ReadKinetoEventFast(mm.data(), mm.size(), f, &length), FastRead::kDone);
+  EXPECT_EQ(Describe(f), want);
+  KinetoEventParser parser;
+  KinetoEventFields general;
+  ASSERT_EQ(parser.Parse(mm, general), nullptr);
+  EXPECT_EQ(Describe(general), want);
+  std::string other = mm;
+  other.replace(other.find("aten::mm"), 8, "aten::to");
+  ASSERT_EQ(ReadKinetoEventFast(other.data(), other.size(), f, &length), FastRead::kDone);
+  EXPECT_EQ(Describe(f), "X|cpu_op|aten::to|-|-|1000|-|-|-|-|-||-||");
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "trace/importers/kineto/json_event_scanner.h"
 #include "trace/importers/kineto/kineto_event.h"
 #include "trace/importers/common/gpu_names.h"
+#include "trace/importers/common/op_work.h"
 
 namespace latdoc::trace {
 namespace od = simdjson::ondemand;
@@ -143,6 +144,36 @@ class KinetoReader {
       device_props_.assign(value);
     } else if (key == "hip_runtime_version" || key == "roctracer_version") {
       rocm_ = true;
+    } else if (key == "distributedInfo") {
+      distributed_info_.assign(value);
+    }
+  }
+
+  // Sample (PyTorch's profiler, torch/profiler/profiler.py _get_distributed_info):
+  //   "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 2, "pg_count": 1,
+  //                       "pg_config": [...], "nccl_version": "2.21.5"}
+  void FinishDistributedInfo() {
+    if (distributed_info_.empty()) return;
+    simdjson::padded_string json(distributed_info_);
+    od::parser parser;
+    od::document doc;
+    od::object o;
+    if (parser.iterate(json).get(doc) || doc.get_object().get(o)) {
+      source().issues.Add("bad distributedInfo", "top level", "not an object");
+      return;
+    }
+    for (auto field : o) {
+      std::string_view k;
+      od::value v;
+      if (field.unescaped_key().get(k) || field.value().get(v)) break;
+      if (k == "rank" || k == "world_size") {
+        const std::optional<int64_t> i = JsonIntValue(v);
+        if (!i || *i < 0 || *i > INT32_MAX) {
+          source().issues.Add("bad distributedInfo", "top level", fmt::format("{} is not a rank number", k));
+          continue;
+        }
+        (k == "rank" ? source().rank : source().world_size) = static_cast<int32_t>(*i);
+      }
     }
   }
 
@@ -190,6 +221,7 @@ class KinetoReader {
   // Takes over what a reader of a later part of the same document saw at the top level.
   void MergeTopLevelFrom(const KinetoReader& later) {
     if (!later.device_props_.empty()) device_props_ = later.device_props_;
+    if (!later.distributed_info_.empty()) distributed_info_ = later.distributed_info_;
     rocm_ = rocm_ || later.rocm_;
   }
 
@@ -247,6 +279,7 @@ class KinetoReader {
         op.device = static_cast<int32_t>(f.device ? *f.device : f.pid.value_or(0));
         op.stream = static_cast<int32_t>(f.stream ? *f.stream : f.tid.value_or(0));
         op.bytes = f.bytes.value_or(-1);
+        op.external_id = f.external_id.value_or(-1);
         op.kind = gpu_kind;
         if (gpu_kind == GpuOpKind::kKernel) {
           // ROCm 7.1: runtime copies and fills appear as kernels (TraceLens/util.py,
@@ -285,6 +318,14 @@ class KinetoReader {
         c.tid = static_cast<int32_t>(f.tid.value_or(0));
         c.kind = cpu_kind;
         trace_.cpu_ops.push_back(c);
+        if (!f.input_dims.empty() && f.external_id) {
+          if (std::optional<OpWork> w = EstimateOpWork(f.name, f.input_dims, f.input_types)) {
+            w->external_id = *f.external_id;
+            w->op = name;
+            w->source = source_;
+            trace_.op_work.push_back(*w);
+          }
+        }
         break;
       }
       case Target::kNone:
@@ -296,6 +337,7 @@ class KinetoReader {
   uint16_t source_;
   KinetoEventParser general_;
   std::string device_props_;
+  std::string distributed_info_;
   bool rocm_ = false;
 };
 
@@ -323,6 +365,7 @@ class KinetoParse {
     scanner_.KeepValue("deviceProperties");
     scanner_.KeepValue("hip_runtime_version");
     scanner_.KeepValue("roctracer_version");
+    scanner_.KeepValue("distributedInfo");
   }
   KinetoParse(const KinetoParse&) = delete;
   KinetoParse& operator=(const KinetoParse&) = delete;
@@ -404,6 +447,12 @@ void MergePart(Trace& part, uint16_t source, Trace& trace) {
   append(trace.gpu_ops, part.gpu_ops, "GPU ops");
   append(trace.api_calls, part.api_calls, "API calls");
   append(trace.cpu_ops, part.cpu_ops, "CPU ops");
+  for (OpWork w : part.op_work) {
+    w.op = id[w.op];
+    w.source = source;
+    trace.op_work.push_back(w);
+  }
+  part.op_work.clear();
   SourceFile& to = trace.sources[source];
   const SourceFile& from = part.sources[0];
   to.events_read += from.events_read;
@@ -891,6 +940,7 @@ Status ImportKineto(const std::string& path, const ImportOptions& options, Trace
     events = main.scanner().events();
   }
   main.reader().FinishDevices();
+  main.reader().FinishDistributedInfo();
   if (st.ok() && !main.scanner().saw_trace_events()) {
     st = InvalidArgument("no \"traceEvents\" array: not a Chrome/Kineto trace");
   }
