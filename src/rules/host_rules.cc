@@ -161,7 +161,41 @@ std::string ReasonNames(uint64_t r) {
   return s.empty() ? "None" : s;
 }
 
+// AMD: amd-smi's throttle status (and, on MI300 and later, which violations are active). A GPU
+// that amd-smi says is THROTTLED while busy runs below its clocks; some Navi firmware sets the
+// TEMP_HOTSPOT bit at idle too (ROCm/rocm-systems issue 11781), so an idle GPU is not judged.
+std::optional<Finding> AmdThrottle(const GpuFacts& g) {
+  if (!g.throttle_status.known()) return std::nullopt;   // no amd-smi: as before, no finding
+  const std::string id = "gpu.throttle";
+  const std::string who = GpuLabel(g);
+  Finding f = Make(id, Layer::kSystem, Severity::kOk, who + ": amd-smi reports no throttling");
+  f.evidence.push_back(Text("throttle_status", *g.throttle_status));
+  if (g.throttle_active.known() && !g.throttle_active->empty()) {
+    f.evidence.push_back(Text("active_violations", *g.throttle_active));
+  }
+  f.evidence.push_back(FactNum("gpu_util", g.util_pct, "%"));
+  if (*g.throttle_status == "THROTTLED") {
+    const std::string why = g.throttle_active.known() && !g.throttle_active->empty()
+                                ? " (" + *g.throttle_active + ")"
+                                : "";
+    if (GpuBusy(g)) {
+      f.severity = Severity::kWarn;
+      f.title = who + ": clocks throttled while busy" + why;
+      f.advice = "amd-smi metric --power --temperature --clock (socket power against the cap, "
+                 "hotspot and memory temperatures), amd-smi metric --throttle for the violation "
+                 "counters; check cooling and the power cap (gpu.power_cap)";
+    } else {
+      f.severity = g.util_pct.known() ? Severity::kOk : Severity::kInfo;
+      f.title = fmt::format("{}: amd-smi reports THROTTLED{} ({}), not judged", who, why,
+                            g.util_pct.known() ? fmt::format("GPU at {}%", *g.util_pct)
+                                               : "GPU load unknown");
+    }
+  }
+  return f;
+}
+
 std::optional<Finding> Throttle(const GpuFacts& g) {
+  if (g.vendor == "amd") return AmdThrottle(g);
   if (g.vendor != "nvidia") return std::nullopt;
   const std::string id = "gpu.throttle";
   const std::string who = GpuLabel(g);

@@ -955,3 +955,33 @@ TEST(HostRulesTest, SaturatedChildProcessThreads) {
 
 }  // namespace
 }  // namespace latdoc::rules
+
+namespace latdoc::rules {
+namespace {
+
+// AMD: amd-smi's THROTTLED while busy is gpu.throttle warn, naming the active violations; while
+// idle it is said, not judged (some firmware sets a thermal bit at idle); without amd-smi
+// there is no finding, as before.
+TEST(HostRulesTest, AmdThrottleFromAmdSmi) {
+  HostFacts f = OneNvidiaGpu();
+  auto& g = f.gpus[0];
+  g.vendor = "amd";
+  g.util_pct = Fact<int64_t>::Known(97);
+  EXPECT_FALSE(First(JudgeHost(f, {}), "gpu.throttle"));
+  g.throttle_status = Fact<std::string>::Known("THROTTLED", "amd-smi metric --json");
+  g.throttle_active = Fact<std::string>::Known("hbm_thermal, ppt", "amd-smi metric --json");
+  auto fs = JudgeHost(f, {});
+  ASSERT_TRUE(First(fs, "gpu.throttle"));
+  EXPECT_EQ(First(fs, "gpu.throttle")->severity, Severity::kWarn);
+  EXPECT_THAT(First(fs, "gpu.throttle")->title,
+              testing::EndsWith(": clocks throttled while busy (hbm_thermal, ppt)"));
+  g.util_pct = Fact<int64_t>::Known(0);
+  EXPECT_EQ(First(JudgeHost(f, {}), "gpu.throttle")->severity, Severity::kOk);
+  g.util_pct = Fact<int64_t>::Known(97);
+  g.throttle_status = Fact<std::string>::Known("UNTHROTTLED", "amd-smi metric --json");
+  g.throttle_active = Fact<std::string>::Known("", "amd-smi metric --json");
+  EXPECT_EQ(First(JudgeHost(f, {}), "gpu.throttle")->severity, Severity::kOk);
+}
+
+}  // namespace
+}  // namespace latdoc::rules
