@@ -1082,6 +1082,12 @@ Finding ListenOverflow(const HostFacts& facts) {
   return f;
 }
 
+// net.retrans: judged by the share of segments retransmitted once there are enough of either
+// (latdoc's thresholds): 1% warns, 10% fails.
+constexpr int64_t kRetransMinOutSegs = 1000;
+constexpr int64_t kRetransMinCount = 50;
+constexpr double kRetransFailPct = 10.0;
+
 Finding Retrans(const HostFacts& facts) {
   const std::string id = "net.retrans";
   const auto& r = facts.net.retrans_segs_delta;
@@ -1091,16 +1097,19 @@ Finding Retrans(const HostFacts& facts) {
   Finding f = Make(id, Layer::kNetwork, Severity::kOk, "TCP retransmits low");
   f.evidence.push_back(Num("RetransSegs_delta", static_cast<double>(*r), ""));
   f.evidence.push_back(Num("OutSegs_delta", static_cast<double>(*o), ""));
-  if (*o < 1000) {
+  // A rate needs traffic to mean anything, but many retransmits in little traffic are the worst
+  // case, not too little to say: 160 retransmits against 113 segments sent is a lossy path.
+  if (*o < kRetransMinOutSegs && *r < kRetransMinCount) {
     f.title = "too little TCP traffic in the sample to judge retransmits";
     return f;
   }
-  const double pct = 100.0 * static_cast<double>(*r) / static_cast<double>(*o);
+  const double pct = 100.0 * static_cast<double>(*r) / static_cast<double>(std::max<int64_t>(*o, 1));
   f.evidence.push_back(Num("retransmit_rate", pct, "%"));
   f.title = fmt::format("TCP retransmits {:.2f}% of segments", pct);
   if (pct > 1.0) {
-    f.severity = Severity::kWarn;
-    f.title = fmt::format("TCP retransmits {:.1f}% of segments: each costs at least one RTO", pct);
+    f.severity = pct >= kRetransFailPct ? Severity::kFail : Severity::kWarn;
+    f.title = fmt::format("TCP retransmits {:.1f}% of segments ({} retransmitted, {} sent): each "
+                          "costs at least one RTO", pct, *r, *o);
     f.advice = "check NIC drops (ethtool -S), MTU mismatches and the path to the clients "
                "(latdoc net)";
   }

@@ -985,3 +985,27 @@ TEST(HostRulesTest, AmdThrottleFromAmdSmi) {
 
 }  // namespace
 }  // namespace latdoc::rules
+
+namespace latdoc::rules {
+namespace {
+
+// net.retrans is judged by the share of segments once retransmits are many, however little was
+// sent: the live H200 host's sample with 160 retransmits against 113 segments sent.
+TEST(HostRulesTest, RetransmitsJudgedByRateInLittleTraffic) {
+  HostFacts f = Load("h200_live_retrans");
+  auto fs = JudgeHost(f, {});
+  const Finding* r = First(fs, "net.retrans");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->severity, Severity::kFail);
+  EXPECT_EQ(r->title, "TCP retransmits 141.6% of segments (160 retransmitted, 113 sent): each costs "
+                      "at least one RTO");
+  f.net.retrans_segs_delta = Fact<int64_t>::Known(3);   // a few in little traffic: not judged
+  EXPECT_EQ(First(JudgeHost(f, {}), "net.retrans")->title,
+            "too little TCP traffic in the sample to judge retransmits");
+  f.net.retrans_segs_delta = Fact<int64_t>::Known(30);
+  f.net.out_segs_delta = Fact<int64_t>::Known(2000);   // 1.5%: warn
+  EXPECT_EQ(First(JudgeHost(f, {}), "net.retrans")->severity, Severity::kWarn);
+}
+
+}  // namespace
+}  // namespace latdoc::rules
