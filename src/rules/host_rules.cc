@@ -1108,8 +1108,7 @@ Finding Retrans(const HostFacts& facts) {
   f.title = fmt::format("TCP retransmits {:.2f}% of segments", pct);
   if (pct > 1.0) {
     f.severity = pct >= kRetransFailPct ? Severity::kFail : Severity::kWarn;
-    f.title = fmt::format("TCP retransmits {:.1f}% of segments ({} retransmitted, {} sent): each "
-                          "costs at least one RTO", pct, *r, *o);
+    f.title = fmt::format("TCP retransmits {:.1f}% of segments: each costs at least one RTO", pct);
     f.advice = "check NIC drops (ethtool -S), MTU mismatches and the path to the clients "
                "(latdoc net)";
   }
