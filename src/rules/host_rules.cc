@@ -1419,7 +1419,36 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
                      mbt ? fmt::format("{}: --max-num-batched-tokens {:.0f}", who, *mbt)
                          : who + ": --max-num-batched-tokens default");
     if (mbt) f.evidence.push_back(Num("max_num_batched_tokens", *mbt, ""));
-    if (mbt && *mbt > 16384) {
+    // vLLM refuses to start on these (vllm/config/scheduler.py SchedulerConfig.verify_args,
+    // v0.10.2 and later; vllm/config.py SchedulerConfig._verify_args before):
+    //   max_num_batched_tokens < max_num_seqs
+    //   max_num_batched_tokens < max_model_len while chunked prefill is off
+    const auto mml = FlagDouble(a, "--max-model-len");
+    const auto cp = FlagValue(a, "--enable-chunked-prefill");
+    const bool chunked_off =
+        (FlagValue(a, "--no-enable-chunked-prefill") && !HasFlag(a, "--enable-chunked-prefill")) ||
+        (cp && (ToLower(*cp) == "false" || *cp == "0"));
+    if (mbt && eff && *mbt < static_cast<double>(*eff)) {
+      f.severity = Severity::kFail;
+      f.title = fmt::format("{}: --max-num-batched-tokens {:.0f} is below max_num_seqs {} ({}): vLLM "
+                            "refuses to start (\"max_num_batched_tokens must be greater than or "
+                            "equal to max_num_seqs\")", who, *mbt, *eff, basis);
+      f.evidence.push_back(Num("max_num_seqs", static_cast<double>(*eff), ""));
+      f.evidence.push_back(Text("rule", "vllm/config/scheduler.py SchedulerConfig (v0.10.2+; "
+                                        "vllm/config.py before): max_num_batched_tokens >= max_num_seqs"));
+      f.advice = fmt::format("--max-num-batched-tokens {} or more (or lower --max-num-seqs)", *eff);
+    } else if (mbt && mml && chunked_off && *mbt < *mml) {
+      f.severity = Severity::kFail;
+      f.title = fmt::format("{}: --max-num-batched-tokens {:.0f} is below --max-model-len {:.0f} with "
+                            "chunked prefill off: vLLM refuses to start (a prompt that long could "
+                            "never be scheduled)", who, *mbt, *mml);
+      f.evidence.push_back(Num("max_model_len", *mml, ""));
+      f.evidence.push_back(Text("rule", "vllm/config/scheduler.py SchedulerConfig (v0.10.2+; "
+                                        "vllm/config.py before): without chunked prefill, "
+                                        "max_num_batched_tokens >= max_model_len"));
+      f.advice = fmt::format("--max-num-batched-tokens {:.0f}, or turn chunked prefill on "
+                             "(--enable-chunked-prefill)", *mml);
+    } else if (mbt && *mbt > 16384) {
       f.severity = Severity::kWarn;
       f.title = fmt::format("{}: --max-num-batched-tokens {:.0f}: long prefill chunks stall "
                             "running decodes (inter-token latency spikes)", who, *mbt);
@@ -1432,7 +1461,18 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
     auto bs = FlagDouble(a, "--block-size");
     Finding f = Make("config.block_size", L, Severity::kOk,
                      bs ? fmt::format("{}: --block-size {:.0f}", who, *bs) : who + ": default block size");
-    if (bs && *bs != 16) {
+    // The sizes vLLM's CLI accepts (vllm/config/cache.py BlockSize: Literal[1, 8, 16, 32, 64,
+    // 128] in v0.10, 256 added in v0.11); argparse rejects any other before the server starts.
+    const bool valid = !bs || *bs == 1 || *bs == 8 || *bs == 16 || *bs == 32 || *bs == 64 ||
+                       *bs == 128 || *bs == 256;
+    if (!valid) {
+      f.severity = Severity::kFail;
+      f.title = fmt::format("{}: --block-size {:.0f} is not one vLLM accepts (1, 8, 16, 32, 64, 128; "
+                            "256 from v0.11): the server does not start", who, *bs);
+      f.evidence.push_back(Text("rule", "vllm/config/cache.py BlockSize = Literal[1, 8, 16, 32, 64, "
+                                        "128] (v0.10), with 256 (v0.11+)"));
+      f.advice = "drop --block-size (default 16)";
+    } else if (bs && *bs != 16) {
       f.severity = Severity::kInfo;
       f.title = fmt::format("{}: --block-size {:.0f} (default 16): some attention kernels need "
                             "their own size; others may fall back", who, *bs);

@@ -1008,3 +1008,48 @@ TEST(HostRulesTest, RetransmitsJudgedByRateInLittleTraffic) {
 
 }  // namespace
 }  // namespace latdoc::rules
+
+namespace latdoc::rules {
+namespace {
+
+// Flag combinations vLLM refuses to start with are `fail`, citing vLLM's rule: the token
+// budget below max_num_seqs; below --max-model-len with chunked prefill off; a --block-size the
+// CLI rejects. (mi300x_built's server runs with --max-num-seqs 1024.)
+TEST(HostRulesTest, FlagsVllmRefusesAreFail) {
+  HostFacts f = Load("mi300x_built");
+  ASSERT_TRUE(f.server.has_value());
+  const std::vector<std::string> base = f.server->argv;
+  auto judge = [&](std::vector<std::string> extra, const char* id) {
+    f.server->argv = base;
+    f.server->argv.insert(f.server->argv.end(), extra.begin(), extra.end());
+    return One(JudgeHost(f, {}), id);
+  };
+  Finding mbt = judge({"--max-num-batched-tokens", "512"}, "config.max_num_batched_tokens");
+  EXPECT_EQ(SeverityName(mbt.severity), "fail");
+  EXPECT_THAT(mbt.title, HasSubstr("--max-num-batched-tokens 512 is below max_num_seqs 1024"));
+  EXPECT_THAT(mbt.advice, HasSubstr("--max-num-batched-tokens 1024"));
+  // Above max_num_seqs, below max_model_len: refused only with chunked prefill off.
+  Finding on = judge({"--max-num-batched-tokens", "4096", "--max-model-len", "32k"},
+                     "config.max_num_batched_tokens");
+  EXPECT_EQ(SeverityName(on.severity), "ok");
+  for (std::vector<std::string> off : {std::vector<std::string>{"--no-enable-chunked-prefill"},
+                                       std::vector<std::string>{"--enable-chunked-prefill", "False"},
+                                       std::vector<std::string>{"--enable-chunked-prefill=false"}}) {
+    std::vector<std::string> extra = {"--max-num-batched-tokens", "4096", "--max-model-len", "32k"};
+    extra.insert(extra.end(), off.begin(), off.end());
+    Finding x = judge(extra, "config.max_num_batched_tokens");
+    EXPECT_EQ(SeverityName(x.severity), "fail") << off[0];
+    EXPECT_THAT(x.title, HasSubstr("below --max-model-len 32000 with chunked prefill off")) << off[0];
+  }
+  for (const char* bs : {"24", "512", "0"}) {
+    Finding b = judge({"--block-size", bs}, "config.block_size");
+    EXPECT_EQ(SeverityName(b.severity), "fail") << bs;
+    EXPECT_THAT(b.title, HasSubstr("is not one vLLM accepts")) << bs;
+  }
+  for (const char* bs : {"1", "8", "64", "128", "256"}) {
+    EXPECT_EQ(SeverityName(judge({"--block-size", bs}, "config.block_size").severity), "info") << bs;
+  }
+}
+
+}  // namespace
+}  // namespace latdoc::rules
