@@ -429,10 +429,15 @@ void CollectServerStatic(const SysRoot& fs, ServerProcess* s) {
 std::map<std::string, std::set<std::string>> NicIrqLines(const SysRoot& fs, const Interrupts& irqs) {
   std::map<std::string, std::set<std::string>> out;
   std::vector<std::string> nics;
+  std::map<std::string, std::string> by_device;   // "virtio2" or "0000:3b:00.0" -> "eth0"
   if (auto names = fs.List("/sys/class/net"); names.ok()) {
     for (const auto& n : *names) {
       if (n == "lo") continue;
       nics.push_back(n);
+      if (auto link = fs.ReadLink("/sys/class/net/" + n + "/device"); link.ok()) {
+        const std::string& l = *link;
+        by_device.emplace(l.substr(l.rfind('/') + 1), n);
+      }
       if (auto msi = fs.List("/sys/class/net/" + n + "/device/msi_irqs"); msi.ok()) {
         for (const auto& irq : *msi) out[n].insert(irq);
       }
@@ -453,10 +458,18 @@ std::map<std::string, std::set<std::string>> NicIrqLines(const SysRoot& fs, cons
     if (claimed) continue;
     if (a.rfind("mlx5_comp", 0) == 0) {
       auto at = a.find('@');
-      out["mlx5" + (at == std::string::npos ? std::string() : a.substr(at))].insert(row.irq);
+      // "mlx5_comp3@pci:0000:3b:00.0": the interface whose device is that PCI function.
+      std::string name = "mlx5" + (at == std::string::npos ? std::string() : a.substr(at));
+      if (at != std::string::npos && a.compare(at, 5, "@pci:") == 0) {
+        if (auto it = by_device.find(a.substr(at + 5)); it != by_device.end()) name = it->second;
+      }
+      out[name].insert(row.irq);
     } else if (a.rfind("virtio", 0) == 0 &&
                (a.find("-input.") != std::string::npos || a.find("-output.") != std::string::npos)) {
-      out[a.substr(0, a.find('-'))].insert(row.irq);
+      // "virtio2-input.0": the virtio device; /sys/class/net/<if>/device links to it.
+      const std::string dev = a.substr(0, a.find('-'));
+      auto it = by_device.find(dev);
+      out[it == by_device.end() ? dev : it->second].insert(row.irq);
     }
   }
   return out;

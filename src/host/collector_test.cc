@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "base/clock.h"
 #include "host/test_tree.h"
 
@@ -571,6 +573,26 @@ TEST(CollectorTest, LiveHost) {
   if (!f.server) {
     EXPECT_FALSE(f.server_note.empty());
   }
+}
+
+}  // namespace
+}  // namespace latdoc::host
+
+namespace latdoc::host {
+namespace {
+
+// A NIC's interrupts are named by its driver's queues ("virtio2-input.0"); the finding names
+// the interface whose /sys/class/net/<if>/device is that virtio device.
+TEST(CollectorTest, VirtioQueuesAreNamedByTheirInterface) {
+  TestTree t("tests/data/host/h200_recorded/tree");
+  std::filesystem::create_directories(t.root() + "/sys/class/net/ens3");
+  std::filesystem::create_directory_symlink("../../../devices/pci0000:00/0000:00:03.0/virtio2",
+                                            t.root() + "/sys/class/net/ens3/device");
+  HostFacts f = CollectHostFacts(Recorded(t.root()));
+  ASSERT_TRUE(f.net.nic_irqs.known());
+  ASSERT_EQ(f.net.nic_irqs->size(), 1u);
+  EXPECT_EQ(f.net.nic_irqs->at(0).nic, "ens3");
+  EXPECT_EQ(f.net.nic_irqs->at(0).irq_count, 2);
 }
 
 }  // namespace

@@ -57,6 +57,12 @@ struct GpuFacts {
   // AMD only.
   Fact<std::string> perf_level;  // power_dpm_force_performance_level: auto, manual, low, ...
   Fact<bool> sclk_deep_sleep;    // pp_dpm_sclk shows an "S:" line marked current
+  // `amd-smi metric --json` power.throttle_status: "THROTTLED" / "UNTHROTTLED" (set when the
+  // SMU's throttler status bitmask is nonzero; amdsmi_cli metric.py), and the names of the
+  // violation kinds it reports ACTIVE (MI300 and later: "ppt", "socket_thermal", "prochot",
+  // "vr_thermal", "hbm_thermal"), "" when none.
+  Fact<std::string> throttle_status;
+  Fact<std::string> throttle_active;
 
   std::string vendor_source;  // "nvml", "nvidia-smi", "amdgpu-sysfs", "amdgpu-sysfs+amd-smi"
 };

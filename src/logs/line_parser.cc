@@ -288,6 +288,11 @@ std::string_view SourceName(Source s) {
     case Source::kPython: return "python";
     case Source::kBinary: return "binary";
     case Source::kEmpty: return "empty";
+    case Source::kSglang: return "sglang";
+    case Source::kTgi: return "tgi";
+    case Source::kTorch: return "torch";
+    case Source::kSystem: return "system";
+    case Source::kCount: break;
   }
   return "unknown";
 }
@@ -335,6 +340,9 @@ const ParsedLine& LineParser::Parse(std::string_view line) {
   StripKubectlPrefix(s);
   if (!StripJournalPrefix(s, &outer_ts)) StripRfc3339Prefix(s, &outer_ts);
   out_.ts_ns = outer_ts;
+  if (!s.empty() && s[0] == '[' && ParseSglang(s, outer_ts)) return out_;
+  if (outer_ts && ParseTgi(s)) return out_;
+  if (s.substr(0, 8) == "{\"tid\":\"" && ParseLlamaJson(s)) return out_;
 
   // vLLM: "(APIServer pid=1) INFO 06-25 21:51:52 [loggers.py:123] Engine 000: ..."
   //       "INFO 06-25 21:51:52 llm_engine.py:123] Avg prompt ..." (2024 format, no '[')
@@ -363,7 +371,8 @@ const ParsedLine& LineParser::Parse(std::string_view line) {
           out_.source = Source::kVllm;
           out_.level = level;
           out_.proc = proc;
-          out_.ts_ns = *day_ns + clock;
+          own_ts_ = *day_ns + clock;
+          out_.ts_ns = outer_ts ? outer_ts : own_ts_;
           out_.file = r.substr(0, colon);
           out_.file_line = file_line;
           out_.msg = r.substr(close + 2);
@@ -399,7 +408,7 @@ const ParsedLine& LineParser::Parse(std::string_view line) {
 // Dispatch on the first byte to keep the common case (an unrelated INFO line) at one comparison.
 bool LineParser::ContinuesMessage(std::string_view m) {
   OpenMessage& o = message_;
-  const bool same = o.open && out_.file_line == o.line && out_.ts_ns == o.ts_ns &&
+  const bool same = o.open && out_.file_line == o.line && own_ts_ == o.ts_ns &&
                     out_.file == o.file && out_.proc == o.proc;
   if (same && o.in_traceback) {
     // Inside a logged traceback: the blank line and the chaining sentence between two
@@ -419,7 +428,7 @@ bool LineParser::ContinuesMessage(std::string_view m) {
     o.file.assign(out_.file);
     o.first.assign(m);
     o.line = out_.file_line;
-    o.ts_ns = out_.ts_ns;
+    o.ts_ns = own_ts_;
     o.in_traceback = o.after_exception = false;
   }
   return false;
@@ -551,6 +560,7 @@ void LineParser::ParseAccess(std::string_view m, bool llama) {
     out_.access.status = status;
     return;
   }
+  Consume(m, "done ");   // "done request: POST /infill 10.8.0.9 200" (2025+)
   if (!Consume(m, "request: ")) return;
   size_t sp1 = m.find(' ');
   if (sp1 == std::string_view::npos) return;
@@ -566,6 +576,268 @@ void LineParser::ParseAccess(std::string_view m, bool llama) {
   out_.access.status = status;
 }
 
+// SGLang (python/sglang/srt/utils.py configure_logger: "[%(asctime)s%(prefix)s] %(message)s",
+// asctime "%Y-%m-%d %H:%M:%S" since late 2024, "%H:%M:%S" before; prefix " TP0", " DP1 TP1"):
+//   [2025-03-11 16:21:31 TP0] Decode batch. #running-req: 25, #token: 70112, token usage: 0.22,
+//     gen throughput (token/s): 912.40, #queue-req: 0
+//   [2026-04-05 20:02:51] Prefill batch, #new-seq: 1, #new-token: 204, #cached-token: 0, token
+//     usage: 0.07, #running-req: 29, #queue-req: 0, cuda graph: True, input throughput (token/s): 611.08
+//   [2025-03-11 16:21:30] INFO:     127.0.0.1:33010 - "POST /v1/completions HTTP/1.1" 200 OK
+// ("Decode batch." until 2025, "Decode batch," after). The short form has no date: its times
+// are on Jan 1 of the log's calendar unless an outer prefix gave one.
+bool LineParser::ParseSglang(std::string_view s, std::optional<int64_t> outer_ts) {
+  size_t close = s.find("] ");
+  if (close == std::string_view::npos || close > 64) return false;
+  std::string_view head = s.substr(1, close - 1);
+  std::optional<int64_t> ts;
+  size_t after = 0;
+  if (head.size() >= 19 && head[4] == '-' && head[7] == '-' && head[10] == ' ') {
+    int month = Digits(head, 5, 2), day = Digits(head, 8, 2);
+    int64_t clock = ClockNs(head, 11);
+    if (Digits(head, 0, 4) < 0 || clock < 0) return false;
+    auto day_ns = MonthDayTimeNs(month, day, 0, 0, 0);
+    if (!day_ns) return false;
+    ts = *day_ns + clock;
+    after = 19;
+  } else if (head.size() >= 8 && head[2] == ':') {
+    int64_t clock = ClockNs(head, 0);
+    if (clock < 0) return false;
+    ts = clock;
+    after = 8;
+  } else {
+    return false;
+  }
+  // The rest of the bracket: blank-separated rank tags ("TP0", "DP1 TP1", "PP0").
+  std::string_view tags = head.substr(after);
+  for (char c : tags) {
+    if (c != ' ' && !IsIdentChar(c) && c != '-') return false;
+  }
+  std::string_view m = s.substr(close + 2);
+  out_.ts_ns = outer_ts ? outer_ts : ts;
+  out_.source = Source::kSglang;
+  out_.level = Level::kInfo;
+  out_.msg = m;
+  // A uvicorn access line or a Python logging line after SGLang's prefix.
+  std::string_view r = m;
+  if (Level l = TakeLevelWord(r); l != Level::kNone && !r.empty() && r[0] == ':') {
+    out_.source = Source::kUvicorn;
+    out_.level = l;
+    size_t b = r.find_first_not_of(' ', 1);
+    out_.msg = b == std::string_view::npos ? std::string_view() : r.substr(b);
+    ParseAccess(out_.msg, /*llama=*/false);
+    return true;
+  }
+  const bool decode = m.substr(0, 12) == "Decode batch";
+  const bool prefill = m.substr(0, 13) == "Prefill batch";
+  if (!decode && !prefill) {
+    if (LooksLikeException(m)) {
+      out_.level = Level::kError;
+      out_.event = Event::kException;
+    }
+    return true;
+  }
+  std::string_view parts = m.substr(decode ? 12 : 13);
+  if (!parts.empty() && (parts[0] == '.' || parts[0] == ',')) parts.remove_prefix(1);
+  SglangBatch& b = out_.sglang;
+  while (!parts.empty()) {
+    while (!parts.empty() && parts[0] == ' ') parts.remove_prefix(1);
+    size_t comma = parts.find(", ");
+    std::string_view part = parts.substr(0, comma);
+    parts = comma == std::string_view::npos ? std::string_view() : parts.substr(comma + 2);
+    double v = 0;
+    auto num = [&](std::string_view key) {
+      if (part.substr(0, key.size()) != key) return false;
+      std::string_view n = part.substr(key.size());
+      auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+      return ec == std::errc() && p != n.data();
+    };
+    if (num("#running-req: ")) b.running = static_cast<int64_t>(v);
+    else if (num("#queue-req: ")) b.queued = static_cast<int64_t>(v);
+    else if (num("token usage: ")) b.token_usage = v;
+    else if (num("gen throughput (token/s): ")) b.gen_tps = v;
+    else if (num("input throughput (token/s): ")) b.input_tps = v;
+    else if (num("#new-token: ")) b.new_tokens = static_cast<int64_t>(v);
+  }
+  if (b.running < 0) return true;   // some other "Decode batch" text: recognised, no stats
+  out_.event = decode ? Event::kSglangDecode : Event::kSglangPrefill;
+  return true;
+}
+
+// TGI's router and launcher (Rust tracing_subscriber's fmt layer, router/src/main.rs), after the
+// RFC 3339 time: level right-aligned in 5 columns, span fields in braces, the target, the source
+// file and line, the message:
+//    INFO text_generation_router::server: router/src/server.rs:2266: Connected
+//    INFO generate{... total_time="812.4ms" validation_time="1.2ms" queue_time="98.5µs" ...}:
+//      text_generation_router::server: router/src/server.rs:422: Success
+//    INFO text_generation_launcher: Shard ready in 21.4s rank=0
+bool LineParser::ParseTgi(std::string_view s) {
+  std::string_view r = s;
+  while (!r.empty() && r[0] == ' ') r.remove_prefix(1);
+  Level level = TakeLevelWord(r);
+  if (level == Level::kNone || r.empty() || r[0] != ' ') return false;
+  r.remove_prefix(1);
+  size_t target = r.find("text_generation_");
+  if (target == std::string_view::npos) return false;
+  // The target follows the span (if any) and ends at ": ".
+  size_t target_end = r.find(": ", target);
+  if (target_end == std::string_view::npos) return false;
+  std::string_view spans = r.substr(0, target);
+  std::string_view m = r.substr(target_end + 2);
+  // "router/src/server.rs:422: Success": the message after the file and line.
+  if (size_t rs = m.find(".rs:"); rs != std::string_view::npos && rs < m.find(' ')) {
+    size_t colon = m.find(": ", rs + 4);
+    if (colon != std::string_view::npos) m = m.substr(colon + 2);
+  }
+  out_.source = Source::kTgi;
+  out_.level = level;
+  out_.msg = m;
+  if (m == "Success") {
+    out_.event = Event::kTgiSuccess;
+    out_.value = -1;
+    // queue_time="98.511µs" / "1.2ms" / "2.01s" (Rust's Duration Debug format).
+    size_t q = spans.find("queue_time=\"");
+    if (q != std::string_view::npos) {
+      std::string_view v = spans.substr(q + 12);
+      double x = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      if (ec == std::errc()) {
+        std::string_view unit = v.substr(static_cast<size_t>(p - v.data()));
+        if (unit.substr(0, 3) == "ns\"") out_.value = x / 1e6;
+        else if (unit.substr(0, 3) == "\xc2\xb5s") out_.value = x / 1e3;   // "µs"
+        else if (unit.substr(0, 3) == "ms\"") out_.value = x;
+        else if (unit.substr(0, 2) == "s\"") out_.value = x * 1e3;
+      }
+    }
+  }
+  return true;
+}
+
+// llama.cpp server's JSON log (before the 2024 logging rework, --log-format json default):
+//   {"tid":"22104","timestamp":1717067392,"level":"INFO","function":"print_timings","line":321,
+//    "msg":"prompt eval time     =    1920.55 ms /    44 tokens (...)", ...}
+//   {"tid":"23390",...,"function":"log_server_request",...,"msg":"request",...,"status":200,
+//    "method":"POST","path":"/completion",...}
+// Read by key without a JSON parser: the values read hold no escaped quotes.
+bool LineParser::ParseLlamaJson(std::string_view s) {
+  auto str = [&](std::string_view key) -> std::string_view {
+    std::string k = "\"" + std::string(key) + "\":\"";
+    size_t p = s.find(k);
+    if (p == std::string_view::npos) return {};
+    size_t b = p + k.size();
+    size_t e = s.find('"', b);
+    return e == std::string_view::npos ? std::string_view() : s.substr(b, e - b);
+  };
+  auto num = [&](std::string_view key) -> std::optional<int64_t> {
+    std::string k = "\"" + std::string(key) + "\":";
+    size_t p = s.find(k);
+    if (p == std::string_view::npos) return std::nullopt;
+    std::string_view v = s.substr(p + k.size());
+    int64_t x = 0;
+    if (!TakeInt(v, &x)) return std::nullopt;
+    return x;
+  };
+  std::string_view level = str("level");
+  if (level.empty()) return false;
+  out_.source = Source::kLlamaCpp;
+  out_.level = level == "ERROR" ? Level::kError
+               : level == "WARN" || level == "WARNING" ? Level::kWarning
+               : level == "DEBUG" ? Level::kDebug : Level::kInfo;
+  if (auto unix_s = num("timestamp"); unix_s && *unix_s > 0) {
+    // Unix seconds -> the calendar's day of the year and time of day (UTC).
+    int64_t days = *unix_s / 86400, secs = *unix_s % 86400;
+    // civil_from_days (H. Hinnant): the month and day of `days` since 1970-01-01.
+    int64_t z = days + 719468, era = z / 146097, doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    int day = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
+    int month = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
+    if (auto d = MonthDayTimeNs(month, day, 0, 0, 0)) out_.ts_ns = *d + secs * kNsPerSec;
+  }
+  std::string_view msg = str("msg");
+  out_.msg = msg;
+  std::string_view u = msg;
+  if (Consume(u, "prompt eval time")) {
+    u = u.substr(std::min(u.find('=') + 1, u.size()));
+    if (ParseLlamaTiming(u, &out_.value, &out_.count)) out_.event = Event::kLlamaPromptTiming;
+  } else if (Consume(u, "generation eval time")) {
+    u = u.substr(std::min(u.find('=') + 1, u.size()));
+    // "4211.08 ms /    32 runs   (...)": runs are generated tokens.
+    std::string_view w = u;
+    while (!w.empty() && w[0] == ' ') w.remove_prefix(1);
+    auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), out_.value);
+    if (ec == std::errc()) {
+      w.remove_prefix(static_cast<size_t>(p - w.data()));
+      if (Consume(w, " ms /")) {
+        while (!w.empty() && w[0] == ' ') w.remove_prefix(1);
+        if (TakeInt(w, &out_.count)) out_.event = Event::kLlamaEvalTiming;
+      }
+    }
+  } else if (str("function") == "log_server_request") {
+    if (auto st = num("status")) {
+      out_.event = Event::kAccess;
+      out_.access.method = str("method");
+      out_.access.path = str("path");
+      out_.access.status = static_cast<int>(*st);
+    }
+  }
+  return true;
+}
+
+// PyTorch's c10 logging and crash dumps, printed raw by a worker (c10/util/Logging.cpp, glog
+// style "[LMMDD HH:MM:SS.micros file:line] "; torch.distributed adds "[rankN]:" in front):
+//   [rank2]:[E219 08:58:31.402211871 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught ...
+//   [E ProcessGroupNCCL.cpp:474] [Rank 0] Watchdog caught collective operation timeout ...
+//   frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f3a... in libc10.so)
+//   Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:565
+//   *** SIGABRT received at time=1739955511 on cpu 17 ***   /   PC: @ 0x7f3b2b0969fc (unknown) ...
+// and systemd's own lines in a journal: "vllm.service: Main process exited, code=exited, ...".
+bool LineParser::ParseTorch(std::string_view s) {
+  std::string_view r = s;
+  if (r.substr(0, 5) == "[rank") {
+    size_t e = r.find("]:");
+    if (e == std::string_view::npos || e > 12) return false;
+    r.remove_prefix(e + 2);
+  }
+  if (r.size() > 4 && r[0] == '[' && (r[1] == 'E' || r[1] == 'W' || r[1] == 'I' || r[1] == 'F') &&
+      (r[2] == ' ' || IsDigit(r[2]))) {
+    size_t close = r.find("] ");
+    if (close == std::string_view::npos) return false;
+    std::string_view head = r.substr(2, close - 2);
+    size_t colon = head.rfind(':');
+    if (colon == std::string_view::npos || colon + 1 >= head.size() || !IsDigit(head[colon + 1]))
+      return false;
+    out_.source = Source::kTorch;
+    out_.level = r[1] == 'E' ? Level::kError : r[1] == 'W' ? Level::kWarning
+                 : r[1] == 'F' ? Level::kCritical : Level::kInfo;
+    out_.msg = r.substr(close + 2);
+    return true;
+  }
+  if (s.substr(0, 7) == "frame #" || s.substr(0, 22) == "Exception raised from " ||
+      s.substr(0, 4) == "PC: " || s.substr(0, 7) == "    @  ") {
+    out_.source = Source::kTorch;
+    out_.event = Event::kTraceback;
+    out_.msg = s;
+    return true;
+  }
+  if (s.substr(0, 4) == "*** " && s.find(" received at time=") != std::string_view::npos) {
+    out_.source = Source::kTorch;
+    out_.level = Level::kCritical;
+    out_.msg = s;
+    return true;
+  }
+  size_t unit = s.find(".service: ");
+  if (unit != std::string_view::npos && unit > 0 && unit < 128 &&
+      s.substr(0, unit).find(' ') == std::string_view::npos) {
+    out_.source = Source::kSystem;
+    out_.msg = s.substr(unit + 10);
+    const bool failed = out_.msg.find("status=") != std::string_view::npos &&
+                        out_.msg.find("status=0/") == std::string_view::npos;
+    out_.level = failed || out_.msg.substr(0, 7) == "Failed " ? Level::kError : Level::kInfo;
+    return true;
+  }
+  return false;
+}
+
 // Lines of neither vLLM nor uvicorn form: llama.cpp server, Python tracebacks, the rest.
 //
 // llama.cpp (common/log.cpp; prefix and timestamps only with --log-prefix / --log-timestamps):
@@ -576,6 +848,16 @@ void LineParser::ParseAccess(std::string_view m, bool llama) {
 //          eval time =    2214.56 ms /   128 tokens (   17.30 ms per token,    57.80 tokens per second)
 //   print_timings: prompt eval time = ...   (before late 2024)
 void LineParser::ParseOther(std::string_view s) {
+  // A supervisor's "[PID] " in front of every line of the child (llama-swap and the like).
+  if (s.size() > 3 && s[0] == '[' && IsDigit(s[1])) {
+    size_t close = s.find("] ");
+    if (close != std::string_view::npos && close <= 11) {
+      bool digits = true;
+      for (size_t i = 1; i < close; ++i) digits = digits && IsDigit(s[i]);
+      if (digits) s.remove_prefix(close + 2);
+    }
+  }
+  if (ParseTorch(s)) return;
   // llama.cpp "[M.SS.mmm.uuu ]" (minutes, seconds, ms, us since start).
   if (s.size() > 13 && IsDigit(s[0])) {
     size_t d1 = s.find('.');

@@ -7,9 +7,17 @@
 //   llama.cpp  [M.SS.mmm.uuu ][I |W |E |D ]srv  log_server_r: request: POST /completion 127.0.0.1 200
 //              slot print_timing: ...   then "prompt eval time = ..." / "eval time = ..." lines
 //   Python     Traceback (most recent call last):   /   RuntimeError: CUDA error: out of memory
+//   SGLang     [2025-03-11 16:21:31 TP0] Decode batch. #running-req: 25, ... #queue-req: 0
+//              ([HH:MM:SS TP0] before 2025; "Decode batch," from 2026; a uvicorn line after it)
+//   TGI        2025-05-01T01:31:02.842858Z  INFO text_generation_router::server: router/src/server.rs:2266: Connected
+//   torch      [rank2]:[E219 08:58:31.402211871 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog ...
+//              (c10 logging; "frame #0: ...", "*** SIGABRT received ..." crash dumps after it)
+//   systemd    "vllm.service: Main process exited, code=exited, status=1/FAILURE" (journald)
 // A line may be wrapped by journalctl ("Nov 30 00:36:54 host vllm[812]: ...") or carry an
-// RFC 3339 timestamp first (docker logs -t); both are stripped and their time is used when the
-// line itself has none.
+// RFC 3339 timestamp first (docker logs -t, kubectl logs --timestamps); both are stripped. Such an
+// outer time is the line's time even when the server printed its own: the outer one is complete
+// (date, sub-second) and on one clock for every line, where vLLM's "MM-DD HH:MM:SS" is the
+// container's local time and access lines have none.
 //
 // Hand-written matching, no std::regex: this runs once per line of multi-GB logs.
 // The views in ParsedLine point into the line or into the parser's scratch buffer and are
@@ -28,7 +36,10 @@ namespace latdoc::logs {
 enum class Level : uint8_t { kNone, kDebug, kInfo, kWarning, kError, kCritical };
 std::string_view LevelName(Level l);
 
-enum class Source : uint8_t { kUnknown, kVllm, kUvicorn, kLlamaCpp, kPython, kBinary, kEmpty };
+enum class Source : uint8_t {
+  kUnknown, kVllm, kUvicorn, kLlamaCpp, kPython, kBinary, kEmpty, kSglang, kTgi, kTorch, kSystem,
+  kCount
+};
 std::string_view SourceName(Source s);
 
 enum class Event : uint8_t {
@@ -49,6 +60,20 @@ enum class Event : uint8_t {
   kLlamaEvalTiming,     // "       eval time = X ms / N tokens"
   kTraceback,           // "Traceback (most recent call last):" or an indented frame line
   kException,           // "RuntimeError: ..." (the last line of a traceback)
+  kSglangDecode,        // SGLang "Decode batch": sglang is set
+  kSglangPrefill,       // SGLang "Prefill batch": sglang is set
+  kTgiSuccess,          // TGI router "Success" of one request: value = queue_time in ms (or -1)
+};
+
+// SGLang's scheduler batch line (python/sglang/srt/managers/scheduler.py, log_decode_stats and
+// log_prefill_stats). Values the line did not carry are -1.
+struct SglangBatch {
+  int64_t running = -1;        // #running-req
+  int64_t queued = -1;         // #queue-req
+  double token_usage = -1;     // token usage, fraction of the KV pool
+  double gen_tps = -1;         // gen throughput (token/s), decode lines
+  double input_tps = -1;       // input throughput (token/s), prefill lines (2025+)
+  int64_t new_tokens = -1;     // #new-token, prefill lines
 };
 
 struct AccessLine {
@@ -71,6 +96,7 @@ struct ParsedLine {
   std::string_view msg;             // the message after the prefix
   // Event payloads.
   VllmStats stats;
+  SglangBatch sglang;
   AccessLine access;
   double value = 0;
   int64_t count = 0;
@@ -87,6 +113,10 @@ class LineParser {
   void ClassifyVllmMessage(std::string_view msg);
   void ParseAccess(std::string_view msg, bool llama);
   void ParseOther(std::string_view s);
+  bool ParseSglang(std::string_view s, std::optional<int64_t> outer_ts);
+  bool ParseTgi(std::string_view s);
+  bool ParseLlamaJson(std::string_view s);
+  bool ParseTorch(std::string_view s);
 
   // Whether a vLLM line at WARNING or above continues the message logged before it: vLLM's
   // formatter repeats the prefix on every line of a message, so a logged exception arrives as
@@ -96,6 +126,7 @@ class LineParser {
 
   ParsedLine out_;
   std::string scratch_;   // the line with ANSI escape sequences removed
+  std::optional<int64_t> own_ts_;   // the vLLM line's own "MM-DD HH:MM:SS", for ContinuesMessage
   // The multi-line message being read (WARNING and above only).
   struct OpenMessage {
     bool open = false;

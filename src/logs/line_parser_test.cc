@@ -164,7 +164,9 @@ TEST(LineParserTest, JournaldAndRfc3339Wrappers) {
   const ParsedLine& b =
       p.Parse("Jun  5 09:00:10 host python3: INFO 06-05 09:00:09 [x.py:1] hello");
   EXPECT_EQ(b.source, Source::kVllm);
-  EXPECT_EQ(b.ts_ns, Wall(6, 5, 9, 0, 9));  // the line's own time wins
+  // The journal's time wins: one clock for every line, where vLLM prints the container's local
+  // time and access lines print none.
+  EXPECT_EQ(b.ts_ns, Wall(6, 5, 9, 0, 10));
   const ParsedLine& c =
       p.Parse("2026-06-25T21:51:52.250000000Z INFO:     1.2.3.4:5 - \"GET /health HTTP/1.1\" 200 OK");
   EXPECT_EQ(c.event, Event::kAccess);
@@ -215,15 +217,19 @@ TEST(LineParserTest, VllmLinesInsideOtherPrefixes) {
       "INFO 08-20 10:00:10 [loggers.py:123] Engine 000: Avg prompt throughput: 820.0 tokens/s, "
       "Avg generation throughput: 50.0 tokens/s, Running: 8 reqs, Waiting: 0 reqs, GPU KV cache "
       "usage: 12.0%, Prefix cache hit rate: 30.0%";
-  for (std::string wrapper : {"Aug 20 10:00:10.123456 gpu1 vllm[812]: ",
-                              "2025-08-20T10:00:10+0000 gpu1 vllm[812]: ",
-                              "2025-08-20T10:00:10.123456+00:00 gpu1 python3: ",
-                              "[node-3] ", "(APIServer pid=1) [node-3] ",
-                              "[pod/vllm-0/server] "}) {
+  // An outer time (journald, RFC 3339) is the line's time, sub-second part included; without
+  // one, vLLM's own.
+  constexpr int64_t kUs = 1000;
+  const std::pair<std::string, int64_t> wrappers[] = {
+      {"Aug 20 10:00:10.123456 gpu1 vllm[812]: ", 123456 * kUs},
+      {"2025-08-20T10:00:10+0000 gpu1 vllm[812]: ", 0},
+      {"2025-08-20T10:00:10.123456+00:00 gpu1 python3: ", 123456 * kUs},
+      {"[node-3] ", 0}, {"(APIServer pid=1) [node-3] ", 0}, {"[pod/vllm-0/server] ", 0}};
+  for (const auto& [wrapper, frac_ns] : wrappers) {
     const ParsedLine& pl = p.Parse(wrapper + stats);
     EXPECT_EQ(pl.source, Source::kVllm) << wrapper;
     EXPECT_EQ(pl.event, Event::kStats) << wrapper;
-    EXPECT_EQ(pl.ts_ns, Wall(8, 20, 10, 0, 10)) << wrapper;
+    EXPECT_EQ(pl.ts_ns, Wall(8, 20, 10, 0, 10) + frac_ns) << wrapper;
   }
   // `kubectl logs --prefix` tags every line of the pod, uvicorn's and raw tracebacks too, in
   // front of its --timestamps time.
@@ -233,7 +239,7 @@ TEST(LineParserTest, VllmLinesInsideOtherPrefixes) {
   EXPECT_EQ(access.msg, "10.0.0.1:5555 - \"POST /v1/completions HTTP/1.1\" 500 Internal Server Error");
   const ParsedLine& timed = p.Parse("[pod/vllm-abc/vllm] 2025-08-20T10:00:10.5Z " + std::string(stats));
   EXPECT_EQ(timed.source, Source::kVllm);
-  EXPECT_EQ(timed.ts_ns, Wall(8, 20, 10, 0, 10));  // vLLM's own time, as under other wrappers
+  EXPECT_EQ(timed.ts_ns, Wall(8, 20, 10, 0, 10) + 500'000'000);   // --timestamps' time
   const ParsedLine& tb = p.Parse("[pod/vllm-abc/vllm] Traceback (most recent call last):");
   LineParser q;
   const ParsedLine& bare_tb = q.Parse("Traceback (most recent call last):");

@@ -140,10 +140,11 @@ struct EngineState {
   uint64_t stats_at_prev = 0;     // State::stats_seen after the previous point
   std::map<int64_t, uint64_t> delta_hist;   // whole seconds between stats lines -> count
   std::vector<GapCandidate> candidates;
-  StretchTracker queue, kv;
+  StretchTracker queue, kv, no_progress;
   double gen_busy_sum = 0;
   uint64_t gen_busy_n = 0;
   Pending pending;
+  std::vector<std::string> lines_before_stall;   // `recent` when the current stall began
 };
 
 }  // namespace
@@ -162,7 +163,7 @@ std::string TimeLabel(int64_t ts_ns, bool relative) {
 struct LogAnalyzer::State {
   LineParser parser;
   LogFacts f;                                // counters filled as lines come
-  std::array<uint64_t, 8> sources{};
+  std::array<uint64_t, static_cast<size_t>(Source::kCount)> sources{};
   std::array<uint64_t, kLineKinds> cur_second{};
   int64_t cur_sec = INT64_MIN;
   std::optional<int64_t> cur_ts;             // time of the last timestamped line
@@ -175,6 +176,10 @@ struct LogAnalyzer::State {
   bool relative_known = false;
   std::vector<EngineState> engines;
   uint64_t stats_seen = 0;        // stats lines of every engine so far
+  std::vector<std::string> recent;   // the last kLastLinesKept lines other than stats lines
+  std::vector<std::string> last;     // the last kLastLinesKept lines
+  double sglang_gen_sum = 0, tgi_queue_sum = 0;
+  uint64_t sglang_gen_n = 0, tgi_queue_n = 0;
   int64_t v0_run_preemptions = 0;           // V0's cumulative count in this server run
   int64_t v0_earlier_runs_preemptions = 0;  // the last counts of the runs before it
   std::unordered_map<std::string, size_t> group_index;
@@ -358,6 +363,15 @@ struct LogAnalyzer::State {
     if (e->kv.Add(kv_high, p.t_ns, dt, p.kv_pct, label, label_of, &ef.longest_kv_high)) {
       ++ef.kv_high_stretches;
     }
+    // Requests running and not one token made in the interval: the engine did not step.
+    const bool stalled = p.running > 0 && p.prompt_tps == 0 && p.gen_tps == 0;
+    if (stalled && !e->no_progress.cur) e->lines_before_stall = recent;
+    e->no_progress.Add(stalled, p.t_ns, dt, static_cast<double>(p.running), label, label_of,
+                       &ef.longest_no_progress);
+    if (stalled && ef.longest_no_progress &&
+        ef.longest_no_progress->start_ns == e->no_progress.cur->start_ns) {
+      ef.lines_before_no_progress = e->lines_before_stall;
+    }
     if (p.preemptions > 0) {
       if (ef.preemption_points++ == 0) ef.first_preemption_label = label;
       ef.preemptions += p.preemptions;
@@ -443,6 +457,38 @@ struct LogAnalyzer::State {
     }
   }
 
+  // Lines that say the engine died or why (vLLM, PyTorch, ROCm/CUDA, systemd): the first of each
+  // kind, at ERROR or above or as an exception.
+  void NoteFatal(const ParsedLine& pl) {
+    if (pl.level < Level::kError && pl.event != Event::kException) return;
+    if (pl.event == Event::kTraceback) return;
+    const std::string_view m = pl.msg;
+    auto has = [&](std::string_view x) { return m.find(x) != std::string_view::npos; };
+    const char* kind = nullptr;
+    bool cause = true;
+    if (has("out of memory") || has("OutOfMemoryError")) kind = "oom";
+    else if (has("Watchdog caught collective operation timeout") ||
+             ((has("NCCL") || has("RCCL")) && (has("timeout") || has("timed out"))))
+      kind = "collective_timeout";
+    else if (has("HIP error") || has("hipError")) kind = "hip_error";
+    else if (has("CUDA error") || has("cudaError")) kind = "cuda_error";
+    else if (has("EngineDeadError") || has("died unexpectedly")) { kind = "engine_dead"; cause = false; }
+    else if (has(" received at time=") || has("Got fatal signal")) { kind = "fatal_signal"; cause = false; }
+    else if (pl.source == Source::kSystem && has("Main process exited")) { kind = "process_exited"; cause = false; }
+    if (!kind || f.fatal.size() >= 16) return;
+    for (const FatalLine& x : f.fatal) {
+      if (x.kind == kind) return;
+    }
+    FatalLine fl;
+    fl.kind = kind;
+    fl.cause = cause;
+    fl.text = RedactSecretsInText(m.substr(0, 300));
+    fl.where = fmt::format("{}:{}", path, input_lines);
+    fl.t_ns = cur_ts;
+    if (cur_ts) fl.label = Label(*cur_ts);
+    f.fatal.push_back(std::move(fl));
+  }
+
   void AddAccess(const AccessLine& a) {
     ++f.access_lines;
     int cls = a.status / 100;
@@ -523,7 +569,12 @@ void LogAnalyzer::AddLine(const Line& line) {
     case Event::kStats:
     case Event::kPrefixCacheV0:
     case Event::kOtherStats:
+    case Event::kSglangDecode:
+    case Event::kSglangPrefill:
       kind = LineKind::kStats;
+      break;
+    case Event::kTgiSuccess:
+      kind = LineKind::kRequestLog;
       break;
     case Event::kReceivedRequest:
     case Event::kAddedRequest:
@@ -577,6 +628,17 @@ void LogAnalyzer::AddLine(const Line& line) {
     }
   }
   s.AddVolume(kind, line.raw_bytes);
+  {
+    std::string text = fmt::format("{}:{}: {}", s.path, s.input_lines,
+                                   RedactSecretsInText(line.text.substr(0, 200)));
+    auto push = [](std::vector<std::string>& v, const std::string& t) {
+      if (v.size() >= kLastLinesKept) v.erase(v.begin());
+      v.push_back(t);
+    };
+    if (kind != LineKind::kStats) push(s.recent, text);
+    push(s.last, text);
+  }
+  s.NoteFatal(pl);
 
   if (pl.level == Level::kDebug) {
     ++f.debug_lines;
@@ -616,6 +678,34 @@ void LogAnalyzer::AddLine(const Line& line) {
       if (pl.source == Source::kUvicorn) ++f.uvicorn_access_lines;
       break;
     case Event::kStatsDisabled: ++f.stats_disabled_warnings; break;
+    case Event::kSglangDecode:
+    case Event::kSglangPrefill: {
+      SglangFacts& g = f.sglang;
+      const SglangBatch& b = pl.sglang;
+      if (pl.event == Event::kSglangDecode) {
+        ++g.decode_batches;
+        if (b.queued > 0) ++g.queued_batches;
+        if (b.gen_tps >= 0 && b.running > 0) {
+          s.sglang_gen_sum += b.gen_tps;
+          g.mean_gen_tps = s.sglang_gen_sum / static_cast<double>(++s.sglang_gen_n);
+        }
+      } else {
+        ++g.prefill_batches;
+        if (b.input_tps >= 0) g.peak_input_tps = std::max(g.peak_input_tps.value_or(0), b.input_tps);
+      }
+      g.max_running = std::max(g.max_running, b.running);
+      g.max_queued = std::max(g.max_queued, b.queued);
+      if (b.token_usage >= 0) g.peak_token_usage_pct = std::max(g.peak_token_usage_pct, 100 * b.token_usage);
+      break;
+    }
+    case Event::kTgiSuccess:
+      ++f.tgi.requests;
+      if (pl.value >= 0) {
+        s.tgi_queue_sum += pl.value;
+        f.tgi.mean_queue_ms = s.tgi_queue_sum / static_cast<double>(++s.tgi_queue_n);
+        f.tgi.max_queue_ms = std::max(f.tgi.max_queue_ms.value_or(0), pl.value);
+      }
+      break;
     case Event::kPreemptionV0:
       ++f.v0_preemption_warnings;
       if (pl.count > 0) {
@@ -648,12 +738,14 @@ void LogAnalyzer::AddLine(const Line& line) {
 LogFacts LogAnalyzer::Snapshot() const {
   const State& s = *s_;
   LogFacts f = s.f;
+  f.last_lines = s.last;
   for (size_t i = 0; i < kLineKinds; ++i) {
     f.volume[i].peak_lines_per_s = std::max(f.volume[i].peak_lines_per_s, s.cur_second[i]);
   }
   static constexpr Source kSources[] = {Source::kVllm,   Source::kUvicorn, Source::kLlamaCpp,
-                                        Source::kPython, Source::kUnknown, Source::kBinary,
-                                        Source::kEmpty};
+                                        Source::kSglang, Source::kTgi,     Source::kTorch,
+                                        Source::kSystem, Source::kPython,  Source::kUnknown,
+                                        Source::kBinary, Source::kEmpty};
   for (Source src : kSources) {
     uint64_t n = s.sources[static_cast<size_t>(src)];
     if (n > 0) f.sources.emplace_back(std::string(SourceName(src)), n);

@@ -186,6 +186,13 @@ json ToJson(const LogFacts& f) {
         {"gaps", std::move(gaps)},
         {"series", SeriesJson(e.series, t0)},
     });
+    if (e.longest_no_progress) {   // only when there was one: older outputs stay as they were
+      const Stretch& st = *e.longest_no_progress;
+      engines.back()["no_progress"] = {{"start", st.start_label}, {"end", st.end_label},
+                                       {"duration_s", Sec(st.dur_ns)}, {"points", st.points},
+                                       {"max_running", st.peak},
+                                       {"lines_before", UAll(e.lines_before_no_progress)}};
+    }
   }
   j["engines"] = std::move(engines);
   j["v0_preemptions"] = {{"warnings", f.v0_preemption_warnings},
@@ -220,6 +227,32 @@ json ToJson(const LogFacts& f) {
                                : json(nullptr)},
       {"min_request_gen_tps", l.min_gen_tps ? json(Round2(*l.min_gen_tps)) : json(nullptr)},
       {"max_request_gen_tps", l.max_gen_tps ? json(Round2(*l.max_gen_tps)) : json(nullptr)}};
+
+  // Keys for SGLang, TGI and fatal lines appear only when the log has them.
+  if (f.sglang.decode_batches + f.sglang.prefill_batches > 0) {
+    const SglangFacts& g = f.sglang;
+    j["sglang"] = {{"decode_batches", g.decode_batches},
+                   {"prefill_batches", g.prefill_batches},
+                   {"queued_batches", g.queued_batches},
+                   {"max_running", g.max_running},
+                   {"max_queued", g.max_queued},
+                   {"peak_token_usage_pct", Round2(g.peak_token_usage_pct)},
+                   {"mean_gen_tps", g.mean_gen_tps ? json(Round2(*g.mean_gen_tps)) : json(nullptr)},
+                   {"peak_input_tps", Opt(g.peak_input_tps)}};
+  }
+  if (f.tgi.requests > 0) {
+    j["tgi"] = {{"requests", f.tgi.requests},
+                {"mean_queue_ms", f.tgi.mean_queue_ms ? json(Round2(*f.tgi.mean_queue_ms)) : json(nullptr)},
+                {"max_queue_ms", Opt(f.tgi.max_queue_ms)}};
+  }
+  if (!f.fatal.empty()) {
+    json fatal = json::array();
+    for (const FatalLine& x : f.fatal) {
+      fatal.push_back({{"kind", x.kind}, {"cause", x.cause}, {"text", U(x.text)},
+                       {"where", U(x.where)}, {"time", x.t_ns ? json(x.label) : json(nullptr)}});
+    }
+    j["fatal"] = std::move(fatal);
+  }
 
   j["vllm_server"] = {
       {"version", f.vllm_version ? json(U(*f.vllm_version)) : json(nullptr)},

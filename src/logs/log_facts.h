@@ -119,6 +119,10 @@ struct EngineFacts {
   std::optional<double> mean_gen_tps_busy;   // over points with work
   std::optional<double> last_prefix_hit_pct;
   std::optional<int64_t> max_swapped;        // V0
+  // Points with requests running and no token made (prompt and generation throughput 0): the
+  // longest run of them, and the lines logged just before it began ("path:line: text").
+  std::optional<Stretch> longest_no_progress;
+  std::vector<std::string> lines_before_no_progress;
   std::vector<StatsGap> gaps;                // longest first, at most kMaxGapsKept
   uint64_t gaps_total = 0;
   int64_t gaps_missing_ns = 0;
@@ -151,6 +155,35 @@ struct LlamaFacts {
   double gen_ms = 0;
   std::optional<double> min_gen_tps;   // slowest request's generation tokens/s
   std::optional<double> max_gen_tps;
+};
+
+// SGLang's scheduler batch lines ("Decode batch" / "Prefill batch").
+struct SglangFacts {
+  uint64_t decode_batches = 0;
+  uint64_t prefill_batches = 0;
+  uint64_t queued_batches = 0;               // decode lines with #queue-req > 0
+  int64_t max_running = 0;
+  int64_t max_queued = 0;
+  double peak_token_usage_pct = 0;           // "token usage" x 100
+  std::optional<double> mean_gen_tps;        // over decode lines with requests running
+  std::optional<double> peak_input_tps;      // prefill lines (2025+)
+};
+
+// TGI router "Success" lines, one per finished request.
+struct TgiFacts {
+  uint64_t requests = 0;
+  std::optional<double> mean_queue_ms, max_queue_ms;
+};
+
+// A line that says the engine or a worker died, and what of: the first of each kind is kept.
+struct FatalLine {
+  std::string kind;     // "oom", "collective_timeout", "hip_error", "cuda_error", "engine_dead",
+                        // "fatal_signal", "process_exited"
+  std::string text;     // the message, cut at 300 bytes
+  std::string where;    // "path:line" in the input
+  std::optional<int64_t> t_ns;
+  std::string label;    // its time as the log printed it, or "" without one
+  bool cause = false;   // a root cause (OOM, collective timeout, HIP/CUDA error), not a consequence
 };
 
 // vLLM's startup line "non-default args: {...}" as a command line (logs/vllm_startup.h).
@@ -206,6 +239,10 @@ struct LogFacts {
   uint64_t tracebacks = 0;
 
   LlamaFacts llama;
+  SglangFacts sglang;
+  TgiFacts tgi;
+  std::vector<FatalLine> fatal;          // in log order, first of each kind
+  std::vector<std::string> last_lines;   // the log's last kLastLinesKept lines, "path:line: text"
 
   // vLLM's startup lines, the last of each.
   std::optional<std::string> vllm_version;   // "vLLM API server version 0.11.0"
@@ -223,6 +260,7 @@ inline constexpr double kKvHighPct = 90.0;
 inline constexpr size_t kMaxSeriesPoints = 2000;
 inline constexpr size_t kMaxGapsKept = 50;
 inline constexpr size_t kMaxMessageGroups = 1000;
+inline constexpr size_t kLastLinesKept = 5;
 
 // The label of a time in the log's domain ("06-25 21:51:52" or "+1:02.345").
 std::string TimeLabel(int64_t ts_ns, bool relative);

@@ -161,7 +161,41 @@ std::string ReasonNames(uint64_t r) {
   return s.empty() ? "None" : s;
 }
 
+// AMD: amd-smi's throttle status (and, on MI300 and later, which violations are active). A GPU
+// that amd-smi says is THROTTLED while busy runs below its clocks; some Navi firmware sets the
+// TEMP_HOTSPOT bit at idle too (ROCm/rocm-systems issue 11781), so an idle GPU is not judged.
+std::optional<Finding> AmdThrottle(const GpuFacts& g) {
+  if (!g.throttle_status.known()) return std::nullopt;   // no amd-smi: as before, no finding
+  const std::string id = "gpu.throttle";
+  const std::string who = GpuLabel(g);
+  Finding f = Make(id, Layer::kSystem, Severity::kOk, who + ": amd-smi reports no throttling");
+  f.evidence.push_back(Text("throttle_status", *g.throttle_status));
+  if (g.throttle_active.known() && !g.throttle_active->empty()) {
+    f.evidence.push_back(Text("active_violations", *g.throttle_active));
+  }
+  f.evidence.push_back(FactNum("gpu_util", g.util_pct, "%"));
+  if (*g.throttle_status == "THROTTLED") {
+    const std::string why = g.throttle_active.known() && !g.throttle_active->empty()
+                                ? " (" + *g.throttle_active + ")"
+                                : "";
+    if (GpuBusy(g)) {
+      f.severity = Severity::kWarn;
+      f.title = who + ": clocks throttled while busy" + why;
+      f.advice = "amd-smi metric --power --temperature --clock (socket power against the cap, "
+                 "hotspot and memory temperatures), amd-smi metric --throttle for the violation "
+                 "counters; check cooling and the power cap (gpu.power_cap)";
+    } else {
+      f.severity = g.util_pct.known() ? Severity::kOk : Severity::kInfo;
+      f.title = fmt::format("{}: amd-smi reports THROTTLED{} ({}), not judged", who, why,
+                            g.util_pct.known() ? fmt::format("GPU at {}%", *g.util_pct)
+                                               : "GPU load unknown");
+    }
+  }
+  return f;
+}
+
 std::optional<Finding> Throttle(const GpuFacts& g) {
+  if (g.vendor == "amd") return AmdThrottle(g);
   if (g.vendor != "nvidia") return std::nullopt;
   const std::string id = "gpu.throttle";
   const std::string who = GpuLabel(g);
@@ -1048,6 +1082,12 @@ Finding ListenOverflow(const HostFacts& facts) {
   return f;
 }
 
+// net.retrans: judged by the share of segments retransmitted once there are enough of either
+// (latdoc's thresholds): 1% warns, 10% fails.
+constexpr int64_t kRetransMinOutSegs = 1000;
+constexpr int64_t kRetransMinCount = 50;
+constexpr double kRetransFailPct = 10.0;
+
 Finding Retrans(const HostFacts& facts) {
   const std::string id = "net.retrans";
   const auto& r = facts.net.retrans_segs_delta;
@@ -1057,15 +1097,17 @@ Finding Retrans(const HostFacts& facts) {
   Finding f = Make(id, Layer::kNetwork, Severity::kOk, "TCP retransmits low");
   f.evidence.push_back(Num("RetransSegs_delta", static_cast<double>(*r), ""));
   f.evidence.push_back(Num("OutSegs_delta", static_cast<double>(*o), ""));
-  if (*o < 1000) {
+  // A rate needs traffic to mean anything, but many retransmits in little traffic are the worst
+  // case, not too little to say: 160 retransmits against 113 segments sent is a lossy path.
+  if (*o < kRetransMinOutSegs && *r < kRetransMinCount) {
     f.title = "too little TCP traffic in the sample to judge retransmits";
     return f;
   }
-  const double pct = 100.0 * static_cast<double>(*r) / static_cast<double>(*o);
+  const double pct = 100.0 * static_cast<double>(*r) / static_cast<double>(std::max<int64_t>(*o, 1));
   f.evidence.push_back(Num("retransmit_rate", pct, "%"));
   f.title = fmt::format("TCP retransmits {:.2f}% of segments", pct);
   if (pct > 1.0) {
-    f.severity = Severity::kWarn;
+    f.severity = pct >= kRetransFailPct ? Severity::kFail : Severity::kWarn;
     f.title = fmt::format("TCP retransmits {:.1f}% of segments: each costs at least one RTO", pct);
     f.advice = "check NIC drops (ethtool -S), MTU mismatches and the path to the clients "
                "(latdoc net)";
@@ -1377,7 +1419,36 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
                      mbt ? fmt::format("{}: --max-num-batched-tokens {:.0f}", who, *mbt)
                          : who + ": --max-num-batched-tokens default");
     if (mbt) f.evidence.push_back(Num("max_num_batched_tokens", *mbt, ""));
-    if (mbt && *mbt > 16384) {
+    // vLLM refuses to start on these (vllm/config/scheduler.py SchedulerConfig.verify_args,
+    // v0.10.2 and later; vllm/config.py SchedulerConfig._verify_args before):
+    //   max_num_batched_tokens < max_num_seqs
+    //   max_num_batched_tokens < max_model_len while chunked prefill is off
+    const auto mml = FlagDouble(a, "--max-model-len");
+    const auto cp = FlagValue(a, "--enable-chunked-prefill");
+    const bool chunked_off =
+        (FlagValue(a, "--no-enable-chunked-prefill") && !HasFlag(a, "--enable-chunked-prefill")) ||
+        (cp && (ToLower(*cp) == "false" || *cp == "0"));
+    if (mbt && eff && *mbt < static_cast<double>(*eff)) {
+      f.severity = Severity::kFail;
+      f.title = fmt::format("{}: --max-num-batched-tokens {:.0f} is below max_num_seqs {} ({}): vLLM "
+                            "refuses to start (\"max_num_batched_tokens must be greater than or "
+                            "equal to max_num_seqs\")", who, *mbt, *eff, basis);
+      f.evidence.push_back(Num("max_num_seqs", static_cast<double>(*eff), ""));
+      f.evidence.push_back(Text("rule", "vllm/config/scheduler.py SchedulerConfig (v0.10.2+; "
+                                        "vllm/config.py before): max_num_batched_tokens >= max_num_seqs"));
+      f.advice = fmt::format("--max-num-batched-tokens {} or more (or lower --max-num-seqs)", *eff);
+    } else if (mbt && mml && chunked_off && *mbt < *mml) {
+      f.severity = Severity::kFail;
+      f.title = fmt::format("{}: --max-num-batched-tokens {:.0f} is below --max-model-len {:.0f} with "
+                            "chunked prefill off: vLLM refuses to start (a prompt that long could "
+                            "never be scheduled)", who, *mbt, *mml);
+      f.evidence.push_back(Num("max_model_len", *mml, ""));
+      f.evidence.push_back(Text("rule", "vllm/config/scheduler.py SchedulerConfig (v0.10.2+; "
+                                        "vllm/config.py before): without chunked prefill, "
+                                        "max_num_batched_tokens >= max_model_len"));
+      f.advice = fmt::format("--max-num-batched-tokens {:.0f}, or turn chunked prefill on "
+                             "(--enable-chunked-prefill)", *mml);
+    } else if (mbt && *mbt > 16384) {
       f.severity = Severity::kWarn;
       f.title = fmt::format("{}: --max-num-batched-tokens {:.0f}: long prefill chunks stall "
                             "running decodes (inter-token latency spikes)", who, *mbt);
@@ -1390,7 +1461,18 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
     auto bs = FlagDouble(a, "--block-size");
     Finding f = Make("config.block_size", L, Severity::kOk,
                      bs ? fmt::format("{}: --block-size {:.0f}", who, *bs) : who + ": default block size");
-    if (bs && *bs != 16) {
+    // The sizes vLLM's CLI accepts (vllm/config/cache.py BlockSize: Literal[1, 8, 16, 32, 64,
+    // 128] in v0.10, 256 added in v0.11); argparse rejects any other before the server starts.
+    const bool valid = !bs || *bs == 1 || *bs == 8 || *bs == 16 || *bs == 32 || *bs == 64 ||
+                       *bs == 128 || *bs == 256;
+    if (!valid) {
+      f.severity = Severity::kFail;
+      f.title = fmt::format("{}: --block-size {:.0f} is not one vLLM accepts (1, 8, 16, 32, 64, 128; "
+                            "256 from v0.11): the server does not start", who, *bs);
+      f.evidence.push_back(Text("rule", "vllm/config/cache.py BlockSize = Literal[1, 8, 16, 32, 64, "
+                                        "128] (v0.10), with 256 (v0.11+)"));
+      f.advice = "drop --block-size (default 16)";
+    } else if (bs && *bs != 16) {
       f.severity = Severity::kInfo;
       f.title = fmt::format("{}: --block-size {:.0f} (default 16): some attention kernels need "
                             "their own size; others may fall back", who, *bs);

@@ -955,3 +955,101 @@ TEST(HostRulesTest, SaturatedChildProcessThreads) {
 
 }  // namespace
 }  // namespace latdoc::rules
+
+namespace latdoc::rules {
+namespace {
+
+// AMD: amd-smi's THROTTLED while busy is gpu.throttle warn, naming the active violations; while
+// idle it is said, not judged (some firmware sets a thermal bit at idle); without amd-smi
+// there is no finding, as before.
+TEST(HostRulesTest, AmdThrottleFromAmdSmi) {
+  HostFacts f = OneNvidiaGpu();
+  auto& g = f.gpus[0];
+  g.vendor = "amd";
+  g.util_pct = Fact<int64_t>::Known(97);
+  EXPECT_FALSE(First(JudgeHost(f, {}), "gpu.throttle"));
+  g.throttle_status = Fact<std::string>::Known("THROTTLED", "amd-smi metric --json");
+  g.throttle_active = Fact<std::string>::Known("hbm_thermal, ppt", "amd-smi metric --json");
+  auto fs = JudgeHost(f, {});
+  ASSERT_TRUE(First(fs, "gpu.throttle"));
+  EXPECT_EQ(First(fs, "gpu.throttle")->severity, Severity::kWarn);
+  EXPECT_THAT(First(fs, "gpu.throttle")->title,
+              testing::EndsWith(": clocks throttled while busy (hbm_thermal, ppt)"));
+  g.util_pct = Fact<int64_t>::Known(0);
+  EXPECT_EQ(First(JudgeHost(f, {}), "gpu.throttle")->severity, Severity::kOk);
+  g.util_pct = Fact<int64_t>::Known(97);
+  g.throttle_status = Fact<std::string>::Known("UNTHROTTLED", "amd-smi metric --json");
+  g.throttle_active = Fact<std::string>::Known("", "amd-smi metric --json");
+  EXPECT_EQ(First(JudgeHost(f, {}), "gpu.throttle")->severity, Severity::kOk);
+}
+
+}  // namespace
+}  // namespace latdoc::rules
+
+namespace latdoc::rules {
+namespace {
+
+// net.retrans is judged by the share of segments once retransmits are many, however little was
+// sent: the live H200 host's sample with 160 retransmits against 113 segments sent.
+TEST(HostRulesTest, RetransmitsJudgedByRateInLittleTraffic) {
+  HostFacts f = Load("h200_live_retrans");
+  auto fs = JudgeHost(f, {});
+  const Finding* r = First(fs, "net.retrans");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->severity, Severity::kFail);
+  EXPECT_EQ(r->title, "TCP retransmits 141.6% of segments: each costs at least one RTO");
+  f.net.retrans_segs_delta = Fact<int64_t>::Known(3);   // a few in little traffic: not judged
+  EXPECT_EQ(First(JudgeHost(f, {}), "net.retrans")->title,
+            "too little TCP traffic in the sample to judge retransmits");
+  f.net.retrans_segs_delta = Fact<int64_t>::Known(30);
+  f.net.out_segs_delta = Fact<int64_t>::Known(2000);   // 1.5%: warn
+  EXPECT_EQ(First(JudgeHost(f, {}), "net.retrans")->severity, Severity::kWarn);
+}
+
+}  // namespace
+}  // namespace latdoc::rules
+
+namespace latdoc::rules {
+namespace {
+
+// Flag combinations vLLM refuses to start with are `fail`, citing vLLM's rule: the token
+// budget below max_num_seqs; below --max-model-len with chunked prefill off; a --block-size the
+// CLI rejects. (mi300x_built's server runs with --max-num-seqs 1024.)
+TEST(HostRulesTest, FlagsVllmRefusesAreFail) {
+  HostFacts f = Load("mi300x_built");
+  ASSERT_TRUE(f.server.has_value());
+  const std::vector<std::string> base = f.server->argv;
+  auto judge = [&](std::vector<std::string> extra, const char* id) {
+    f.server->argv = base;
+    f.server->argv.insert(f.server->argv.end(), extra.begin(), extra.end());
+    return One(JudgeHost(f, {}), id);
+  };
+  Finding mbt = judge({"--max-num-batched-tokens", "512"}, "config.max_num_batched_tokens");
+  EXPECT_EQ(SeverityName(mbt.severity), "fail");
+  EXPECT_THAT(mbt.title, HasSubstr("--max-num-batched-tokens 512 is below max_num_seqs 1024"));
+  EXPECT_THAT(mbt.advice, HasSubstr("--max-num-batched-tokens 1024"));
+  // Above max_num_seqs, below max_model_len: refused only with chunked prefill off.
+  Finding on = judge({"--max-num-batched-tokens", "4096", "--max-model-len", "32k"},
+                     "config.max_num_batched_tokens");
+  EXPECT_EQ(SeverityName(on.severity), "ok");
+  for (std::vector<std::string> off : {std::vector<std::string>{"--no-enable-chunked-prefill"},
+                                       std::vector<std::string>{"--enable-chunked-prefill", "False"},
+                                       std::vector<std::string>{"--enable-chunked-prefill=false"}}) {
+    std::vector<std::string> extra = {"--max-num-batched-tokens", "4096", "--max-model-len", "32k"};
+    extra.insert(extra.end(), off.begin(), off.end());
+    Finding x = judge(extra, "config.max_num_batched_tokens");
+    EXPECT_EQ(SeverityName(x.severity), "fail") << off[0];
+    EXPECT_THAT(x.title, HasSubstr("below --max-model-len 32000 with chunked prefill off")) << off[0];
+  }
+  for (const char* bs : {"24", "512", "0"}) {
+    Finding b = judge({"--block-size", bs}, "config.block_size");
+    EXPECT_EQ(SeverityName(b.severity), "fail") << bs;
+    EXPECT_THAT(b.title, HasSubstr("is not one vLLM accepts")) << bs;
+  }
+  for (const char* bs : {"1", "8", "64", "128", "256"}) {
+    EXPECT_EQ(SeverityName(judge({"--block-size", bs}, "config.block_size").severity), "info") << bs;
+  }
+}
+
+}  // namespace
+}  // namespace latdoc::rules

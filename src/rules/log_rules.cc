@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "rules/host_rules.h"
+#include "rules/log_verdicts.h"
 
 namespace latdoc::rules {
 namespace {
@@ -109,7 +110,14 @@ void Queueing(const LogFacts& f, std::vector<Finding>& out) {
     fi.evidence.push_back(Num("throughput_fell_while_queue_grew", static_cast<double>(saturation),
                               "intervals"));
   }
-  if (peak_kv >= logs::kKvHighPct) {
+  const bool not_admitting = std::any_of(out.begin(), out.end(), [](const Finding& x) {
+    return x.id == "logs.admission_stalled" || x.id == "logs.no_progress";
+  });
+  if (not_admitting) {
+    fi.advice = "Requests waited because the scheduler was not admitting them, not for lack of "
+                "batch room: see logs.admission_stalled / logs.no_progress (raising "
+                "--max-num-seqs will not help)";
+  } else if (peak_kv >= logs::kKvHighPct) {
     fi.advice = fmt::format(
         "The KV cache was full ({:.1f}%) while requests waited: give it more memory "
         "(--gpu-memory-utilization 0.95, --kv-cache-dtype fp8) or admit fewer sequences "
@@ -448,6 +456,7 @@ void StatsMissing(const LogFacts& f, std::vector<Finding>& out) {
 std::vector<Finding> EvaluateLogRules(const logs::LogFacts& facts,
                                       std::optional<int64_t> sweep_knee_concurrency) {
   std::vector<Finding> out;
+  EvaluateLogVerdicts(facts, out);
   Queueing(facts, out);
   KvPressure(facts, out);
   Preemptions(facts, out);

@@ -4,6 +4,8 @@
 // Pure functions: facts in, findings out; no I/O, no clocks. Ids are stable:
 //   logs.queueing  logs.kv_pressure  logs.preemptions  logs.stats_gap  logs.errors
 //   logs.request_logging_on  logs.access_log_on  logs.debug_logging  logs.stats_missing
+// and the verdicts of log_verdicts.h (logs.engine_died, logs.admission_stalled, logs.no_progress,
+// logs.throughput_collapse, logs.prefill_starvation).
 // and, from vLLM's startup line "non-default args: {...}", the config.* ids of host_rules.h.
 // A check that ran and found nothing returns an `ok` finding; a check with nothing to look at
 // (no stats lines) returns nothing.

@@ -142,7 +142,9 @@ std::string SysfsPerfLevel(std::string_view amdsmi_name) {
 void FillFromAmdSmi(const ProbeContext& ctx, std::vector<GpuFacts>& gpus,
                     std::vector<std::string>* notes) {
   bool need = false;
-  for (const auto& g : gpus) need |= !g.perf_level.known() || !g.util_pct.known();
+  for (const auto& g : gpus) {
+    need |= !g.perf_level.known() || !g.util_pct.known() || !g.throttle_status.known();
+  }
   if (!need) return;
   auto r = ctx.runner->Run({"amd-smi", "metric", "--json"}, ctx.command_timeout_ns);
   if (!r.ok() || r->exit_code != 0) return;
@@ -155,6 +157,9 @@ void FillFromAmdSmi(const ProbeContext& ctx, std::vector<GpuFacts>& gpus,
   for (size_t i = 0; i < gpus.size() && i < j.size(); ++i) {
     const auto& e = j[i];
     GpuFacts& g = gpus[i];
+    // The vendor source names amd-smi when it gave a fact the rules read in place of sysfs
+    // or rocm-smi's (perf level, load); the throttle status comes only from it.
+    const bool had = g.perf_level.known() && g.util_pct.known();
     if (!g.perf_level.known() && e.contains("perf_level") && e["perf_level"].is_string()) {
       g.perf_level = Fact<std::string>::Known(SysfsPerfLevel(e["perf_level"].get<std::string>()),
                                               "amd-smi metric --json");
@@ -166,7 +171,37 @@ void FillFromAmdSmi(const ProbeContext& ctx, std::vector<GpuFacts>& gpus,
         g.util_pct = Fact<int64_t>::Known(v.get<int64_t>(), "amd-smi metric --json");
       }
     }
-    g.vendor_source = "amdgpu-sysfs+amd-smi";
+    // Throttling, as amd-smi shows it:
+    //   "power": {..., "throttle_status": "THROTTLED"}        (Navi, MI1xx/MI2xx; MI300 "N/A")
+    //   "throttle": {"ppt_violation_status": "ACTIVE", "socket_thermal_violation_status":
+    //                "NOT ACTIVE", ...}                         (MI300 and later, ROCm 6.4+)
+    if (e.contains("power") && e["power"].is_object()) {
+      const auto& ts = e["power"].value("throttle_status", nlohmann::json());
+      if (ts.is_string() && (ts == "THROTTLED" || ts == "UNTHROTTLED")) {
+        g.throttle_status = Fact<std::string>::Known(ts.get<std::string>(), "amd-smi metric --json");
+      }
+    }
+    if (e.contains("throttle") && e["throttle"].is_object()) {
+      std::string active;
+      bool any = false;
+      for (const auto& [key, v] : e["throttle"].items()) {
+        const std::string suffix = "_violation_status";
+        if (key.size() <= suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+            !v.is_string()) {
+          continue;
+        }
+        any = true;
+        if (v == "ACTIVE") active += (active.empty() ? "" : ", ") + key.substr(0, key.size() - suffix.size());
+      }
+      if (any) {
+        g.throttle_active = Fact<std::string>::Known(active, "amd-smi metric --json");
+        if (!g.throttle_status.known()) {
+          g.throttle_status = Fact<std::string>::Known(active.empty() ? "UNTHROTTLED" : "THROTTLED",
+                                                       "amd-smi metric --json");
+        }
+      }
+    }
+    if (!had) g.vendor_source = "amdgpu-sysfs+amd-smi";
   }
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "host/collector.h"
@@ -186,6 +187,38 @@ TEST(AmdVendorTest, RunningClockAndUnknownDeviceId) {
   EXPECT_EQ(g.sm_clock_mhz.value_or(0), 1300);
   EXPECT_EQ(g.sclk_deep_sleep.value_or(true), false);
   EXPECT_EQ(g.name.value_or(""), "AMD GPU");
+}
+
+}  // namespace
+}  // namespace latdoc::host
+
+namespace latdoc::host {
+namespace {
+
+// `amd-smi metric --json` as MI300-class hosts print it (tests/data/host/corpus): the power
+// section's throttle_status per GPU becomes the facts gpu.throttle judges; a "throttle" section
+// (ROCm 6.4+) names the active violations.
+TEST(AmdVendorTest, AmdSmiThrottleStatusIsRead) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  std::ifstream in("tests/data/host/corpus/amd_smi_metric_throttle.json");
+  std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(json.empty());
+  t.Write("/.commands/amd-smi.1.out", json);
+  HostFacts f = Collect(t.root());
+  ASSERT_GE(f.gpus.size(), 2u);
+  EXPECT_EQ(f.gpus[0].throttle_status.value_or("?"), "THROTTLED");
+  EXPECT_EQ(f.gpus[0].throttle_status.source, "amd-smi metric --json");
+  EXPECT_EQ(f.gpus[1].throttle_status.value_or("?"), "UNTHROTTLED");
+
+  t.Write("/.commands/amd-smi.1.out",
+          "[{\"gpu\": 0, \"throttle\": {\"ppt_violation_status\": \"ACTIVE\", "
+          "\"socket_thermal_violation_status\": \"NOT ACTIVE\", \"hbm_thermal_violation_status\": "
+          "\"ACTIVE\"}}, {\"gpu\": 1, \"throttle\": {\"ppt_violation_status\": \"NOT ACTIVE\"}}]");
+  f = Collect(t.root());
+  EXPECT_EQ(f.gpus[0].throttle_status.value_or("?"), "THROTTLED");
+  EXPECT_EQ(f.gpus[0].throttle_active.value_or("?"), "hbm_thermal, ppt");
+  EXPECT_EQ(f.gpus[1].throttle_status.value_or("?"), "UNTHROTTLED");
+  EXPECT_EQ(f.gpus[1].throttle_active.value_or("?"), "");
 }
 
 }  // namespace
