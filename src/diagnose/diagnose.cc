@@ -788,7 +788,17 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
     auto ms = [&](const char* k) {
       return w.contains(k) && w[k].is_number() ? fmt::format("{:.1f} ms", w[k].get<double>()) : std::string("n/a");
     };
-    if (w.contains("network_ms")) {
+    if (w.contains("unsplit_ms")) {
+      // A server whose metrics time only some parts (llama.cpp, TGI): what they do not time
+      // stays one inferred rest, and the line says what is not measurable there.
+      out += fmt::format(
+          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + rest {} "
+          "(inferred, not split)\n",
+          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("unsplit_ms"));
+      if (w.contains("not_measurable") && w["not_measurable"].is_string() &&
+          !w["not_measurable"].get<std::string>().empty())
+        out += "  " + w["not_measurable"].get<std::string>() + "\n";
+    } else if (w.contains("network_ms")) {
       out += fmt::format(
           "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network {} "
           "(measured by the probe) + front end {} (inferred)\n",

@@ -114,7 +114,8 @@ ordered_json Waterfall(const ordered_json& diagnosis) {
       {"network_and_front_end_ms", "network + front end"},
       {"queue_ms", "queue"},
       {"prefill_ms", "prefill"},
-      {"server_other_ms", "server other"}};
+      {"server_other_ms", "server other"},
+      {"unsplit_ms", "rest (not split)"}};  // servers whose metrics time only some parts
   // With the network probed (diagnose), its part is measured and only the front end inferred.
   static const std::pair<const char*, const char*> kProbedParts[] = {
       {"network_ms", "network (measured)"},
