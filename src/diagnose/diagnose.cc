@@ -109,6 +109,7 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
   s.hi = o.sweep_max;
   s.slo = o.slo;
   s.input_len = o.workload.input_len;
+  s.output_len = o.workload.output_len;
   auto runner = loadgen::MakeBenchStepRunner(b, w);
   auto r = loadgen::RunSweep(*runner, s, [&](const loadgen::SweepStep& step) {
     Say(o, fmt::format("sweep: concurrency {:g}", step.load));
