@@ -28,6 +28,7 @@
 #include "rules/log_rules.h"
 #include "rules/net_rules.h"
 #include "rules/trace_rules.h"
+#include "servermetrics/server_dialect.h"
 #include "trace/analysis/trace_analysis.h"
 #include "trace/importers/registry.h"
 
@@ -529,6 +530,14 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       doc["bench"] = load;
       const ordered_json& srv = load["server_metrics"];
       if (srv.contains("ttft_breakdown")) doc["ttft_waterfall"] = srv["ttft_breakdown"];
+      if (o.net_samples <= 0 && doc.contains("ttft_waterfall") &&
+          doc["ttft_waterfall"].contains("unsplit_ms")) {
+        // No server TTFT to subtract (llama.cpp, TGI): the network part is not inferred either.
+        layers["network"] = fmt::format(
+            "not measurable: {} gives no server TTFT to subtract from the client's; probe off",
+            servermetrics::ServerKindLabel(servermetrics::ServerKindFromId(
+                srv.contains("server") && srv["server"].is_string() ? srv["server"].get<std::string>() : "")));
+      }
       Append(all, rules::EvaluateLoadRules(base, load));
       if (o.sweep && !stopped()) {
         Say(o, fmt::format("sweep: concurrency 1 to {}", o.sweep_max));

@@ -391,8 +391,9 @@ void SpeakServerDialect(const SweepOptions& o, SweepResult& r) {
       Recommendation ctx{"--ctx-size", std::nullopt, ""};
       if (seqs.value && per_request > 0) {
         ctx.value = context_for(*seqs.value);
-        ctx.reason = fmt::format("-c for short: llama.cpp splits it across the {} slot{}, and each "
-                                 "holds a prompt and its output ({} + {} tokens), rounded up to {}",
+        ctx.reason = fmt::format("-c for short; at least this: llama.cpp splits it across the {} "
+                                 "slot{}, and each must hold a prompt and its output ({} + {} "
+                                 "tokens of this workload), rounded up to {}",
                                  *seqs.value, *seqs.value == 1 ? "" : "s", o.input_len, o.output_len, *ctx.value);
       } else {
         ctx.reason = seqs.value ? "give each of the --parallel slots room for a prompt and its "

@@ -50,6 +50,10 @@ constexpr Phrases kLlamaCpp[] = {
      "give its HTTP side more threads (`--threads-http`) and keep `--verbose` off"},
     {"(drop `--enable-log-requests`, `--disable-uvicorn-access-log`, `VLLM_LOGGING_LEVEL=INFO`)",
      "(no `--verbose`, no `--log-verbosity` above the default)"},
+    {"the scheduler is host-bound (Python/GIL): try `--async-scheduling` and keep CUDA/HIP graphs "
+     "on (no `--enforce-eager`)",
+     "the decode loop is host-bound: give it its own cores (`--threads`, `--threads-batch`, "
+     "`--cpu-range`)"},
     {"try `--async-scheduling` and keep CUDA/HIP graphs on (no `--enforce-eager`)",
      "give the decode loop its own cores (`--threads`, `--threads-batch`, `--cpu-range`)"},
     {"--gpu-memory-utilization, a smaller --max-model-len",
@@ -98,6 +102,8 @@ constexpr Phrases kTgi[] = {
      "check the router's `--max-concurrent-requests` and `--max-waiting-tokens`"},
     {"(drop `--enable-log-requests`, `--disable-uvicorn-access-log`, `VLLM_LOGGING_LEVEL=INFO`)",
      "(`RUST_LOG=info`, no `--json-output` to a slow sink)"},
+    {"(Python/GIL): try `--async-scheduling` and keep CUDA/HIP graphs on (no `--enforce-eager`)",
+     "(the Python shard): keep CUDA graphs on (`--cuda-graphs`)"},
     {"try `--async-scheduling` and keep CUDA/HIP graphs on (no `--enforce-eager`)",
      "keep CUDA graphs on (`--cuda-graphs`)"},
     {"--gpu-memory-utilization, a smaller --max-model-len",

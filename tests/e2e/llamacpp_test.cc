@@ -189,6 +189,8 @@ TEST_F(LlamaCppTest, DiagnoseSplitsTtftAndAdvisesInLlamaCppFlags) {
   ASSERT_TRUE(w.is_object()) << d.dump(1).substr(0, 2000);
   EXPECT_TRUE(w.contains("unsplit_ms"));
   EXPECT_TRUE(w["prefill_ms"].is_number());
+  EXPECT_EQ(d["layers"]["network"],
+            "not measurable: llama.cpp gives no server TTFT to subtract from the client's; probe off");
   EXPECT_THAT(r.out, HasSubstr("Where TTFT goes (mean "));
   EXPECT_THAT(r.out, HasSubstr("(inferred, not split)"));
   EXPECT_THAT(r.out, HasSubstr("queue time and server TTFT are not measurable on llama.cpp"));
