@@ -7,7 +7,9 @@
 #   test   build, plus what the tests run: curl, python3 (with PyYAML for the manifest check),
 #          Chromium (tests/browser), Prometheus (the exporter's and fleet's end-to-end tests run
 #          a real Prometheus and promtool), iproute2 (the network-namespace tests) and the
-#          openssl command (the TLS proxy's certificates).
+#          openssl command (the TLS proxy's certificates); git and python3-numpy for the
+#          llama.cpp end-to-end test (scripts/build-llama-server.sh clones llama.cpp from the
+#          npm package node-llama-cpp; scripts/make-tiny-gguf.py writes its model with numpy).
 set -euo pipefail
 
 set_name="${1:-test}"
@@ -26,6 +28,7 @@ pkgs=(
 )
 if [ "$set_name" = test ]; then
   pkgs+=(curl python3 python3-yaml chromium prometheus iproute2 openssl)
+  pkgs+=(git python3-numpy)
 fi
 # Node.js and npm build the HTML report's assets; the machine may already have them (not from apt).
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

@@ -207,6 +207,7 @@ int RunSweepCommand(SweepArgs& a) {
     random = a.random;  // drawn per round by the runner
     described = a.random;
     s.input_len = a.random.input_len;
+    s.output_len = a.random.output_len;
   }
   // Output paths are checked before any load is sent (no sweep lost to a typo).
   for (const std::string* p : {&a.json_out, &a.csv_out, &a.svg_out}) {

@@ -28,6 +28,7 @@
 #include "rules/log_rules.h"
 #include "rules/net_rules.h"
 #include "rules/trace_rules.h"
+#include "servermetrics/server_dialect.h"
 #include "trace/analysis/trace_analysis.h"
 #include "trace/importers/registry.h"
 
@@ -109,6 +110,7 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
   s.hi = o.sweep_max;
   s.slo = o.slo;
   s.input_len = o.workload.input_len;
+  s.output_len = o.workload.output_len;
   auto runner = loadgen::MakeBenchStepRunner(b, w);
   auto r = loadgen::RunSweep(*runner, s, [&](const loadgen::SweepStep& step) {
     Say(o, fmt::format("sweep: concurrency {:g}", step.load));
@@ -529,6 +531,14 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       doc["bench"] = load;
       const ordered_json& srv = load["server_metrics"];
       if (srv.contains("ttft_breakdown")) doc["ttft_waterfall"] = srv["ttft_breakdown"];
+      if (o.net_samples <= 0 && doc.contains("ttft_waterfall") &&
+          doc["ttft_waterfall"].contains("unsplit_ms")) {
+        // No server TTFT to subtract (llama.cpp, TGI): the network part is not inferred either.
+        layers["network"] = fmt::format(
+            "not measurable: {} gives no server TTFT to subtract from the client's; probe off",
+            servermetrics::ServerKindLabel(servermetrics::ServerKindFromId(
+                srv.contains("server") && srv["server"].is_string() ? srv["server"].get<std::string>() : "")));
+      }
       Append(all, rules::EvaluateLoadRules(base, load));
       if (o.sweep && !stopped()) {
         Say(o, fmt::format("sweep: concurrency 1 to {}", o.sweep_max));
@@ -789,7 +799,17 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
     auto ms = [&](const char* k) {
       return w.contains(k) && w[k].is_number() ? fmt::format("{:.1f} ms", w[k].get<double>()) : std::string("n/a");
     };
-    if (w.contains("network_ms")) {
+    if (w.contains("unsplit_ms")) {
+      // A server whose metrics time only some parts (llama.cpp, TGI): what they do not time
+      // stays one inferred rest, and the line says what is not measurable there.
+      out += fmt::format(
+          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + rest {} "
+          "(inferred, not split)\n",
+          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("unsplit_ms"));
+      if (w.contains("not_measurable") && w["not_measurable"].is_string() &&
+          !w["not_measurable"].get<std::string>().empty())
+        out += "  " + w["not_measurable"].get<std::string>() + "\n";
+    } else if (w.contains("network_ms")) {
       out += fmt::format(
           "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network {} "
           "(measured by the probe) + front end {} (inferred)\n",

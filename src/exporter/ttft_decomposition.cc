@@ -2,12 +2,10 @@
 
 #include <cmath>
 
+#include "servermetrics/server_dialect.h"
+
 namespace latdoc::exporter {
 namespace {
-
-std::optional<double> Mean(const std::optional<servermetrics::HistogramDelta>& h) {
-  return h ? h->mean() : std::nullopt;
-}
 
 // Differences of means carry float noise (3e-18 s for an exact 0); keep whole nanoseconds.
 double Ns(double s) { return std::round(s * 1e9) / 1e9; }
@@ -15,13 +13,16 @@ double Ns(double s) { return std::round(s * 1e9) / 1e9; }
 }  // namespace
 
 TtftDecomposition DecomposeTtft(const servermetrics::SnapshotDelta& delta,
-                                std::optional<double> client_ttft_mean_s) {
+                                std::optional<double> client_ttft_mean_s,
+                                servermetrics::ServerKind kind) {
   TtftDecomposition d;
   d.client_s = client_ttft_mean_s;
-  d.server_s = Mean(delta.ttft_s);
-  d.queue_s = Mean(delta.queue_s);
-  d.prefill_s = Mean(delta.prefill_s);
-  if (delta.ttft_s) d.server_requests = delta.ttft_s->count;
+  // The interval's other traffic is unknown: no request count to divide llama.cpp's sums by.
+  const servermetrics::TtftParts parts = servermetrics::MeanTtftParts(kind, delta);
+  d.server_s = parts.server_ttft_s;
+  d.queue_s = parts.queue_s;
+  d.prefill_s = parts.prefill_s;
+  if (delta.ttft_s && d.server_s) d.server_requests = delta.ttft_s->count;
   if (d.server_s && d.queue_s && d.prefill_s) {
     d.server_other_s = Ns(*d.server_s - *d.queue_s - *d.prefill_s);
   }

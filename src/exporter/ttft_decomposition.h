@@ -29,8 +29,12 @@ struct TtftDecomposition {
 };
 
 // Every part is nullopt when its inputs were not measured in the interval (no observation in
-// a histogram delta, no successful canary).
+// a histogram delta, no successful canary). `kind` picks what the server's metrics measure
+// (servermetrics::MeanTtftParts): SGLang has no prefill histogram, TGI no TTFT histogram, and
+// llama.cpp times no part per request that an interval of unknown traffic could divide, so on
+// llama.cpp only the client's TTFT is known; vLLM and an unknown server as today.
 TtftDecomposition DecomposeTtft(const servermetrics::SnapshotDelta& delta,
-                                std::optional<double> client_ttft_mean_s);
+                                std::optional<double> client_ttft_mean_s,
+                                servermetrics::ServerKind kind = servermetrics::ServerKind::kUnknown);
 
 }  // namespace latdoc::exporter

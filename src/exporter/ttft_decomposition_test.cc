@@ -71,5 +71,31 @@ TEST(TtftDecompositionTest, PartialInputs) {
   EXPECT_NEAR(*without.server_s, 0.5, 1e-12);
 }
 
+// The same interval from SGLang (a TTFT and a queue histogram, no prefill one) and from
+// llama.cpp (no per-request histogram at all): only what each measures is filled.
+TEST(TtftDecompositionTest, EachServerGivesWhatItsMetricsMeasure) {
+  ServerSnapshot a, b;
+  a.ttft_s = Hist(5.0, 10);
+  b.ttft_s = Hist(5.8, 14);
+  a.queue_s = Hist(1.0, 10);
+  b.queue_s = Hist(1.2, 14);
+  a.prompt_seconds_total = 1.0;
+  b.prompt_seconds_total = 1.4;
+  const servermetrics::SnapshotDelta delta = servermetrics::Delta(a, b);
+
+  TtftDecomposition s = DecomposeTtft(delta, 0.26, servermetrics::ServerKind::kSglang);
+  ASSERT_TRUE(s.server_s && s.queue_s && s.network_front_end_s);
+  EXPECT_NEAR(*s.server_s, 0.2, 1e-12);
+  EXPECT_NEAR(*s.queue_s, 0.05, 1e-12);
+  EXPECT_FALSE(s.prefill_s);
+  EXPECT_FALSE(s.server_other_s);  // needs the prefill part
+  EXPECT_NEAR(*s.network_front_end_s, 0.06, 1e-12);
+
+  TtftDecomposition l = DecomposeTtft(delta, 0.26, servermetrics::ServerKind::kLlamaCpp);
+  EXPECT_EQ(l.client_s, 0.26);
+  EXPECT_FALSE(l.server_s || l.queue_s || l.prefill_s || l.server_other_s || l.network_front_end_s);
+  EXPECT_EQ(l.server_requests, 0);
+}
+
 }  // namespace
 }  // namespace latdoc::exporter

@@ -1,5 +1,8 @@
 #include "loadgen/record.h"
 
+#include <cctype>
+#include <string>
+
 #include <fmt/core.h>
 
 namespace latdoc::loadgen {
@@ -16,8 +19,19 @@ std::string_view OutcomeName(Outcome o) {
     case Outcome::kReset: return "reset";
     case Outcome::kProtocol: return "protocol";
     case Outcome::kCancelled: return "cancelled";
+    case Outcome::kInvalidOutput: return "invalid_output";
   }
   return "?";
+}
+
+bool IsInvalidOutputError(std::string_view message) {
+  std::string m(message);
+  for (char& c : m) c = char(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view needle : {"invalid utf-8", "failed to parse input at pos",
+                                  "does not match the expected"}) {
+    if (m.find(needle) != std::string::npos) return true;
+  }
+  return false;
 }
 
 std::string_view TokenMethodName(TokenMethod m) {
@@ -142,7 +156,12 @@ void StreamAccountant::Finish(bool body_complete, int64_t now) {
     r.output_tokens = int(*final_usage_);
   }
   if (r.outcome != Outcome::kPending) return;  // already failed (HTTP status, reset, ...)
-  if (error_) {
+  if (error_ && IsInvalidOutputError(error_message_)) {
+    r.outcome = Outcome::kInvalidOutput;
+    r.error = "the model's output is not valid UTF-8 (a byte token that cuts a character, often "
+              "at max_tokens on a small or random-weight model), so the server ended the stream "
+              "with an error event: " + error_message_;
+  } else if (error_) {
     r.outcome = Outcome::kStreamError;
     r.error = error_message_;
   } else if (!done_ || !body_complete) {

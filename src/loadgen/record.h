@@ -23,9 +23,18 @@
 
 namespace latdoc::loadgen {
 
+// kInvalidOutput: the server sent an error event because the model's output was not valid
+// UTF-8 (IsInvalidOutputError), a fault of the model's tokens, not of the serving path.
 enum class Outcome { kPending, kOk, kConnect, kTimeout, kHttpStatus, kStreamError, kCutShort,
-                     kReset, kProtocol, kCancelled };
+                     kReset, kProtocol, kCancelled, kInvalidOutput };
 std::string_view OutcomeName(Outcome o);
+
+// True when an error event's message says the server could not encode or parse the model's
+// output as text: llama.cpp's "[json.exception.type_error.316] invalid UTF-8 byte at index N:
+// 0xXX" (builds before ggml-org/llama.cpp#9210 replaced such bytes), its chat parser's "Failed
+// to parse input at pos N" and "does not match the expected ... format" (ggml-org/llama.cpp
+// #24327).
+bool IsInvalidOutputError(std::string_view message);
 
 enum class TokenMethod { kUsagePerChunk, kUsageFinal, kChunks };
 std::string_view TokenMethodName(TokenMethod m);

@@ -15,6 +15,7 @@
 #include "base/secrets.h"
 #include "http/client.h"
 #include "servermetrics/metric_names.h"
+#include "servermetrics/server_dialect.h"
 #include "stats/sample_summary.h"
 
 namespace latdoc::loadgen {
@@ -361,6 +362,15 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   }
   j["start_mono_ns"] = run.start_ns;  // CLOCK_MONOTONIC at the start: aligns --save-requests times
 
+  // Which server answered, and how latdoc knows.
+  const servermetrics::ServerIdentity identity = servermetrics::IdentifyServer(
+      run.metrics_available ? run.after.kind : servermetrics::ServerKind::kUnknown, run.owned_by);
+  j["server_kind"] = {{"id", servermetrics::ServerKindId(identity.kind)},
+                      {"name", identity.kind == servermetrics::ServerKind::kUnknown
+                                   ? ordered_json(nullptr)
+                                   : ordered_json(servermetrics::ServerKindLabel(identity.kind))},
+                      {"evidence", identity.evidence}};
+
   // Server-side attribution from the /metrics deltas.
   ordered_json srv;
   srv["metrics_available"] = run.metrics_available;
@@ -382,13 +392,25 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
     auto q_ms = [](const std::optional<servermetrics::HistogramDelta>& h, double q) {
       return h ? Ms(h->Quantile(q)) : std::nullopt;
     };
-    srv["ttft_mean_ms"] = Opt(mean_ms(d.ttft_s));
+    // What of TTFT this server's metrics measure (servermetrics/server_dialect.h): llama.cpp's
+    // prefill is its summed prompt time over the requests that got a first token here.
+    const servermetrics::ServerKind kind = run.after.kind;
+    const servermetrics::TtftParts parts =
+        servermetrics::MeanTtftParts(kind, d, double(ttfts.size()));
+    srv["server_kind"] = servermetrics::ServerKindId(kind);
+    srv["ttft_mean_ms"] = Opt(Ms(parts.server_ttft_s));
     srv["ttft_p50_ms"] = Opt(q_ms(d.ttft_s, 0.5));
     srv["ttft_p99_ms"] = Opt(q_ms(d.ttft_s, 0.99));
-    srv["queue_mean_ms"] = Opt(mean_ms(d.queue_s));
-    srv["prefill_mean_ms"] = Opt(mean_ms(d.prefill_s));
+    srv["queue_mean_ms"] = Opt(Ms(parts.queue_s));
+    srv["prefill_mean_ms"] = Opt(Ms(parts.prefill_s));
     srv["decode_mean_ms"] = Opt(mean_ms(d.decode_s));
-    srv["itl_mean_ms"] = Opt(mean_ms(d.itl_s));
+    std::optional<double> itl_ms = mean_ms(d.itl_s);
+    if (!itl_ms && kind == servermetrics::ServerKind::kLlamaCpp && d.generation_seconds &&
+        d.generation_tokens && *d.generation_tokens > 0) {
+      // llama.cpp sums each request's generation time: per token, a slot's step time.
+      itl_ms = *d.generation_seconds / *d.generation_tokens * 1e3;
+    }
+    srv["itl_mean_ms"] = Opt(itl_ms);
     srv["e2e_mean_ms"] = Opt(mean_ms(d.e2e_s));
     // A counter or histogram that went down between the first and the last scrape: the server
     // restarted during the run, and its figures cover only the time since.
@@ -412,16 +434,19 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
     srv["timeline"] = tl;
     // TTFT = client queue (open loop: scheduled -> sent, measured) + queue + prefill (server,
     // measured) + network and front end (client - client queue - server, inferred).
-    auto server_ttft = mean_ms(d.ttft_s);
-    auto queue = mean_ms(d.queue_s);
-    auto prefill = mean_ms(d.prefill_s);
+    auto server_ttft = Ms(parts.server_ttft_s);
+    auto queue = Ms(parts.queue_s);
+    auto prefill = Ms(parts.prefill_s);
+    auto ms2 = [](std::optional<double> v) { return v ? FormatFixed(*v, 2) + " ms" : std::string("n/a"); };
+    const bool vllm_like =
+        kind == servermetrics::ServerKind::kVllm || kind == servermetrics::ServerKind::kUnknown;
     if (d.counter_reset) {
       // The client's TTFT covers the whole run, the server's only the time since its restart:
       // their difference would be no network time at all.
       breakdown_text =
           "Server restarted during the run (its counters went down): server figures cover only "
           "the time since, and TTFT is not split\n";
-    } else if (mean_client_ttft_ms && server_ttft) {
+    } else if (mean_client_ttft_ms && server_ttft && vllm_like) {
       ordered_json b;
       b["client_ttft_ms"] = *mean_client_ttft_ms;
       b["client_queue_ms"] = *mean_client_queue_ms;
@@ -438,13 +463,51 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                   "client TTFT - client queue - server TTFT (inferred)";
       srv["ttft_breakdown"] = b;
       const bool client_queued = *mean_client_queue_ms >= 0.005;
-      auto ms2 = [](std::optional<double> v) { return v ? FormatFixed(*v, 2) + " ms" : std::string("n/a"); };
       breakdown_text = fmt::format(
           "TTFT breakdown (mean): client {} = {}queue {} + prefill {} + other server {} + "
           "network and front end {}\n",
           ms2(*mean_client_ttft_ms),
           client_queued ? "client queue " + ms2(*mean_client_queue_ms) + " + " : "",
           ms2(queue), ms2(prefill), ms2(other), ms2(net));
+    } else if (mean_client_ttft_ms && !vllm_like && (server_ttft || queue || prefill)) {
+      // SGLang, TGI, llama.cpp: the parts their metrics measure, and one inferred rest.
+      const std::string_view label = servermetrics::ServerKindLabel(kind);
+      ordered_json b;
+      b["client_ttft_ms"] = *mean_client_ttft_ms;
+      b["client_queue_ms"] = *mean_client_queue_ms;
+      b["server_ttft_ms"] = Opt(server_ttft);
+      b["queue_ms"] = Opt(queue);
+      b["prefill_ms"] = Opt(prefill);
+      std::string text = fmt::format("TTFT breakdown (mean, {}): client {} = ", label,
+                                     ms2(*mean_client_ttft_ms));
+      if (*mean_client_queue_ms >= 0.005) text += "client queue " + ms2(*mean_client_queue_ms) + " + ";
+      if (queue) text += "queue " + ms2(queue) + " + ";
+      if (prefill) text += "prefill " + ms2(prefill) + " + ";
+      if (server_ttft) {
+        const double net = *mean_client_ttft_ms - *mean_client_queue_ms - *server_ttft;
+        const double other = *server_ttft - queue.value_or(0) - prefill.value_or(0);
+        b["network_and_front_end_ms"] = net;
+        b["server_other_ms"] = other;
+        text += fmt::format("other server {} + network and front end {}", ms2(other), ms2(net));
+      } else {
+        // No server TTFT: what the metrics do not time stays one inferred rest.
+        const double rest =
+            *mean_client_ttft_ms - *mean_client_queue_ms - queue.value_or(0) - prefill.value_or(0);
+        b["network_and_front_end_ms"] = nullptr;
+        b["server_other_ms"] = nullptr;
+        b["unsplit_ms"] = rest;
+        text += fmt::format("rest {} ({}network, front end and the first decode step: not split)",
+                            ms2(rest), queue ? "" : "server queue, ");
+      }
+      b["not_measurable"] = parts.not_measurable;
+      b["note"] = fmt::format("means over the run; measured parts from {}'s /metrics; the rest "
+                              "inferred (client TTFT - client queue - measured parts)", label);
+      srv["ttft_breakdown"] = b;
+      breakdown_text = text + "\n";
+      if (!parts.not_measurable.empty()) breakdown_text += "  " + parts.not_measurable + "\n";
+    } else if (mean_client_ttft_ms && !vllm_like) {
+      breakdown_text = fmt::format("TTFT split: not measurable on {} ({})\n",
+                                   servermetrics::ServerKindLabel(kind), parts.not_measurable);
     }
   } else if (!run.metrics_error.empty()) {
     srv["error"] = run.metrics_error;
@@ -492,9 +555,16 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
                                        "kept, not completed)", out.failures.cancelled,
                                        out.failures.cancelled == 1 ? "" : "s"));
   }
+  // The server as its /metrics named it (a merge of shards passes the shards' metrics in).
+  const std::string server_name = metrics_shown && srv.contains("server") && srv["server"].is_string()
+                                      ? srv["server"].get<std::string>() : "";
+  std::string server_label = ServerLabel(o.url, server_name);
+  if (identity.kind != servermetrics::ServerKind::kUnknown && server_name.empty()) {
+    server_label += fmt::format(" ({}, from its {})", servermetrics::ServerKindLabel(identity.kind),
+                                ToTerminalText(identity.evidence));
+  }
   t += fmt::format("Model: {}\nServer: {}\n", run.model.empty() ? "n/a" : ToTerminalText(run.model),
-                   ServerLabel(o.url, metrics_shown && srv.contains("server") && srv["server"].is_string()
-                                          ? srv["server"].get<std::string>() : ""));
+                   server_label);
   line("Successful requests:", std::to_string(completed));
   line("Failed requests:", std::to_string(failed));
   for (const auto& [k, v] : failures) line(fmt::format("  {}:", k), std::to_string(v));

@@ -761,6 +761,7 @@ StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
 
   // The model: given, or the first one the server lists.
   std::string model = o.model;
+  std::string owned_by;  // names the server on some (servermetrics/server_dialect.h)
   if (model.empty()) {
     Status st;
     http::ClientRequest req{"GET", "/v1/models", "", {}};
@@ -794,6 +795,8 @@ StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
         return;
       }
       model = j["data"][0]["id"].get<std::string>();
+      if (j["data"][0].contains("owned_by") && j["data"][0]["owned_by"].is_string())
+        owned_by = j["data"][0]["owned_by"].get<std::string>();
     });
     loop.Run();
     RETURN_IF_ERROR(st);
@@ -806,6 +809,7 @@ StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
   threads = std::max(threads, 1);
   Coordinator coordinator(o, loop, url, threads);
   BenchRun run = coordinator.Run(model);
+  run.owned_by = owned_by;
   // A target that could not be reached at all is not a benchmark result.
   bool any_connected = false;
   for (const auto& r : run.records)

@@ -95,6 +95,7 @@ struct ServerSample {
 
 struct BenchRun {
   std::string model;
+  std::string owned_by;                 // /v1/models' owned_by of that model, when it was asked
   std::vector<RequestRecord> records;   // measured requests only, in send order
   uint64_t warmup_requests = 0;
   int64_t start_ns = 0, end_ns = 0;     // the measured phase

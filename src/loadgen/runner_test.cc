@@ -271,6 +271,38 @@ TEST(StreamAccountantTest, PayloadThatIsNotJsonIsAStreamError) {
   EXPECT_EQ(good.output_tokens, 2);
 }
 
+// llama.cpp before ggml-org/llama.cpp#9210 (and its chat parser since) ended a stream whose
+// text was not valid UTF-8 with an error event (the shape of ggml-org/llama.cpp#11738, #9195):
+// a named failure of its own, invalid_output, that says why; any other error event stays a
+// stream_error with the server's words.
+TEST(StreamAccountantTest, InvalidUtf8ErrorEventIsANamedFailure) {
+  ChunkParser parser;
+  RequestRecord rec;
+  StreamAccountant acct(&rec);
+  int64_t t = 1000;
+  for (const char* payload :
+       {R"({"choices":[{"text":" a","index":0,"finish_reason":null}],"object":"text_completion"})",
+        R"({"error":{"code":500,"message":"[json.exception.type_error.316] invalid UTF-8 byte at index 1: 0xE2","type":"server_error"}})"})
+    acct.OnPayload(parser.Parse(payload), t += 10);
+  acct.Finish(true, t + 10);
+  EXPECT_EQ(rec.outcome, Outcome::kInvalidOutput);
+  EXPECT_EQ(OutcomeName(rec.outcome), "invalid_output");
+  EXPECT_EQ(rec.error,
+            "the model's output is not valid UTF-8 (a byte token that cuts a character, often at "
+            "max_tokens on a small or random-weight model), so the server ended the stream with an "
+            "error event: [json.exception.type_error.316] invalid UTF-8 byte at index 1: 0xE2");
+  EXPECT_TRUE(IsInvalidOutputError("Failed to parse input at pos 0: Overseas"));
+  EXPECT_TRUE(IsInvalidOutputError(
+      "The model produced output that does not match the expected Content-only format"));
+
+  RequestRecord other;
+  StreamAccountant acct2(&other);
+  acct2.OnPayload(parser.Parse(R"({"error":{"code":503,"message":"Loading model","type":"unavailable_error"}})"), t);
+  acct2.Finish(true, t + 10);
+  EXPECT_EQ(other.outcome, Outcome::kStreamError);
+  EXPECT_EQ(other.error, "Loading model");
+}
+
 // Usage that first comes on the finish_reason chunk (llama.cpp before #15444, llama-cpp-python)
 // is the stream's final count, not an increment: 2 tokens, not 4, and one ITL gap, not two.
 TEST(StreamAccountantTest, UsageOnlyOnTheFinishChunkIsTheFinalCount) {

@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "base/units.h"
+#include "servermetrics/server_dialect.h"
 #include "stats/sample_summary.h"
 
 namespace latdoc::loadgen {
@@ -365,6 +366,104 @@ int64_t RoundUpTo(double v, int64_t m) { return int64_t(std::ceil(v / double(m))
 
 // Plan: the knee over the steps with an acceptable error rate; bends per step; a step-time fit
 // over the steps where nothing queued; then the recommendations and the two regimes.
+namespace {
+
+// The recommendations (made in vLLM's terms: a batch of N sequences, a token budget of V per
+// step) in the flags of the server the steps' /metrics named, and every text in its words.
+void SpeakServerDialect(const SweepOptions& o, SweepResult& r) {
+  servermetrics::ServerKind kind = servermetrics::ServerKind::kUnknown;
+  for (const SweepStep& s : r.steps)
+    if (!s.server.server.empty()) { kind = servermetrics::ServerKindFromId(s.server.server); break; }
+  if (kind == servermetrics::ServerKind::kVllm || kind == servermetrics::ServerKind::kUnknown) return;
+  auto say = [&](std::string t) { return servermetrics::InServerFlags(kind, std::move(t)); };
+  for (std::string* t : {&r.knee_explanation, &r.low_load_regime, &r.high_load_regime}) *t = say(*t);
+  if (r.recommendations.size() != 2) return;
+  const Recommendation seqs = r.recommendations[0], tokens = r.recommendations[1];
+  // Tokens a request holds in its context: prompt + output, when both are known.
+  const int per_request = o.input_len > 0 && o.output_len > 0 ? o.input_len + o.output_len : 0;
+  auto context_for = [&](int64_t n) { return RoundUpTo(double(n) * per_request, 256); };
+  std::vector<Recommendation> out;
+  switch (kind) {
+    case servermetrics::ServerKind::kLlamaCpp: {
+      out.push_back({"--parallel", seqs.value,
+                     say(seqs.reason) + "; -np for short. Keep continuous batching on (the default; "
+                                        "--no-cont-batching serves one batch at a time)"});
+      Recommendation ctx{"--ctx-size", std::nullopt, ""};
+      if (seqs.value && per_request > 0) {
+        ctx.value = context_for(*seqs.value);
+        ctx.reason = fmt::format("-c for short; at least this: llama.cpp splits it across the {} "
+                                 "slot{}, and each must hold a prompt and its output ({} + {} "
+                                 "tokens of this workload), rounded up to {}",
+                                 *seqs.value, *seqs.value == 1 ? "" : "s", o.input_len, o.output_len, *ctx.value);
+      } else {
+        ctx.reason = seqs.value ? "give each of the --parallel slots room for a prompt and its "
+                                  "output: -c = slots x (prompt + output tokens)"
+                                : "depends on --parallel, which has no recommendation";
+      }
+      out.push_back(ctx);
+      out.push_back({"--batch-size", tokens.value,
+                     say(tokens.reason) + (tokens.value ? "; -b for short: the most tokens one "
+                                                          "llama_decode() call takes"
+                                                        : "")});
+      Recommendation ub{"--ubatch-size", std::nullopt, ""};
+      if (tokens.value) {
+        ub.value = std::min<int64_t>(*tokens.value, 512);
+        ub.reason = fmt::format("-ub for short: the physical batch (at most --batch-size); a "
+                                "prompt is computed {} tokens at a time, so larger speeds prefill "
+                                "and smaller keeps the other slots' ITL steady (default 512)",
+                                *ub.value);
+      } else {
+        ub.reason = say(tokens.reason);
+      }
+      out.push_back(ub);
+      break;
+    }
+    case servermetrics::ServerKind::kSglang:
+      out.push_back({"--max-running-requests", seqs.value,
+                     say(seqs.reason) + "; with requests queueing behind shared prefixes, "
+                                        "--schedule-policy lpm (the default) serves them first, "
+                                        "fcfs keeps arrival order"});
+      out.push_back({"--chunked-prefill-size", tokens.value, say(tokens.reason)});
+      break;
+    case servermetrics::ServerKind::kTgi: {
+      // TGI caps the running batch by tokens, not by a count of sequences.
+      Recommendation total{"--max-batch-total-tokens", std::nullopt, ""};
+      if (seqs.value && per_request > 0) {
+        total.value = context_for(*seqs.value);
+        total.reason = fmt::format("a batch of {} requests of {} + {} tokens ({}): {}",
+                                   *seqs.value, o.input_len, o.output_len, *total.value,
+                                   say(seqs.reason));
+      } else {
+        total.reason = say(seqs.reason) +
+                       (seqs.value ? fmt::format("; TGI caps the batch by tokens: give {} x (prompt "
+                                                 "+ output tokens)", *seqs.value)
+                                   : "");
+      }
+      out.push_back(total);
+      out.push_back({"--max-batch-prefill-tokens", tokens.value, say(tokens.reason)});
+      double top = 0;
+      for (const SweepStep& s : r.steps) top = std::max(top, s.load);
+      Recommendation conc{"--max-concurrent-requests", std::nullopt, ""};
+      if (!o.rate_mode && top > 0) {
+        conc.value = int64_t(std::ceil(top));
+        conc.reason = fmt::format("the router refuses requests past it (HTTP 429): keep it at or "
+                                  "above the concurrency you send ({} here)", *conc.value);
+      } else {
+        conc.reason = "the router refuses requests past it (HTTP 429): keep it above the requests "
+                      "in flight";
+      }
+      out.push_back(conc);
+      break;
+    }
+    case servermetrics::ServerKind::kVllm:
+    case servermetrics::ServerKind::kUnknown:
+      return;
+  }
+  r.recommendations = std::move(out);
+}
+
+}  // namespace
+
 void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
   r.knee_index.reset();
   r.knee_confirmed_by.reset();
@@ -458,6 +557,7 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
     }
     tokens.reason = seqs.reason;
     r.recommendations = {seqs, tokens};
+    SpeakServerDialect(o, r);
     return;
   }
   const SweepStep& knee = r.steps[*r.knee_index];
@@ -682,6 +782,7 @@ void AnalyzeSweep(const SweepOptions& o, SweepResult& r) {
       lo.output_tokens_per_s, knee.output_tokens_per_s,
       lo.output_tokens_per_s > 0 ? knee.output_tokens_per_s / lo.output_tokens_per_s : 0, itl(lo),
       itl(knee));
+  SpeakServerDialect(o, r);
 }
 
 namespace {

@@ -126,6 +126,7 @@ struct SweepOptions {
   SweepGoal goal = SweepGoal::kLatency;
   int max_steps = 20;
   int input_len = 0;               // the workload's mean prompt length (for the token budget)
+  int output_len = 0;              // the workload's output length (for per-request context); 0: unknown
   int max_num_batched_tokens_now = 0;  // the server's current value when known (0: unknown)
 };
 Status ValidateSweepOptions(const SweepOptions& o);
@@ -213,6 +214,11 @@ StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
                                std::function<void(const SweepStep&)> on_step = nullptr);
 
 // Knee, SLO, goodput, bends and recommendations over `r.steps` (pure; RunSweep calls it).
+// The recommendations are in the flags of the server the steps' /metrics named
+// (servermetrics/server_dialect.h): vLLM --max-num-seqs and --max-num-batched-tokens (also when
+// unknown); llama.cpp --parallel, --ctx-size, --batch-size, --ubatch-size; SGLang
+// --max-running-requests, --chunked-prefill-size; TGI --max-batch-total-tokens,
+// --max-batch-prefill-tokens, --max-concurrent-requests.
 void AnalyzeSweep(const SweepOptions& o, SweepResult& r);
 
 // The real StepRunner: RunBench rounds built from `base` (its concurrency / request_rate and

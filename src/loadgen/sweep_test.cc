@@ -45,6 +45,7 @@ struct Model {
   bool gauges = true;                       // running/waiting/KV gauges exposed
   bool waiting_reads_zero = false;          // the waiting gauge always sampled at 0
   double front_end_ms = 0;                  // a serial front end: each request holds it this long
+  std::string server;                       // whose /metrics names ("llamacpp"); "" unknown
 };
 
 class FakeRunner : public StepRunner {
@@ -96,6 +97,7 @@ class FakeRunner : public StepRunner {
     r.dur_ns = int64_t((double(n) / batch * wave_ms + n * m_.front_end_ms) * 1e6 * host);
     ServerStepMetrics& sm = r.server;
     sm.available = true;
+    sm.server = m_.server;
     if (m_.gauges) {
       sm.max_running = batch;
       sm.max_waiting = m_.waiting_reads_zero ? 0 : std::max(0, c - m_.max_num_seqs);
@@ -290,6 +292,62 @@ TEST(SweepTest, RecommendsRaisingMaxNumSeqsWhenQueueingBeforeComputeKnee) {
   EXPECT_THAT(r->knee_explanation, HasSubstr("queueing past the server's batch limit"));
   EXPECT_THAT(r->low_load_regime, HasSubstr("low load (1 concurrent)"));
   EXPECT_THAT(r->high_load_regime, HasSubstr("6.00 ms per step + 0.080 ms per sequence"));
+}
+
+// The same server as RecommendsRaisingMaxNumSeqsWhenQueueingBeforeComputeKnee, when /metrics
+// names it llama.cpp, SGLang or TGI: the same numbers in that server's flags, and no vLLM flag.
+TEST(SweepTest, RecommendationsInTheServersOwnFlags) {
+  Model m;
+  m.max_num_seqs = 16;
+  SweepOptions o = Opts();
+  o.output_len = 32;
+  auto flags = [](const SweepResult& r) {
+    std::vector<std::string> f;
+    for (const auto& rec : r.recommendations) f.push_back(rec.flag);
+    return f;
+  };
+  auto no_vllm = [](const SweepResult& r) {
+    for (const auto& rec : r.recommendations) EXPECT_THAT(rec.reason, Not(HasSubstr("--max-num"))) << rec.flag;
+    EXPECT_THAT(r.knee_explanation, Not(HasSubstr("--max-num")));
+  };
+
+  m.server = "llamacpp";
+  FakeRunner llama(m);
+  auto l = RunSweep(llama, o);
+  ASSERT_TRUE(l.ok());
+  EXPECT_THAT(flags(*l), ::testing::ElementsAre("--parallel", "--ctx-size", "--batch-size", "--ubatch-size"));
+  EXPECT_EQ(l->recommendations[0].value, 75);
+  EXPECT_THAT(l->recommendations[0].reason, HasSubstr("running plateaued at 16"));
+  EXPECT_THAT(l->recommendations[0].reason, HasSubstr("Keep continuous batching on"));
+  EXPECT_EQ(l->recommendations[1].value, 4864);  // 75 slots x (32 + 32) = 4800, rounded up to 256s
+  EXPECT_THAT(l->recommendations[1].reason, HasSubstr("splits it across the 75 slots"));
+  ASSERT_TRUE(l->recommendations[2].value);
+  EXPECT_EQ(*l->recommendations[2].value % 256, 0);
+  EXPECT_EQ(l->recommendations[3].value, std::min<int64_t>(*l->recommendations[2].value, 512));
+  no_vllm(*l);
+
+  m.server = "sglang";
+  FakeRunner sglang(m);
+  auto s = RunSweep(sglang, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_THAT(flags(*s), ::testing::ElementsAre("--max-running-requests", "--chunked-prefill-size"));
+  EXPECT_EQ(s->recommendations[0].value, 75);
+  EXPECT_THAT(s->recommendations[0].reason, HasSubstr("--schedule-policy lpm"));
+  EXPECT_EQ(s->recommendations[1].value, l->recommendations[2].value);
+  no_vllm(*s);
+
+  m.server = "tgi";
+  FakeRunner tgi(m);
+  auto t = RunSweep(tgi, o);
+  ASSERT_TRUE(t.ok());
+  EXPECT_THAT(flags(*t), ::testing::ElementsAre("--max-batch-total-tokens", "--max-batch-prefill-tokens",
+                                                "--max-concurrent-requests"));
+  EXPECT_EQ(t->recommendations[0].value, 4864);
+  EXPECT_EQ(t->recommendations[1].value, l->recommendations[2].value);
+  double top = 0;
+  for (const auto& st : t->steps) top = std::max(top, st.load);
+  EXPECT_EQ(t->recommendations[2].value, int64_t(std::ceil(top)));
+  no_vllm(*t);
 }
 
 // The waiting gauge is one instant per scrape; a 0 read there does not hide a queue the

@@ -127,6 +127,8 @@ ordered_json Waterfall(const ordered_json& diagnosis) {
   if (NumberAt(*src, "client_queue_ms").value_or(0) >= 0.005) parts.push_back({"client_queue_ms", "client queue"});
   if (NumberAt(*src, "network_ms")) parts.insert(parts.end(), std::begin(kProbedParts), std::end(kProbedParts));
   else parts.insert(parts.end(), std::begin(kParts), std::end(kParts));
+  // A server whose metrics time only some parts (llama.cpp, TGI): the rest stays unsplit.
+  if (NumberAt(*src, "unsplit_ms")) parts.push_back({"unsplit_ms", "rest (not split)"});
   ordered_json segs = ordered_json::array();
   double at_ms = 0;
   int measured = 0;

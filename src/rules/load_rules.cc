@@ -5,6 +5,8 @@
 
 #include <fmt/core.h>
 
+#include "servermetrics/server_dialect.h"
+
 namespace latdoc::rules {
 namespace {
 
@@ -59,7 +61,7 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
   if (failed > 0) {
     std::vector<Evidence> ev = {Ev("failed", failed, ""), Ev("sent", sent, "")};
     std::string reasons;
-    bool overload = false, broken = false, slow = false;
+    bool overload = false, broken = false, slow = false, bad_output = false;
     if (load.contains("failures") && load["failures"].is_object()) {
       for (const auto& [k, v] : load["failures"].items()) {
         ev.push_back(Ev("failed_" + k, v.get<double>(), ""));
@@ -67,6 +69,7 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
         overload |= k == "http_status";
         broken |= k == "reset" || k == "cut_short" || k == "stream_error";
         slow |= k == "timeout";
+        bad_output |= k == "invalid_output";
       }
     }
     if (load.contains("errors_sample") && load["errors_sample"].is_array() &&
@@ -76,6 +79,11 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
     if (overload) advice += "HTTP errors (429/503 mean overload or a rate limit): lower the offered load, add replicas, or raise the gateway's limits. ";
     if (broken) advice += "Streams reset or cut short: check the server log for crashes or OOM (`latdoc logs`), and proxy or load-balancer idle and response timeouts. ";
     if (slow) advice += "Timeouts: the server is saturated or stalled; `latdoc sweep` shows the load it sustains. ";
+    if (bad_output)
+      advice += "Invalid output: the model emitted bytes that are not valid UTF-8 and the server "
+                "ended those streams with an error event; the model's tokens, not the serving path "
+                "(a random-weight or byte-level model cut at max_tokens; llama.cpp builds since "
+                "ggml-org/llama.cpp#9210 send U+FFFD instead). ";
     out.push_back(Make("load.failures",
                        failed / std::max(1.0, sent) > o.failure_fail_rate ? Severity::kFail : Severity::kWarn,
                        fmt::format("{:.0f} of {:.0f} requests failed{} ({})", failed, sent, at, reasons),
@@ -141,8 +149,16 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
   std::optional<double> stall_queue_ms;
 
   // load.queueing
+  // The advice below is written in vLLM's flags; the server's own replace them at the end.
+  const servermetrics::ServerKind kind = servermetrics::ServerKindFromId(
+      srv.contains("server") && srv["server"].is_string() ? srv["server"].get<std::string>() : "");
   if (!have_server || !queue || !client_ttft) {
-    out.push_back(Skip("load.queueing", "the server's /metrics gave no queue time"));
+    const bool unmeasurable = have_server && (kind == servermetrics::ServerKind::kLlamaCpp);
+    out.push_back(Skip("load.queueing",
+                       unmeasurable ? fmt::format("queue time is not measurable on {} (it exposes "
+                                                  "only a gauge of deferred requests)",
+                                                  servermetrics::ServerKindLabel(kind))
+                                    : "the server's /metrics gave no queue time"));
   } else {
     double share = *queue / std::max(1e-9, *client_ttft);
     auto running = Num(srv, "max_running"), waiting = Num(srv, "max_waiting");
@@ -350,6 +366,7 @@ std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_j
                        {Ev("good_percent", load["slo"].value("good_percent", 0.0), "%")},
                        met ? "" : "Fix the findings above first; then `latdoc sweep --slo ...` gives the highest concurrency that meets it."));
   }
+  for (Finding& f : out) f.advice = servermetrics::InServerFlags(kind, std::move(f.advice));
   return out;
 }
 

@@ -51,6 +51,37 @@ ordered_json Queued(double running, double waiting) {
   return j;
 }
 
+// The same queueing on SGLang: the advice names SGLang's flags, never vLLM's.
+TEST(LoadRulesTest, AdviceInTheServersOwnFlags) {
+  ordered_json j = Queued(16, 16);
+  j["server_metrics"]["server"] = "sglang";
+  auto fs = EvaluateLoadRules(Baseline(), j);
+  auto f = Find(fs, "load.queueing");
+  ASSERT_NE(f, nullptr);
+  EXPECT_THAT(f->advice, ::testing::HasSubstr("Raise `--max-running-requests` (and `--chunked-prefill-size`)"));
+  for (const auto& g : fs) EXPECT_THAT(g.advice, ::testing::Not(::testing::HasSubstr("--max-num-"))) << g.id;
+}
+
+// llama.cpp times no queue: the check says so instead of blaming /metrics, and the ITL-growth
+// advice caps the batch with llama.cpp's --parallel.
+TEST(LoadRulesTest, LlamaCppQueueIsNotMeasurableAndAdviceSaysParallel) {
+  ordered_json j = Healthy();
+  j["server_metrics"] = ordered_json::parse(R"({"metrics_available": true, "server": "llamacpp",
+      "queue_mean_ms": null, "prefill_mean_ms": 3, "max_running": 4, "max_waiting": 0,
+      "ttft_breakdown": {"client_ttft_ms": 42, "prefill_ms": 3, "unsplit_ms": 39}})");
+  j["median_itl_ms"] = 40;
+  auto fs = EvaluateLoadRules(Baseline(), j);
+  auto q = Find(fs, "load.queueing");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->severity, Severity::kSkip);
+  EXPECT_EQ(q->title, "not checked: queue time is not measurable on llama.cpp (it exposes only a "
+                      "gauge of deferred requests)");
+  auto g = Find(fs, "load.itl_growth");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->severity, Severity::kWarn);
+  EXPECT_THAT(g->advice, ::testing::HasSubstr("cap the batch with `--parallel` (`-np`) at the knee"));
+}
+
 TEST(LoadRulesTest, QueueingPastTheBatchLimit) {
   auto fs = EvaluateLoadRules(Baseline(), Queued(16, 16));  // the batch limit, under 32 concurrent
   auto f = Find(fs, "load.queueing");

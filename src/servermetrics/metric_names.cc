@@ -68,6 +68,10 @@ constexpr ScalarName kLlamaCppScalars[] = {
     {"llamacpp:prompt_seconds_total", &S::prompt_seconds_total},
     {"llamacpp:tokens_predicted_seconds_total", &S::generation_seconds_total},
     {"llamacpp:n_decode_total", &S::engine_steps_total},
+    // Prompt tokens a slot reused from its cache; prompt_tokens_total leaves them out, so the
+    // two add up to the prompts' tokens (tools/server/server-task.cpp, to_metrics(), in the
+    // release node-llama-cpp 3.22.1 bundles).
+    {"llamacpp:prompt_tokens_cached_total", &S::prefix_cache_hits_total},
 };
 
 constexpr ScalarName kSglangScalars[] = {

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "servermetrics/metric_names.h"
+#include "servermetrics/server_dialect.h"
 
 namespace latdoc::servermetrics {
 namespace {
@@ -51,6 +52,7 @@ ServerSnapshot BuildSnapshot(const PrometheusPage& page, std::string_view model_
   }
   if (table == nullptr) return snap;
   snap.server = std::string(table->server);
+  snap.kind = ServerKindFromId(snap.server);
 
   // The models seen. vLLM labels every series with the first served name only, so a request
   // to an alias (--served-model-name a b) or a LoRA adapter names a model no series carries:

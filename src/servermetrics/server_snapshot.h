@@ -28,8 +28,13 @@ struct HistogramData {
   double count = 0;
 };
 
+// Which inference server answers. Its /metrics names say it (BuildSnapshot); without them,
+// servermetrics/server_dialect.h reads it from /v1/models, a response header or a command line.
+enum class ServerKind { kUnknown, kVllm, kLlamaCpp, kSglang, kTgi };
+
 struct ServerSnapshot {
   std::string server;                    // "vllm", "llamacpp", ... ; "" when none matched
+  ServerKind kind = ServerKind::kUnknown;  // the same server as `server`, as an enum
   std::vector<std::string> model_names;  // values of the model label seen on the page
   uint64_t bad_line_count = 0;           // from the parser
 
@@ -45,7 +50,7 @@ struct ServerSnapshot {
   std::optional<double> request_success_total;
   std::map<std::string, double> request_success_by_reason;  // vLLM finished_reason
   std::optional<double> prefix_cache_queries_total;         // tokens
-  std::optional<double> prefix_cache_hits_total;            // tokens
+  std::optional<double> prefix_cache_hits_total;            // tokens (llama.cpp: reused from a slot's cache)
   std::optional<double> prompt_seconds_total;               // llama.cpp: time in prompt processing
   std::optional<double> generation_seconds_total;           // llama.cpp: time in generation
   std::optional<double> engine_steps_total;                 // llama.cpp n_decode_total
