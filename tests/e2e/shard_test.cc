@@ -3,11 +3,14 @@
 // `latdoc merge`: its percentiles are those of the union of the shards' per-request records
 // (computed here, from the files), its totals what the simulator served, and its prompts those
 // of the unsharded run. Then the refusals of merge, each naming the file and the field.
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -218,6 +221,36 @@ TEST(ShardFlagsE2eTest, BadShardFlagsAreRefusedBeforeAnyLoad) {
   refused({"--start-at", "yesterday"},
           "--start-at 'yesterday': expected an RFC 3339 time (2026-12-05T03:00:00Z), Unix seconds, or "
           "now+DURATION (now+10s)");
+  EXPECT_EQ(sim.Metric("vllm:request_success_total"), 0);
+}
+
+}  // namespace
+}  // namespace latdoc::testing
+
+namespace latdoc::testing {
+namespace {
+
+// The wait for --start-at is where a shard spends most of its life on Kubernetes before the
+// load: SIGTERM there ends it as it would end the run (128 + 15), with no result file.
+TEST(ShardFlagsE2eTest, ASignalDuringTheWaitEndsItWithNoResult) {
+  SimProcess sim(kFastSim);
+  TempDir dir("shard-wait");
+  std::vector<std::string> argv = {LatdocBinary()};
+  for (const std::string& a : Load(sim.url()))
+    if (a != "--quiet") argv.push_back(a);
+  for (const std::string& a : {std::string("--shard"), std::string("0/2"), std::string("--start-at"),
+                               std::string("now+60s"), std::string("--json"), dir / "shard.json"})
+    argv.push_back(a);
+  Process p(argv, dir / "err");
+  // Until it says it waits (a sanitizer build starts slowly).
+  bool waiting = false;
+  for (int i = 0; i < 600 && !waiting; ++i) {
+    waiting = ReadFileOrEmpty(dir / "err").find("latdoc bench: shard 0/2: starting at ") != std::string::npos;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(waiting) << ReadFileOrEmpty(dir / "err");
+  EXPECT_EQ(p.Signal(SIGTERM), 128 + SIGTERM);
+  EXPECT_EQ(ReadFileOrEmpty(dir / "shard.json"), "");
   EXPECT_EQ(sim.Metric("vllm:request_success_total"), 0);
 }
 
