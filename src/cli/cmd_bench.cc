@@ -273,7 +273,8 @@ int RunBenchCommand(BenchArgs& a) {
   if (shard->active) AddShardResult(*shard, *run, s.json);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
-    if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) {
+    const std::string text = shard->active ? loadgen::ShardResultText(s.json) : JsonText(s.json, 2) + "\n";
+    if (Status st = WriteFileAtomic(a.json_out, text); !st.ok()) {
       return Fail("bench", st);
     }
   }
