@@ -151,6 +151,11 @@ StatusOr<ShardPlan> PlanShard(BenchArgs& a) {
     ASSIGN_OR_RETURN(o.num_requests, share(o.num_requests, "--num-prompts"));
     part["num_prompts"] = o.num_requests;
   }
+  // A shard exists to be merged: its records go into the results file.
+  if (a.json_out.empty()) {
+    return InvalidArgument(fmt::format("--shard {}/{}: give --json FILE (or --save-result): the "
+                                       "shard's requests go there, for latdoc merge", sp.index, sp.count));
+  }
   ordered_json& b = p.block;
   b["schema"] = loadgen::kShardSchema;
   b["index"] = sp.index;

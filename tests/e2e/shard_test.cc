@@ -218,6 +218,8 @@ TEST(ShardFlagsE2eTest, BadShardFlagsAreRefusedBeforeAnyLoad) {
   };
   refused({"--shard", "3/3"}, "--shard '3/3': the index must be below the count (0-based: 0/3, ..., 2/3)");
   refused({"--shard", "7/8"}, "--shard 7/8: a concurrency of 6 leaves this shard none: give at least 8");
+  refused({"--shard", "1/2"}, "--shard 1/2: give --json FILE (or --save-result): the shard's requests "
+                              "go there, for latdoc merge");
   refused({"--start-at", "yesterday"},
           "--start-at 'yesterday': expected an RFC 3339 time (2026-12-05T03:00:00Z), Unix seconds, or "
           "now+DURATION (now+10s)");
