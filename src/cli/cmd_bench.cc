@@ -267,9 +267,13 @@ int RunBenchCommand(BenchArgs& a) {
     // sent, how each one failed), and the failure line counts them; exit 3.
     loadgen::BenchSummary s = loadgen::SummarizeRun(unreachable, o, ro);
     s.json["error"] = run.status().message();
+    // A shard whose requests were sent and all failed to connect is still a shard of the load:
+    // the merge counts its failures.
+    const bool ran = shard->active && !unreachable.records.empty();
+    if (ran) AddShardResult(*shard, unreachable, s.json);
     if (!a.json_out.empty()) {
-      if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok())
-        return Fail("bench", st);
+      const std::string text = ran ? loadgen::ShardResultText(s.json) : JsonText(s.json, 2) + "\n";
+      if (Status st = WriteFileAtomic(a.json_out, text); !st.ok()) return Fail("bench", st);
     }
     if (s.failures.failed > 0) fmt::print(stderr, "latdoc bench: {}\n", s.failures.Text());
     return Fail("bench", run.status());

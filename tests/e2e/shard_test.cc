@@ -263,3 +263,36 @@ TEST(ShardFlagsE2eTest, ASignalDuringTheWaitEndsItWithNoResult) {
 
 }  // namespace
 }  // namespace latdoc::testing
+
+namespace latdoc::testing {
+namespace {
+
+// A shard that could not reach the server: when it sent its requests (--model given, so no
+// /v1/models first), its file is a shard whose requests all failed, and the merge counts them
+// (exit 1); when it sent nothing, the merge says why that file is no shard (exit 2).
+TEST(ShardFlagsE2eTest, AnUnreachableShardIsMergedAsFailuresOrNamed) {
+  TempDir dir("shard-down");
+  const std::string url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  auto shard = [&](std::vector<std::string> extra, const std::string& path) {
+    std::vector<std::string> args = {"bench", "--url", url, "--num-prompts", "2", "--concurrency", "1",
+                                     "--input-len", "8", "--output-len", "4", "--quiet", "--shard", "0/1",
+                                     "--json", path};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunLatdoc(args);
+  };
+  RunResult sent = shard({"--model", "m"}, dir / "sent.json");
+  EXPECT_EQ(sent.exit_code, 3) << sent.err;
+  RunResult m = RunLatdoc({"merge", dir / "sent.json", "--quiet"});
+  EXPECT_EQ(m.exit_code, 1) << m.err;
+  EXPECT_NE(m.err.find("latdoc merge: 2 of 2 requests failed (2 connect)"), std::string::npos) << m.err;
+
+  RunResult nothing = shard({}, dir / "nothing.json");
+  EXPECT_EQ(nothing.exit_code, 3) << nothing.err;
+  m = RunLatdoc({"merge", dir / "nothing.json"});
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.err.find("latdoc merge: " + (dir / "nothing.json") + ": no \"shard\" block: that bench sent no "
+                       "request (" + url + ": "), std::string::npos) << m.err;
+}
+
+}  // namespace
+}  // namespace latdoc::testing
