@@ -413,7 +413,11 @@ std::string VllmResultName(const std::string& label, const nlohmann::ordered_jso
     conc = fmt::format("-concurrency{}", j["max_concurrency"].get<int64_t>());
   std::string model = j.value("model_id", std::string("model"));
   if (auto slash = model.rfind('/'); slash != std::string::npos) model = model.substr(slash + 1);
-  return fmt::format("{}-{}qps{}-{}-{}.json", label, rate, conc, model, j.value("date", std::string("")));
+  // Shards writing to one shared folder at the same second must not take one name.
+  std::string shard;
+  if (j.contains("shard") && j["shard"].is_object())
+    shard = fmt::format("-shard{}of{}", j["shard"].value("index", 0), j["shard"].value("count", 1));
+  return fmt::format("{}-{}qps{}-{}-{}{}.json", label, rate, conc, model, j.value("date", std::string("")), shard);
 }
 
 // After the run: the hidden file of --save-result gets vLLM's name.

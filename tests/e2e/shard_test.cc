@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -285,6 +286,16 @@ TEST(ShardFlagsE2eTest, AnUnreachableShardIsMergedAsFailuresOrNamed) {
   RunResult m = RunLatdoc({"merge", dir / "sent.json", "--quiet"});
   EXPECT_EQ(m.exit_code, 1) << m.err;
   EXPECT_NE(m.err.find("latdoc merge: 2 of 2 requests failed (2 connect)"), std::string::npos) << m.err;
+
+  // --save-result's own name says which shard it is.
+  const std::string saved_dir = dir / "saved";
+  RunResult saved = RunLatdoc({"bench", "--url", url, "--model", "m", "--num-prompts", "2", "-c", "2",
+                               "--quiet", "--shard", "1/2", "--save-result", "--result-dir", saved_dir});
+  EXPECT_EQ(saved.exit_code, 3) << saved.err;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(saved_dir)) names.push_back(e.path().filename());
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_TRUE(names[0].starts_with("openai-inf") && names[0].ends_with("-shard1of2.json")) << names[0];
 
   RunResult nothing = shard({}, dir / "nothing.json");
   EXPECT_EQ(nothing.exit_code, 3) << nothing.err;
