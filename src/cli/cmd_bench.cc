@@ -151,6 +151,11 @@ StatusOr<ShardPlan> PlanShard(BenchArgs& a) {
     ASSIGN_OR_RETURN(o.num_requests, share(o.num_requests, "--num-prompts"));
     part["num_prompts"] = o.num_requests;
   }
+  // A shard exists to be merged: its records go into the results file.
+  if (a.json_out.empty()) {
+    return InvalidArgument(fmt::format("--shard {}/{}: give --json FILE (or --save-result): the "
+                                       "shard's requests go there, for latdoc merge", sp.index, sp.count));
+  }
   ordered_json& b = p.block;
   b["schema"] = loadgen::kShardSchema;
   b["index"] = sp.index;
@@ -263,9 +268,13 @@ int RunBenchCommand(BenchArgs& a) {
     // sent, how each one failed), and the failure line counts them; exit 3.
     loadgen::BenchSummary s = loadgen::SummarizeRun(unreachable, o, ro);
     s.json["error"] = run.status().message();
+    // A shard whose requests were sent and all failed to connect is still a shard of the load:
+    // the merge counts its failures.
+    const bool ran = shard->active && !unreachable.records.empty();
+    if (ran) AddShardResult(*shard, unreachable, s.json);
     if (!a.json_out.empty()) {
-      if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok())
-        return Fail("bench", st);
+      const std::string text = ran ? loadgen::ShardResultText(s.json) : JsonText(s.json, 2) + "\n";
+      if (Status st = WriteFileAtomic(a.json_out, text); !st.ok()) return Fail("bench", st);
     }
     if (s.failures.failed > 0) fmt::print(stderr, "latdoc bench: {}\n", s.failures.Text());
     return Fail("bench", run.status());
@@ -274,7 +283,8 @@ int RunBenchCommand(BenchArgs& a) {
   if (shard->active) AddShardResult(*shard, *run, s.json);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
-    if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) {
+    const std::string text = shard->active ? loadgen::ShardResultText(s.json) : JsonText(s.json, 2) + "\n";
+    if (Status st = WriteFileAtomic(a.json_out, text); !st.ok()) {
       return Fail("bench", st);
     }
   }
@@ -404,7 +414,11 @@ std::string VllmResultName(const std::string& label, const nlohmann::ordered_jso
     conc = fmt::format("-concurrency{}", j["max_concurrency"].get<int64_t>());
   std::string model = j.value("model_id", std::string("model"));
   if (auto slash = model.rfind('/'); slash != std::string::npos) model = model.substr(slash + 1);
-  return fmt::format("{}-{}qps{}-{}-{}.json", label, rate, conc, model, j.value("date", std::string("")));
+  // Shards writing to one shared folder at the same second must not take one name.
+  std::string shard;
+  if (j.contains("shard") && j["shard"].is_object())
+    shard = fmt::format("-shard{}of{}", j["shard"].value("index", 0), j["shard"].value("count", 1));
+  return fmt::format("{}-{}qps{}-{}-{}{}.json", label, rate, conc, model, j.value("date", std::string("")), shard);
 }
 
 // After the run: the hidden file of --save-result gets vLLM's name.

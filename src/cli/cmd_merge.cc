@@ -73,7 +73,7 @@ Command RegisterMerge(CLI::App& root) {
       "percentiles exact from every shard's requests, throughput over the shards' window.");
   app->add_option("SHARD", a->files, "The shards' results (bench --shard ... --json FILE)")
       ->required()->type_name("FILE");
-  app->add_option("--json", a->json_out, "Write the merged result as JSON (bench's schema)");
+  app->add_option("--json", a->json_out, "Write the merged result as JSON (bench's schema)")->type_name("FILE");
   AddQuietFlag(app, &a->quiet, "No terminal summary");
   AddNoColorFlag(app);
   return Command{app, [a] { return RunMerge(*a); }};

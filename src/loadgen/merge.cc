@@ -63,8 +63,12 @@ StatusOr<Shard> CheckShard(const ShardResult& f) {
     return bad(fmt::format("schema {}: expected \"{}\" (a result of latdoc bench --shard)",
                            j.contains("schema") ? Quote(j["schema"]) : "missing", kBenchSchema));
   }
-  if (!j.contains("shard") || !j["shard"].is_object())
+  if (!j.contains("shard") || !j["shard"].is_object()) {
+    // bench writes its error and no records when it sent nothing (no /v1/models, say).
+    if (j.contains("error") && j["error"].is_string())
+      return bad(fmt::format("no \"shard\" block: that bench sent no request ({})", j["error"].get<std::string>()));
     return bad("no \"shard\" block: not a result of latdoc bench --shard");
+  }
   const ordered_json& s = j["shard"];
   const std::string shard_schema = s.contains("schema") && s["schema"].is_string() ? s["schema"].get<std::string>() : "";
   if (shard_schema != kShardSchema) {
@@ -245,7 +249,8 @@ StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
                  {"target", target}};
   // One line under the title: how many shards, and how well they overlapped.
   const std::string line = fmt::format(
-      "Merged: {} shards; window {} s, overlap {} s (starts spread over {} s)\n", ref.count,
+      "Merged: {} shard{}; window {} s, overlap {} s (starts spread over {} s)\n", ref.count,
+      ref.count == 1 ? "" : "s",
       FormatFixed(NsToSec(window_ns), 2), FormatFixed(NsToSec(overlap_ns), 2),
       FormatFixed(NsToSec(latest_start - run.start_ns), 3));
   std::string& t = out.summary.text;

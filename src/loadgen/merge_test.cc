@@ -160,6 +160,11 @@ TEST(MergeTest, RefusesShardsOfAnotherLoadTargetSchemaOrLayout) {
   s[0].json.erase("shard");
   EXPECT_EQ(refused(s), "shard-0.json: no \"shard\" block: not a result of latdoc bench --shard");
   s = ThreeShards();
+  s[0].json.erase("shard");
+  s[0].json["error"] = "http://10.0.0.5:8000: Connection refused";
+  EXPECT_EQ(refused(s), "shard-0.json: no \"shard\" block: that bench sent no request "
+                        "(http://10.0.0.5:8000: Connection refused)");
+  s = ThreeShards();
   s[2].json["shard"]["index"] = 1;
   s[2].path = "again.json";
   EXPECT_EQ(refused(s), "again.json: shard.index 1 again (also in shard-1.json)");

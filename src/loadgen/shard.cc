@@ -1,10 +1,12 @@
 #include "loadgen/shard.h"
 
 #include <ctime>
+#include <iterator>
 
 #include <fmt/core.h>
 
 #include "base/clock.h"
+#include "base/json_text.h"
 #include "base/strings.h"
 #include "base/units.h"
 
@@ -183,6 +185,26 @@ ordered_json RecordsJson(const BenchRun& run, int64_t mono_to_unix_ns) {
     j["chunks"] = std::move(chunks);
     out.push_back(std::move(j));
   }
+  return out;
+}
+
+std::string ShardResultText(const ordered_json& result) {
+  if (!result.is_object() || result.empty() || std::prev(result.end()).key() != "requests" ||
+      !result["requests"].is_array())
+    return JsonText(result, 2) + "\n";
+  ordered_json rest = result;
+  rest.erase("requests");
+  std::string out = JsonText(rest, 2);
+  out.pop_back();  // the closing brace
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  out += rest.empty() ? "\n" : ",\n";
+  out += "  \"requests\": [";
+  const ordered_json& requests = result["requests"];
+  for (size_t i = 0; i < requests.size(); ++i) {
+    out += i == 0 ? "\n    " : ",\n    ";
+    out += JsonText(requests[i]);
+  }
+  out += requests.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;
 }
 

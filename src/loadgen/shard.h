@@ -68,6 +68,11 @@ uint64_t ShardSeed(uint64_t seed, ShardSpec s);
 //    "chunks": [[d, tokens], ...]}
 nlohmann::ordered_json RecordsJson(const BenchRun& run, int64_t mono_to_unix_ns);
 
+// A result with "requests" as its text: bench's JSON indented by 2, except that each request
+// of "requests" (its last key) is written on one line (a stream's chunks would take four lines
+// each). Without "requests", JsonText(result, 2).
+std::string ShardResultText(const nlohmann::ordered_json& result);
+
 // The inverse: records with their times in Unix nanoseconds. Errors say where:
 // "a.json: requests[12].first_token_ns: expected an integer or null".
 StatusOr<std::vector<RequestRecord>> RecordsFromJson(const nlohmann::ordered_json& requests,

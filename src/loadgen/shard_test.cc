@@ -117,5 +117,26 @@ TEST(ShardTest, RecordsRoundTripToTheNanosecond) {
             "a.json: requests[0].first_token_ns: expected a non-negative integer or null");
 }
 
+// The file is bench's indented JSON with one line per request, and reads back as written.
+TEST(ShardTest, ResultTextHasOneLinePerRequest) {
+  nlohmann::ordered_json j = {{"schema", "latdoc.bench/1"}, {"p99_ttft_ms", 1.5}};
+  j["requests"] = nlohmann::ordered_json::array();
+  j["requests"].push_back({{"outcome", "ok"}, {"chunks", {{1, 1}, {2, 3}}}});
+  j["requests"].push_back({{"outcome", "reset"}, {"chunks", nlohmann::ordered_json::array()}});
+  const std::string text = ShardResultText(j);
+  EXPECT_EQ(text,
+            "{\n"
+            "  \"schema\": \"latdoc.bench/1\",\n"
+            "  \"p99_ttft_ms\": 1.5,\n"
+            "  \"requests\": [\n"
+            "    {\"outcome\":\"ok\",\"chunks\":[[1,1],[2,3]]},\n"
+            "    {\"outcome\":\"reset\",\"chunks\":[]}\n"
+            "  ]\n"
+            "}\n");
+  EXPECT_EQ(nlohmann::ordered_json::parse(text), j);
+  j["requests"] = nlohmann::ordered_json::array();
+  EXPECT_EQ(nlohmann::ordered_json::parse(ShardResultText(j)), j);
+}
+
 }  // namespace
 }  // namespace latdoc::loadgen

@@ -3,11 +3,15 @@
 // `latdoc merge`: its percentiles are those of the union of the shards' per-request records
 // (computed here, from the files), its totals what the simulator served, and its prompts those
 // of the unsharded run. Then the refusals of merge, each naming the file and the field.
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -57,8 +61,13 @@ class ShardE2eTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new TempDir("shards");
     sim_ = new SimProcess(kFastSim);
-    // One instant for all three, a few seconds ahead: each process sleeps until it.
+    // One instant for all three, a few seconds ahead: each process sleeps until it. A
+    // sanitizer build starts its processes several times slower.
+#ifdef LATDOC_SANITIZED
+    start_at_ns_ = WallNowNs() + 10 * kNsPerSec;
+#else
     start_at_ns_ = WallNowNs() + 3 * kNsPerSec;
+#endif
     const std::string start_at = std::to_string(start_at_ns_ / kNsPerSec) + "." +
                                  NineDigits(start_at_ns_ % kNsPerSec);
     std::vector<std::unique_ptr<Process>> shards;
@@ -215,10 +224,85 @@ TEST(ShardFlagsE2eTest, BadShardFlagsAreRefusedBeforeAnyLoad) {
   };
   refused({"--shard", "3/3"}, "--shard '3/3': the index must be below the count (0-based: 0/3, ..., 2/3)");
   refused({"--shard", "7/8"}, "--shard 7/8: a concurrency of 6 leaves this shard none: give at least 8");
+  refused({"--shard", "1/2"}, "--shard 1/2: give --json FILE (or --save-result): the shard's requests "
+                              "go there, for latdoc merge");
   refused({"--start-at", "yesterday"},
           "--start-at 'yesterday': expected an RFC 3339 time (2026-12-05T03:00:00Z), Unix seconds, or "
           "now+DURATION (now+10s)");
   EXPECT_EQ(sim.Metric("vllm:request_success_total"), 0);
+}
+
+}  // namespace
+}  // namespace latdoc::testing
+
+namespace latdoc::testing {
+namespace {
+
+// The wait for --start-at is where a shard spends most of its life on Kubernetes before the
+// load: SIGTERM there ends it as it would end the run (128 + 15), with no result file.
+TEST(ShardFlagsE2eTest, ASignalDuringTheWaitEndsItWithNoResult) {
+  SimProcess sim(kFastSim);
+  TempDir dir("shard-wait");
+  std::vector<std::string> argv = {LatdocBinary()};
+  for (const std::string& a : Load(sim.url()))
+    if (a != "--quiet") argv.push_back(a);
+  for (const std::string& a : {std::string("--shard"), std::string("0/2"), std::string("--start-at"),
+                               std::string("now+60s"), std::string("--json"), dir / "shard.json"})
+    argv.push_back(a);
+  Process p(argv, dir / "err");
+  // Until it says it waits (a sanitizer build starts slowly).
+  bool waiting = false;
+  for (int i = 0; i < 600 && !waiting; ++i) {
+    waiting = ReadFileOrEmpty(dir / "err").find("latdoc bench: shard 0/2: starting at ") != std::string::npos;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(waiting) << ReadFileOrEmpty(dir / "err");
+  EXPECT_EQ(p.Signal(SIGTERM), 128 + SIGTERM);
+  EXPECT_EQ(ReadFileOrEmpty(dir / "shard.json"), "");
+  EXPECT_EQ(sim.Metric("vllm:request_success_total"), 0);
+}
+
+}  // namespace
+}  // namespace latdoc::testing
+
+namespace latdoc::testing {
+namespace {
+
+// A shard that could not reach the server: when it sent its requests (--model given, so no
+// /v1/models first), its file is a shard whose requests all failed, and the merge counts them
+// (exit 1); when it sent nothing, the merge says why that file is no shard (exit 2).
+TEST(ShardFlagsE2eTest, AnUnreachableShardIsMergedAsFailuresOrNamed) {
+  TempDir dir("shard-down");
+  const std::string url = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  auto shard = [&](std::vector<std::string> extra, const std::string& path) {
+    std::vector<std::string> args = {"bench", "--url", url, "--num-prompts", "2", "--concurrency", "1",
+                                     "--input-len", "8", "--output-len", "4", "--quiet", "--shard", "0/1",
+                                     "--json", path};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunLatdoc(args);
+  };
+  RunResult sent = shard({"--model", "m"}, dir / "sent.json");
+  EXPECT_EQ(sent.exit_code, 3) << sent.err;
+  RunResult m = RunLatdoc({"merge", dir / "sent.json", "--quiet"});
+  EXPECT_EQ(m.exit_code, 1) << m.err;
+  EXPECT_NE(m.err.find("latdoc merge: 2 of 2 requests failed (2 connect)"), std::string::npos) << m.err;
+
+  // --save-result's own name says which shard it is.
+  const std::string saved_dir = dir / "saved";
+  RunResult saved = RunLatdoc({"bench", "--url", url, "--model", "m", "--num-prompts", "2", "-c", "2",
+                               "--quiet", "--shard", "1/2", "--save-result", "--result-dir", saved_dir});
+  EXPECT_EQ(saved.exit_code, 3) << saved.err;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(saved_dir)) names.push_back(e.path().filename());
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_TRUE(names[0].starts_with("openai-inf") && names[0].ends_with("-shard1of2.json")) << names[0];
+
+  RunResult nothing = shard({}, dir / "nothing.json");
+  EXPECT_EQ(nothing.exit_code, 3) << nothing.err;
+  m = RunLatdoc({"merge", dir / "nothing.json"});
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.err.find("latdoc merge: " + (dir / "nothing.json") + ": no \"shard\" block: that bench sent no "
+                       "request (" + url + ": "), std::string::npos) << m.err;
 }
 
 }  // namespace
