@@ -18,6 +18,7 @@
 #include "loadgen/results.h"
 #include "loadgen/sweep.h"
 #include "loadgen/sweep_report.h"
+#include "whatif/effects.h"
 #include "logs/log_analyzer.h"
 #include "logs/log_facts.h"
 #include "net/probe.h"
@@ -727,6 +728,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     doc["partial_reason"] = stop;
     res.stop_signal = stop_signal ? stop_signal : SIGINT;
   }
+  // Each config finding that changes a flag of the engine model says what the change would
+  // buy at the target load, from a calibration on the sweep (whatif/effects.h).
+  if (doc.contains("sweep") && !stopped()) whatif::AddPredictedEffects(doc["sweep"], o.concurrency, all);
   rules::RankFindings(all);
   doc["layers"] = layers;
   doc["findings"] = FindingsJson(all);
