@@ -122,8 +122,8 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
   }
   loadgen::SweepContext ctx;
   ctx.url = o.url;
-  ctx.workload = w;
   ordered_json doc = loadgen::SweepJson(*r, s, ctx);
+  doc["workload"] = loadgen::SweepWorkloadJson(w, "");
 
   rules::Finding f;
   f.id = "load.sweep_knee";
