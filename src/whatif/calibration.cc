@@ -615,17 +615,19 @@ std::string CalibrationText(const Calibration& c) {
     s += "How the model reproduces the sweep (predicted vs measured):\n";
     s += fmt::format("  {:>8} {:>22} {:>22} {:>22} {:>22}\n", c.rate_mode ? "rate" : "conc",
                      "median ITL ms", "median TTFT ms", "p99 TTFT ms", "tokens/s");
-    double load = -1;
-    std::string row;
-    for (const PointError& e : c.errors) {
-      if (e.load != load) {
-        if (!row.empty()) s += row + "\n";
-        load = e.load;
-        row = fmt::format("  {:>8g}", e.load);
+    for (const MeasuredPoint& p : c.points) {
+      s += fmt::format("  {:>8g}", p.load);
+      for (const char* metric : kMetrics) {
+        auto e = std::find_if(c.errors.begin(), c.errors.end(), [&](const PointError& pe) {
+          return pe.load == p.load && pe.metric == metric;
+        });
+        s += fmt::format(" {:>22}", e == c.errors.end()
+                                        ? std::string("n/a")
+                                        : fmt::format("{:.4g}/{:.4g} {:+.0f}%", e->predicted,
+                                                      e->measured, 100 * e->rel_err));
       }
-      row += fmt::format(" {:>22}", fmt::format("{:.4g}/{:.4g} {:+.0f}%", e.predicted, e.measured, 100 * e.rel_err));
+      s += "\n";
     }
-    if (!row.empty()) s += row + "\n";
     s += fmt::format("RMS error: TTFT {:.1f}%, ITL {:.1f}%, tokens/s {:.1f}% (limits {:.0f}%, {:.0f}%, {:.0f}%)\n",
                      100 * c.rms_ttft, 100 * c.rms_itl, 100 * c.rms_throughput, 100 * kMaxTtftRmsErr,
                      100 * kMaxItlRmsErr, 100 * kMaxThroughputRmsErr);

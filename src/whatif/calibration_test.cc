@@ -67,6 +67,9 @@ TEST(CalibrationTest, RecoversHiddenStepCosts) {
   ASSERT_GE(cal->parameters.size(), 4u);
   EXPECT_EQ(cal->parameters[0].name, "step_base_ms");
   ASSERT_TRUE(cal->parameters[0].sigma.has_value());
+  const std::string text = CalibrationText(*cal);
+  EXPECT_THAT(text, ::testing::HasSubstr("\n      conc          median ITL ms         median TTFT ms            p99 TTFT ms               tokens/s\n         1 "));
+  EXPECT_THAT(text, ::testing::EndsWith("Usable for prediction (latdoc whatif --calibration ...)\n"));
 }
 
 // What the fit writes it reads back; whatif then predicts from it.
