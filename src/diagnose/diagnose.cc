@@ -730,7 +730,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   }
   // Each config finding that changes a flag of the engine model says what the change would
   // buy at the target load, from a calibration on the sweep (whatif/effects.h).
-  if (doc.contains("sweep") && !stopped()) whatif::AddPredictedEffects(doc["sweep"], o.concurrency, all);
+  if (doc.contains("sweep") && !stopped()) whatif::AddPredictedEffects(doc["sweep"], o.concurrency, all, o.requests);
   rules::RankFindings(all);
   doc["layers"] = layers;
   doc["findings"] = FindingsJson(all);

@@ -52,7 +52,7 @@ std::optional<double> EvidenceValue(const std::vector<rules::Finding>& fs, const
 }  // namespace
 
 void AddPredictedEffects(const nlohmann::json& sweep, int target_concurrency,
-                         std::vector<rules::Finding>& findings) {
+                         std::vector<rules::Finding>& findings, int requests) {
   bool any = false;
   for (const auto& f : findings) any |= AboutModelFlags(f);
   if (!any) return;
@@ -74,6 +74,7 @@ void AddPredictedEffects(const nlohmann::json& sweep, int target_concurrency,
   std::optional<Prediction> now;
   WhatifRequest base;
   base.load = target_concurrency;
+  base.requests = requests;
   if (refusal.empty()) {
     auto p = Predict(*cal, base);
     if (p.ok()) now = std::move(*p);
