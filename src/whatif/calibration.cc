@@ -296,7 +296,7 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
       double rel = (out / 2) / (in + out / 2) / std::sqrt(3.0) + 1.0 / std::max(1.0, *best->max_running);
       e.num_gpu_blocks_override = int(std::lround(blocks));
       cal.parameters.push_back({"num_gpu_blocks", blocks, blocks * rel,
-                                fmt::format("measured: KV usage {:.2g}% with {:g} running at {:g}",
+                                fmt::format("measured: KV usage {:.3g}% with {:g} running at {:g}",
                                             100 * *best->max_kv_cache_usage, *best->max_running, best->load)});
     } else {
       e.num_gpu_blocks_override = 1 << 24;
