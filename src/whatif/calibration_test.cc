@@ -110,6 +110,27 @@ TEST(CalibrationTest, BadDocumentsSayWhatAndWhere) {
   EXPECT_EQ(cal.status().message(), "cal.json: model.step_base_ms: expected a number");
 }
 
+// A diagnosis: its sweep, plus its baseline and load steps (bench documents) as two points.
+TEST(CalibrationTest, DiagnosisAddsBaselineAndLoadSteps) {
+  json sweep = SyntheticSweep(Hidden(), 0.3);
+  json bench = sweep["steps"][3];  // 8 concurrent, as bench would write it
+  bench["max_concurrency"] = 8;
+  bench["completed"] = bench["requests"];
+  json baseline = sweep["steps"][0];
+  baseline["max_concurrency"] = 1;
+  baseline["completed"] = baseline["requests"];
+  json doc = {{"schema", "latdoc.diagnose/1"}, {"sweep", sweep}, {"baseline", baseline}, {"bench", bench}};
+  auto cal = Calibrate(doc, {{}, "diag.json"});
+  ASSERT_TRUE(cal.ok()) << cal.status().ToString();
+  ASSERT_EQ(cal->points.size(), 8u);
+  EXPECT_EQ(cal->points[0].from, "sweep");
+  EXPECT_EQ(cal->points[1].from, "baseline");
+  EXPECT_EQ(cal->points[1].load, 1);
+  EXPECT_EQ(cal->points[5].from, "load");
+  EXPECT_TRUE(cal->usable) << cal->refusal;
+  EXPECT_THAT(CalibrationText(*cal), ::testing::HasSubstr(" (baseline)\n"));
+}
+
 // Two steps cannot pin four parameters: the calibration says so and is not usable.
 TEST(CalibrationTest, TooFewStepsIsARefusal) {
   json doc = SyntheticSweep(Hidden(), 0);

@@ -220,7 +220,7 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
               r.rate_mode == c.rate_mode;
   if (same) {
     for (const MeasuredPoint& m : c.points)
-      if (std::fabs(m.load - r.load) <= 1e-6 * std::max(1.0, r.load)) p.measured = m;
+      if (!p.measured && std::fabs(m.load - r.load) <= 1e-6 * std::max(1.0, r.load)) p.measured = m;
   }
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
