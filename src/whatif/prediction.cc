@@ -121,9 +121,9 @@ StatusOr<sim::EngineConfig> ApplySets(const Calibration& c,
   if (util) {
     if (!mem_gib || !non_kv_gib) {
       return Unimplemented(
-          "gpu-memory-utilization: not predictable without the GPU's memory and what the "
-          "weights and activations take: add --set gpu-memory-gib=G --set non-kv-gib=W "
-          "(vLLM's start-up log says both)");
+          "--set gpu-memory-utilization needs the GPU's memory and what the weights and "
+          "activations take: add --set gpu-memory-gib=G --set non-kv-gib=W (vLLM's start-up "
+          "log says both)");
     }
     // KV memory = memory x utilization - non-KV memory (vLLM's gpu_worker.py, V1); the measured
     // server is taken to run at vLLM's default utilization, 0.9, unless the calibration says.
