@@ -18,7 +18,6 @@
 #include "loadgen/results.h"
 #include "loadgen/sweep.h"
 #include "loadgen/sweep_report.h"
-#include "whatif/effects.h"
 #include "logs/log_analyzer.h"
 #include "logs/log_facts.h"
 #include "net/probe.h"
@@ -31,6 +30,7 @@
 #include "rules/trace_rules.h"
 #include "trace/analysis/trace_analysis.h"
 #include "trace/importers/registry.h"
+#include "whatif/effects.h"
 
 namespace latdoc::diagnose {
 namespace {
