@@ -39,6 +39,12 @@ std::vector<std::string> HiddenSim(std::vector<std::string> flags) {
 json ReadJson(const std::string& path) { return json::parse(ReadFileOrEmpty(path)); }
 
 TEST(WhatifE2eTest, PredictsFlagChangesOfAHiddenParameterSim) {
+#ifdef LATDOC_SANITIZED
+  // One ASan run gave a worst error of 6.8% (docs/whatif.md), but a TSan build slows the sim's
+  // event loop by more than the steps it times. The code paths run under the sanitizers in the
+  // unit tests and in BadInputAndRefusals.
+  GTEST_SKIP() << "predictions against measured timing are checked by the release build";
+#endif
   TempDir dir("whatif_e2e");
   {
     SimProcess sim(HiddenSim({"--max-num-seqs", "16"}));
@@ -103,6 +109,9 @@ TEST(WhatifE2eTest, PredictsFlagChangesOfAHiddenParameterSim) {
 // side of it (the model at the target load, as many requests as the load step) matches the load
 // step diagnose measured within kBound. The sim's log gives diagnose the server's flags.
 TEST(WhatifE2eTest, DiagnosePutsAPredictedEffectOnConfigFindings) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "predictions against measured timing are checked by the release build";
+#endif
   TempDir dir("whatif_e2e_diag");
   SimProcess sim(HiddenSim({"--max-num-seqs", "16", "--max-num-batched-tokens", "20000",
                             "--log-file", dir / "vllm.log"}));
