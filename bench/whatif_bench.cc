@@ -83,6 +83,42 @@ void BM_CalibrateSweep(benchmark::State& state) {
 }
 BENCHMARK(BM_CalibrateSweep)->Unit(benchmark::kMillisecond);
 
+// A sweep of bench's default workload (1024 in / 128 out) up a ladder 1..512 on the default
+// model with max_num_seqs 256, each step's window max(32, 2 x load) requests as latdoc sweep
+// measures it, produced by the model itself: the calibration's worst realistic input.
+nlohmann::json LadderSweep() {
+  nlohmann::json doc = {{"schema", "latdoc.sweep/1"}, {"mode", "concurrency"},
+                        {"workload", {{"dataset", "random"}, {"input_len", 1024}, {"output_len", 128}}},
+                        {"stability", {{"min_requests", 32}}}, {"steps", nlohmann::json::array()}};
+  for (int c = 1; c <= 512; c *= 2) {
+    latdoc::whatif::VirtualRunOptions o;
+    o.engine = DefaultModel().engine;
+    o.workload = {1024, 128, 0, uint64_t(c)};
+    o.load = c;
+    o.round_requests = c * ((16 + c - 1) / c);
+    o.rounds = std::max(1, std::max(32, 2 * c) / o.round_requests);
+    o.front_ms = 0.5;
+    auto m = latdoc::whatif::VirtualRun(o);
+    doc["steps"].push_back({{"concurrency", c}, {"requests", o.round_requests * o.rounds}, {"failed", 0},
+                            {"median_ttft_ms", m->median_ttft_ms}, {"p99_ttft_ms", m->p99_ttft_ms},
+                            {"median_itl_ms", m->median_itl_ms}, {"output_throughput", m->output_throughput},
+                            {"server_metrics", {{"max_running", m->max_running},
+                                                {"max_kv_cache_usage", m->max_kv_cache_usage},
+                                                {"step_time_ms", m->mean_step_ms}}}});
+  }
+  return doc;
+}
+
+void BM_CalibrateLadderTo512(benchmark::State& state) {
+  const nlohmann::json doc = LadderSweep();
+  for (auto _ : state) {
+    auto c = latdoc::whatif::Calibrate(doc, {{}, "sweep.json"});
+    if (!c.ok() || !c->usable) state.SkipWithError("calibration failed");
+    benchmark::DoNotOptimize(c);
+  }
+}
+BENCHMARK(BM_CalibrateLadderTo512)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -26,6 +26,16 @@
 namespace latdoc::cli {
 namespace {
 
+// The sweep's document, with the workload it ran when known.
+nlohmann::ordered_json SweepDocument(const loadgen::SweepResult& r, const loadgen::SweepOptions& s,
+                                     const loadgen::SweepContext& ctx,
+                                     const std::optional<loadgen::RandomWorkloadOptions>& workload,
+                                     const std::string& dataset) {
+  nlohmann::ordered_json j = loadgen::SweepJson(r, s, ctx);
+  if (workload) j["workload"] = loadgen::SweepWorkloadJson(*workload, dataset);
+  return j;
+}
+
 struct SweepArgs {
   loadgen::BenchOptions o;
   loadgen::SweepOptions s;
@@ -246,8 +256,6 @@ int RunSweepCommand(SweepArgs& a) {
 
   loadgen::SweepContext ctx;
   ctx.url = o.url;
-  ctx.workload = described;
-  ctx.dataset = a.dataset;
   char date[32];
   time_t now = ::time(nullptr);
   tm lt;
@@ -255,7 +263,7 @@ int RunSweepCommand(SweepArgs& a) {
   strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
   ctx.date = date;
   if (!a.json_out.empty()) {
-    if (Status st = WriteFileAtomic(a.json_out, JsonText(loadgen::SweepJson(r, s, ctx), 2) + "\n"); !st.ok())
+    if (Status st = WriteFileAtomic(a.json_out, JsonText(SweepDocument(r, s, ctx, described, a.dataset), 2) + "\n"); !st.ok())
       return Fail("sweep", st);
   }
   if (!a.csv_out.empty()) {

@@ -31,6 +31,7 @@
 #include "servermetrics/server_dialect.h"
 #include "trace/analysis/trace_analysis.h"
 #include "trace/importers/registry.h"
+#include "whatif/effects.h"
 
 namespace latdoc::diagnose {
 namespace {
@@ -123,8 +124,8 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
   }
   loadgen::SweepContext ctx;
   ctx.url = o.url;
-  ctx.workload = w;
   ordered_json doc = loadgen::SweepJson(*r, s, ctx);
+  doc["workload"] = loadgen::SweepWorkloadJson(w, "");
 
   rules::Finding f;
   f.id = "load.sweep_knee";
@@ -737,6 +738,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     doc["partial_reason"] = stop;
     res.stop_signal = stop_signal ? stop_signal : SIGINT;
   }
+  // Each config finding that changes a flag of the engine model says what the change would
+  // buy at the target load, from a calibration on the sweep (whatif/effects.h).
+  if (doc.contains("sweep") && !stopped()) whatif::AddPredictedEffects(doc["sweep"], o.concurrency, all, o.requests);
   rules::RankFindings(all);
   doc["layers"] = layers;
   doc["findings"] = FindingsJson(all);

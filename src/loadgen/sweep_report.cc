@@ -90,13 +90,6 @@ ordered_json SweepJson(const SweepResult& r, const SweepOptions& o, const SweepC
                     {"tolerance", o.stable_tolerance},
                     {"rule", "p99 of the knee latency over the last half of a step's requests "
                              "within tolerance of the p99 over all of them"}};
-  if (ctx.workload) {
-    j["workload"] = {{"dataset", ctx.dataset.empty() ? std::string("random") : ctx.dataset},
-                     {"input_len", ctx.workload->input_len},
-                     {"output_len", ctx.workload->output_len},
-                     {"range_ratio", ctx.workload->range_ratio},
-                     {"prefix_len", ctx.workload->prefix_len}};
-  }
   ordered_json steps = ordered_json::array();
   for (size_t i = 0; i < r.steps.size(); ++i) {
     ordered_json sj = StepJson(r.steps[i], o);
@@ -148,6 +141,14 @@ ordered_json SweepJson(const SweepResult& r, const SweepOptions& o, const SweepC
   j["partial"] = r.partial;
   if (r.partial) j["partial_reason"] = r.partial_reason;
   return j;
+}
+
+ordered_json SweepWorkloadJson(const RandomWorkloadOptions& w, const std::string& dataset) {
+  return {{"dataset", dataset.empty() ? std::string("random") : dataset},
+          {"input_len", w.input_len},
+          {"output_len", w.output_len},
+          {"range_ratio", w.range_ratio},
+          {"prefix_len", w.prefix_len}};
 }
 
 std::string SweepCsv(const SweepResult& r, const SweepOptions& o) {

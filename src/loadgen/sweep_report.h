@@ -4,7 +4,6 @@
 // null (JSON) or an empty field (CSV), never 0.
 #pragma once
 
-#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,14 +15,14 @@ namespace latdoc::loadgen {
 struct SweepContext {
   std::string url;
   std::string date;  // a label only
-  // The workload every step ran (written as "workload": what `latdoc calibrate` replays). For a
-  // dataset, `dataset` names it and the lengths are its mean prompt and output lengths.
-  std::optional<RandomWorkloadOptions> workload;
-  std::string dataset;  // empty: the random dataset
 };
 
 nlohmann::ordered_json SweepJson(const SweepResult& r, const SweepOptions& o,
                                  const SweepContext& ctx);
+// The sweep document's "workload": what every step ran, the input `latdoc calibrate` replays.
+// For a dataset (`dataset` its name; empty: the random dataset) the lengths are its mean prompt
+// and output lengths.
+nlohmann::ordered_json SweepWorkloadJson(const RandomWorkloadOptions& w, const std::string& dataset);
 std::string SweepCsv(const SweepResult& r, const SweepOptions& o);
 // The header and one row of the per-step table.
 std::string SweepTableHeader(const SweepOptions& o);

@@ -147,7 +147,8 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
   const json* doc = &input;
   std::string where = src;
   std::string schema = input.value("schema", std::string());
-  if (schema == "latdoc.diagnose/1") {
+  const bool diagnosis = schema == "latdoc.diagnose/1";
+  if (diagnosis) {
     auto it = input.find("sweep");
     if (it == input.end() || !it->is_object()) {
       return InvalidArgument(fmt::format(
@@ -232,7 +233,35 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
     if (p.rounds == 1) p.round_requests = p.requests;
     cal.points.push_back(p);
   }
-  std::sort(cal.points.begin(), cal.points.end(),
+  // A diagnosis's baseline (concurrency 1) and load step: one bench run each, closed loop, of
+  // the sweep's workload lengths.
+  if (diagnosis && !cal.rate_mode) {
+    for (const auto& [key, name] : {std::pair{"baseline", "baseline"}, std::pair{"bench", "load"}}) {
+      auto b = input.find(key);
+      if (b == input.end() || !b->is_object()) continue;
+      const std::string w = src + ": " + key;
+      MeasuredPoint p;
+      p.from = name;
+      ASSIGN_OR_RETURN(std::optional<double> conc, OptNum(*b, "max_concurrency", w));
+      ASSIGN_OR_RETURN(std::optional<double> completed, OptNum(*b, "completed", w));
+      ASSIGN_OR_RETURN(std::optional<double> failed, OptNum(*b, "failed", w));
+      ASSIGN_OR_RETURN(p.median_ttft_ms, OptNum(*b, "median_ttft_ms", w));
+      ASSIGN_OR_RETURN(p.p99_ttft_ms, OptNum(*b, "p99_ttft_ms", w));
+      ASSIGN_OR_RETURN(p.median_itl_ms, OptNum(*b, "median_itl_ms", w));
+      ASSIGN_OR_RETURN(p.p99_itl_ms, OptNum(*b, "p99_itl_ms", w));
+      ASSIGN_OR_RETURN(std::optional<double> tput, OptNum(*b, "output_throughput", w));
+      if (!conc || *conc < 1 || !completed || *completed < 1 || failed.value_or(0) > 0 || !tput ||
+          *tput <= 0 || !p.median_itl_ms) {
+        continue;
+      }
+      p.load = *conc;
+      p.output_throughput = *tput;
+      p.requests = p.round_requests = int(*completed);
+      p.rounds = 1;
+      cal.points.push_back(p);
+    }
+  }
+  std::stable_sort(cal.points.begin(), cal.points.end(),
             [](const MeasuredPoint& a, const MeasuredPoint& b) { return a.load < b.load; });
   if (skipped_failed > 0) {
     cal.notes.push_back(fmt::format("{} step(s) left out: failed requests or no ITL", skipped_failed));
@@ -296,7 +325,7 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
       double rel = (out / 2) / (in + out / 2) / std::sqrt(3.0) + 1.0 / std::max(1.0, *best->max_running);
       e.num_gpu_blocks_override = int(std::lround(blocks));
       cal.parameters.push_back({"num_gpu_blocks", blocks, blocks * rel,
-                                fmt::format("measured: KV usage {:.2g}% with {:g} running at {:g}",
+                                fmt::format("measured: KV usage {:.3g}% with {:g} running at {:g}",
                                             100 * *best->max_kv_cache_usage, *best->max_running, best->load)});
     } else {
       e.num_gpu_blocks_override = 1 << 24;
@@ -430,7 +459,7 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
       if (!meas || *meas <= 0) continue;
       double pred = PredictedMetric(runs[i], k);
       double rel = pred / *meas - 1;
-      cal.errors.push_back({cal.points[i].load, kMetrics[k], *meas, pred, rel});
+      cal.errors.push_back({i, cal.points[i].load, kMetrics[k], *meas, pred, rel});
       se[k] += rel * rel;
       ++cnt[k];
       cal.max_abs_err = std::max(cal.max_abs_err, std::fabs(rel));
@@ -497,14 +526,14 @@ ordered_json CalibrationJson(const Calibration& c) {
               {"limits", {{"ttft", kMaxTtftRmsErr}, {"itl", kMaxItlRmsErr}, {"output_throughput", kMaxThroughputRmsErr}}}};
   ordered_json errs = ordered_json::array();
   for (const PointError& pe : c.errors) {
-    errs.push_back({{"load", pe.load}, {"metric", pe.metric}, {"measured", pe.measured},
+    errs.push_back({{"point", pe.point}, {"load", pe.load}, {"metric", pe.metric}, {"measured", pe.measured},
                     {"predicted", pe.predicted}, {"rel_err", pe.rel_err}});
   }
   j["errors"] = errs;
   ordered_json pts = ordered_json::array();
   auto opt = [](const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); };
   for (const MeasuredPoint& p : c.points) {
-    pts.push_back({{"load", p.load}, {"requests", p.requests}, {"round_requests", p.round_requests},
+    pts.push_back({{"from", p.from}, {"load", p.load}, {"requests", p.requests}, {"round_requests", p.round_requests},
                    {"rounds", p.rounds}, {"median_ttft_ms", opt(p.median_ttft_ms)},
                    {"p99_ttft_ms", opt(p.p99_ttft_ms)}, {"median_itl_ms", opt(p.median_itl_ms)},
                    {"p99_itl_ms", opt(p.p99_itl_ms)}, {"output_throughput", p.output_throughput},
@@ -575,6 +604,7 @@ StatusOr<Calibration> CalibrationFromJson(const json& doc, std::string_view wher
       const std::string wp = fmt::format("{}: points[{}]", where, i);
       if (!p.is_object()) return InvalidArgument(wp + ": expected an object");
       MeasuredPoint mp;
+      mp.from = p.value("from", std::string("sweep"));
       ASSIGN_OR_RETURN(mp.load, Num(p, "load", wp));
       ASSIGN_OR_RETURN(mp.median_ttft_ms, OptNum(p, "median_ttft_ms", wp));
       ASSIGN_OR_RETURN(mp.p99_ttft_ms, OptNum(p, "p99_ttft_ms", wp));
@@ -615,17 +645,21 @@ std::string CalibrationText(const Calibration& c) {
     s += "How the model reproduces the sweep (predicted vs measured):\n";
     s += fmt::format("  {:>8} {:>22} {:>22} {:>22} {:>22}\n", c.rate_mode ? "rate" : "conc",
                      "median ITL ms", "median TTFT ms", "p99 TTFT ms", "tokens/s");
-    double load = -1;
-    std::string row;
-    for (const PointError& e : c.errors) {
-      if (e.load != load) {
-        if (!row.empty()) s += row + "\n";
-        load = e.load;
-        row = fmt::format("  {:>8g}", e.load);
+    for (size_t i = 0; i < c.points.size(); ++i) {
+      const MeasuredPoint& p = c.points[i];
+      s += fmt::format("  {:>8g}", p.load);
+      for (const char* metric : kMetrics) {
+        auto e = std::find_if(c.errors.begin(), c.errors.end(), [&](const PointError& pe) {
+          return pe.point == i && pe.metric == metric;
+        });
+        s += fmt::format(" {:>22}", e == c.errors.end()
+                                        ? std::string("n/a")
+                                        : fmt::format("{:.4g}/{:.4g} {:+.0f}%", e->predicted,
+                                                      e->measured, 100 * e->rel_err));
       }
-      row += fmt::format(" {:>22}", fmt::format("{:.4g}/{:.4g} {:+.0f}%", e.predicted, e.measured, 100 * e.rel_err));
+      if (p.from != "sweep") s += " (" + p.from + ")";
+      s += "\n";
     }
-    if (!row.empty()) s += row + "\n";
     s += fmt::format("RMS error: TTFT {:.1f}%, ITL {:.1f}%, tokens/s {:.1f}% (limits {:.0f}%, {:.0f}%, {:.0f}%)\n",
                      100 * c.rms_ttft, 100 * c.rms_itl, 100 * c.rms_throughput, 100 * kMaxTtftRmsErr,
                      100 * kMaxItlRmsErr, 100 * kMaxThroughputRmsErr);

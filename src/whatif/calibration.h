@@ -50,6 +50,7 @@ struct ServerFlags {
 
 // One step of the sweep, as measured.
 struct MeasuredPoint {
+  std::string from = "sweep";  // "sweep", or a diagnosis's "baseline" or "load" step
   double load = 0;
   int requests = 0;           // in the step's window
   int round_requests = 0;     // requests per round (bench run), as the sweep ran them
@@ -70,6 +71,7 @@ struct Parameter {
 
 // How one metric of one measured step is reproduced.
 struct PointError {
+  size_t point = 0;     // index into Calibration::points
   double load = 0;
   std::string metric;   // "median_ttft_ms", "p99_ttft_ms", "median_itl_ms", "output_throughput"
   double measured = 0, predicted = 0;
@@ -100,7 +102,8 @@ struct CalibrateOptions {
   std::string source_name;       // for messages ("sweep.json")
 };
 
-// Fits the model to `doc` (latdoc.sweep/1, or latdoc.diagnose/1 with "sweep"). Errors:
+// Fits the model to `doc` (latdoc.sweep/1, or latdoc.diagnose/1 with "sweep"; a diagnosis's
+// baseline and load steps, bench runs of the same workload, count as two more points). Errors:
 // kInvalidArgument naming the file and the key for a document that is not one of these or a
 // value of the wrong type; a document with too few points is not an error (the calibration is
 // returned, not usable, with the reason).

@@ -67,6 +67,9 @@ TEST(CalibrationTest, RecoversHiddenStepCosts) {
   ASSERT_GE(cal->parameters.size(), 4u);
   EXPECT_EQ(cal->parameters[0].name, "step_base_ms");
   ASSERT_TRUE(cal->parameters[0].sigma.has_value());
+  const std::string text = CalibrationText(*cal);
+  EXPECT_THAT(text, ::testing::HasSubstr("\n      conc          median ITL ms         median TTFT ms            p99 TTFT ms               tokens/s\n         1 "));
+  EXPECT_THAT(text, ::testing::EndsWith("Usable for prediction (latdoc whatif --calibration ...)\n"));
 }
 
 // What the fit writes it reads back; whatif then predicts from it.
@@ -105,6 +108,27 @@ TEST(CalibrationTest, BadDocumentsSayWhatAndWhere) {
                                       {"workload", {{"input_len", 1}, {"output_len", 1}}},
                                       {"model", {{"step_base_ms", "x"}}}}, "cal.json");
   EXPECT_EQ(cal.status().message(), "cal.json: model.step_base_ms: expected a number");
+}
+
+// A diagnosis: its sweep, plus its baseline and load steps (bench documents) as two points.
+TEST(CalibrationTest, DiagnosisAddsBaselineAndLoadSteps) {
+  json sweep = SyntheticSweep(Hidden(), 0.3);
+  json bench = sweep["steps"][3];  // 8 concurrent, as bench would write it
+  bench["max_concurrency"] = 8;
+  bench["completed"] = bench["requests"];
+  json baseline = sweep["steps"][0];
+  baseline["max_concurrency"] = 1;
+  baseline["completed"] = baseline["requests"];
+  json doc = {{"schema", "latdoc.diagnose/1"}, {"sweep", sweep}, {"baseline", baseline}, {"bench", bench}};
+  auto cal = Calibrate(doc, {{}, "diag.json"});
+  ASSERT_TRUE(cal.ok()) << cal.status().ToString();
+  ASSERT_EQ(cal->points.size(), 8u);
+  EXPECT_EQ(cal->points[0].from, "sweep");
+  EXPECT_EQ(cal->points[1].from, "baseline");
+  EXPECT_EQ(cal->points[1].load, 1);
+  EXPECT_EQ(cal->points[5].from, "load");
+  EXPECT_TRUE(cal->usable) << cal->refusal;
+  EXPECT_THAT(CalibrationText(*cal), ::testing::HasSubstr(" (baseline)\n"));
 }
 
 // Two steps cannot pin four parameters: the calibration says so and is not usable.

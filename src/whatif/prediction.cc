@@ -121,9 +121,9 @@ StatusOr<sim::EngineConfig> ApplySets(const Calibration& c,
   if (util) {
     if (!mem_gib || !non_kv_gib) {
       return Unimplemented(
-          "gpu-memory-utilization: not predictable without the GPU's memory and what the "
-          "weights and activations take: add --set gpu-memory-gib=G --set non-kv-gib=W "
-          "(vLLM's start-up log says both)");
+          "--set gpu-memory-utilization needs the GPU's memory and what the weights and "
+          "activations take: add --set gpu-memory-gib=G --set non-kv-gib=W (vLLM's start-up "
+          "log says both)");
     }
     // KV memory = memory x utilization - non-KV memory (vLLM's gpu_worker.py, V1); the measured
     // server is taken to run at vLLM's default utilization, 0.9, unless the calibration says.
@@ -220,7 +220,7 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
               r.rate_mode == c.rate_mode;
   if (same) {
     for (const MeasuredPoint& m : c.points)
-      if (std::fabs(m.load - r.load) <= 1e-6 * std::max(1.0, r.load)) p.measured = m;
+      if (!p.measured && std::fabs(m.load - r.load) <= 1e-6 * std::max(1.0, r.load)) p.measured = m;
   }
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;

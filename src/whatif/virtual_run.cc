@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <queue>
 #include <random>
 #include <vector>
@@ -115,7 +116,6 @@ StatusOr<RunMetrics> VirtualRun(const VirtualRunOptions& o) {
       for (int i = 0; i < int(o.load); ++i) send(round_start);
     }
     size_t done = 0;
-    const size_t first_req = reqs.size() - size_t(sent);
     int idle_steps = 0;
     sim::StepOutput out;
     while (!arrivals.empty() || engine.has_work()) {
@@ -154,7 +154,6 @@ StatusOr<RunMetrics> VirtualRun(const VirtualRunOptions& o) {
         }
       }
     }
-    (void)first_req;
     m.completed += int(done);
     busy_ns += now - round_start;
   }
