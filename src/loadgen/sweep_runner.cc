@@ -88,6 +88,16 @@ RoundResult RoundFromRun(const BenchRun& run) {
     take(d.prefill_s, m.prefill_sum_s, m.prefill_count);
     take(d.decode_s, m.decode_sum_s, m.decode_count);
     take(d.itl_s, m.itl_sum_s, m.itl_count);
+    if (run.after.kind == servermetrics::ServerKind::kLlamaCpp) {
+      // llama.cpp has no histograms: it sums each request's prompt time and generation time
+      // (servermetrics/server_dialect.h). Per generated token, a slot's step; per request that
+      // got a first token in the round, its prefill.
+      if (d.generation_seconds && d.generation_tokens)
+        m.itl_sum_s = *d.generation_seconds, m.itl_count = *d.generation_tokens;
+      double started = 0;
+      for (const RequestRecord& r : run.records) started += r.first_token_ns >= 0 ? 1 : 0;
+      if (d.prompt_seconds) m.prefill_sum_s = *d.prompt_seconds, m.prefill_count = started;
+    }
   }
   return out;
 }

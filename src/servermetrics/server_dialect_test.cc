@@ -66,8 +66,10 @@ TEST(ServerDialectTest, IdentifyPrefersMetricsThenOwnedByThenHeaderThenCommandLi
   ServerIdentity c = IdentifyServer(ServerKind::kUnknown, "meta-llama/Llama-3.1-8B", "llama.cpp");
   EXPECT_EQ(c.kind, ServerKind::kLlamaCpp);
   EXPECT_EQ(c.evidence, "Server header \"llama.cpp\"");
+  // /proc/PID/cmdline: the arguments separated by NULs.
+  constexpr char kCmdline[] = "python3\0-m\0sglang.launch_server\0--port\0" "30000";
   ServerIdentity d = IdentifyServer(ServerKind::kUnknown, "", "uvicorn",
-                                    std::string_view("python3\0-m\0sglang.launch_server\0--port\0" "30000", 48));
+                                    std::string_view(kCmdline, sizeof kCmdline - 1));
   EXPECT_EQ(d.kind, ServerKind::kSglang);
   EXPECT_EQ(d.evidence, "command line");
   EXPECT_EQ(IdentifyServer(ServerKind::kTgi).evidence, "/metrics names (tgi_)");

@@ -161,6 +161,9 @@ TEST_F(LlamaCppTest, SweepAdvisesInLlamaCppFlags) {
   for (const json& s : j["steps"]) {
     ASSERT_TRUE(s.contains("completed")) << s.dump();
     tokens += s["completed"].get<int64_t>() * 12;
+    // llama.cpp's summed counters give each step its engine step time and prefill.
+    EXPECT_GT(s["server_metrics"]["step_time_ms"].get<double>(), 0) << s.dump();
+    EXPECT_GT(s["server_metrics"]["prefill_mean_ms"].get<double>(), 0) << s.dump();
   }
   EXPECT_GT(tokens, 0);
   EXPECT_EQ(double(j["requests_spent"].get<int64_t>()) * 12, after.predicted_tokens - before.predicted_tokens)
