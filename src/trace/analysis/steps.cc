@@ -502,7 +502,10 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
     ss.ratio_to_median = median_wall > 0 ? static_cast<double>(ss.wall_ns) / median_wall : 0;
     for (const auto& [id, ns] : slow[k]) {
       const double mean = static_cast<double>(by_name[id].total_ns) / static_cast<double>(m);
-      if (static_cast<double>(ns) > mean) ss.kernels.push_back({std::string(trace.Name(id)), ns, mean});
+      // Only what explains a part of the step's time over the median (≥ 5%, ≥ 1 us): the
+      // noise of every kernel is not a cause.
+      const double floor = std::max(1000.0, 0.05 * (static_cast<double>(ss.wall_ns) - median_wall));
+      if (static_cast<double>(ns) - mean >= floor) ss.kernels.push_back({std::string(trace.Name(id)), ns, mean});
     }
     std::sort(ss.kernels.begin(), ss.kernels.end(), [](const StepKernelExcess& a, const StepKernelExcess& b) {
       const double ea = static_cast<double>(a.ns) - a.mean_ns_per_step, eb = static_cast<double>(b.ns) - b.mean_ns_per_step;

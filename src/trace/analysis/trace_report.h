@@ -89,7 +89,7 @@ struct IdleGap {
   std::optional<int32_t> launch_tid;
   std::optional<int64_t> launch_wait_ns;    // launch call start − gap start (>0: host late)
   std::optional<int64_t> cpu_busy_ns;       // time the launching thread was inside CPU ops
-  std::vector<CpuActivity> cpu_top;         // its longest CPU ops during the gap
+  std::vector<CpuActivity> cpu_top;         // its longest outermost CPU ops in the gap (nested ones are part of them)
 };
 
 struct IdleStats {
