@@ -21,6 +21,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/strings.h"
 #include "trace/analysis/intervals.h"
 #include "trace/analysis/quantile.h"
 #include "trace/analysis/trace_analysis.h"
@@ -167,9 +168,12 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
     int64_t steps = 0;
     for (auto it = counts.rbegin(); it != counts.rend(); ++it) {
+      // A name "runs a multiple of N times" also when a few of its instances are one-offs (a
+      // prefill step that shares the decode step's elementwise kernels): at most
+      // cadence_extra_share of its count past a multiple of N.
       int64_t covered = 0;
       for (int64_t c : name_count) {
-        if (c > 0 && c % *it == 0) covered += c;
+        if (c >= *it && static_cast<double>(c % *it) <= o.cadence_extra_share * static_cast<double>(c)) covered += c;
       }
       if (static_cast<double>(covered) >= o.cadence_coverage * static_cast<double>(device_ops)) {
         steps = *it;
@@ -205,7 +209,7 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
       s.detail = "one graph launch per step";
     } else {
       s.method = StepMethod::kCadence;
-      s.detail = "a repeated launch sequence, each step opened by " + std::string(trace.Name(anchor));
+      s.detail = "a repeated launch sequence, each step opened by " + ShortenMiddle(trace.Name(anchor), 80);
       cadence_ops_per_step = device_ops / steps;
     }
     for (size_t i = 0; i < starts.size(); ++i) {
