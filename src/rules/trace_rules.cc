@@ -321,7 +321,9 @@ void SteadyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
   // outside it (a final synchronize) are not a finding.
   if (s.sync_count > 0 && r.steps.method == trace::StepMethod::kNone) {
     const double share = Share(static_cast<double>(s.sync_ns), static_cast<double>(s.steady_span_ns));
-    Finding f = Make("kernel.steady_state_sync", share >= o.sync_warn_share ? Severity::kWarn : Severity::kInfo,
+    // A few syncs (a final synchronize, a one-off read) are not a habit of the loop: info.
+    const bool habit = s.sync_count >= o.sync_warn_min_count;
+    Finding f = Make("kernel.steady_state_sync", habit && share >= o.sync_warn_share ? Severity::kWarn : Severity::kInfo,
                      fmt::format("{} synchronisations after warm-up, {:.2f} ms on the host", s.sync_count, Ms(static_cast<double>(s.sync_ns))),
                      "remove device-wide waits from the step (torch.cuda.synchronize(), .item(), "
                      ".cpu()); wait on events for the one stream that needs it");

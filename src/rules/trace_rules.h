@@ -42,7 +42,8 @@ struct TraceRuleOptions {
   double tiny_kernel_share = 0.5;      // eager launch of mostly tiny kernels
   int64_t tiny_kernel_min_count = 100;
   // Steady state.
-  double sync_warn_share = 0.05;       // steady-state sync time above this share of the span (no steps found)
+  double sync_warn_share = 0.05;       // steady-state sync time above this share of the span (no steps found)...
+  int64_t sync_warn_min_count = 10;    // ...from this many syncs (fewer: one-offs, info)
   // Steps (trace_step_rules.cc).
   double per_step_share = 0.5;         // "every step": in at least this share of the steps
   double step_sync_warn_share = 0.05;  // GPU idle after syncs / step time: warn

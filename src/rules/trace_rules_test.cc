@@ -421,5 +421,22 @@ TEST(AddKnowledgeFactsTest, PatternsSeeCopiesAndFillsRunAsKernels) {
   EXPECT_EQ(r.patterns[1].pattern, "rocclr_fill_kernel");
 }
 
+// Without steps, a sync or two after warm-up (a final synchronize) is a one-off: info however
+// long it waited; a habit of the loop (many) past the share warns.
+TEST(TraceRulesTest, OneOffSyncIsInfoManyWarn) {
+  TraceReport r = HostBoundReport();
+  r.steady.steady_span_ns = 100'000'000;
+  r.steady.sync_count = 1;
+  r.steady.sync_ns = 27'000'000;
+  r.steady.syncs = {{"cudaDeviceSynchronize", 1, 27'000'000}};
+  auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  ASSERT_NE(FindId(f, "kernel.steady_state_sync"), nullptr);
+  EXPECT_EQ(FindId(f, "kernel.steady_state_sync")->severity, Severity::kInfo);
+  r.steady.sync_count = 40;
+  r.steady.syncs = {{"cudaStreamSynchronize", 40, 27'000'000}};
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  EXPECT_EQ(FindId(f, "kernel.steady_state_sync")->severity, Severity::kWarn);
+}
+
 }  // namespace
 }  // namespace latdoc::rules
