@@ -164,5 +164,29 @@ TEST(TraceScenarioTest, PageableH2DWarnsPerStep) {
   ASSERT_NE(FindEvidence(*p, "pageable_time_per_step"), nullptr);
 }
 
+// On every trace: a step's GPU time is its busy time plus its idle split, to the nanosecond (one
+// stream); the host time listed in an idle gap is never more than the gap (nested CPU ops,
+// aten::copy_ in aten::_to_copy in aten::to, count once).
+TEST(TraceScenarioTest, StepTimeAddsUpAndNestedCpuOpsCountOnce) {
+  for (const char* name : {"clean_eager", "clean_graph", "sync_item", "heavy_every4", "alloc_in_loop", "pageable_h2d"}) {
+    SCOPED_TRACE(name);
+    const Verdicts v = Judge(name);
+    ASSERT_FALSE(v.report.steps.steps.empty());
+    for (const trace::StepRow& st : v.report.steps.steps) {
+      EXPECT_EQ(st.gpu_busy_ns + st.idle_host_late_ns + st.idle_sync_ns + st.idle_kernel_wait_ns + st.idle_other_ns,
+                st.wall_ns)
+          << "step " << st.index;
+      ASSERT_TRUE(st.host_busy_ns.has_value());
+    }
+    for (const trace::IdleGap& g : v.report.idle.largest_gaps) {
+      ASSERT_TRUE(g.cpu_busy_ns.has_value());
+      int64_t listed = 0;
+      for (const trace::CpuActivity& a : g.cpu_top) listed += a.overlap_ns;
+      EXPECT_LE(listed, *g.cpu_busy_ns);
+      EXPECT_LE(*g.cpu_busy_ns, g.dur_ns);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace latdoc::rules

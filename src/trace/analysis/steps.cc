@@ -435,8 +435,10 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
     });
     for (StepRow& st : s.steps) st.host_busy_ns = 0;
     for (const Interval& iv : Unite(cpu_busy.Finish(), api_busy.Finish())) {
-      // Every window the interval overlaps.
-      int i = std::max(FindWindow(windows, iv.start_ns), 0);
+      // Every window the interval overlaps: from the last one that starts at or before it.
+      auto first = std::upper_bound(windows.begin(), windows.end(), iv.start_ns,
+                                    [](int64_t v, const Window& x) { return v < x.start_ns; });
+      int i = first == windows.begin() ? 0 : static_cast<int>(first - windows.begin()) - 1;
       for (; i < static_cast<int>(m) && windows[static_cast<size_t>(i)].start_ns < iv.end_ns; ++i) {
         const Window& w = windows[static_cast<size_t>(i)];
         const int64_t a = std::max(iv.start_ns, w.start_ns), b = std::min(iv.end_ns, w.end_ns);
