@@ -45,6 +45,7 @@ struct AnalysisOptions {
   int64_t min_steps = 3;
   double cadence_coverage = 0.8;
   double cadence_extra_share = 0.02;
+  double cadence_divisor_names_share = 0.25;   // names run a divisor of N times: N is a layer
   int64_t sync_gap_tolerance_ns = 10'000;
   // Copy/compute overlap: copies longer than this count (RATELProf hidden_transfers 1e5 ns).
   int64_t overlap_min_copy_ns = 100'000;

@@ -159,10 +159,17 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
   int64_t cadence_ops_per_step = 0;   // cadence: ops a full step has (caps the open last step)
   if (windows.empty()) {
     // The cadence: the largest N (some name ran exactly N times) such that the names run a
-    // multiple of N times hold ≥ cadence_coverage of the ops.
+    // multiple of N times hold ≥ cadence_coverage of the ops, unless too many names ran a
+    // divisor of N times: a model's per-layer kernels hold most ops and run layers × steps
+    // times, but the per-step ones (embedding, LM head, sampling) are several names run N/layers
+    // times; one or two names that run every k-th step only do not make N a layer.
     std::vector<int64_t> counts;
+    int64_t names_seen = 0;
     for (int64_t c : name_count) {
-      if (c >= o.min_steps) counts.push_back(c);
+      if (c >= o.min_steps) {
+        counts.push_back(c);
+        ++names_seen;
+      }
     }
     std::sort(counts.begin(), counts.end());
     counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
@@ -171,11 +178,13 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
       // A name "runs a multiple of N times" also when a few of its instances are one-offs (a
       // prefill step that shares the decode step's elementwise kernels): at most
       // cadence_extra_share of its count past a multiple of N.
-      int64_t covered = 0;
+      int64_t covered = 0, divisor_names = 0;
       for (int64_t c : name_count) {
         if (c >= *it && static_cast<double>(c % *it) <= o.cadence_extra_share * static_cast<double>(c)) covered += c;
+        if (c >= o.min_steps && c < *it && *it % c == 0) ++divisor_names;
       }
-      if (static_cast<double>(covered) >= o.cadence_coverage * static_cast<double>(device_ops)) {
+      if (static_cast<double>(covered) >= o.cadence_coverage * static_cast<double>(device_ops) &&
+          static_cast<double>(divisor_names) <= o.cadence_divisor_names_share * static_cast<double>(names_seen)) {
         steps = *it;
         break;
       }
