@@ -237,7 +237,7 @@ Command RegisterTrace(CLI::App& root) {
   app->add_option("--tiny-kernel-us", args->tiny_kernel_us, "Tiny kernel: shorter than this many us (TraceLens)")
       ->capture_default_str();
   app->add_option("--warmup-share", args->analysis.warmup_share,
-                  "Share of the host timeline treated as warm-up for steady-state checks")
+                  "Share of the host timeline treated as warm-up for steady-state checks when no steps are found")
       ->check(CLI::Range(0.0, 0.99))->capture_default_str();
   app->add_option("--idle-warn", args->rules.idle_warn_share, "GPU idle share that warns")
       ->capture_default_str();

@@ -343,6 +343,7 @@ void SteadyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
       f.evidence.push_back(Num(s.allocs[i].name, Ms(static_cast<double>(s.allocs[i].total_ns)), "ms",
                                fmt::format("{} calls", s.allocs[i].count)));
     }
+    AddAllocStepEvidence(r, f);
     out.push_back(std::move(f));
   }
 }

@@ -438,5 +438,69 @@ TEST(TraceRulesTest, OneOffSyncIsInfoManyWarn) {
   EXPECT_EQ(FindId(f, "kernel.steady_state_sync")->severity, Severity::kWarn);
 }
 
+// Per-step verdicts on a made-up table of 10 steps of 1 ms: a read-back and a sync every step
+// whose drained GPU is 30% of the step fails; one 8-byte pageable copy a step is info, 3 warn;
+// allocation calls in the steps carry their count a step.
+TEST(TraceRulesTest, PerStepSeverities) {
+  TraceReport r = HostBoundReport();
+  r.steps.method = trace::StepMethod::kProfilerStep;
+  r.steps.host_records = true;
+  for (int i = 0; i < 10; ++i) {
+    trace::StepRow st;
+    st.index = i;
+    st.at_ns = 1'000'000LL * i;
+    st.wall_ns = 1'000'000;
+    st.gpu_busy_ns = 500'000;
+    st.idle_sync_ns = 300'000;
+    st.idle_host_late_ns = 200'000;
+    st.syncs = 1;
+    st.sync_wait_ns = 400'000;
+    st.d2h_copies = 1;
+    st.pageable_copies = 1;
+    st.pageable_bytes = 8;
+    st.pageable_ns = 1'000;
+    st.allocs = i % 2;
+    r.steps.steps.push_back(st);
+  }
+  r.steps.quantiles = {{"wall_ns", 1e6, 1e6}, {"pageable_copies", 1, 1}, {"pageable_bytes", 8, 8},
+                       {"pageable_ns", 1000, 1000}, {"small_h2d_copies", 1, 1}};
+  r.steps.syncs = {{"cudaStreamSynchronize", 10, 4'000'000}};
+  r.steps.allocs = {{"cudaMalloc", 5, 500'000}};
+  r.steps.d2h_copy = "Memcpy DtoH (Device -> Pageable)";
+  trace::CopyDirectionStat d;
+  d.direction = CopyDirection::kHtoD;
+  d.count = 10;
+  d.pageable_count = 10;
+  d.pageable_ns = 10'000;
+  r.copies.by_direction.push_back(d);
+  r.steady.alloc_count = 5;
+  r.steady.allocs = {{"cudaMalloc", 5, 500'000}};
+  auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* s = FindId(f, "kernel.sync_every_step");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->severity, Severity::kFail);   // 30% >= 25%
+  EXPECT_EQ(s->title, "cudaStreamSynchronize in 100% of steps (1.0 a step), with a device-to-host copy "
+                      "(Memcpy DtoH (Device -> Pageable)): GPU idle after it 0.300 ms a step, 30.0% of step time");
+  ASSERT_TRUE(s->latency_share.has_value());
+  EXPECT_DOUBLE_EQ(*s->latency_share, 0.3);
+  const Finding* p = FindId(f, "kernel.pageable_copies");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->severity, Severity::kInfo);   // one 8-byte copy a step
+  r.steps.quantiles[1].p50 = 3;
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  EXPECT_EQ(FindId(f, "kernel.pageable_copies")->severity, Severity::kWarn);
+  const Finding* a = FindId(f, "kernel.steady_state_alloc");
+  ASSERT_NE(a, nullptr);
+  bool per_step = false;
+  for (const Evidence& e : a->evidence) {
+    if (e.name == "alloc_calls_per_step") per_step = e.value == 0.5;
+  }
+  EXPECT_TRUE(per_step);
+  // Below the warn share, without a read-back: info.
+  for (auto& st : r.steps.steps) st.idle_sync_ns = 10'000, st.d2h_copies = 0;
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  EXPECT_EQ(FindId(f, "kernel.sync_every_step")->severity, Severity::kInfo);
+}
+
 }  // namespace
 }  // namespace latdoc::rules

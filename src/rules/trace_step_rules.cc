@@ -211,6 +211,19 @@ void AddStepIdleEvidence(const TraceReport& r, Finding& f) {
   f.evidence.push_back(Num("step_idle_kernel_wait_p50", Ms(P50(s, "idle_kernel_wait_ns")), "ms"));
 }
 
+void AddAllocStepEvidence(const TraceReport& r, Finding& f) {
+  if (!HaveSteps(r)) return;
+  const StepStats& s = r.steps;
+  const double n = static_cast<double>(s.steps.size());
+  f.evidence.push_back(Num("steps_with_alloc", 100 * ShareOfSteps(s, [](const StepRow& st) { return st.allocs > 0; }),
+                           "%", MethodText(s)));
+  f.evidence.push_back(Num("alloc_calls_per_step", SumOf(s, [](const StepRow& st) { return st.allocs; }) / n, "",
+                           "malloc/free calls between the first and the last launch of the steps"));
+  double ns = 0;
+  for (const trace::ApiUse& u : s.allocs) ns += static_cast<double>(u.total_ns);
+  f.evidence.push_back(Num("alloc_time_per_step", Ms(ns / n), "ms", "host time inside those calls"));
+}
+
 std::optional<double> SmallH2DPerStep(const TraceReport& r) {
   if (!HaveSteps(r)) return std::nullopt;
   return P50(r.steps, "small_h2d_copies");

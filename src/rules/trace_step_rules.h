@@ -19,6 +19,10 @@ bool HasHostRecords(const trace::TraceReport& r);
 // Adds the steps' idle split (p50 per step) to the GPU idle finding, when steps were found.
 void AddStepIdleEvidence(const trace::TraceReport& r, Finding& f);
 
+// Adds the steps' allocation calls (share of steps with one, calls and ms a step) to the
+// steady-state allocation finding, when steps were found.
+void AddAllocStepEvidence(const trace::TraceReport& r, Finding& f);
+
 // Median small HtoD copies a step; nullopt without steps.
 std::optional<double> SmallH2DPerStep(const trace::TraceReport& r);
 
