@@ -46,6 +46,12 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   const auto policy = std::thread::hardware_concurrency() > 1
                           ? std::launch::async | std::launch::deferred
                           : std::launch::deferred;
+  // The steps on a thread of their own where there are cores for it: the steady state below
+  // waits for them, the rest of this thread's analyses do not.
+  const auto steps_policy = std::thread::hardware_concurrency() > 2
+                                ? std::launch::async | std::launch::deferred
+                                : std::launch::deferred;
+  std::future<StepStats> steps = std::async(steps_policy, [&trace, &o, t0] { return ComputeSteps(trace, o, t0); });
   std::future<SideResults> side = std::async(policy, [&trace, &o, t0] {
     SideResults s;
     s.idle = ComputeIdle(trace, o, t0);
@@ -120,7 +126,7 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   r.all_ops_busy_ns = BusyOfAllOps(trace);
   ComputeKernelStats(trace, o, r.all_ops_busy_ns, t0, r);
   r.copies = ComputeCopyStats(trace, o);
-  r.steps = ComputeSteps(trace, o, t0);
+  r.steps = steps.get();
   r.steady = ComputeSteadyState(trace, o, t0, r.steps);
   SideResults side_results = side.get();
   r.idle = std::move(side_results.idle);
