@@ -45,12 +45,12 @@ class TraceBuilder {
 // (a DtoH copy and a stream sync) and launches the next step 870 us after the copy ended. An
 // allocation before the first step and a free after the last are setup; one malloc in step 2 is
 // in the steady state.
-void ProfiledLoop(TraceBuilder& b) {
+void ProfiledLoop(TraceBuilder& b, const std::string& range = "ProfilerStep#") {
   b.Api("cudaMalloc", 0, 1'000);
   int64_t corr = 1;
   for (int k = 0; k < 4; ++k) {
     const int64_t base = 100'000 + 1'000'000 * k;
-    b.Range(("ProfilerStep#" + std::to_string(k + 10)).c_str(), base, base + 900'000);
+    b.Range((range + std::to_string(k + 10)).c_str(), base, base + 900'000);
     if (k == 2) b.Api("cudaMalloc", base + 2'000, 1'000);
     b.Api("cudaLaunchKernel", base + 10'000, 5'000, corr);
     b.Op("k", base + 20'000, 100'000, corr++);
@@ -102,6 +102,17 @@ TEST(StepsTest, ProfilerStepRangesGiveTheTableAndTheIdleSplit) {
   ASSERT_FALSE(s.slowest.empty());
   EXPECT_EQ(s.slowest[0].wall_ns, 1'000'000);
   EXPECT_TRUE(s.slowest[0].kernels.empty());
+}
+
+// vLLM's model-runner ranges (a name holding execute_model) make the steps when the profiler's
+// own are absent.
+TEST(StepsTest, VllmExecuteModelRanges) {
+  TraceBuilder b;
+  ProfiledLoop(b, "gpu_model_runner: execute_model ");
+  const StepStats s = ComputeSteps(b.t, AnalysisOptions{}, TraceStartNs(b.t));
+  EXPECT_EQ(s.method, StepMethod::kVllmRange);
+  EXPECT_EQ(s.steps.size(), 4u);
+  EXPECT_EQ(s.detail, "execute_model ranges");
 }
 
 // The steady state is the steps' host window: the setup malloc before the first step and the
