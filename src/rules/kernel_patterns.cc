@@ -56,11 +56,16 @@ const std::vector<KernelPattern>& KernelPatterns() {
        "update PyTorch/cuBLAS/cuDNN to a build with sm90 kernels; check dtype and alignment",
        "cuBLAS/cuDNN kernel naming (sm80_xmma_* vs sm90_xmma_*)",
        "", "f32f32_f32f32"},
+      // indexSelectLargeIndex with 32-bit index math (IndexType unsigned int) is PyTorch's
+      // normal kernel for more than 16 indices; only the uint64_t instance (unsigned long) is
+      // the 64-bit fallback for tensors past 32-bit index math.
       {"index_select_large_index", "", "indexSelectLargeIndex", "",
-       "index_select/embedding with 64-bit index math (tensor over 2^31 elements)",
+       "index_select/embedding with 64-bit index math (a tensor too large for 32-bit indexing)",
        "shard or split the indexed tensor so 32-bit indexing applies",
-       "pytorch/pytorch aten/src/ATen/native/cuda/Indexing.cu (indexSelectLargeIndex vs "
-       "indexSelectSmallIndex)"},
+       "pytorch/pytorch aten/src/ATen/native/cuda/Indexing.cu (index_select_out_cuda_impl: "
+       "SMALL_INDEX/LARGE_INDEX with unsigned int when canUse32BitIndexMath, else LARGE_INDEX "
+       "with uint64_t)",
+       "", "unsigned int"},
   };
   return rows;
 }

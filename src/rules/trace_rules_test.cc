@@ -221,6 +221,20 @@ TEST(KernelPatternsTest, ArchScopedPrefixAndSubstring) {
   EXPECT_FALSE(MatchesPattern(*unrolled, "at::native::vectorized_elementwise_kernel<4, X>", "sm90"));
 }
 
+// indexSelectLargeIndex is PyTorch's normal kernel for many indices with 32-bit index math; only
+// its 64-bit (unsigned long) instance is the slow fallback.
+TEST(KernelPatternsTest, IndexSelectLargeIndexOnlyWith64BitIndexMath) {
+  const KernelPattern* p = nullptr;
+  for (const auto& k : KernelPatterns()) {
+    if (k.id == "index_select_large_index") p = &k;
+  }
+  ASSERT_NE(p, nullptr);
+  EXPECT_FALSE(MatchesPattern(
+      *p, "at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>", "sm90"));
+  EXPECT_TRUE(MatchesPattern(
+      *p, "at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned long, -1, -1, -1, true>", "sm90"));
+}
+
 TEST(AddKnowledgeFactsTest, BandwidthAgainstSpecAndPatternHits) {
   TraceReport r = HostBoundReport();
   r.devices.push_back({0, 0, "NVIDIA H200", "sm90"});
