@@ -7,6 +7,10 @@ STEPS decode steps with `prof.step()` between them, so the trace carries `Profil
 ranges. Writes gzipped Chrome-trace JSON to $OUT (default /tmp/out).
 
 Run on a GPU machine: python3 tools/capture_pathologies.py [scenario...]
+Environment: LAYERS, STEPS; SCHEDULE=1 profiles with a torch.profiler.schedule (one warm-up
+step, then STEPS active ones), which is what makes the trace carry `ProfilerStep#N` ranges
+(without a schedule, `prof.step()` records none); SUFFIX is appended to the file names. With
+PYTORCH_NO_CUDA_MEMORY_CACHING=1 every tensor allocation is a cudaMalloc and every free a cudaFree.
 """
 import gzip, math, os, shutil, sys, time
 import torch
@@ -15,6 +19,8 @@ from torch.profiler import profile, ProfilerActivity
 
 OUT = os.environ.get("OUT", "/tmp/out")
 STEPS = int(os.environ.get("STEPS", "32"))
+SCHEDULE = os.environ.get("SCHEDULE", "") == "1"
+SUFFIX = os.environ.get("SUFFIX", "")
 os.makedirs(OUT, exist_ok=True)
 torch.manual_seed(0)
 dev = "cuda"
@@ -145,7 +151,19 @@ for name in names:
         torch.cuda.synchronize()
         go = lambda p, kind=kind: run_eager(kind, STEPS, p)
     t = time.time()
-    with profile(activities=acts, record_shapes=True) as prof:
-        go(prof)
+    if SCHEDULE:
+        # warm-up 1 + STEPS active steps: the loop runs one step more than STEPS
+        STEPS_RUN = STEPS + 1
+        done = []
+        sched = torch.profiler.schedule(wait=0, warmup=1, active=STEPS, repeat=1)
+        with profile(activities=acts, record_shapes=True, schedule=sched,
+                     on_trace_ready=lambda p: done.append(save(p, "h200_decode_" + name + SUFFIX))) as prof:
+            if name == "clean_graph":
+                run_graph(STEPS_RUN)(prof)
+            else:
+                run_eager(name, STEPS_RUN, prof)
+    else:
+        with profile(activities=acts, record_shapes=True) as prof:
+            go(prof)
+        save(prof, "h200_decode_" + name + SUFFIX)
     print(name, "wall", round(time.time() - t, 3), "s", flush=True)
-    save(prof, "h200_decode_" + name)

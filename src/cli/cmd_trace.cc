@@ -39,7 +39,8 @@ struct TraceArgs {
   double tiny_kernel_us = 10;
 };
 
-// Ranges worth marking in Perfetto: the largest idle gaps and the outlier instances.
+// Ranges worth marking in Perfetto: the largest idle gaps, the slowest steps and the outlier
+// instances.
 std::vector<trace::Annotation> Annotations(const trace::Trace& t, const trace::TraceReport& r,
                                            const std::vector<rules::Finding>& findings) {
   std::vector<trace::Annotation> out;
@@ -52,6 +53,14 @@ std::vector<trace::Annotation> Annotations(const trace::Trace& t, const trace::T
     out.push_back({idle_id, fmt::format("GPU idle {:.1f} us", static_cast<double>(g.dur_ns) / 1e3),
                    t0 + g.at_ns, g.dur_ns,
                    fmt::format("before {}; launch {}", g.next_op, g.next_launch.value_or("n/a"))});
+  }
+  // The slowest steps, for kernel.step_outliers' advice to open the trace at them.
+  for (const auto& x : r.steps.slowest) {
+    const auto& st = r.steps.steps[static_cast<size_t>(x.index)];
+    out.push_back({"kernel.step_outliers", fmt::format("step {}: {:.2f}x median", x.index, x.ratio_to_median),
+                   t0 + st.at_ns, st.wall_ns,
+                   fmt::format("step {} took {:.3f} ms, GPU busy {:.3f} ms", x.index,
+                               static_cast<double>(st.wall_ns) / 1e6, static_cast<double>(st.gpu_busy_ns) / 1e6)});
   }
   for (const auto& x : r.outliers) {
     out.push_back({"kernel.outlier_instances",
@@ -237,7 +246,7 @@ Command RegisterTrace(CLI::App& root) {
   app->add_option("--tiny-kernel-us", args->tiny_kernel_us, "Tiny kernel: shorter than this many us (TraceLens)")
       ->capture_default_str();
   app->add_option("--warmup-share", args->analysis.warmup_share,
-                  "Share of the host timeline treated as warm-up for steady-state checks")
+                  "Share of the host timeline treated as warm-up for steady-state checks when no steps are found")
       ->check(CLI::Range(0.0, 0.99))->capture_default_str();
   app->add_option("--idle-warn", args->rules.idle_warn_share, "GPU idle share that warns")
       ->capture_default_str();

@@ -587,7 +587,7 @@ TEST(SweepTest, InterruptKeepsTheStepsDoneMarkedPartial) {
   EXPECT_EQ(r->partial_reason, "interrupted");
   ASSERT_FALSE(r->steps.empty());
   EXPECT_TRUE(r->steps.back().interrupted);
-  auto j = SweepJson(*r, Opts(), SweepContext{"http://x", "d", {}, {}});
+  auto j = SweepJson(*r, Opts(), SweepContext{"http://x", "d"});
   EXPECT_EQ(j["partial"], true);
 }
 
@@ -603,7 +603,7 @@ TEST(SweepTest, ServerGoneMidSweepKeepsTheStepsDoneMarkedPartial) {
   EXPECT_TRUE(r->partial);
   EXPECT_THAT(r->partial_reason, HasSubstr("Connection refused"));
   ASSERT_FALSE(r->steps.empty());
-  auto j = SweepJson(*r, Opts(), SweepContext{"http://x", "d", {}, {}});
+  auto j = SweepJson(*r, Opts(), SweepContext{"http://x", "d"});
   EXPECT_EQ(j["partial"], true);
   // Before any step was measured, an unreachable server is still an error.
   Model gone;
@@ -701,7 +701,7 @@ TEST(SweepReportTest, CsvAndJsonCarryEveryStep) {
   EXPECT_EQ(size_t(std::count(csv.begin(), csv.end(), '\n')), r->steps.size() + 1);
   // One row is the knee; the goodput column is empty (no SLO), not 0.
   EXPECT_THAT(csv, HasSubstr("\n16,ladder,32,32,0,1,"));
-  auto j = SweepJson(*r, o, SweepContext{"http://127.0.0.1:1", "20260101-000000", {}, {}});
+  auto j = SweepJson(*r, o, SweepContext{"http://127.0.0.1:1", "20260101-000000"});
   EXPECT_EQ(j["schema"], "latdoc.sweep/1");
   EXPECT_EQ(j["knee"]["concurrency"], 16);
   EXPECT_EQ(j["knee"]["bend"], "queueing");

@@ -334,6 +334,17 @@ std::string IdleSection(const ordered_json& data) {
            "</figure>\n";
   }
   out += "</div>\n";
+  if (const ordered_json& st = data["steps"]; st.is_object()) {
+    out += Chart("steps", "Step time",
+                 fmt::format("Each step's time (from its first GPU op to the next step's), with its GPU-busy "
+                             "part: {} steps found by {}, median {} ms, p99 {} ms{}. The rest of a bar is "
+                             "the GPU waiting (host late, syncs, gaps).",
+                             Num(st["count"]), E(st["method"].is_string() ? st["method"].get<std::string>() : ""),
+                             Num(st["p50_ms"]), Num(st["p99_ms"]),
+                             st["count"].is_number() && st["count"].get<double>() > static_cast<double>(st["items"].size())
+                                 ? fmt::format("; the first {} shown", st["items"].size())
+                                 : ""));
+  }
   if (!g["split"].empty()) {
     out += "<h3>Idle time by cause (HTA rule)</h3><table><thead><tr><th>cause</th><th class=\"num\">ms</th>"
            "</tr></thead><tbody>\n";

@@ -24,7 +24,8 @@
 //              count, total_ns, mean_ns, busy_share}], facts.span_ns, facts.idle {host_wait_ns,
 //              kernel_wait_ns, other_ns, largest_gaps [{device, at_ns, dur_ns, next_op}],
 //              gap_histogram [{lo_ns, hi_ns, count}] (optional; else the histogram is of the
-//              largest gaps listed)}>,
+//              largest gaps listed)}, facts.steps {method, quantiles.wall_ns {p50, p99},
+//              table [{index, wall_ns, gpu_busy_ns}]} (optional: the step-time chart)>,
 //    "logs": <`latdoc logs --json` (latdoc.logs/1): facts.engines [{engine, series {t_s [],
 //              running [], waiting [], kv_pct []}}]>,
 //    "layers": {"network": "measured" | "skipped: why", "system": ..., "kernel": ...,

@@ -444,6 +444,36 @@ DiagnosisFindings FindingsOf(const ordered_json& diagnosis) {
   return out;
 }
 
+// Steps shown in the step chart: the first ones of a long trace (a bar each stays readable).
+constexpr size_t kStepsShown = 400;
+
+// The per-step table of `latdoc trace --json` (facts.steps.table): each step's time and its
+// GPU-busy part, for the step chart. null when the trace had no steps.
+ordered_json Steps(const ordered_json& facts) {
+  const ordered_json& steps = Child(facts, "steps");
+  const ordered_json& table = Child(steps, "table");
+  if (!table.is_array() || table.empty()) return nullptr;
+  ordered_json items = ordered_json::array();
+  for (const ordered_json& row : table) {
+    if (items.size() == kStepsShown) break;
+    const std::optional<double> wall = NumberAt(row, "wall_ns"), busy = NumberAt(row, "gpu_busy_ns");
+    if (!wall || !busy) continue;
+    items.push_back({{"index", Num(NumberAt(row, "index"))},
+                     {"wall_ms", Round6(*wall / 1e6)},
+                     {"busy_ms", Round6(std::min(*busy, *wall) / 1e6)}});
+  }
+  if (items.empty()) return nullptr;
+  ordered_json out;
+  out["method"] = StringAt(steps, "method");
+  out["count"] = table.size();
+  const ordered_json& wall_q = Child(Child(steps, "quantiles"), "wall_ns");
+  auto ms = [](std::optional<double> ns) { return ns ? std::optional(Round6(*ns / 1e6)) : std::nullopt; };
+  out["p50_ms"] = Num(ms(NumberAt(wall_q, "p50")));
+  out["p99_ms"] = Num(ms(NumberAt(wall_q, "p99")));
+  out["items"] = std::move(items);
+  return out;
+}
+
 ordered_json ReportData(const ordered_json& diagnosis) {
   ordered_json d;
   d["sweep"] = Sweep(Child(diagnosis, "sweep"));
@@ -453,6 +483,7 @@ ordered_json ReportData(const ordered_json& diagnosis) {
   d["gpu_time"] = GpuTime(facts);
   d["kernels"] = Kernels(facts);
   d["idle"] = Idle(facts);
+  d["steps"] = Steps(facts);
   d["server_series"] = ServerSeries(diagnosis);
   d["layers"] = Layers(diagnosis);
   return d;

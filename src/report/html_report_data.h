@@ -38,6 +38,8 @@ DiagnosisFindings FindingsOf(const nlohmann::ordered_json& diagnosis);
 //   "idle":    {"span_ms", "gaps": [{"device", "at_ms", "dur_us", "next_op"}],
 //               "split": [{"label", "ms"}], "histogram": [{"label", "count"}],
 //               "histogram_of": "all gaps"|"largest gaps listed"}
+//   "steps":   {"method", "count", "p50_ms", "p99_ms", "items": [{"index", "wall_ms",
+//               "busy_ms"}] (the first 400 steps)}
 //   "server_series": [{"source", "t_s": [], "running": [], "waiting": [], "kv_pct": []}]
 //   "layers":  [{"layer", "status"}]
 nlohmann::ordered_json ReportData(const nlohmann::ordered_json& diagnosis);

@@ -336,6 +336,32 @@ TEST(HtmlReportDataTest, IdleHistogramBinsTheListedGaps) {
   EXPECT_EQ(idle["split"][0]["ms"], 1.0);
 }
 
+// The step chart: each step's time and its GPU-busy part from facts.steps.table; drawn only when
+// the trace had steps.
+TEST(HtmlReportDataTest, StepChartFromTheStepTable) {
+  ordered_json d = {{"trace", {{"facts", {{"idle", {{"host_wait_ns", 0}}},
+                                          {"steps", {{"method", "cadence"},
+                                                      {"quantiles", {{"wall_ns", {{"p50", 3.5e6}, {"p99", 12.5e6}}}}},
+                                                      {"table", {{{"index", 0}, {"wall_ns", 3.5e6}, {"gpu_busy_ns", 0.5e6}},
+                                                                 {{"index", 1}, {"wall_ns", 12.5e6}, {"gpu_busy_ns", 9.6e6}},
+                                                                 {{"index", 2}, {"wall_ns", "x"}}}}}}}}}}};
+  const ordered_json s = ReportData(d)["steps"];
+  ASSERT_TRUE(s.is_object());
+  EXPECT_EQ(s["method"], "cadence");
+  EXPECT_EQ(s["count"], 3);
+  EXPECT_EQ(s["p50_ms"], 3.5);
+  EXPECT_EQ(s["p99_ms"], 12.5);
+  ASSERT_EQ(s["items"].size(), 2u);   // the row without a number is dropped
+  EXPECT_EQ(s["items"][1]["wall_ms"], 12.5);
+  EXPECT_EQ(s["items"][1]["busy_ms"], 9.6);
+  const std::string html = RenderHtmlReport(d, HtmlReportOptions{false});
+  EXPECT_THAT(ChartNames(html), ::testing::Contains("steps"));
+  EXPECT_THAT(html, HasSubstr("3 steps found by cadence, median 3.5 ms, p99 12.5 ms; the first 2 shown."));
+  d["trace"]["facts"]["steps"] = {{"method", "none"}, {"count", 0}};
+  EXPECT_TRUE(ReportData(d)["steps"].is_null());
+  EXPECT_THAT(ChartNames(RenderHtmlReport(d, HtmlReportOptions{false})), ::testing::Not(::testing::Contains("steps")));
+}
+
 TEST(HtmlReportDataTest, FormatNumber) {
   EXPECT_EQ(FormatNumber(std::nullopt), "n/a");
   EXPECT_EQ(FormatNumber(0.0), "0");

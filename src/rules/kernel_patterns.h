@@ -16,6 +16,11 @@ struct KernelPattern {
   std::string_view meaning;
   std::string_view advice;
   std::string_view source;
+  // When the kernel is a problem, if its name alone does not say so (the inputs' layout, a
+  // dtype): the rule cannot check it from a trace and stays info. Empty: the name is enough.
+  std::string_view condition = {};
+  // A name holding this is not a hit (a kernel the pattern's reasoning does not cover).
+  std::string_view excludes = {};
 };
 
 const std::vector<KernelPattern>& KernelPatterns();

@@ -9,6 +9,7 @@
 #include "rules/kernel_patterns.h"
 #include "rules/trace_rank_rules.h"
 #include "rules/trace_roofline_rules.h"
+#include "rules/trace_step_rules.h"
 
 namespace latdoc::rules {
 namespace {
@@ -69,31 +70,70 @@ void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Findi
   const double idle = Share(static_cast<double>(t.idle_ns), static_cast<double>(t.total_ns));
   const double stream_idle = static_cast<double>(r.idle.host_wait_ns + r.idle.kernel_wait_ns + r.idle.other_ns);
   const double host_share = Share(static_cast<double>(r.idle.host_wait_ns), stream_idle);
+  const double gap_share = Share(static_cast<double>(r.idle.kernel_wait_ns), stream_idle);
+  const bool host_records = HasHostRecords(r);
   Severity sev = Severity::kOk;
   if (idle >= o.idle_fail_share) {
     sev = Severity::kFail;
   } else if (idle >= o.idle_warn_share) {
     sev = Severity::kWarn;
   }
-  // Named and advised as host-bound only when the idle time is worth acting on.
-  const bool host_bound = host_share >= 0.5 && sev != Severity::kOk;
-  Finding f = Make(
-      host_bound ? "kernel.gpu_idle_host_bound" : "kernel.gpu_idle",
-      sev,
-      fmt::format("GPU idle {:.1f}% of {} {:.2f} ms window{}", 100 * idle,
-                  t.devices > 1 ? fmt::format("{} devices'", t.devices) : std::string("its"),
-                  Ms(static_cast<double>(t.total_ns)),
-                  host_bound ? fmt::format("; {:.0f}% of stream idle time is the host launching late", 100 * host_share)
-                             : ""),
-      host_bound
-          ? "the host is the bottleneck: capture the step in CUDA/HIP graphs (vLLM: drop "
-            "--enforce-eager), cut Python work per step (torch.compile), and pin the server to the "
-            "GPU's NUMA node with a performance CPU governor (latdoc numa-exec)"
-          : "the GPU waits without the host being late: look for synchronisations and "
-            "dependencies between streams (see kernel.steady_state_sync)");
+  // Which of three causes the idle time has, named only when the trace shows it: the host
+  // launching late; the GPU's own gaps between ops already launched (short, back to back: only
+  // fusion removes them, so info at most); or neither (syncs, waits between streams).
+  enum class Cause { kHost, kKernelGaps, kOther, kUnknown } cause = Cause::kOther;
+  if (!host_records) {
+    cause = Cause::kUnknown;
+  } else if (host_share >= o.host_bound_share) {
+    cause = Cause::kHost;
+  } else if (gap_share >= o.kernel_gap_share) {
+    cause = Cause::kKernelGaps;
+    sev = std::min(sev, Severity::kInfo);
+  }
+  const bool named = sev != Severity::kOk;
+  const bool several_streams = r.overlap.streams_with_kernels >= 2;
+  std::string id = "kernel.gpu_idle", suffix, advice;
+  switch (cause) {
+    case Cause::kHost:
+      if (named) {
+        id = "kernel.gpu_idle_host_bound";
+        suffix = fmt::format("; {:.0f}% of stream idle time is the host launching late", 100 * host_share);
+      }
+      advice = "the host is the bottleneck: capture the step in CUDA/HIP graphs (vLLM: drop "
+               "--enforce-eager), cut Python work per step (torch.compile), and pin the server to the "
+               "GPU's NUMA node with a performance CPU governor (latdoc numa-exec)";
+      break;
+    case Cause::kKernelGaps:
+      if (named) {
+        id = "kernel.gpu_idle_kernel_gaps";
+        suffix = fmt::format("; {:.0f}% of it is short gaps between ops already launched", 100 * gap_share);
+      }
+      advice = "the gaps are the GPU's own between back-to-back ops (launch already done): only "
+               "fewer, larger kernels remove them (fusion, torch.compile)";
+      break;
+    case Cause::kOther:
+      advice = several_streams
+                   ? "the GPU waits without the host being late: look for synchronisations and "
+                     "dependencies between streams (see kernel.steady_state_sync)"
+                   : "the GPU waits without the host being late: look for synchronisations and long "
+                     "copies in the step (see kernel.steady_state_sync)";
+      break;
+    case Cause::kUnknown:
+      advice = "the trace has no host API records, so whether the host launched late cannot be "
+               "told: trace the runtime API too (rocprofv3 --hip-trace, nsys --trace=cuda, "
+               "torch.profiler with CUDA activities)";
+      break;
+  }
+  Finding f = Make(id, sev,
+                   fmt::format("GPU idle {:.1f}% of {} {:.2f} ms window{}", 100 * idle,
+                               t.devices > 1 ? fmt::format("{} devices'", t.devices) : std::string("its"),
+                               Ms(static_cast<double>(t.total_ns)), suffix),
+                   advice);
   f.evidence.push_back(Num("gpu_idle", Ms(static_cast<double>(t.idle_ns)), "ms"));
   f.evidence.push_back(Num("gpu_idle_share", 100 * idle, "%"));
-  f.evidence.push_back(Num("host_wait_share_of_stream_idle", stream_idle > 0 ? std::optional<double>(100 * host_share) : std::nullopt, "%"));
+  f.evidence.push_back(Num("host_wait_share_of_stream_idle",
+                           host_records && stream_idle > 0 ? std::optional<double>(100 * host_share) : std::nullopt, "%",
+                           host_records ? "" : "no host records"));
   f.evidence.push_back(Num("kernel_wait", Ms(static_cast<double>(r.idle.kernel_wait_ns)), "ms"));
   if (!r.idle.largest_gaps.empty()) {
     const auto& g = r.idle.largest_gaps.front();
@@ -105,8 +145,9 @@ void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Findi
                              fmt::format("at {:.3f} ms, before {}{}{}", Ms(static_cast<double>(g.at_ns)),
                                          ShortenMiddle(g.next_op, 60),
                                          g.cpu_busy_ns ? fmt::format("; launching thread busy {:.1f} us", Us(static_cast<double>(*g.cpu_busy_ns))) : "",
-                                         cpu.empty() ? "" : "; CPU: " + cpu)));
+                                         cpu.empty() ? "" : "; CPU (outermost ops): " + cpu)));
   }
+  AddStepIdleEvidence(r, f);
   f.latency_share = idle;
   out.push_back(std::move(f));
 }
@@ -128,12 +169,12 @@ void HotKernelRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<
   out.push_back(std::move(f));
 }
 
-void OutlierRule(const TraceReport& r, std::vector<Finding>& out) {
+void OutlierRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   if (r.outlier_count == 0) return;
   // Every outlier's excess, not only the instances the report lists.
   const double excess = static_cast<double>(r.outlier_excess_ns);
   const double share = Share(excess, static_cast<double>(r.all_ops_busy_ns));
-  Finding f = Make("kernel.outlier_instances", share >= 0.01 ? Severity::kWarn : Severity::kInfo,
+  Finding f = Make("kernel.outlier_instances", share >= o.outlier_warn_share ? Severity::kWarn : Severity::kInfo,
                    fmt::format("{} kernel instances ran far slower than their kernel's median", r.outlier_count),
                    "open the trace with the findings marked (--annotate) and look at what ran at those "
                    "moments: other processes on the GPU, clock throttling, a contended stream, or "
@@ -153,7 +194,10 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
     if (d.direction == CopyDirection::kHtoD && d.small_count >= o.small_h2d_min_count) {
       const double rate = d.small_per_s.value_or(0);   // the busiest file, over its own span
       if (rate >= o.small_h2d_min_per_s || d.storm_runs > 0) {
-        Finding f = Make("kernel.small_h2d_copies", Severity::kWarn,
+        // With steps: a copy or so a step (a position id) costs a microsecond; warn from a few.
+        const std::optional<double> per_step = SmallH2DPerStep(r);
+        const Severity sev = per_step && *per_step < o.small_h2d_warn_per_step ? Severity::kInfo : Severity::kWarn;
+        Finding f = Make("kernel.small_h2d_copies", sev,
                          fmt::format("{} small host-to-device copies ({:.0f}/s)", d.small_count, rate),
                          "batch small inputs into one pinned staging buffer and copy it once per step "
                          "(tensor.pin_memory() + .to(device, non_blocking=True)); avoid building "
@@ -162,6 +206,7 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
         f.evidence.push_back(Num("small_share", 100 * Share(static_cast<double>(d.small_count), static_cast<double>(d.count)), "%"));
         f.evidence.push_back(Num("rate", rate, "/s"));
         f.evidence.push_back(Num("storm_runs", static_cast<double>(d.storm_runs), "", fmt::format("longest {}", d.longest_storm)));
+        if (per_step) f.evidence.push_back(Num("small_h2d_per_step", *per_step, "", "median step"));
         out.push_back(std::move(f));
       }
     }
@@ -175,9 +220,10 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
   if (pageable > 0) {
     const GpuTime window = DeviceSum(r);
     const double share = Share(static_cast<double>(pageable_ns), static_cast<double>(window.total_ns));
-    Finding f = Make("kernel.pageable_copies",
-                     pageable >= o.copy_warn_count || share >= o.pageable_warn_share ? Severity::kWarn
-                                                                                      : Severity::kInfo,
+    Severity sev = pageable >= o.copy_warn_count || share >= o.pageable_warn_share ? Severity::kWarn : Severity::kInfo;
+    const std::optional<PageablePerStep> per_step = PageableStepCost(r);
+    if (per_step) sev = PageableStepSeverity(*per_step, o);
+    Finding f = Make("kernel.pageable_copies", sev,
                      fmt::format("{} copies from or to pageable host memory{}", pageable,
                                  r.copies.pageable_is_heuristic ? " (heuristic: the async call blocked)" : ""),
                      "pin the host buffers (pin_memory=True, cudaHostAlloc/hipHostMalloc) so the copy "
@@ -190,6 +236,7 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
                                  ? "ROCm traces record no memory kind: an *Async copy whose call "
                                    "blocked for most of the copy's time counts as pageable"
                                  : "memory kind recorded by the profiler"));
+    if (per_step) AddPageableStepEvidence(*per_step, f);
     out.push_back(std::move(f));
   }
   if (r.steady.sync_copy_count > 0) {   // warm-up copies (loading the model) are fine
@@ -242,6 +289,9 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
 }
 
 void LaunchRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  // Without host records, "launched one by one" cannot be told from "in a graph": StepRules
+  // says the check was skipped.
+  if (!HasHostRecords(r)) return;
   const auto& l = r.launch;
   if (l.graph_launches > 0) {
     Finding f = Make("kernel.graphs_in_use", Severity::kOk,
@@ -269,9 +319,13 @@ void LaunchRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
 
 void SteadyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   const auto& s = r.steady;
-  if (s.sync_count > 0) {
+  // With steps found, the syncs of the loop are judged per step (kernel.sync_every_step); those
+  // outside it (a final synchronize) are not a finding.
+  if (s.sync_count > 0 && r.steps.method == trace::StepMethod::kNone) {
     const double share = Share(static_cast<double>(s.sync_ns), static_cast<double>(s.steady_span_ns));
-    Finding f = Make("kernel.steady_state_sync", share >= o.sync_warn_share ? Severity::kWarn : Severity::kInfo,
+    // A few syncs (a final synchronize, a one-off read) are not a habit of the loop: info.
+    const bool habit = s.sync_count >= o.sync_warn_min_count;
+    Finding f = Make("kernel.steady_state_sync", habit && share >= o.sync_warn_share ? Severity::kWarn : Severity::kInfo,
                      fmt::format("{} synchronisations after warm-up, {:.2f} ms on the host", s.sync_count, Ms(static_cast<double>(s.sync_ns))),
                      "remove device-wide waits from the step (torch.cuda.synchronize(), .item(), "
                      ".cpu()); wait on events for the one stream that needs it");
@@ -291,6 +345,7 @@ void SteadyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
       f.evidence.push_back(Num(s.allocs[i].name, Ms(static_cast<double>(s.allocs[i].total_ns)), "ms",
                                fmt::format("{} calls", s.allocs[i].count)));
     }
+    AddAllocStepEvidence(r, f);
     out.push_back(std::move(f));
   }
 }
@@ -298,19 +353,28 @@ void SteadyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
 void PatternRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   for (const auto& p : r.patterns) {
     const double share = p.busy_share;
-    Finding f = Make("kernel.pattern." + p.pattern, share >= o.pattern_warn_share ? Severity::kWarn : Severity::kInfo,
-                     fmt::format("known slow path: {} ({} calls, {:.1f}% of busy time)", ShortenMiddle(p.kernel, 70), p.count, 100 * share),
+    // A pattern whose condition the kernel name cannot show (the inputs' strides, alignment,
+    // dtypes) may be the right path for this op: info, saying what to check.
+    const bool shown = p.condition_checked;
+    Finding f = Make("kernel.pattern." + p.pattern,
+                     shown && share >= o.pattern_warn_share ? Severity::kWarn : Severity::kInfo,
+                     fmt::format("{}: {} ({} calls, {:.1f}% of busy time)", shown ? "known slow path" : "possible slow path",
+                                 ShortenMiddle(p.kernel, 70), p.count, 100 * share),
                      p.advice);
     f.evidence.push_back(Num("total", Ms(static_cast<double>(p.total_ns)), "ms"));
+    if (!shown) {
+      f.evidence.push_back(Num("condition", std::nullopt, "",
+                               "not checked (the trace does not show it): slow only when " + p.condition));
+    }
     f.evidence.push_back(Num("source", std::nullopt, "", p.source));
     out.push_back(std::move(f));
   }
 }
 
-void ConcurrencyRule(const TraceReport& r, std::vector<Finding>& out) {
+void ConcurrencyRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   const auto& ov = r.overlap;
   // Streams of one device (ComputeOverlap judges only devices with two or more).
-  if (ov.max_streams_per_device >= 2 && ov.concurrency_share && *ov.concurrency_share < 0.05) {
+  if (ov.max_streams_per_device >= 2 && ov.concurrency_share && *ov.concurrency_share < o.concurrency_low_share) {
     Finding f = Make("kernel.serialized_streams", Severity::kInfo,
                      fmt::format("kernels on {} streams of one device but only {:.1f}% of their busy time concurrent",
                                  ov.max_streams_per_device, 100 * *ov.concurrency_share),
@@ -318,7 +382,7 @@ void ConcurrencyRule(const TraceReport& r, std::vector<Finding>& out) {
                      "whether one stream would do");
     out.push_back(std::move(f));
   }
-  if (ov.copy_hidden_share && *ov.copy_hidden_share < 0.5) {
+  if (ov.copy_hidden_share && *ov.copy_hidden_share < o.copies_hidden_low_share) {
     Finding f = Make("kernel.copies_not_overlapped", Severity::kInfo,
                      fmt::format("{:.0f}% of long-copy time ran without compute alongside", 100 * (1 - *ov.copy_hidden_share)),
                      "issue copies on a side stream ahead of use so they overlap kernels");
@@ -404,6 +468,8 @@ void AddKnowledgeFacts(TraceReport& r) {
     hit.pattern = std::string(p.id);
     hit.advice = std::string(p.advice);
     hit.source = std::string(p.source);
+    hit.condition = std::string(p.condition);
+    hit.condition_checked = p.condition.empty();
     hit.arch = arch;
     r.patterns.push_back(std::move(hit));
   }
@@ -413,12 +479,13 @@ std::vector<Finding> EvaluateTraceRules(const TraceReport& r, const TraceRuleOpt
   std::vector<Finding> out;
   IdleRule(r, o, out);
   HotKernelRule(r, o, out);
-  OutlierRule(r, out);
+  OutlierRule(r, o, out);
   CopyRules(r, o, out);
   LaunchRules(r, o, out);
   SteadyRules(r, o, out);
   PatternRules(r, o, out);
-  ConcurrencyRule(r, out);
+  ConcurrencyRule(r, o, out);
+  StepRules(r, o, out);
   RooflineRules(r, out);
   RankRules(r, out);
   return out;

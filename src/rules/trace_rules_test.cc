@@ -20,6 +20,7 @@ const Finding* FindId(const std::vector<Finding>& v, std::string_view id) {
 
 TraceReport HostBoundReport() {
   TraceReport r;
+  r.api_calls = 5000;   // a trace with host records: the host-side checks run
   r.span_ns = 100'000'000;
   r.timeline.total_ns = 50'000'000;
   r.timeline.busy_ns = 30'000'000;
@@ -220,6 +221,20 @@ TEST(KernelPatternsTest, ArchScopedPrefixAndSubstring) {
   EXPECT_FALSE(MatchesPattern(*unrolled, "at::native::vectorized_elementwise_kernel<4, X>", "sm90"));
 }
 
+// indexSelectLargeIndex is PyTorch's normal kernel for many indices with 32-bit index math; only
+// its 64-bit (unsigned long) instance is the slow fallback.
+TEST(KernelPatternsTest, IndexSelectLargeIndexOnlyWith64BitIndexMath) {
+  const KernelPattern* p = nullptr;
+  for (const auto& k : KernelPatterns()) {
+    if (k.id == "index_select_large_index") p = &k;
+  }
+  ASSERT_NE(p, nullptr);
+  EXPECT_FALSE(MatchesPattern(
+      *p, "at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>", "sm90"));
+  EXPECT_TRUE(MatchesPattern(
+      *p, "at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned long, -1, -1, -1, true>", "sm90"));
+}
+
 TEST(AddKnowledgeFactsTest, BandwidthAgainstSpecAndPatternHits) {
   TraceReport r = HostBoundReport();
   r.devices.push_back({0, 0, "NVIDIA H200", "sm90"});
@@ -243,9 +258,92 @@ TEST(AddKnowledgeFactsTest, BandwidthAgainstSpecAndPatternHits) {
   EXPECT_EQ(r.patterns[0].pattern, "unrolled_elementwise");
   const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
   ASSERT_NE(FindId(f, "kernel.low_copy_bandwidth"), nullptr);   // 16 MiB average, 3 of 63 GB/s
+  // The unrolled path is slow only for misaligned or non-contiguous inputs, which a kernel name
+  // does not show (a cast takes it by design): info, whatever its share, saying what to check.
   const Finding* p = FindId(f, "kernel.pattern.unrolled_elementwise");
   ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->severity, Severity::kInfo);
+  EXPECT_EQ(p->title.rfind("possible slow path: ", 0), 0u) << p->title;
+  EXPECT_EQ(p->evidence[1].name, "condition");
+  EXPECT_EQ(p->evidence[1].text.rfind("not checked (the trace does not show it): slow only when its inputs are misaligned", 0), 0u)
+      << p->evidence[1].text;
+}
+
+// A pattern whose name is the whole condition (an sm80 tensor-core GEMM on sm90) warns past its
+// share; an fp32 GEMM without TF32 has no sm90 kernel and is not a hit.
+TEST(AddKnowledgeFactsTest, NameOnlyPatternWarnsAndFp32GemmIsNotAHit) {
+  TraceReport r = HostBoundReport();
+  r.devices.push_back({0, 0, "NVIDIA H200", "sm90"});
+  trace::KernelStat k;
+  k.name = "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32";
+  k.count = 5;
+  k.total_ns = 3'000'000;
+  k.busy_share = 0.1;
+  r.hot_kernels.push_back(k);
+  AddKnowledgeFacts(r);
+  auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* p = FindId(f, "kernel.pattern.sm80_xmma_on_hopper");
+  ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->severity, Severity::kWarn);
+  EXPECT_EQ(p->title.rfind("known slow path: ", 0), 0u) << p->title;
+  r.hot_kernels[0].name = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8";
+  AddKnowledgeFacts(r);
+  EXPECT_TRUE(r.patterns.empty());
+}
+
+// A kernel-only trace (no API calls): nothing is said about the host; the host-side checks are
+// `skip` with the reason, and the idle finding names no cause.
+TEST(TraceRulesTest, NoHostRecordsSkipsHostChecksAndClaimsNothingAboutTheHost) {
+  TraceReport r = HostBoundReport();
+  r.api_calls = 0;
+  r.idle.host_wait_ns = 0;
+  r.idle.kernel_wait_ns = 0;
+  r.idle.other_ns = 20'000'000;
+  r.gpu_ops = 2000;
+  r.launch.kernels = 2000;
+  r.launch.tiny_kernels = 1900;
+  r.launch.tiny_share = 0.95;
+  r.launch.tiny_kernel_limit_ns = 10'000;
+  const auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  for (const char* id : {"kernel.launch_overhead", "kernel.steady_state_sync", "kernel.steady_state_alloc",
+                         "kernel.sync_every_step"}) {
+    const Finding* s = FindId(f, id);
+    ASSERT_NE(s, nullptr) << id;
+    EXPECT_EQ(s->severity, Severity::kSkip) << id;
+    EXPECT_EQ(s->title, "not checked: the trace has no host API records") << id;
+  }
+  const Finding* idle = FindId(f, "kernel.gpu_idle");
+  ASSERT_NE(idle, nullptr);
+  EXPECT_EQ(idle->severity, Severity::kFail);   // 40% idle is a GPU fact
+  EXPECT_EQ(idle->title, "GPU idle 40.0% of its 50.00 ms window");
+  EXPECT_EQ(idle->advice.find("without the host being late"), std::string::npos);
+  EXPECT_EQ(idle->evidence[2].value, std::nullopt);
+  EXPECT_EQ(idle->evidence[2].text, "no host records");
+}
+
+// Idle time made of short gaps between ops already launched (a graph replay) is the GPU's own:
+// info at most, with fusion as the only lever, and no advice about streams.
+TEST(TraceRulesTest, IdleOfKernelGapsIsInfoAndSingleStreamGetsNoStreamAdvice) {
+  TraceReport r = HostBoundReport();
+  r.idle.host_wait_ns = 0;
+  r.idle.kernel_wait_ns = 18'000'000;
+  r.idle.other_ns = 2'000'000;
+  r.overlap.streams_with_kernels = 1;
+  auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* idle = FindId(f, "kernel.gpu_idle_kernel_gaps");
+  ASSERT_NE(idle, nullptr);
+  EXPECT_EQ(idle->severity, Severity::kInfo);
+  EXPECT_EQ(idle->title, "GPU idle 40.0% of its 50.00 ms window; 90% of it is short gaps between ops already launched");
+  // Neither host nor gaps: the advice names streams only when there are several.
+  r.idle.kernel_wait_ns = 2'000'000;
+  r.idle.other_ns = 18'000'000;
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  ASSERT_NE(FindId(f, "kernel.gpu_idle"), nullptr);
+  EXPECT_EQ(FindId(f, "kernel.gpu_idle")->severity, Severity::kFail);
+  EXPECT_EQ(FindId(f, "kernel.gpu_idle")->advice.find("between streams"), std::string::npos);
+  r.overlap.streams_with_kernels = 3;
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  EXPECT_NE(FindId(f, "kernel.gpu_idle")->advice.find("between streams"), std::string::npos);
 }
 
 
@@ -335,6 +433,87 @@ TEST(AddKnowledgeFactsTest, PatternsSeeCopiesAndFillsRunAsKernels) {
   EXPECT_EQ(r.patterns[0].pattern, "rocclr_copy_kernel");
   EXPECT_EQ(r.patterns[0].count, 40);
   EXPECT_EQ(r.patterns[1].pattern, "rocclr_fill_kernel");
+}
+
+// Without steps, a sync or two after warm-up (a final synchronize) is a one-off: info however
+// long it waited; a habit of the loop (many) past the share warns.
+TEST(TraceRulesTest, OneOffSyncIsInfoManyWarn) {
+  TraceReport r = HostBoundReport();
+  r.steady.steady_span_ns = 100'000'000;
+  r.steady.sync_count = 1;
+  r.steady.sync_ns = 27'000'000;
+  r.steady.syncs = {{"cudaDeviceSynchronize", 1, 27'000'000}};
+  auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  ASSERT_NE(FindId(f, "kernel.steady_state_sync"), nullptr);
+  EXPECT_EQ(FindId(f, "kernel.steady_state_sync")->severity, Severity::kInfo);
+  r.steady.sync_count = 40;
+  r.steady.syncs = {{"cudaStreamSynchronize", 40, 27'000'000}};
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  EXPECT_EQ(FindId(f, "kernel.steady_state_sync")->severity, Severity::kWarn);
+}
+
+// Per-step verdicts on a made-up table of 10 steps of 1 ms: a read-back and a sync every step
+// whose drained GPU is 30% of the step fails; one 8-byte pageable copy a step is info, 3 warn;
+// allocation calls in the steps carry their count a step.
+TEST(TraceRulesTest, PerStepSeverities) {
+  TraceReport r = HostBoundReport();
+  r.steps.method = trace::StepMethod::kProfilerStep;
+  r.steps.host_records = true;
+  for (int i = 0; i < 10; ++i) {
+    trace::StepRow st;
+    st.index = i;
+    st.at_ns = 1'000'000LL * i;
+    st.wall_ns = 1'000'000;
+    st.gpu_busy_ns = 500'000;
+    st.idle_sync_ns = 300'000;
+    st.idle_host_late_ns = 200'000;
+    st.syncs = 1;
+    st.sync_wait_ns = 400'000;
+    st.d2h_copies = 1;
+    st.pageable_copies = 1;
+    st.pageable_bytes = 8;
+    st.pageable_ns = 1'000;
+    st.allocs = i % 2;
+    r.steps.steps.push_back(st);
+  }
+  r.steps.quantiles = {{"wall_ns", 1e6, 1e6}, {"pageable_copies", 1, 1}, {"pageable_bytes", 8, 8},
+                       {"pageable_ns", 1000, 1000}, {"small_h2d_copies", 1, 1}};
+  r.steps.syncs = {{"cudaStreamSynchronize", 10, 4'000'000}};
+  r.steps.allocs = {{"cudaMalloc", 5, 500'000}};
+  r.steps.d2h_copy = "Memcpy DtoH (Device -> Pageable)";
+  trace::CopyDirectionStat d;
+  d.direction = CopyDirection::kHtoD;
+  d.count = 10;
+  d.pageable_count = 10;
+  d.pageable_ns = 10'000;
+  r.copies.by_direction.push_back(d);
+  r.steady.alloc_count = 5;
+  r.steady.allocs = {{"cudaMalloc", 5, 500'000}};
+  auto f = EvaluateTraceRules(r, TraceRuleOptions{});
+  const Finding* s = FindId(f, "kernel.sync_every_step");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->severity, Severity::kFail);   // 30% >= 25%
+  EXPECT_EQ(s->title, "cudaStreamSynchronize in 100% of steps (1.0 a step), with a device-to-host copy "
+                      "(Memcpy DtoH (Device -> Pageable)): GPU idle after it 0.300 ms a step, 30.0% of step time");
+  ASSERT_TRUE(s->latency_share.has_value());
+  EXPECT_DOUBLE_EQ(*s->latency_share, 0.3);
+  const Finding* p = FindId(f, "kernel.pageable_copies");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->severity, Severity::kInfo);   // one 8-byte copy a step
+  r.steps.quantiles[1].p50 = 3;
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  EXPECT_EQ(FindId(f, "kernel.pageable_copies")->severity, Severity::kWarn);
+  const Finding* a = FindId(f, "kernel.steady_state_alloc");
+  ASSERT_NE(a, nullptr);
+  bool per_step = false;
+  for (const Evidence& e : a->evidence) {
+    if (e.name == "alloc_calls_per_step") per_step = e.value == 0.5;
+  }
+  EXPECT_TRUE(per_step);
+  // Below the warn share, without a read-back: info.
+  for (auto& st : r.steps.steps) st.idle_sync_ns = 10'000, st.d2h_copies = 0;
+  f = EvaluateTraceRules(r, TraceRuleOptions{});
+  EXPECT_EQ(FindId(f, "kernel.sync_every_step")->severity, Severity::kInfo);
 }
 
 }  // namespace

@@ -207,6 +207,25 @@
       });
     },
 
+    'steps': function (cv) {
+      var s = D.steps;
+      var labels = s.items.map(function (i) { return String(i.index); });
+      return new Chart(cv, {
+        type: 'bar',
+        data: { labels: labels, datasets: [
+          { label: 'GPU busy (ms)', data: s.items.map(function (i) { return i.busy_ms; }), backgroundColor: C.blue },
+          { label: 'GPU waiting (ms)', data: s.items.map(function (i) { return Math.max(0, i.wall_ms - i.busy_ms); }),
+            backgroundColor: C.grey } ] },
+        options: {
+          scales: { x: { stacked: true, title: { display: true, text: 'step' } },
+                    y: { stacked: true, beginAtZero: true, title: { display: true, text: 'step time (ms)' } } },
+          plugins: { tooltip: { callbacks: { footer: function (c) {
+            var i = s.items[c[0].dataIndex];
+            return 'step ' + fmt(i.wall_ms) + ' ms, GPU busy ' + fmt(100 * i.busy_ms / i.wall_ms) + '%'; } } } }
+        }
+      });
+    },
+
     'idle-histogram': function (cv) {
       var g = D.idle;
       return new Chart(cv, {

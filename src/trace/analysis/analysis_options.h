@@ -37,6 +37,16 @@ struct AnalysisOptions {
   int64_t max_plausible_launch_delay_ns = 1'000'000'000;
   // Steady state starts after this share of the host timeline (warm-up excluded).
   double warmup_share = 0.2;
+  // Steps (steps.cc): at least this many to call it a loop; the cadence guess needs names run
+  // a multiple of N times (give or take cadence_extra_share of their count) to hold this share
+  // of the device's ops (a design choice: a decode step's ops repeat exactly, warm-up and
+  // one-off ops are few); a sync call that ended this
+  // close before an idle gap began still counts as the cause of the gap (clock noise).
+  int64_t min_steps = 3;
+  double cadence_coverage = 0.8;
+  double cadence_extra_share = 0.02;
+  double cadence_divisor_names_share = 0.25;   // names run a divisor of N times: N is a layer
+  int64_t sync_gap_tolerance_ns = 10'000;
   // Copy/compute overlap: copies longer than this count (RATELProf hidden_transfers 1e5 ns).
   int64_t overlap_min_copy_ns = 100'000;
 };

@@ -28,7 +28,7 @@ class HostDuringGaps {
   // Adds the gap [gs, ge) of result `g`, whose launch call (in file `source`) is `launch`.
   void Add(IdleGap* g, int64_t gs, int64_t ge, uint16_t source, const Launch& launch) {
     Window w{gs, ge, gaps_.size()};
-    gaps_.push_back({g, gs, ge, {}, {}});
+    gaps_.push_back({g, gs, ge, {}});
     ThreadWindows& t = by_thread_[ThreadKey{source, launch.pid, launch.tid}];
     t.windows.push_back(w);
     t.max_len = std::max(t.max_len, ge - gs);
@@ -58,7 +58,7 @@ class HostDuringGaps {
       if (last != nullptr) Take(*last, c.start_ns, c.end_ns(), c.name);
     }, error);
     if (!read) {
-      for (GapWork& w : gaps_) w.busy.clear(), w.by_name.clear();
+      for (GapWork& w : gaps_) w.pieces.clear();
       return false;
     }
     // API calls on the same threads, in one pass over their table.
@@ -74,9 +74,24 @@ class HostDuringGaps {
       if (last != nullptr) Take(*last, a.start_ns, a.end_ns(), a.name);
     });
     for (GapWork& w : gaps_) {
-      w.gap->cpu_busy_ns = TotalLength(MergeIntervals(std::move(w.busy)));
+      // Busy time is the union of the pieces; the names are of the outermost ones only (an op
+      // inside another, aten::copy_ inside aten::to, or a launch call inside its op, is part of
+      // it), so that the listed times never add up to more than the thread was busy.
+      std::sort(w.pieces.begin(), w.pieces.end(), [](const Piece& a, const Piece& b) {
+        return a.start != b.start ? a.start < b.start : a.end > b.end;
+      });
+      std::vector<Interval> busy;
       std::map<std::string_view, int64_t> by_text;  // two ids never share a text, but to be sure
-      for (const auto& [name, ns] : w.by_name) by_text[trace.Name(name)] += ns;
+      int64_t outer_end = INT64_MIN;
+      for (const Piece& p : w.pieces) {
+        busy.push_back({p.start, p.end});
+        if (p.end <= outer_end) continue;   // inside the last outermost piece
+        // One that starts inside and ends past it (not nested: a thread's ops nest) counts its
+        // part past the end.
+        by_text[trace.Name(p.name)] += p.end - std::max(p.start, outer_end);
+        outer_end = p.end;
+      }
+      w.gap->cpu_busy_ns = TotalLength(MergeIntervals(std::move(busy)));
       std::vector<CpuActivity> top;
       for (const auto& [name, ns] : by_text) top.push_back({std::string(name), ns});
       std::sort(top.begin(), top.end(), [](const CpuActivity& x, const CpuActivity& y) {
@@ -97,11 +112,14 @@ class HostDuringGaps {
     std::vector<Window> windows;  // by start
     int64_t max_len = 0;
   };
+  struct Piece {
+    int64_t start, end;   // clipped to the gap
+    NameId name;
+  };
   struct GapWork {
     IdleGap* gap;
     int64_t start, end;
-    std::vector<Interval> busy;
-    std::map<NameId, int64_t> by_name;
+    std::vector<Piece> pieces;
   };
 
   // The op [s, e) in every window of its thread that it overlaps: those start after
@@ -114,8 +132,7 @@ class HostDuringGaps {
   static void Clip(GapWork& w, int64_t s, int64_t e, NameId name) {
     const int64_t a = std::max(s, w.start), b = std::min(e, w.end);
     if (a >= b) return;
-    w.busy.push_back({a, b});
-    w.by_name[name] += b - a;
+    w.pieces.push_back({a, b, name});
   }
 
   std::vector<GapWork> gaps_;

@@ -120,22 +120,37 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
 }
 
 SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns) {
+  return ComputeSteadyState(trace, o, t0_ns, StepStats{});
+}
+
+SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns,
+                                  const StepStats& steps) {
   SteadyStateApi s;
   std::vector<SourceSpan> spans = PerSourceSpans(trace, [](const ApiCall&) { return true; });
   std::vector<int64_t> from(spans.size(), INT64_MAX);  // per source; INT64_MAX: no calls
+  std::vector<int64_t> to(spans.size(), INT64_MAX);    // per source: the end of its steady state
   int64_t earliest = INT64_MAX;
   for (size_t i = 0; i < spans.size(); ++i) {
     const SourceSpan& f = spans[i];
     if (f.calls == 0) continue;
-    from[i] = f.first + static_cast<int64_t>(o.warmup_share * static_cast<double>(f.last - f.first));
+    if (steps.method != StepMethod::kNone && i == steps.source) {
+      // The steps' file: its steady state is the steps' host window, no share guessed.
+      from[i] = steps.host_from_ns + t0_ns;
+      to[i] = steps.host_to_ns + t0_ns;
+      s.steady_to_ns = steps.host_to_ns;
+      s.basis = "steps";
+    } else {
+      from[i] = f.first + static_cast<int64_t>(o.warmup_share * static_cast<double>(f.last - f.first));
+      to[i] = f.last;
+    }
     earliest = std::min(earliest, from[i]);
-    s.steady_span_ns += f.last - from[i];
+    s.steady_span_ns += to[i] - from[i];
   }
   if (earliest == INT64_MAX) return s;
   s.steady_from_ns = earliest - t0_ns;
   std::map<NameId, ApiUse> syncs, allocs;
   trace.api_calls.ForEach([&](const ApiCall& a) {
-    if (a.start_ns < from[a.source]) return;
+    if (a.start_ns < from[a.source] || a.start_ns >= to[a.source]) return;
     if (a.kind == ApiKind::kMemcpy) ++s.sync_copy_count;
     std::map<NameId, ApiUse>* m = nullptr;
     if (a.kind == ApiKind::kSync) {

@@ -151,7 +151,7 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                        *g.next_launch, g.launch_tid.value_or(0), static_cast<double>(wait < 0 ? -wait : wait) / 1e3,
                        wait < 0 ? "before" : "after",
                        OptUs(g.cpu_busy_ns ? std::optional<double>(*g.cpu_busy_ns) : std::nullopt),
-                       cpu.empty() ? "" : "; CPU: " + cpu));
+                       cpu.empty() ? "" : "; CPU (outermost ops): " + cpu));
     }
   }
   if (r.idle.cpu_ops_error) line("  (no CPU side for the gaps: " + *r.idle.cpu_ops_error + ")");
@@ -170,6 +170,7 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                    static_cast<double>(r.steady.steady_from_ns) / 1e6, r.steady.sync_count,
                    static_cast<double>(r.steady.sync_ns) / 1e6, r.steady.alloc_count,
                    static_cast<double>(r.steady.alloc_ns) / 1e6, r.steady.sync_copy_count));
+  out += RenderStepSummary(r.steps);
   line(fmt::format("Overlap: long copies hidden under kernels {}; kernels on {} streams, concurrent {}",
                    r.overlap.copy_hidden_share ? fmt::format("{:.1f}%", 100 * *r.overlap.copy_hidden_share) : "n/a",
                    r.overlap.streams_with_kernels,
@@ -205,6 +206,42 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                        a.calls, static_cast<double>(a.total_ns) / 1e6,
                        a.calls > 0 ? static_cast<double>(a.total_ns) / static_cast<double>(a.calls) / 1e3 : 0.0));
     }
+  }
+  return out;
+}
+
+std::string RenderStepSummary(const StepStats& s) {
+  if (s.method == StepMethod::kNone) return fmt::format("Steps: none found ({})\n", s.detail);
+  auto ms = [](double ns) { return ns / 1e6; };
+  auto q = [&](std::string_view column) { return s.Quantile(column).value_or(StepQuantile{}); };
+  std::string out = fmt::format("Steps: {} by {}{} ({}); steady state {:.3f}-{:.3f} ms on the GPU, {} ops outside\n",
+                                s.steps.size(), StepMethodName(s.method),
+                                s.method == StepMethod::kCadence ? " (guessed)" : "", s.detail,
+                                ms(static_cast<double>(s.gpu_from_ns)), ms(static_cast<double>(s.gpu_to_ns)),
+                                s.ops_outside);
+  const StepQuantile wall = q("wall_ns"), busy = q("gpu_busy_ns");
+  std::string host = "host n/a";
+  if (const auto h = s.Quantile("host_busy_ns")) host = fmt::format("host busy {:.3f}/{:.3f}", ms(h->p50), ms(h->p99));
+  out += fmt::format("  p50/p99 ms: step {:.3f}/{:.3f}, GPU busy {:.3f}/{:.3f}, {}; idle host late {:.3f}/{:.3f}, "
+                     "after sync {:.3f}/{:.3f}, kernel wait {:.3f}/{:.3f}\n",
+                     ms(wall.p50), ms(wall.p99), ms(busy.p50), ms(busy.p99), host, ms(q("idle_host_late_ns").p50),
+                     ms(q("idle_host_late_ns").p99), ms(q("idle_sync_ns").p50), ms(q("idle_sync_ns").p99),
+                     ms(q("idle_kernel_wait_ns").p50), ms(q("idle_kernel_wait_ns").p99));
+  out += fmt::format("  per step (p50): {:g} launches, {:g} kernels, {:g} copies ({:g} DtoH, {:g} pageable), {:g} syncs, {:g} allocs\n",
+                     q("launches").p50, q("kernels").p50, q("copies").p50, q("d2h_copies").p50,
+                     q("pageable_copies").p50, q("syncs").p50, q("allocs").p50);
+  for (const SlowStep& x : s.slowest) {
+    std::string why;
+    for (const StepKernelExcess& k : x.kernels) {
+      why += fmt::format("{}{} {:.1f} us (mean {:.1f})", why.empty() ? "" : ", ", Cut(k.name, 40),
+                         static_cast<double>(k.ns) / 1e3, k.mean_ns_per_step / 1e3);
+    }
+    out += fmt::format("  slow step {}: {:.3f} ms ({:.2f}x median){}\n", x.index, ms(static_cast<double>(x.wall_ns)),
+                       x.ratio_to_median, why.empty() ? "" : "; kernels above their mean: " + why);
+  }
+  for (const PeriodicKernel& p : s.periodic) {
+    out += fmt::format("  every {} steps (from step {}): {} x{}, {:.3f} ms\n", p.period_steps, p.first_step,
+                       Cut(p.name, 60), p.count, ms(static_cast<double>(p.total_ns)));
   }
   return out;
 }

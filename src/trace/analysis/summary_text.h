@@ -15,4 +15,8 @@ namespace latdoc::trace {
 std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFile>& sources,
                                const AnalysisOptions& o);
 
+// The per-step part of the summary: how the steps were found, p50/p99 of step time and its
+// parts, the slowest steps and the kernels that run every k-th step. One line when none.
+std::string RenderStepSummary(const StepStats& s);
+
 }  // namespace latdoc::trace

@@ -49,6 +49,12 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   const auto policy = std::thread::hardware_concurrency() > 1
                           ? std::launch::async | std::launch::deferred
                           : std::launch::deferred;
+  // The steps on a thread of their own where there are cores for it: the steady state below
+  // waits for them, the rest of this thread's analyses do not.
+  const auto steps_policy = std::thread::hardware_concurrency() > 2
+                                ? std::launch::async | std::launch::deferred
+                                : std::launch::deferred;
+  std::future<StepStats> steps = std::async(steps_policy, [&trace, &o, t0] { return ComputeSteps(trace, o, t0); });
   std::future<SideResults> side = std::async(policy, [&trace, &o, t0] {
     SideResults s;
     s.idle = ComputeIdle(trace, o, t0);
@@ -125,7 +131,8 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   r.roofline = ComputeRoofline(trace, r.all_ops_busy_ns);
   ComputeRanks(trace, trace.sources, r);
   r.copies = ComputeCopyStats(trace, o);
-  r.steady = ComputeSteadyState(trace, o, t0);
+  r.steps = steps.get();
+  r.steady = ComputeSteadyState(trace, o, t0, r.steps);
   SideResults side_results = side.get();
   r.idle = std::move(side_results.idle);
   r.launch = std::move(side_results.launch);
@@ -169,6 +176,59 @@ json TimelineJson(const GpuTimeline& t) {
   j["exposed_comm_ns"] = t.exposed_comm_ns;
   j["exposed_memcpy_ns"] = t.exposed_memcpy_ns;
   j["idle_pct"] = t.total_ns > 0 ? 100.0 * static_cast<double>(t.idle_ns) / static_cast<double>(t.total_ns) : 0.0;
+  return j;
+}
+
+// The per-step table: `steps` (one object per step), their p50/p99 by column, the slowest
+// steps with the kernels that made them slow, and the kernels that run every k-th step only.
+template <typename Uses>
+json StepsJson(const StepStats& s, Uses uses) {
+  json j;
+  j["method"] = StepMethodName(s.method);
+  j["detail"] = s.detail;
+  j["count"] = s.steps.size();
+  if (s.method == StepMethod::kNone) return j;
+  j["source"] = s.source;
+  j["device"] = s.device;
+  j["host_records"] = s.host_records;
+  j["ops_outside"] = s.ops_outside;
+  j["steady"] = {{"host_from_ns", s.host_from_ns}, {"host_to_ns", s.host_to_ns},
+                 {"gpu_from_ns", s.gpu_from_ns}, {"gpu_to_ns", s.gpu_to_ns}};
+  json q = json::object();
+  for (const StepQuantile& x : s.quantiles) q[x.column] = {{"p50", x.p50}, {"p99", x.p99}};
+  j["quantiles"] = q;
+  json rows = json::array();
+  for (const StepRow& st : s.steps) {
+    rows.push_back({{"index", st.index}, {"at_ns", st.at_ns}, {"wall_ns", st.wall_ns},
+                    {"gpu_busy_ns", st.gpu_busy_ns}, {"host_busy_ns", Opt(st.host_busy_ns)},
+                    {"idle_host_late_ns", st.idle_host_late_ns}, {"idle_sync_ns", st.idle_sync_ns},
+                    {"idle_kernel_wait_ns", st.idle_kernel_wait_ns}, {"idle_other_ns", st.idle_other_ns},
+                    {"ops", st.ops}, {"kernels", st.kernels}, {"launches", st.launches},
+                    {"copies", st.copies}, {"d2h_copies", st.d2h_copies}, {"syncs", st.syncs},
+                    {"sync_wait_ns", st.sync_wait_ns}, {"allocs", st.allocs},
+                    {"pageable_copies", st.pageable_copies}, {"pageable_bytes", st.pageable_bytes},
+                    {"pageable_ns", st.pageable_ns}, {"small_h2d_copies", st.small_h2d_copies}});
+  }
+  j["table"] = std::move(rows);
+  json slow = json::array();
+  for (const SlowStep& x : s.slowest) {
+    json k = json::array();
+    for (const StepKernelExcess& e : x.kernels) {
+      k.push_back({{"name", e.name}, {"ns", e.ns}, {"mean_ns_per_step", e.mean_ns_per_step}});
+    }
+    slow.push_back({{"index", x.index}, {"wall_ns", x.wall_ns}, {"ratio_to_median", x.ratio_to_median},
+                    {"kernels", k}});
+  }
+  j["slowest"] = std::move(slow);
+  json per = json::array();
+  for (const PeriodicKernel& p : s.periodic) {
+    per.push_back({{"name", p.name}, {"period_steps", p.period_steps}, {"first_step", p.first_step},
+                   {"occurrences", p.occurrences}, {"count", p.count}, {"total_ns", p.total_ns}});
+  }
+  j["periodic_kernels"] = std::move(per);
+  j["syncs"] = uses(s.syncs);
+  j["allocs"] = uses(s.allocs);
+  j["d2h_copy"] = s.d2h_copy.empty() ? json(nullptr) : json(s.d2h_copy);
   return j;
 }
 
@@ -267,7 +327,9 @@ json ReportToJson(const TraceReport& r) {
                        {"sync_count", r.steady.sync_count},
                        {"sync_ns", r.steady.sync_ns}, {"alloc_count", r.steady.alloc_count},
                        {"alloc_ns", r.steady.alloc_ns}, {"sync_copy_count", r.steady.sync_copy_count},
-                       {"syncs", uses(r.steady.syncs)}, {"allocs", uses(r.steady.allocs)}};
+                       {"syncs", uses(r.steady.syncs)}, {"allocs", uses(r.steady.allocs)},
+                       {"to_ns", Opt(r.steady.steady_to_ns)}, {"basis", r.steady.basis}};
+  j["steps"] = StepsJson(r.steps, uses);
   const OverlapStats& ov = r.overlap;
   j["overlap"] = {{"copy_ns", ov.copy_ns}, {"copy_hidden_ns", ov.copy_hidden_ns},
                   {"copy_hidden_share", Opt(ov.copy_hidden_share)}, {"kernel_busy_ns", ov.kernel_busy_ns},

@@ -31,6 +31,11 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o);
 IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns);
 LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o);
 SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns);
+// The same, with the steps' file's steady state taken from its steps when any were found.
+SteadyStateApi ComputeSteadyState(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns,
+                                  const StepStats& steps);
+// The steps of the loop the trace recorded and their table (steps.cc).
+StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns);
 OverlapStats ComputeOverlap(const Trace& trace, const AnalysisOptions& o);
 
 // The first start among GPU ops and API calls (0 for an empty trace), and the span to the

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/analysis/gpu_timeline.h"
@@ -88,7 +89,7 @@ struct IdleGap {
   std::optional<int32_t> launch_tid;
   std::optional<int64_t> launch_wait_ns;    // launch call start − gap start (>0: host late)
   std::optional<int64_t> cpu_busy_ns;       // time the launching thread was inside CPU ops
-  std::vector<CpuActivity> cpu_top;         // its longest CPU ops during the gap
+  std::vector<CpuActivity> cpu_top;         // its longest outermost CPU ops in the gap (nested ones are part of them)
 };
 
 struct IdleStats {
@@ -135,6 +136,10 @@ struct SteadyStateApi {
   int64_t sync_count = 0, sync_ns = 0, alloc_count = 0, alloc_ns = 0;
   int64_t steady_span_ns = 0;       // the steady states' host time, summed over files
   int64_t sync_copy_count = 0;      // synchronous copy calls (cudaMemcpy, hipMemcpyWithStream)
+  // With steps found: the steps' file's steady state is their host window (StepStats), and
+  // ends there (what follows the last step's launches, a final synchronize, is not in it).
+  std::optional<int64_t> steady_to_ns;
+  std::string basis = "warmup_share";   // or "steps"
 };
 
 struct OverlapStats {
@@ -161,11 +166,95 @@ struct BandwidthCheck {
 
 struct PatternHit {
   std::string pattern, kernel, advice, source, arch;
+  // When the pattern is slow; empty when the kernel's name is the whole condition (checked).
+  std::string condition;
+  bool condition_checked = true;
   int64_t count = 0;
   int64_t total_ns = 0;
   // The time its ops ran / all_ops_busy_ns: a kernel's instances on several streams at once
   // count once (KernelStat::busy_share); different kernels it matches are summed, up to 1.
   double busy_share = 0;
+};
+
+// ---- Per-step analysis (steps.cc) ----
+
+// How the steps were found: the profiler's own step ranges, vLLM's model-runner ranges, one
+// CUDA/HIP graph launch per step, or the cadence of a repeated launch sequence (a guess).
+enum class StepMethod : uint8_t { kNone, kProfilerStep, kVllmRange, kGraphLaunch, kCadence };
+std::string_view StepMethodName(StepMethod m);
+
+// One decode (or training) step. A step's ops are those launched inside its host window (GPU
+// start where the op has no launch in the trace). Its wall time is GPU-side: from its first
+// op's start to the next step's first op's start (the last step: to its last op's end), so a
+// step's time holds the host being late before the next one as a user sees it between tokens.
+struct StepRow {
+  int32_t index = 0;
+  int64_t at_ns = 0;               // first op start, from trace start
+  int64_t wall_ns = 0;
+  int64_t gpu_busy_ns = 0;         // union of its ops on the step's device
+  std::optional<int64_t> host_busy_ns;   // union of the launching thread's CPU ops and API calls in its host window (nested ops once)
+  // The GPU idle inside the step, split by what the op ending each gap waited for (HTA rule):
+  int64_t idle_host_late_ns = 0;   // its launch began after the gap began
+  int64_t idle_sync_ns = 0;        // ... while the launching thread had just waited in a sync call
+  int64_t idle_kernel_wait_ns = 0; // already launched, gap < kernel_wait_max_ns
+  int64_t idle_other_ns = 0;       // already launched and longer, or no launch in the trace
+  int64_t ops = 0, kernels = 0, copies = 0, d2h_copies = 0;
+  int64_t launches = 0;            // kernel and graph launch calls in its host window
+  int64_t syncs = 0;               // *Synchronize calls and synchronous copy calls there
+  int64_t sync_wait_ns = 0;        // host time inside those calls
+  int64_t allocs = 0;              // malloc/free calls there
+  int64_t pageable_copies = 0, pageable_bytes = 0, pageable_ns = 0;
+  int64_t small_h2d_copies = 0;    // HtoD copies below AnalysisOptions::small_copy_bytes
+};
+
+// p50 and p99 over the steps of one StepRow column.
+struct StepQuantile {
+  std::string column;
+  double p50 = 0, p99 = 0;
+};
+
+struct StepKernelExcess {
+  std::string name;
+  int64_t ns = 0;                  // its time in the step
+  double mean_ns_per_step = 0;     // its time over all steps / steps
+};
+
+struct SlowStep {
+  int32_t index = 0;
+  int64_t wall_ns = 0;
+  double ratio_to_median = 0;
+  std::vector<StepKernelExcess> kernels;   // by excess over their mean, largest first (≤ 3)
+};
+
+// A kernel name that runs in only every k-th step.
+struct PeriodicKernel {
+  std::string name;
+  int32_t period_steps = 0;
+  int32_t first_step = 0;
+  int64_t occurrences = 0;         // steps it ran in
+  int64_t count = 0;               // its instances
+  int64_t total_ns = 0;            // its device time in the steps
+};
+
+struct StepStats {
+  StepMethod method = StepMethod::kNone;
+  std::string detail;              // the range or anchor op, or why no steps were found
+  uint16_t source = 0;
+  int32_t device = 0;
+  bool host_records = false;       // the steps' ops have launch calls in the trace
+  std::vector<StepRow> steps;
+  int64_t ops_outside = 0;         // ops of the device before the first or after the last step
+  // The steady state: from the first step's first launch (or op) to the last step's last
+  // launch end (host) and from its first op's start to its last op's end (GPU), offsets.
+  int64_t host_from_ns = 0, host_to_ns = 0, gpu_from_ns = 0, gpu_to_ns = 0;
+  std::vector<StepQuantile> quantiles;     // wall_ns, gpu_busy_ns, host_busy_ns, idle_*, launches, copies, syncs...
+  std::vector<SlowStep> slowest;           // ≤ 3, slowest first
+  std::vector<PeriodicKernel> periodic;    // ≤ 3, by total time
+  std::vector<ApiUse> syncs;               // sync calls in the steps' host windows, by total time
+  std::vector<ApiUse> allocs;              // malloc/free calls there
+  std::string d2h_copy;                    // the most frequent DtoH copy's name in the steps, if any
+  // The quantile of `column`, nullopt when absent.
+  std::optional<StepQuantile> Quantile(std::string_view column) const;
 };
 
 // A row of a profiler's own stats table (no per-event times: p50/p99 are not known).
@@ -282,6 +371,7 @@ struct TraceReport {
   std::optional<double> counter_gbps;         // bytes / kernel time
   RooflineStats roofline;                     // analysis/roofline.cc, peaks from rules
   RankStats ranks;                            // analysis/ranks.cc
+  StepStats steps;                            // per-step analysis (steps.cc)
 };
 
 }  // namespace latdoc::trace
