@@ -41,7 +41,7 @@ const Case kCases[] = {
     {"vllm_kubectl_timestamps.log", "vllm=3,uvicorn=2", 1, 2, "10-20 03:18:02", {}},
     {"vllm_ray_nccl_timeout.log", "vllm=1,torch=6", 1, 1, "02-19 08:47:58",
      {"logs.engine_died:fail"}},
-    {"vllm_rocm_hip_error.log", "vllm=9", 1, 1, "01-17 05:31:02", {"logs.engine_died:fail"}},
+    {"vllm_rocm_hip_error.log", "vllm=10", 1, 1, "01-17 05:31:02", {"logs.engine_died:fail"}},
     {"vllm_v012_preemption_collapse.log", "vllm=8", 1, 8, "11-21 13:00:00",
      {"logs.throughput_collapse:fail"}},
     {"vllm_v0_metrics_py.log", "vllm=5,uvicorn=1", 1, 4, "03-14 09:12:01", {}},

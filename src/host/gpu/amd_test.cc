@@ -210,10 +210,11 @@ TEST(AmdVendorTest, AmdSmiThrottleStatusIsRead) {
   EXPECT_EQ(f.gpus[0].throttle_status.source, "amd-smi metric --json");
   EXPECT_EQ(f.gpus[1].throttle_status.value_or("?"), "UNTHROTTLED");
 
-  t.Write("/.commands/amd-smi.1.out",
-          "[{\"gpu\": 0, \"throttle\": {\"ppt_violation_status\": \"ACTIVE\", "
-          "\"socket_thermal_violation_status\": \"NOT ACTIVE\", \"hbm_thermal_violation_status\": "
-          "\"ACTIVE\"}}, {\"gpu\": 1, \"throttle\": {\"ppt_violation_status\": \"NOT ACTIVE\"}}]");
+  // The newer form: {"gpu_data": [...]}, throttle_status "N/A" on MI300, the violations instead.
+  std::ifstream in2("tests/data/host/corpus/amd_smi_metric_gpu_data_violations.json");
+  std::string json2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(json2.empty());
+  t.Write("/.commands/amd-smi.1.out", json2);
   f = Collect(t.root());
   EXPECT_EQ(f.gpus[0].throttle_status.value_or("?"), "THROTTLED");
   EXPECT_EQ(f.gpus[0].throttle_active.value_or("?"), "hbm_thermal, ppt");
