@@ -39,8 +39,10 @@ const Case kCases[] = {
     // The kubectl time (UTC) is every line's time, not vLLM's local 14:00:10.
     {"vllm_kubectl_prefix_timestamps.log", "vllm=2,uvicorn=1", 1, 2, "08-11 21:00:10", {}},
     {"vllm_kubectl_timestamps.log", "vllm=3,uvicorn=2", 1, 2, "10-20 03:18:02", {}},
+    // The stats stopped with 3 running, and the NCCL watchdog fired 10 minutes later: a hang,
+    // then the death it caused.
     {"vllm_ray_nccl_timeout.log", "vllm=1,torch=6", 1, 1, "02-19 08:47:58",
-     {"logs.engine_died:fail"}},
+     {"logs.engine_died:fail", "logs.no_progress:fail"}},
     {"vllm_rocm_hip_error.log", "vllm=10", 1, 1, "01-17 05:31:02", {"logs.engine_died:fail"}},
     {"vllm_v012_preemption_collapse.log", "vllm=8", 1, 8, "11-21 13:00:00",
      {"logs.throughput_collapse:fail"}},
