@@ -32,6 +32,8 @@ struct Counters {
   Status tasks_status;                  // of the server's own task list
   std::optional<int64_t> write_bytes;
   Status io_status;
+  std::map<int64_t, int64_t> child_write_bytes;   // pid -> write_bytes, children readable
+  std::map<std::string, int64_t> disk_flushes;
   std::map<std::string, int64_t> tcp;  // ParseCounterPairs of netstat + snmp
   Status tcp_status;
   Interrupts irqs;
@@ -85,6 +87,12 @@ Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid,
     } else if (!(c.write_bytes = ParseIoWriteBytes(*io))) {
       c.io_status = DataLoss(base + "/io: no write_bytes line");
     }
+    // vLLM's engine core (a child) does its own writes: counted with the server's.
+    for (const auto& child : children) {
+      auto cio = fs.Read("/proc/" + std::to_string(child.pid) + "/io");
+      if (!cio.ok()) continue;
+      if (auto w = ParseIoWriteBytes(*cio)) c.child_write_bytes[child.pid] = *w;
+    }
   }
   auto netstat = fs.Read("/proc/net/netstat");
   auto snmp = fs.Read("/proc/net/snmp");
@@ -99,7 +107,10 @@ Counters SampleCounters(const SysRoot& fs, std::optional<int64_t> pid,
   if (irq.ok()) c.irqs = ParseInterrupts(*irq);
   else c.irq_status = irq.status();
   auto disk = fs.Read("/proc/diskstats");
-  if (disk.ok()) c.disk_ticks = ParseDiskIoTicks(*disk);
+  if (disk.ok()) {
+    c.disk_ticks = ParseDiskIoTicks(*disk);
+    c.disk_flushes = ParseDiskFlushes(*disk);
+  }
   else c.disk_status = disk.status();
   auto vm = fs.Read("/proc/vmstat");
   if (vm.ok()) c.vmstat = ParseVmstat(*vm);
@@ -371,6 +382,7 @@ void ForgetIntervals(HostFacts& facts) {
     unknown(*f);
   }
   unknown(facts.disk.busiest_util_pct);
+  unknown(facts.disk.flushes_per_s);
   if (facts.server) {
     ServerProcess& s = *facts.server;
     unknown(s.threads);
@@ -852,8 +864,19 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
       s.cgroup_cpu = Fact<CgroupCpu>::Known(std::move(cg), s.cgroup_cpu.source);
     }
     if (first.write_bytes && second.write_bytes) {
+      int64_t bytes = *second.write_bytes - *first.write_bytes;
+      size_t counted = 0;
+      for (const auto& [child, w] : second.child_write_bytes) {
+        auto it = first.child_write_bytes.find(child);
+        if (it == first.child_write_bytes.end()) continue;
+        bytes += w - it->second;
+        ++counted;
+      }
       s.write_bytes_per_s = Fact<double>::Known(
-          static_cast<double>(*second.write_bytes - *first.write_bytes) / dt_s, base + "/io");
+          static_cast<double>(bytes) / dt_s,
+          counted ? base + "/io and " + std::to_string(counted) +
+                        (counted == 1 ? " child process" : " child processes")
+                  : base + "/io");
     } else {
       const Status& st = !first.io_status.ok() ? first.io_status : second.io_status;
       s.write_bytes_per_s = Fact<double>::Unknown(
@@ -886,6 +909,7 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
   if (!second.disk_status.ok() || !first.disk_status.ok()) {
     facts.disk.busiest_util_pct = Fact<double>::Unknown(
         (!first.disk_status.ok() ? first.disk_status : second.disk_status).message());
+    facts.disk.flushes_per_s = Fact<double>::Unknown(facts.disk.busiest_util_pct.reason);
   } else {
     double best = -1;
     for (const auto& [dev, ticks] : second.disk_ticks) {
@@ -900,6 +924,19 @@ HostFacts CollectHostFacts(const CollectOptions& options) {
     }
     facts.disk.busiest_util_pct = best >= 0 ? Fact<double>::Known(best, "/proc/diskstats")
                                             : Fact<double>::Unknown("/proc/diskstats: no disks");
+    double flush_best = -1;
+    for (const auto& [dev, n] : second.disk_flushes) {
+      auto it = first.disk_flushes.find(dev);
+      if (it == first.disk_flushes.end()) continue;
+      const double rate = static_cast<double>(n - it->second) / dt_s;
+      if (rate > flush_best) {
+        flush_best = rate;
+        facts.disk.flush_device = dev;
+      }
+    }
+    facts.disk.flushes_per_s =
+        flush_best >= 0 ? Fact<double>::Known(flush_best, "/proc/diskstats")
+                        : Fact<double>::Unknown("/proc/diskstats: no flush counts (Linux < 5.5)");
   }
   if (one_reading) ForgetIntervals(facts);
   return facts;

@@ -14,7 +14,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuFacts, index, vendor, bdf, na
                                                 clocks_event_reasons, persistence_mode,
                                                 pcie_gen_cur, pcie_gen_max, pcie_width_cur,
                                                 pcie_width_max, perf_level, sclk_deep_sleep,
-                                                vendor_source)
+                                                throttle_status, throttle_active, vendor_source)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NumaNode, id, cpulist)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PsiFacts, some_avg10, some_avg60, some_avg300,
                                                 has_full, full_avg10, full_avg60, full_avg300)
@@ -47,7 +47,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, tcp_inuse, tcp_time_wa
                                                 netdev_budget, conntrack_drops_delta,
                                                 conntrack_insert_failed_delta, nic_irqs,
                                                 firewall_rules, interfaces)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DiskFacts, busiest_util_pct, busiest_device)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DiskFacts, busiest_util_pct, busiest_device,
+                                                flushes_per_s, flush_device)
 
 namespace {
 

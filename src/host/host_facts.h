@@ -157,7 +157,8 @@ struct ServerProcess {
   Fact<std::string> mems_allowed_list;
   std::vector<ServerChild> children;      // its descendants, whose threads are sampled too
   Fact<std::vector<ThreadCpu>> threads;  // busiest first, at most 16, server and children
-  Fact<double> write_bytes_per_s;        // /proc/PID/io write_bytes delta (needs same uid)
+  Fact<double> write_bytes_per_s;        // /proc/PID/io write_bytes delta of the server and its
+                                         // children (vLLM's engine core writes too; same uid)
   Fact<CgroupCpu> cgroup_cpu;            // CPU quota and throttling of its cgroup (container)
   // vLLM's --ssl-certfile (command line or --config file). Unknown: none given, or unreadable.
   Fact<ServerCert> tls_cert;
@@ -205,6 +206,11 @@ struct NetFacts {
 struct DiskFacts {
   Fact<double> busiest_util_pct;  // max over block devices of Δio_ticks / interval
   std::string busiest_device;
+  // Cache flushes completed per second on the disk that flushed most (/proc/diskstats field 16,
+  // Linux 5.5+): each fsync/fdatasync of a file on it issues one, so a logger that syncs every
+  // line shows here; the kernel does not count fsync per process.
+  Fact<double> flushes_per_s;
+  std::string flush_device;
 };
 
 struct HostFacts {

@@ -225,11 +225,13 @@ std::optional<int64_t> ParseIoWriteBytes(std::string_view text) {
 // /proc/diskstats (Documentation/admin-guide/iostats.rst):
 //    259       0 nvme0n1 9121 0 532118 1764 26113 ... 0 24092 31200 ...
 // field 13 (1-based, counting major and minor) is io_ticks: ms the device had I/O in flight.
-std::map<std::string, int64_t> ParseDiskIoTicks(std::string_view text) {
+namespace {
+// The whole disks' values of one 0-based column of /proc/diskstats.
+std::map<std::string, int64_t> DiskColumn(std::string_view text, size_t column) {
   std::map<std::string, int64_t> out;
   for (auto line : Split(text, '\n')) {
     auto w = SplitWhitespace(line);
-    if (w.size() < 13) continue;
+    if (w.size() <= column) continue;
     std::string name(w[2]);
     if (name.rfind("loop", 0) == 0 || name.rfind("ram", 0) == 0 || name.rfind("zram", 0) == 0) {
       continue;
@@ -244,10 +246,17 @@ std::map<std::string, int64_t> ParseDiskIoTicks(std::string_view text) {
       partition = std::isdigit(static_cast<unsigned char>(name.back())) != 0;
     }
     if (partition) continue;
-    if (auto v = ParseInt64(w[12])) out[name] = *v;
+    if (auto v = ParseInt64(w[column])) out[name] = *v;
   }
   return out;
 }
+}  // namespace
+
+std::map<std::string, int64_t> ParseDiskIoTicks(std::string_view text) { return DiskColumn(text, 12); }
+
+// Fields 16 and 17 (flush requests completed, ms flushing) follow the discard fields 12-15:
+// 0-based column 18 counting major, minor and name.
+std::map<std::string, int64_t> ParseDiskFlushes(std::string_view text) { return DiskColumn(text, 18); }
 
 std::optional<std::string> BracketedChoice(std::string_view text) {
   auto open = text.find('[');

@@ -66,6 +66,9 @@ std::optional<int64_t> ParseIoWriteBytes(std::string_view text);
 
 // /proc/diskstats -> {device: io_ticks_ms}; partitions and loop/ram devices left out.
 std::map<std::string, int64_t> ParseDiskIoTicks(std::string_view text);
+// /proc/diskstats -> {device: flush requests completed} (field 16, Linux 5.5+; devices whose line
+// has fewer fields are left out). The same devices as ParseDiskIoTicks.
+std::map<std::string, int64_t> ParseDiskFlushes(std::string_view text);
 
 // "always [madvise] never" -> "madvise".
 std::optional<std::string> BracketedChoice(std::string_view text);

@@ -356,3 +356,23 @@ TEST(ProcParsersTest, CgroupMountsFromMountinfo) {
 
 }  // namespace
 }  // namespace latdoc::host
+
+namespace latdoc::host {
+namespace {
+
+// Flush requests completed are field 16 (Linux 5.5+: 20 columns with major, minor and name); a
+// disk whose line stops at the discard fields (4.18+) or at io_ticks (older) has none.
+TEST(ProcParsersTest, DiskFlushesFromField16) {
+  const char* text =
+      "   8       0 sda 100 0 800 10 200 0 1600 20 0 30 40 0 0 0 0 7 3\n"
+      " 252       0 vda 4122 17 310021 1800 98114 2201 8812044 43120 0 51200 47700 0 0 0 0 21011 9410\n"
+      " 252       1 vda1 4000 17 300000 1700 98000 2200 8800000 43000 0 51000 47600 0 0 0 0 20000 9000\n"
+      " 259       0 nvme0n1 9121 0 532118 1764 26113 0 1 2 0 24092 31200 0 0 0 0\n"
+      "   7       0 loop0 1 0 2 0 0 0 0 0 0 0 0 0 0 0 0 5 0\n";
+  auto f = ParseDiskFlushes(text);
+  EXPECT_EQ(f, (std::map<std::string, int64_t>{{"sda", 7}, {"vda", 21011}}));
+  EXPECT_EQ(ParseDiskIoTicks(text).at("nvme0n1"), 24092);
+}
+
+}  // namespace
+}  // namespace latdoc::host

@@ -810,6 +810,25 @@ bool LineParser::ParseTorch(std::string_view s) {
     out_.level = r[1] == 'E' ? Level::kError : r[1] == 'W' ? Level::kWarning
                  : r[1] == 'F' ? Level::kCritical : Level::kInfo;
     out_.msg = r.substr(close + 2);
+    // "E219 08:58:31.402211871": month and day (the month unpadded, 3 or 4 digits), the clock
+    // and its fraction; the line's time when nothing outside it gave one.
+    size_t sp = head.find(' ');
+    if (!out_.ts_ns && (sp == 3 || sp == 4) && head.size() >= sp + 9) {
+      int md = 0;
+      for (size_t i = 0; i < sp && md >= 0; ++i) md = IsDigit(head[i]) ? md * 10 + (head[i] - '0') : -1;
+      int64_t clock = md > 0 ? ClockNs(head, sp + 1) : -1;
+      auto day_ns = clock >= 0 ? MonthDayTimeNs(md / 100, md % 100, 0, 0, 0) : std::nullopt;
+      if (day_ns) {
+        int64_t frac_ns = 0, scale = kNsPerSec / 10;
+        for (size_t i = sp + 10; head.size() > sp + 9 && head[sp + 9] == '.' && i < head.size() &&
+                                 IsDigit(head[i]);
+             ++i) {
+          frac_ns += (head[i] - '0') * scale;
+          scale /= 10;
+        }
+        out_.ts_ns = *day_ns + clock + frac_ns;
+      }
+    }
     return true;
   }
   if (s.substr(0, 7) == "frame #" || s.substr(0, 22) == "Exception raised from " ||

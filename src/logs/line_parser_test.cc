@@ -253,3 +253,32 @@ TEST(LineParserTest, VllmLinesInsideOtherPrefixes) {
 
 }  // namespace
 }  // namespace latdoc::logs
+
+namespace latdoc::logs {
+namespace {
+
+// PyTorch's c10 lines carry their own time: month unpadded, day, clock and fraction.
+TEST(LineParserTest, TorchC10LinesAndTheirTime) {
+  LineParser p;
+  const ParsedLine& a = p.Parse(
+      "(RayWorkerWrapper pid=31877, ip=10.12.4.21) [rank2]:[E219 08:58:31.402211871 "
+      "ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation timeout");
+  EXPECT_EQ(a.source, Source::kTorch);
+  EXPECT_EQ(a.level, Level::kError);
+  EXPECT_EQ(a.proc, "RayWorkerWrapper");
+  EXPECT_EQ(a.msg, "[Rank 2] Watchdog caught collective operation timeout");
+  EXPECT_EQ(a.ts_ns, Wall(2, 19, 8, 58, 31) + 402211871);
+  const ParsedLine& b = p.Parse("[W1105 23:01:02.5 CUDAAllocatorConfig.h:28] expandable_segments");
+  EXPECT_EQ(b.level, Level::kWarning);
+  EXPECT_EQ(b.ts_ns, Wall(11, 5, 23, 1, 2) + 500000000);
+  const ParsedLine& c = p.Parse("[E ProcessGroupNCCL.cpp:474] [Rank 0] Watchdog caught ...");
+  EXPECT_EQ(c.source, Source::kTorch);
+  EXPECT_FALSE(c.ts_ns);
+  EXPECT_EQ(p.Parse("frame #0: c10::Error::Error(c10::SourceLocation) + 0x96").event,
+            Event::kTraceback);
+  EXPECT_EQ(p.Parse("*** SIGABRT received at time=1739955511 on cpu 17 ***").level,
+            Level::kCritical);
+}
+
+}  // namespace
+}  // namespace latdoc::logs

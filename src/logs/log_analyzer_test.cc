@@ -496,3 +496,25 @@ TEST(LogAnalyzerTest, TextThatIsNotUtf8StillWritesJson) {
 
 }  // namespace
 }  // namespace latdoc::logs
+
+namespace latdoc::logs {
+namespace {
+
+// The corpus of real shapes (tests/data/logs/corpus) gives the same facts however the bytes are
+// split: at every cut of the first KiB, and every 61 bytes after it.
+TEST(LogAnalyzerTest, CorpusFactsAtEveryChunkBoundary) {
+  for (const auto& e : std::filesystem::directory_iterator("tests/data/logs/corpus")) {
+    if (e.path().extension() != ".log") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << e.path();
+    const nlohmann::json want = ToJson(Analyze(text));
+    EXPECT_EQ(want["bad_input"]["unknown_lines"], 0) << e.path();
+    for (size_t cut = 0; cut <= text.size(); cut += cut < 1024 ? 1 : 61) {
+      ASSERT_EQ(ToJson(Analyze(text, {cut})), want) << e.path() << " cut=" << cut;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace latdoc::logs

@@ -148,6 +148,20 @@ std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {
         Opt1(l.min_gen_tps));
   }
 
+  if (f.sglang.decode_batches + f.sglang.prefill_batches > 0) {
+    const SglangFacts& g = f.sglang;
+    out += fmt::format(
+        "SGLang: {} decode and {} prefill batch lines; up to {} running and {} queued ({} decode "
+        "lines with a queue); token usage peak {:.0f}%; generation {} tok/s on average{}\n\n",
+        Count(g.decode_batches), Count(g.prefill_batches), g.max_running, g.max_queued,
+        Count(g.queued_batches), g.peak_token_usage_pct, Opt1(g.mean_gen_tps),
+        g.peak_input_tps ? fmt::format(", prefill up to {:.0f} tok/s", *g.peak_input_tps) : "");
+  }
+  if (f.tgi.requests > 0) {
+    out += fmt::format("TGI: {} requests finished; queue time mean {} ms, max {} ms\n\n",
+                       Count(f.tgi.requests), Opt1(f.tgi.mean_queue_ms), Opt1(f.tgi.max_queue_ms));
+  }
+
   double dur_s = f.duration_ns ? static_cast<double>(*f.duration_ns) / 1e9 : 0;
   out += fmt::format("Volume{}\n", dur_s > 0 ? fmt::format(" (over {})", Dur(*f.duration_ns)) : "");
   out += fmt::format("  {:<12} {:>10} {:>10} {:>9} {:>10} {:>7}\n", "kind", "lines", "bytes",

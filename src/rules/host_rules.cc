@@ -859,6 +859,15 @@ Finding MemoryPressure(const HostFacts& facts) {
   return f;
 }
 
+// disk.log_write: what the server (and its children: vLLM's engine core) writes, judged by
+// its rate, by the disk's flush rate (a logger that fsyncs each line blocks on every one), and
+// by how busy the disk is. latdoc's thresholds: 50 MB/s is more than logs of a healthy server
+// (a busy vLLM with request logging writes a few MB/s); 10 MB/s with 20 flushes/s or more is a
+// synced stream; 1 MB/s to a disk 90% busy queues behind other I/O.
+constexpr double kLogWriteHeavyMbS = 50;
+constexpr double kLogWriteSyncedMbS = 10;
+constexpr double kLogWriteFlushesPerS = 20;
+
 Finding LogWrite(const HostFacts& facts) {
   const std::string id = "disk.log_write";
   if (!facts.server) return Skip(id, Layer::kSystem, "server disk writes", facts.server_note);
@@ -866,22 +875,49 @@ Finding LogWrite(const HostFacts& facts) {
   if (!s.write_bytes_per_s.known()) {
     return Skip(id, Layer::kSystem, "server disk writes", s.write_bytes_per_s.reason);
   }
-  if (!facts.disk.busiest_util_pct.known()) {
+  const double mb_s = *s.write_bytes_per_s / 1e6;
+  const auto& flushes = facts.disk.flushes_per_s;
+  const bool heavy = mb_s >= kLogWriteHeavyMbS;
+  const bool synced = flushes.known() && mb_s >= kLogWriteSyncedMbS && *flushes >= kLogWriteFlushesPerS;
+  if (!facts.disk.busiest_util_pct.known() && !heavy && !synced) {
     return Skip(id, Layer::kSystem, "disk utilisation", facts.disk.busiest_util_pct.reason);
   }
-  const double mb_s = *s.write_bytes_per_s / 1e6;
-  const double util = *facts.disk.busiest_util_pct;
+  const bool has_util = facts.disk.busiest_util_pct.known();
+  const double util = has_util ? *facts.disk.busiest_util_pct : 0.0;
   Finding f = Make(id, Layer::kSystem, Severity::kOk,
-                   fmt::format("server writes {:.2f} MB/s; busiest disk {:.0f}% busy", mb_s, util));
+                   has_util ? fmt::format("server writes {:.2f} MB/s; busiest disk {:.0f}% busy", mb_s, util)
+                            : fmt::format("server writes {:.2f} MB/s", mb_s));
   f.evidence.push_back(Num("server_write_rate", mb_s, "MB/s"));
-  f.evidence.push_back(Num("disk_util", util, "%"));
-  f.evidence.push_back(Text("busiest_disk", facts.disk.busiest_device));
-  if (util >= 90 && mb_s >= 1.0) {
+  if (s.write_bytes_per_s.source.find("child") != std::string::npos) {
+    f.evidence.push_back(Text("counted", s.write_bytes_per_s.source));
+  }
+  if (has_util) {
+    f.evidence.push_back(Num("disk_util", util, "%"));
+    f.evidence.push_back(Text("busiest_disk", facts.disk.busiest_device));
+  }
+  if (flushes.known() && *flushes > 0) {
+    f.evidence.push_back(Num("disk_flushes", *flushes, "/s"));
+    f.evidence.push_back(Text("flushing_disk", facts.disk.flush_device));
+  }
+  const std::string fix =
+      "--disable-uvicorn-access-log, drop --enable-log-requests, VLLM_LOGGING_LEVEL=INFO; or send "
+      "logs to a faster disk / journald with rate limits";
+  if (synced) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("server writes {:.1f} MB/s with {:.0f} disk flushes/s (fsync): each synced "
+                          "write blocks the writer until the disk has it", mb_s, *flushes);
+    f.advice = fix + "; a logger that fsyncs every line (a file handler with sync, a journald "
+                     "SyncIntervalSec=0) should buffer instead";
+  } else if (has_util && util >= 90 && mb_s >= 1.0) {
     f.severity = Severity::kWarn;
     f.title = fmt::format("server writes {:.1f} MB/s to a disk {:.0f}% busy: log writes can block "
                           "the event loop", mb_s, util);
-    f.advice = "--disable-uvicorn-access-log, drop --enable-log-requests, VLLM_LOGGING_LEVEL=INFO; "
-               "or send logs to a faster disk / journald with rate limits";
+    f.advice = fix;
+  } else if (heavy) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("server writes {:.1f} MB/s: far more than logs need; writes on the serving "
+                          "path block its loop when the page cache fills", mb_s);
+    f.advice = fix + "; find the writer: pidstat -d 1 -p <server and child pids>";
   }
   return f;
 }

@@ -1053,3 +1053,30 @@ TEST(HostRulesTest, FlagsVllmRefusesAreFail) {
 
 }  // namespace
 }  // namespace latdoc::rules
+
+namespace latdoc::rules {
+namespace {
+
+// disk.log_write is judged by the rate the server and its children write and the disk's flush
+// rate, not only by a disk 90% busy: the live H200 host's facts with 66 MB/s written and 118
+// flushes/s on a disk 35% busy.
+TEST(HostRulesTest, LogWritesJudgedByRateAndFlushes) {
+  HostFacts f = Load("h200_live_fsync_writes");
+  Finding w = One(JudgeHost(f, {}), "disk.log_write");
+  EXPECT_EQ(SeverityName(w.severity), "warn");
+  EXPECT_EQ(w.title, "server writes 66.0 MB/s with 118 disk flushes/s (fsync): each synced write "
+                     "blocks the writer until the disk has it");
+  f.disk.flushes_per_s = Fact<double>::Known(0, "/proc/diskstats");
+  w = One(JudgeHost(f, {}), "disk.log_write");
+  EXPECT_EQ(SeverityName(w.severity), "warn");
+  EXPECT_THAT(w.title, HasSubstr("server writes 66.0 MB/s: far more than logs need"));
+  f.server->write_bytes_per_s = Fact<double>::Known(5e6, "/proc/623/io");
+  EXPECT_EQ(SeverityName(One(JudgeHost(f, {}), "disk.log_write").severity), "ok");
+  // Without a disk utilisation, heavy writing is still judged.
+  f.disk.busiest_util_pct = Fact<double>::Unknown("no diskstats");
+  f.server->write_bytes_per_s = Fact<double>::Known(66e6, "/proc/623/io");
+  EXPECT_EQ(SeverityName(One(JudgeHost(f, {}), "disk.log_write").severity), "warn");
+}
+
+}  // namespace
+}  // namespace latdoc::rules

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -39,9 +40,11 @@ const Case kCases[] = {
     // The kubectl time (UTC) is every line's time, not vLLM's local 14:00:10.
     {"vllm_kubectl_prefix_timestamps.log", "vllm=2,uvicorn=1", 1, 2, "08-11 21:00:10", {}},
     {"vllm_kubectl_timestamps.log", "vllm=3,uvicorn=2", 1, 2, "10-20 03:18:02", {}},
+    // The stats stopped with 3 running, and the NCCL watchdog fired 10 minutes later: a hang,
+    // then the death it caused.
     {"vllm_ray_nccl_timeout.log", "vllm=1,torch=6", 1, 1, "02-19 08:47:58",
-     {"logs.engine_died:fail"}},
-    {"vllm_rocm_hip_error.log", "vllm=9", 1, 1, "01-17 05:31:02", {"logs.engine_died:fail"}},
+     {"logs.engine_died:fail", "logs.no_progress:fail"}},
+    {"vllm_rocm_hip_error.log", "vllm=10", 1, 1, "01-17 05:31:02", {"logs.engine_died:fail"}},
     {"vllm_v012_preemption_collapse.log", "vllm=8", 1, 8, "11-21 13:00:00",
      {"logs.throughput_collapse:fail"}},
     {"vllm_v0_metrics_py.log", "vllm=5,uvicorn=1", 1, 4, "03-14 09:12:01", {}},
@@ -163,6 +166,52 @@ TEST(LogCorpusTest, AdmissionStallReplacesTheMaxNumSeqsAdvice) {
   EXPECT_EQ(a->title,
             "The scheduler admitted no request for 490 s: up to 13 waiting while 1 ran and the KV "
             "cache was at most 65.8% full (engine 0)");
+}
+
+}  // namespace
+}  // namespace latdoc::rules
+
+namespace latdoc::rules {
+namespace {
+
+std::string V1Stats(int t, double prompt, double gen, int running, int waiting) {
+  return "INFO 06-25 10:" + std::string(t / 60 < 10 ? "0" : "") + std::to_string(t / 60) + ":" +
+         std::string(t % 60 < 10 ? "0" : "") + std::to_string(t % 60) +
+         " [loggers.py:123] Engine 000: Avg prompt throughput: " + std::to_string(prompt) +
+         " tokens/s, Avg generation throughput: " + std::to_string(gen) + " tokens/s, Running: " +
+         std::to_string(running) + " reqs, Waiting: " + std::to_string(waiting) +
+         " reqs, GPU KV cache usage: 20.0%, Prefix cache hit rate: 0.0%\n";
+}
+
+std::set<std::string> Verdicts(const std::string& text) {
+  const std::string path = ::testing::TempDir() + "verdicts.log";
+  std::ofstream(path) << text;
+  auto f = logs::AnalyzeInputs({path});
+  EXPECT_TRUE(f.ok());
+  std::set<std::string> ids;
+  for (const Finding& fi : EvaluateLogRules(*f)) {
+    if (fi.id == "logs.prefill_starvation" || fi.id == "logs.throughput_collapse" ||
+        fi.id == "logs.admission_stalled" || fi.id == "logs.no_progress") {
+      ids.insert(fi.id);
+    }
+  }
+  return ids;
+}
+
+// Shapes that look like a verdict's but are not: a burst's start (few running, all prefilling),
+// a load draining (generation falls with the batch), a short queue with the batch full.
+TEST(LogVerdictsTest, QuietOnLookAlikes) {
+  std::string burst = V1Stats(10, 9000, 60, 3, 20) + V1Stats(20, 8000, 120, 6, 12) +
+                      V1Stats(30, 0, 1000, 32, 0) + V1Stats(40, 0, 1010, 32, 0) +
+                      V1Stats(50, 0, 990, 31, 0);
+  EXPECT_TRUE(Verdicts(burst).empty());
+  std::string drain = V1Stats(10, 0, 1000, 32, 0) + V1Stats(20, 0, 990, 32, 0) +
+                      V1Stats(30, 0, 500, 16, 0) + V1Stats(40, 0, 250, 8, 0) +
+                      V1Stats(50, 0, 120, 4, 0) + V1Stats(60, 0, 0, 0, 0);
+  EXPECT_TRUE(Verdicts(drain).empty());
+  std::string full;
+  for (int t = 10; t <= 300; t += 10) full += V1Stats(t, 0, 900, 64, 12);
+  EXPECT_TRUE(Verdicts(full).empty());   // waiting while 64 run: queueing, not a stall
 }
 
 }  // namespace

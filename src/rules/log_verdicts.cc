@@ -325,15 +325,25 @@ void ThroughputCollapse(const LogFacts& f, std::vector<Finding>& out) {
 void PrefillStarvation(const LogFacts& f, std::vector<Finding>& out) {
   for (const EngineFacts* e : Engines(f)) {
     const EngineSeries& s = e->series;
-    std::vector<double> decode_only;
+    std::vector<double> decode_only, decode_running;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s.prompt_tps[i] == 0 && s.gen_tps[i] > 0 && s.running[i] > 0) decode_only.push_back(s.gen_tps[i]);
+      if (s.prompt_tps[i] == 0 && s.gen_tps[i] > 0 && s.running[i] > 0) {
+        decode_only.push_back(s.gen_tps[i]);
+        decode_running.push_back(static_cast<double>(s.running[i]));
+      }
     }
     if (decode_only.size() < 2) continue;
     const double base = Median(decode_only);
+    // Only intervals with a batch about as large as the decode-only ones: a burst's first
+    // interval (a few running, all prefilling) makes few tokens for want of streams, not for
+    // prefill taking the steps.
+    const double min_running = 0.5 * Median(decode_running);
     std::vector<size_t> spikes, starved;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s.running[i] == 0 || s.prompt_tps[i] < kStarvationPromptOverGen * base) continue;
+      if (s.running[i] == 0 || static_cast<double>(s.running[i]) < min_running ||
+          s.prompt_tps[i] < kStarvationPromptOverGen * base) {
+        continue;
+      }
       spikes.push_back(i);
       if (s.gen_tps[i] < kStarvationGenShare * base) starved.push_back(i);
     }

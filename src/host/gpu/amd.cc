@@ -5,6 +5,8 @@
 // hwmon), swsmu/smu13/smu_v13_0_6_ppt.c (MI300); ROCm/amdsmi amdsmi_cli/amdsmi_commands.py
 // (Oct 2024) and ROCm/rocm_smi_lib python_smi_tools/rocm_smi.py (Oct 2024).
 #include <map>
+#include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -175,34 +177,89 @@ void FillFromAmdSmi(const ProbeContext& ctx, std::vector<GpuFacts>& gpus,
     //   "power": {..., "throttle_status": "THROTTLED"}        (Navi, MI1xx/MI2xx; MI300 "N/A")
     //   "throttle": {"ppt_violation_status": "ACTIVE", "socket_thermal_violation_status":
     //                "NOT ACTIVE", ...}                         (MI300 and later, ROCm 6.4+)
-    if (e.contains("power") && e["power"].is_object()) {
-      const auto& ts = e["power"].value("throttle_status", nlohmann::json());
-      if (ts.is_string() && (ts == "THROTTLED" || ts == "UNTHROTTLED")) {
-        g.throttle_status = Fact<std::string>::Known(ts.get<std::string>(), "amd-smi metric --json");
-      }
-    }
-    if (e.contains("throttle") && e["throttle"].is_object()) {
-      std::string active;
-      bool any = false;
-      for (const auto& [key, v] : e["throttle"].items()) {
-        const std::string suffix = "_violation_status";
-        if (key.size() <= suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0 ||
-            !v.is_string()) {
-          continue;
+    if (!g.throttle_status.known()) {   // sysfs gpu_metrics, when it had them, come first
+      if (e.contains("power") && e["power"].is_object()) {
+        const auto& ts = e["power"].value("throttle_status", nlohmann::json());
+        if (ts.is_string() && (ts == "THROTTLED" || ts == "UNTHROTTLED")) {
+          g.throttle_status = Fact<std::string>::Known(ts.get<std::string>(), "amd-smi metric --json");
         }
-        any = true;
-        if (v == "ACTIVE") active += (active.empty() ? "" : ", ") + key.substr(0, key.size() - suffix.size());
       }
-      if (any) {
-        g.throttle_active = Fact<std::string>::Known(active, "amd-smi metric --json");
-        if (!g.throttle_status.known()) {
-          g.throttle_status = Fact<std::string>::Known(active.empty() ? "UNTHROTTLED" : "THROTTLED",
-                                                       "amd-smi metric --json");
+      if (e.contains("throttle") && e["throttle"].is_object()) {
+        std::string active;
+        bool any = false;
+        for (const auto& [key, v] : e["throttle"].items()) {
+          const std::string suffix = "_violation_status";
+          if (key.size() <= suffix.size() || key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+              !v.is_string()) {
+            continue;
+          }
+          any = true;
+          if (v == "ACTIVE") active += (active.empty() ? "" : ", ") + key.substr(0, key.size() - suffix.size());
+        }
+        if (any) {
+          g.throttle_active = Fact<std::string>::Known(active, "amd-smi metric --json");
+          if (!g.throttle_status.known()) {
+            g.throttle_status = Fact<std::string>::Known(active.empty() ? "UNTHROTTLED" : "THROTTLED",
+                                                         "amd-smi metric --json");
+          }
         }
       }
     }
     if (!had) g.vendor_source = "amdgpu-sysfs+amd-smi";
   }
+}
+
+// sysfs gpu_metrics: the SMU's metrics table as the driver exports it, a C struct whose header
+// gives its layout (drivers/gpu/drm/amd/include/kgd_pp_interface.h):
+//   struct metrics_table_header { uint16_t structure_size; uint8_t format_revision;
+//                                 uint8_t content_revision; };
+// Read here, at their offsets in the naturally aligned structs:
+//   v1.1, v1.2 (MI100/MI200, Navi)  uint32_t throttle_status        at 68 (ASIC dependent bits)
+//   v1.3 (Navi 2x/3x)               uint64_t indep_throttle_status  at 112 (SMU_THROTTLER_* bits)
+//   v1.4 (MI300)                    uint32_t throttle_status        at 40
+//   v1.5 (MI300, later kernels)     uint32_t throttle_status        at 104
+// Other revisions are not read (their layouts differ). Little-endian, as the hosts are.
+struct GpuMetricsThrottle {
+  bool throttled = false;
+  std::string active;   // names of the ASIC-independent bits set (v1.3), else ""
+  std::string revision; // "1.3"
+};
+
+std::optional<GpuMetricsThrottle> ParseGpuMetricsThrottle(std::string_view b) {
+  auto u16 = [&](size_t at) { return static_cast<uint64_t>(static_cast<uint8_t>(b[at])) |
+                                     static_cast<uint64_t>(static_cast<uint8_t>(b[at + 1])) << 8; };
+  auto uint = [&](size_t at, size_t bytes) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(b[at + i])) << (8 * i);
+    return v;
+  };
+  if (b.size() < 4) return std::nullopt;
+  const uint64_t size = u16(0);
+  const int format = static_cast<uint8_t>(b[2]), content = static_cast<uint8_t>(b[3]);
+  if (format != 1 || size > b.size()) return std::nullopt;
+  GpuMetricsThrottle t;
+  t.revision = std::to_string(format) + "." + std::to_string(content);
+  // SMU_THROTTLER_* bit names (drivers/gpu/drm/amd/pm/swsmu/inc/amdgpu_smu.h).
+  static constexpr std::pair<int, const char*> kBits[] = {
+      {0, "PPT0"}, {1, "PPT1"}, {2, "PPT2"}, {3, "PPT3"}, {4, "SPL"}, {5, "FPPT"}, {6, "SPPT"},
+      {7, "SPPT_APU"}, {16, "TDC_GFX"}, {17, "TDC_SOC"}, {18, "TDC_MEM"}, {19, "TDC_VDD"},
+      {20, "TDC_CVIP"}, {21, "EDC_CPU"}, {22, "EDC_GFX"}, {23, "APCC"}, {32, "TEMP_GPU"},
+      {33, "TEMP_CORE"}, {34, "TEMP_MEM"}, {35, "TEMP_EDGE"}, {36, "TEMP_HOTSPOT"},
+      {37, "TEMP_SOC"}, {38, "TEMP_VR_GFX"}, {39, "TEMP_VR_SOC"}, {40, "TEMP_VR_MEM0"},
+      {41, "TEMP_VR_MEM1"}, {42, "TEMP_LIQUID0"}, {43, "TEMP_LIQUID1"}, {44, "VRHOT0"},
+      {45, "VRHOT1"}, {46, "PROCHOT_CPU"}, {47, "PROCHOT_GFX"}, {56, "PPM"}, {57, "FIT"}};
+  if (content == 3 && size >= 120) {
+    const uint64_t bits = uint(112, 8);
+    t.throttled = bits != 0;
+    for (auto [bit, name] : kBits) {
+      if (bits >> bit & 1) t.active += (t.active.empty() ? "" : ", ") + std::string(name);
+    }
+    return t;
+  }
+  size_t at = content == 1 || content == 2 ? 68 : content == 4 ? 40 : content == 5 ? 104 : 0;
+  if (at == 0 || size < at + 4) return std::nullopt;
+  t.throttled = uint(at, 4) != 0;
+  return t;
 }
 
 class AmdGpuVendor : public GpuVendor {
@@ -246,6 +303,13 @@ class AmdGpuVendor : public GpuVendor {
       Fact<int64_t> vram = ReadIntFact(fs, dir + "/mem_info_vram_total");
       g.memory_total_mib = vram.known() ? Fact<int64_t>::Known(*vram >> 20, vram.source)
                                         : Fact<int64_t>::Unknown(vram.reason);
+      if (auto gm = fs.Read(dir + "/gpu_metrics"); gm.ok()) {
+        if (auto t = ParseGpuMetricsThrottle(*gm)) {
+          const std::string src = dir + "/gpu_metrics (v" + t->revision + ")";
+          g.throttle_status = Fact<std::string>::Known(t->throttled ? "THROTTLED" : "UNTHROTTLED", src);
+          if (!t->active.empty() || !t->throttled) g.throttle_active = Fact<std::string>::Known(t->active, src);
+        }
+      }
       const std::string nvidia_only = "not applicable to AMD";
       g.clocks_event_reasons = Fact<uint64_t>::Unknown(nvidia_only);
       g.persistence_mode = Fact<bool>::Unknown(nvidia_only);

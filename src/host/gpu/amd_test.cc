@@ -210,15 +210,60 @@ TEST(AmdVendorTest, AmdSmiThrottleStatusIsRead) {
   EXPECT_EQ(f.gpus[0].throttle_status.source, "amd-smi metric --json");
   EXPECT_EQ(f.gpus[1].throttle_status.value_or("?"), "UNTHROTTLED");
 
-  t.Write("/.commands/amd-smi.1.out",
-          "[{\"gpu\": 0, \"throttle\": {\"ppt_violation_status\": \"ACTIVE\", "
-          "\"socket_thermal_violation_status\": \"NOT ACTIVE\", \"hbm_thermal_violation_status\": "
-          "\"ACTIVE\"}}, {\"gpu\": 1, \"throttle\": {\"ppt_violation_status\": \"NOT ACTIVE\"}}]");
+  // The newer form: {"gpu_data": [...]}, throttle_status "N/A" on MI300, the violations instead.
+  std::ifstream in2("tests/data/host/corpus/amd_smi_metric_gpu_data_violations.json");
+  std::string json2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(json2.empty());
+  t.Write("/.commands/amd-smi.1.out", json2);
   f = Collect(t.root());
   EXPECT_EQ(f.gpus[0].throttle_status.value_or("?"), "THROTTLED");
   EXPECT_EQ(f.gpus[0].throttle_active.value_or("?"), "hbm_thermal, ppt");
   EXPECT_EQ(f.gpus[1].throttle_status.value_or("?"), "UNTHROTTLED");
   EXPECT_EQ(f.gpus[1].throttle_active.value_or("?"), "");
+}
+
+}  // namespace
+}  // namespace latdoc::host
+
+namespace latdoc::host {
+namespace {
+
+// A gpu_metrics table of `size` bytes with the given revision, `value` (little-endian, `bytes`
+// wide) at byte `at`.
+std::string GpuMetrics(size_t size, int content, size_t at, uint64_t value, size_t bytes) {
+  std::string b(size, '\0');
+  b[0] = static_cast<char>(size & 0xff);
+  b[1] = static_cast<char>(size >> 8);
+  b[2] = 1;
+  b[3] = static_cast<char>(content);
+  for (size_t i = 0; i < bytes; ++i) b[at + i] = static_cast<char>(value >> (8 * i) & 0xff);
+  return b;
+}
+
+// sysfs gpu_metrics' throttle fields (kgd_pp_interface.h): v1.3's ASIC-independent bits by
+// name, MI300's v1.4 status as set or not; amd-smi is not needed for them.
+TEST(AmdVendorTest, GpuMetricsThrottleFields) {
+  TestTree t("tests/data/host/mi300x_built/tree");
+  t.Remove("/.commands");
+  const uint64_t ppt0_hotspot = (1ULL << 0) | (1ULL << 36);
+  t.Write(kGpu0 + "/gpu_metrics", GpuMetrics(120, 3, 112, ppt0_hotspot, 8));
+  t.Write(kGpu1 + "/gpu_metrics", GpuMetrics(264, 4, 40, 0, 4));
+  HostFacts f = Collect(t.root());
+  ASSERT_EQ(f.gpus.size(), 2u);
+  EXPECT_EQ(f.gpus[0].throttle_status.value_or("?"), "THROTTLED");
+  EXPECT_EQ(f.gpus[0].throttle_active.value_or("?"), "PPT0, TEMP_HOTSPOT");
+  EXPECT_EQ(f.gpus[0].throttle_status.source, "/sys/bus/pci/devices/0000:0c:00.0/gpu_metrics (v1.3)");
+  EXPECT_EQ(f.gpus[1].throttle_status.value_or("?"), "UNTHROTTLED");
+  // MI300's status word is ASIC dependent: set or not, no names.
+  t.Write(kGpu1 + "/gpu_metrics", GpuMetrics(264, 4, 40, 0x40, 4));
+  f = Collect(t.root());
+  EXPECT_EQ(f.gpus[1].throttle_status.value_or("?"), "THROTTLED");
+  EXPECT_FALSE(f.gpus[1].throttle_active.known());
+  // A table shorter than its header says, or of a revision not read, gives nothing.
+  t.Write(kGpu1 + "/gpu_metrics", GpuMetrics(264, 4, 40, 0x40, 4).substr(0, 100));
+  EXPECT_FALSE(Collect(t.root()).gpus[1].throttle_status.known());
+  t.Write(kGpu1 + "/gpu_metrics", GpuMetrics(300, 9, 40, 0x40, 4));
+  EXPECT_FALSE(Collect(t.root()).gpus[1].throttle_status.known());
 }
 
 }  // namespace
