@@ -69,10 +69,17 @@ class FastChunkScanner {
   }
 
  private:
+  // Servers send compact JSON: a byte above ' ' ends the whitespace at once.
   void Ws() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+    while (p_ < end_ && static_cast<unsigned char>(*p_) <= ' ' &&
+           (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t'))
+      ++p_;
   }
   bool Eat(char ch) {
+    if (p_ < end_ && *p_ == ch) {
+      ++p_;
+      return true;
+    }
     Ws();
     if (p_ < end_ && *p_ == ch) {
       ++p_;
