@@ -3,6 +3,12 @@
 // once, so this test is also what the TSan build checks for the load client (.ci/run).
 #include "loadgen/runner.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <functional>
+#include <future>
 #include <mutex>
 #include <random>
 #include <set>
@@ -95,6 +101,15 @@ class LocalServer {
     thread_.join();
   }
   bool ok() const { return ok_; }
+  // Runs `fn` on the server's thread and waits for it.
+  void RunOnServer(std::function<void()> fn) {
+    std::promise<void> done;
+    loop_.Post([&] {
+      fn();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
   // Options for RunBench against this server: model "m", no /metrics scrape.
   BenchOptions Options() const {
     BenchOptions o = loadgen::Options("http://127.0.0.1:" + std::to_string(server_.port()));
@@ -230,6 +245,54 @@ TEST(RunnerTest, ClosedLoopThreadsShareTheConcurrency) {
     if (i > 0) {
       EXPECT_GE(r.scheduled_ns, run->records[i - 1].scheduled_ns);
     }
+  }
+}
+
+// A signal while streams are in flight on several threads: every thread stops sending, its
+// streams get the drain timeout and are then cancelled, each keeping the token it got, and the
+// run comes back partial. (Under TSan, the stop's path across the threads.)
+TEST(RunnerTest, SignalStopsEveryThread) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<http::ResponseStream>> held;  // streams left open, server thread
+  int open = 0;
+  LocalServer server([&](const http::Request&, std::shared_ptr<http::ResponseStream> w) {
+    w->BeginChunked(200, "text/event-stream");
+    w->WriteChunk("data: {\"choices\":[{\"text\":\"a\"}]}\n\n");
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(w));
+    ++open;
+    cv.notify_all();
+  });
+  ASSERT_TRUE(server.ok());
+  BenchOptions o = server.Options();
+  o.concurrency = 4;
+  o.num_requests = 8;
+  o.threads = 2;
+  o.drain_timeout_ns = 200'000'000;
+  o.command = "";  // nothing on standard error
+  StatusOr<BenchRun> run = InvalidArgument("not run");
+  std::thread bench([&] { run = RunBench(o); });
+  bool all_open;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    all_open = cv.wait_for(lock, std::chrono::seconds(60), [&] { return open == 4; });
+  }
+  EXPECT_TRUE(all_open);
+  ::kill(::getpid(), SIGINT);  // the run's signal set takes it
+  bench.join();
+  server.RunOnServer([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    held.clear();
+  });
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_TRUE(run->partial);
+  EXPECT_EQ(run->stop_signal, SIGINT);
+  EXPECT_EQ(run->thread_load.size(), 2u);
+  ASSERT_EQ(run->records.size(), 4u);
+  for (const RequestRecord& r : run->records) {
+    EXPECT_EQ(r.outcome, Outcome::kCancelled) << r.index << ": " << r.error;
+    EXPECT_EQ(r.chunks.size(), 1u) << r.index;
   }
 }
 
