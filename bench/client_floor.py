@@ -8,6 +8,9 @@ turn runs pinned to CPU 1 against it, --streams streams (1,024) for --duration s
            (Debian's python3-aiohttp, run with /usr/bin/python3)
   floor    bench/client_floor/floor_reader.c (built as build/release/bench/floor_reader): epoll,
            one recv per ready socket, counting "data:" lines, nothing else
+  uring    bench/client_floor/floor_reader_uring.c: the same floor on io_uring (a multishot
+           receive per socket, provided buffers); built when liburing-dev is installed, skipped
+           when its binary is missing
 All three send the same request body (latdoc's: 16 prompt token ids, --output-len tokens,
 ignore_eos, usage on every chunk). Each prints SSE events per CPU-second of its process, at one
 event per TCP segment and at eight (--sim-tokens-per-chunk 8 --sim-event-per-token: a step's 8
@@ -25,6 +28,7 @@ second free core exists for a second thread.
 Usage: bench/client_floor.py [--latdoc build/release/src/cli/latdoc]
                              [--floor build/release/bench/floor_reader] [--streams 1024]
                              [--duration 10] [--timing-streams 4096] [--scaling]
+                             [--clients latdoc,python,floor,uring] [--regimes 1,8]
 """
 import argparse, json, os, subprocess, sys, tempfile, time, urllib.request
 
@@ -101,10 +105,10 @@ def run_python(a, sim, streams, tmp, save=None):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def run_floor(a, sim, streams, tmp):
+def run_floor(a, sim, streams, tmp, binary=None):
     bf = os.path.join(tmp, "body.json")
     json.dump(body(sim.model, a.output_len), open(bf, "w"))
-    out = subprocess.run(["taskset", "-c", "1", a.floor, "--port", str(sim.port), "--streams",
+    out = subprocess.run(["taskset", "-c", "1", binary or a.floor, "--port", str(sim.port), "--streams",
                           str(streams), "--duration", str(a.duration), "--body-file", bf],
                          check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -142,6 +146,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--latdoc", default="build/release/src/cli/latdoc")
     ap.add_argument("--floor", default="build/release/bench/floor_reader")
+    ap.add_argument("--uring", default="build/release/bench/floor_reader_uring")
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--streams", type=int, default=1024)
     ap.add_argument("--duration", type=float, default=10)
@@ -150,11 +155,11 @@ def main():
     ap.add_argument("--output-len", type=int, default=200)
     ap.add_argument("--step-ms", type=float, default=40)
     ap.add_argument("--timing-streams", type=int, default=4096)
-    ap.add_argument("--clients", default="latdoc,python,floor")
+    ap.add_argument("--clients", default="latdoc,python,floor,uring")
     ap.add_argument("--regimes", default="1,8", help="events per segment: 1 and/or 8")
     ap.add_argument("--scaling", action="store_true")
     a = ap.parse_args()
-    clients = a.clients.split(",")
+    clients = [c for c in a.clients.split(",") if c != "uring" or os.path.exists(a.uring)]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for per_seg in [int(x) for x in a.regimes.split(",")]:
@@ -169,6 +174,8 @@ def main():
                         runs[c] = run_python(a, sim, a.streams, tmp)
                     elif c == "floor":
                         runs[c] = run_floor(a, sim, a.streams, tmp)
+                    elif c == "uring":
+                        runs[c] = run_floor(a, sim, a.streams, tmp, a.uring)
                 if a.scaling:
                     quiet(sim)
                     runs["latdoc x2 (CPU 1)"] = run_latdoc(a, sim, a.streams, tmp, 2, "1")

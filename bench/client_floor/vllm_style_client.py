@@ -37,6 +37,8 @@ class Counters:
 async def request(session, url, payload, rid, counters, saved):
     headers = {"Content-Type": "application/json", "x-request-id": rid}
     times = []
+    if saved is not None:
+        saved[rid] = times  # filled as chunks come: a request cut by the deadline counts too
     generated_text = ""
     st = time.perf_counter()
     most_recent_timestamp = st
@@ -63,8 +65,6 @@ async def request(session, url, payload, rid, counters, saved):
                     most_recent_timestamp = timestamp
                     generated_text += text or ""
                     times.append(int(timestamp * 1e9))
-    if saved is not None:
-        saved.append({"id": rid, "t_ns": times})
 
 
 async def main():
@@ -79,7 +79,7 @@ async def main():
     payload = json.load(open(a.body_file))
     url = a.url + "/v1/completions"
     counters = Counters()
-    saved = [] if a.save else None
+    saved = {} if a.save else None
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60, force_close=False)
     async with aiohttp.ClientSession(connector=connector, timeout=AIOHTTP_TIMEOUT) as session:
         t0 = time.perf_counter()
@@ -98,8 +98,8 @@ async def main():
         ev1, cpu1, w1 = counters.events, time.process_time(), time.perf_counter()
         if a.save:
             with open(a.save, "w") as f:
-                for s in saved:
-                    f.write(json.dumps(s) + "\n")
+                for rid, times in saved.items():
+                    f.write(json.dumps({"id": rid, "t_ns": times}) + "\n")
         print(json.dumps({"events": ev1 - ev0, "cpu_s": cpu1 - cpu0, "wall_s": w1 - w0}))
         sys.stdout.flush()
         os._exit(0)  # the streams in flight are not waited for

@@ -75,7 +75,11 @@ struct ChunkInfo {
 // warm-up).
 class ChunkParser {
  public:
+  // A one-pass scan for the common chunk; anything it does not handle exactly goes to
+  // ParseWithDom. Both give the same ChunkInfo.
   ChunkInfo Parse(std::string_view data);
+  // simdjson's DOM parse: the reference (and the path for errors and unusual chunks).
+  ChunkInfo ParseWithDom(std::string_view data);
 
  private:
   simdjson::dom::parser parser_;

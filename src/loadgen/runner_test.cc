@@ -3,7 +3,14 @@
 // once, so this test is also what the TSan build checks for the load client (.ci/run).
 #include "loadgen/runner.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <functional>
+#include <future>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -94,6 +101,15 @@ class LocalServer {
     thread_.join();
   }
   bool ok() const { return ok_; }
+  // Runs `fn` on the server's thread and waits for it.
+  void RunOnServer(std::function<void()> fn) {
+    std::promise<void> done;
+    loop_.Post([&] {
+      fn();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
   // Options for RunBench against this server: model "m", no /metrics scrape.
   BenchOptions Options() const {
     BenchOptions o = loadgen::Options("http://127.0.0.1:" + std::to_string(server_.port()));
@@ -232,6 +248,54 @@ TEST(RunnerTest, ClosedLoopThreadsShareTheConcurrency) {
   }
 }
 
+// A signal while streams are in flight on several threads: every thread stops sending, its
+// streams get the drain timeout and are then cancelled, each keeping the token it got, and the
+// run comes back partial. (Under TSan, the stop's path across the threads.)
+TEST(RunnerTest, SignalStopsEveryThread) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::shared_ptr<http::ResponseStream>> held;  // streams left open, server thread
+  int open = 0;
+  LocalServer server([&](const http::Request&, std::shared_ptr<http::ResponseStream> w) {
+    w->BeginChunked(200, "text/event-stream");
+    w->WriteChunk("data: {\"choices\":[{\"text\":\"a\"}]}\n\n");
+    std::lock_guard<std::mutex> lock(mu);
+    held.push_back(std::move(w));
+    ++open;
+    cv.notify_all();
+  });
+  ASSERT_TRUE(server.ok());
+  BenchOptions o = server.Options();
+  o.concurrency = 4;
+  o.num_requests = 8;
+  o.threads = 2;
+  o.drain_timeout_ns = 200'000'000;
+  o.command = "";  // nothing on standard error
+  StatusOr<BenchRun> run = InvalidArgument("not run");
+  std::thread bench([&] { run = RunBench(o); });
+  bool all_open;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    all_open = cv.wait_for(lock, std::chrono::seconds(60), [&] { return open == 4; });
+  }
+  EXPECT_TRUE(all_open);
+  ::kill(::getpid(), SIGINT);  // the run's signal set takes it
+  bench.join();
+  server.RunOnServer([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    held.clear();
+  });
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_TRUE(run->partial);
+  EXPECT_EQ(run->stop_signal, SIGINT);
+  EXPECT_EQ(run->thread_load.size(), 2u);
+  ASSERT_EQ(run->records.size(), 4u);
+  for (const RequestRecord& r : run->records) {
+    EXPECT_EQ(r.outcome, Outcome::kCancelled) << r.index << ": " << r.error;
+    EXPECT_EQ(r.chunks.size(), 1u) << r.index;
+  }
+}
+
 // More threads than streams: no thread without a stream.
 TEST(RunnerTest, NoMoreThreadsThanStreams) {
   Sim sim(sim::FaultRates{});
@@ -243,6 +307,69 @@ TEST(RunnerTest, NoMoreThreadsThanStreams) {
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->thread_load.size(), 2u);
   EXPECT_EQ(run->records.size(), 10u);
+}
+
+std::string Describe(const ChunkInfo& c) {
+  auto opt = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
+  return "done=" + std::to_string(c.done) + " json=" + std::to_string(c.json) +
+         " choices=" + std::to_string(c.has_choices) + " content=" + std::to_string(c.content) +
+         " finished=" + std::to_string(c.finished) + " usage=" + opt(c.usage_completion_tokens) +
+         "/" + opt(c.usage_prompt_tokens) + " error=" + std::to_string(c.error) + " '" +
+         c.error_message + "'";
+}
+
+// The one-pass scan (Parse) gives exactly what simdjson's DOM parse (ParseWithDom) gives, on
+// real chunk shapes, on every prefix of each (a chunk cut short), and on thousands of one-byte
+// mutations of them (a quote, a brace, a digit, a high byte in every place).
+TEST(ChunkParserTest, ScanAgreesWithTheDomParseEverywhere) {
+  const std::vector<std::string> corpus = {
+      R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":16,"total_tokens":17,"completion_tokens":1}})",
+      R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}],"usage":null})",
+      R"({"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]})",
+      R"({"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi \"there\"\n"},"logprobs":{"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105]}]},"finish_reason":null}]})",
+      R"({"choices":[{"delta":{"reasoning_content":"think"}}]})",
+      R"({"choices":[{"delta":{"reasoning":"","tool_calls":[{"id":"t","function":{"name":"f","arguments":"{}"}}]}}]})",
+      R"({"choices":[{"delta":{"tool_calls":[]}},{"text":"x","finish_reason":"stop"}]})",
+      R"({"id":"cmpl-1","object":"text_completion","choices":[],"usage":{"prompt_tokens":1024,"completion_tokens":200,"total_tokens":1224}})",
+      R"({"usage":{"completion_tokens":-3,"prompt_tokens":1.5}})",
+      R"({"usage":{"completion_tokens":12345678901234567890}})",
+      R"({"usage":{"completion_tokens":1e3,"prompt_tokens":0}})",
+      R"({"error":{"message":"out of memory","code":500}})",
+      R"({"object":"error","message":"bad request","code":400})",
+      R"({"error":"plain"})",
+      R"({"error":null,"choices":[{"text":"a"}]})",
+      R"({"choices":[{"text":"caf\u00e9"}]})",
+      "{\"choices\":[{\"text\":\"caf\xc3\xa9\"}]}",
+      "{\"choices\":[{\"text\":\"bad \xff\"}]}",
+      R"({"cho\u0069ces":[{"text":"a"}]})",
+      R"({"choices":[{"text":"a"}],"choices":[]})",
+      R"({"choices":[{"text":"","text":"b","finish_reason":null,"finish_reason":"stop"}]})",
+      R"({"choices":[{"text":"a"}],"usage":{"completion_tokens":1,"completion_tokens":2}})",
+      R"({"choices":[{"text":true,"delta":[1,2],"finish_reason":false}],"usage":[1]})",
+      R"( {"a":[[[[{"b":[true,false,null,0,-0.5,"s"]}]]]], "choices" : [ { "text" : "t" } ] } )",
+      R"([{"choices":[{"text":"a"}]}])",
+      R"("just a string")",
+      "<html><body>502 Bad Gateway</body></html>",
+      "",
+      R"({"choices":[{"text":"a"}]} trailing)",
+  };
+  ChunkParser scan, dom;
+  auto check = [&](const std::string& payload, const std::string& what) {
+    const std::string a = Describe(scan.Parse(payload));
+    const std::string b = Describe(dom.ParseWithDom(payload));
+    EXPECT_EQ(a, b) << what << ": " << payload;
+  };
+  std::mt19937_64 rng(42);
+  const std::string interesting = "\"\\{}[],:0-9e.tnf \x01\x80";
+  for (const std::string& p : corpus) {
+    check(p, "whole");
+    for (size_t cut = 0; cut < p.size(); ++cut) check(p.substr(0, cut), "prefix");
+    for (int i = 0; i < 300 && !p.empty(); ++i) {
+      std::string m = p;
+      m[rng() % m.size()] = interesting[rng() % interesting.size()];
+      check(m, "mutation");
+    }
+  }
 }
 
 // A data payload that is not a JSON object (a proxy's HTML page spliced in, a chunk cut short)
