@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages latdoc needs. Idempotent: packages already present are
 # skipped, and apt is only touched when something is missing.
-# Usage: scripts/install-deps.sh [build|test]   (default: test)
+# Usage: scripts/install-deps.sh [build|test|bench]   (default: test)
 #   build  what building latdoc needs: the compiler toolchain, the libraries, and Node.js/npm
 #          for the chart library the HTML report embeds at build time (scripts/demo.sh).
 #   test   build, plus what the tests run: curl, python3 (with PyYAML for the manifest check),
@@ -10,12 +10,14 @@
 #          openssl command (the TLS proxy's certificates); git and python3-numpy for the
 #          llama.cpp end-to-end test (scripts/build-llama-server.sh clones llama.cpp from the
 #          npm package node-llama-cpp; scripts/make-tiny-gguf.py writes its model with numpy).
+#   bench  build, plus what bench/client_floor.py compares against: python3-aiohttp (the
+#          vLLM-style client) and liburing-dev (the io_uring floor reader).
 set -euo pipefail
 
 set_name="${1:-test}"
 case "$set_name" in
-  build|test) ;;
-  *) echo "usage: scripts/install-deps.sh [build|test]" >&2; exit 2 ;;
+  build|test|bench) ;;
+  *) echo "usage: scripts/install-deps.sh [build|test|bench]" >&2; exit 2 ;;
 esac
 
 pkgs=(
@@ -26,6 +28,10 @@ pkgs=(
   # part of every preset's build), so configuring needs them even to build the binary alone.
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+if [ "$set_name" = bench ]; then
+  # bench/client_floor.py: the vLLM-style Python client (aiohttp) and the io_uring floor.
+  pkgs+=(python3 python3-aiohttp liburing-dev)
+fi
 if [ "$set_name" = test ]; then
   pkgs+=(curl python3 python3-yaml chromium prometheus iproute2 openssl)
   pkgs+=(git python3-numpy)
