@@ -60,7 +60,7 @@ TEST(EffectsTest, AdvisedFlagGetsItsPredictedEffect) {
                                     Config("config.block_size", "drop --block-size"),
                                     Config("config.gpu_memory_utilization", "--gpu-memory-utilization 0.92")};
   AddPredictedEffects(Sweep(), 32, fs);
-  auto cal = Calibrate(Sweep(), {{}, "the sweep"});
+  auto cal = Calibrate(Sweep(), {{}, "the sweep", ""});
   ASSERT_TRUE(cal.ok() && cal->usable);
   WhatifRequest r;
   r.load = 32;
