@@ -306,9 +306,15 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
                                     : "measured: running requests plateaued there while requests waited"});
   } else {
     e.max_num_seqs = 1 << 20;
-    cal.notes.push_back(fmt::format(
-        "no running-batch limit was reached (most running: {:g}): predictions assume none",
-        max_running));
+    if (llama && max_running == 0) {
+      cal.notes.push_back("the running requests were not measured (llama.cpp's metrics the sweep "
+                          "samples give none): pass its -np as --parallel; predictions assume no "
+                          "batch limit");
+    } else {
+      cal.notes.push_back(fmt::format(
+          "no running-batch limit was reached (most running: {:g}): predictions assume none",
+          max_running));
+    }
   }
   int sweep_mbt = 0;
   if (auto sf = doc->find("server_flags"); sf != doc->end() && sf->is_object()) {

@@ -223,6 +223,18 @@ TEST(CalibrationTest, LlamaCppSweepTakesItsFlags) {
   }
 }
 
+// Without --parallel a llama.cpp calibration says the running requests were not measured.
+TEST(CalibrationTest, LlamaCppWithoutParallelSaysSo) {
+  json doc = SyntheticSweep(Hidden(), 0.3);
+  for (json& s : doc["steps"]) s["server_metrics"]["max_running"] = nullptr;
+  auto cal = Calibrate(doc, {{}, "llama.json", kServerLlamaCpp});
+  ASSERT_TRUE(cal.ok());
+  EXPECT_THAT(cal->notes, ::testing::Contains(
+                              "the running requests were not measured (llama.cpp's metrics the sweep "
+                              "samples give none): pass its -np as --parallel; predictions assume no "
+                              "batch limit"));
+}
+
 // A vLLM sweep stays vLLM's, and a bad "server" in a calibration document is bad input.
 TEST(CalibrationTest, ServerKindDefaultsToVllm) {
   auto cal = Calibrate(SyntheticSweep(Hidden(), 0.3), {{}, "sweep.json", ""});
