@@ -12,11 +12,11 @@
 //     factor kMaxRatio of the median of the three measurements, or the fit is refused and the
 //     refusal names the metric and its RMS error against the limit (and whatif refuses too).
 // kMaxRatio is wide because the server's steps take a tenth of a millisecond and the machine
-// that runs the suite is shared: on the loaded 2-core development machine three benches of the
-// same server differed by up to 2.5x in tokens/s; over 11 usable runs of this test the worst
-// errors were -60% (p99 TTFT) and -30% (tokens/s), and 2 of 13 runs were refused (3 of 3 while
-// a compile ran alongside). Every figure is printed. When the server binary, gguf-py or numpy is
-// missing, the test skips and says which.
+// that runs the suite is shared: on the loaded 2-core development machine (load average 3-6)
+// three benches of the same server differed by up to 2.5x in tokens/s; over 15 usable runs of
+// this test the worst errors were -69% (p99 TTFT, ratio 0.31) and +99% (tokens/s, -np 1), and 5
+// of 20 runs were refused (3 of 3 while a compile ran alongside). Every figure is printed. When
+// the server binary, gguf-py or numpy is missing, the test skips and says which.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
