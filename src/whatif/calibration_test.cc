@@ -216,6 +216,11 @@ TEST(CalibrationTest, LlamaCppSweepTakesItsFlags) {
     EXPECT_EQ(p.status().message(),
               "a request of 160 tokens does not fit a slot's 128 tokens (ctx-size 1024 / parallel 8): "
               "llama.cpp rejects it");
+    // The context as given, not rounded to blocks: 1000 / 8 = 125.
+    r.sets = {{"parallel", "8"}, {"ctx-size", "1000"}};
+    EXPECT_EQ(Predict(*cal, r).status().message(),
+              "a request of 160 tokens does not fit a slot's 125 tokens (ctx-size 1000 / parallel 8): "
+              "llama.cpp rejects it");
     r.sets = {{"parallel", "4"}};
     auto ok = Predict(*cal, r);
     ASSERT_TRUE(ok.ok()) << ok.status().message();

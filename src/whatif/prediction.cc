@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include <fmt/core.h>
@@ -182,7 +183,10 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
   // llama.cpp splits --ctx-size evenly over its slots: a request longer than a slot's share is
   // rejected, not queued.
   if (c.server == kServerLlamaCpp && (c.ctx_size || p.engine.num_gpu_blocks_override != c.engine.num_gpu_blocks_override)) {
-    const int ctx = p.engine.num_gpu_blocks_override * p.engine.block_size;
+    // The context as given (--set ctx-size, else the calibration's), else the model's blocks.
+    int ctx = c.ctx_size.value_or(p.engine.num_gpu_blocks_override * p.engine.block_size);
+    for (const auto& [key, v] : r.sets)
+      if (key == "ctx-size") ctx = std::atoi(v.c_str());  // ApplySets checked it
     const int slot = ctx / std::max(1, p.engine.max_num_seqs);
     const int need = p.workload.input_len + p.workload.output_len;
     if (need > slot) {
