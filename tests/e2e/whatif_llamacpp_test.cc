@@ -35,7 +35,6 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
-using ::testing::StartsWith;
 
 constexpr double kMaxRatio = 5.0;
 constexpr int kCtxTokens = 2048;
@@ -107,9 +106,11 @@ TEST(WhatifLlamaCppTest, CalibratesOnNp4AndPredictsNp2AndNp1) {
     // Refused: the refusal names what the model missed, by how much, against which limit.
     EXPECT_FALSE(c["usable"].get<bool>());
     const std::string refusal = c["refusal"].get<std::string>();
-    EXPECT_THAT(refusal, StartsWith("the fitted model does not reproduce the sweep: "));
-    EXPECT_THAT(refusal, ::testing::ContainsRegex("(output tokens/s|median ITL|TTFT \\(median and p99\\)) "
-                                                  "off by [0-9]+% RMS \\(limit [0-9]+%\\)"));
+    // (A sweep cut short by a loaded host may also leave too few steps.)
+    EXPECT_THAT(refusal, ::testing::MatchesRegex(
+                             "the fitted model does not reproduce the sweep: .*(output tokens/s|median ITL|"
+                             "TTFT \\(median and p99\\)) off by [0-9]+% RMS \\(limit [0-9]+%\\).*|"
+                             "[0-2] usable step\\(s\\): at least 3 are needed to fit the step time"));
     EXPECT_THAT(cal.err, HasSubstr("latdoc calibrate: not usable for prediction: " + refusal));
     auto w = RunLatdoc(predict);
     EXPECT_EQ(w.exit_code, 1);
