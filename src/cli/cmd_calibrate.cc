@@ -19,6 +19,7 @@ namespace {
 struct CalibrateArgs {
   std::string input, json_path, chunked;
   int max_num_seqs = 0, max_num_batched_tokens = 0, num_gpu_blocks = 0, block_size = 0;
+  int parallel = 0, ctx_size = 0, batch_size = 0;  // llama.cpp's
   double gpu_memory_utilization = 0;
   bool quiet = false;
 };
@@ -41,6 +42,11 @@ int RunCalibrate(CalibrateArgs& a) {
   whatif::CalibrateOptions o;
   o.source_name = a.input;
   if (a.max_num_seqs > 0) o.flags.max_num_seqs = a.max_num_seqs;
+  // llama.cpp's flags name the server and map on the model's limits (whatif/calibration.h).
+  if (a.parallel > 0 || a.ctx_size > 0 || a.batch_size > 0) o.server = whatif::kServerLlamaCpp;
+  if (a.parallel > 0) o.flags.max_num_seqs = a.parallel;
+  if (a.ctx_size > 0) o.flags.ctx_size = a.ctx_size;
+  if (a.batch_size > 0) o.flags.max_num_batched_tokens = a.batch_size;
   if (a.max_num_batched_tokens > 0) o.flags.max_num_batched_tokens = a.max_num_batched_tokens;
   if (a.num_gpu_blocks > 0) o.flags.num_gpu_blocks = a.num_gpu_blocks;
   if (a.block_size > 0) o.flags.block_size = a.block_size;
@@ -92,6 +98,14 @@ Command RegisterCalibrate(CLI::App& root) {
   app->add_option("--enable-chunked-prefill", a->chunked, "true or false (default true, as vLLM V1)")->group(g);
   app->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "Its --gpu-memory-utilization (default 0.9)")
       ->check(Number(Bound::kPositive))->group(g);
+  const char* gl = "A llama.cpp server's flags (the sweep's advice in llama.cpp's flags also says it was one)";
+  auto* par = app->add_option("--parallel", a->parallel, "Its -np/--parallel (slots: the running batch limit)")
+                  ->check(Number(Bound::kPositive))->group(gl);
+  par->excludes(app->get_option("--max-num-seqs"));
+  app->add_option("--ctx-size", a->ctx_size, "Its -c/--ctx-size (the KV cache in tokens, split over the slots)")
+      ->check(Number(Bound::kPositive))->group(gl);
+  app->add_option("--batch-size", a->batch_size, "Its -b/--batch-size (tokens per step; default 2048)")
+      ->check(Number(Bound::kPositive))->group(gl)->excludes(app->get_option("--max-num-batched-tokens"));
   AddQuietFlag(app, &a->quiet, "No report (the exit code, and --json when given)");
   return Command{app, [a] { return RunCalibrate(*a); }};
 }

@@ -166,6 +166,19 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
   Calibration cal;
   cal.source = src;
   cal.flags = opt.flags;
+  if (!opt.server.empty()) {
+    cal.server = opt.server;
+  } else {
+    auto recs = doc->find("recommendations");
+    const bool llama_sweep = recs != doc->end() && recs->is_object() && recs->contains("parallel");
+    bool llama_diag = false;
+    if (auto b = input.find("bench"); diagnosis && b != input.end() && b->is_object()) {
+      auto k = b->find("server_kind");
+      llama_diag = k != b->end() && k->is_object() && k->value("id", std::string()) == kServerLlamaCpp;
+    }
+    if (llama_sweep || llama_diag) cal.server = kServerLlamaCpp;
+  }
+  const bool llama = cal.server == kServerLlamaCpp;
   cal.rate_mode = doc->value("mode", std::string()) == "request_rate";
   const char* load_key = cal.rate_mode ? "request_rate" : "concurrency";
 
@@ -283,16 +296,25 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
   }
   if (opt.flags.max_num_seqs) {
     e.max_num_seqs = *opt.flags.max_num_seqs;
-    cal.parameters.push_back({"max_num_seqs", double(e.max_num_seqs), std::nullopt, "flag"});
+    cal.parameters.push_back({"max_num_seqs", double(e.max_num_seqs), std::nullopt,
+                              llama ? "flag: --parallel" : "flag"});
   } else if (plateau) {
     e.max_num_seqs = int(std::lround(*plateau));
     cal.parameters.push_back({"max_num_seqs", double(e.max_num_seqs), std::nullopt,
-                              "measured: running requests plateaued there while requests waited"});
+                              llama ? "measured: busy slots plateaued there while requests waited "
+                                      "(llama.cpp's --parallel)"
+                                    : "measured: running requests plateaued there while requests waited"});
   } else {
     e.max_num_seqs = 1 << 20;
-    cal.notes.push_back(fmt::format(
-        "no running-batch limit was reached (most running: {:g}): predictions assume none",
-        max_running));
+    if (llama && max_running == 0) {
+      cal.notes.push_back("the running requests were not measured (llama.cpp's metrics the sweep "
+                          "samples give none): pass its -np as --parallel; predictions assume no "
+                          "batch limit");
+    } else {
+      cal.notes.push_back(fmt::format(
+          "no running-batch limit was reached (most running: {:g}): predictions assume none",
+          max_running));
+    }
   }
   int sweep_mbt = 0;
   if (auto sf = doc->find("server_flags"); sf != doc->end() && sf->is_object()) {
@@ -300,7 +322,12 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
   }
   if (opt.flags.max_num_batched_tokens || sweep_mbt > 0) {
     e.max_num_batched_tokens = opt.flags.max_num_batched_tokens.value_or(sweep_mbt);
-    cal.parameters.push_back({"max_num_batched_tokens", double(e.max_num_batched_tokens), std::nullopt, "flag"});
+    cal.parameters.push_back({"max_num_batched_tokens", double(e.max_num_batched_tokens), std::nullopt,
+                              llama ? "flag: --batch-size" : "flag"});
+  } else if (llama) {
+    e.max_num_batched_tokens = 2048;
+    cal.parameters.push_back({"max_num_batched_tokens", 2048.0, std::nullopt,
+                              "assumed: llama.cpp's default --batch-size (common/common.h)"});
   } else {
     e.max_num_batched_tokens = 8192;
     cal.parameters.push_back({"max_num_batched_tokens", 8192.0, std::nullopt,
@@ -309,7 +336,21 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
   // KV blocks: at the step with the highest KV usage u and R running, each sequence holds about
   // ceil((input + output/2) / block_size) blocks: blocks = R x that / u. The spread of a
   // sequence's length over its life (input .. input + output) is the uncertainty.
-  if (opt.flags.num_gpu_blocks) {
+  if (llama) {
+    // llama.cpp batches a prompt with decodes and splits one longer than --batch-size.
+    e.enable_chunked_prefill = true;
+  }
+  if (llama && opt.flags.ctx_size) {
+    cal.ctx_size = *opt.flags.ctx_size;
+    e.num_gpu_blocks_override = std::max(1, (*cal.ctx_size + e.block_size - 1) / e.block_size);
+    cal.parameters.push_back({"ctx_size", double(*cal.ctx_size), std::nullopt, "flag: --ctx-size"});
+    const double slot = double(*cal.ctx_size) / std::max(1, std::min(e.max_num_seqs, *cal.ctx_size));
+    if (e.max_num_seqs < (1 << 20) && cal.workload.input_len + cal.workload.output_len > slot) {
+      cal.notes.push_back(fmt::format(
+          "a request of {} tokens does not fit a slot's {:g} tokens (--ctx-size / --parallel): "
+          "llama.cpp rejects it", cal.workload.input_len + cal.workload.output_len, slot));
+    }
+  } else if (opt.flags.num_gpu_blocks) {
     e.num_gpu_blocks_override = *opt.flags.num_gpu_blocks;
     cal.parameters.push_back({"num_gpu_blocks", double(e.num_gpu_blocks_override), std::nullopt, "flag"});
   } else {
@@ -329,7 +370,9 @@ StatusOr<Calibration> Calibrate(const json& input, const CalibrateOptions& opt) 
                                             100 * *best->max_kv_cache_usage, *best->max_running, best->load)});
     } else {
       e.num_gpu_blocks_override = 1 << 24;
-      cal.notes.push_back("KV cache usage was not measured: predictions assume the KV cache never fills");
+      cal.notes.push_back(llama ? "--ctx-size was not given and KV cache usage was not measured: "
+                                  "predictions assume every request fits its slot"
+                                : "KV cache usage was not measured: predictions assume the KV cache never fills");
     }
   }
 
@@ -494,6 +537,7 @@ ordered_json CalibrationJson(const Calibration& c) {
   ordered_json j;
   j["schema"] = "latdoc.calibration/1";
   j["source"] = c.source;
+  j["server"] = c.server;
   j["usable"] = c.usable;
   j["refusal"] = c.usable ? ordered_json(nullptr) : ordered_json(c.refusal);
   j["mode"] = c.rate_mode ? "request_rate" : "concurrency";
@@ -509,7 +553,8 @@ ordered_json CalibrationJson(const Calibration& c) {
                 {"max_num_batched_tokens", e.max_num_batched_tokens},
                 {"enable_chunked_prefill", e.enable_chunked_prefill},
                 {"block_size", e.block_size},
-                {"num_gpu_blocks", e.num_gpu_blocks_override}};
+                {"num_gpu_blocks", e.num_gpu_blocks_override},
+                {"ctx_size", c.ctx_size ? ordered_json(*c.ctx_size) : ordered_json(nullptr)}};
   ordered_json cov = ordered_json::array();
   for (const auto& row : c.cov) cov.push_back(ordered_json(row));
   j["covariance"] = {{"of", {"ln step_base_ms", "ln step_decode_seq_us", "ln step_prefill_token_us", "front_ms"}},
@@ -551,6 +596,12 @@ StatusOr<Calibration> CalibrationFromJson(const json& doc, std::string_view wher
   }
   Calibration c;
   c.source = doc.value("source", std::string());
+  if (auto sv = doc.find("server"); sv != doc.end() && !sv->is_null()) {
+    if (!sv->is_string() || (*sv != kServerVllm && *sv != kServerLlamaCpp)) {
+      return InvalidArgument(where + ": server: expected \"vllm\" or \"llamacpp\"");
+    }
+    c.server = sv->get<std::string>();
+  }
   if (!doc.contains("usable") || !doc["usable"].is_boolean()) return InvalidArgument(where + ": usable: expected true or false");
   c.usable = doc["usable"].get<bool>();
   if (doc.contains("refusal") && doc["refusal"].is_string()) c.refusal = doc["refusal"].get<std::string>();
@@ -579,6 +630,11 @@ StatusOr<Calibration> CalibrationFromJson(const json& doc, std::string_view wher
   e.enable_chunked_prefill = (*m)["enable_chunked_prefill"].get<bool>();
   e.max_num_seqs = int(mns), e.max_num_batched_tokens = int(mbt), e.block_size = int(bs);
   e.num_gpu_blocks_override = int(blocks);
+  ASSIGN_OR_RETURN(std::optional<double> ctx, OptNum(*m, "ctx_size", wm));
+  if (ctx) {
+    if (*ctx < 1) return InvalidArgument(wm + ".ctx_size: expected an integer >= 1");
+    c.ctx_size = int(*ctx);
+  }
   if (e.step_base_ms <= 0 || e.step_decode_seq_us < 0 || e.step_prefill_token_us < 0 || c.front_ms < 0 ||
       e.max_num_seqs < 1 || e.max_num_batched_tokens < 1 || e.block_size < 1 || e.num_gpu_blocks_override < 1) {
     return InvalidArgument(wm + ": a step cost is negative or a limit below 1");
@@ -633,8 +689,9 @@ StatusOr<Calibration> CalibrationFromJson(const json& doc, std::string_view wher
 }
 
 std::string CalibrationText(const Calibration& c) {
-  std::string s = fmt::format("Calibration of {} ({} steps, input {} / output {} tokens)\n",
-                              c.source, c.points.size(), c.workload.input_len, c.workload.output_len);
+  std::string s = fmt::format("Calibration of {} ({}{} steps, input {} / output {} tokens)\n",
+                              c.source, c.server == kServerLlamaCpp ? "llama.cpp, " : "",
+                              c.points.size(), c.workload.input_len, c.workload.output_len);
   s += "Parameters:\n";
   for (const Parameter& p : c.parameters) {
     std::string sigma = p.sigma ? fmt::format(" ± {:.3g}", *p.sigma) : std::string();

@@ -42,8 +42,11 @@ inline constexpr double kMaxItlRmsErr = 0.15;
 inline constexpr double kMaxTtftRmsErr = 0.30;
 
 // The server's flags, when the caller knows them (they override what the sweep suggests).
+// llama.cpp's are mapped on vLLM's: --parallel is max_num_seqs, --batch-size
+// max_num_batched_tokens; --ctx-size is the KV cache in tokens (ctx_size).
 struct ServerFlags {
   std::optional<int> max_num_seqs, max_num_batched_tokens, num_gpu_blocks, block_size;
+  std::optional<int> ctx_size;
   std::optional<bool> enable_chunked_prefill;
   std::optional<double> gpu_memory_utilization;
 };
@@ -78,8 +81,16 @@ struct PointError {
   double rel_err = 0;   // predicted / measured - 1
 };
 
+// Which server was measured: its scheduler's limits have other names and defaults.
+inline constexpr const char* kServerVllm = "vllm";
+inline constexpr const char* kServerLlamaCpp = "llamacpp";
+
 struct Calibration {
   std::string source;            // the input's name
+  std::string server = kServerVllm;  // kServerVllm or kServerLlamaCpp
+  // llama.cpp: its --ctx-size (the KV cache in tokens, split evenly over the --parallel slots:
+  // a request must fit ctx_size / parallel); nullopt when not known.
+  std::optional<int> ctx_size;
   bool rate_mode = false;
   Workload workload;
   sim::EngineConfig engine;      // the fitted model (limits and KV included)
@@ -100,8 +111,19 @@ struct Calibration {
 struct CalibrateOptions {
   ServerFlags flags;
   std::string source_name;       // for messages ("sweep.json")
+  // kServerVllm or kServerLlamaCpp; "" detects it from the document (a sweep that advised in
+  // llama.cpp's flags, "recommendations.parallel"; a diagnosis whose bench.server_kind.id is
+  // "llamacpp").
+  std::string server;
 };
 
+// llama.cpp's server (tools/server/server.cpp at the pinned release) on the model: its slots are
+// the running batch (max_num_seqs = --parallel); each loop iteration is one llama_decode of every
+// slot's next token and prompt tokens up to --batch-size (default 2048, common/common.h), so a
+// long prompt is split over steps and shares them with decodes (chunked prefill on); the KV
+// cache is --ctx-size tokens (blocks of block_size tokens), each slot holding at most
+// ctx-size / parallel. No preemption happens while every request fits its slot.
+//
 // Fits the model to `doc` (latdoc.sweep/1, or latdoc.diagnose/1 with "sweep"; a diagnosis's
 // baseline and load steps, bench runs of the same workload, count as two more points). Errors:
 // kInvalidArgument naming the file and the key for a document that is not one of these or a

@@ -55,7 +55,7 @@ json SyntheticSweep(const sim::EngineConfig& hidden, double front_ms) {
 // On a sweep the model itself produced, the fit finds the hidden step costs again, and the
 // running plateau at 16 while 32 clients waited is taken for max_num_seqs.
 TEST(CalibrationTest, RecoversHiddenStepCosts) {
-  auto cal = Calibrate(SyntheticSweep(Hidden(), 0.3), {{}, "sweep.json"});
+  auto cal = Calibrate(SyntheticSweep(Hidden(), 0.3), {{}, "sweep.json", ""});
   ASSERT_TRUE(cal.ok()) << cal.status().ToString();
   EXPECT_TRUE(cal->usable) << cal->refusal;
   EXPECT_NEAR(cal->engine.step_base_ms, 8, 8 * 0.05);
@@ -74,7 +74,7 @@ TEST(CalibrationTest, RecoversHiddenStepCosts) {
 
 // What the fit writes it reads back; whatif then predicts from it.
 TEST(CalibrationTest, RoundTripsThroughJsonAndPredicts) {
-  auto cal = Calibrate(SyntheticSweep(Hidden(), 0.3), {{}, "sweep.json"});
+  auto cal = Calibrate(SyntheticSweep(Hidden(), 0.3), {{}, "sweep.json", ""});
   ASSERT_TRUE(cal.ok());
   auto back = CalibrationFromJson(json::parse(CalibrationJson(*cal).dump()), "cal.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -93,17 +93,17 @@ TEST(CalibrationTest, RoundTripsThroughJsonAndPredicts) {
 }
 
 TEST(CalibrationTest, BadDocumentsSayWhatAndWhere) {
-  auto not_sweep = Calibrate(json{{"schema", "latdoc.bench/1"}}, {{}, "x.json"});
+  auto not_sweep = Calibrate(json{{"schema", "latdoc.bench/1"}}, {{}, "x.json", ""});
   EXPECT_EQ(not_sweep.status().message(),
             "x.json: schema \"latdoc.bench/1\": expected latdoc.sweep/1 or latdoc.diagnose/1");
-  auto diag = Calibrate(json{{"schema", "latdoc.diagnose/1"}}, {{}, "d.json"});
+  auto diag = Calibrate(json{{"schema", "latdoc.diagnose/1"}}, {{}, "d.json", ""});
   EXPECT_THAT(diag.status().message(), ::testing::StartsWith("d.json: no \"sweep\": a diagnosis has two load points"));
   json doc = SyntheticSweep(Hidden(), 0);
   doc["steps"][2]["median_itl_ms"] = "fast";
-  auto bad = Calibrate(doc, {{}, "s.json"});
+  auto bad = Calibrate(doc, {{}, "s.json", ""});
   EXPECT_EQ(bad.status().message(), "s.json: steps[2].median_itl_ms: expected a number");
   doc.erase("workload");
-  EXPECT_THAT(Calibrate(doc, {{}, "s.json"}).status().message(), ::testing::StartsWith("s.json: no \"workload\""));
+  EXPECT_THAT(Calibrate(doc, {{}, "s.json", ""}).status().message(), ::testing::StartsWith("s.json: no \"workload\""));
   auto cal = CalibrationFromJson(json{{"schema", "latdoc.calibration/1"}, {"usable", true},
                                       {"workload", {{"input_len", 1}, {"output_len", 1}}},
                                       {"model", {{"step_base_ms", "x"}}}}, "cal.json");
@@ -120,7 +120,7 @@ TEST(CalibrationTest, DiagnosisAddsBaselineAndLoadSteps) {
   baseline["max_concurrency"] = 1;
   baseline["completed"] = baseline["requests"];
   json doc = {{"schema", "latdoc.diagnose/1"}, {"sweep", sweep}, {"baseline", baseline}, {"bench", bench}};
-  auto cal = Calibrate(doc, {{}, "diag.json"});
+  auto cal = Calibrate(doc, {{}, "diag.json", ""});
   ASSERT_TRUE(cal.ok()) << cal.status().ToString();
   ASSERT_EQ(cal->points.size(), 8u);
   EXPECT_EQ(cal->points[0].from, "sweep");
@@ -135,7 +135,7 @@ TEST(CalibrationTest, DiagnosisAddsBaselineAndLoadSteps) {
 TEST(CalibrationTest, TooFewStepsIsARefusal) {
   json doc = SyntheticSweep(Hidden(), 0);
   doc["steps"] = json::array({doc["steps"][0], doc["steps"][1]});
-  auto cal = Calibrate(doc, {{}, "s.json"});
+  auto cal = Calibrate(doc, {{}, "s.json", ""});
   ASSERT_TRUE(cal.ok());
   EXPECT_FALSE(cal->usable);
   EXPECT_EQ(cal->refusal, "2 usable step(s): at least 3 are needed to fit the step time");
@@ -153,14 +153,14 @@ TEST(CalibrationTest, PoorFitIsRefused) {
     doc["steps"][i]["median_ttft_ms"] = 50.0 * double(1 << i);
     doc["steps"][i]["p99_ttft_ms"] = 400.0 / double(1 << i);
   }
-  auto cal = Calibrate(doc, {{}, "s.json"});
+  auto cal = Calibrate(doc, {{}, "s.json", ""});
   ASSERT_TRUE(cal.ok());
   EXPECT_FALSE(cal->usable);
   EXPECT_THAT(cal->refusal, ::testing::HasSubstr("TTFT (median and p99) off by"));
 }
 
 TEST(CalibrationTest, UnknownSetKeyIsBadInput) {
-  auto cal = Calibrate(SyntheticSweep(Hidden(), 0.3), {{}, "sweep.json"});
+  auto cal = Calibrate(SyntheticSweep(Hidden(), 0.3), {{}, "sweep.json", ""});
   ASSERT_TRUE(cal.ok());
   auto e = ApplySets(*cal, {{"max-num-sequences", "4"}});
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
@@ -171,6 +171,86 @@ TEST(CalibrationTest, UnknownSetKeyIsBadInput) {
   ASSERT_TRUE(more.ok());
   // (80 x 0.95 - 18) / (80 x 0.9 - 18) = 58 / 54 more blocks.
   EXPECT_NEAR(double(more->num_gpu_blocks_override) / cal->engine.num_gpu_blocks_override, 58.0 / 54, 1e-3);
+}
+
+// A sweep of llama.cpp (its advice in llama.cpp's flags: "recommendations.parallel") is
+// calibrated as llama.cpp: --parallel is the batch limit, --ctx-size the KV cache in tokens
+// (blocks of 16), --batch-size defaults to 2048, and whatif takes llama.cpp's flag names.
+TEST(CalibrationTest, LlamaCppSweepTakesItsFlags) {
+  json doc = SyntheticSweep(Hidden(), 0.3);
+  doc["recommendations"] = {{"parallel", {{"flag", "--parallel"}, {"value", nullptr}, {"reason", ""}}}};
+  CalibrateOptions o{{}, "llama.json", ""};
+  o.flags.max_num_seqs = 16;
+  o.flags.ctx_size = 4096;
+  auto cal = Calibrate(doc, o);
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  EXPECT_EQ(cal->server, kServerLlamaCpp);
+  EXPECT_EQ(cal->engine.max_num_seqs, 16);
+  EXPECT_EQ(cal->engine.num_gpu_blocks_override, 4096 / 16);
+  EXPECT_EQ(cal->engine.max_num_batched_tokens, 2048);
+  EXPECT_TRUE(cal->engine.enable_chunked_prefill);
+  EXPECT_EQ(cal->ctx_size, 4096);
+  EXPECT_THAT(CalibrationText(*cal), ::testing::StartsWith("Calibration of llama.json (llama.cpp, 6 steps"));
+  // The document round-trips the server and its context.
+  auto back = CalibrationFromJson(json::parse(CalibrationJson(*cal).dump()), "cal.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->server, kServerLlamaCpp);
+  EXPECT_EQ(back->ctx_size, 4096);
+
+  auto e = ApplySets(*cal, {{"parallel", "4"}, {"ctx-size", "1024"}, {"batch-size", "512"}, {"ubatch-size", "128"}});
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->max_num_seqs, 4);
+  EXPECT_EQ(e->num_gpu_blocks_override, 1024 / 16);
+  EXPECT_EQ(e->max_num_batched_tokens, 512);
+  EXPECT_EQ(ApplySets(*cal, {{"parallel", "0"}}).status().message(), "--set parallel=0: expected an integer >= 1");
+
+  // 128 + 32 tokens do not fit 1024 / 8 = 128: llama.cpp rejects such a request.
+  ASSERT_TRUE(cal->usable) << cal->refusal;
+  {
+    WhatifRequest r;
+    r.load = 4;
+    r.requests = 16;
+    r.sets = {{"parallel", "8"}, {"ctx-size", "1024"}};
+    auto p = Predict(*cal, r);
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(p.status().message(),
+              "a request of 160 tokens does not fit a slot's 128 tokens (ctx-size 1024 / parallel 8): "
+              "llama.cpp rejects it");
+    // The context as given, not rounded to blocks: 1000 / 8 = 125.
+    r.sets = {{"parallel", "8"}, {"ctx-size", "1000"}};
+    EXPECT_EQ(Predict(*cal, r).status().message(),
+              "a request of 160 tokens does not fit a slot's 125 tokens (ctx-size 1000 / parallel 8): "
+              "llama.cpp rejects it");
+    r.sets = {{"parallel", "4"}};
+    auto ok = Predict(*cal, r);
+    ASSERT_TRUE(ok.ok()) << ok.status().message();
+    EXPECT_EQ(ok->engine.max_num_seqs, 4);
+  }
+}
+
+// Without --parallel a llama.cpp calibration says the running requests were not measured.
+TEST(CalibrationTest, LlamaCppWithoutParallelSaysSo) {
+  json doc = SyntheticSweep(Hidden(), 0.3);
+  for (json& s : doc["steps"]) s["server_metrics"]["max_running"] = nullptr;
+  auto cal = Calibrate(doc, {{}, "llama.json", kServerLlamaCpp});
+  ASSERT_TRUE(cal.ok());
+  EXPECT_THAT(cal->notes, ::testing::Contains(
+                              "the running requests were not measured (llama.cpp's metrics the sweep "
+                              "samples give none): pass its -np as --parallel; predictions assume no "
+                              "batch limit"));
+}
+
+// A vLLM sweep stays vLLM's, and a bad "server" in a calibration document is bad input.
+TEST(CalibrationTest, ServerKindDefaultsToVllm) {
+  auto cal = Calibrate(SyntheticSweep(Hidden(), 0.3), {{}, "sweep.json", ""});
+  ASSERT_TRUE(cal.ok());
+  EXPECT_EQ(cal->server, kServerVllm);
+  json j = json::parse(CalibrationJson(*cal).dump());
+  EXPECT_EQ(j["server"], "vllm");
+  EXPECT_TRUE(j["model"]["ctx_size"].is_null());
+  j["server"] = "tgi";
+  EXPECT_EQ(CalibrationFromJson(j, "cal.json").status().message(),
+            "cal.json: server: expected \"vllm\" or \"llamacpp\"");
 }
 
 }  // namespace

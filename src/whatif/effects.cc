@@ -12,11 +12,12 @@ namespace latdoc::whatif {
 namespace {
 
 // The flags of the model that `advice` sets, as --set pairs ("--max-num-seqs 64" ->
-// max-num-seqs=64). Advice text is free: only "--FLAG NUMBER" and the chunked-prefill switches
-// count.
+// max-num-seqs=64; llama.cpp's "--parallel 4" -> parallel=4). Advice text is free: only
+// "--FLAG NUMBER" and the chunked-prefill switches count.
 std::vector<std::pair<std::string, std::string>> SetsIn(const std::string& advice) {
   std::vector<std::pair<std::string, std::string>> sets;
-  for (const char* flag : {"max-num-seqs", "max-num-batched-tokens", "gpu-memory-utilization"}) {
+  for (const char* flag : {"max-num-seqs", "max-num-batched-tokens", "gpu-memory-utilization", "parallel",
+                           "batch-size"}) {
     const std::string needle = std::string("--") + flag + " ";
     auto at = advice.find(needle);
     if (at == std::string::npos) continue;
@@ -36,7 +37,8 @@ std::vector<std::pair<std::string, std::string>> SetsIn(const std::string& advic
 bool AboutModelFlags(const rules::Finding& f) {
   if (f.advice.empty()) return false;
   if (f.id != "load.sweep_knee" && f.layer != rules::Layer::kConfig) return false;
-  for (const char* k : {"max-num-seqs", "max-num-batched-tokens", "gpu-memory-utilization", "chunked-prefill"})
+  for (const char* k : {"max-num-seqs", "max-num-batched-tokens", "gpu-memory-utilization", "chunked-prefill",
+                        "--parallel", "--batch-size"})
     if (f.advice.find(k) != std::string::npos) return true;
   return false;
 }
@@ -69,8 +71,15 @@ void AddPredictedEffects(const nlohmann::json& sweep, int target_concurrency,
     co.flags.gpu_memory_utilization = *v;
   auto cal = Calibrate(sweep, co);
   std::string refusal;
-  if (!cal.ok()) refusal = cal.status().message();
-  else if (!cal->usable) refusal = cal->refusal;
+  if (!cal.ok()) {
+    refusal = cal.status().message();
+  } else if (cal->server == kServerLlamaCpp && cal->engine.max_num_seqs >= (1 << 20)) {
+    // Without its slots the model has no batch limit: neither the fit nor "now" means much.
+    refusal = "llama.cpp's slots (-np) are not known to the diagnosis: latdoc calibrate "
+              "SWEEP.json --parallel N, then latdoc whatif --set parallel=M";
+  } else if (!cal->usable) {
+    refusal = cal->refusal;
+  }
   std::optional<Prediction> now;
   WhatifRequest base;
   base.load = target_concurrency;

@@ -60,7 +60,7 @@ TEST(EffectsTest, AdvisedFlagGetsItsPredictedEffect) {
                                     Config("config.block_size", "drop --block-size"),
                                     Config("config.gpu_memory_utilization", "--gpu-memory-utilization 0.92")};
   AddPredictedEffects(Sweep(), 32, fs);
-  auto cal = Calibrate(Sweep(), {{}, "the sweep"});
+  auto cal = Calibrate(Sweep(), {{}, "the sweep", ""});
   ASSERT_TRUE(cal.ok() && cal->usable);
   WhatifRequest r;
   r.load = 32;
@@ -89,6 +89,27 @@ TEST(EffectsTest, PoorCalibrationMakesEveryLineNotPredictable) {
   for (const auto& f : fs) {
     EXPECT_EQ(Effect(f), "not predictable: 2 usable step(s): at least 3 are needed to fit the step time");
   }
+}
+
+// A sweep of llama.cpp: its advice names --parallel, which is the model's batch limit; without
+// the slots known (llama.cpp's metrics give no running count), every line says so.
+TEST(EffectsTest, LlamaCppAdviceNeedsItsSlots) {
+  json doc = Sweep();
+  doc["recommendations"] = {{"parallel", {{"flag", "--parallel"}, {"value", 8}, {"reason", ""}}}};
+  for (json& s : doc["steps"]) s["server_metrics"]["max_running"] = nullptr;
+  std::vector<rules::Finding> fs = {Config("load.sweep_knee", "--parallel 8 --batch-size 256 (the sweep's recommendation)")};
+  fs.back().layer = rules::Layer::kLoad;
+  AddPredictedEffects(doc, 32, fs);
+  EXPECT_EQ(Effect(fs[0]),
+            "not predictable: llama.cpp's slots (-np) are not known to the diagnosis: latdoc calibrate "
+            "SWEEP.json --parallel N, then latdoc whatif --set parallel=M");
+  // With the running plateau measured (16 while 32 waited), the advice is predicted.
+  fs = {Config("load.sweep_knee", "--parallel 8 --batch-size 256 (the sweep's recommendation)")};
+  fs.back().layer = rules::Layer::kLoad;
+  json measured = Sweep();
+  measured["recommendations"] = doc["recommendations"];
+  AddPredictedEffects(measured, 32, fs);
+  EXPECT_THAT(Effect(fs[0]), StartsWith("at 32 concurrent: p99 TTFT "));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include <fmt/core.h>
@@ -74,7 +75,9 @@ std::array<std::array<double, 4>, 4> Cholesky(std::array<std::array<double, 4>, 
 const std::vector<std::string>& SetKeys() {
   static const std::vector<std::string> keys = {
       "max-num-seqs", "max-num-batched-tokens", "enable-chunked-prefill", "num-gpu-blocks",
-      "block-size", "gpu-memory-utilization", "gpu-memory-gib", "non-kv-gib"};
+      "block-size", "gpu-memory-utilization", "gpu-memory-gib", "non-kv-gib",
+      // llama.cpp's names (calibration.h has the mapping).
+      "parallel", "ctx-size", "batch-size", "ubatch-size"};
   return keys;
 }
 
@@ -83,9 +86,19 @@ StatusOr<sim::EngineConfig> ApplySets(const Calibration& c,
   sim::EngineConfig e = c.engine;
   std::optional<double> util, mem_gib, non_kv_gib;
   std::optional<int> block_size;
+  std::optional<int> ctx_size;
   for (const auto& [key, v] : sets) {
-    if (key == "max-num-seqs") {
+    if (key == "max-num-seqs" || key == "parallel") {
       ASSIGN_OR_RETURN(e.max_num_seqs, PositiveInt(key, v));
+    } else if (key == "ctx-size") {
+      ASSIGN_OR_RETURN(ctx_size, PositiveInt(key, v));
+    } else if (key == "batch-size") {
+      ASSIGN_OR_RETURN(e.max_num_batched_tokens, PositiveInt(key, v));
+    } else if (key == "ubatch-size") {
+      // The micro-batch one llama_decode computes at a time: the server still decodes the whole
+      // --batch-size batch per step, and the model prices tokens linearly, so nothing changes.
+      ASSIGN_OR_RETURN(int unused, PositiveInt(key, v));
+      (void)unused;
     } else if (key == "max-num-batched-tokens") {
       ASSIGN_OR_RETURN(e.max_num_batched_tokens, PositiveInt(key, v));
     } else if (key == "num-gpu-blocks") {
@@ -111,6 +124,10 @@ StatusOr<sim::EngineConfig> ApplySets(const Calibration& c,
       for (const auto& k : SetKeys()) known += (known.empty() ? "" : ", ") + k;
       return InvalidArgument(fmt::format("--set {}={}: unknown key (known: {})", key, v, known));
     }
+  }
+  if (ctx_size) {
+    // The KV cache in tokens (llama.cpp's -c), in the model's blocks.
+    e.num_gpu_blocks_override = std::max(1, (*ctx_size + e.block_size - 1) / e.block_size);
   }
   if (block_size) {
     // The same KV memory in blocks of another size.
@@ -162,6 +179,21 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
     p.notes.push_back(
         "the workload differs from the calibrated one: the per-sequence cost was fitted at "
         "its lengths (attention over longer contexts costs more than the model says)");
+  }
+  // llama.cpp splits --ctx-size evenly over its slots: a request longer than a slot's share is
+  // rejected, not queued.
+  if (c.server == kServerLlamaCpp && (c.ctx_size || p.engine.num_gpu_blocks_override != c.engine.num_gpu_blocks_override)) {
+    // The context as given (--set ctx-size, else the calibration's), else the model's blocks.
+    int ctx = c.ctx_size.value_or(p.engine.num_gpu_blocks_override * p.engine.block_size);
+    for (const auto& [key, v] : r.sets)
+      if (key == "ctx-size") ctx = std::atoi(v.c_str());  // ApplySets checked it
+    const int slot = ctx / std::max(1, p.engine.max_num_seqs);
+    const int need = p.workload.input_len + p.workload.output_len;
+    if (need > slot) {
+      return InvalidArgument(fmt::format(
+          "a request of {} tokens does not fit a slot's {} tokens (ctx-size {} / parallel {}): "
+          "llama.cpp rejects it", need, slot, ctx, p.engine.max_num_seqs));
+    }
   }
   VirtualRunOptions o;
   o.engine = p.engine;
