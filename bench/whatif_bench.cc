@@ -76,7 +76,7 @@ void BM_CalibrateSweep(benchmark::State& state) {
   }
   const nlohmann::json doc = nlohmann::json::parse(ss.str());
   for (auto _ : state) {
-    auto c = latdoc::whatif::Calibrate(doc, {{}, "sweep.json"});
+    auto c = latdoc::whatif::Calibrate(doc, {{}, "sweep.json", ""});
     if (!c.ok() || !c->usable) state.SkipWithError("calibration failed");
     benchmark::DoNotOptimize(c);
   }
@@ -112,7 +112,7 @@ nlohmann::json LadderSweep() {
 void BM_CalibrateLadderTo512(benchmark::State& state) {
   const nlohmann::json doc = LadderSweep();
   for (auto _ : state) {
-    auto c = latdoc::whatif::Calibrate(doc, {{}, "sweep.json"});
+    auto c = latdoc::whatif::Calibrate(doc, {{}, "sweep.json", ""});
     if (!c.ok() || !c->usable) state.SkipWithError("calibration failed");
     benchmark::DoNotOptimize(c);
   }
