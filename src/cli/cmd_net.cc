@@ -16,7 +16,7 @@
 #include "base/json_text.h"
 #include "cli/command.h"
 #include "cli/flags.h"
-#include "host/command_runner.h"
+#include "base/command_runner.h"
 #include "http/client.h"
 #include "net/net_text.h"
 #include "net/path_tools.h"
@@ -152,7 +152,7 @@ int RunNet(NetArgs& a) {
     facts.plain_probe = std::move(*p3);
   }
 
-  auto runner = host::MakeExecCommandRunner();
+  auto runner = MakeExecCommandRunner();
   net::BandwidthFacts& b = facts.probe.bandwidth;
   if (a.peak_tokens_per_s > 0) b.peak_tokens_per_s = a.peak_tokens_per_s;
   if (a.link_mbps > 0) {

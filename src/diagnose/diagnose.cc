@@ -12,7 +12,7 @@
 #include "base/json_text.h"
 #include "base/strings.h"
 #include "host/collector.h"
-#include "host/command_runner.h"
+#include "base/command_runner.h"
 #include "host/host_facts.h"
 #include "http/client.h"
 #include "loadgen/results.h"
@@ -249,7 +249,7 @@ std::optional<net::NetFacts> ProbeNetwork(const DiagnoseOptions& o, std::string*
   }
   // The route and path MTU of the path the load takes (the target's).
   if (auto u = http::ParseUrl(o.url); u.ok()) {
-    auto runner = host::MakeExecCommandRunner();
+    auto runner = MakeExecCommandRunner();
     f.route = net::InspectRoute(*runner, u->host, u->port);
   }
   return f;

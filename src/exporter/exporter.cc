@@ -16,7 +16,7 @@
 #include "base/clock.h"
 #include "exporter/metric_text.h"
 #include "host/collector.h"
-#include "host/command_runner.h"
+#include "base/command_runner.h"
 #include "http/client.h"
 #include "http/event_loop.h"
 #include "http/server.h"
@@ -165,7 +165,7 @@ StatusOr<Observation> RunNetCheck(const ExporterOptions& o) {
   net::NetFacts facts;
   facts.probe = std::move(probe);
   facts.path.skipped_reason = "not traced by the exporter";
-  auto runner = host::MakeExecCommandRunner();
+  auto runner = MakeExecCommandRunner();
   facts.route = net::InspectRoute(*runner, url.host, url.port);
   Observation obs;
   obs.findings = rules::EvaluateNetRules(facts);

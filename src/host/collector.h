@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "host/command_runner.h"
+#include "base/command_runner.h"
 #include "host/gpu/nvml_api.h"
 #include "host/gpu/rocm_smi_api.h"
 #include "host/gpu/gpu_vendor.h"

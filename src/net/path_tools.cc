@@ -106,7 +106,7 @@ void FindLatencyJump(PathFacts& p) {
   }
 }
 
-PathFacts RunPath(host::CommandRunner& runner, const std::string& host, int64_t timeout_ns) {
+PathFacts RunPath(CommandRunner& runner, const std::string& host, int64_t timeout_ns) {
   PathFacts p;
   auto tp = runner.Run({"tracepath", "-n", "-m", "20", host}, timeout_ns);
   if (tp.ok()) {
@@ -155,9 +155,9 @@ StatusOr<Iperf3Result> ParseIperf3Json(std::string_view text) {
   return InvalidArgument("iperf3 -J: \"end\" has no sum_received.bits_per_second");
 }
 
-StatusOr<Iperf3Result> RunIperf3(host::CommandRunner& runner, const std::string& server,
+StatusOr<Iperf3Result> RunIperf3(CommandRunner& runner, const std::string& server,
                                  int seconds, int64_t timeout_ns) {
-  ASSIGN_OR_RETURN(host::CommandResult r,
+  ASSIGN_OR_RETURN(CommandResult r,
                    runner.Run({"iperf3", "-J", "-R", "-t", std::to_string(seconds), "-c", server},
                               timeout_ns));
   auto parsed = ParseIperf3Json(r.stdout_text);

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "host/command_runner.h"
+#include "base/command_runner.h"
 #include "net/net_facts.h"
 
 namespace latdoc::net {
@@ -25,7 +25,7 @@ void FindLatencyJump(PathFacts& p);
 
 // Runs tracepath, or traceroute when tracepath is not installed; neither: ran=false with the
 // reason. Bounded by `timeout_ns` per tool.
-PathFacts RunPath(host::CommandRunner& runner, const std::string& host, int64_t timeout_ns);
+PathFacts RunPath(CommandRunner& runner, const std::string& host, int64_t timeout_ns);
 
 struct Iperf3Result {
   double received_mbps = 0;  // end.sum_received (TCP) or end.sum (UDP), megabits per second
@@ -36,7 +36,7 @@ StatusOr<Iperf3Result> ParseIperf3Json(std::string_view text);
 
 // Runs `iperf3 -J -R -t SECONDS -c SERVER` (-R: the server sends, the direction of a token
 // stream). NotFound when iperf3 is not installed.
-StatusOr<Iperf3Result> RunIperf3(host::CommandRunner& runner, const std::string& server,
+StatusOr<Iperf3Result> RunIperf3(CommandRunner& runner, const std::string& server,
                                  int seconds, int64_t timeout_ns);
 
 }  // namespace latdoc::net

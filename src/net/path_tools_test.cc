@@ -55,7 +55,7 @@ TEST(PathToolsTest, GarbageGivesNoHops) {
 }
 
 TEST(PathToolsTest, RunPathFallsBackToTracerouteThenSkips) {
-  host::FakeCommandRunner fake;
+  FakeCommandRunner fake;
   fake.Set("traceroute -n -q 3 -w 2 -m 20 10.0.0.5",
            {0, " 1  10.0.0.5  0.5 ms  0.4 ms  0.6 ms\n"});
   PathFacts p = RunPath(fake, "10.0.0.5", 1'000'000'000);
@@ -64,12 +64,12 @@ TEST(PathToolsTest, RunPathFallsBackToTracerouteThenSkips) {
   ASSERT_EQ(p.hops.size(), 1u);
   EXPECT_THAT(fake.calls(), testing::ElementsAre("tracepath -n -m 20 10.0.0.5",
                                                  "traceroute -n -q 3 -w 2 -m 20 10.0.0.5"));
-  host::FakeCommandRunner none;
+  FakeCommandRunner none;
   PathFacts q = RunPath(none, "10.0.0.5", 1'000'000'000);
   EXPECT_FALSE(q.ran);
   EXPECT_EQ(q.skipped_reason,
             "neither tracepath nor traceroute is installed (apt-get install iputils-tracepath)");
-  host::FakeCommandRunner tp;
+  FakeCommandRunner tp;
   tp.Set("tracepath -n -m 20 h", {0, kTracepath});
   PathFacts r = RunPath(tp, "h", 1'000'000'000);
   EXPECT_EQ(r.tool, "tracepath");
@@ -108,14 +108,14 @@ TEST(Iperf3Test, ErrorsAreVerbatim) {
 }
 
 TEST(Iperf3Test, RunThroughTheSeam) {
-  host::FakeCommandRunner fake;
+  FakeCommandRunner fake;
   fake.Set("iperf3 -J -R -t 3 -c 127.0.0.1", {0, kIperfOk});
   auto r = RunIperf3(fake, "127.0.0.1", 3, 10'000'000'000);
   ASSERT_TRUE(r.ok());
   EXPECT_DOUBLE_EQ(r->received_mbps, 942.0);
-  host::FakeCommandRunner none;
+  FakeCommandRunner none;
   EXPECT_EQ(RunIperf3(none, "127.0.0.1", 3, 1).status().code(), StatusCode::kNotFound);
-  host::FakeCommandRunner silent;
+  FakeCommandRunner silent;
   silent.Set("iperf3 -J -R -t 3 -c x", {1, ""});
   EXPECT_EQ(RunIperf3(silent, "x", 3, 1).status().message(),
             "iperf3 exited with 1 and printed nothing");

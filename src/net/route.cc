@@ -269,7 +269,7 @@ PathMtuResult MeasurePathMtu(const std::string& address, uint16_t port, uint32_t
   return out;
 }
 
-RouteFacts InspectRoute(host::CommandRunner& runner, const std::string& host, uint16_t port,
+RouteFacts InspectRoute(CommandRunner& runner, const std::string& host, uint16_t port,
                         int64_t per_try_ns) {
   RouteFacts r;
   // The first address the resolver gives, as the probe's client connects to it.

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "host/command_runner.h"
+#include "base/command_runner.h"
 #include "net/net_facts.h"
 
 namespace latdoc::net {
@@ -45,7 +45,7 @@ PathMtuResult MeasurePathMtu(const std::string& address, uint16_t port, uint32_t
 
 // Resolves `host` (its first address), asks the route, the interface MTU and the path MTU.
 // Never fails: what could not be learnt is said in skipped_reason or pmtu_note.
-RouteFacts InspectRoute(host::CommandRunner& runner, const std::string& host, uint16_t port,
+RouteFacts InspectRoute(CommandRunner& runner, const std::string& host, uint16_t port,
                         int64_t per_try_ns = 300'000'000);
 
 }  // namespace latdoc::net

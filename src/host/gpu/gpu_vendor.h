@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/command_runner.h"
+#include "base/command_runner.h"
 #include "host/host_facts.h"
 #include "host/sysroot.h"
 

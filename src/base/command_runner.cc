@@ -1,4 +1,4 @@
-#include "host/command_runner.h"
+#include "base/command_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -6,13 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <filesystem>
 
 #include "base/clock.h"
 #include "base/strings.h"
-#include "host/sysroot.h"
+#include "base/file_util.h"
 
-namespace latdoc::host {
+namespace latdoc {
 
 std::string JoinArgv(const std::vector<std::string>& argv) {
   std::string s;
@@ -136,24 +138,26 @@ class ReplayCommandRunner : public CommandRunner {
       : dir_(std::move(dir)), shown_dir_(std::move(shown_dir)) {}
 
   StatusOr<CommandResult> Run(const std::vector<std::string>& argv, int64_t) override {
-    SysRoot fs(dir_);
     const std::string want = JoinArgv(argv);
-    auto names = fs.List("/");
-    if (names.ok()) {
-      for (const auto& n : *names) {
-        if (n.size() < 5 || n.compare(n.size() - 4, 4, ".cmd") != 0) continue;
-        auto cmd = fs.Read("/" + n);
-        if (!cmd.ok()) continue;
-        std::vector<std::string> words;
-        for (auto w : Split(Trim(*cmd), '\n')) words.emplace_back(w);
-        if (JoinArgv(words) != want) continue;
-        const std::string stem = n.substr(0, n.size() - 4);
-        CommandResult r;
-        ASSIGN_OR_RETURN(r.stdout_text, fs.Read("/" + stem + ".out"));
-        auto rc = fs.ReadTrimmed("/" + stem + ".rc");
-        if (rc.ok()) r.exit_code = static_cast<int>(ParseInt64(*rc).value_or(0));
-        return r;
-      }
+    std::vector<std::string> names;  // sorted: the first recording of an argv wins, always the same
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.size() >= 5 && n.compare(n.size() - 4, 4, ".cmd") == 0) names.push_back(n);
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      auto cmd = ReadFileToString(dir_ + "/" + n);
+      if (!cmd.ok()) continue;
+      std::vector<std::string> words;
+      for (auto w : Split(Trim(*cmd), '\n')) words.emplace_back(w);
+      if (JoinArgv(words) != want) continue;
+      const std::string stem = dir_ + "/" + n.substr(0, n.size() - 4);
+      CommandResult r;
+      ASSIGN_OR_RETURN(r.stdout_text, ReadFileToString(stem + ".out"));
+      auto rc = ReadFileToString(stem + ".rc");
+      if (rc.ok()) r.exit_code = static_cast<int>(ParseInt64(Trim(*rc)).value_or(0));
+      return r;
     }
     return NotFound(argv.empty() ? std::string("command") : argv[0] + ": not recorded in " + shown_dir_);
   }
@@ -180,4 +184,4 @@ std::unique_ptr<CommandRunner> MakeReplayCommandRunner(std::string dir, std::str
   return std::make_unique<ReplayCommandRunner>(std::move(dir), std::move(shown_dir));
 }
 
-}  // namespace latdoc::host
+}  // namespace latdoc

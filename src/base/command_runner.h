@@ -1,4 +1,4 @@
-// CommandRunner: the one seam through which the host module runs external programs
+// CommandRunner: the one seam through which latdoc runs external programs
 // (nvidia-smi, amd-smi, rocm-smi, nft, iptables-save). Collectors never call fork/exec
 // themselves, so tests substitute FakeCommandRunner and `--sysroot DIR` replays the outputs a
 // capture recorded (ReplayCommandRunner) instead of asking the live host.
@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 
-namespace latdoc::host {
+namespace latdoc {
 
 struct CommandResult {
   int exit_code = 0;
@@ -56,4 +56,4 @@ class FakeCommandRunner : public CommandRunner {
 
 std::string JoinArgv(const std::vector<std::string>& argv);
 
-}  // namespace latdoc::host
+}  // namespace latdoc

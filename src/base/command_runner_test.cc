@@ -1,10 +1,10 @@
-#include "host/command_runner.h"
+#include "base/command_runner.h"
 
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
 
-namespace latdoc::host {
+namespace latdoc {
 namespace {
 
 TEST(ExecCommandRunnerTest, CapturesStdoutAndExitCode) {
@@ -71,4 +71,4 @@ TEST(FakeCommandRunnerTest, RecordsCallsAndAnswersByJoinedArgv) {
 }
 
 }  // namespace
-}  // namespace latdoc::host
+}  // namespace latdoc
