@@ -114,14 +114,17 @@ std::string Label(const RooflineKernel& k) {
 void AddRooflineFacts(TraceReport& r, const RooflineRuleOptions& o) {
   r.roofline.gpu_not_in_table.clear();
   for (RooflineKernel& k : r.roofline.kernels) {
-    const trace::DeviceInfo* d = DeviceOf(r, k.source, k.device);
-    const GpuSpec* s = d != nullptr ? FindGpuSpec(d->name, d->arch) : nullptr;
+    std::string name = k.device_name, arch = k.device_arch;
+    if (name.empty() && arch.empty()) {
+      if (const trace::DeviceInfo* d = DeviceOf(r, k.source, k.device)) {
+        name = d->name;
+        arch = d->arch;
+      }
+    }
+    const GpuSpec* s = name.empty() && arch.empty() ? nullptr : FindGpuSpec(name, arch);
     if (s == nullptr) {
       if (r.roofline.gpu_not_in_table.empty()) {
-        r.roofline.gpu_not_in_table = d == nullptr              ? "(the trace names no GPU)"
-                                      : !d->name.empty()        ? d->name
-                                      : !d->arch.empty()        ? d->arch
-                                                                : "(the trace names no GPU)";
+        r.roofline.gpu_not_in_table = !name.empty() ? name : !arch.empty() ? arch : "(the trace names no GPU)";
       }
       continue;
     }

@@ -130,6 +130,16 @@ RooflineStats ComputeRoofline(const Trace& trace, int64_t busy_ns) {
     return a.total_ns > b.total_ns;
   });
   if (out.kernels.size() > kRooflineKernels) out.kernels.resize(kRooflineKernels);
+  for (RooflineKernel& k : out.kernels) {
+    const DeviceInfo* d = trace.FindDevice(k.source, k.device);
+    for (size_t i = 0; d == nullptr && i < trace.devices.size(); ++i) {
+      if (trace.devices[i].source == k.source) d = &trace.devices[i];
+    }
+    if (d != nullptr) {
+      k.device_name = d->name;
+      k.device_arch = d->arch;
+    }
+  }
   return out;
 }
 
@@ -147,7 +157,7 @@ nlohmann::json RooflineToJson(const RooflineStats& r) {
   for (const RooflineKernel& k : r.kernels) {
     j["kernels"].push_back({{"name", k.name}, {"op", k.op.empty() ? json(nullptr) : json(k.op)},
                             {"kind", k.kind}, {"dtype", k.dtype}, {"source", k.source}, {"device", k.device},
-                            {"count", k.count}, {"total_ns", k.total_ns}, {"busy_share", k.busy_share},
+                            {"device_name", k.device_name}, {"count", k.count}, {"total_ns", k.total_ns}, {"busy_share", k.busy_share},
                             {"flops", opt(k.flops)}, {"bytes", opt(k.bytes)},
                             {"achieved_tflops", opt(k.achieved_tflops)}, {"achieved_gbps", opt(k.achieved_gbps)},
                             {"intensity_flop_per_byte", opt(k.intensity)},

@@ -187,6 +187,9 @@ struct RooflineKernel {
   std::string dtype;                        // "bf16", "fp32"...; "unknown" for counters
   uint16_t source = 0;                      // where its first instance ran (spec lookup)
   int32_t device = 0;
+  // That device's name and arch as the trace gives them; when the trace lists only other
+  // devices of the same file (a Kineto trace lists the GPUs the process saw), the first of them.
+  std::string device_name, device_arch;
   int64_t count = 0;
   int64_t total_ns = 0;                     // device time of its instances
   double busy_share = 0;                    // total_ns / all_ops_busy_ns
