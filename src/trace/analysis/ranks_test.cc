@@ -65,6 +65,15 @@ TEST(RanksTest, TheRankWithTheShortestCollectiveIsTheStraggler) {
   EXPECT_EQ(rs.ranks[0].waited_ns, 5 * 300'000);
   EXPECT_EQ(rs.ranks[1].waited_ns, 0);
   EXPECT_TRUE(rs.problems.empty());
+  const std::string text = RenderRanksText(rs);
+  EXPECT_NE(text.find("\nRanks: 2 with collectives; 5 collectives aligned by order, 5 with a straggler (a wait of 20 us "
+                      "or more)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  straggler: rank 1 (device 0, NVIDIA H200, r1.json) came last in 100% of the collectives with a "
+                      "straggler\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(RanksTest, EvenRanksHaveNoStraggler) {
