@@ -248,6 +248,9 @@ struct RankStats {
   double usual_share = 0;                   // its share of them
   std::vector<StragglerExample> worst;      // the largest waits, at most 5
   std::vector<std::string> problems;        // rank files that do not fit together
+  // A rank in two files or files of different world sizes: not one job's ranks, so the
+  // straggler verdict is not trusted.
+  bool files_conflict = false;
 };
 
 struct TraceReport {
