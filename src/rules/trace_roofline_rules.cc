@@ -170,7 +170,9 @@ void RooflineRules(const TraceReport& r, std::vector<Finding>& out, const Roofli
   if (rf.kernels.empty()) return;
   if (!rf.gpu_not_in_table.empty()) {
     Finding f = Make("kernel.roofline_gpu_unknown", Severity::kSkip,
-                     fmt::format("No roofline: GPU {} is not in the peak table; achieved rates only", rf.gpu_not_in_table),
+                     rf.gpu_not_in_table.starts_with("(")
+                         ? std::string("No roofline: the trace names no GPU; achieved rates only")
+                         : fmt::format("No roofline: GPU {} is not in the peak table; achieved rates only", rf.gpu_not_in_table),
                      "the achieved TFLOP/s and GB/s are in the report (--json roofline); compare them with the "
                      "datasheet of this GPU by hand");
     f.evidence.push_back(Num("gpu", std::nullopt, "", rf.gpu_not_in_table));

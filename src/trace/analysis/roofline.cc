@@ -176,7 +176,9 @@ std::string RenderRooflineText(const RooflineStats& r, size_t rows) {
       "\nRoofline: {} of {} kernels with known work ({:.1f}% of kernel time){}\n", r.kernels_with_work,
       r.kernels_seen,
       r.kernel_ns > 0 ? 100.0 * static_cast<double>(r.kernel_ns_with_work) / static_cast<double>(r.kernel_ns) : 0.0,
-      r.gpu_not_in_table.empty() ? "" : fmt::format("; GPU {} not in the peak table: no roof", r.gpu_not_in_table));
+      r.gpu_not_in_table.empty()             ? ""
+      : r.gpu_not_in_table.starts_with("(") ? std::string("; the trace names no GPU: no roof")
+                                            : fmt::format("; GPU {} not in the peak table: no roof", r.gpu_not_in_table));
   out += fmt::format("  {:<44} {:<12} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8}  {}\n", "kernel", "op", "count", "total ms",
                      "TFLOP/s", "GB/s", "FLOP/B", "% roof", "bound");
   auto num = [](const std::optional<double>& v, int precision) {

@@ -213,7 +213,8 @@ struct RooflineStats {
   int64_t kernels_with_work = 0;            // of which with FLOPs or bytes known
   int64_t kernel_ns = 0, kernel_ns_with_work = 0;
   int64_t work_ops = 0;                     // framework ops with a work estimate (shapes)
-  std::string gpu_not_in_table;             // set by rules: the device name that has no row
+  // Set by rules: the device name that has no row, or "(the trace names no GPU)".
+  std::string gpu_not_in_table;
 };
 
 // One rank of a distributed job: one device of one file that ran communication kernels
