@@ -48,10 +48,13 @@ void RankRules(const trace::TraceReport& r, std::vector<Finding>& out, const Ran
       if (i != *rs.usual_straggler) others_window += rs.ranks[i].total_ns;
     }
     const double share = others_window > 0 ? static_cast<double>(s.caused_wait_ns) / static_cast<double>(others_window) : 0;
-    Finding f = Make("kernel.rank_straggler", share >= o.straggler_warn_share ? Severity::kWarn : Severity::kInfo,
+    // Files that are not one job's ranks (kernel.rank_files_mismatch) cannot convict a rank.
+    Finding f = Make("kernel.rank_straggler",
+                     share >= o.straggler_warn_share && !rs.files_conflict ? Severity::kWarn : Severity::kInfo,
                      fmt::format("{} is the straggler: last into {} of {} collectives with a straggler; the other ranks "
-                                 "wait {:.2f} ms for it ({:.1f}% of their GPU time)",
-                                 s.label, s.straggler_count, rs.collectives_with_straggler, Ms(s.caused_wait_ns), 100 * share),
+                                 "wait {:.2f} ms for it ({:.1f}% of their GPU time){}",
+                                 s.label, s.straggler_count, rs.collectives_with_straggler, Ms(s.caused_wait_ns), 100 * share,
+                                 rs.files_conflict ? "; but the rank files do not fit together" : ""),
                      "the same rank late every time points at that GPU's host side: its CPU cores and NUMA node "
                      "(taskset/numactl binding of that rank's process), its PCIe link (lspci -vv: width and speed), "
                      "clocks and power of that GPU, or more work on that rank (uneven sharding)");

@@ -114,14 +114,17 @@ std::string Label(const RooflineKernel& k) {
 void AddRooflineFacts(TraceReport& r, const RooflineRuleOptions& o) {
   r.roofline.gpu_not_in_table.clear();
   for (RooflineKernel& k : r.roofline.kernels) {
-    const trace::DeviceInfo* d = DeviceOf(r, k.source, k.device);
-    const GpuSpec* s = d != nullptr ? FindGpuSpec(d->name, d->arch) : nullptr;
+    std::string name = k.device_name, arch = k.device_arch;
+    if (name.empty() && arch.empty()) {
+      if (const trace::DeviceInfo* d = DeviceOf(r, k.source, k.device)) {
+        name = d->name;
+        arch = d->arch;
+      }
+    }
+    const GpuSpec* s = name.empty() && arch.empty() ? nullptr : FindGpuSpec(name, arch);
     if (s == nullptr) {
       if (r.roofline.gpu_not_in_table.empty()) {
-        r.roofline.gpu_not_in_table = d == nullptr              ? "(the trace names no GPU)"
-                                      : !d->name.empty()        ? d->name
-                                      : !d->arch.empty()        ? d->arch
-                                                                : "(the trace names no GPU)";
+        r.roofline.gpu_not_in_table = !name.empty() ? name : !arch.empty() ? arch : "(the trace names no GPU)";
       }
       continue;
     }
@@ -167,7 +170,9 @@ void RooflineRules(const TraceReport& r, std::vector<Finding>& out, const Roofli
   if (rf.kernels.empty()) return;
   if (!rf.gpu_not_in_table.empty()) {
     Finding f = Make("kernel.roofline_gpu_unknown", Severity::kSkip,
-                     fmt::format("No roofline: GPU {} is not in the peak table; achieved rates only", rf.gpu_not_in_table),
+                     rf.gpu_not_in_table.starts_with("(")
+                         ? std::string("No roofline: the trace names no GPU; achieved rates only")
+                         : fmt::format("No roofline: GPU {} is not in the peak table; achieved rates only", rf.gpu_not_in_table),
                      "the achieved TFLOP/s and GB/s are in the report (--json roofline); compare them with the "
                      "datasheet of this GPU by hand");
     f.evidence.push_back(Num("gpu", std::nullopt, "", rf.gpu_not_in_table));

@@ -223,6 +223,11 @@ TEST(RankRulesTest, UsualStragglerWarnsNamingItsDevice) {
   const Finding* m = FindId(f, "kernel.rank_files_mismatch");
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->severity, Severity::kWarn);
+  EXPECT_EQ(FindId(f, "kernel.rank_straggler")->severity, Severity::kWarn);   // a mismatch, not a conflict
+  r.ranks.files_conflict = true;
+  f.clear();
+  RankRules(r, f);
+  EXPECT_EQ(FindId(f, "kernel.rank_straggler")->severity, Severity::kInfo);
 }
 
 }  // namespace

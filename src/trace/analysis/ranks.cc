@@ -111,12 +111,14 @@ void ComputeRanks(const Trace& trace, const std::vector<SourceFile>& sources, Tr
       if (paths.size() > 1) {
         out.problems.push_back(fmt::format("rank {} appears in {} files ({}): the same rank twice", rank, paths.size(),
                                            fmt::join(paths, ", ")));
+        out.files_conflict = true;
       }
     }
     if (world_sizes.size() > 1) {
       std::vector<std::string> w;
       for (const auto& [size, n] : world_sizes) w.push_back(fmt::format("{} ({} files)", size, n));
       out.problems.push_back(fmt::format("the files record different world sizes: {}", fmt::join(w, ", ")));
+      out.files_conflict = true;
     } else if (world_sizes.size() == 1 && static_cast<size_t>(world_sizes.begin()->first) != out.ranks.size() &&
                world_sizes.begin()->first > 0) {
       out.problems.push_back(fmt::format("world size {} but {} ranks with collectives were given: the straggler is "
@@ -206,6 +208,7 @@ nlohmann::json RanksToJson(const RankStats& r) {
                           {"max_wait_ns", w.max_wait_ns}});
   }
   j["problems"] = r.problems;
+  j["files_conflict"] = r.files_conflict;
   return j;
 }
 

@@ -65,6 +65,15 @@ TEST(RanksTest, TheRankWithTheShortestCollectiveIsTheStraggler) {
   EXPECT_EQ(rs.ranks[0].waited_ns, 5 * 300'000);
   EXPECT_EQ(rs.ranks[1].waited_ns, 0);
   EXPECT_TRUE(rs.problems.empty());
+  const std::string text = RenderRanksText(rs);
+  EXPECT_NE(text.find("\nRanks: 2 with collectives; 5 collectives aligned by order, 5 with a straggler (a wait of 20 us "
+                      "or more)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  straggler: rank 1 (device 0, NVIDIA H200, r1.json) came last in 100% of the collectives with a "
+                      "straggler\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(RanksTest, EvenRanksHaveNoStraggler) {
@@ -89,11 +98,23 @@ TEST(RanksTest, DivergingAndShortRanksAreReported) {
   t.Collective(1, kAllReduce, 15'000);
   const RankStats rs = t.Analyze().ranks;
   EXPECT_EQ(rs.collectives_aligned, 1);
+  EXPECT_FALSE(rs.files_conflict);
   ASSERT_EQ(rs.problems.size(), 2u);
   EXPECT_EQ(rs.problems[0], "rank 1 (device 0, NVIDIA H200, r1.json) has 3 collectives, the fewest is 2: the first 2 are aligned");
   EXPECT_EQ(rs.problems[1],
             "collective 1: rank 0 (device 0, NVIDIA H200, r0.json) runs AllGather where rank 1 (device 0, NVIDIA H200, "
             "r1.json) runs AllReduce: the ranks diverge there, the first 1 are aligned");
+}
+
+TEST(RanksTest, TheSameRankTwiceIsAConflict) {
+  Ranks t(2);
+  t.trace.sources[1].rank = 0;
+  t.Collective(0, kAllReduce, 15'000);
+  t.Collective(1, kAllReduce, 15'000);
+  const RankStats rs = t.Analyze().ranks;
+  EXPECT_TRUE(rs.files_conflict);
+  ASSERT_EQ(rs.problems.size(), 1u);
+  EXPECT_EQ(rs.problems[0], "rank 0 appears in 2 files (r0.json, r1.json): the same rank twice");
 }
 
 TEST(RanksTest, OneRankIsNoRankAnalysis) {

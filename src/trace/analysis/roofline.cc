@@ -130,6 +130,16 @@ RooflineStats ComputeRoofline(const Trace& trace, int64_t busy_ns) {
     return a.total_ns > b.total_ns;
   });
   if (out.kernels.size() > kRooflineKernels) out.kernels.resize(kRooflineKernels);
+  for (RooflineKernel& k : out.kernels) {
+    const DeviceInfo* d = trace.FindDevice(k.source, k.device);
+    for (size_t i = 0; d == nullptr && i < trace.devices.size(); ++i) {
+      if (trace.devices[i].source == k.source) d = &trace.devices[i];
+    }
+    if (d != nullptr) {
+      k.device_name = d->name;
+      k.device_arch = d->arch;
+    }
+  }
   return out;
 }
 
@@ -147,7 +157,7 @@ nlohmann::json RooflineToJson(const RooflineStats& r) {
   for (const RooflineKernel& k : r.kernels) {
     j["kernels"].push_back({{"name", k.name}, {"op", k.op.empty() ? json(nullptr) : json(k.op)},
                             {"kind", k.kind}, {"dtype", k.dtype}, {"source", k.source}, {"device", k.device},
-                            {"count", k.count}, {"total_ns", k.total_ns}, {"busy_share", k.busy_share},
+                            {"device_name", k.device_name}, {"count", k.count}, {"total_ns", k.total_ns}, {"busy_share", k.busy_share},
                             {"flops", opt(k.flops)}, {"bytes", opt(k.bytes)},
                             {"achieved_tflops", opt(k.achieved_tflops)}, {"achieved_gbps", opt(k.achieved_gbps)},
                             {"intensity_flop_per_byte", opt(k.intensity)},
@@ -166,7 +176,9 @@ std::string RenderRooflineText(const RooflineStats& r, size_t rows) {
       "\nRoofline: {} of {} kernels with known work ({:.1f}% of kernel time){}\n", r.kernels_with_work,
       r.kernels_seen,
       r.kernel_ns > 0 ? 100.0 * static_cast<double>(r.kernel_ns_with_work) / static_cast<double>(r.kernel_ns) : 0.0,
-      r.gpu_not_in_table.empty() ? "" : fmt::format("; GPU {} not in the peak table: no roof", r.gpu_not_in_table));
+      r.gpu_not_in_table.empty()             ? ""
+      : r.gpu_not_in_table.starts_with("(") ? std::string("; the trace names no GPU: no roof")
+                                            : fmt::format("; GPU {} not in the peak table: no roof", r.gpu_not_in_table));
   out += fmt::format("  {:<44} {:<12} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8}  {}\n", "kernel", "op", "count", "total ms",
                      "TFLOP/s", "GB/s", "FLOP/B", "% roof", "bound");
   auto num = [](const std::optional<double>& v, int precision) {

@@ -276,6 +276,9 @@ struct RooflineKernel {
   std::string dtype;                        // "bf16", "fp32"...; "unknown" for counters
   uint16_t source = 0;                      // where its first instance ran (spec lookup)
   int32_t device = 0;
+  // That device's name and arch as the trace gives them; when the trace lists only other
+  // devices of the same file (a Kineto trace lists the GPUs the process saw), the first of them.
+  std::string device_name, device_arch;
   int64_t count = 0;
   int64_t total_ns = 0;                     // device time of its instances
   double busy_share = 0;                    // total_ns / all_ops_busy_ns
@@ -299,7 +302,8 @@ struct RooflineStats {
   int64_t kernels_with_work = 0;            // of which with FLOPs or bytes known
   int64_t kernel_ns = 0, kernel_ns_with_work = 0;
   int64_t work_ops = 0;                     // framework ops with a work estimate (shapes)
-  std::string gpu_not_in_table;             // set by rules: the device name that has no row
+  // Set by rules: the device name that has no row, or "(the trace names no GPU)".
+  std::string gpu_not_in_table;
 };
 
 // One rank of a distributed job: one device of one file that ran communication kernels
@@ -334,6 +338,9 @@ struct RankStats {
   double usual_share = 0;                   // its share of them
   std::vector<StragglerExample> worst;      // the largest waits, at most 5
   std::vector<std::string> problems;        // rank files that do not fit together
+  // A rank in two files or files of different world sizes: not one job's ranks, so the
+  // straggler verdict is not trusted.
+  bool files_conflict = false;
 };
 
 struct TraceReport {

@@ -4,7 +4,6 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 namespace latdoc::trace {
 namespace {
@@ -96,11 +95,41 @@ Dtype DtypeOf(std::string_view t) {
   return {};
 }
 
-using Dims = std::vector<int64_t>;
+// An input's dimensions, without a heap allocation (the importer calls this for most CPU ops
+// of a PyTorch trace): no op here takes a tensor of more than kMaxRank dimensions or more than
+// kMaxInputs arguments; more fails the parse.
+constexpr size_t kMaxRank = 8, kMaxInputs = 24;
+struct Dims {
+  std::array<int64_t, kMaxRank> v{};
+  size_t n = 0;
+  size_t size() const { return n; }
+  bool empty() const { return n == 0; }
+  int64_t operator[](size_t i) const { return v[i]; }
+  const int64_t* begin() const { return v.data(); }
+  const int64_t* end() const { return v.data() + n; }
+  bool push_back(int64_t x) {
+    if (n == kMaxRank) return false;
+    v[n++] = x;
+    return true;
+  }
+};
+template <typename T>
+struct Inputs {
+  std::array<T, kMaxInputs> v{};
+  size_t n = 0;
+  size_t size() const { return n; }
+  T& operator[](size_t i) { return v[i]; }
+  const T& operator[](size_t i) const { return v[i]; }
+  bool push_back(T x) {
+    if (n == kMaxInputs) return false;
+    v[n++] = std::move(x);
+    return true;
+  }
+};
 
 // "[[8, 2048], [], [2048, 6144]]" -> {{8, 2048}, {}, {2048, 6144}}; false on anything else
 // (a tensor list's deeper nesting included).
-bool ParseDims(std::string_view s, std::vector<Dims>* out) {
+bool ParseDims(std::string_view s, Inputs<Dims>* out) {
   size_t i = 0;
   auto ws = [&] {
     while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r')) ++i;
@@ -130,7 +159,7 @@ bool ParseDims(std::string_view s, std::vector<Dims>* out) {
           ++digits;
         }
         if (digits == 0) return false;
-        d.push_back(v);
+        if (!d.push_back(v)) return false;
         ws();
         if (i < s.size() && s[i] == ',') {
           ++i;
@@ -143,7 +172,7 @@ bool ParseDims(std::string_view s, std::vector<Dims>* out) {
         return false;
       }
     }
-    out->push_back(std::move(d));
+    if (!out->push_back(d)) return false;
     ws();
     if (i < s.size() && s[i] == ',') {
       ++i;
@@ -155,7 +184,7 @@ bool ParseDims(std::string_view s, std::vector<Dims>* out) {
 }
 
 // "[\"c10::BFloat16\", \"Scalar\", \"\"]" -> its strings; false on escapes or non-strings.
-bool ParseTypes(std::string_view s, std::vector<std::string_view>* out) {
+bool ParseTypes(std::string_view s, Inputs<std::string_view>* out) {
   size_t i = 0;
   auto ws = [&] {
     while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r')) ++i;
@@ -174,7 +203,7 @@ bool ParseTypes(std::string_view s, std::vector<std::string_view>* out) {
       ++i;
     }
     if (i >= s.size()) return false;
-    out->push_back(s.substr(start, i - start));
+    if (!out->push_back(s.substr(start, i - start))) return false;
     ++i;
     ws();
     if (i < s.size() && s[i] == ',') {
@@ -193,7 +222,7 @@ double Numel(const Dims& d) {
 
 // The tensors among the inputs: dims not empty and an element type.
 struct Tensor {
-  const Dims* dims;
+  const Dims* dims = nullptr;
   Dtype dtype;
 };
 
@@ -227,8 +256,8 @@ std::optional<OpWork> EstimateOpWork(std::string_view op_name, std::string_view 
                                      std::string_view input_types_json) {
   const Family family = FamilyOf(op_name);
   if (family == Family::kNone) return std::nullopt;
-  std::vector<Dims> dims;
-  std::vector<std::string_view> types;
+  Inputs<Dims> dims;
+  Inputs<std::string_view> types;
   if (!ParseDims(input_dims_json, &dims) || !ParseTypes(input_types_json, &types)) return std::nullopt;
   if (dims.size() != types.size()) return std::nullopt;
   auto dtype = [&](size_t i) { return i < types.size() ? DtypeOf(types[i]) : Dtype{}; };
@@ -276,17 +305,17 @@ std::optional<OpWork> EstimateOpWork(std::string_view op_name, std::string_view 
     case Family::kCopy:
     case Family::kReduce:
     case Family::kSoftmax: {
-      std::vector<Tensor> tensors;
+      Inputs<Tensor> tensors;
       for (size_t i = 0; i < dims.size(); ++i) {
         const Dtype t = dtype(i);
         if (!dims[i].empty() && t.bytes > 0) tensors.push_back({&dims[i], t});
       }
-      if (tensors.empty()) return std::nullopt;
+      if (tensors.size() == 0) return std::nullopt;
       OpWork w;
       w.kind = WorkKind::kElementwise;
       w.dtype = tensors[0].dtype.kind;
       double read = 0;
-      for (const Tensor& t : tensors) read += Numel(*t.dims) * t.dtype.bytes;
+      for (size_t i = 0; i < tensors.size(); ++i) read += Numel(*tensors[i].dims) * tensors[i].dtype.bytes;
       if (family == Family::kCopy) {
         // copy_(self, src): reads src, writes self; both are recorded.
         w.bytes = read;
@@ -311,11 +340,11 @@ std::optional<OpWork> EstimateOpWork(std::string_view op_name, std::string_view 
         out_numel = Numel(*tensors[0].dims);
       } else {
         size_t rank = 0;
-        for (const Tensor& t : tensors) rank = std::max(rank, t.dims->size());
+        for (size_t i = 0; i < tensors.size(); ++i) rank = std::max(rank, tensors[i].dims->size());
         for (size_t j = 0; j < rank; ++j) {
           int64_t size = 1;
-          for (const Tensor& t : tensors) {
-            const Dims& d = *t.dims;
+          for (size_t i = 0; i < tensors.size(); ++i) {
+            const Dims& d = *tensors[i].dims;
             if (j + d.size() < rank) continue;
             const int64_t v = d[j + d.size() - rank];
             if (v != 1) size = v;
