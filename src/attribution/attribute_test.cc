@@ -1,0 +1,124 @@
+#include "attribution/attribute.h"
+
+#include <gtest/gtest.h>
+
+#include "base/clock.h"
+#include "rules/attribution_rules.h"
+
+namespace latdoc::attribution {
+namespace {
+
+constexpr int64_t kMs = kNsPerMs;
+
+// `n` streams decoding from 0 to 1 s, a token every 10 ms, except that the engine pauses
+// during each of `pauses` ([start, end)): no token arrives inside, all arrive at its end.
+Timeline Steady(int n, const std::vector<std::pair<int64_t, int64_t>>& pauses) {
+  Timeline t;
+  t.start_ns = 0;
+  t.end_ns = 1000 * kMs;
+  for (int k = 0; k < n; ++k) {
+    StreamSeries s;
+    s.index = k;
+    s.sent_ns = 0;
+    s.prompt_tokens = 16;
+    int64_t at = 5 * kMs;
+    while (at <= 1000 * kMs) {
+      for (auto [a, b] : pauses)
+        if (at > a && at < b) at = b;
+      s.token_ns.push_back(at);
+      at += 10 * kMs;
+    }
+    s.first_token_ns = s.token_ns.front();
+    t.streams.push_back(std::move(s));
+  }
+  return t;
+}
+
+// Host samples every 10 ms with the log file growing `base_bytes` per sample and a burst of
+// `burst_bytes` at each time in `bursts`.
+std::vector<HostPoint> LogSamples(int64_t base_bytes, std::vector<int64_t> bursts, int64_t burst_bytes) {
+  std::vector<HostPoint> out;
+  int64_t bytes = 0;
+  for (int64_t t = 0; t <= 1000 * kMs; t += 10 * kMs) {
+    bytes += base_bytes;
+    for (int64_t b : bursts)
+      if (b > t - 10 * kMs && b <= t) bytes += burst_bytes;
+    HostPoint p;
+    p.t_ns = t;
+    p.log_bytes = bytes;
+    out.push_back(p);
+  }
+  return out;
+}
+
+TEST(AttributeTest, CleanRunHasNoStall) {
+  Timeline t = Steady(8, {});
+  t.host = LogSamples(100, {}, 0);
+  Attribution a = Attribute(t);
+  EXPECT_EQ(a.median_gap_ns, 10 * kMs);
+  EXPECT_TRUE(a.stalls.empty());
+  EXPECT_TRUE(rules::EvaluateAttributionRules(a, t).empty());
+}
+
+// A log burst in one pause and a long prefill released at the end of another: each pause gets
+// its own cause and no other.
+TEST(AttributeTest, TellsLogStallFromPrefillInterference) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}, {700 * kMs, 800 * kMs}});
+  t.host = LogSamples(100, {402 * kMs}, 8192);
+  StreamSeries fresh;  // a long prompt whose prefill was the step that ended at 800 ms
+  fresh.index = 99;
+  fresh.sent_ns = 690 * kMs;
+  fresh.prompt_tokens = 4000;
+  fresh.token_ns = {800 * kMs + kMs / 2, 810 * kMs};
+  fresh.first_token_ns = fresh.token_ns.front();
+  t.streams.push_back(fresh);
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kLog});
+  EXPECT_EQ(a.stalls[0].streams, 8);
+  EXPECT_EQ(a.stalls[1].causes, std::vector<Cause>{Cause::kPrefill});
+  EXPECT_EQ(a.stalls[1].evidence.prefill_tokens, 4000);
+  EXPECT_EQ(a.unexplained, 0);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[0].id, "attribution.log");
+  EXPECT_EQ(fs[0].severity, rules::Severity::kWarn);
+  EXPECT_EQ(fs[1].id, "attribution.prefill");
+}
+
+// One slow stream is not a server-wide pause.
+TEST(AttributeTest, OneSlowStreamIsNotAStall) {
+  Timeline t = Steady(8, {});
+  Timeline slow = Steady(1, {{300 * kMs, 450 * kMs}});
+  t.streams[0] = slow.streams[0];
+  EXPECT_TRUE(Attribute(t).stalls.empty());
+}
+
+// A cause present everywhere (a log that always grows this fast) is background, not a cause.
+TEST(AttributeTest, CauseEverywhereIsBackground) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  t.host = LogSamples(5000, {}, 0);
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.causes.size(), 1u);
+  EXPECT_GT(a.causes[0].baseline_windows, 10);
+  EXPECT_EQ(a.causes[0].baseline_present, a.causes[0].baseline_windows);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].severity, rules::Severity::kInfo);
+  EXPECT_NE(fs[0].title.find("background, not a proven cause"), std::string::npos) << fs[0].title;
+}
+
+// No layer shows anything: the stall is reported unexplained.
+TEST(AttributeTest, NothingOnTheTimelineIsUnexplained) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+  EXPECT_EQ(a.unexplained, 1);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].id, "attribution.unexplained");
+}
+
+}  // namespace
+}  // namespace latdoc::attribution

@@ -1,0 +1,80 @@
+#include "attribution/attribution_json.h"
+
+#include "base/clock.h"
+
+namespace latdoc::attribution {
+
+using nlohmann::ordered_json;
+
+namespace {
+ordered_json Opt(const std::optional<int64_t>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+ordered_json Opt(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+}  // namespace
+
+ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thresholds& th) {
+  ordered_json j;
+  j["clock"] = {
+      {"domain", "client CLOCK_MONOTONIC ns"},
+      {"load_start_ns", t.start_ns},
+      {"load_end_ns", t.end_ns},
+      {"log_uncertainty_ms", a.have_log ? ordered_json(NsToMs(t.log_uncertainty_ns)) : ordered_json(nullptr)},
+      {"log_mapping", a.have_log ? "the log's local 'MM-DD HH:MM:SS' through the client's wall/monotonic "
+                                   "pair; +-0.5 s (whole seconds; access lines carry no time)"
+                                 : ""},
+  };
+  j["layers"] = {{"client_tokens", true},
+                 {"server_metrics", a.have_server},
+                 {"host_samples", a.have_host},
+                 {"log_file_size", a.have_log_file_size},
+                 {"server_log", a.have_log},
+                 {"gpu_trace", false}};
+  j["thresholds"] = {{"stall_gap_factor", th.stall_gap_factor},
+                     {"stall_gap_min_excess_ms", NsToMs(th.stall_gap_min_excess_ns)},
+                     {"stall_min_streams", th.stall_min_streams},
+                     {"stall_wide_share", th.stall_wide_share},
+                     {"window_slack_ms", NsToMs(th.window_slack_ns)},
+                     {"log_burst_bytes", th.log_burst_bytes},
+                     {"major_faults_min", th.major_faults_min},
+                     {"psi_share", th.psi_share},
+                     {"prefill_tokens_min", th.prefill_tokens_min}};
+  j["median_gap_ms"] = NsToMs(a.median_gap_ns);
+  j["decode_ms"] = NsToMs(a.decode_ns);
+  ordered_json stalls = ordered_json::array();
+  for (const Stall& s : a.stalls) {
+    ordered_json causes = ordered_json::array();
+    for (Cause c : s.causes) causes.push_back(CauseName(c));
+    const StallEvidence& e = s.evidence;
+    stalls.push_back({{"start_ns", s.start_ns},
+                      {"end_ns", s.end_ns},
+                      {"at_s", NsToSec(s.start_ns - t.start_ns)},
+                      {"dur_ms", NsToMs(s.end_ns - s.start_ns)},
+                      {"streams", s.streams},
+                      {"live_streams", s.live_streams},
+                      {"cost_ms", NsToMs(s.cost_ns)},
+                      {"causes", causes},
+                      {"evidence",
+                       {{"log_bytes", Opt(e.log_bytes)},
+                        {"preemptions", Opt(e.preemptions)},
+                        {"prefill_requests", e.prefill_requests},
+                        {"prefill_tokens", e.prefill_tokens},
+                        {"swap_in_pages", Opt(e.swap_in_pages)},
+                        {"major_faults", Opt(e.major_faults)},
+                        {"psi_memory_share", Opt(e.psi_memory_share)},
+                        {"psi_cpu_share", Opt(e.psi_cpu_share)}}}});
+  }
+  j["stalls"] = std::move(stalls);
+  ordered_json causes = ordered_json::array();
+  for (const CauseSummary& cs : a.causes)
+    causes.push_back({{"cause", CauseName(cs.cause)},
+                      {"stalls", cs.stalls},
+                      {"cost_ms", NsToMs(cs.cost_ns)},
+                      {"decode_share", a.decode_ns > 0 ? ordered_json(double(cs.cost_ns) / double(a.decode_ns))
+                                                       : ordered_json(nullptr)},
+                      {"baseline_windows", cs.baseline_windows},
+                      {"baseline_present", cs.baseline_present}});
+  j["causes"] = std::move(causes);
+  j["unexplained"] = a.unexplained;
+  return j;
+}
+
+}  // namespace latdoc::attribution
