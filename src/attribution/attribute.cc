@@ -220,7 +220,7 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
     std::sort(arrivals.begin(), arrivals.end());
     constexpr size_t kBaselineWindows = 200;
     const size_t step = std::max<size_t>(1, arrivals.size() / kBaselineWindows);
-    const int64_t guard_ns = len_ns + 2 * th.window_slack_ns;
+    const int64_t guard_ns = 2 * th.window_slack_ns;
     for (size_t k = 0; k < arrivals.size(); k += step) {
       const int64_t e = arrivals[k], b = e - len_ns;
       bool near = std::any_of(out.stalls.begin(), out.stalls.end(), [&](const Stall& s) {

@@ -9,6 +9,13 @@ using nlohmann::ordered_json;
 namespace {
 ordered_json Opt(const std::optional<int64_t>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
 ordered_json Opt(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+// The load's first token: before it no stream decodes, so no stall can show.
+ordered_json FirstToken(const Timeline& t) {
+  std::optional<int64_t> first;
+  for (const StreamSeries& s : t.streams)
+    if (s.first_token_ns >= 0 && (!first || s.first_token_ns < *first)) first = s.first_token_ns;
+  return Opt(first);
+}
 }  // namespace
 
 ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thresholds& th) {
@@ -17,6 +24,7 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
       {"domain", "client CLOCK_MONOTONIC ns"},
       {"load_start_ns", t.start_ns},
       {"load_end_ns", t.end_ns},
+      {"first_token_ns", FirstToken(t)},
       {"log_uncertainty_ms", a.have_log ? ordered_json(NsToMs(t.log_uncertainty_ns)) : ordered_json(nullptr)},
       {"log_mapping", a.have_log ? "the log's local 'MM-DD HH:MM:SS' through the client's wall/monotonic "
                                    "pair; +-0.5 s (whole seconds; access lines carry no time)"

@@ -13,6 +13,8 @@ using attribution::Stall;
 
 // A cause that also holds in this share of the windows away from stalls is background.
 constexpr double kBackgroundShare = 0.5;
+// ...judged on at least this many windows (fewer: a run that stalls all the time).
+constexpr int kMinBaselineWindows = 5;
 // Below this share of decode time, a cause is reported as info.
 constexpr double kWarnDecodeShare = 0.02;
 
@@ -96,7 +98,7 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
     f.layer = LayerOf(cs.cause);
     const std::optional<double> sh = share(cs.cost_ns);
     const double base = cs.baseline_windows > 0 ? double(cs.baseline_present) / cs.baseline_windows : 0;
-    const bool background = cs.baseline_windows > 0 && base >= kBackgroundShare;
+    const bool background = cs.baseline_windows >= kMinBaselineWindows && base >= kBackgroundShare;
     f.severity = background || sh.value_or(0) < kWarnDecodeShare ? Severity::kInfo : Severity::kWarn;
     f.title = fmt::format("{} of {} decode stalls coincide with {}{}", cs.stalls, total, What(cs.cause),
                           sh ? fmt::format(": {:.1f}% of decode time", *sh * 100) : "");

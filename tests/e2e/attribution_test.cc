@@ -1,0 +1,134 @@
+// Stall attribution against the simulator's ground truth (docs/attribution.md): the sim writes
+// every step it slowed on purpose and why (--sim-stall-record); diagnose, with --local and the
+// sim's log, must name the cause of at least 90% of the injected stalls the load could see, and
+// name no cause that was not injected there.
+#include <signal.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/process.h"
+
+namespace latdoc::testing {
+namespace {
+
+using nlohmann::json;
+
+struct Injected {
+  int64_t start_ns, end_ns;
+  std::string cause;
+};
+
+struct Case {
+  json attribution;
+  std::vector<Injected> injected;  // during the load, after its first token
+};
+
+// A diagnose of `requests` requests at concurrency 16 against a fresh sim with `sim_extra`.
+Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra, int input_len,
+             int requests) {
+  TempDir dir("attribution_" + name);
+  const std::string log = dir.path() + "/sim.log", truth = dir.path() + "/stalls.jsonl",
+                    out = dir.path() + "/d.json";
+  std::vector<std::string> sim_args = {"--time-scale", "0.5", "--seed", "3", "--log-file", log,
+                                       "--sim-stall-record", truth};
+  sim_args.insert(sim_args.end(), sim_extra.begin(), sim_extra.end());
+  SimProcess sim(sim_args);
+  RunResult r = RunLatdoc({"diagnose", "--url", sim.url(), "--net-samples", "0",
+                           "--baseline-requests", "2", "--requests", std::to_string(requests),
+                           "--concurrency", "16", "--input-len", std::to_string(input_len),
+                           "--output-len", "64", "--local", "--logs", log, "--json", out});
+  sim.process().Signal(SIGTERM);
+  Case c;
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  std::ifstream in(out);
+  json doc = json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("attribution")) {
+    ADD_FAILURE() << "no attribution in " << out << ": " << r.err;
+    return c;
+  }
+  c.attribution = doc["attribution"];
+  const json& clock = c.attribution["clock"];
+  const int64_t lo = clock["first_token_ns"].get<int64_t>(), hi = clock["load_end_ns"].get<int64_t>();
+  std::ifstream gt(truth);
+  std::string line;
+  while (std::getline(gt, line)) {
+    json g = json::parse(line);
+    const int64_t s = g["start_ns"].get<int64_t>();
+    if (s < lo || s > hi) continue;
+    c.injected.push_back({s, s + g["dur_ns"].get<int64_t>(), g["cause"].get<std::string>()});
+  }
+  return c;
+}
+
+// A detected stall and an injected one overlap (within 5 ms: the two processes' loop delays).
+bool Overlap(const json& stall, const Injected& g) {
+  constexpr int64_t kSlackNs = 5'000'000;
+  return stall["start_ns"].get<int64_t>() <= g.end_ns + kSlackNs &&
+         stall["end_ns"].get<int64_t>() >= g.start_ns - kSlackNs;
+}
+
+bool Names(const json& stall, const std::string& cause) {
+  for (const auto& c : stall["causes"])
+    if (c == cause) return true;
+  return false;
+}
+
+// Each injected cause in `expected` is named for >= 90% of its stalls; every cause named for a
+// stall was injected there.
+void ExpectAttributed(const Case& c, const std::set<std::string>& expected) {
+  const json& stalls = c.attribution["stalls"];
+  for (const std::string& cause : expected) {
+    int total = 0, named = 0;
+    for (const Injected& g : c.injected) {
+      if (g.cause != cause) continue;
+      ++total;
+      named += std::any_of(stalls.begin(), stalls.end(),
+                           [&](const json& s) { return Overlap(s, g) && Names(s, cause); });
+    }
+    EXPECT_GE(total, 3) << cause << ": too few injected stalls to judge";
+    EXPECT_GE(named * 10, total * 9) << cause << ": named for " << named << " of " << total;
+  }
+  for (const json& s : stalls) {
+    for (const auto& c_name : s["causes"]) {
+      const std::string cause = c_name.get<std::string>();
+      EXPECT_TRUE(expected.count(cause)) << "wrong cause " << cause << ": " << s.dump();
+      const bool injected_here = std::any_of(c.injected.begin(), c.injected.end(), [&](const Injected& g) {
+        return g.cause == cause && Overlap(s, g);
+      });
+      EXPECT_TRUE(injected_here) << cause << " named where none was injected: " << s.dump();
+    }
+  }
+}
+
+TEST(AttributionE2eTest, LogStallsAreNamed) {
+  Case c = RunCase("log", {"--sim-log-stall-every", "40", "--sim-log-stall-ms", "150"}, 32, 48);
+  ExpectAttributed(c, {"log"});
+}
+
+TEST(AttributionE2eTest, PrefillInterferenceIsNamed) {
+  Case c = RunCase("prefill", {}, 3000, 32);
+  ExpectAttributed(c, {"prefill"});
+}
+
+TEST(AttributionE2eTest, LogStallsAndPrefillTogetherAreToldApart) {
+  Case c = RunCase("both", {"--sim-log-stall-every", "40", "--sim-log-stall-ms", "150"}, 3000, 32);
+  ExpectAttributed(c, {"log", "prefill"});
+}
+
+TEST(AttributionE2eTest, CleanRunHasNoAttributedStall) {
+  Case c = RunCase("clean", {}, 32, 48);
+  EXPECT_TRUE(c.injected.empty());
+  for (const json& s : c.attribution["stalls"]) EXPECT_TRUE(s["causes"].empty()) << s.dump();
+  EXPECT_TRUE(c.attribution["causes"].empty());
+}
+
+}  // namespace
+}  // namespace latdoc::testing
