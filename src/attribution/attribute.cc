@@ -113,7 +113,7 @@ class Tester {
                (e.major_faults && *e.major_faults >= th_.major_faults_min) ||
                (e.psi_memory_share && *e.psi_memory_share >= th_.psi_share);
       case Cause::kHostCpu:
-        return e.psi_cpu_share && *e.psi_cpu_share >= th_.psi_share &&
+        return e.psi_cpu_share && *e.psi_cpu_share >= th_.psi_cpu_share &&
                run_psi_cpu_share_ && *e.psi_cpu_share >= 2 * *run_psi_cpu_share_;
       case Cause::kSlowKernel: return false;  // no GPU trace on the timeline
       case Cause::kPrefill: return e.prefill_tokens >= th_.prefill_tokens_min;

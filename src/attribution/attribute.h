@@ -12,7 +12,8 @@
 //   preemption  the /metrics preemption counter stepped between the scrapes around the window
 //   swap        pswpin or >= major_faults_min major faults, or PSI memory "some" >= psi_share of
 //               the window
-//   host_cpu    PSI cpu "some" >= psi_share of the window and >= twice the run's average share
+//   host_cpu    PSI cpu "some" >= psi_cpu_share of the window and >= twice the run's average
+//               (host-wide PSI: other tenants count too; per-thread server CPU is not sampled)
 //   prefill     requests with >= prefill_tokens_min prompt tokens in all got their first token
 //               at the stall's end (their prefill was the long step)
 //   client      none of the above, and a load thread of the client was saturated
@@ -48,7 +49,8 @@ struct Thresholds {
   int64_t window_slack_ns = 15'000'000; // the host sampler's interval, and then some
   int64_t log_burst_bytes = 4096;
   int64_t major_faults_min = 100;
-  double psi_share = 0.2;
+  double psi_share = 0.2;                // PSI memory "some" share of the window
+  double psi_cpu_share = 0.8;            // PSI cpu "some" share of the window
   int prefill_tokens_min = 1024;
 };
 

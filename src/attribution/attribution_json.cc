@@ -44,6 +44,7 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"log_burst_bytes", th.log_burst_bytes},
                      {"major_faults_min", th.major_faults_min},
                      {"psi_share", th.psi_share},
+                     {"psi_cpu_share", th.psi_cpu_share},
                      {"prefill_tokens_min", th.prefill_tokens_min}};
   j["median_gap_ms"] = NsToMs(a.median_gap_ns);
   j["decode_ms"] = NsToMs(a.decode_ns);

