@@ -120,5 +120,40 @@ TEST(AttributeTest, NothingOnTheTimelineIsUnexplained) {
   EXPECT_EQ(fs[0].id, "attribution.unexplained");
 }
 
+
+// A major-fault burst in the pause (swap) and a preemption counter step around another (KV):
+// each named, and neither where it did not happen.
+TEST(AttributeTest, NamesSwapAndPreemptionFromTheirCounters) {
+  Timeline t = Steady(8, {{300 * kMs, 420 * kMs}, {700 * kMs, 800 * kMs}});
+  for (int64_t at = 0; at <= 1000 * kMs; at += 10 * kMs) {
+    HostPoint p;
+    p.t_ns = at;
+    p.swap_in_pages = 0;
+    p.major_faults = at > 310 * kMs ? 500 : 0;  // 500 faults between 310 and 320 ms
+    p.psi_memory_some_us = 0;
+    t.host.push_back(p);
+  }
+  for (int64_t at = 0; at <= 1000 * kMs; at += 100 * kMs)
+    t.server.push_back({at, 8.0, 0.0, 0.5, at >= 800 * kMs ? 1.0 : 0.0});
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kSwap});
+  EXPECT_EQ(a.stalls[0].evidence.major_faults, 500);
+  EXPECT_EQ(a.stalls[1].causes, std::vector<Cause>{Cause::kPreemption});
+}
+
+// The client's saturated load thread is named only where the server shows nothing.
+TEST(AttributeTest, SaturatedClientIsNamedOnlyWithoutAServerCause) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  t.client_saturated = true;
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kClient});
+  t.host = LogSamples(100, {402 * kMs}, 8192);
+  a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kLog});
+}
+
 }  // namespace
 }  // namespace latdoc::attribution
