@@ -167,11 +167,14 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
 
   Tester tester(t, th);
   const int64_t prefill_slack_ns = std::max<int64_t>(out.median_gap_ns / 2, 2'000'000);
+  const int64_t cluster_ns = std::max<int64_t>(2 * out.median_gap_ns, th.stall_cluster_min_ns);
   for (size_t i = 0; i < big.size();) {
-    // A cluster: gaps that start before the cluster's earliest end (they overlap all of it).
-    int64_t min_end = big[i].end_ns;
+    // A cluster: gaps that start together (within cluster_ns of the first): the streams a paused
+    // step holds all got their last token when the step before it ended. A long gap that merely
+    // overlaps (a preempted stream waiting for seconds) starts elsewhere and stays its own.
+    const size_t i0 = i;
     size_t j = i + 1;
-    while (j < big.size() && big[j].start_ns < min_end) min_end = std::min(min_end, big[j++].end_ns);
+    while (j < big.size() && big[j].start_ns <= big[i0].start_ns + cluster_ns) ++j;
     std::vector<int64_t> starts, ends;
     std::vector<size_t> streams;
     int64_t cost_ns = 0;
@@ -192,7 +195,25 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
       if (!st.token_ns.empty() && st.token_ns.front() <= s.start_ns && st.token_ns.back() >= s.end_ns) ++live;
     s.streams = hit;
     s.live_streams = std::max(live, hit);
-    if (hit < th.stall_min_streams || double(hit) < th.stall_wide_share * double(s.live_streams)) continue;
+    if (hit < th.stall_min_streams || double(hit) < th.stall_wide_share * double(s.live_streams)) {
+      // Not the whole engine: each gap is one stream's stall. The one cause that stalls single
+      // streams is preemption (the stream waits, then is recomputed): tested at the gap's start,
+      // where the stream lost its place.
+      for (size_t k = i0; k < j; ++k) {
+        StallEvidence e = tester.Measure(big[k].start_ns, big[k].start_ns, prefill_slack_ns);
+        if (!tester.Present(Cause::kPreemption, e)) continue;
+        Stall one;
+        one.start_ns = big[k].start_ns;
+        one.end_ns = big[k].end_ns;
+        one.streams = 1;
+        one.live_streams = s.live_streams;
+        one.cost_ns = big[k].end_ns - big[k].start_ns - out.median_gap_ns;
+        one.causes = {Cause::kPreemption};
+        one.evidence = e;
+        out.stream_stalls.push_back(std::move(one));
+      }
+      continue;
+    }
     s.cost_ns = cost_ns;
     s.evidence = tester.Measure(s.start_ns, s.end_ns, prefill_slack_ns);
     s.causes = tester.Causes(s.evidence);
@@ -211,6 +232,11 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
       ++cs.stalls;
       cs.cost_ns += s.cost_ns;
     }
+  }
+  for (const Stall& s : out.stream_stalls) {
+    CauseSummary& cs = by_cause.try_emplace(Cause::kPreemption, CauseSummary{Cause::kPreemption}).first->second;
+    ++cs.stream_stalls;
+    cs.stream_cost_ns += s.cost_ns;
   }
   if (!by_cause.empty()) {
     std::vector<int64_t> lens, arrivals;

@@ -1,10 +1,10 @@
 // Stall attribution (docs/attribution.md): finds the server-wide pauses in a load run's token
 // stream and tests each candidate cause against the other layers on the same clock (timeline.h).
 //
-// A stall: a cluster of token gaps, each longer than kStallGapFactor times the run's median gap,
-// that hit at least kStallMinStreams streams and at least kStallWideShare of the streams live
-// across it (a pause of the whole engine, not one slow stream). Its window is the cluster's
-// median gap start to median gap end.
+// A stall: a cluster of token gaps, each longer than stall_gap_factor times the run's median gap,
+// starting together (within two median gaps), that hit at least stall_min_streams streams and at
+// least stall_wide_share of the streams live across it (a pause of the whole engine, not one slow
+// stream). Its window is the cluster's median gap start to median gap end.
 //
 // Each cause has one rule, tested on the window widened by the series' own resolution:
 //   log         the server log file grew >= log_burst_bytes in the window (host samples, --local);
@@ -17,7 +17,8 @@
 //   prefill     requests with >= prefill_tokens_min prompt tokens in all got their first token
 //               at the stall's end (their prefill was the long step)
 //   client      none of the above, and a load thread of the client was saturated
-// A stall may have several causes; one with none is unexplained. The slow-kernel rule needs a GPU
+// A stall may have several causes; one with none is unexplained. A gap that hits too few streams
+// to be the engine's is a single-stream stall, tested for preemption only (at the gap's start). The slow-kernel rule needs a GPU
 // trace recorded during the load and is not on the timeline yet; per-thread server CPU neither.
 //
 // Confidence: each cause is also tested on windows of the same length away from every stall
@@ -44,6 +45,8 @@ std::string_view CauseName(Cause c);  // "log", "preemption", ...
 struct Thresholds {
   double stall_gap_factor = 4.0;        // a gap this many times the median gap is a stall's
   int64_t stall_gap_min_excess_ns = 2'000'000;  // ...and at least this much over the median
+  int64_t stall_cluster_min_ns = 5'000'000;  // gaps starting within max(2 median gaps, this)
+                                             // of each other are one stall's
   int stall_min_streams = 2;
   double stall_wide_share = 0.5;        // of the streams live across the window
   int64_t window_slack_ns = 15'000'000; // the host sampler's interval, and then some
@@ -78,6 +81,8 @@ struct CauseSummary {
   int64_t cost_ns = 0;               // their cost
   int baseline_windows = 0;          // windows away from stalls tested
   int baseline_present = 0;          // ...in which the cause's rule also held
+  int stream_stalls = 0;             // single-stream stalls it explains (preemption only)
+  int64_t stream_cost_ns = 0;
 };
 
 struct Attribution {
@@ -85,6 +90,9 @@ struct Attribution {
   int64_t decode_ns = 0;             // sum over streams of last token - first token
   bool have_server = false, have_host = false, have_log = false, have_log_file_size = false;
   std::vector<Stall> stalls;
+  // Single-stream stalls (gaps hitting too few streams to be the engine's) that a preemption
+  // explains: the preempted stream waits and is recomputed while the others decode on.
+  std::vector<Stall> stream_stalls;
   std::vector<CauseSummary> causes;  // one per cause with stalls > 0, most stalls first
   int unexplained = 0;
   int64_t unexplained_cost_ns = 0;

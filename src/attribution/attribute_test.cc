@@ -92,6 +92,26 @@ TEST(AttributeTest, OneSlowStreamIsNotAStall) {
   Timeline slow = Steady(1, {{300 * kMs, 450 * kMs}});
   t.streams[0] = slow.streams[0];
   EXPECT_TRUE(Attribute(t).stalls.empty());
+  EXPECT_TRUE(Attribute(t).stream_stalls.empty());  // nothing explains it
+}
+
+// A preemption at one stream's stall's start explains that stream's stall (the preempted stream
+// waits while the others decode on); the other streams have none.
+TEST(AttributeTest, PreemptionExplainsASingleStreamStall) {
+  Timeline t = Steady(8, {});
+  Timeline slow = Steady(1, {{300 * kMs, 450 * kMs}});
+  t.streams[0] = slow.streams[0];
+  for (int64_t at = 0; at <= 1000 * kMs; at += 100 * kMs)
+    t.server.push_back({at, 8.0, 0.0, 0.9, at >= 400 * kMs ? 1.0 : 0.0});
+  Attribution a = Attribute(t);
+  EXPECT_TRUE(a.stalls.empty());
+  ASSERT_EQ(a.stream_stalls.size(), 1u);
+  EXPECT_EQ(a.stream_stalls[0].start_ns, 295 * kMs);
+  EXPECT_EQ(a.stream_stalls[0].causes, std::vector<Cause>{Cause::kPreemption});
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].id, "attribution.preemption");
+  EXPECT_NE(fs[0].title.find("1 single-stream stall began at one"), std::string::npos) << fs[0].title;
 }
 
 // A cause present everywhere (a log that always grows this fast) is background, not a cause.

@@ -16,6 +16,33 @@ ordered_json FirstToken(const Timeline& t) {
     if (s.first_token_ns >= 0 && (!first || s.first_token_ns < *first)) first = s.first_token_ns;
   return Opt(first);
 }
+ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
+  ordered_json stalls = ordered_json::array();
+  for (const Stall& s : list) {
+    ordered_json causes = ordered_json::array();
+    for (Cause c : s.causes) causes.push_back(CauseName(c));
+    const StallEvidence& e = s.evidence;
+    stalls.push_back({{"start_ns", s.start_ns},
+                      {"end_ns", s.end_ns},
+                      {"at_s", NsToSec(s.start_ns - t.start_ns)},
+                      {"dur_ms", NsToMs(s.end_ns - s.start_ns)},
+                      {"streams", s.streams},
+                      {"live_streams", s.live_streams},
+                      {"cost_ms", NsToMs(s.cost_ns)},
+                      {"causes", causes},
+                      {"evidence",
+                       {{"log_bytes", Opt(e.log_bytes)},
+                        {"preemptions", Opt(e.preemptions)},
+                        {"prefill_requests", e.prefill_requests},
+                        {"prefill_tokens", e.prefill_tokens},
+                        {"swap_in_pages", Opt(e.swap_in_pages)},
+                        {"major_faults", Opt(e.major_faults)},
+                        {"psi_memory_share", Opt(e.psi_memory_share)},
+                        {"psi_cpu_share", Opt(e.psi_cpu_share)}}}});
+  }
+  return stalls;
+}
+
 }  // namespace
 
 ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thresholds& th) {
@@ -38,6 +65,7 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                  {"gpu_trace", false}};
   j["thresholds"] = {{"stall_gap_factor", th.stall_gap_factor},
                      {"stall_gap_min_excess_ms", NsToMs(th.stall_gap_min_excess_ns)},
+                     {"stall_cluster_min_ms", NsToMs(th.stall_cluster_min_ns)},
                      {"stall_min_streams", th.stall_min_streams},
                      {"stall_wide_share", th.stall_wide_share},
                      {"window_slack_ms", NsToMs(th.window_slack_ns)},
@@ -48,30 +76,8 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"prefill_tokens_min", th.prefill_tokens_min}};
   j["median_gap_ms"] = NsToMs(a.median_gap_ns);
   j["decode_ms"] = NsToMs(a.decode_ns);
-  ordered_json stalls = ordered_json::array();
-  for (const Stall& s : a.stalls) {
-    ordered_json causes = ordered_json::array();
-    for (Cause c : s.causes) causes.push_back(CauseName(c));
-    const StallEvidence& e = s.evidence;
-    stalls.push_back({{"start_ns", s.start_ns},
-                      {"end_ns", s.end_ns},
-                      {"at_s", NsToSec(s.start_ns - t.start_ns)},
-                      {"dur_ms", NsToMs(s.end_ns - s.start_ns)},
-                      {"streams", s.streams},
-                      {"live_streams", s.live_streams},
-                      {"cost_ms", NsToMs(s.cost_ns)},
-                      {"causes", causes},
-                      {"evidence",
-                       {{"log_bytes", Opt(e.log_bytes)},
-                        {"preemptions", Opt(e.preemptions)},
-                        {"prefill_requests", e.prefill_requests},
-                        {"prefill_tokens", e.prefill_tokens},
-                        {"swap_in_pages", Opt(e.swap_in_pages)},
-                        {"major_faults", Opt(e.major_faults)},
-                        {"psi_memory_share", Opt(e.psi_memory_share)},
-                        {"psi_cpu_share", Opt(e.psi_cpu_share)}}}});
-  }
-  j["stalls"] = std::move(stalls);
+  j["stalls"] = StallsJson(a.stalls, t);
+  j["stream_stalls"] = StallsJson(a.stream_stalls, t);
   ordered_json causes = ordered_json::array();
   for (const CauseSummary& cs : a.causes)
     causes.push_back({{"cause", CauseName(cs.cause)},
@@ -79,6 +85,7 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                       {"cost_ms", NsToMs(cs.cost_ns)},
                       {"decode_share", a.decode_ns > 0 ? ordered_json(double(cs.cost_ns) / double(a.decode_ns))
                                                        : ordered_json(nullptr)},
+                      {"stream_stalls", cs.stream_stalls},
                       {"baseline_windows", cs.baseline_windows},
                       {"baseline_present", cs.baseline_present}});
   j["causes"] = std::move(causes);

@@ -87,7 +87,7 @@ std::string Example(const Stall& s, const attribution::Timeline& t) {
 
 std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attribution::Timeline& t) {
   std::vector<Finding> out;
-  if (a.stalls.empty()) return out;
+  if (a.stalls.empty() && a.stream_stalls.empty()) return out;
   const int total = static_cast<int>(a.stalls.size());
   auto share = [&](int64_t cost_ns) {
     return a.decode_ns > 0 ? std::optional<double>(double(cost_ns) / double(a.decode_ns)) : std::nullopt;
@@ -96,28 +96,34 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
     Finding f;
     f.id = fmt::format("attribution.{}", attribution::CauseName(cs.cause));
     f.layer = LayerOf(cs.cause);
-    const std::optional<double> sh = share(cs.cost_ns);
+    const std::optional<double> sh = share(cs.cost_ns + cs.stream_cost_ns);
     const double base = cs.baseline_windows > 0 ? double(cs.baseline_present) / cs.baseline_windows : 0;
     const bool background = cs.baseline_windows >= kMinBaselineWindows && base >= kBackgroundShare;
     f.severity = background || sh.value_or(0) < kWarnDecodeShare ? Severity::kInfo : Severity::kWarn;
-    f.title = fmt::format("{} of {} decode stalls coincide with {}{}", cs.stalls, total, What(cs.cause),
-                          sh ? fmt::format(": {:.1f}% of decode time", *sh * 100) : "");
+    f.title = fmt::format("{} of {} decode stalls coincide with {}", cs.stalls, total, What(cs.cause));
+    if (cs.stream_stalls > 0)
+      f.title += fmt::format("{} {} single-stream stall{} began at one", cs.stalls > 0 ? "; and" : ":",
+                             cs.stream_stalls, cs.stream_stalls == 1 ? "" : "s");
+    if (sh) f.title += fmt::format(": {:.1f}% of decode time", *sh * 100);
     if (background)
       f.title += fmt::format(" (but it is present in {:.0f}% of other windows too: background, not "
                              "a proven cause)", base * 100);
     f.evidence.push_back({"stalls_explained", double(cs.stalls), "", ""});
     f.evidence.push_back({"stalls_total", double(total), "", ""});
-    f.evidence.push_back({"stall_cost", NsToMs(cs.cost_ns), "ms", ""});
+    f.evidence.push_back({"single_stream_stalls_explained", double(cs.stream_stalls), "", ""});
+    f.evidence.push_back({"stall_cost", NsToMs(cs.cost_ns + cs.stream_cost_ns), "ms", ""});
     f.evidence.push_back({"decode_time_share", sh ? std::optional<double>(*sh * 100) : std::nullopt, "%", ""});
     f.evidence.push_back({"confidence", std::nullopt, "",
                           fmt::format("present in {} of {} stalls; in {} of {} windows of the same "
                                       "length away from stalls", cs.stalls, total, cs.baseline_present,
                                       cs.baseline_windows)});
     int shown = 0;
-    for (const Stall& s : a.stalls) {
-      if (shown == 3) break;
-      if (std::find(s.causes.begin(), s.causes.end(), cs.cause) == s.causes.end()) continue;
-      f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", Example(s, t)});
+    for (const std::vector<Stall>* list : {&a.stalls, &a.stream_stalls}) {
+      for (const Stall& s : *list) {
+        if (shown == 3) break;
+        if (std::find(s.causes.begin(), s.causes.end(), cs.cause) == s.causes.end()) continue;
+        f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", Example(s, t)});
+      }
     }
     f.advice = Advice(cs.cause);
     f.latency_share = sh;

@@ -31,9 +31,10 @@ struct Case {
   std::vector<Injected> injected;  // during the load, after its first token
 };
 
-// A diagnose of `requests` requests at concurrency 16 against a fresh sim with `sim_extra`.
+// A diagnose (--local, --logs the sim's log) of `requests` requests against a fresh sim with
+// `sim_extra`; the injected stalls from the sim's record.
 Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra, int input_len,
-             int requests) {
+             int requests, int concurrency = 16, int output_len = 64) {
   TempDir dir("attribution_" + name);
   const std::string log = dir.path() + "/sim.log", truth = dir.path() + "/stalls.jsonl",
                     out = dir.path() + "/d.json";
@@ -41,10 +42,12 @@ Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra,
                                        "--sim-stall-record", truth};
   sim_args.insert(sim_args.end(), sim_extra.begin(), sim_extra.end());
   SimProcess sim(sim_args);
-  RunResult r = RunLatdoc({"diagnose", "--url", sim.url(), "--net-samples", "0",
-                           "--baseline-requests", "2", "--requests", std::to_string(requests),
-                           "--concurrency", "16", "--input-len", std::to_string(input_len),
-                           "--output-len", "64", "--local", "--logs", log, "--json", out});
+  std::vector<std::string> args = {"diagnose", "--url", sim.url(), "--net-samples", "0",
+                                   "--baseline-requests", "2", "--requests", std::to_string(requests),
+                                   "--concurrency", std::to_string(concurrency), "--input-len",
+                                   std::to_string(input_len), "--output-len",
+                                   std::to_string(output_len), "--local", "--logs", log, "--json", out};
+  RunResult r = RunLatdoc(args);
   sim.process().Signal(SIGTERM);
   Case c;
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
@@ -82,9 +85,13 @@ bool Names(const json& stall, const std::string& cause) {
 }
 
 // Each injected cause in `expected` is named for >= 90% of its stalls; every cause named for a
-// stall was injected there.
-void ExpectAttributed(const Case& c, const std::set<std::string>& expected) {
-  const json& stalls = c.attribution["stalls"];
+// stall (server-wide or single-stream) is in `allowed` (default: `expected`) and was injected
+// there.
+void ExpectAttributed(const Case& c, const std::set<std::string>& expected,
+                      std::set<std::string> allowed = {}) {
+  if (allowed.empty()) allowed = expected;
+  json stalls = c.attribution["stalls"];
+  for (const json& s : c.attribution["stream_stalls"]) stalls.push_back(s);
   for (const std::string& cause : expected) {
     int total = 0, named = 0;
     for (const Injected& g : c.injected) {
@@ -102,7 +109,7 @@ void ExpectAttributed(const Case& c, const std::set<std::string>& expected) {
       // The test host's own CPU contention is real, measured (host-wide PSI, other processes
       // included) and not injected: named beside an injected cause, it is not a wrong one.
       if (cause == "host_cpu" && s["causes"].size() > 1) continue;
-      EXPECT_TRUE(expected.count(cause)) << "wrong cause " << cause << ": " << s.dump();
+      EXPECT_TRUE(allowed.count(cause)) << "wrong cause " << cause << ": " << s.dump();
       const bool injected_here = std::any_of(c.injected.begin(), c.injected.end(), [&](const Injected& g) {
         return g.cause == cause && Overlap(s, g);
       });
@@ -126,11 +133,21 @@ TEST(AttributionE2eTest, LogStallsAndPrefillTogetherAreToldApart) {
   ExpectAttributed(c, {"log", "prefill"});
 }
 
+// KV preemption: 600 blocks of 16 tokens for 32 streams of 64 + 512 tokens. Each preemption
+// stalls the preempted stream (a single-stream stall, named at its start); the recompute of the
+// preempted requests is a long prefill (named prefill when their first tokens show it).
+TEST(AttributionE2eTest, PreemptionsAreNamed) {
+  Case c = RunCase("kv", {"--num-gpu-blocks-override", "600", "--max-model-len", "4096"}, 64, 48,
+                   32, 512);
+  ExpectAttributed(c, {"preemption"}, {"preemption", "prefill"});
+}
+
 TEST(AttributionE2eTest, CleanRunHasNoAttributedStall) {
   Case c = RunCase("clean", {}, 32, 48);
   EXPECT_TRUE(c.injected.empty());
   for (const json& s : c.attribution["stalls"]) EXPECT_TRUE(s["causes"].empty()) << s.dump();
   EXPECT_TRUE(c.attribution["causes"].empty());
+  EXPECT_TRUE(c.attribution["stream_stalls"].empty());
 }
 
 }  // namespace
