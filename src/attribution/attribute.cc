@@ -77,10 +77,13 @@ class Tester {
       e.log_bytes = Delta(t_.host, a, b, [](const HostPoint& p) { return p.log_bytes; });
       e.swap_in_pages = Delta(t_.host, a, b, [](const HostPoint& p) { return p.swap_in_pages; });
       e.major_faults = Delta(t_.host, a, b, [](const HostPoint& p) { return p.major_faults; });
+      // PSI totals are shares of the span between the bracketing samples (at least the window).
+      auto [x, y] = Bracket(t_.host, a, b);
+      const double span_us = std::max(window_us, double(y->t_ns - x->t_ns) / 1000);
       if (auto m = Delta(t_.host, a, b, [](const HostPoint& p) { return p.psi_memory_some_us; }))
-        e.psi_memory_share = double(*m) / window_us;
+        e.psi_memory_share = double(*m) / span_us;
       if (auto c = Delta(t_.host, a, b, [](const HostPoint& p) { return p.psi_cpu_some_us; }))
-        e.psi_cpu_share = double(*c) / window_us;
+        e.psi_cpu_share = double(*c) / span_us;
     }
     if (!e.log_bytes && !t_.log.empty()) {
       // Log lines on the 1-second log clock: those whose +-uncertainty reaches the window.

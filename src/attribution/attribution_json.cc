@@ -1,5 +1,8 @@
 #include "attribution/attribution_json.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "base/clock.h"
 
 namespace latdoc::attribution {
@@ -41,6 +44,49 @@ ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
                         {"psi_cpu_share", Opt(e.psi_cpu_share)}}}});
   }
   return stalls;
+}
+
+// The aligned series of the HTML report's timeline chart: per bin of 100 ms (wider when the load
+// ran longer than kMaxBins bins), the p99 of the token gaps that ended in it, and the server's
+// running and waiting from the last scrape at or before its end. Times from the load's start.
+constexpr int64_t kBinNs = 100'000'000;
+constexpr size_t kMaxBins = 1200;
+
+ordered_json SeriesJson(const Timeline& t) {
+  if (t.end_ns <= t.start_ns) return nullptr;
+  const int64_t span_ns = t.end_ns - t.start_ns;
+  const int64_t bin_ns = std::max<int64_t>(kBinNs, (span_ns + int64_t(kMaxBins) - 1) / int64_t(kMaxBins));
+  const size_t bins = static_cast<size_t>(span_ns / bin_ns + 1);
+  std::vector<std::vector<int64_t>> gaps(bins);
+  for (const StreamSeries& st : t.streams)
+    for (size_t i = 1; i < st.token_ns.size(); ++i) {
+      const int64_t at = st.token_ns[i] - t.start_ns;
+      if (at < 0 || at > span_ns) continue;
+      gaps[size_t(at / bin_ns)].push_back(st.token_ns[i] - st.token_ns[i - 1]);
+    }
+  ordered_json ts = ordered_json::array(), p99 = ordered_json::array(), run = ordered_json::array(),
+               wait = ordered_json::array();
+  size_t k = 0;
+  std::optional<double> running, waiting;
+  for (size_t b = 0; b < bins; ++b) {
+    const int64_t end_ns = t.start_ns + int64_t(b + 1) * bin_ns;
+    for (; k < t.server.size() && t.server[k].t_ns <= end_ns; ++k) {
+      running = t.server[k].running;
+      waiting = t.server[k].waiting;
+    }
+    ts.push_back(NsToSec(int64_t(b) * bin_ns));
+    std::vector<int64_t>& g = gaps[b];
+    if (g.empty()) {
+      p99.push_back(nullptr);
+    } else {
+      const size_t at = std::min(g.size() - 1, size_t(double(g.size()) * 0.99));
+      std::nth_element(g.begin(), g.begin() + at, g.end());
+      p99.push_back(NsToMs(g[at]));
+    }
+    run.push_back(Opt(running));
+    wait.push_back(Opt(waiting));
+  }
+  return {{"bin_ms", NsToMs(bin_ns)}, {"t_s", ts}, {"itl_p99_ms", p99}, {"running", run}, {"waiting", wait}};
 }
 
 }  // namespace
@@ -90,6 +136,7 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                       {"baseline_present", cs.baseline_present}});
   j["causes"] = std::move(causes);
   j["unexplained"] = a.unexplained;
+  j["series"] = SeriesJson(t);
   return j;
 }
 
