@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
 #include "base/clock.h"
 #include "rules/attribution_rules.h"
 
@@ -173,6 +179,45 @@ TEST(AttributeTest, SaturatedClientIsNamedOnlyWithoutAServerCause) {
   a = Attribute(t);
   ASSERT_EQ(a.stalls.size(), 1u);
   EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kLog});
+}
+
+// A vLLM line stamped with the client's local wall second lands at the middle of that second
+// on the client's monotonic clock (+-0.5 s); an access line (no time) and a line outside the
+// load are left out.
+TEST(ReadLogEventsTest, MapsTheLogsLocalSecondsOntoTheClientsClock) {
+  const LogClock clock{1'764'900'000'250'000'000, 5'000'000'000};  // wall .25 s into a second
+  const time_t wall_s = static_cast<time_t>(clock.wall_ns / kNsPerSec);
+  tm lt;
+  localtime_r(&wall_s, &lt);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%m-%d %H:%M:%S", &lt);
+  tm later = lt;
+  later.tm_hour = (later.tm_hour + 2) % 24;  // hours away from the load
+  char late_stamp[32];
+  strftime(late_stamp, sizeof late_stamp, "%m-%d %H:%M:%S", &later);
+  const std::string path = ::testing::TempDir() + "/attribution_log_" + std::to_string(::getpid());
+  {
+    std::ofstream f(path);
+    f << "(APIServer pid=1) INFO " << stamp << " [loggers.py:123] Engine 000: Avg prompt throughput: "
+         "1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+         "GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%\n";
+    f << "(APIServer pid=1) INFO:     127.0.0.1:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK\n";
+    f << "(APIServer pid=1) INFO " << late_stamp << " [loggers.py:123] Engine 000: Avg prompt "
+         "throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, "
+         "Waiting: 0 reqs, GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%\n";
+  }
+  Timeline t;
+  t.start_ns = clock.mono_ns - kNsPerSec;
+  t.end_ns = clock.mono_ns + kNsPerSec;
+  ASSERT_TRUE(ReadLogEvents(path, clock, &t).ok());
+  std::remove(path.c_str());
+  ASSERT_EQ(t.log.size(), 1u);
+  EXPECT_EQ(t.log[0].kind, LogKind::kStats);
+  // The second began 0.25 s before clock.mono_ns; its middle is 0.25 s after.
+  EXPECT_EQ(t.log[0].t_ns, clock.mono_ns + 250'000'000);
+  EXPECT_EQ(t.log_uncertainty_ns, kNsPerSec / 2);
+  Timeline missing;
+  EXPECT_FALSE(ReadLogEvents(path + ".none", clock, &missing).ok());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "diagnose/attribution_step.h"
 
+#include <algorithm>
+
 #include "attribution/attribute.h"
 #include "attribution/attribution_json.h"
 #include "rules/attribution_rules.h"
@@ -11,7 +13,12 @@ void AddAttribution(const LoadCapture& c, const std::string& log_file, nlohmann:
   attribution::Timeline t = attribution::FromBenchRun(c.run);
   t.host = c.host;
   std::string log_error;
-  if (!log_file.empty()) {
+  // The log's lines are second-resolution evidence: read (a second pass over the file) only
+  // when the host samples give no log file size to time its writes with.
+  const bool log_size_sampled = std::any_of(t.host.begin(), t.host.end(), [](const attribution::HostPoint& p) {
+    return p.log_bytes.has_value();
+  });
+  if (!log_file.empty() && !log_size_sampled) {
     Status s = attribution::ReadLogEvents(log_file, c.clock, &t);
     if (!s.ok()) log_error = s.message();  // the logs layer says so too
   }
