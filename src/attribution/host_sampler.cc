@@ -69,10 +69,13 @@ HostPoint HostSampler::SampleOnce() const {
 
 void HostSampler::Start() {
   stop_ = false;
-  thread_ = std::thread([this] {
-    int64_t next_ns = MonoNowNs();
-    while (!stop_.load(std::memory_order_relaxed)) {
-      samples_.push_back(SampleOnce());
+  // The first sample on the calling thread: the series starts when the load does, however late
+  // the thread is scheduled.
+  samples_.push_back(SampleOnce());
+  const int64_t first_ns = samples_.back().t_ns;
+  thread_ = std::thread([this, first_ns] {
+    int64_t next_ns = first_ns;
+    while (true) {
       next_ns += kHostSampleIntervalNs;
       const int64_t wait_ns = next_ns - MonoNowNs();
       if (wait_ns > 0) {
@@ -81,8 +84,10 @@ void HostSampler::Start() {
       } else {
         next_ns = MonoNowNs();  // fell behind (a loaded host): keep the interval from now
       }
+      if (stop_.load(std::memory_order_relaxed)) break;
+      samples_.push_back(SampleOnce());
     }
-    samples_.push_back(SampleOnce());
+    samples_.push_back(SampleOnce());  // the last at Stop
   });
 }
 

@@ -26,6 +26,7 @@ class HostSampler {
   HostSampler(const HostSampler&) = delete;
   HostSampler& operator=(const HostSampler&) = delete;
 
+  // Start takes the first sample before it returns; Stop the last before it returns.
   void Start();
   void Stop();
   const std::vector<HostPoint>& samples() const { return samples_; }
