@@ -263,6 +263,28 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
       }
     }
   }
+  // TTFT spikes, explained by the causes of the stalls their wait overlapped.
+  std::vector<int64_t> ttfts;
+  for (const StreamSeries& st : t.streams)
+    if (st.first_token_ns >= 0 && st.sent_ns >= 0) ttfts.push_back(st.first_token_ns - st.sent_ns);
+  out.median_ttft_ns = Median(ttfts);
+  const int64_t spike_ns = std::max<int64_t>(int64_t(th.ttft_spike_factor * double(out.median_ttft_ns)),
+                                             out.median_ttft_ns + th.ttft_spike_min_excess_ns);
+  out.ttft_spike_ns = spike_ns;
+  for (const StreamSeries& st : t.streams) {
+    if (st.first_token_ns < 0 || st.sent_ns < 0 || st.first_token_ns - st.sent_ns <= spike_ns) continue;
+    ++out.ttft_spikes;
+    std::vector<Cause> why;
+    for (const std::vector<Stall>* list : {&out.stalls, &out.stream_stalls})
+      for (const Stall& s : *list)
+        if (s.start_ns < st.first_token_ns && s.end_ns > st.sent_ns)
+          for (Cause c : s.causes)
+            if (std::find(why.begin(), why.end(), c) == why.end()) why.push_back(c);
+    if (why.empty()) continue;
+    ++out.ttft_spikes_in_stalls;
+    for (Cause c : why)
+      if (auto it = by_cause.find(c); it != by_cause.end()) ++it->second.ttft_spikes;
+  }
   for (auto& [c, cs] : by_cause) out.causes.push_back(cs);
   std::stable_sort(out.causes.begin(), out.causes.end(),
                    [](const CauseSummary& a, const CauseSummary& b) { return a.stalls > b.stalls; });

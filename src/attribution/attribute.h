@@ -55,6 +55,8 @@ struct Thresholds {
   double psi_share = 0.2;                // PSI memory "some" share of the window
   double psi_cpu_share = 0.8;            // PSI cpu "some" share of the window
   int prefill_tokens_min = 1024;
+  double ttft_spike_factor = 3.0;
+  int64_t ttft_spike_min_excess_ns = 20'000'000;
 };
 
 struct StallEvidence {
@@ -81,6 +83,7 @@ struct CauseSummary {
   int64_t cost_ns = 0;               // their cost
   int baseline_windows = 0;          // windows away from stalls tested
   int baseline_present = 0;          // ...in which the cause's rule also held
+  int ttft_spikes = 0;               // TTFT spikes whose wait overlapped a stall it explains
   int stream_stalls = 0;             // single-stream stalls it explains (preemption only)
   int64_t stream_cost_ns = 0;
 };
@@ -96,6 +99,13 @@ struct Attribution {
   std::vector<CauseSummary> causes;  // one per cause with stalls > 0, most stalls first
   int unexplained = 0;
   int64_t unexplained_cost_ns = 0;
+  // TTFT spikes: requests whose TTFT exceeded ttft_spike_factor times the run's median TTFT (and
+  // the median by ttft_spike_min_excess_ns). One whose wait for its first token overlapped a
+  // stall with causes is explained by them; the rest are not (queueing is load.queueing's).
+  int64_t median_ttft_ns = 0;
+  int64_t ttft_spike_ns = 0;         // the TTFT above which a request's is a spike
+  int ttft_spikes = 0;
+  int ttft_spikes_in_stalls = 0;
 };
 
 Attribution Attribute(const Timeline& t, const Thresholds& th = Thresholds{});

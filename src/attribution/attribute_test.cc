@@ -85,6 +85,14 @@ TEST(AttributeTest, TellsLogStallFromPrefillInterference) {
   EXPECT_EQ(a.stalls[1].causes, std::vector<Cause>{Cause::kPrefill});
   EXPECT_EQ(a.stalls[1].evidence.prefill_tokens, 4000);
   EXPECT_EQ(a.unexplained, 0);
+  // The long prompt's own TTFT (110.5 ms against a median of 5 ms) is a spike in that stall.
+  EXPECT_EQ(a.median_ttft_ns, 5 * kMs);
+  EXPECT_EQ(a.ttft_spikes, 1);
+  EXPECT_EQ(a.ttft_spikes_in_stalls, 1);
+  ASSERT_EQ(a.causes.size(), 2u);
+  EXPECT_EQ(a.causes[1].cause, Cause::kPrefill);
+  EXPECT_EQ(a.causes[1].ttft_spikes, 1);
+  EXPECT_EQ(a.causes[0].ttft_spikes, 0);
   std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
   ASSERT_EQ(fs.size(), 2u);
   EXPECT_EQ(fs[0].id, "attribution.log");

@@ -119,7 +119,9 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"major_faults_min", th.major_faults_min},
                      {"psi_share", th.psi_share},
                      {"psi_cpu_share", th.psi_cpu_share},
-                     {"prefill_tokens_min", th.prefill_tokens_min}};
+                     {"prefill_tokens_min", th.prefill_tokens_min},
+                     {"ttft_spike_factor", th.ttft_spike_factor},
+                     {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
   j["median_gap_ms"] = NsToMs(a.median_gap_ns);
   j["decode_ms"] = NsToMs(a.decode_ns);
   j["stalls"] = StallsJson(a.stalls, t);
@@ -132,10 +134,15 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                       {"decode_share", a.decode_ns > 0 ? ordered_json(double(cs.cost_ns) / double(a.decode_ns))
                                                        : ordered_json(nullptr)},
                       {"stream_stalls", cs.stream_stalls},
+                      {"ttft_spikes", cs.ttft_spikes},
                       {"baseline_windows", cs.baseline_windows},
                       {"baseline_present", cs.baseline_present}});
   j["causes"] = std::move(causes);
   j["unexplained"] = a.unexplained;
+  j["ttft"] = {{"median_ms", NsToMs(a.median_ttft_ns)},
+               {"spike_ms", NsToMs(a.ttft_spike_ns)},
+               {"spikes", a.ttft_spikes},
+               {"spikes_in_attributed_stalls", a.ttft_spikes_in_stalls}};
   j["series"] = SeriesJson(t);
   return j;
 }

@@ -111,6 +111,9 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
     f.evidence.push_back({"stalls_explained", double(cs.stalls), "", ""});
     f.evidence.push_back({"stalls_total", double(total), "", ""});
     f.evidence.push_back({"single_stream_stalls_explained", double(cs.stream_stalls), "", ""});
+    f.evidence.push_back({"ttft_spikes_explained", double(cs.ttft_spikes), "",
+                          fmt::format("of {} requests with TTFT over {:.1f} ms (median {:.1f} ms)",
+                                      a.ttft_spikes, NsToMs(a.ttft_spike_ns), NsToMs(a.median_ttft_ns))});
     f.evidence.push_back({"stall_cost", NsToMs(cs.cost_ns + cs.stream_cost_ns), "ms", ""});
     f.evidence.push_back({"decode_time_share", sh ? std::optional<double>(*sh * 100) : std::nullopt, "%", ""});
     f.evidence.push_back({"confidence", std::nullopt, "",
