@@ -89,6 +89,15 @@ bool Names(const json& stall, const std::string& cause) {
 // there.
 void ExpectAttributed(const Case& c, const std::set<std::string>& expected,
                       std::set<std::string> allowed = {}) {
+#ifdef LATDOC_SANITIZED
+  // A sanitizer build slows the client and the sim's loop by more than the steps they time: the
+  // pipeline runs (and is checked for races, leaks and UB), its timing is judged by the release
+  // build.
+  EXPECT_TRUE(c.attribution["stalls"].is_array());
+  (void)expected;
+  (void)allowed;
+  return;
+#endif
   if (allowed.empty()) allowed = expected;
   json stalls = c.attribution["stalls"];
   for (const json& s : c.attribution["stream_stalls"]) stalls.push_back(s);
@@ -124,11 +133,17 @@ TEST(AttributionE2eTest, LogStallsAreNamed) {
 }
 
 TEST(AttributionE2eTest, PrefillInterferenceIsNamed) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
   Case c = RunCase("prefill", {}, 3000, 32);
   ExpectAttributed(c, {"prefill"});
 }
 
 TEST(AttributionE2eTest, LogStallsAndPrefillTogetherAreToldApart) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
   Case c = RunCase("both", {"--sim-log-stall-every", "40", "--sim-log-stall-ms", "150"}, 3000, 32);
   ExpectAttributed(c, {"log", "prefill"});
 }
@@ -137,12 +152,18 @@ TEST(AttributionE2eTest, LogStallsAndPrefillTogetherAreToldApart) {
 // stalls the preempted stream (a single-stream stall, named at its start); the recompute of the
 // preempted requests is a long prefill (named prefill when their first tokens show it).
 TEST(AttributionE2eTest, PreemptionsAreNamed) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
   Case c = RunCase("kv", {"--num-gpu-blocks-override", "600", "--max-model-len", "4096"}, 64, 48,
                    32, 512);
   ExpectAttributed(c, {"preemption"}, {"preemption", "prefill"});
 }
 
 TEST(AttributionE2eTest, CleanRunHasNoAttributedStall) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
   Case c = RunCase("clean", {}, 32, 48);
   EXPECT_TRUE(c.injected.empty());
   for (const json& s : c.attribution["stalls"]) EXPECT_TRUE(s["causes"].empty()) << s.dump();
