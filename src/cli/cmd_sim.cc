@@ -138,6 +138,8 @@ Command RegisterSim(CLI::App& root) {
       ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();
   app->add_option("--trace-requests", cfg->trace_requests_file,
                   "Write each request's true timings as JSON lines here")->group(o);
+  app->add_option("--sim-stall-record", cfg->stall_record_file,
+                  "Write each step slowed on purpose, and why, as JSON lines here")->group(o);
   app->add_option("--keep-alive-timeout", cfg->keep_alive_timeout_s,
                   "Seconds an idle kept-alive connection stays open")
       ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();

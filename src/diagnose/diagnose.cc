@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <ctime>
+#include <optional>
 
 #include <fmt/core.h>
 
 #include "base/clock.h"
+#include "diagnose/attribution_step.h"
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "base/strings.h"
@@ -161,8 +163,10 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
 }
 
 // One load step: returns the bench document, or null with `why` set.
+// `capture`: when given, the run is kept for stall attribution, /metrics is scraped 10 times a
+// second, and under --local the host is sampled during it (attribution_step.h).
 ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, uint64_t seed,
-                      std::string* why, bool* unreachable) {
+                      std::string* why, bool* unreachable, LoadCapture* capture = nullptr) {
   loadgen::BenchOptions b = o.bench;
   b.url = o.url;
   b.command = "diagnose";
@@ -174,7 +178,18 @@ ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, u
   loadgen::RandomWorkloadOptions w = o.workload;
   w.seed = seed;
   b.prompts = loadgen::RandomPrompts(w, size_t(requests));
+  std::optional<attribution::HostSampler> sampler;
+  if (capture) {
+    b.scrape_interval_s = 0.1;
+    capture->clock = {WallNowNs(), MonoNowNs()};
+    if (o.local) sampler.emplace(o.sysroot, o.logs.empty() ? std::string() : o.logs.front());
+    if (sampler) sampler->Start();
+  }
   auto run = loadgen::RunBench(b);
+  if (sampler) {
+    sampler->Stop();
+    capture->host = sampler->samples();
+  }
   if (!run.ok()) {
     *why = run.status().message();
     *unreachable = run.status().code() == StatusCode::kUnavailable;
@@ -182,7 +197,9 @@ ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, u
   }
   loadgen::ResultOptions ro;
   ro.slo = o.slo;
-  return loadgen::SummarizeRun(*run, b, ro).json;
+  ordered_json out = loadgen::SummarizeRun(*run, b, ro).json;
+  if (capture) capture->run = std::move(*run);
+  return out;
 }
 
 std::optional<double> NumAt(const ordered_json& j, const char* key) {
@@ -505,9 +522,10 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     ordered_json base = LoadStep(o, 1, o.baseline_requests, o.workload.seed + 1, &why, &unreachable);
     note_partial(base);
     ordered_json load;
+    LoadCapture capture;
     if (!base.is_null() && !stopped()) {
       Say(o, fmt::format("load: {} requests at concurrency {}", o.requests, o.concurrency));
-      load = LoadStep(o, o.concurrency, o.requests, o.workload.seed, &why, &unreachable);
+      load = LoadStep(o, o.concurrency, o.requests, o.workload.seed, &why, &unreachable, &capture);
       note_partial(load);
     }
     if (load.is_null() && !base.is_null() && stopped()) {
@@ -541,6 +559,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
                 srv.contains("server") && srv["server"].is_string() ? srv["server"].get<std::string>() : "")));
       }
       Append(all, rules::EvaluateLoadRules(base, load));
+      AddAttribution(capture, o.logs.empty() ? std::string() : o.logs.front(), doc, all);
       if (o.sweep && !stopped()) {
         Say(o, fmt::format("sweep: concurrency 1 to {}", o.sweep_max));
         std::string sweep_why;

@@ -374,7 +374,15 @@ std::string ServerSection(const ordered_json& data) {
                  "zero while KV is full means requests queue for memory, not compute.",
                  "", static_cast<int>(i));
   }
-  return out + "</div>\n</section>\n";
+  out += "</div>\n";
+  if (data["attribution"].is_object()) {
+    out += Chart("attribution-timeline", "Stalls on one clock",
+                 "The p99 of inter-token latency per time bin, the server's running and waiting "
+                 "requests, and each decode stall marked by its attributed cause (the "
+                 "<code>attribution.*</code> findings; docs/attribution.md).",
+                 "tall", -1, "wide");
+  }
+  return out + "</section>\n";
 }
 
 constexpr std::string_view kStrippedLibrary = "/* Chart.js left out (HtmlReportOptions) */";

@@ -474,6 +474,38 @@ ordered_json Steps(const ordered_json& facts) {
   return out;
 }
 
+// The stall timeline (attribution.series, docs/attribution.md): the series as diagnose wrote
+// them, and each stall as {at_s, dur_ms, cause} ("unexplained" when none; the first cause when
+// several). Null when there is no series.
+ordered_json AttributionTimeline(const ordered_json& a) {
+  const ordered_json& s = Child(a, "series");
+  const ordered_json& t = Child(s, "t_s");
+  if (!t.is_array() || t.empty()) return nullptr;
+  ordered_json out;
+  for (const char* k : {"t_s", "itl_p99_ms", "running", "waiting"}) {
+    const ordered_json& col = Child(s, k);
+    if (!col.is_array() || col.size() != t.size()) return nullptr;
+    ordered_json clean = ordered_json::array();
+    for (const auto& v : col) clean.push_back(v.is_number() ? v : ordered_json(nullptr));
+    out[k] = std::move(clean);
+  }
+  ordered_json stalls = ordered_json::array();
+  for (const char* list : {"stalls", "stream_stalls"}) {
+    const ordered_json& st = Child(a, list);
+    if (!st.is_array()) continue;
+    for (const auto& x : st) {
+      const std::optional<double> at = NumberAt(x, "at_s"), dur = NumberAt(x, "dur_ms");
+      if (!at || !dur) continue;
+      const ordered_json& causes = Child(x, "causes");
+      std::string cause = "unexplained";
+      if (causes.is_array() && !causes.empty() && causes[0].is_string()) cause = causes[0].get<std::string>();
+      stalls.push_back({{"at_s", Round6(*at)}, {"dur_ms", Round6(*dur)}, {"cause", cause}});
+    }
+  }
+  out["stalls"] = std::move(stalls);
+  return out;
+}
+
 ordered_json ReportData(const ordered_json& diagnosis) {
   ordered_json d;
   d["sweep"] = Sweep(Child(diagnosis, "sweep"));
@@ -485,6 +517,7 @@ ordered_json ReportData(const ordered_json& diagnosis) {
   d["idle"] = Idle(facts);
   d["steps"] = Steps(facts);
   d["server_series"] = ServerSeries(diagnosis);
+  d["attribution"] = AttributionTimeline(Child(diagnosis, "attribution"));
   d["layers"] = Layers(diagnosis);
   return d;
 }

@@ -317,6 +317,29 @@ TEST(HtmlReportDataTest, ServerSeriesFromBenchAndLogsInPercent) {
   EXPECT_EQ(s[2]["source"], "server log: engines aggregated");
 }
 
+// The stall timeline takes diagnose's attribution.series as they are, and each stall (server-wide
+// or single-stream) with its first cause, "unexplained" when it has none; a chart is drawn.
+TEST(HtmlReportDataTest, AttributionTimelineMarksStallsByCause) {
+  const ordered_json d = {
+      {"bench", {{"server_metrics", {{"timeline", {{{"t_s", 0.5}, {"running", 3}, {"waiting", 0}}}}}}}},
+      {"attribution",
+       {{"series", {{"t_s", {0, 0.1}}, {"itl_p99_ms", {5.5, nullptr}}, {"running", {3, 4}}, {"waiting", {0, "x"}}}},
+        {"stalls", {{{"at_s", 0.05}, {"dur_ms", 120}, {"causes", {"log", "prefill"}}},
+                    {{"at_s", 0.08}, {"dur_ms", 90}, {"causes", ordered_json::array()}}}},
+        {"stream_stalls", {{{"at_s", 0.09}, {"dur_ms", 300}, {"causes", {"preemption"}}}}}}}};
+  const ordered_json a = ReportData(d)["attribution"];
+  EXPECT_EQ(a["itl_p99_ms"], ordered_json({5.5, nullptr}));
+  EXPECT_EQ(a["waiting"], ordered_json({0, nullptr}));
+  ASSERT_EQ(a["stalls"].size(), 3u);
+  EXPECT_EQ(a["stalls"][0]["cause"], "log");
+  EXPECT_EQ(a["stalls"][1]["cause"], "unexplained");
+  EXPECT_EQ(a["stalls"][2]["cause"], "preemption");
+  HtmlReportOptions o;
+  o.embed_chart_library = false;
+  EXPECT_EQ(Count(RenderHtmlReport(d, o), "data-chart=\"attribution-timeline\""), 1u);
+  EXPECT_TRUE(ReportData({{"attribution", {{"series", nullptr}}}})["attribution"].is_null());
+}
+
 TEST(HtmlReportDataTest, IdleHistogramBinsTheListedGaps) {
   const ordered_json d = {{"trace", {{"facts", {{"span_ns", 2e9},
                                                 {"idle", {{"host_wait_ns", 1e6}, {"kernel_wait_ns", 0}, {"other_ns", 0},

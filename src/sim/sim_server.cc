@@ -17,6 +17,7 @@
 #include "base/strings.h"
 #include "http/server.h"
 #include "sim/metrics.h"
+#include "sim/stall_record.h"
 
 namespace latdoc::sim {
 
@@ -602,6 +603,8 @@ struct SimServer::Impl {
     metrics.preemptions += p.new_preemptions;
     interval_preemptions += p.new_preemptions;
     step_due_ns = start_ns + Scaled(double(p.dur_ns));
+    stalls.OnStep(p, start_ns, step_due_ns - start_ns);  // ground truth (sim/stall_record.h)
+    if (p.log_stall) log.Line("INFO", "logger.py:71", LogStallMessage(engine.steps()));
     step_timer.ExpireAtNs(step_due_ns, [this] { EndStep(); });
   }
 
@@ -876,6 +879,7 @@ struct SimServer::Impl {
   std::unique_ptr<http::Server> server;
   std::unordered_map<uint64_t, std::unique_ptr<Active>> active;
   VllmLog log;
+  StallRecorder stalls;
   std::shared_ptr<std::FILE> trace;  // --trace-requests
   std::string chunk_buf;  // scratch for formatting SSE chunks
   uint64_t next_id = 1;
@@ -900,6 +904,7 @@ Status SimServer::Start() {
   Impl& s = *impl_;
   RETURN_IF_ERROR(ValidateSimConfig(s.cfg));
   RETURN_IF_ERROR(s.log.Open(s.cfg.log_file));
+  RETURN_IF_ERROR(s.stalls.Open(s.cfg.stall_record_file));
   s.log.Line("INFO", "utils.py:328", NonDefaultArgsMessage(s.cfg));
   if (!s.cfg.trace_requests_file.empty()) {
     std::FILE* f = std::fopen(s.cfg.trace_requests_file.c_str(), "w");

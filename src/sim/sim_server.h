@@ -56,6 +56,7 @@ struct SimConfig {
   bool enable_log_requests = false;
   bool disable_uvicorn_access_log = false;
   std::string trace_requests_file;  // one JSON line per request with its true timings
+  std::string stall_record_file;    // the steps slowed on purpose, and why (sim/stall_record.h)
   size_t max_body_bytes = 8 << 20;
   double keep_alive_timeout_s = 5;
 };

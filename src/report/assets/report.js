@@ -274,6 +274,45 @@
     }
   };
 
+  // The stall timeline (docs/attribution.md): ITL p99 per bin and the server's queue on one time
+  // axis, each stall a triangle at its start, as high as it lasted, coloured by its cause.
+  DRAW['attribution-timeline'] = function (cv) {
+    var a = D.attribution;
+    var xy = function (col) {
+      var out = [];
+      for (var i = 0; i < a.t_s.length; i++) if (col[i] !== null && col[i] !== undefined) out.push({ x: a.t_s[i], y: col[i] });
+      return out;
+    };
+    var sets = [
+      { label: 'ITL p99 (ms)', data: xy(a.itl_p99_ms), borderColor: C.purple, backgroundColor: C.purple, yAxisID: 'y' },
+      { label: 'running', data: xy(a.running), borderColor: C.blue, backgroundColor: C.blue, yAxisID: 'y2', stepped: true },
+      { label: 'waiting', data: xy(a.waiting), borderColor: C.red, backgroundColor: C.red, yAxisID: 'y2', stepped: true }
+    ].filter(function (d) { return d.data.length > 0; });
+    sets.forEach(function (d) { d.pointRadius = 0; d.borderWidth = 1.6; });
+    var palette = [C.orange, C.teal, C.amber, C.green, C.sky];
+    var causes = [];
+    a.stalls.forEach(function (s) { if (causes.indexOf(s.cause) < 0) causes.push(s.cause); });
+    causes.forEach(function (c, i) {
+      var col = c === 'unexplained' ? C.grey : palette[i % palette.length];
+      sets.push({ type: 'scatter', label: 'stall: ' + c, yAxisID: 'y', pointStyle: 'triangle', pointRadius: 6,
+                  borderColor: col, backgroundColor: col,
+                  data: a.stalls.filter(function (s) { return s.cause === c; })
+                    .map(function (s) { return { x: s.at_s, y: s.dur_ms }; }) });
+    });
+    return new Chart(cv, {
+      type: 'line', data: { datasets: sets },
+      options: {
+        parsing: false, interaction: { mode: 'nearest', intersect: false },
+        scales: {
+          x: { type: 'linear', min: 0, title: { display: true, text: 'time since the load began (s)' } },
+          y: { beginAtZero: true, title: { display: true, text: 'ITL p99 / stall (ms)' } },
+          y2: { position: 'right', beginAtZero: true, ticks: { precision: 0 }, grid: { drawOnChartArea: false },
+                title: { display: true, text: 'requests' } }
+        }
+      }
+    });
+  };
+
   var canvases = document.querySelectorAll('canvas[data-chart]');
   for (var i = 0; i < canvases.length; i++) {
     var cv = canvases[i], name = cv.getAttribute('data-chart');

@@ -1,0 +1,294 @@
+#include "attribution/attribute.h"
+
+#include <algorithm>
+#include <map>
+
+namespace latdoc::attribution {
+
+std::string_view CauseName(Cause c) {
+  switch (c) {
+    case Cause::kLog: return "log";
+    case Cause::kPreemption: return "preemption";
+    case Cause::kSwap: return "swap";
+    case Cause::kHostCpu: return "host_cpu";
+    case Cause::kSlowKernel: return "slow_kernel";
+    case Cause::kPrefill: return "prefill";
+    case Cause::kClient: return "client";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Gap {
+  int64_t start_ns, end_ns;
+  size_t stream;
+};
+
+int64_t Median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// The samples bracketing [a, b]: the last at or before a, the first at or after b (or the
+// series' ends). REQUIRES: `pts` sorted by t_ns, not empty.
+template <typename P>
+std::pair<const P*, const P*> Bracket(const std::vector<P>& pts, int64_t a, int64_t b) {
+  auto lo = std::upper_bound(pts.begin(), pts.end(), a,
+                             [](int64_t t, const P& p) { return t < p.t_ns; });
+  const P* first = lo == pts.begin() ? &pts.front() : &*(lo - 1);
+  auto hi = std::lower_bound(pts.begin(), pts.end(), b,
+                             [](const P& p, int64_t t) { return p.t_ns < t; });
+  const P* last = hi == pts.end() ? &pts.back() : &*hi;
+  return {first, last};
+}
+
+template <typename P, typename F>
+std::optional<int64_t> Delta(const std::vector<P>& pts, int64_t a, int64_t b, F field) {
+  if (pts.empty()) return std::nullopt;
+  auto [x, y] = Bracket(pts, a, b);
+  std::optional<int64_t> u = field(*x), v = field(*y);
+  if (!u || !v) return std::nullopt;
+  return *v - *u;
+}
+
+class Tester {
+ public:
+  Tester(const Timeline& t, const Thresholds& th) : t_(t), th_(th) {
+    for (const StreamSeries& s : t.streams)
+      if (s.first_token_ns >= 0) first_tokens_.push_back({s.first_token_ns, s.prompt_tokens});
+    std::sort(first_tokens_.begin(), first_tokens_.end());
+    if (t.host.size() >= 2) {
+      auto d = Delta(t.host, t.host.front().t_ns, t.host.back().t_ns,
+                     [](const HostPoint& p) { return p.psi_cpu_some_us; });
+      const int64_t span_ns = t.host.back().t_ns - t.host.front().t_ns;
+      if (d && span_ns > 0) run_psi_cpu_share_ = double(*d) * 1000 / double(span_ns);
+    }
+  }
+
+  // The evidence of every layer over the window [start, end]; `prefill_slack_ns`: how close to
+  // `end` a first token counts as released by the step that ended there.
+  StallEvidence Measure(int64_t start, int64_t end, int64_t prefill_slack_ns) const {
+    StallEvidence e;
+    const int64_t a = start - th_.window_slack_ns, b = end + th_.window_slack_ns;
+    const double window_us = double(b - a) / 1000;
+    if (!t_.host.empty()) {
+      e.log_bytes = Delta(t_.host, a, b, [](const HostPoint& p) { return p.log_bytes; });
+      e.swap_in_pages = Delta(t_.host, a, b, [](const HostPoint& p) { return p.swap_in_pages; });
+      e.major_faults = Delta(t_.host, a, b, [](const HostPoint& p) { return p.major_faults; });
+      // PSI totals are shares of the span between the bracketing samples (at least the window).
+      auto [x, y] = Bracket(t_.host, a, b);
+      const double span_us = std::max(window_us, double(y->t_ns - x->t_ns) / 1000);
+      if (auto m = Delta(t_.host, a, b, [](const HostPoint& p) { return p.psi_memory_some_us; }))
+        e.psi_memory_share = double(*m) / span_us;
+      if (auto c = Delta(t_.host, a, b, [](const HostPoint& p) { return p.psi_cpu_some_us; }))
+        e.psi_cpu_share = double(*c) / span_us;
+    }
+    if (!e.log_bytes && !t_.log.empty()) {
+      // Log lines on the 1-second log clock: those whose +-uncertainty reaches the window.
+      int64_t bytes = 0;
+      for (const LogPoint& l : t_.log)
+        if (l.t_ns + t_.log_uncertainty_ns >= start && l.t_ns - t_.log_uncertainty_ns <= end)
+          bytes += l.bytes;
+      e.log_bytes = bytes;
+    }
+    if (!t_.server.empty()) {
+      auto [x, y] = Bracket(t_.server, a, b);
+      if (x->preemptions_total && y->preemptions_total)
+        e.preemptions = *y->preemptions_total - *x->preemptions_total;
+    }
+    auto it = std::lower_bound(first_tokens_.begin(), first_tokens_.end(),
+                               std::pair<int64_t, int>{end - prefill_slack_ns, INT32_MIN});
+    for (; it != first_tokens_.end() && it->first <= end + prefill_slack_ns; ++it) {
+      e.prefill_tokens += it->second;
+      ++e.prefill_requests;
+    }
+    return e;
+  }
+
+  bool Present(Cause c, const StallEvidence& e) const {
+    switch (c) {
+      case Cause::kLog: return e.log_bytes && *e.log_bytes >= th_.log_burst_bytes;
+      case Cause::kPreemption: return e.preemptions && *e.preemptions > 0;
+      case Cause::kSwap:
+        return (e.swap_in_pages && *e.swap_in_pages > 0) ||
+               (e.major_faults && *e.major_faults >= th_.major_faults_min) ||
+               (e.psi_memory_share && *e.psi_memory_share >= th_.psi_share);
+      case Cause::kHostCpu:
+        return e.psi_cpu_share && *e.psi_cpu_share >= th_.psi_cpu_share &&
+               run_psi_cpu_share_ && *e.psi_cpu_share >= 2 * *run_psi_cpu_share_;
+      case Cause::kSlowKernel: return false;  // no GPU trace on the timeline
+      case Cause::kPrefill: return e.prefill_tokens >= th_.prefill_tokens_min;
+      case Cause::kClient: return false;      // decided from the others (Causes)
+    }
+    return false;
+  }
+
+  std::vector<Cause> Causes(const StallEvidence& e) const {
+    std::vector<Cause> out;
+    for (Cause c : kAllCauses)
+      if (Present(c, e)) out.push_back(c);
+    if (out.empty() && t_.client_saturated) out.push_back(Cause::kClient);
+    return out;
+  }
+
+ private:
+  const Timeline& t_;
+  const Thresholds& th_;
+  std::vector<std::pair<int64_t, int>> first_tokens_;  // (time, prompt tokens), sorted
+  std::optional<double> run_psi_cpu_share_;
+};
+
+}  // namespace
+
+Attribution Attribute(const Timeline& t, const Thresholds& th) {
+  Attribution out;
+  out.have_server = !t.server.empty();
+  out.have_host = !t.host.empty();
+  out.have_log = !t.log.empty();
+  out.have_log_file_size = std::any_of(t.host.begin(), t.host.end(),
+                                       [](const HostPoint& p) { return p.log_bytes.has_value(); });
+
+  // Plan: the median token gap of the run; the gaps far above it; clusters of those that
+  // overlap in time; a cluster hitting enough of the live streams is a stall.
+  std::vector<int64_t> gaps_ns;
+  for (const StreamSeries& s : t.streams) {
+    for (size_t i = 1; i < s.token_ns.size(); ++i) gaps_ns.push_back(s.token_ns[i] - s.token_ns[i - 1]);
+    if (s.token_ns.size() >= 2) out.decode_ns += s.token_ns.back() - s.token_ns.front();
+  }
+  out.median_gap_ns = Median(gaps_ns);
+  const int64_t limit_ns = std::max<int64_t>(
+      int64_t(th.stall_gap_factor * double(out.median_gap_ns)), out.median_gap_ns + th.stall_gap_min_excess_ns);
+  std::vector<Gap> big;
+  for (size_t k = 0; k < t.streams.size(); ++k) {
+    const std::vector<int64_t>& ts = t.streams[k].token_ns;
+    for (size_t i = 1; i < ts.size(); ++i)
+      if (ts[i] - ts[i - 1] > limit_ns) big.push_back({ts[i - 1], ts[i], k});
+  }
+  std::sort(big.begin(), big.end(), [](const Gap& a, const Gap& b) { return a.start_ns < b.start_ns; });
+
+  Tester tester(t, th);
+  const int64_t prefill_slack_ns = std::max<int64_t>(out.median_gap_ns / 2, 2'000'000);
+  const int64_t cluster_ns = std::max<int64_t>(2 * out.median_gap_ns, th.stall_cluster_min_ns);
+  for (size_t i = 0; i < big.size();) {
+    // A cluster: gaps that start together (within cluster_ns of the first): the streams a paused
+    // step holds all got their last token when the step before it ended. A long gap that merely
+    // overlaps (a preempted stream waiting for seconds) starts elsewhere and stays its own.
+    const size_t i0 = i;
+    size_t j = i + 1;
+    while (j < big.size() && big[j].start_ns <= big[i0].start_ns + cluster_ns) ++j;
+    std::vector<int64_t> starts, ends;
+    std::vector<size_t> streams;
+    int64_t cost_ns = 0;
+    for (size_t k = i; k < j; ++k) {
+      starts.push_back(big[k].start_ns);
+      ends.push_back(big[k].end_ns);
+      streams.push_back(big[k].stream);
+      cost_ns += big[k].end_ns - big[k].start_ns - out.median_gap_ns;
+    }
+    i = j;
+    std::sort(streams.begin(), streams.end());
+    const int hit = int(std::unique(streams.begin(), streams.end()) - streams.begin());
+    Stall s;
+    s.start_ns = Median(starts);
+    s.end_ns = Median(ends);
+    int live = 0;
+    for (const StreamSeries& st : t.streams)
+      if (!st.token_ns.empty() && st.token_ns.front() <= s.start_ns && st.token_ns.back() >= s.end_ns) ++live;
+    s.streams = hit;
+    s.live_streams = std::max(live, hit);
+    if (hit < th.stall_min_streams || double(hit) < th.stall_wide_share * double(s.live_streams)) {
+      // Not the whole engine: each gap is one stream's stall. The one cause that stalls single
+      // streams is preemption (the stream waits, then is recomputed): tested at the gap's start,
+      // where the stream lost its place.
+      for (size_t k = i0; k < j; ++k) {
+        StallEvidence e = tester.Measure(big[k].start_ns, big[k].start_ns, prefill_slack_ns);
+        if (!tester.Present(Cause::kPreemption, e)) continue;
+        Stall one;
+        one.start_ns = big[k].start_ns;
+        one.end_ns = big[k].end_ns;
+        one.streams = 1;
+        one.live_streams = s.live_streams;
+        one.cost_ns = big[k].end_ns - big[k].start_ns - out.median_gap_ns;
+        one.causes = {Cause::kPreemption};
+        one.evidence = e;
+        out.stream_stalls.push_back(std::move(one));
+      }
+      continue;
+    }
+    s.cost_ns = cost_ns;
+    s.evidence = tester.Measure(s.start_ns, s.end_ns, prefill_slack_ns);
+    s.causes = tester.Causes(s.evidence);
+    out.stalls.push_back(std::move(s));
+  }
+
+  // Base rates: windows as long as the median stall, ending at token arrivals away from stalls.
+  std::map<Cause, CauseSummary> by_cause;
+  for (const Stall& s : out.stalls) {
+    if (s.causes.empty()) {
+      ++out.unexplained;
+      out.unexplained_cost_ns += s.cost_ns;
+    }
+    for (Cause c : s.causes) {
+      CauseSummary& cs = by_cause.try_emplace(c, CauseSummary{c}).first->second;
+      ++cs.stalls;
+      cs.cost_ns += s.cost_ns;
+    }
+  }
+  for (const Stall& s : out.stream_stalls) {
+    CauseSummary& cs = by_cause.try_emplace(Cause::kPreemption, CauseSummary{Cause::kPreemption}).first->second;
+    ++cs.stream_stalls;
+    cs.stream_cost_ns += s.cost_ns;
+  }
+  if (!by_cause.empty()) {
+    std::vector<int64_t> lens, arrivals;
+    for (const Stall& s : out.stalls) lens.push_back(s.end_ns - s.start_ns);
+    const int64_t len_ns = Median(lens);
+    for (const StreamSeries& st : t.streams) arrivals.insert(arrivals.end(), st.token_ns.begin(), st.token_ns.end());
+    std::sort(arrivals.begin(), arrivals.end());
+    constexpr size_t kBaselineWindows = 200;
+    const size_t step = std::max<size_t>(1, arrivals.size() / kBaselineWindows);
+    const int64_t guard_ns = 2 * th.window_slack_ns;
+    for (size_t k = 0; k < arrivals.size(); k += step) {
+      const int64_t e = arrivals[k], b = e - len_ns;
+      bool near = std::any_of(out.stalls.begin(), out.stalls.end(), [&](const Stall& s) {
+        return b < s.end_ns + guard_ns && e > s.start_ns - guard_ns;
+      });
+      if (near) continue;
+      StallEvidence ev = tester.Measure(b, e, prefill_slack_ns);
+      for (auto& [c, cs] : by_cause) {
+        ++cs.baseline_windows;
+        if (c == Cause::kClient ? t.client_saturated : tester.Present(c, ev)) ++cs.baseline_present;
+      }
+    }
+  }
+  // TTFT spikes, explained by the causes of the stalls their wait overlapped.
+  std::vector<int64_t> ttfts;
+  for (const StreamSeries& st : t.streams)
+    if (st.first_token_ns >= 0 && st.sent_ns >= 0) ttfts.push_back(st.first_token_ns - st.sent_ns);
+  out.median_ttft_ns = Median(ttfts);
+  const int64_t spike_ns = std::max<int64_t>(int64_t(th.ttft_spike_factor * double(out.median_ttft_ns)),
+                                             out.median_ttft_ns + th.ttft_spike_min_excess_ns);
+  out.ttft_spike_ns = spike_ns;
+  for (const StreamSeries& st : t.streams) {
+    if (st.first_token_ns < 0 || st.sent_ns < 0 || st.first_token_ns - st.sent_ns <= spike_ns) continue;
+    ++out.ttft_spikes;
+    std::vector<Cause> why;
+    for (const std::vector<Stall>* list : {&out.stalls, &out.stream_stalls})
+      for (const Stall& s : *list)
+        if (s.start_ns < st.first_token_ns && s.end_ns > st.sent_ns)
+          for (Cause c : s.causes)
+            if (std::find(why.begin(), why.end(), c) == why.end()) why.push_back(c);
+    if (why.empty()) continue;
+    ++out.ttft_spikes_in_stalls;
+    for (Cause c : why)
+      if (auto it = by_cause.find(c); it != by_cause.end()) ++it->second.ttft_spikes;
+  }
+  for (auto& [c, cs] : by_cause) out.causes.push_back(cs);
+  std::stable_sort(out.causes.begin(), out.causes.end(),
+                   [](const CauseSummary& a, const CauseSummary& b) { return a.stalls > b.stalls; });
+  return out;
+}
+
+}  // namespace latdoc::attribution

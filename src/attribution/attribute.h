@@ -1,0 +1,113 @@
+// Stall attribution (docs/attribution.md): finds the server-wide pauses in a load run's token
+// stream and tests each candidate cause against the other layers on the same clock (timeline.h).
+//
+// A stall: a cluster of token gaps, each longer than stall_gap_factor times the run's median gap,
+// starting together (within two median gaps), that hit at least stall_min_streams streams and at
+// least stall_wide_share of the streams live across it (a pause of the whole engine, not one slow
+// stream). Its window is the cluster's median gap start to median gap end.
+//
+// Each cause has one rule, tested on the window widened by the series' own resolution:
+//   log         the server log file grew >= log_burst_bytes in the window (host samples, --local);
+//               without host samples, log lines of that many bytes within the log clock's +-0.5 s
+//   preemption  the /metrics preemption counter stepped between the scrapes around the window
+//   swap        pswpin or >= major_faults_min major faults, or PSI memory "some" >= psi_share of
+//               the window
+//   host_cpu    PSI cpu "some" >= psi_cpu_share of the window and >= twice the run's average
+//               (host-wide PSI: other tenants count too; per-thread server CPU is not sampled)
+//   prefill     requests with >= prefill_tokens_min prompt tokens in all got their first token
+//               at the stall's end (their prefill was the long step)
+//   client      none of the above, and a load thread of the client was saturated
+// A stall may have several causes; one with none is unexplained. A gap that hits too few streams
+// to be the engine's is a single-stream stall, tested for preemption only (at the gap's start). The slow-kernel rule needs a GPU
+// trace recorded during the load and is not on the timeline yet; per-thread server CPU neither.
+//
+// Confidence: each cause is also tested on windows of the same length away from every stall
+// (the base rate); a cause present in most stalls and rarely elsewhere is a cause, one present
+// everywhere is background. Pure functions; no I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "attribution/timeline.h"
+
+namespace latdoc::attribution {
+
+enum class Cause { kLog, kPreemption, kSwap, kHostCpu, kSlowKernel, kPrefill, kClient };
+constexpr Cause kAllCauses[] = {Cause::kLog,     Cause::kPreemption, Cause::kSwap,
+                                Cause::kHostCpu, Cause::kSlowKernel, Cause::kPrefill,
+                                Cause::kClient};
+std::string_view CauseName(Cause c);  // "log", "preemption", ...
+
+// Every threshold of detection and attribution, in one place.
+struct Thresholds {
+  double stall_gap_factor = 4.0;        // a gap this many times the median gap is a stall's
+  int64_t stall_gap_min_excess_ns = 2'000'000;  // ...and at least this much over the median
+  int64_t stall_cluster_min_ns = 5'000'000;  // gaps starting within max(2 median gaps, this)
+                                             // of each other are one stall's
+  int stall_min_streams = 2;
+  double stall_wide_share = 0.5;        // of the streams live across the window
+  int64_t window_slack_ns = 15'000'000; // the host sampler's interval, and then some
+  int64_t log_burst_bytes = 4096;
+  int64_t major_faults_min = 100;
+  double psi_share = 0.2;                // PSI memory "some" share of the window
+  double psi_cpu_share = 0.8;            // PSI cpu "some" share of the window
+  int prefill_tokens_min = 1024;
+  double ttft_spike_factor = 3.0;
+  int64_t ttft_spike_min_excess_ns = 20'000'000;
+};
+
+struct StallEvidence {
+  std::optional<int64_t> log_bytes;          // written to the server log in the window
+  std::optional<double> preemptions;         // counter step around the window
+  std::optional<int64_t> swap_in_pages, major_faults;
+  std::optional<double> psi_memory_share, psi_cpu_share;  // of the window
+  int prefill_tokens = 0;                    // prompt tokens of first tokens at the stall's end
+  int prefill_requests = 0;
+};
+
+struct Stall {
+  int64_t start_ns = 0, end_ns = 0;  // client clock
+  int streams = 0;                   // streams with a stall gap here
+  int live_streams = 0;              // streams decoding across the window
+  int64_t cost_ns = 0;               // sum over its streams of (gap - median gap)
+  std::vector<Cause> causes;         // empty: unexplained
+  StallEvidence evidence;
+};
+
+struct CauseSummary {
+  Cause cause;
+  int stalls = 0;                    // stalls it is a cause of
+  int64_t cost_ns = 0;               // their cost
+  int baseline_windows = 0;          // windows away from stalls tested
+  int baseline_present = 0;          // ...in which the cause's rule also held
+  int ttft_spikes = 0;               // TTFT spikes whose wait overlapped a stall it explains
+  int stream_stalls = 0;             // single-stream stalls it explains (preemption only)
+  int64_t stream_cost_ns = 0;
+};
+
+struct Attribution {
+  int64_t median_gap_ns = 0;
+  int64_t decode_ns = 0;             // sum over streams of last token - first token
+  bool have_server = false, have_host = false, have_log = false, have_log_file_size = false;
+  std::vector<Stall> stalls;
+  // Single-stream stalls (gaps hitting too few streams to be the engine's) that a preemption
+  // explains: the preempted stream waits and is recomputed while the others decode on.
+  std::vector<Stall> stream_stalls;
+  std::vector<CauseSummary> causes;  // one per cause with stalls > 0, most stalls first
+  int unexplained = 0;
+  int64_t unexplained_cost_ns = 0;
+  // TTFT spikes: requests whose TTFT exceeded ttft_spike_factor times the run's median TTFT (and
+  // the median by ttft_spike_min_excess_ns). One whose wait for its first token overlapped a
+  // stall with causes is explained by them; the rest are not (queueing is load.queueing's).
+  int64_t median_ttft_ns = 0;
+  int64_t ttft_spike_ns = 0;         // the TTFT above which a request's is a spike
+  int ttft_spikes = 0;
+  int ttft_spikes_in_stalls = 0;
+};
+
+Attribution Attribute(const Timeline& t, const Thresholds& th = Thresholds{});
+
+}  // namespace latdoc::attribution

@@ -1,0 +1,232 @@
+#include "attribution/attribute.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "base/clock.h"
+#include "rules/attribution_rules.h"
+
+namespace latdoc::attribution {
+namespace {
+
+constexpr int64_t kMs = kNsPerMs;
+
+// `n` streams decoding from 0 to 1 s, a token every 10 ms, except that the engine pauses
+// during each of `pauses` ([start, end)): no token arrives inside, all arrive at its end.
+Timeline Steady(int n, const std::vector<std::pair<int64_t, int64_t>>& pauses) {
+  Timeline t;
+  t.start_ns = 0;
+  t.end_ns = 1000 * kMs;
+  for (int k = 0; k < n; ++k) {
+    StreamSeries s;
+    s.index = k;
+    s.sent_ns = 0;
+    s.prompt_tokens = 16;
+    int64_t at = 5 * kMs;
+    while (at <= 1000 * kMs) {
+      for (auto [a, b] : pauses)
+        if (at > a && at < b) at = b;
+      s.token_ns.push_back(at);
+      at += 10 * kMs;
+    }
+    s.first_token_ns = s.token_ns.front();
+    t.streams.push_back(std::move(s));
+  }
+  return t;
+}
+
+// Host samples every 10 ms with the log file growing `base_bytes` per sample and a burst of
+// `burst_bytes` at each time in `bursts`.
+std::vector<HostPoint> LogSamples(int64_t base_bytes, std::vector<int64_t> bursts, int64_t burst_bytes) {
+  std::vector<HostPoint> out;
+  int64_t bytes = 0;
+  for (int64_t t = 0; t <= 1000 * kMs; t += 10 * kMs) {
+    bytes += base_bytes;
+    for (int64_t b : bursts)
+      if (b > t - 10 * kMs && b <= t) bytes += burst_bytes;
+    HostPoint p;
+    p.t_ns = t;
+    p.log_bytes = bytes;
+    out.push_back(p);
+  }
+  return out;
+}
+
+TEST(AttributeTest, CleanRunHasNoStall) {
+  Timeline t = Steady(8, {});
+  t.host = LogSamples(100, {}, 0);
+  Attribution a = Attribute(t);
+  EXPECT_EQ(a.median_gap_ns, 10 * kMs);
+  EXPECT_TRUE(a.stalls.empty());
+  EXPECT_TRUE(rules::EvaluateAttributionRules(a, t).empty());
+}
+
+// A log burst in one pause and a long prefill released at the end of another: each pause gets
+// its own cause and no other.
+TEST(AttributeTest, TellsLogStallFromPrefillInterference) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}, {700 * kMs, 800 * kMs}});
+  t.host = LogSamples(100, {402 * kMs}, 8192);
+  StreamSeries fresh;  // a long prompt whose prefill was the step that ended at 800 ms
+  fresh.index = 99;
+  fresh.sent_ns = 690 * kMs;
+  fresh.prompt_tokens = 4000;
+  fresh.token_ns = {800 * kMs + kMs / 2, 810 * kMs};
+  fresh.first_token_ns = fresh.token_ns.front();
+  t.streams.push_back(fresh);
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kLog});
+  EXPECT_EQ(a.stalls[0].streams, 8);
+  EXPECT_EQ(a.stalls[1].causes, std::vector<Cause>{Cause::kPrefill});
+  EXPECT_EQ(a.stalls[1].evidence.prefill_tokens, 4000);
+  EXPECT_EQ(a.unexplained, 0);
+  // The long prompt's own TTFT (110.5 ms against a median of 5 ms) is a spike in that stall.
+  EXPECT_EQ(a.median_ttft_ns, 5 * kMs);
+  EXPECT_EQ(a.ttft_spikes, 1);
+  EXPECT_EQ(a.ttft_spikes_in_stalls, 1);
+  ASSERT_EQ(a.causes.size(), 2u);
+  EXPECT_EQ(a.causes[1].cause, Cause::kPrefill);
+  EXPECT_EQ(a.causes[1].ttft_spikes, 1);
+  EXPECT_EQ(a.causes[0].ttft_spikes, 0);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 2u);
+  EXPECT_EQ(fs[0].id, "attribution.log");
+  EXPECT_EQ(fs[0].severity, rules::Severity::kWarn);
+  EXPECT_EQ(fs[1].id, "attribution.prefill");
+}
+
+// One slow stream is not a server-wide pause.
+TEST(AttributeTest, OneSlowStreamIsNotAStall) {
+  Timeline t = Steady(8, {});
+  Timeline slow = Steady(1, {{300 * kMs, 450 * kMs}});
+  t.streams[0] = slow.streams[0];
+  EXPECT_TRUE(Attribute(t).stalls.empty());
+  EXPECT_TRUE(Attribute(t).stream_stalls.empty());  // nothing explains it
+}
+
+// A preemption at one stream's stall's start explains that stream's stall (the preempted stream
+// waits while the others decode on); the other streams have none.
+TEST(AttributeTest, PreemptionExplainsASingleStreamStall) {
+  Timeline t = Steady(8, {});
+  Timeline slow = Steady(1, {{300 * kMs, 450 * kMs}});
+  t.streams[0] = slow.streams[0];
+  for (int64_t at = 0; at <= 1000 * kMs; at += 100 * kMs)
+    t.server.push_back({at, 8.0, 0.0, 0.9, at >= 400 * kMs ? 1.0 : 0.0});
+  Attribution a = Attribute(t);
+  EXPECT_TRUE(a.stalls.empty());
+  ASSERT_EQ(a.stream_stalls.size(), 1u);
+  EXPECT_EQ(a.stream_stalls[0].start_ns, 295 * kMs);
+  EXPECT_EQ(a.stream_stalls[0].causes, std::vector<Cause>{Cause::kPreemption});
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].id, "attribution.preemption");
+  EXPECT_NE(fs[0].title.find("1 single-stream stall began at one"), std::string::npos) << fs[0].title;
+}
+
+// A cause present everywhere (a log that always grows this fast) is background, not a cause.
+TEST(AttributeTest, CauseEverywhereIsBackground) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  t.host = LogSamples(5000, {}, 0);
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.causes.size(), 1u);
+  EXPECT_GT(a.causes[0].baseline_windows, 10);
+  EXPECT_EQ(a.causes[0].baseline_present, a.causes[0].baseline_windows);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].severity, rules::Severity::kInfo);
+  EXPECT_NE(fs[0].title.find("background, not a proven cause"), std::string::npos) << fs[0].title;
+}
+
+// No layer shows anything: the stall is reported unexplained.
+TEST(AttributeTest, NothingOnTheTimelineIsUnexplained) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+  EXPECT_EQ(a.unexplained, 1);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].id, "attribution.unexplained");
+}
+
+
+// A major-fault burst in the pause (swap) and a preemption counter step around another (KV):
+// each named, and neither where it did not happen.
+TEST(AttributeTest, NamesSwapAndPreemptionFromTheirCounters) {
+  Timeline t = Steady(8, {{300 * kMs, 420 * kMs}, {700 * kMs, 800 * kMs}});
+  for (int64_t at = 0; at <= 1000 * kMs; at += 10 * kMs) {
+    HostPoint p;
+    p.t_ns = at;
+    p.swap_in_pages = 0;
+    p.major_faults = at > 310 * kMs ? 500 : 0;  // 500 faults between 310 and 320 ms
+    p.psi_memory_some_us = 0;
+    t.host.push_back(p);
+  }
+  for (int64_t at = 0; at <= 1000 * kMs; at += 100 * kMs)
+    t.server.push_back({at, 8.0, 0.0, 0.5, at >= 800 * kMs ? 1.0 : 0.0});
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kSwap});
+  EXPECT_EQ(a.stalls[0].evidence.major_faults, 500);
+  EXPECT_EQ(a.stalls[1].causes, std::vector<Cause>{Cause::kPreemption});
+}
+
+// The client's saturated load thread is named only where the server shows nothing.
+TEST(AttributeTest, SaturatedClientIsNamedOnlyWithoutAServerCause) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  t.client_saturated = true;
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kClient});
+  t.host = LogSamples(100, {402 * kMs}, 8192);
+  a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kLog});
+}
+
+// A vLLM line stamped with the client's local wall second lands at the middle of that second
+// on the client's monotonic clock (+-0.5 s); an access line (no time) and a line outside the
+// load are left out.
+TEST(ReadLogEventsTest, MapsTheLogsLocalSecondsOntoTheClientsClock) {
+  const LogClock clock{1'764'900'000'250'000'000, 5'000'000'000};  // wall .25 s into a second
+  const time_t wall_s = static_cast<time_t>(clock.wall_ns / kNsPerSec);
+  tm lt;
+  localtime_r(&wall_s, &lt);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%m-%d %H:%M:%S", &lt);
+  tm later = lt;
+  later.tm_hour = (later.tm_hour + 2) % 24;  // hours away from the load
+  char late_stamp[32];
+  strftime(late_stamp, sizeof late_stamp, "%m-%d %H:%M:%S", &later);
+  const std::string path = ::testing::TempDir() + "/attribution_log_" + std::to_string(::getpid());
+  {
+    std::ofstream f(path);
+    f << "(APIServer pid=1) INFO " << stamp << " [loggers.py:123] Engine 000: Avg prompt throughput: "
+         "1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+         "GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%\n";
+    f << "(APIServer pid=1) INFO:     127.0.0.1:5000 - \"POST /v1/completions HTTP/1.1\" 200 OK\n";
+    f << "(APIServer pid=1) INFO " << late_stamp << " [loggers.py:123] Engine 000: Avg prompt "
+         "throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 1 reqs, "
+         "Waiting: 0 reqs, GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%\n";
+  }
+  Timeline t;
+  t.start_ns = clock.mono_ns - kNsPerSec;
+  t.end_ns = clock.mono_ns + kNsPerSec;
+  ASSERT_TRUE(ReadLogEvents(path, clock, &t).ok());
+  std::remove(path.c_str());
+  ASSERT_EQ(t.log.size(), 1u);
+  EXPECT_EQ(t.log[0].kind, LogKind::kStats);
+  // The second began 0.25 s before clock.mono_ns; its middle is 0.25 s after.
+  EXPECT_EQ(t.log[0].t_ns, clock.mono_ns + 250'000'000);
+  EXPECT_EQ(t.log_uncertainty_ns, kNsPerSec / 2);
+  Timeline missing;
+  EXPECT_FALSE(ReadLogEvents(path + ".none", clock, &missing).ok());
+}
+
+}  // namespace
+}  // namespace latdoc::attribution

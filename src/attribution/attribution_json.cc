@@ -1,0 +1,150 @@
+#include "attribution/attribution_json.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "base/clock.h"
+
+namespace latdoc::attribution {
+
+using nlohmann::ordered_json;
+
+namespace {
+ordered_json Opt(const std::optional<int64_t>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+ordered_json Opt(const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); }
+// The load's first token: before it no stream decodes, so no stall can show.
+ordered_json FirstToken(const Timeline& t) {
+  std::optional<int64_t> first;
+  for (const StreamSeries& s : t.streams)
+    if (s.first_token_ns >= 0 && (!first || s.first_token_ns < *first)) first = s.first_token_ns;
+  return Opt(first);
+}
+ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
+  ordered_json stalls = ordered_json::array();
+  for (const Stall& s : list) {
+    ordered_json causes = ordered_json::array();
+    for (Cause c : s.causes) causes.push_back(CauseName(c));
+    const StallEvidence& e = s.evidence;
+    stalls.push_back({{"start_ns", s.start_ns},
+                      {"end_ns", s.end_ns},
+                      {"at_s", NsToSec(s.start_ns - t.start_ns)},
+                      {"dur_ms", NsToMs(s.end_ns - s.start_ns)},
+                      {"streams", s.streams},
+                      {"live_streams", s.live_streams},
+                      {"cost_ms", NsToMs(s.cost_ns)},
+                      {"causes", causes},
+                      {"evidence",
+                       {{"log_bytes", Opt(e.log_bytes)},
+                        {"preemptions", Opt(e.preemptions)},
+                        {"prefill_requests", e.prefill_requests},
+                        {"prefill_tokens", e.prefill_tokens},
+                        {"swap_in_pages", Opt(e.swap_in_pages)},
+                        {"major_faults", Opt(e.major_faults)},
+                        {"psi_memory_share", Opt(e.psi_memory_share)},
+                        {"psi_cpu_share", Opt(e.psi_cpu_share)}}}});
+  }
+  return stalls;
+}
+
+// The aligned series of the HTML report's timeline chart: per bin of 100 ms (wider when the load
+// ran longer than kMaxBins bins), the p99 of the token gaps that ended in it, and the server's
+// running and waiting from the last scrape at or before its end. Times from the load's start.
+constexpr int64_t kBinNs = 100'000'000;
+constexpr size_t kMaxBins = 1200;
+
+ordered_json SeriesJson(const Timeline& t) {
+  if (t.end_ns <= t.start_ns) return nullptr;
+  const int64_t span_ns = t.end_ns - t.start_ns;
+  const int64_t bin_ns = std::max<int64_t>(kBinNs, (span_ns + int64_t(kMaxBins) - 1) / int64_t(kMaxBins));
+  const size_t bins = static_cast<size_t>(span_ns / bin_ns + 1);
+  std::vector<std::vector<int64_t>> gaps(bins);
+  for (const StreamSeries& st : t.streams)
+    for (size_t i = 1; i < st.token_ns.size(); ++i) {
+      const int64_t at = st.token_ns[i] - t.start_ns;
+      if (at < 0 || at > span_ns) continue;
+      gaps[size_t(at / bin_ns)].push_back(st.token_ns[i] - st.token_ns[i - 1]);
+    }
+  ordered_json ts = ordered_json::array(), p99 = ordered_json::array(), run = ordered_json::array(),
+               wait = ordered_json::array();
+  size_t k = 0;
+  std::optional<double> running, waiting;
+  for (size_t b = 0; b < bins; ++b) {
+    const int64_t end_ns = t.start_ns + int64_t(b + 1) * bin_ns;
+    for (; k < t.server.size() && t.server[k].t_ns <= end_ns; ++k) {
+      running = t.server[k].running;
+      waiting = t.server[k].waiting;
+    }
+    ts.push_back(NsToSec(int64_t(b) * bin_ns));
+    std::vector<int64_t>& g = gaps[b];
+    if (g.empty()) {
+      p99.push_back(nullptr);
+    } else {
+      const size_t at = std::min(g.size() - 1, size_t(double(g.size()) * 0.99));
+      std::nth_element(g.begin(), g.begin() + at, g.end());
+      p99.push_back(NsToMs(g[at]));
+    }
+    run.push_back(Opt(running));
+    wait.push_back(Opt(waiting));
+  }
+  return {{"bin_ms", NsToMs(bin_ns)}, {"t_s", ts}, {"itl_p99_ms", p99}, {"running", run}, {"waiting", wait}};
+}
+
+}  // namespace
+
+ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thresholds& th) {
+  ordered_json j;
+  j["clock"] = {
+      {"domain", "client CLOCK_MONOTONIC ns"},
+      {"load_start_ns", t.start_ns},
+      {"load_end_ns", t.end_ns},
+      {"first_token_ns", FirstToken(t)},
+      {"log_uncertainty_ms", a.have_log ? ordered_json(NsToMs(t.log_uncertainty_ns)) : ordered_json(nullptr)},
+      {"log_mapping", a.have_log ? "the log's local 'MM-DD HH:MM:SS' through the client's wall/monotonic "
+                                   "pair; +-0.5 s (whole seconds; access lines carry no time)"
+                                 : ""},
+  };
+  j["layers"] = {{"client_tokens", true},
+                 {"server_metrics", a.have_server},
+                 {"host_samples", a.have_host},
+                 {"log_file_size", a.have_log_file_size},
+                 {"server_log", a.have_log},
+                 {"gpu_trace", false}};
+  j["thresholds"] = {{"stall_gap_factor", th.stall_gap_factor},
+                     {"stall_gap_min_excess_ms", NsToMs(th.stall_gap_min_excess_ns)},
+                     {"stall_cluster_min_ms", NsToMs(th.stall_cluster_min_ns)},
+                     {"stall_min_streams", th.stall_min_streams},
+                     {"stall_wide_share", th.stall_wide_share},
+                     {"window_slack_ms", NsToMs(th.window_slack_ns)},
+                     {"log_burst_bytes", th.log_burst_bytes},
+                     {"major_faults_min", th.major_faults_min},
+                     {"psi_share", th.psi_share},
+                     {"psi_cpu_share", th.psi_cpu_share},
+                     {"prefill_tokens_min", th.prefill_tokens_min},
+                     {"ttft_spike_factor", th.ttft_spike_factor},
+                     {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
+  j["median_gap_ms"] = NsToMs(a.median_gap_ns);
+  j["decode_ms"] = NsToMs(a.decode_ns);
+  j["stalls"] = StallsJson(a.stalls, t);
+  j["stream_stalls"] = StallsJson(a.stream_stalls, t);
+  ordered_json causes = ordered_json::array();
+  for (const CauseSummary& cs : a.causes)
+    causes.push_back({{"cause", CauseName(cs.cause)},
+                      {"stalls", cs.stalls},
+                      {"cost_ms", NsToMs(cs.cost_ns)},
+                      {"decode_share", a.decode_ns > 0 ? ordered_json(double(cs.cost_ns) / double(a.decode_ns))
+                                                       : ordered_json(nullptr)},
+                      {"stream_stalls", cs.stream_stalls},
+                      {"ttft_spikes", cs.ttft_spikes},
+                      {"baseline_windows", cs.baseline_windows},
+                      {"baseline_present", cs.baseline_present}});
+  j["causes"] = std::move(causes);
+  j["unexplained"] = a.unexplained;
+  j["ttft"] = {{"median_ms", NsToMs(a.median_ttft_ns)},
+               {"spike_ms", NsToMs(a.ttft_spike_ns)},
+               {"spikes", a.ttft_spikes},
+               {"spikes_in_attributed_stalls", a.ttft_spikes_in_stalls}};
+  j["series"] = SeriesJson(t);
+  return j;
+}
+
+}  // namespace latdoc::attribution

@@ -1,0 +1,81 @@
+// One clock for stall attribution (docs/attribution.md): the series of every layer a load run
+// touched, put on the client's CLOCK_MONOTONIC nanoseconds.
+//
+// - streams: each request's send, first token and every token arrival (loadgen records, stamped
+//   by the client when the bytes were read);
+// - server: the /metrics scrapes taken during the load (running, waiting, KV usage, the
+//   preemption counter), at the runner's scrape interval;
+// - host: samples taken here during the load (HostSampler, --local): the server log file's size,
+//   PSI totals, swap and major-fault counters;
+// - log: the server log's lines, whose "MM-DD HH:MM:SS" local wall time is mapped through the
+//   client's wall/monotonic pair (LogClock); vLLM stamps whole seconds and its access lines
+//   carry no time, so a log line is placed at the middle of its second, +-0.5 s.
+//
+// Plain data; no I/O except ReadLogEvents. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "loadgen/runner.h"
+
+namespace latdoc::attribution {
+
+struct StreamSeries {
+  uint64_t index = 0;
+  int64_t sent_ns = -1;
+  int64_t first_token_ns = -1;
+  int64_t end_ns = -1;
+  int prompt_tokens = 0;
+  std::vector<int64_t> token_ns;  // arrival of each content chunk, in order
+};
+
+struct ServerPoint {
+  int64_t t_ns = 0;
+  std::optional<double> running, waiting, kv_usage, preemptions_total;
+};
+
+// Cumulative counters read at `t_ns` (HostSampler). nullopt: not readable here.
+struct HostPoint {
+  int64_t t_ns = 0;
+  std::optional<int64_t> log_bytes;                 // size of the server's log file
+  std::optional<int64_t> psi_cpu_some_us, psi_io_some_us, psi_memory_some_us;  // /proc/pressure/*
+  std::optional<int64_t> swap_in_pages, swap_out_pages, major_faults;          // /proc/vmstat
+};
+
+enum class LogKind { kStats, kPreemption, kRequestLog, kError, kOther };
+
+struct LogPoint {
+  int64_t t_ns = 0;   // client clock: the middle of the line's second
+  LogKind kind = LogKind::kOther;
+  int64_t bytes = 0;  // the line's length
+};
+
+// The client's wall/monotonic pair, read together once (WallNowNs, MonoNowNs).
+struct LogClock {
+  int64_t wall_ns = 0;
+  int64_t mono_ns = 0;
+};
+
+struct Timeline {
+  int64_t start_ns = 0, end_ns = 0;  // the measured load phase
+  std::vector<StreamSeries> streams;
+  std::vector<ServerPoint> server;
+  std::vector<HostPoint> host;        // empty without --local
+  std::vector<LogPoint> log;          // empty without --logs
+  int64_t log_uncertainty_ns = 0;     // +- of each LogPoint's time
+  bool client_saturated = false;      // a load thread was busy >= kSaturatedBusy
+  double client_busy_max = 0;         // the busiest load thread's CPU share
+};
+
+// The client's and the server's series of one run.
+Timeline FromBenchRun(const loadgen::BenchRun& run);
+
+// Reads the log lines that fall in [t.start_ns, t.end_ns] (with the uncertainty) into t->log.
+// Lines without a time of their own (access lines) are left out. Errors: the file unreadable.
+Status ReadLogEvents(const std::string& path, const LogClock& clock, Timeline* t);
+
+}  // namespace latdoc::attribution
