@@ -1,0 +1,60 @@
+// Results that check themselves: the "validation" block of a bench (or sweep step) result.
+//
+// Each check says whether the run measured what it was asked to measure, with its numbers:
+//   rate              open loop: sends per second achieved vs --request-rate
+//   concurrency       closed loop: the most requests in flight vs --concurrency
+//   schedule_lag      open loop: p99 of (sent - scheduled), the client's own lateness; a
+//                     --max-concurrency cap makes waiting for a slot intended (client queue), so
+//                     the lag is then judged on the sends that found a free slot at once only
+//   client_saturation the load threads' saturation and late reads (runner.h ThreadLoad)
+//   token_counts      requests whose final usage disagreed with the counted chunks
+//   warmup            warm-up requests excluded; with none, whether the first request was cold
+//   steady_state      the span in which the offered concurrency was actually held
+//   impossible        ok requests with a negative or zero TTFT, an E2EL below the TTFT, chunks
+//                     out of order: a clock or accounting bug, never a server property
+// A check's status is "ok", "warn" or "fail"; the block's status is the worst of them. Pure:
+// records in, JSON out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loadgen/runner.h"
+
+namespace latdoc::loadgen {
+
+enum class CheckStatus { kOk, kWarn, kFail };
+std::string_view CheckStatusName(CheckStatus s);  // "ok", "warn", "fail"
+
+struct ValidationCheck {
+  std::string name;       // "rate", "concurrency", ...
+  CheckStatus status = CheckStatus::kOk;
+  std::string message;    // one line, with the numbers
+  nlohmann::ordered_json numbers = nlohmann::ordered_json::object();
+};
+
+struct Validation {
+  CheckStatus status = CheckStatus::kOk;
+  std::vector<ValidationCheck> checks;
+  // {"status": "fail", "failed": ["concurrency"], "warned": [...], "checks": [{"name", "status",
+  // "message", ...numbers}]}
+  nlohmann::ordered_json Json() const;
+  // "Validation: FAIL concurrency: ...; WARN ..." for the checks not ok; "" when all are ok.
+  std::string Text() const;
+};
+
+// Thresholds (documented in docs/validation.md).
+inline constexpr double kRateWarnShortfall = 0.10;   // achieved below requested by 10%...
+inline constexpr double kRateFailShortfall = 0.50;   // ...or by half
+inline constexpr double kLagWarnMs = 5.0;             // schedule lag p99
+inline constexpr double kLagFailMs = 25.0;
+inline constexpr double kLateReadWarnShare = 0.01;
+inline constexpr double kLateReadFailShare = 0.10;
+inline constexpr double kMismatchFailShare = 0.05;
+inline constexpr double kSteadyWarnShare = 0.5;      // held for less than half the run
+
+Validation ValidateRun(const BenchRun& run, const BenchOptions& options);
+
+}  // namespace latdoc::loadgen
