@@ -16,6 +16,7 @@
 // records in, JSON out.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,9 +53,24 @@ inline constexpr double kLagWarnMs = 5.0;             // schedule lag p99
 inline constexpr double kLagFailMs = 25.0;
 inline constexpr double kLateReadWarnShare = 0.01;
 inline constexpr double kLateReadFailShare = 0.10;
+inline constexpr uint64_t kMinReadsToFail = 500;     // below it, late reads only warn
 inline constexpr double kMismatchFailShare = 0.05;
 inline constexpr double kSteadyWarnShare = 0.5;      // held for less than half the run
 
 Validation ValidateRun(const BenchRun& run, const BenchOptions& options);
+
+// --num-runs N: the run-to-run variation of the headline metrics over N results of the same
+// load (SummarizeRun's JSON, in run order). Writes into `last` (the last run's JSON, the one
+// written out): "runs" = {"num_runs", "metrics": {name: {"values", "mean", "stdev", "cv"}},
+// "per_run": [{"validation": status}]}, where cv is the sample standard deviation over the mean
+// (null when the mean is 0 or a run lacks the metric); and the worst validation of all runs as
+// "validation" (a check that failed in an earlier run is added as "run I: name"). Returns the
+// terminal table.
+inline constexpr const char* kHeadlineMetrics[] = {
+    "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "p99_itl_ms",
+    "mean_e2el_ms", "p99_e2el_ms", "request_throughput", "output_throughput",
+    "total_token_throughput"};
+std::string AddRunVariation(const std::vector<nlohmann::ordered_json>& runs,
+                            nlohmann::ordered_json* last);
 
 }  // namespace latdoc::loadgen
