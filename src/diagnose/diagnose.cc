@@ -414,7 +414,7 @@ struct SignalScope {
 // the server's profiler records; the files found join the kernel layer's traces. Returns the
 // document's "profile_at".
 ordered_json ProfileAtStep(const DiagnoseOptions& o, std::optional<int64_t> knee,
-                           std::vector<std::string>* traces) {
+                           const ordered_json& sweep, std::vector<std::string>* traces) {
   ProfileRequest r;
   r.url = o.url;
   r.metrics_url = o.bench.metrics_url;
@@ -425,16 +425,25 @@ ordered_json ProfileAtStep(const DiagnoseOptions& o, std::optional<int64_t> knee
   j["at"] = o.profile_at;
   j["dir"] = o.profile_dir;
   if (o.profile_at == "knee") {
-    if (!knee) {
+    // No knee reached: the sweep's highest load (its knee block's concurrency) is the load that
+    // hurts most of those tried.
+    std::optional<int64_t> top;
+    if (sweep.is_object() && sweep.contains("knee") && sweep["knee"].is_object() &&
+        sweep["knee"].contains("concurrency") && sweep["knee"]["concurrency"].is_number())
+      top = int64_t(sweep["knee"]["concurrency"].get<double>());
+    if (!knee && !top) {
       j["recorded"] = false;
       j["status"] = "skipped: the sweep found no knee to profile at";
       j["files"] = ordered_json::array();
       return j;
     }
-    r.concurrency = int(*knee);
+    const int64_t at = knee ? *knee : *top;
+    r.concurrency = int(at);
     // At a knee of C in flight the running count dips below C between a stream's requests.
-    r.running_at = std::max(1, int(std::ceil(0.9 * double(*knee))));
-    r.why = fmt::format("at the knee (concurrency {})", *knee);
+    r.running_at = std::max(1, int(std::ceil(0.9 * double(at))));
+    r.why = knee ? fmt::format("at the knee (concurrency {})", at)
+                 : fmt::format("at the sweep's highest load (concurrency {}: no knee reached)", at);
+    j["knee_reached"] = knee.has_value();
   } else {
     r.concurrency = std::max(1, std::atoi(o.profile_at.c_str()));
     r.running_at = r.concurrency;
@@ -660,7 +669,8 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
                            {"files", ordered_json::array()}};
     } else {
       Say(o, fmt::format("profile: at {} (--profile-dir {})", o.profile_at, o.profile_dir));
-      doc["profile_at"] = ProfileAtStep(o, knee_concurrency, &traces);
+      doc["profile_at"] = ProfileAtStep(o, knee_concurrency,
+                                        doc.contains("sweep") ? doc["sweep"] : ordered_json(), &traces);
       CatchSignals();
       profiled_files = traces.size() - o.traces.size();
     }
