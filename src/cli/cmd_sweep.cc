@@ -252,6 +252,16 @@ int RunSweepCommand(SweepArgs& a) {
     fmt::print("Model: {}\nServer: {}\n\n", r.model.empty() ? "n/a" : ToTerminalText(r.model),
                loadgen::ServerLabel(o.url, server_id));
     fmt::print("{}{}", loadgen::SweepTable(r, s), loadgen::SweepSummaryText(r, s));
+    // A step whose rounds did not offer the load asked for (loadgen/validation.h).
+    for (const auto& st : r.steps) {
+      if (!st.validation || (*st.validation)["status"] != "fail") continue;
+      for (const auto& c : (*st.validation)["checks"]) {
+        if (c["status"] != "fail") continue;
+        fmt::print("Validation FAIL at {:g} {}: {}: {}\n", st.load,
+                   s.rate_mode ? "req/s" : "concurrent", c["name"].get<std::string>(),
+                   c["message"].get<std::string>());
+      }
+    }
   }
 
   loadgen::SweepContext ctx;

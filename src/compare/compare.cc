@@ -684,8 +684,9 @@ std::vector<std::string> FailedValidation(const nlohmann::json& doc) {
       for (const auto& step : v) {
         if (!step.is_object() || !step.contains("validation")) continue;
         std::string label = "step";
-        if (step.contains("load") && step["load"].is_number())
-          label += fmt::format(" load={}", step["load"].get<double>());
+        for (const char* k : {"concurrency", "request_rate"})
+          if (step.contains(k) && step[k].is_number())
+            label += fmt::format(" {}={:g}", k, step[k].get<double>());
         AddFailed(step["validation"], label + ": ", &out);
       }
     }

@@ -379,6 +379,31 @@ std::string Validation::Text() const {
   return t;
 }
 
+ordered_json MergeValidations(const std::vector<Validation>& rounds) {
+  CheckStatus worst = CheckStatus::kOk;
+  ordered_json failed = ordered_json::array(), warned = ordered_json::array();
+  ordered_json checks = ordered_json::array();
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    worst = Worst(worst, rounds[i].status);
+    const ordered_json j = rounds[i].Json();
+    for (const auto& c : j["checks"]) {
+      if (c["status"] == "ok") continue;
+      ordered_json& names = c["status"] == "fail" ? failed : warned;
+      if (std::find(names.begin(), names.end(), c["name"]) == names.end()) names.push_back(c["name"]);
+      ordered_json copy = c;
+      copy["round"] = i;
+      checks.push_back(std::move(copy));
+    }
+  }
+  ordered_json out;
+  out["status"] = CheckStatusName(worst);
+  out["failed"] = failed;
+  out["warned"] = warned;
+  out["rounds"] = rounds.size();
+  out["checks"] = checks;
+  return out;
+}
+
 std::string AddRunVariation(const std::vector<ordered_json>& runs, ordered_json* last) {
   ordered_json block;
   block["num_runs"] = runs.size();

@@ -59,6 +59,10 @@ inline constexpr double kSteadyWarnShare = 0.5;      // held for less than half 
 
 Validation ValidateRun(const BenchRun& run, const BenchOptions& options);
 
+// A sweep step's block over the rounds of its measured window: the worst status, and each
+// round's checks that are not ok (with "round": its index in the window, from 0).
+nlohmann::ordered_json MergeValidations(const std::vector<Validation>& rounds);
+
 // --num-runs N: the run-to-run variation of the headline metrics over N results of the same
 // load (SummarizeRun's JSON, in run order). Writes into `last` (the last run's JSON, the one
 // written out): "runs" = {"num_runs", "metrics": {name: {"values", "mean", "stdev", "cv"}},

@@ -127,6 +127,29 @@ TEST(ValidationE2eTest, NumRunsReportsTheCoefficientOfVariationOfEachHeadlineMet
   }
 }
 
+// Each sweep step carries its window's rounds' validation; a step the simulator served at the
+// concurrency asked for passes the concurrency check in every round.
+TEST(ValidationE2eTest, SweepStepsCarryTheirRoundsValidation) {
+  SimProcess sim(kSimArgs);
+  TempDir dir("validation-sweep");
+  RunResult r = RunLatdoc({"sweep", "--url", sim.url(), "-c", "1:4", "--min-requests", "8",
+                           "--input-len", "32", "--output-len", "8", "-q", "--json", dir / "s.json"});
+  ASSERT_THAT(r.exit_code, ::testing::AnyOf(0, 1)) << r.err;
+  json doc = ReadJson(dir / "s.json");
+  ASSERT_FALSE(doc["steps"].empty());
+  for (const auto& step : doc["steps"]) {
+    ASSERT_TRUE(step.contains("validation")) << step.dump();
+    const json& v = step["validation"];
+    EXPECT_GE(v["rounds"].get<int>(), 1);
+    EXPECT_THAT(v["status"].get<std::string>(), ::testing::AnyOf("ok", "warn", "fail"));
+    for (const auto& c : v["checks"]) {
+      EXPECT_NE(c["status"], "ok");  // only the checks that were not ok are listed
+      EXPECT_NE(c["name"], "concurrency") << c.dump();
+      EXPECT_NE(c["name"], "impossible") << c.dump();
+    }
+  }
+}
+
 TEST(ValidationE2eTest, NumRunsWithShardIsBadUsage) {
   TempDir dir("validation-shard");
   RunResult r = RunLatdoc({"bench", "--url", "http://127.0.0.1:1", "--num-runs", "2", "--shard",
