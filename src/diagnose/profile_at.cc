@@ -16,7 +16,11 @@
 #include "base/clock.h"
 #include "http/client.h"
 #include "http/event_loop.h"
+#include "base/json_text.h"
+#include "rules/trace_rules.h"
 #include "servermetrics/server_snapshot.h"
+#include "trace/analysis/trace_analysis.h"
+#include "trace/importers/registry.h"
 
 namespace latdoc::diagnose {
 namespace {
@@ -88,6 +92,42 @@ std::vector<std::string> TraceFilesIn(const std::string& dir) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+nlohmann::ordered_json AnalyseProfileTraces(const std::vector<std::string>& files,
+                                            std::vector<rules::Finding>* findings,
+                                            std::string* status) {
+  using nlohmann::ordered_json;
+  try {
+    trace::Trace t;
+    auto results = trace::ImportFiles(files, trace::ImportOptions{}, t);
+    std::string errors;
+    for (const auto& r : results)
+      if (!r.status.ok()) errors += (errors.empty() ? "" : "; ") + r.status.message();
+    if (t.gpu_ops.empty() && t.api_calls.empty() && t.aggregates.empty()) {
+      *status = "failed: " + (errors.empty() ? std::string("no GPU events in the traces") : errors);
+      return nullptr;
+    }
+    trace::TraceReport report = trace::Analyze(t, trace::AnalysisOptions{});
+    rules::AddKnowledgeFacts(report);
+    auto fs = rules::EvaluateTraceRules(report, rules::TraceRuleOptions{});
+    ordered_json tj;
+    tj["schema"] = "latdoc.trace/1";
+    tj["complete"] = errors.empty();
+    if (!errors.empty()) tj["errors"] = errors;
+    tj["recorded_from"] = "server under test (--profile-at)";
+    tj["files"] = files;
+    tj["facts"] = ordered_json::parse(JsonText(trace::ReportToJson(report)));
+    ordered_json a = ordered_json::array();
+    for (const auto& f : fs) a.push_back(ordered_json::parse(JsonText(rules::ToJson(f))));
+    tj["findings"] = std::move(a);
+    for (auto& f : fs) findings->push_back(std::move(f));
+    *status = errors.empty() ? "measured" : "measured (some files failed: " + errors + ")";
+    return tj;
+  } catch (const trace::SpillReadError& e) {
+    *status = std::string("failed: ") + e.what();
+    return nullptr;
+  }
 }
 
 nlohmann::ordered_json ProfileCapture::Json() const {

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loadgen/runner.h"
+#include "rules/finding.h"
 
 namespace latdoc::diagnose {
 
@@ -49,6 +50,14 @@ struct ProfileCapture {
 };
 
 ProfileCapture CaptureProfile(const ProfileRequest& request);
+
+// The trace layer over the files a capture recorded, as diagnose's kernel layer writes it: the
+// "trace" block (schema latdoc.trace/1, "recorded_from": "server under test (--profile-at)",
+// files, facts, findings with their latency shares), and the findings into `findings`. Null, with
+// `status` saying why, when the files hold no GPU events; `status` is "measured" otherwise.
+nlohmann::ordered_json AnalyseProfileTraces(const std::vector<std::string>& files,
+                                            std::vector<rules::Finding>* findings,
+                                            std::string* status);
 
 // Trace files in `dir` (Kineto "*.json", "*.json.gz"; nsys "*.sqlite"; rocprof "*.csv"), by name.
 std::vector<std::string> TraceFilesIn(const std::string& dir);

@@ -148,6 +148,41 @@ TEST(ProfileAtE2eTest, ServerWithoutTheEndpointsIsSkippedAndTheDiagnosisGoesOn) 
   EXPECT_EQ(doc["layers"]["kernel"], "skipped: no --trace");
 }
 
+// sweep --profile-at knee: the same capture after the sweep, in the sweep's document.
+TEST(ProfileAtE2eTest, SweepProfileAtKneeRecordsAndAnalysesTheTrace) {
+  TempDir dir("profile-sweep");
+  SimProcess sim({"--time-scale", "0.1", "--max-num-seqs", "3", "--log-file", "/dev/null",
+                  "--disable-log-stats", "--sim-profiler-dir", dir.path()});
+  RunResult r = RunLatdoc({"sweep", "--url", sim.url(), "-c", "1:12", "--min-requests", "8",
+                           "--output-len", "16", "--profile-at", "knee", "--profile-dir", dir.path(),
+                           "--profile-seconds", "0.5", "--json", dir / "s.json"});
+  ASSERT_THAT(r.exit_code, ::testing::AnyOf(0, 1)) << r.err;
+  json doc = json::parse(ReadFileOrEmpty(dir / "s.json"));
+  const json& p = doc["profile_at"];
+  EXPECT_EQ(p["recorded"], true) << p.dump();
+  EXPECT_EQ(p["trace_status"], "measured");
+  ASSERT_EQ(p["files"].size(), 1u);
+  EXPECT_EQ(doc["trace"]["recorded_from"], "server under test (--profile-at)");
+  EXPECT_FALSE(doc["trace"]["findings"].empty());
+  EXPECT_THAT(r.out, HasSubstr("Profile: recorded 1 file over "));
+  EXPECT_THAT(r.out, HasSubstr("kernel.hot_kernel"));
+}
+
+TEST(ProfileAtE2eTest, SweepAgainstAServerWithoutTheEndpointsSaysSo) {
+  TempDir dir("profile-sweep-404");
+  SimProcess sim({"--time-scale", "0.1", "--log-file", "/dev/null", "--disable-log-stats"});
+  RunResult r = RunLatdoc({"sweep", "--url", sim.url(), "-c", "1:2", "--min-requests", "8",
+                           "--output-len", "8", "--profile-at", "1", "--profile-dir", dir.path(),
+                           "--profile-seconds", "0.3", "-q", "--json", dir / "s.json"});
+  ASSERT_THAT(r.exit_code, ::testing::AnyOf(0, 1)) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("latdoc sweep: --profile-at 1: skipped: the server has no profiler "
+                               "endpoint (POST /start_profile answered 404)"));
+  json doc = json::parse(ReadFileOrEmpty(dir / "s.json"));
+  EXPECT_EQ(doc["profile_at"]["recorded"], false);
+  EXPECT_FALSE(doc.contains("trace"));
+  EXPECT_FALSE(doc["steps"].empty());  // the sweep itself is all there
+}
+
 TEST(ProfileAtE2eTest, BadProfileAtIsBadUsage) {
   RunResult r = RunLatdoc({"diagnose", "--url", "http://127.0.0.1:1", "--profile-at", "many",
                            "--profile-dir", "/tmp"});
