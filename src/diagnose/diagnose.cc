@@ -674,7 +674,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       CatchSignals();
       profiled_files = traces.size() - o.traces.size();
     }
-    if (!doc["profile_at"]["recorded"].get<bool>() && !o.progress)
+    if (!doc["profile_at"]["recorded"].get<bool>())
       fmt::print(stderr, "latdoc diagnose: --profile-at {}: {}\n", o.profile_at,
                  doc["profile_at"]["status"].get<std::string>());
   }
