@@ -289,6 +289,8 @@ ValidationCheck SteadyCheck(const BenchRun& run, const BenchOptions& o,
   if (first < 0 && judged) {
     c.status = CheckStatus::kFail;
     c.message = fmt::format("{} in flight was never reached", target);
+  } else if (first < 0) {
+    c.message = "no request was in flight for a measurable time";
   } else {
     if (judged && share < kSteadyWarnShare) c.status = CheckStatus::kWarn;
     c.message = fmt::format("{} in flight{} held {:.0f}% of the run, from {:.1f} ms to {:.1f} ms "
