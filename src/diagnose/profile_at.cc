@@ -31,9 +31,9 @@ struct Answer {
   std::string body;
 };
 
-// One exchange on a private loop (bounded by 10 s).
+// One exchange on a private loop, bounded by `timeout_ns`.
 Answer Exchange(const std::string& base, const loadgen::BenchOptions& b, const std::string& method,
-                const std::string& target) {
+                const std::string& target, int64_t timeout_ns = 10'000'000'000) {
   Answer a;
   auto url = http::ParseUrl(base);
   if (!url.ok()) {
@@ -42,8 +42,8 @@ Answer Exchange(const std::string& base, const loadgen::BenchOptions& b, const s
   }
   http::EventLoop loop;
   http::ClientOptions co = b.client;
-  co.connect_timeout_ns = co.first_byte_timeout_ns = co.idle_timeout_ns = 10'000'000'000;
-  co.request_timeout_ns = 10'000'000'000;
+  co.connect_timeout_ns = 10'000'000'000;
+  co.first_byte_timeout_ns = co.idle_timeout_ns = co.request_timeout_ns = timeout_ns;
   http::HttpClient client(loop, *url, co);
   http::ClientRequest req;
   req.method = method;
@@ -212,7 +212,9 @@ ProfileCapture CaptureProfile(const ProfileRequest& r) {
       started_ns = MonoNowNs();
       const int64_t until = started_ns + int64_t(r.seconds * 1e9);
       while (!load_done.load() && MonoNowNs() < until) SleepMs(kPollMs);
-      Answer e = Exchange(r.url, b, "POST", "/stop_profile");
+      // vLLM answers once the trace is flushed: minutes for a large model (its docs advise a
+      // long VLLM_RPC_TIMEOUT for it).
+      Answer e = Exchange(r.url, b, "POST", "/stop_profile", int64_t(kStopTimeoutS * 1e9));
       stopped_ns = MonoNowNs();
       if (!e.error.empty()) skip = "failed: POST /stop_profile: " + e.error;
       else if (e.status != 200) skip = fmt::format("failed: POST /stop_profile answered {}", e.status);

@@ -9,7 +9,8 @@
 // The capture: a closed-loop load at `concurrency` runs on a worker thread while this thread
 // reads the server's /metrics every kPollMs; once the running requests reach `running_at`, it
 // starts the profiler, lets it record for at most `seconds` (less when the load ends first),
-// stops it, and waits up to kFileWaitS for new trace files in the directory (a file counts
+// stops it (vLLM answers once the trace is flushed: up to kStopTimeoutS), and waits up to
+// kFileWaitS more for new trace files in the directory (a file counts
 // once its size held between two looks). A server without the endpoints (404), a load that
 // never reaches `running_at`, or no file appearing: a status that says so, no files, and the
 // rest of the diagnosis goes on.
@@ -26,7 +27,8 @@
 namespace latdoc::diagnose {
 
 inline constexpr int kPollMs = 20;
-inline constexpr double kFileWaitS = 30;
+inline constexpr double kFileWaitS = 30;      // after /stop_profile answered
+inline constexpr double kStopTimeoutS = 600;  // /stop_profile answers once the trace is flushed
 
 struct ProfileRequest {
   std::string url;                   // the server (its /metrics, /start_profile, /stop_profile)
