@@ -23,6 +23,7 @@
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
 #include "loadgen/shard.h"
+#include "loadgen/validation.h"
 #include "loadgen/workload.h"
 
 namespace latdoc::cli {
@@ -41,6 +42,7 @@ struct BenchArgs {
   bool no_ignore_eos = false;
   bool quiet = false;
   std::string shard, start_at;  // --shard I/N, --start-at TIME (bench.md, "Shards")
+  int num_runs = 1;             // --num-runs: the same load N times, run-to-run variation
 };
 
 // Says on standard error what went wrong in a finished run, and returns its exit code:
@@ -260,6 +262,26 @@ int RunBenchCommand(BenchArgs& a) {
     if (Status st = CheckOutputPath(*p); !st.ok()) return Fail("bench", st);
   }
   if (shard->start_at_unix_ns) WaitUntil(*shard, a.quiet);
+  // --num-runs N: runs 1..N-1 first, summarized; the last run is written out as usual, with the
+  // run-to-run variation of its headline metrics (loadgen/validation.h, AddRunVariation).
+  if (a.num_runs > 1 && shard->active)
+    return Fail("bench", InvalidArgument("--num-runs cannot be combined with --shard"));
+  std::vector<loadgen::BenchSummary> earlier;
+  for (int i = 1; i < a.num_runs; ++i) {
+    if (!a.quiet) fmt::print(stderr, "latdoc bench: run {} of {}\n", i, a.num_runs);
+    auto r = loadgen::RunBench(o);
+    if (!r.ok()) {
+      return Fail("bench", Status(r.status().code(),
+                                  fmt::format("run {} of {}: {}", i, a.num_runs, r.status().message())));
+    }
+    if (r->stop_signal != 0) {
+      fmt::print(stderr, "latdoc bench: run {} of {}: {}: no results written\n", i, a.num_runs,
+                 r->partial_reason);
+      return ExitCodeForSignal(r->stop_signal);
+    }
+    earlier.push_back(loadgen::SummarizeRun(*r, o, ro));
+  }
+  if (a.num_runs > 1 && !a.quiet) fmt::print(stderr, "latdoc bench: run {} of {}\n", a.num_runs, a.num_runs);
   loadgen::BenchRun unreachable;
   auto run = loadgen::RunBench(o, &unreachable);
   if (!run.ok()) {
@@ -280,6 +302,17 @@ int RunBenchCommand(BenchArgs& a) {
     return Fail("bench", run.status());
   }
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
+  if (!earlier.empty()) {
+    std::vector<nlohmann::ordered_json> runs;
+    for (size_t i = 0; i < earlier.size(); ++i) {
+      runs.push_back(earlier[i].json);
+      for (const std::string& p : earlier[i].problems)
+        s.problems.push_back(fmt::format("run {} of {}: {}", i + 1, a.num_runs, p));
+    }
+    runs.push_back(s.json);
+    s.text += loadgen::AddRunVariation(runs, &s.json);
+    s.json["problems"] = s.problems;
+  }
   if (shard->active) AddShardResult(*shard, *run, s.json);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
@@ -518,6 +551,10 @@ Command RegisterBench(CLI::App& root) {
   app->add_option("--goodput", f->goodput, "As vLLM: ttft:MS tpot:MS e2el:MS, the same as --slo")->group(out);
   app->add_option("--max-error-rate", a->max_error_rate, "Fraction of failures allowed (exit 1 above)")->group(out);
   app->add_option("--json", a->json_out, "Write the results as JSON")->group(out);
+  app->add_option("--num-runs", a->num_runs,
+                  "Run the same load N times; the last run's results, with the coefficient of "
+                  "variation of each headline metric over the N (JSON \"runs\")")
+      ->check(Number(Bound::kPositive))->group(out)->capture_default_str();
   app->add_flag("--save-result", f->save_result,
                 "As vLLM: write the JSON to --result-dir, named --result-filename or "
                 "BACKEND-RATEqps-MODEL-DATE.json")->group(out);

@@ -195,6 +195,26 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
     fmt::print(stderr, "latdoc diagnose: --sweep-max must be at least 2\n");
     return kExitBadInput;
   }
+  // --profile-at knee|N (diagnose/profile_at.h): knee implies the sweep that finds it.
+  if (!d.profile_at.empty()) {
+    char* end = nullptr;
+    const long n = d.profile_at == "knee" ? 1 : std::strtol(d.profile_at.c_str(), &end, 10);
+    if (d.profile_at != "knee" && (end == d.profile_at.c_str() || *end != '\0' || n < 1 || n > 100000)) {
+      fmt::print(stderr, "latdoc diagnose: --profile-at {}: give knee or a number of running "
+                         "requests (1 or more)\n", d.profile_at);
+      return kExitBadInput;
+    }
+    if (d.profile_dir.empty() || d.url.empty()) {
+      fmt::print(stderr, "latdoc diagnose: --profile-at needs --url and --profile-dir (the "
+                         "server's VLLM_TORCH_PROFILER_DIR, on this host or mounted)\n");
+      return kExitBadInput;
+    }
+    if (!(d.profile_seconds > 0 && d.profile_seconds <= 600)) {
+      fmt::print(stderr, "latdoc diagnose: --profile-seconds must be in (0, 600]\n");
+      return kExitBadInput;
+    }
+    if (d.profile_at == "knee") d.sweep = true;
+  }
   if (d.concurrency < 1 || d.requests < 1 || d.baseline_requests < 1) {
     fmt::print(stderr, "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
     return kExitBadInput;
@@ -317,6 +337,14 @@ Command RegisterDiagnose(CLI::App& root) {
   app->add_option("--logs", d.logs, "Server log file(s)");
   app->add_option("--facts", d.facts_path, "Host facts from `latdoc doctor --collect`");
   app->add_flag("--local", d.local, "Check this host (run on the server machine)");
+  app->add_option("--profile-at", d.profile_at,
+                  "Profile the server (vLLM's /start_profile) once the load reaches the knee "
+                  "(implies --sweep) or N running requests, and analyse the trace in this run")
+      ->type_name("knee|N");
+  app->add_option("--profile-dir", d.profile_dir,
+                  "Where the server writes its traces (its VLLM_TORCH_PROFILER_DIR, here or mounted)");
+  app->add_option("--profile-seconds", d.profile_seconds, "How long the profiler records at most")
+      ->capture_default_str();
   AddOutputs(app, a->out);
   return {app, [a, server] {
             if (auto rc = ResolveServerFlags("diagnose", *server, /*required=*/false)) return *rc;

@@ -136,6 +136,9 @@ Command RegisterSim(CLI::App& root) {
   app->add_option("--log-stats-interval", cfg->log_stats_interval_s,
                   "Seconds between stats lines (VLLM_LOG_STATS_INTERVAL)")
       ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();
+  app->add_option("--sim-profiler-dir", cfg->profiler_dir,
+                  "As VLLM_TORCH_PROFILER_DIR: serve POST /start_profile and /stop_profile, writing "
+                  "a Kineto trace of the engine's steps here")->group(o);
   app->add_option("--trace-requests", cfg->trace_requests_file,
                   "Write each request's true timings as JSON lines here")->group(o);
   app->add_option("--sim-stall-record", cfg->stall_record_file,

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
@@ -17,6 +18,7 @@
 #include "cli/command.h"
 #include "cli/flags.h"
 #include "loadgen/results.h"
+#include "diagnose/profile_at.h"
 #include "loadgen/runner.h"
 #include "loadgen/sweep.h"
 #include "loadgen/sweep_report.h"
@@ -48,7 +50,72 @@ struct SweepArgs {
   std::string json_out, csv_out, svg_out;
   ClientFlags client;
   bool quiet = false;
+  std::string profile_at, profile_dir;  // --profile-at knee|N (docs/profile-at.md)
+  double profile_seconds = 2;
 };
+
+// --profile-at after the sweep: the server profiled at the knee (no knee: the highest step) or
+// N running requests, and the trace analysed (diagnose/profile_at.h). Fills the document's
+// "profile_at" and "trace"; says on the terminal what it recorded and found.
+void ProfileAfterSweep(const SweepArgs& a, const loadgen::SweepResult& r,
+                       nlohmann::ordered_json* profile, nlohmann::ordered_json* trace) {
+  diagnose::ProfileRequest pr;
+  pr.url = a.o.url;
+  pr.metrics_url = a.o.metrics_url;
+  pr.bench = a.o;
+  pr.dir = a.profile_dir;
+  pr.seconds = a.profile_seconds;
+  nlohmann::ordered_json& j = *profile;
+  j["at"] = a.profile_at;
+  j["dir"] = a.profile_dir;
+  if (a.profile_at == "knee") {
+    if (r.steps.empty()) {
+      j["recorded"] = false;
+      j["status"] = "skipped: the sweep has no step";
+      j["files"] = nlohmann::ordered_json::array();
+      return;
+    }
+    const double at = r.knee_index ? r.steps[*r.knee_index].load : r.steps.back().load;
+    pr.concurrency = std::max(1, int(at));
+    pr.running_at = std::max(1, int(std::ceil(0.9 * at)));
+    pr.why = r.knee_index ? fmt::format("at the knee (concurrency {})", pr.concurrency)
+                          : fmt::format("at the sweep's highest load (concurrency {}: no knee reached)",
+                                        pr.concurrency);
+    j["knee_reached"] = r.knee_index.has_value();
+  } else {
+    pr.concurrency = pr.running_at = std::max(1, std::atoi(a.profile_at.c_str()));
+    pr.why = fmt::format("at {} running requests", pr.running_at);
+  }
+  j["concurrency"] = pr.concurrency;
+  j["running_at"] = pr.running_at;
+  pr.requests = std::max(64, 8 * pr.concurrency);
+  if (a.dataset.empty()) {
+    loadgen::RandomWorkloadOptions w = a.random;
+    w.batch = 1000;  // prompts no round of the sweep sent (a repeat would hit the prefix cache)
+    pr.bench.prompts = loadgen::RandomPrompts(w, size_t(pr.requests));
+  }
+  diagnose::ProfileCapture c = diagnose::CaptureProfile(pr);
+  const nlohmann::ordered_json cj = c.Json();
+  for (const auto& [k, v] : cj.items()) j[k] = v;
+  if (!c.recorded) {
+    fmt::print(stderr, "latdoc sweep: --profile-at {}: {}\n", a.profile_at, c.status);
+    return;
+  }
+  std::vector<rules::Finding> findings;
+  std::string status;
+  *trace = diagnose::AnalyseProfileTraces(c.files, &findings, &status);
+  j["trace_status"] = status;
+  if (a.quiet) return;
+  fmt::print("\nProfile: {}\n", c.status);
+  if (trace->is_null()) {
+    fmt::print("  trace: {}\n", status);
+    return;
+  }
+  for (const rules::Finding& f : findings) {
+    if (f.severity == rules::Severity::kOk || f.severity == rules::Severity::kSkip) continue;
+    fmt::print("  {:<5} {}  {}\n", rules::SeverityName(f.severity), f.id, f.title);
+  }
+}
 
 // "LO:HI" (or a single number, which is a range of one point and rejected by validation).
 Status ParseRange(const std::string& flag, const std::string& text, double* lo, double* hi) {
@@ -189,6 +256,21 @@ int RunSweepCommand(SweepArgs& a) {
   if (!slo.ok()) return Fail("sweep", slo.status());
   s.slo = *slo;
   if (Status st = loadgen::ValidateSweepOptions(s); !st.ok()) return Fail("sweep", st);
+  if (!a.profile_at.empty()) {
+    char* end = nullptr;
+    const long n = a.profile_at == "knee" ? 1 : std::strtol(a.profile_at.c_str(), &end, 10);
+    if (a.profile_at != "knee" && (end == a.profile_at.c_str() || *end != '\0' || n < 1 || n > 100000))
+      return Fail("sweep", InvalidArgument(fmt::format(
+                               "--profile-at {}: give knee or a number of running requests (1 or more)",
+                               a.profile_at)));
+    if (a.profile_dir.empty())
+      return Fail("sweep", InvalidArgument("--profile-at needs --profile-dir (the server's "
+                                           "VLLM_TORCH_PROFILER_DIR, on this host or mounted)"));
+    if (s.rate_mode)
+      return Fail("sweep", InvalidArgument("--profile-at profiles at a concurrency: not with --request-rate"));
+    if (!(a.profile_seconds > 0 && a.profile_seconds <= 600))
+      return Fail("sweep", InvalidArgument("--profile-seconds must be in (0, 600]"));
+  }
   if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
   a.client.Apply(o.client);
   o.threads = a.client.threads;
@@ -252,6 +334,16 @@ int RunSweepCommand(SweepArgs& a) {
     fmt::print("Model: {}\nServer: {}\n\n", r.model.empty() ? "n/a" : ToTerminalText(r.model),
                loadgen::ServerLabel(o.url, server_id));
     fmt::print("{}{}", loadgen::SweepTable(r, s), loadgen::SweepSummaryText(r, s));
+    // A step whose rounds did not offer the load asked for (loadgen/validation.h).
+    for (const auto& st : r.steps) {
+      if (!st.validation || (*st.validation)["status"] != "fail") continue;
+      for (const auto& c : (*st.validation)["checks"]) {
+        if (c["status"] != "fail") continue;
+        fmt::print("Validation FAIL at {:g} {}: {}: {}\n", st.load,
+                   s.rate_mode ? "req/s" : "concurrent", c["name"].get<std::string>(),
+                   c["message"].get<std::string>());
+      }
+    }
   }
 
   loadgen::SweepContext ctx;
@@ -262,8 +354,13 @@ int RunSweepCommand(SweepArgs& a) {
   localtime_r(&now, &lt);
   strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
   ctx.date = date;
+  nlohmann::ordered_json profile, trace;
+  if (!a.profile_at.empty() && stop_signal == 0) ProfileAfterSweep(a, r, &profile, &trace);
   if (!a.json_out.empty()) {
-    if (Status st = WriteFileAtomic(a.json_out, JsonText(SweepDocument(r, s, ctx, described, a.dataset), 2) + "\n"); !st.ok())
+    nlohmann::ordered_json doc = SweepDocument(r, s, ctx, described, a.dataset);
+    if (!profile.is_null()) doc["profile_at"] = profile;
+    if (!trace.is_null()) doc["trace"] = trace;
+    if (Status st = WriteFileAtomic(a.json_out, JsonText(doc, 2) + "\n"); !st.ok())
       return Fail("sweep", st);
   }
   if (!a.csv_out.empty()) {
@@ -340,6 +437,15 @@ Command RegisterSweep(CLI::App& root) {
   app->add_option("--dataset", a->dataset, "Prompts from a JSONL or ShareGPT JSON file")->group(wl);
   auto* out = "Output";
   app->add_option("--json", a->json_out, "Write the sweep as JSON (schema latdoc.sweep/1)")->group(out);
+  app->add_option("--profile-at", a->profile_at,
+                  "After the sweep, profile the server (vLLM's /start_profile) at the knee or N "
+                  "running requests and analyse the trace (\"profile_at\", \"trace\")")
+      ->type_name("knee|N")->group(out);
+  app->add_option("--profile-dir", a->profile_dir,
+                  "Where the server writes its traces (its VLLM_TORCH_PROFILER_DIR, here or mounted)")
+      ->group(out);
+  app->add_option("--profile-seconds", a->profile_seconds, "How long the profiler records at most")
+      ->group(out)->capture_default_str();
   app->add_option("--csv", a->csv_out, "Write one CSV row per step")->group(out);
   app->add_option("--svg", a->svg_out, "Write the chart (p99 TTFT, ITL and E2EL, tokens/s; knee marked)")->group(out);
   AddQuietFlag(app, &a->quiet, "No progress lines (stderr) and no table or summary (stdout)");

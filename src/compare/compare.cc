@@ -659,6 +659,41 @@ std::string RenderCompareText(const CompareResult& r, const CompareOptions& o) {
   return out;
 }
 
+namespace {
+
+void AddFailed(const nlohmann::json& block, const std::string& prefix, std::vector<std::string>* out) {
+  if (!block.is_object() || block.value("status", "") != "fail" || !block.contains("checks") ||
+      !block["checks"].is_array())
+    return;
+  for (const auto& c : block["checks"]) {
+    if (!c.is_object() || c.value("status", "") != "fail") continue;
+    out->push_back(prefix + c.value("name", "?") + ": " + c.value("message", ""));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> FailedValidation(const nlohmann::json& doc) {
+  std::vector<std::string> out;
+  if (!doc.is_object()) return out;
+  if (doc.contains("validation")) AddFailed(doc["validation"], "", &out);
+  // A block one level down: a diagnose's load run, a sweep step.
+  for (const auto& [key, v] : doc.items()) {
+    if (v.is_object() && v.contains("validation")) AddFailed(v["validation"], key + ": ", &out);
+    if (key == "steps" && v.is_array()) {
+      for (const auto& step : v) {
+        if (!step.is_object() || !step.contains("validation")) continue;
+        std::string label = "step";
+        for (const char* k : {"concurrency", "request_rate"})
+          if (step.contains(k) && step[k].is_number())
+            label += fmt::format(" {}={:g}", k, step[k].get<double>());
+        AddFailed(step["validation"], label + ": ", &out);
+      }
+    }
+  }
+  return out;
+}
+
 ordered_json CompareToJson(const CompareResult& r) {
   auto opt = [](std::optional<double> v) { return v ? ordered_json(*v) : ordered_json(nullptr); };
   ordered_json j;
@@ -710,6 +745,7 @@ ordered_json CompareToJson(const CompareResult& r) {
   j["worse"] = r.worse;
   j["findings_worse"] = r.findings_worse;
   j["loads_differ"] = r.loads_differ;
+  j["invalid_runs"] = r.invalid;
   return j;
 }
 

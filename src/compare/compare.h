@@ -96,7 +96,14 @@ struct CompareResult {
   int better = 0, worse = 0;          // metrics beyond noise in each direction
   int findings_worse = 0;             // findings new at warn or fail, or more severe than in A
   bool loads_differ = false;          // the runs offered different loads (a note says how)
+  // Runs compared although their validation failed (--allow-invalid): "A.json: concurrency".
+  std::vector<std::string> invalid;
 };
+
+// The failed checks of a result's "validation" blocks (bench's; each sweep step's; a diagnose's
+// load run), one "check: message" each ("step conc=8: check: message" for a sweep step); empty
+// when every block passed or the result has none (written by a latdoc before validation).
+std::vector<std::string> FailedValidation(const nlohmann::json& doc);
 
 struct CompareOptions {
   uint64_t seed = 1;

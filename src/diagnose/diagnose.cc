@@ -1,8 +1,11 @@
 #include "diagnose/diagnose.h"
+#include "diagnose/profile_at.h"
 
 #include <signal.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <optional>
 
@@ -424,6 +427,59 @@ struct SignalScope {
 
 }  // namespace
 
+// --profile-at: the load that hurts (the knee of the sweep, or N running requests) held while
+// the server's profiler records; the files found join the kernel layer's traces. Returns the
+// document's "profile_at".
+ordered_json ProfileAtStep(const DiagnoseOptions& o, std::optional<int64_t> knee,
+                           const ordered_json& sweep, std::vector<std::string>* traces) {
+  ProfileRequest r;
+  r.url = o.url;
+  r.metrics_url = o.bench.metrics_url;
+  r.bench = o.bench;
+  r.dir = o.profile_dir;
+  r.seconds = o.profile_seconds;
+  ordered_json j;
+  j["at"] = o.profile_at;
+  j["dir"] = o.profile_dir;
+  if (o.profile_at == "knee") {
+    // No knee reached: the sweep's highest load (its knee block's concurrency) is the load that
+    // hurts most of those tried.
+    std::optional<int64_t> top;
+    if (sweep.is_object() && sweep.contains("knee") && sweep["knee"].is_object() &&
+        sweep["knee"].contains("concurrency") && sweep["knee"]["concurrency"].is_number())
+      top = int64_t(sweep["knee"]["concurrency"].get<double>());
+    if (!knee && !top) {
+      j["recorded"] = false;
+      j["status"] = "skipped: the sweep found no knee to profile at";
+      j["files"] = ordered_json::array();
+      return j;
+    }
+    const int64_t at = knee ? *knee : *top;
+    r.concurrency = int(at);
+    // At a knee of C in flight the running count dips below C between a stream's requests.
+    r.running_at = std::max(1, int(std::ceil(0.9 * double(at))));
+    r.why = knee ? fmt::format("at the knee (concurrency {})", at)
+                 : fmt::format("at the sweep's highest load (concurrency {}: no knee reached)", at);
+    j["knee_reached"] = knee.has_value();
+  } else {
+    r.concurrency = std::max(1, std::atoi(o.profile_at.c_str()));
+    r.running_at = r.concurrency;
+    r.why = fmt::format("at {} running requests", r.running_at);
+  }
+  j["concurrency"] = r.concurrency;
+  j["running_at"] = r.running_at;
+  // Enough requests that the load outlasts the profiler: 8 per stream, at least 64.
+  r.requests = std::max(64, 8 * r.concurrency);
+  loadgen::RandomWorkloadOptions w = o.workload;
+  w.seed = o.workload.seed + 7;
+  r.bench.prompts = loadgen::RandomPrompts(w, size_t(r.requests));
+  ProfileCapture c = CaptureProfile(r);
+  const ordered_json cj = c.Json();
+  for (const auto& [k, v] : cj.items()) j[k] = v;
+  for (const std::string& f : c.files) traces->push_back(f);
+  return j;
+}
+
 DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   DiagnoseResult res;
   ordered_json& doc = res.doc;
@@ -622,16 +678,36 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     Append(all, std::move(net_findings));
   }
 
+  // --profile-at: a trace of the server under test, at the load that hurts.
+  std::vector<std::string> traces = o.traces;
+  size_t profiled_files = 0;
+  if (!o.profile_at.empty() && !stopped()) {
+    if (!doc.contains("bench")) {
+      doc["profile_at"] = {{"at", o.profile_at}, {"recorded", false},
+                           {"status", "skipped: the load layer did not run"},
+                           {"files", ordered_json::array()}};
+    } else {
+      Say(o, fmt::format("profile: at {} (--profile-dir {})", o.profile_at, o.profile_dir));
+      doc["profile_at"] = ProfileAtStep(o, knee_concurrency,
+                                        doc.contains("sweep") ? doc["sweep"] : ordered_json(), &traces);
+      CatchSignals();
+      profiled_files = traces.size() - o.traces.size();
+    }
+    if (!doc["profile_at"]["recorded"].get<bool>())
+      fmt::print(stderr, "latdoc diagnose: --profile-at {}: {}\n", o.profile_at,
+                 doc["profile_at"]["status"].get<std::string>());
+  }
+
   // Kernel: profiler traces.
   if (stopped()) {
     layers["kernel"] = "skipped: " + stop;
-  } else if (o.traces.empty()) {
+  } else if (traces.empty()) {
     layers["kernel"] = "skipped: no --trace";
   } else {
-    Say(o, fmt::format("trace: {} file(s)", o.traces.size()));
+    Say(o, fmt::format("trace: {} file(s)", traces.size()));
     try {
       trace::Trace t;
-      auto results = trace::ImportFiles(o.traces, trace::ImportOptions{}, t);
+      auto results = trace::ImportFiles(traces, trace::ImportOptions{}, t);
       std::string errors;
       for (const auto& r : results)
         if (!r.status.ok()) errors += (errors.empty() ? "" : "; ") + r.status.message();
@@ -643,10 +719,15 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         auto fs = rules::EvaluateTraceRules(report, rules::TraceRuleOptions{});
         // A trace's shares are of its own GPU time. Of the target's server, that is the best
         // estimate of its latency; of another server, it says nothing about this one's.
-        if (!o.trace_of_target)
+        if (!o.trace_of_target && profiled_files == 0)
           for (rules::Finding& f : fs) f.latency_share.reset();
         ordered_json tj;
         tj["schema"] = "latdoc.trace/1";
+        // Recorded from the server under test during this run (--profile-at): its shares are of
+        // the latency this run measured.
+        tj["recorded_from"] = profiled_files > 0 ? ordered_json("server under test (--profile-at)")
+                                                 : ordered_json(nullptr);
+        tj["files"] = traces;
         tj["complete"] = errors.empty();
         if (!errors.empty()) tj["errors"] = errors;
         tj["facts"] = ordered_json::parse(JsonText(trace::ReportToJson(report)));
@@ -655,6 +736,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         Append(all, std::move(fs));
         std::string status = errors.empty() ? "measured" : "measured (some files failed: " + errors + ")";
         if (!o.trace_note.empty()) status += " — " + o.trace_note;
+        if (profiled_files > 0)
+          status += fmt::format(" — {} file(s) recorded from the server under test (--profile-at)",
+                                profiled_files);
         layers["kernel"] = status;
       }
     } catch (const trace::SpillReadError& e) {

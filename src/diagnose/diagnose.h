@@ -49,6 +49,11 @@ struct DiagnoseOptions {
   bool local = false;                 // collect host facts here
   std::string sysroot = "/";
   bool progress = false;              // say which layer runs, on standard error
+  // --profile-at knee|N (diagnose/profile_at.h): "" none; "knee" (needs `sweep`) or a number of
+  // running requests. The trace recorded goes to the kernel layer as the target's own.
+  std::string profile_at;
+  std::string profile_dir;            // the server's VLLM_TORCH_PROFILER_DIR, here or mounted
+  double profile_seconds = 2;         // the profiler records at most this long
 };
 
 struct DiagnoseResult {

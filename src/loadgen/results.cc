@@ -14,6 +14,7 @@
 #include "base/units.h"
 #include "base/secrets.h"
 #include "http/client.h"
+#include "loadgen/validation.h"
 #include "servermetrics/metric_names.h"
 #include "servermetrics/server_dialect.h"
 #include "stats/sample_summary.h"
@@ -536,6 +537,9 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
       out.problems.push_back(ErrorRateMissText(out.failures.rate(), *ro.max_error_rate));
   }
   j["problems"] = out.problems;
+  // Whether the run measured what it was asked to (loadgen/validation.h).
+  const Validation validation = ValidateRun(run, o);
+  j["validation"] = validation.Json();
 
   // Terminal summary, in the shape of vllm bench serve's.
   std::string& t = out.text;
@@ -617,6 +621,7 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   }
   for (const auto& e : first_errors) t += "  error: " + e + "\n";
   if (!run.thread_load.empty()) t += ClientLoadText(run.thread_load);
+  t += validation.Text();
   t += std::string(52, '=') + "\n";
   return out;
 }

@@ -223,6 +223,10 @@ StatusOr<SweepStep> MeasureStep(StepRunner& runner, double load, const SweepOpti
     dur_ns += rounds[i].dur_ns;
     s.server.Merge(rounds[i].server);
   }
+  std::vector<Validation> checked;
+  for (size_t i = first; i < rounds.size(); ++i)
+    if (rounds[i].validation) checked.push_back(*rounds[i].validation);
+  if (!checked.empty()) s.validation = MergeValidations(checked);
 
   std::vector<int64_t> ttft, tpot, e2el;
   int64_t out_tokens = 0;

@@ -43,6 +43,7 @@
 #include "base/status.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
+#include "loadgen/validation.h"
 #include "loadgen/workload.h"
 #include "stats/knee.h"
 
@@ -90,6 +91,7 @@ struct RoundResult {
   int64_t dur_ns = 0;
   bool interrupted = false;             // Ctrl-C during the round
   ServerStepMetrics server;
+  std::optional<Validation> validation; // the round's run checked (loadgen/validation.h)
 };
 
 // Runs rounds. The real one (MakeBenchStepRunner) drives RunBench; tests pass fakes.
@@ -165,6 +167,8 @@ struct SweepStep {
   // Set when the step was measured twice because its first measurement looked like a stall of
   // the client's host (RunSweep): what was seen and which measurement was kept.
   std::string remeasured;
+  // The window's rounds' validation (MergeValidations); nullopt when no round carried one.
+  std::optional<nlohmann::ordered_json> validation;
 
   double error_rate() const { return requests ? double(failed) / double(requests) : 0; }
   std::optional<double> KneeP99Ms(KneeLatency k) const;

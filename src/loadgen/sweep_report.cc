@@ -65,6 +65,7 @@ ordered_json StepJson(const SweepStep& s, const SweepOptions& o) {
   j["bend_evidence"] = s.bend_evidence;
   if (!s.remeasured.empty()) j["remeasured"] = s.remeasured;
   if (s.interrupted) j["interrupted"] = true;
+  if (s.validation) j["validation"] = *s.validation;
   return j;
 }
 

@@ -146,6 +146,7 @@ class BenchStepRunner : public StepRunner {
     if (!run.ok()) return run.status();
     if (base_.model.empty()) base_.model = run->model;  // no /v1/models per round after this
     RoundResult r = RoundFromRun(*run);
+    r.validation = ValidateRun(*run, o);
     if (run->partial && !g_interrupted) g_interrupted = run->stop_signal ? run->stop_signal : SIGINT;
     if (g_interrupted) r.interrupted = true;
     return r;

@@ -17,6 +17,7 @@
 #include "base/strings.h"
 #include "http/server.h"
 #include "sim/metrics.h"
+#include "sim/profiler_trace.h"
 #include "sim/stall_record.h"
 
 namespace latdoc::sim {
@@ -282,6 +283,10 @@ struct SimServer::Impl {
       return send(200, "text/plain; version=0.0.4; charset=utf-8",
                   metrics.Render(cfg.served_model_name));
     }
+    if (profiler.enabled() && (p == "/start_profile" || p == "/stop_profile")) {
+      if (!post) return not_allowed();
+      return Profile(p == "/start_profile", send);
+    }
     if (p == "/v1/models") {
       if (!get) return not_allowed();
       return send(200, "application/json", ModelsJson());
@@ -291,6 +296,26 @@ struct SimServer::Impl {
       return Generate(req, out, p == "/v1/chat/completions");
     }
     return send(404, "application/json", R"({"detail":"Not Found"})");
+  }
+
+  // vLLM's /start_profile and /stop_profile (sim/profiler_trace.h): 200 once done; the trace is
+  // written when the profiler stops.
+  template <typename Send>
+  int Profile(bool start, Send& send) {
+    if (start) {
+      log.Line("INFO", "api_server.py:1033", "Starting profiler...");
+      profiler.Start(MonoNowNs(), WallNowNs());
+      log.Line("INFO", "api_server.py:1035", "Profiler started.");
+      return send(200, "", "");
+    }
+    log.Line("INFO", "api_server.py:1041", "Stopping profiler...");
+    auto path = profiler.Stop();
+    if (!path.ok()) {
+      log.Line("ERROR", "api_server.py:1043", "Profiler trace not written: " + path.status().message());
+      return send(500, "application/json", R"({"detail":"profiler trace not written"})");
+    }
+    log.Line("INFO", "api_server.py:1043", "Profiler stopped.");
+    return send(200, "", "");
   }
 
   std::string ModelsJson() const {
@@ -597,6 +622,7 @@ struct SimServer::Impl {
     stepping = true;
     step_start_ns = start_ns;
     StepPlan p = engine.BeginStep(ModelNs(start_ns));
+    step_plan = p;
     metrics.running = p.num_running;
     metrics.waiting = p.num_waiting;
     metrics.kv_usage = engine.kv_usage();
@@ -612,6 +638,7 @@ struct SimServer::Impl {
     int64_t now = MonoNowNs();
     metrics.step_overrun.Observe(double(std::max<int64_t>(0, now - step_due_ns)) / 1e9);
     engine.FinishStep(&step_out);
+    profiler.OnStep(step_start_ns, now, step_plan);
     for (uint64_t id : step_out.scheduled_first)
       if (auto it = active.find(id); it != active.end()) {
         // A step planned on schedule may start before a request that arrived while the loop was
@@ -888,6 +915,8 @@ struct SimServer::Impl {
   bool stepping = false;
   int64_t step_start_ns = 0, step_due_ns = 0;
   StepOutput step_out;
+  StepPlan step_plan;                      // the step in progress, for the profiler
+  StepProfiler profiler{cfg.profiler_dir};  // /start_profile, /stop_profile (profiler_trace.h)
   uint64_t interval_prompt_tokens = 0, interval_generation_tokens = 0, interval_preemptions = 0;
   int64_t last_stats_ns = MonoNowNs();
   double prev_prompt_tput = 0, prev_gen_tput = 0;

@@ -57,6 +57,9 @@ struct SimConfig {
   bool disable_uvicorn_access_log = false;
   std::string trace_requests_file;  // one JSON line per request with its true timings
   std::string stall_record_file;    // the steps slowed on purpose, and why (sim/stall_record.h)
+  // vLLM's VLLM_TORCH_PROFILER_DIR: enables POST /start_profile and /stop_profile, which write a
+  // Kineto trace of the engine's steps here (sim/profiler_trace.h); empty: the routes are 404.
+  std::string profiler_dir;
   size_t max_body_bytes = 8 << 20;
   double keep_alive_timeout_s = 5;
 };
