@@ -22,8 +22,10 @@
 #include "cli/flags.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
+#include "loadgen/sessions.h"
 #include "loadgen/shard.h"
 #include "loadgen/workload.h"
+#include "rules/workload_rules.h"
 
 namespace latdoc::cli {
 namespace {
@@ -41,6 +43,11 @@ struct BenchArgs {
   bool no_ignore_eos = false;
   bool quiet = false;
   std::string shard, start_at;  // --shard I/N, --start-at TIME (bench.md, "Shards")
+  // --dataset-name multi-turn (loadgen/sessions.h): synthetic sessions, or a session file.
+  bool multi_turn = false;
+  std::string session_file;
+  loadgen::MultiTurnOptions sessions;
+  double think_time_s = 0;
 };
 
 // Says on standard error what went wrong in a finished run, and returns its exit code:
@@ -200,6 +207,135 @@ void AddShardResult(ShardPlan& p, const loadgen::BenchRun& run, nlohmann::ordere
   json["requests"] = loadgen::RecordsJson(run, mono_to_unix_ns);
 }
 
+// The result's "multi_turn" block and its findings (rules/workload_rules.h), for a session run;
+// the terminal's lines are appended to `text`.
+void AddMultiTurnResult(const BenchArgs& a, const loadgen::SessionWorkload& w,
+                        const loadgen::BenchRun& run, nlohmann::ordered_json& json, std::string& text) {
+  using nlohmann::ordered_json;
+  const auto turns = loadgen::ComputeTurnStats(run, w);
+  ordered_json mt;
+  mt["sessions"] = w.sessions.size();
+  mt["turns"] = w.max_turns();
+  mt["think_time_s"] = a.think_time_s;
+  mt["source"] = a.session_file.empty() ? ordered_json("synthetic") : ordered_json(a.session_file);
+  if (a.session_file.empty()) {
+    mt["shared_prefix_tokens"] = a.sessions.system_len;
+    mt["input_len"] = a.sessions.input_len;
+    mt["output_len"] = a.sessions.output_len;
+  }
+  rules::MultiTurnFacts facts;
+  ordered_json per_turn = ordered_json::array();
+  text += "TTFT by turn (mean / p99, mean prompt tokens, resent):\n";
+  for (const auto& t : turns) {
+    per_turn.push_back({{"turn", t.turn}, {"requests", t.requests}, {"completed", t.completed},
+                        {"mean_prompt_tokens", t.mean_prompt_tokens},
+                        {"mean_resent_tokens", t.mean_reused_tokens},
+                        {"mean_ttft_ms", t.mean_ttft_ms}, {"median_ttft_ms", t.p50_ttft_ms},
+                        {"p99_ttft_ms", t.p99_ttft_ms}});
+    text += fmt::format("  turn {:>3}: {:>9.2f} / {:>9.2f} ms  {:>8.0f} tokens  {:>8.0f} resent  ({} of {} completed)\n",
+                        t.turn, t.mean_ttft_ms, t.p99_ttft_ms, t.mean_prompt_tokens,
+                        t.mean_reused_tokens, t.completed, t.requests);
+    facts.turns.push_back({t.turn, t.mean_ttft_ms, t.mean_prompt_tokens, t.mean_reused_tokens,
+                           (unsigned long long)t.completed});
+  }
+  mt["per_turn"] = std::move(per_turn);
+  ordered_json cache;
+  if (run.metrics_available) {
+    const servermetrics::SnapshotDelta d = servermetrics::Delta(run.before, run.after);
+    facts.cache_queries = d.prefix_cache_queries;
+    facts.cache_hits = d.prefix_cache_hits;
+    if (d.queue_s) if (auto m = d.queue_s->mean()) facts.queue_mean_ms = *m * 1e3;
+    if (d.prefill_s) if (auto m = d.prefill_s->mean()) facts.prefill_mean_ms = *m * 1e3;
+  }
+  auto opt = [](std::optional<double> v) { return v ? ordered_json(*v) : ordered_json(nullptr); };
+  cache["queries_tokens"] = opt(facts.cache_queries);
+  cache["hits_tokens"] = opt(facts.cache_hits);
+  cache["hit_rate"] = facts.cache_queries && facts.cache_hits && *facts.cache_queries > 0
+                          ? ordered_json(*facts.cache_hits / *facts.cache_queries) : ordered_json(nullptr);
+  mt["prefix_cache"] = std::move(cache);
+  if (facts.cache_queries && facts.cache_hits && *facts.cache_queries > 0) {
+    text += fmt::format("Prefix cache (server /metrics): {:.1f}% of {:.0f} prompt tokens hit\n",
+                        100 * *facts.cache_hits / *facts.cache_queries, *facts.cache_queries);
+  }
+  json["multi_turn"] = std::move(mt);
+  std::vector<rules::Finding> findings = rules::MultiTurnFindings(facts);
+  ordered_json fj = ordered_json::array();
+  for (const auto& f : findings) {
+    fj.push_back(ordered_json::parse(rules::ToJson(f).dump()));
+    text += fmt::format("{}: {}: {}\n  advice: {}\n", rules::SeverityName(f.severity), f.id, f.title, f.advice);
+  }
+  json["findings"] = std::move(fj);
+}
+
+// bench --dataset-name multi-turn: the sessions turn by turn (loadgen/sessions.h).
+int RunSessionsCommand(BenchArgs& a, const loadgen::SloSpec& slo) {
+  loadgen::BenchOptions& o = a.o;
+  auto refuse = [](const std::string& what) {
+    return Fail("bench", InvalidArgument(what + " is not used with --dataset-name multi-turn: the "
+                                         "sessions set the load (one stream per session, turn by turn)"));
+  };
+  if (!a.shard.empty()) return refuse("--shard");
+  if (!a.start_at.empty()) return refuse("--start-at");
+  if (o.request_rate > 0) return refuse("--request-rate");
+  if (o.duration_s > 0) return refuse("--duration");
+  if (o.warmup > 0) return refuse("--warmup");
+  loadgen::ResultOptions ro;
+  ro.slo = slo;
+  ro.max_error_rate = a.max_error_rate >= 0 ? a.max_error_rate : 0.0;
+  if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
+  a.client.Apply(o.client);
+  o.threads = a.client.threads;
+  o.ignore_eos = !a.no_ignore_eos;
+  o.progress = !a.quiet && ::isatty(2);
+  loadgen::SessionWorkload w;
+  if (!a.session_file.empty()) {
+    auto f = loadgen::LoadSessionFile(a.session_file, a.random.output_len);
+    if (!f.ok()) return Fail("bench", f.status());
+    for (const auto& m : f->bad_line_messages) fmt::print(stderr, "latdoc bench: skipped {}\n", m);
+    if (f->bad_lines > f->bad_line_messages.size())
+      fmt::print(stderr, "latdoc bench: ... {} bad lines skipped in all\n", f->bad_lines);
+    w = std::move(*f);
+  } else {
+    a.sessions.system_len = a.random.prefix_len;
+    a.sessions.input_len = a.random.input_len;
+    a.sessions.output_len = a.random.output_len;
+    a.sessions.seed = o.seed;
+    if (Status st = loadgen::ValidateMultiTurnOptions(a.sessions); !st.ok()) return Fail("bench", st);
+    w = loadgen::SyntheticSessions(a.sessions);
+  }
+  for (const std::string* p : {&a.json_out, &a.requests_out}) {
+    if (p->empty()) continue;
+    if (Status st = CheckOutputPath(*p); !st.ok()) return Fail("bench", st);
+  }
+  size_t total = 0;
+  for (const auto& s : w.sessions) total += s.size();
+  o.concurrency = int(w.sessions.size());
+  o.num_requests = int(total);
+  loadgen::BenchRun unreachable;
+  auto run = loadgen::RunSessions(o, w, a.think_time_s, &unreachable);
+  if (!run.ok()) {
+    if (run.status().code() == StatusCode::kInvalidArgument) return Fail("bench", run.status());
+    loadgen::BenchSummary s = loadgen::SummarizeRun(unreachable, o, ro);
+    s.json["error"] = run.status().message();
+    if (!a.json_out.empty()) {
+      if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) return Fail("bench", st);
+    }
+    if (s.failures.failed > 0) fmt::print(stderr, "latdoc bench: {}\n", s.failures.Text());
+    return Fail("bench", run.status());
+  }
+  loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
+  AddMultiTurnResult(a, w, *run, s.json, s.text);
+  if (!a.quiet) fmt::print("{}", s.text);
+  if (!a.json_out.empty()) {
+    if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) return Fail("bench", st);
+  }
+  if (!a.requests_out.empty()) {
+    if (Status st = WriteFileAtomic(a.requests_out, loadgen::RequestsJsonl(*run)); !st.ok())
+      return Fail("bench", st);
+  }
+  return ReportBenchOutcome(*run, s, ro, a.json_out);
+}
+
 int RunBenchCommand(BenchArgs& a) {
   loadgen::BenchOptions& o = a.o;
   if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
@@ -212,6 +348,7 @@ int RunBenchCommand(BenchArgs& a) {
   if (o.num_requests == 0 && o.duration_s <= 0) o.num_requests = 200;
   auto slo = loadgen::ParseSlo(a.slo);
   if (!slo.ok()) return Fail("bench", slo.status());
+  if (a.multi_turn) return RunSessionsCommand(a, *slo);
   auto shard = PlanShard(a);
   if (!shard.ok()) return Fail("bench", shard.status());
   loadgen::ResultOptions ro;
@@ -310,7 +447,8 @@ struct BenchFlags {
   std::string backend_label;   // vLLM's file name starts with it
   std::string pending_result;  // --save-result without a name: written here, renamed after
   CLI::Option *concurrency = nullptr, *max_concurrency = nullptr, *request_rate = nullptr,
-              *dataset_name_opt = nullptr;
+              *dataset_name_opt = nullptr, *num_sessions = nullptr, *turns = nullptr,
+              *think_time = nullptr;
 };
 
 std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
@@ -332,13 +470,22 @@ std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
     o.max_concurrency = 0;
     o.request_rate = 0;
   }
-  if (f.dataset_name_opt->count() > 0 && f.dataset_name != "random") {
+  if (f.dataset_name == "multi-turn") {
+    // A session file is optional: without one, synthetic sessions.
+    if (!a.dataset.empty()) return fail("--dataset-name multi-turn reads its session file from --dataset-path");
+    a.multi_turn = true;
+    a.session_file = f.dataset_path;
+  } else if (f.num_sessions->count() > 0 || f.turns->count() > 0 || f.think_time->count() > 0) {
+    return fail("--num-sessions, --turns and --think-time go with --dataset-name multi-turn");
+  }
+  if (a.multi_turn) {
+  } else if (f.dataset_name_opt->count() > 0 && f.dataset_name != "random") {
     if (f.dataset_path.empty())
       return fail(fmt::format("--dataset-name {} reads --dataset-path FILE", f.dataset_name));
   } else if (f.dataset_name_opt->count() > 0 && !f.dataset_path.empty()) {
     return fail("--dataset-path is read with --dataset-name sharegpt or custom; random makes its prompts");
   }
-  if (!f.dataset_path.empty()) {
+  if (!f.dataset_path.empty() && !a.multi_turn) {
     if (!a.dataset.empty()) return fail("give --dataset or --dataset-path, not both");
     a.dataset = f.dataset_path;
   }
@@ -501,15 +648,25 @@ Command RegisterBench(CLI::App& root) {
   f->dataset_name_opt =
       app->add_option("--dataset-name", f->dataset_name,
                       "As vLLM: random, sharegpt or custom (JSONL with \"prompt\"), the last two "
-                      "with --dataset-path")
+                      "with --dataset-path; or multi-turn: sessions that resend their history "
+                      "(synthetic, or a session file as --dataset-path; docs/workloads.md)")
           ->check(CLI::Validator(
               [](std::string& s) -> std::string {
-                if (s == "random" || s == "sharegpt" || s == "custom") return "";
-                return s + ": not supported; latdoc reads random, sharegpt or custom";
+                if (s == "random" || s == "sharegpt" || s == "custom" || s == "multi-turn") return "";
+                return s + ": not supported; latdoc reads random, sharegpt, custom or multi-turn";
               },
               ""))
           ->group(wl)->capture_default_str();
-  app->add_option("--dataset-path", f->dataset_path, "The file of --dataset-name sharegpt or custom")->group(wl);
+  app->add_option("--dataset-path", f->dataset_path,
+                  "The file of --dataset-name sharegpt, custom or multi-turn (JSONL of sessions)")->group(wl);
+  f->num_sessions = app->add_option("--num-sessions", a->sessions.num_sessions,
+                                    "multi-turn: concurrent sessions (one stream each)")
+      ->check(Number(Bound::kPositive))->group(wl)->capture_default_str();
+  f->turns = app->add_option("--turns", a->sessions.turns, "multi-turn: turns per session")
+      ->check(Number(Bound::kPositive))->group(wl)->capture_default_str();
+  f->think_time = app->add_option("--think-time", a->think_time_s,
+                                  "multi-turn: pause between a turn's answers and the next turn: 2s, 500ms")
+      ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(wl);
   app->add_flag("--ignore-eos", f->ignore_eos, "Generate --output-len tokens whatever the model says (the default)")
       ->group(wl);
   app->add_flag("--no-ignore-eos", a->no_ignore_eos, "Let the model stop early")->group(wl);

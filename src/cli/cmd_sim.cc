@@ -67,6 +67,9 @@ Command RegisterSim(CLI::App& root) {
                 "Split long prompts over steps (default: on)")
       ->expected(0, 1)
       ->group(g);
+  app->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", cfg->enable_prefix_caching,
+                "Prefix caching, as vLLM: a prompt's blocks seen before skip prefill (default: off "
+                "in the simulator)")->group(g);
   app->add_option("--block-size", e.block_size, "KV block size in tokens")->group(g)->capture_default_str();
   app->add_option("--max-model-len", e.max_model_len, "Max prompt + output tokens")->group(g)->capture_default_str();
   app->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,

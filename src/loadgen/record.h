@@ -56,6 +56,7 @@ struct RequestRecord {
   TokenMethod method = TokenMethod::kChunks;
   bool count_mismatch = false;   // final usage disagreed with the per-chunk count
   std::vector<std::pair<int64_t, int>> chunks;  // content chunks: arrival time, tokens
+  int turn = -1;                 // a session's turn, from 0 (loadgen/sessions.h); -1: none
 };
 
 // What one SSE data payload of an OpenAI-compatible stream says.

@@ -33,7 +33,12 @@ namespace latdoc::loadgen {
 std::string RequestBody(const BenchOptions& o, const std::string& model, const Prompt& p) {
   nlohmann::ordered_json j;
   j["model"] = model;
-  if (o.endpoint == Endpoint::kChat) {
+  if (o.endpoint == Endpoint::kChat && !p.messages.empty()) {  // a session's history
+    j["messages"] = nlohmann::ordered_json::array();
+    for (const auto& [role, content] : p.messages)
+      j["messages"].push_back({{"role", role}, {"content", content}});
+    j["max_completion_tokens"] = p.output_tokens;
+  } else if (o.endpoint == Endpoint::kChat) {
     j["messages"] = nlohmann::ordered_json::array(
         {{{"role", "user"}, {"content", p.text.empty() ? std::string("hello") : p.text}}});
     j["max_completion_tokens"] = p.output_tokens;

@@ -28,6 +28,7 @@ double Engine::kv_usage() const {
 void Engine::Add(const EngineRequest& r) {
   Seq s;
   s.req = r;
+  s.computed = std::clamp(r.cached_tokens, 0, std::max(0, r.prompt_tokens - 1));
   seqs_.emplace(r.id, s);
   waiting_.push_back(r.id);
 }

@@ -60,6 +60,10 @@ struct EngineRequest {
   int prompt_tokens = 1;
   int max_tokens = 16;      // generation stops here ("length")
   int stop_at_tokens = 0;   // > 0: an EOS after this many tokens ("stop")
+  // Prompt tokens whose KV the prefix cache already holds: the first prefill starts past them
+  // (they cost no step time). REQUIRES: 0 <= cached_tokens < prompt_tokens (vLLM recomputes at
+  // least the last prompt token). A preempted request recomputes everything.
+  int cached_tokens = 0;
 };
 
 enum class FinishReason { kNone, kLength, kStop };

@@ -17,6 +17,7 @@
 #include "base/strings.h"
 #include "http/server.h"
 #include "sim/metrics.h"
+#include "sim/prefix_cache.h"
 
 namespace latdoc::sim {
 
@@ -213,6 +214,8 @@ struct Active {
   std::string x_request_id;
   bool chat = false, stream = false, include_usage = false, continuous_usage = false;
   int prompt_tokens = 0, max_tokens = 0, generated = 0, preemptions = 0;
+  int cached_tokens = 0;            // found in the prefix cache on admission
+  std::vector<uint64_t> blocks;     // the prompt's block hashes (prefix caching on)
   uint64_t text_seed = 0;
   int64_t created_s = 0;
   int64_t received_ns = 0, arrival_ns = 0, scheduled_ns = -1, first_token_ns = -1,
@@ -396,6 +399,39 @@ struct SimServer::Impl {
     return true;
   }
 
+  // The block hashes of a request's prompt (sim/prefix_cache.h): its words or token ids, a chat
+  // request's message contents in order. Called on a body that PromptTokens or MessageTokens
+  // accepted.
+  std::vector<uint64_t> PromptBlocks(const json& body, bool chat) const {
+    TokenHasher t;
+    auto add = [&](const json& v, auto&& self) -> void {
+      if (v.is_string()) {
+        t.AddText(v.get_ref<const std::string&>());
+      } else if (v.is_number_integer()) {
+        t.AddId(v.get<int64_t>());
+      } else if (v.is_array()) {
+        for (const auto& e : v) self(e, self);
+      }
+    };
+    if (chat) {
+      for (const auto& m : body["messages"]) {
+        auto c = m.find("content");
+        if (c == m.end()) continue;
+        if (c->is_string()) {
+          t.AddText(c->get_ref<const std::string&>());
+        } else if (c->is_array()) {
+          for (const auto& part : *c)
+            if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+                part["text"].is_string())
+              t.AddText(part["text"].get_ref<const std::string&>());
+        }
+      }
+    } else {
+      add(body["prompt"], add);
+    }
+    return BlockHashes(t.tokens(), cfg.engine.block_size);
+  }
+
   int Generate(const http::Request& req, const std::shared_ptr<http::ResponseStream>& out,
                bool chat) {
     json body;
@@ -508,6 +544,7 @@ struct SimServer::Impl {
     // request's JSON was written: dump() is canonical (sorted keys, no blanks), so key order,
     // spacing, max_tokens or stream give the same completion.
     a->text_seed = Mix(cfg.seed ^ Fnv1a(body[chat ? "messages" : "prompt"].dump()));
+    if (cfg.enable_prefix_caching) a->blocks = PromptBlocks(body, chat);
     a->received_ns = req.received_ns;
     a->created_s = ::time(nullptr);
     a->out = out;
@@ -562,7 +599,8 @@ struct SimServer::Impl {
         });
       }
     }
-    engine.Add({a.id, a.prompt_tokens, a.max_tokens, stop_at});
+    if (cfg.enable_prefix_caching) a.cached_tokens = prefix_cache.Lookup(a.blocks, a.prompt_tokens);
+    engine.Add({a.id, a.prompt_tokens, a.max_tokens, stop_at, a.cached_tokens});
     if (cfg.enable_log_requests)
       log.Line("INFO", "async_llm.py:301", fmt::format("Added request {}.", a.public_id));
     Kick();
@@ -699,6 +737,10 @@ struct SimServer::Impl {
       metrics.ttft.Observe(double(now - a.arrival_ns) / 1e9);
       metrics.prompt_tokens += a.prompt_tokens;
       metrics.prefix_cache_queries += a.prompt_tokens;
+      metrics.prefix_cache_hits += uint64_t(a.cached_tokens);
+      interval_prefix_queries += uint64_t(a.prompt_tokens);
+      interval_prefix_hits += uint64_t(a.cached_tokens);
+      if (cfg.enable_prefix_caching) prefix_cache.Insert(a.blocks);  // its prefill is done
       interval_prompt_tokens += a.prompt_tokens;
     } else {
       metrics.itl.Observe(double(now - a.last_token_ns) / 1e9);
@@ -826,6 +868,7 @@ struct SimServer::Impl {
                        {"arrival_ns", a.arrival_ns}, {"scheduled_ns", a.scheduled_ns},
                        {"first_token_ns", a.first_token_ns}, {"last_token_ns", a.last_token_ns},
                        {"end_ns", MonoNowNs()},     {"prompt_tokens", a.prompt_tokens},
+                       {"cached_tokens", a.cached_tokens},
                        {"completion_tokens", a.generated}, {"preemptions", a.preemptions},
                        {"token_ns", a.token_ns},    {"token_counts", a.token_counts}};
     a.trace->token_chunks = a.token_ns.size();
@@ -853,19 +896,25 @@ struct SimServer::Impl {
           "tokens/s, Running: {} reqs, Waiting: {} reqs, ",
           prompt_tput, gen_tput, engine.num_running(), engine.num_waiting());
       if (interval_preemptions > 0) msg += fmt::format("Preemptions: {}, ", interval_preemptions);
-      msg += fmt::format("GPU KV cache usage: {:.1f}%, Prefix cache hit rate: 0.0%",
-                         engine.kv_usage() * 100);
+      // vLLM averages over its recent requests; the simulator over this interval's prefills.
+      msg += fmt::format("GPU KV cache usage: {:.1f}%, Prefix cache hit rate: {:.1f}%",
+                         engine.kv_usage() * 100,
+                         interval_prefix_queries ? 100.0 * double(interval_prefix_hits) /
+                                                       double(interval_prefix_queries)
+                                                 : 0.0);
       log.Line("INFO", "loggers.py:123", msg);
     }
     prev_prompt_tput = prompt_tput;
     prev_gen_tput = gen_tput;
     interval_prompt_tokens = interval_generation_tokens = interval_preemptions = 0;
+    interval_prefix_queries = interval_prefix_hits = 0;
     last_stats_ns = now;
   }
 
   http::EventLoop& loop;
   SimConfig cfg;
   Engine engine;
+  PrefixCache prefix_cache{cfg.engine.block_size, Engine::TotalBlocks(cfg.engine)};
   SimMetrics metrics;
   std::mt19937_64 rng;         // per-request draws (faults), in arrival order
   // Network jitter draws per write, as many as the responses happen to need: from `rng` they
@@ -885,6 +934,7 @@ struct SimServer::Impl {
   int64_t step_start_ns = 0, step_due_ns = 0;
   StepOutput step_out;
   uint64_t interval_prompt_tokens = 0, interval_generation_tokens = 0, interval_preemptions = 0;
+  uint64_t interval_prefix_queries = 0, interval_prefix_hits = 0;
   int64_t last_stats_ns = MonoNowNs();
   double prev_prompt_tput = 0, prev_gen_tput = 0;
 };

@@ -48,6 +48,10 @@ struct SimConfig {
   // A step's tokens go out as one SSE event each, all in one write, as TGI and llama.cpp stream
   // speculative tokens. Off: one event carries the step's tokens, as vLLM does.
   bool event_per_token = false;
+  // vLLM's --enable-prefix-caching (sim/prefix_cache.h): a prompt's leading blocks seen before
+  // skip prefill, counted in vllm:prefix_cache_hits. Off by default in the simulator, so that
+  // a repeated prompt costs its full prefill unless a test asks for the cache.
+  bool enable_prefix_caching = false;
   FaultRates faults;
   // Logs (vLLM's format).
   std::string log_file;           // empty: standard error
