@@ -1,0 +1,220 @@
+// End-to-end: the workloads of docs/workloads.md (`latdoc bench --dataset-name multi-turn`)
+// against a real `latdoc sim`, whose request trace (--trace-requests: each request's prompt
+// tokens, prefix-cache hit and token times) is the ground truth.
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "tests/e2e/process.h"
+
+namespace latdoc::testing {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+#ifdef LATDOC_SANITIZED
+constexpr double kTolScale = 10;
+#else
+constexpr double kTolScale = 1;
+#endif
+
+const std::vector<std::string> kSim = {
+    "--sim-step-base-ms", "4", "--sim-prefill-token-us", "40", "--sim-decode-seq-us", "50",
+    "--sim-context-token-ns", "0", "--log-file", "/dev/null", "--disable-log-stats"};
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The trace's lines once `n` requests have been written (a line goes out when the server is
+// done with the request's connection, which may be just after the client exits).
+std::vector<json> ReadTrace(const std::string& path, size_t n) {
+  std::vector<json> out;
+  for (int i = 0; i < 1000; ++i) {
+    out.clear();
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty()) out.push_back(json::parse(line));
+    if (out.size() >= n) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return out;
+}
+
+json ReadJson(const std::string& path) {
+  auto text = ReadFileToString(path);
+  EXPECT_TRUE(text.ok()) << path;
+  return text.ok() ? json::parse(*text) : json();
+}
+
+// Synthetic sessions: S sessions of T turns; turn t (from 0) carries the shared system prompt
+// (P words), t earlier user messages (I words) and answers (O words each), and its own user
+// message: P + t * (I + O) + I prompt tokens, as the simulator counts them.
+constexpr int kSessions = 3, kTurns = 3, kSystem = 100, kInput = 40, kOutput = 10;
+int PromptOfTurn(int t) { return kSystem + t * (kInput + kOutput) + kInput; }
+
+std::vector<std::string> MultiTurnArgs(const std::string& url, const std::string& json_out) {
+  return {"bench", "--url", url, "--endpoint", "chat", "--dataset-name", "multi-turn",
+          "--num-sessions", std::to_string(kSessions), "--turns", std::to_string(kTurns),
+          "--prefix-len", std::to_string(kSystem), "--input-len", std::to_string(kInput),
+          "--output-len", std::to_string(kOutput), "--json", json_out};
+}
+
+// Contract: every turn resends the history (prompt tokens exactly as above, per the server);
+// with the simulator's prefix cache on, turn t > 0 finds exactly the full blocks of the
+// session's previous prompt cached (vLLM's block hashing: floor(P_{t-1} / 16) * 16 tokens);
+// the result's per-turn figures and its prefix-cache counters match the trace; no finding.
+TEST(MultiTurnE2E, TurnsResendHistoryAndHitThePrefixCache) {
+  TempDir dir("latdoc-e2e-multiturn");
+  const std::string trace = dir / "trace.jsonl", out = dir / "bench.json";
+  SimProcess sim(With(kSim, {"--enable-prefix-caching", "--trace-requests", trace}));
+  RunResult r = RunLatdoc(MultiTurnArgs(sim.url(), out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("TTFT by turn"));
+  EXPECT_THAT(r.out, HasSubstr("Prefix cache (server /metrics):"));
+
+  const auto lines = ReadTrace(trace, kSessions * kTurns);
+  ASSERT_EQ(lines.size(), size_t(kSessions * kTurns));
+  std::map<int, int> turn_of_prompt;
+  for (int t = 0; t < kTurns; ++t) turn_of_prompt[PromptOfTurn(t)] = t;
+  std::map<int, std::vector<double>> truth_ttft_ms;
+  double queries = 0, hits = 0;
+  for (const json& j : lines) {
+    const int prompt = j["prompt_tokens"], cached = j["cached_tokens"];
+    ASSERT_TRUE(turn_of_prompt.count(prompt)) << "unexpected prompt size " << prompt;
+    const int t = turn_of_prompt[prompt];
+    if (t > 0) {
+      EXPECT_EQ(cached, PromptOfTurn(t - 1) / 16 * 16) << "turn " << t;
+    }
+    queries += prompt;
+    hits += cached;
+    const auto written = j["written_ns"].get<std::vector<int64_t>>();
+    truth_ttft_ms[t].push_back(double(written.front() - j["received_ns"].get<int64_t>()) / 1e6);
+  }
+
+  const json res = ReadJson(out);
+  const json& mt = res["multi_turn"];
+  EXPECT_EQ(mt["sessions"], kSessions);
+  EXPECT_EQ(mt["turns"], kTurns);
+  ASSERT_EQ(mt["per_turn"].size(), size_t(kTurns));
+  for (int t = 0; t < kTurns; ++t) {
+    const json& pt = mt["per_turn"][size_t(t)];
+    EXPECT_EQ(pt["turn"], t + 1);
+    EXPECT_EQ(pt["completed"], kSessions);
+    EXPECT_DOUBLE_EQ(pt["mean_prompt_tokens"].get<double>(), PromptOfTurn(t));
+    // What was resent: the previous prompt (turn 0: the shared system prompt, sent before by
+    // every session but the first).
+    const double resent = t == 0 ? double(kSystem) * (kSessions - 1) / kSessions : PromptOfTurn(t - 1);
+    EXPECT_DOUBLE_EQ(pt["mean_resent_tokens"].get<double>(), resent);
+    double truth = 0;
+    for (double v : truth_ttft_ms[t]) truth += v / double(truth_ttft_ms[t].size());
+    // The client's TTFT counts from its dispatch, the truth from the server's receipt: the
+    // client's is later by its send and the connection, never earlier.
+    EXPECT_GE(pt["mean_ttft_ms"].get<double>(), truth - 0.5 * kTolScale) << "turn " << t + 1;
+    EXPECT_LE(pt["mean_ttft_ms"].get<double>(), truth + 5 * kTolScale) << "turn " << t + 1;
+  }
+  EXPECT_DOUBLE_EQ(mt["prefix_cache"]["queries_tokens"].get<double>(), queries);
+  EXPECT_DOUBLE_EQ(mt["prefix_cache"]["hits_tokens"].get<double>(), hits);
+  EXPECT_GT(hits, 0);
+  EXPECT_TRUE(res["findings"].empty()) << res["findings"].dump();
+  EXPECT_EQ(res["completed"], kSessions * kTurns);
+}
+
+// Contract: the diagnosis names prefix-cache misses (load.prefix_cache_misses, warn, with the
+// flags to try) when the server's prefix cache is off, and not when it is on; a warning alone
+// does not fail the run (exit 0).
+TEST(MultiTurnE2E, DiagnosisNamesPrefixCacheMissesOnlyWhenTheCacheIsOff) {
+  for (const bool cache : {false, true}) {
+    SCOPED_TRACE(cache ? "cache on" : "cache off");
+    TempDir dir("latdoc-e2e-multiturn-diag");
+    const std::string out = dir / "bench.json";
+    SimProcess sim(With(kSim, {cache ? "--enable-prefix-caching" : "--no-enable-prefix-caching"}));
+    RunResult r = RunLatdoc(MultiTurnArgs(sim.url(), out));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json res = ReadJson(out);
+    bool named = false;
+    for (const json& f : res["findings"])
+      if (f["id"] == "load.prefix_cache_misses") named = true;
+    EXPECT_EQ(named, !cache) << res["findings"].dump();
+    if (cache) {
+      EXPECT_THAT(r.out, Not(HasSubstr("prefix_cache_misses")));
+      EXPECT_GT(res["multi_turn"]["prefix_cache"]["hit_rate"].get<double>(), 0.3);
+    } else {
+      EXPECT_THAT(r.out, HasSubstr("warn: load.prefix_cache_misses: Prefix-cache misses: the "
+                                   "sessions resent"));
+      EXPECT_THAT(r.out, HasSubstr("--enable-prefix-caching"));
+      EXPECT_THAT(r.out, HasSubstr("--gpu-memory-utilization"));
+      EXPECT_THAT(r.out, HasSubstr("session affinity"));
+      EXPECT_THAT(r.out, HasSubstr("--max-num-batched-tokens"));
+      EXPECT_EQ(res["multi_turn"]["prefix_cache"]["hit_rate"].get<double>(), 0.0);
+    }
+  }
+}
+
+// Contract: a session file's conversations are sent turn by turn with their history (the
+// server counts system + earlier prompts + stand-in answers of output_len words + the new
+// prompt); a bad line is skipped and named; the turns of shorter sessions end early.
+TEST(MultiTurnE2E, SessionFileTurnsAndBadLines) {
+  TempDir dir("latdoc-e2e-sessions");
+  const std::string file = dir / "sessions.jsonl", trace = dir / "trace.jsonl", out = dir / "b.json";
+  {
+    std::ofstream f(file);
+    f << R"({"session_id":"a","system":"you are terse","turns":[{"prompt":"one two three","output_len":4},{"prompt":"four five","output_len":2}]})"
+      << "\n"
+      << "not json\n"
+      << R"({"session_id":"b","turns":[{"prompt":"six seven eight nine","max_tokens":3}]})" << "\n";
+  }
+  SimProcess sim(With(kSim, {"--trace-requests", trace}));
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--endpoint", "chat", "--dataset-name",
+                           "multi-turn", "--dataset-path", file, "--json", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("latdoc bench: skipped " + file + ":2: not a JSON object"));
+  const auto lines = ReadTrace(trace, 3);
+  std::multiset<int> prompts;
+  for (const json& j : lines) prompts.insert(j["prompt_tokens"].get<int>());
+  // a1: 3 + 3 = 6; b1: 4; a2: 3 + 3 + 4 (answer) + 2 = 12.
+  EXPECT_EQ(prompts, (std::multiset<int>{4, 6, 12}));
+  const json res = ReadJson(out);
+  ASSERT_EQ(res["multi_turn"]["per_turn"].size(), 2u);
+  EXPECT_EQ(res["multi_turn"]["per_turn"][0]["requests"], 2);
+  EXPECT_DOUBLE_EQ(res["multi_turn"]["per_turn"][0]["mean_prompt_tokens"].get<double>(), 5.0);
+  EXPECT_EQ(res["multi_turn"]["per_turn"][1]["requests"], 1);
+  EXPECT_DOUBLE_EQ(res["multi_turn"]["per_turn"][1]["mean_prompt_tokens"].get<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(res["multi_turn"]["per_turn"][1]["mean_resent_tokens"].get<double>(), 6.0);
+}
+
+// Contract: bad usage exits 2 with a message naming the flag, before any load is sent.
+TEST(MultiTurnE2E, BadUsage) {
+  RunResult a = RunLatdoc({"bench", "--url", "http://127.0.0.1:1", "--turns", "3"});
+  EXPECT_EQ(a.exit_code, 2);
+  EXPECT_THAT(a.err, HasSubstr("--num-sessions, --turns and --think-time go with --dataset-name multi-turn"));
+  RunResult b = RunLatdoc({"bench", "--url", "http://127.0.0.1:1", "--dataset-name", "multi-turn",
+                           "--request-rate", "5"});
+  EXPECT_EQ(b.exit_code, 2);
+  EXPECT_THAT(b.err, HasSubstr("--request-rate is not used with --dataset-name multi-turn"));
+  TempDir dir("latdoc-e2e-sessions-bad");
+  {
+    std::ofstream f(dir / "s.jsonl");
+    f << R"({"turns":[]})" << "\n";
+  }
+  RunResult c = RunLatdoc({"bench", "--url", "http://127.0.0.1:1", "--dataset-name", "multi-turn",
+                           "--dataset-path", dir / "s.jsonl"});
+  EXPECT_EQ(c.exit_code, 2);
+  EXPECT_THAT(c.err, HasSubstr(dir / "s.jsonl" + ": no usable session (1 bad lines; first: " +
+                               dir / "s.jsonl" + ":1: no \"turns\" list)"));
+}
+
+}  // namespace
+}  // namespace latdoc::testing
