@@ -24,6 +24,7 @@
 #include "loadgen/runner.h"
 #include "loadgen/sessions.h"
 #include "loadgen/shard.h"
+#include "loadgen/stream_kinds.h"
 #include "loadgen/workload.h"
 #include "rules/workload_rules.h"
 
@@ -48,7 +49,20 @@ struct BenchArgs {
   std::string session_file;
   loadgen::MultiTurnOptions sessions;
   double think_time_s = 0;
+  std::string tools_file;  // --tools FILE: a JSON array of tool definitions (chat)
 };
+
+// --tools FILE into the options: a JSON array, for the chat endpoint.
+Status LoadTools(BenchArgs& a) {
+  if (a.tools_file.empty()) return Status::Ok();
+  if (a.endpoint != "chat") return InvalidArgument("--tools goes with --endpoint chat");
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(a.tools_file));
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_array() || j.empty())
+    return InvalidArgument(a.tools_file + ": --tools expects a non-empty JSON array of tool definitions");
+  a.o.tools_json = j.dump();
+  return Status::Ok();
+}
 
 // Says on standard error what went wrong in a finished run, and returns its exit code:
 //   interrupted (SIGINT, SIGTERM)       128 + the signal, whatever else happened
@@ -324,6 +338,7 @@ int RunSessionsCommand(BenchArgs& a, const loadgen::SloSpec& slo) {
     return Fail("bench", run.status());
   }
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
+  loadgen::AddStreamKinds(*run, s.json, s.text);
   AddMultiTurnResult(a, w, *run, s.json, s.text);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
@@ -348,6 +363,7 @@ int RunBenchCommand(BenchArgs& a) {
   if (o.num_requests == 0 && o.duration_s <= 0) o.num_requests = 200;
   auto slo = loadgen::ParseSlo(a.slo);
   if (!slo.ok()) return Fail("bench", slo.status());
+  if (Status st = LoadTools(a); !st.ok()) return Fail("bench", st);
   if (a.multi_turn) return RunSessionsCommand(a, *slo);
   auto shard = PlanShard(a);
   if (!shard.ok()) return Fail("bench", shard.status());
@@ -417,6 +433,7 @@ int RunBenchCommand(BenchArgs& a) {
     return Fail("bench", run.status());
   }
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
+  loadgen::AddStreamKinds(*run, s.json, s.text);
   if (shard->active) AddShardResult(*shard, *run, s.json);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
@@ -667,6 +684,9 @@ Command RegisterBench(CLI::App& root) {
   f->think_time = app->add_option("--think-time", a->think_time_s,
                                   "multi-turn: pause between a turn's answers and the next turn: 2s, 500ms")
       ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(wl);
+  app->add_option("--tools", a->tools_file,
+                  "Chat: a JSON file with an array of tool definitions, sent as every request's "
+                  "\"tools\" (tool-call streams are counted and timed)")->group(wl);
   app->add_flag("--ignore-eos", f->ignore_eos, "Generate --output-len tokens whatever the model says (the default)")
       ->group(wl);
   app->add_flag("--no-ignore-eos", a->no_ignore_eos, "Let the model stop early")->group(wl);

@@ -113,6 +113,10 @@ Command RegisterSim(CLI::App& root) {
       ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
   app->add_option("--sim-tokens-per-chunk", e.spec_tokens,
                   "Tokens per decode step and SSE chunk (speculative decoding)")->group(p);
+  app->add_option("--sim-reasoning-tokens", cfg->reasoning_tokens,
+                  "Chat: the first N generated tokens stream as delta.reasoning_content (a "
+                  "reasoning model); a request with tools gets its answer as a tool call")
+      ->check(CLI::NonNegativeNumber)->group(p)->capture_default_str();
   app->add_flag("--sim-event-per-token", cfg->event_per_token,
                 "Send a step's tokens as one SSE event each, in one write (as TGI and llama.cpp)")
       ->group(p);

@@ -85,14 +85,18 @@ ChunkInfo ChunkParser::Parse(std::string_view data) {
     c.has_choices = true;
     for (simdjson::dom::element ch : choices) {
       std::string_view text;
-      if (ch["text"].get(text) == simdjson::SUCCESS && !text.empty()) c.content = true;
+      if (ch["text"].get(text) == simdjson::SUCCESS && !text.empty()) c.content = c.answer = true;
       simdjson::dom::object delta;
       if (ch["delta"].get(delta) == simdjson::SUCCESS) {
-        for (const char* key : {"content", "reasoning_content", "reasoning"}) {
-          if (delta[key].get(text) == simdjson::SUCCESS && !text.empty()) c.content = true;
+        if (delta["content"].get(text) == simdjson::SUCCESS && !text.empty()) c.content = c.answer = true;
+        for (const char* key : {"reasoning_content", "reasoning"}) {
+          if (delta[key].get(text) == simdjson::SUCCESS && !text.empty()) c.content = c.reasoning = true;
         }
         simdjson::dom::array tools;
-        if (delta["tool_calls"].get(tools) == simdjson::SUCCESS && tools.size() > 0) c.content = true;
+        if (delta["tool_calls"].get(tools) == simdjson::SUCCESS && tools.size() > 0) {
+          c.content = c.answer = true;
+          c.tool_calls += int(tools.size());
+        }
       }
       simdjson::dom::element fin;
       if (ch["finish_reason"].get(fin) == simdjson::SUCCESS && !fin.is_null()) c.finished = true;
@@ -140,6 +144,17 @@ void StreamAccountant::OnPayload(const ChunkInfo& c, int64_t now) {
   if (k <= 0) k = 1;                  // content without a usage increase: count it once
   counted_ += k;
   if (rec_->first_token_ns < 0) rec_->first_token_ns = now;
+  if (c.answer || !c.reasoning) {  // a chunk with no kind known (usage only) counts as answer
+    rec_->answer_tokens += k;
+    if (rec_->first_answer_ns < 0) rec_->first_answer_ns = now;
+  } else {
+    rec_->reasoning_tokens += k;
+  }
+  if (c.reasoning && rec_->first_reasoning_ns < 0) rec_->first_reasoning_ns = now;
+  if (c.tool_calls > 0) {
+    rec_->tool_call_deltas += c.tool_calls;
+    if (rec_->first_tool_call_ns < 0) rec_->first_tool_call_ns = now;
+  }
   rec_->last_token_ns = now;
   rec_->chunks.emplace_back(now, k);
 }

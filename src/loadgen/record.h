@@ -57,6 +57,13 @@ struct RequestRecord {
   bool count_mismatch = false;   // final usage disagreed with the per-chunk count
   std::vector<std::pair<int64_t, int>> chunks;  // content chunks: arrival time, tokens
   int turn = -1;                 // a session's turn, from 0 (loadgen/sessions.h); -1: none
+  // Reasoning and tool calls (chat streams; docs/workloads.md). first_token_ns (TTFT) is the
+  // first generated token of any kind; first_answer_ns the first visible one (delta.content,
+  // text or a tool call), first_reasoning_ns the first reasoning_content/reasoning delta.
+  // Tokens of a chunk count as reasoning when it carries reasoning and nothing visible.
+  int64_t first_answer_ns = -1, first_reasoning_ns = -1, first_tool_call_ns = -1;
+  int reasoning_tokens = 0, answer_tokens = 0;  // as counted (chunks or usage increments)
+  int tool_call_deltas = 0;      // tool_calls entries streamed
 };
 
 // What one SSE data payload of an OpenAI-compatible stream says.
@@ -65,6 +72,9 @@ struct ChunkInfo {
   bool json = false;             // parsed as a JSON object
   bool has_choices = false;
   bool content = false;          // non-empty text, delta.content, reasoning or tool_calls
+  bool reasoning = false;        // non-empty delta.reasoning_content or delta.reasoning
+  bool answer = false;           // non-empty text or delta.content, or tool_calls
+  int tool_calls = 0;            // entries of delta.tool_calls
   bool finished = false;         // a choice has a finish_reason
   std::optional<int64_t> usage_completion_tokens;
   std::optional<int64_t> usage_prompt_tokens;

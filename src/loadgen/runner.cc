@@ -47,6 +47,8 @@ std::string RequestBody(const BenchOptions& o, const std::string& model, const P
     else j["prompt"] = p.text;
     j["max_tokens"] = p.output_tokens;
   }
+  if (o.endpoint == Endpoint::kChat && !o.tools_json.empty())
+    j["tools"] = nlohmann::ordered_json::parse(o.tools_json, nullptr, false);
   j["stream"] = true;
   j["stream_options"] = {{"include_usage", true}, {"continuous_usage_stats", true}};
   if (o.ignore_eos) j["ignore_eos"] = true;

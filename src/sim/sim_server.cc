@@ -215,6 +215,7 @@ struct Active {
   bool chat = false, stream = false, include_usage = false, continuous_usage = false;
   int prompt_tokens = 0, max_tokens = 0, generated = 0, preemptions = 0;
   int cached_tokens = 0;            // found in the prefix cache on admission
+  std::string tool_name;            // a chat request with tools: the answer is a call of this
   std::vector<uint64_t> blocks;     // the prompt's block hashes (prefix caching on)
   uint64_t text_seed = 0;
   int64_t created_s = 0;
@@ -545,6 +546,13 @@ struct SimServer::Impl {
     // spacing, max_tokens or stream give the same completion.
     a->text_seed = Mix(cfg.seed ^ Fnv1a(body[chat ? "messages" : "prompt"].dump()));
     if (cfg.enable_prefix_caching) a->blocks = PromptBlocks(body, chat);
+    if (auto t = body.find("tools"); chat && t != body.end() && t->is_array() && !t->empty()) {
+      a->tool_name = "tool";
+      const json& first = (*t)[0];
+      if (first.is_object() && first.contains("function") && first["function"].is_object() &&
+          first["function"].contains("name") && first["function"]["name"].is_string())
+        a->tool_name = first["function"]["name"].get<std::string>();
+    }
     a->received_ns = req.received_ns;
     a->created_s = ::time(nullptr);
     a->out = out;
@@ -780,14 +788,52 @@ struct SimServer::Impl {
       for (int e = 0; e < events; ++e) {
         int first = from + e * count;
         bool last = e + 1 == events;
-        AppendChunkHead(chunk, a);
-        chunk += a.chat ? R"("choices":[{"index":0,"delta":{"content":)"
-                        : R"("choices":[{"index":0,"text":)";
-        AppendWords(chunk, a, first, count);
-        if (a.chat) chunk += '}';  // closes "delta"
-        chunk += R"(,"logprobs":null,"finish_reason":)";
-        chunk += last ? finish : "null";
-        AppendUsageTail(chunk, a, first + count);
+        if (!a.chat) {
+          AppendChunkHead(chunk, a);
+          chunk += R"("choices":[{"index":0,"text":)";
+          AppendWords(chunk, a, first, count);
+          chunk += R"(,"logprobs":null,"finish_reason":)";
+          chunk += last ? finish : "null";
+          AppendUsageTail(chunk, a, first + count);
+          continue;
+        }
+        // Chat: reasoning tokens, then the answer (content or a tool call); an event that
+        // would straddle the two goes out as two.
+        const int split = std::clamp(cfg.reasoning_tokens - first, 0, count);
+        for (int part = 0; part < 2; ++part) {
+          const int p0 = part == 0 ? first : first + split;
+          const int n = part == 0 ? split : count - split;
+          if (n == 0) continue;
+          const bool part_last = last && (part == 1 || split == count);
+          AppendChunkHead(chunk, a);
+          if (part == 0) {
+            chunk += R"("choices":[{"index":0,"delta":{"reasoning_content":)";
+            AppendWords(chunk, a, p0, n);
+          } else if (!a.tool_name.empty()) {
+            chunk += R"("choices":[{"index":0,"delta":{"tool_calls":[{"index":0,)";
+            if (p0 == std::max(0, cfg.reasoning_tokens)) {  // the call's first delta names it
+              chunk += R"("id":"call_)";
+              chunk += a.public_id.substr(a.public_id.size() - 16);
+              chunk += R"(","type":"function","function":{"name":)";
+              chunk += Escape(a.tool_name);
+              chunk += ',';
+            } else {
+              chunk += R"("function":{)";
+            }
+            chunk += R"("arguments":)";
+            AppendWords(chunk, a, p0, n);
+            chunk += "}}]";
+          } else {
+            chunk += R"("choices":[{"index":0,"delta":{"content":)";
+            AppendWords(chunk, a, p0, n);
+          }
+          chunk += '}';  // closes "delta"
+          chunk += R"(,"logprobs":null,"finish_reason":)";
+          const bool tool_finish = part_last && !a.tool_name.empty() && part == 1 &&
+                                   std::string_view(finish) != "null";
+          chunk += !part_last ? "null" : tool_finish ? "\"tool_calls\"" : finish;
+          AppendUsageTail(chunk, a, p0 + n);
+        }
       }
       a.out->WriteChunk(chunk);
     }

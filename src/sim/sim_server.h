@@ -52,6 +52,12 @@ struct SimConfig {
   // skip prefill, counted in vllm:prefix_cache_hits. Off by default in the simulator, so that
   // a repeated prompt costs its full prefill unless a test asks for the cache.
   bool enable_prefix_caching = false;
+  // Chat streams: the first reasoning_tokens generated tokens go out as
+  // delta.reasoning_content (a reasoning model, vLLM's --reasoning-parser), the rest as the
+  // answer. A chat request with a non-empty "tools" list gets its answer as one tool call
+  // (delta.tool_calls: the first chunk names the first tool's function, the others stream its
+  // arguments) and finish_reason "tool_calls", as vLLM's tool parsers stream them.
+  int reasoning_tokens = 0;
   FaultRates faults;
   // Logs (vLLM's format).
   std::string log_file;           // empty: standard error

@@ -216,5 +216,102 @@ TEST(MultiTurnE2E, BadUsage) {
                                dir / "s.jsonl" + ":1: no \"turns\" list)"));
 }
 
+// The time from the server's receipt of each request to the write of the chunk that carried
+// its generated token number `k` (from 0), from the simulator's trace.
+std::vector<double> TruthTokenMs(const std::vector<json>& lines, int k) {
+  std::vector<double> out;
+  for (const json& j : lines) {
+    const auto written = j["written_ns"].get<std::vector<int64_t>>();
+    const auto counts = j["token_counts"].get<std::vector<int>>();
+    int cum = 0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      cum += counts[i];
+      if (cum > k) {
+        out.push_back(double(written[i] - j["received_ns"].get<int64_t>()) / 1e6);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+double MeanOf(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x / double(v.size());
+  return v.empty() ? 0 : s;
+}
+
+// Contract: a reasoning model's stream (the simulator's first 6 tokens as reasoning_content)
+// is counted apart: reasoning and answer tokens exactly, the time to the first reasoning token
+// equal to TTFT (the first token of any kind), the time to the first answer token matching the
+// server's write of token 7.
+TEST(ReasoningE2E, FirstReasoningAndFirstAnswerTokensTimedApart) {
+  TempDir dir("latdoc-e2e-reasoning");
+  const std::string trace = dir / "trace.jsonl", out = dir / "bench.json";
+  SimProcess sim(With(kSim, {"--sim-reasoning-tokens", "6", "--trace-requests", trace}));
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--endpoint", "chat", "--input-len", "20",
+                           "--output-len", "10", "-n", "4", "-c", "2", "--json", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Mean time to first answer token (ms):"));
+  const json res = ReadJson(out);
+  const json& rs = res["reasoning"];
+  EXPECT_EQ(rs["requests"], 4);
+  EXPECT_EQ(rs["reasoning_tokens"], 24);
+  EXPECT_EQ(rs["answer_tokens"], 16);
+  EXPECT_EQ(rs["requests_without_answer"], 0);
+  EXPECT_NEAR(rs["mean_ttfr_ms"].get<double>(), res["mean_ttft_ms"].get<double>(), 1e-6);
+  const auto lines = ReadTrace(trace, 4);
+  ASSERT_EQ(lines.size(), 4u);
+  const double truth = MeanOf(TruthTokenMs(lines, 6));
+  EXPECT_GE(rs["mean_ttfo_ms"].get<double>(), truth - 0.5 * kTolScale);
+  EXPECT_LE(rs["mean_ttfo_ms"].get<double>(), truth + 5 * kTolScale);
+  EXPECT_GT(rs["mean_ttfo_ms"].get<double>(), res["mean_ttft_ms"].get<double>());
+  EXPECT_FALSE(res.contains("tool_calls"));
+}
+
+// Contract: a TTFT SLO is judged on the first visible answer token: the same bound is met by a
+// plain model and missed (exit 1, "SLO missed") by a reasoning model whose answer comes 10
+// decode steps of 30 ms after its first reasoning token.
+TEST(ReasoningE2E, TtftSloJudgedOnTheVisibleAnswer) {
+  for (const bool reasoning : {false, true}) {
+    SCOPED_TRACE(reasoning ? "reasoning" : "plain");
+    SimProcess sim({"--sim-step-base-ms", "30", "--sim-prefill-token-us", "10", "--log-file",
+                    "/dev/null", "--disable-log-stats", "--sim-reasoning-tokens", reasoning ? "10" : "0"});
+    RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--endpoint", "chat", "--input-len", "10",
+                             "--output-len", "12", "-n", "3", "-c", "1", "--slo", "ttft:150"});
+    EXPECT_EQ(r.exit_code, reasoning ? 1 : 0) << r.err;
+    if (reasoning) {
+      EXPECT_THAT(r.err, HasSubstr("SLO missed"));
+    }
+  }
+}
+
+// Contract: with --tools, the simulator answers with a tool call; the client counts its deltas
+// (one per token here) and times the first, which is the first token (TTFT).
+TEST(ToolCallsE2E, ToolCallDeltasCountedAndTimed) {
+  TempDir dir("latdoc-e2e-tools");
+  const std::string tools = dir / "tools.json", out = dir / "bench.json";
+  {
+    std::ofstream f(tools);
+    f << R"([{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}])";
+  }
+  SimProcess sim(kSim);
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--endpoint", "chat", "--tools", tools,
+                           "--input-len", "10", "--output-len", "8", "-n", "3", "-c", "1", "--json", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Tool-call deltas:"));
+  const json res = ReadJson(out);
+  EXPECT_EQ(res["tool_calls"]["requests"], 3);
+  EXPECT_EQ(res["tool_calls"]["deltas"], 24);
+  EXPECT_NEAR(res["tool_calls"]["mean_time_to_first_tool_call_ms"].get<double>(),
+              res["mean_ttft_ms"].get<double>(), 1e-6);
+  EXPECT_EQ(res["total_output_tokens"], 24);
+  EXPECT_FALSE(res.contains("reasoning"));
+
+  RunResult bad = RunLatdoc({"bench", "--url", sim.url(), "--tools", tools});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--tools goes with --endpoint chat"));
+}
+
 }  // namespace
 }  // namespace latdoc::testing
