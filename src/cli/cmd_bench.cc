@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include <fmt/core.h>
@@ -20,6 +21,7 @@
 #include "base/units.h"
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "loadgen/replay.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
 #include "loadgen/sessions.h"
@@ -50,6 +52,9 @@ struct BenchArgs {
   loadgen::MultiTurnOptions sessions;
   double think_time_s = 0;
   std::string tools_file;  // --tools FILE: a JSON array of tool definitions (chat)
+  // --dataset-name replay (loadgen/replay.h): the trace and --replay-speed.
+  bool replay = false;
+  double replay_speed = 1.0;
 };
 
 // --tools FILE into the options: a JSON array, for the chat endpoint.
@@ -387,7 +392,31 @@ int RunBenchCommand(BenchArgs& a) {
                               : shard->num_prompts > 0
                                   ? size_t(loadgen::OffsetOf(shard->num_prompts, shard->spec))
                                   : size_t(shard->spec.index) * for_duration;
-  if (!a.dataset.empty()) {
+  std::optional<nlohmann::ordered_json> replay_block;
+  if (a.replay) {
+    auto refuse = [](const std::string& what) {
+      return Fail("bench", InvalidArgument(what + " is not used with --dataset-name replay: the "
+                                           "trace's times set the load"));
+    };
+    if (shard->active || shard->start_at_unix_ns) return refuse(shard->active ? "--shard" : "--start-at");
+    if (o.warmup > 0) return refuse("--warmup");
+    if (o.duration_s > 0) return refuse("--duration");
+    if (!(a.replay_speed > 0) || !std::isfinite(a.replay_speed))
+      return Fail("bench", InvalidArgument("--replay-speed must be a positive number"));
+    auto w = loadgen::LoadReplayFile(a.dataset, a.random.output_len);
+    if (!w.ok()) return Fail("bench", w.status());
+    for (const auto& m : w->bad_line_messages) fmt::print(stderr, "latdoc bench: skipped {}\n", m);
+    if (w->bad_lines > w->bad_line_messages.size())
+      fmt::print(stderr, "latdoc bench: ... {} bad lines skipped in all\n", w->bad_lines);
+    o.arrival_offsets_ns = loadgen::ScaleOffsets(w->offsets_ns, a.replay_speed);
+    o.prompts = std::move(w->prompts);
+    o.num_requests = int(o.prompts.size());
+    o.first_prompt = 0;
+    o.request_rate = std::numeric_limits<double>::infinity();
+    replay_block = nlohmann::ordered_json{{"file", a.dataset}, {"speed", a.replay_speed},
+                                          {"requests", o.prompts.size()},
+                                          {"span_s", double(o.arrival_offsets_ns.back()) / 1e9}};
+  } else if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
     if (!w.ok()) return Fail("bench", w.status());
     for (const auto& m : w->bad_line_messages) fmt::print(stderr, "latdoc bench: skipped {}\n", m);
@@ -434,6 +463,17 @@ int RunBenchCommand(BenchArgs& a) {
   }
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
   loadgen::AddStreamKinds(*run, s.json, s.text);
+  if (replay_block) {
+    // How late the sends were against the trace's schedule (client queue and timer slip).
+    int64_t lag = 0;
+    for (const auto& r : run->records)
+      if (r.sent_ns >= 0) lag = std::max(lag, r.sent_ns - r.scheduled_ns);
+    (*replay_block)["max_send_lag_ms"] = double(lag) / 1e6;
+    s.text += fmt::format("Replay: {} requests over {:.3f} s of trace at {}x; latest send {:.2f} ms after its time\n",
+                          (*replay_block)["requests"].get<size_t>(), (*replay_block)["span_s"].get<double>(),
+                          a.replay_speed, double(lag) / 1e6);
+    s.json["replay"] = std::move(*replay_block);
+  }
   if (shard->active) AddShardResult(*shard, *run, s.json);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
@@ -465,7 +505,7 @@ struct BenchFlags {
   std::string pending_result;  // --save-result without a name: written here, renamed after
   CLI::Option *concurrency = nullptr, *max_concurrency = nullptr, *request_rate = nullptr,
               *dataset_name_opt = nullptr, *num_sessions = nullptr, *turns = nullptr,
-              *think_time = nullptr;
+              *think_time = nullptr, *replay_speed = nullptr;
 };
 
 std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
@@ -479,7 +519,16 @@ std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
   // request at once, at most N in flight); with a rate it caps the open loop.
   // --request-rate inf with --max-concurrency N is latdoc's open loop at an infinite rate, capped
   // at N: every request scheduled at once, as vLLM does it.
-  if (f.request_rate->count() == 0 && f.max_concurrency->count() > 0) {
+  if (f.dataset_name == "replay") {
+    if (f.dataset_path.empty()) return fail("--dataset-name replay reads --dataset-path FILE (JSONL of timed requests)");
+    if (f.request_rate->count() > 0) return fail("--request-rate is not used with --dataset-name replay: the trace's times set the load");
+    a.replay = true;
+  } else if (f.replay_speed->count() > 0) {
+    return fail("--replay-speed goes with --dataset-name replay");
+  }
+  if (a.replay) {
+    // --max-concurrency caps the replayed open loop.
+  } else if (f.request_rate->count() == 0 && f.max_concurrency->count() > 0) {
     if (f.concurrency->count() > 0 && o.concurrency != o.max_concurrency)
       return fail("--concurrency and --max-concurrency both set the requests in flight when no "
                   "--request-rate is given: give one");
@@ -666,11 +715,14 @@ Command RegisterBench(CLI::App& root) {
       app->add_option("--dataset-name", f->dataset_name,
                       "As vLLM: random, sharegpt or custom (JSONL with \"prompt\"), the last two "
                       "with --dataset-path; or multi-turn: sessions that resend their history "
-                      "(synthetic, or a session file as --dataset-path; docs/workloads.md)")
+                      "(synthetic, or a session file as --dataset-path); or replay: a timed request "
+                      "log as --dataset-path (docs/workloads.md)")
           ->check(CLI::Validator(
               [](std::string& s) -> std::string {
-                if (s == "random" || s == "sharegpt" || s == "custom" || s == "multi-turn") return "";
-                return s + ": not supported; latdoc reads random, sharegpt, custom or multi-turn";
+                if (s == "random" || s == "sharegpt" || s == "custom" || s == "multi-turn" ||
+                    s == "replay")
+                  return "";
+                return s + ": not supported; latdoc reads random, sharegpt, custom, multi-turn or replay";
               },
               ""))
           ->group(wl)->capture_default_str();
@@ -684,6 +736,9 @@ Command RegisterBench(CLI::App& root) {
   f->think_time = app->add_option("--think-time", a->think_time_s,
                                   "multi-turn: pause between a turn's answers and the next turn: 2s, 500ms")
       ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(wl);
+  f->replay_speed = app->add_option("--replay-speed", a->replay_speed,
+                                    "replay: how many times faster than the trace's times to send (2: "
+                                    "twice as fast)")->group(wl);
   app->add_option("--tools", a->tools_file,
                   "Chat: a JSON file with an array of tool definitions, sent as every request's "
                   "\"tools\" (tool-call streams are counted and timed)")->group(wl);

@@ -292,6 +292,11 @@ class Worker {
   // is k (gamma inter-arrival times drawn in order from the seed). Every thread draws every
   // gap, so each sees the same schedule, and takes the arrivals k with k % threads == thread.
   void AdvanceSchedule() {
+    if (!o_.arrival_offsets_ns.empty()) {  // a replayed trace: its own times
+      ++next_k_;
+      next_due_ns_ = start_ns_ + o_.arrival_offsets_ns[std::min<size_t>(size_t(next_k_), o_.arrival_offsets_ns.size() - 1)];
+      return;
+    }
     // An infinite rate sends every request at once (vLLM's default); a gap is capped so that a
     // tiny rate (or a gamma draw far in its tail) cannot overflow the clock.
     double gap_s = 0;

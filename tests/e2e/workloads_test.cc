@@ -313,5 +313,57 @@ TEST(ToolCallsE2E, ToolCallDeltasCountedAndTimed) {
   EXPECT_THAT(bad.err, HasSubstr("--tools goes with --endpoint chat"));
 }
 
+// Contract: a replayed trace is sent on its own times scaled by --replay-speed (the server
+// receives request k at trace time / speed after the first, within timer slack), with its
+// prompt and output lengths exactly; two requests of one session share their leading tokens
+// (the second hits the prefix cache on the first's full blocks), other requests share none.
+TEST(ReplayE2E, TraceTimesScaledAndLengthsExact) {
+  TempDir dir("latdoc-e2e-replay");
+  const std::string file = dir / "trace.jsonl", trace = dir / "sim.jsonl", out = dir / "b.json";
+  {
+    std::ofstream f(file);
+    // Out of order on purpose: sent in time order.
+    f << R"({"timestamp": 1400, "input_length": 50, "output_length": 3, "session_id": "u1"})" << "\n"
+      << R"({"timestamp": 1000, "input_length": 40, "output_length": 5, "session_id": "u1"})" << "\n"
+      << R"({"timestamp": 1200, "input_length": 33, "output_length": 4})" << "\n"
+      << R"({"timestamp": "soon", "input_length": 3})" << "\n"
+      << R"({"arrival_time_s": 1.8, "prompt": "one two three four five six seven", "max_tokens": 2})" << "\n";
+  }
+  SimProcess sim(With(kSim, {"--enable-prefix-caching", "--trace-requests", trace}));
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--dataset-name", "replay", "--dataset-path",
+                           file, "--replay-speed", "2", "--json", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("skipped " + file + ":4: no \"timestamp\" (ms) or \"arrival_time_s\""));
+  const auto lines = ReadTrace(trace, 4);
+  ASSERT_EQ(lines.size(), 4u);
+  // prompt tokens -> (offset from the first at 2x in ms, completion tokens)
+  const std::map<int, std::pair<double, int>> want = {
+      {40, {0, 5}}, {33, {100, 4}}, {50, {200, 3}}, {7, {400, 2}}};
+  int64_t first_ns = INT64_MAX;
+  for (const json& j : lines) first_ns = std::min(first_ns, j["received_ns"].get<int64_t>());
+  for (const json& j : lines) {
+    const int prompt = j["prompt_tokens"];
+    ASSERT_TRUE(want.count(prompt)) << prompt;
+    const auto [offset_ms, completion] = want.at(prompt);
+    EXPECT_EQ(j["completion_tokens"], completion) << prompt;
+    const double at_ms = double(j["received_ns"].get<int64_t>() - first_ns) / 1e6;
+    EXPECT_NEAR(at_ms, offset_ms, 10 * kTolScale) << prompt;
+    // u1's second request (50 tokens) starts with its first (40): 2 full blocks cached.
+    EXPECT_EQ(j["cached_tokens"], prompt == 50 ? 32 : 0) << prompt;
+  }
+  const json res = ReadJson(out);
+  EXPECT_EQ(res["replay"]["requests"], 4);
+  EXPECT_DOUBLE_EQ(res["replay"]["speed"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(res["replay"]["span_s"].get<double>(), 0.4);
+  EXPECT_EQ(res["completed"], 4);
+
+  RunResult bad = RunLatdoc({"bench", "--url", sim.url(), "--dataset-name", "replay"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--dataset-name replay reads --dataset-path FILE"));
+  RunResult speed = RunLatdoc({"bench", "--url", sim.url(), "--replay-speed", "2"});
+  EXPECT_EQ(speed.exit_code, 2);
+  EXPECT_THAT(speed.err, HasSubstr("--replay-speed goes with --dataset-name replay"));
+}
+
 }  // namespace
 }  // namespace latdoc::testing
