@@ -344,6 +344,7 @@ int RunSessionsCommand(BenchArgs& a, const loadgen::SloSpec& slo) {
   }
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
   loadgen::AddStreamKinds(*run, s.json, s.text);
+  loadgen::AddSpecDecode(*run, s.json, s.text);
   AddMultiTurnResult(a, w, *run, s.json, s.text);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
@@ -463,6 +464,7 @@ int RunBenchCommand(BenchArgs& a) {
   }
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
   loadgen::AddStreamKinds(*run, s.json, s.text);
+  loadgen::AddSpecDecode(*run, s.json, s.text);
   if (replay_block) {
     // How late the sends were against the trace's schedule (client queue and timer slip).
     int64_t lag = 0;

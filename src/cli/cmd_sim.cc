@@ -113,6 +113,13 @@ Command RegisterSim(CLI::App& root) {
       ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
   app->add_option("--sim-tokens-per-chunk", e.spec_tokens,
                   "Tokens per decode step and SSE chunk (speculative decoding)")->group(p);
+  app->add_option("--sim-spec-tokens", e.spec_draft_tokens,
+                  "Speculative decoding: draft tokens verified per decode step (vLLM's "
+                  "num_speculative_tokens); each step yields the accepted drafts plus one")
+      ->check(CLI::NonNegativeNumber)->group(p)->capture_default_str();
+  app->add_option("--sim-spec-accept", e.spec_accept_rate,
+                  "...each draft accepted with this probability, up to the first rejection")
+      ->check(CLI::Range(0.0, 1.0))->group(p)->capture_default_str();
   app->add_option("--sim-reasoning-tokens", cfg->reasoning_tokens,
                   "Chat: the first N generated tokens stream as delta.reasoning_content (a "
                   "reasoning model); a request with tools gets its answer as a tool call")

@@ -85,4 +85,41 @@ void AddStreamKinds(const BenchRun& run, nlohmann::ordered_json& json, std::stri
   }
 }
 
+void AddSpecDecode(const BenchRun& run, nlohmann::ordered_json& json, std::string& text) {
+  uint64_t chunks = 0, tokens = 0;
+  for (const RequestRecord& r : run.records) {
+    if (r.outcome != Outcome::kOk) continue;
+    for (size_t i = 1; i < r.chunks.size(); ++i) {
+      ++chunks;
+      tokens += uint64_t(r.chunks[i].second);
+    }
+  }
+  auto delta = [&](std::optional<double> servermetrics::ServerSnapshot::*f) -> std::optional<double> {
+    if (!run.metrics_available || !(run.after.*f)) return std::nullopt;
+    return *(run.after.*f) - (run.before.*f).value_or(0);
+  };
+  const auto drafts = delta(&servermetrics::ServerSnapshot::spec_decode_drafts_total);
+  const auto draft_tokens = delta(&servermetrics::ServerSnapshot::spec_decode_draft_tokens_total);
+  const auto accepted = delta(&servermetrics::ServerSnapshot::spec_decode_accepted_tokens_total);
+  const double per_chunk = chunks ? double(tokens) / double(chunks) : 0;
+  if (!(per_chunk > 1.0) && !(drafts && *drafts > 0)) return;
+  auto opt = [](std::optional<double> v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr); };
+  nlohmann::ordered_json j;
+  j["stream_decode_chunks"] = chunks;
+  j["stream_tokens_per_chunk"] = chunks ? nlohmann::ordered_json(per_chunk) : nlohmann::ordered_json(nullptr);
+  j["metrics_drafts"] = opt(drafts);
+  j["metrics_draft_tokens"] = opt(draft_tokens);
+  j["metrics_accepted_tokens"] = opt(accepted);
+  std::optional<double> mal, rate;
+  if (drafts && accepted && *drafts > 0) mal = 1 + *accepted / *drafts;
+  if (draft_tokens && accepted && *draft_tokens > 0) rate = *accepted / *draft_tokens;
+  j["metrics_mean_acceptance_length"] = opt(mal);
+  j["metrics_acceptance_rate"] = opt(rate);
+  text += fmt::format("{:-^52}\n", " Speculative decoding ");
+  text += fmt::format("{:<40}{:>12.3f}\n", "Tokens per decode chunk (stream):", per_chunk);
+  if (mal) text += fmt::format("{:<40}{:>12.3f}\n", "Mean acceptance length (/metrics):", *mal);
+  if (rate) text += fmt::format("{:<40}{:>11.1f}%\n", "Draft acceptance rate (/metrics):", 100 * *rate);
+  json["spec_decode"] = std::move(j);
+}
+
 }  // namespace latdoc::loadgen

@@ -20,4 +20,13 @@ namespace latdoc::loadgen {
 //   tool_calls: requests, deltas, {mean,median,p99}_time_to_first_tool_call_ms
 void AddStreamKinds(const BenchRun& run, nlohmann::ordered_json& json, std::string& text);
 
+// Adds "spec_decode" when the streams carried more than one token per decode chunk on average
+// or the server's /metrics counted speculative drafts:
+//   stream_decode_chunks, stream_tokens_per_chunk (tokens per chunk after each request's first:
+//   the stream's mean acceptance length), metrics_drafts, metrics_draft_tokens,
+//   metrics_accepted_tokens (deltas over the run), metrics_mean_acceptance_length (1 +
+//   accepted / drafts, as vLLM logs it), metrics_acceptance_rate (accepted / draft tokens).
+// ITL stays per token: a chunk of k tokens gives k equal gaps (loadgen/record.h).
+void AddSpecDecode(const BenchRun& run, nlohmann::ordered_json& json, std::string& text);
+
 }  // namespace latdoc::loadgen

@@ -236,7 +236,11 @@ struct SimServer::Impl {
   Impl(http::EventLoop& l, SimConfig c)
       : loop(l),
         cfg(std::move(c)),
-        engine(cfg.engine),
+        engine([&] {
+          EngineConfig e = cfg.engine;
+          e.spec_seed ^= cfg.seed;  // the acceptance draws follow --seed
+          return e;
+        }()),
         metrics(cfg.engine.max_model_len),
         rng(cfg.seed),
         jitter_rng(Mix(cfg.seed)),
@@ -674,6 +678,10 @@ struct SimServer::Impl {
       if (!Emit(*it->second, ev, now)) active.erase(ev.id);
     }
     metrics.iteration_tokens.Observe(static_cast<double>(step_tokens));
+    metrics.spec_decode = engine.config().spec_draft_tokens > 0;
+    metrics.spec_drafts = engine.spec_drafts();
+    metrics.spec_draft_tokens = engine.spec_draft_tokens();
+    metrics.spec_accepted_tokens = engine.spec_accepted_tokens();
     metrics.running = engine.num_running();
     metrics.waiting = engine.num_waiting();
     metrics.kv_usage = engine.kv_usage();

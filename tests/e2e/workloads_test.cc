@@ -365,5 +365,41 @@ TEST(ReplayE2E, TraceTimesScaledAndLengthsExact) {
   EXPECT_THAT(speed.err, HasSubstr("--replay-speed goes with --dataset-name replay"));
 }
 
+// Contract: with speculative decoding (3 drafts a step, each accepted with p = 0.6 until the
+// first rejection), the stream's tokens per decode chunk equal the simulator's (its trace), the
+// /metrics accepted tokens equal the stream's extra tokens (each decode step yields 1 +
+// accepted), and every request still gets exactly its tokens.
+TEST(SpecDecodeE2E, TokensPerChunkAndAcceptanceMatchTheServer) {
+  TempDir dir("latdoc-e2e-spec");
+  const std::string trace = dir / "trace.jsonl", out = dir / "bench.json";
+  SimProcess sim(With(kSim, {"--sim-spec-tokens", "3", "--sim-spec-accept", "0.6", "--trace-requests", trace}));
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--input-len", "16", "--output-len", "40",
+                           "-n", "6", "-c", "3", "--json", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("Mean acceptance length (/metrics):"));
+  const auto lines = ReadTrace(trace, 6);
+  ASSERT_EQ(lines.size(), 6u);
+  double chunks = 0, tokens = 0;
+  for (const json& j : lines) {
+    const auto counts = j["token_counts"].get<std::vector<int>>();
+    EXPECT_EQ(j["completion_tokens"], 40);
+    for (size_t i = 1; i < counts.size(); ++i) {
+      chunks += 1;
+      tokens += counts[i];
+    }
+  }
+  const json res = ReadJson(out);
+  const json& sd = res["spec_decode"];
+  EXPECT_EQ(sd["stream_decode_chunks"].get<double>(), chunks);
+  EXPECT_DOUBLE_EQ(sd["stream_tokens_per_chunk"].get<double>(), tokens / chunks);
+  EXPECT_GT(tokens / chunks, 1.0);
+  EXPECT_DOUBLE_EQ(sd["metrics_accepted_tokens"].get<double>(), tokens - chunks);
+  const double drafts = sd["metrics_drafts"].get<double>();
+  EXPECT_GT(drafts, 0);
+  EXPECT_LE(drafts, chunks);
+  EXPECT_DOUBLE_EQ(sd["metrics_mean_acceptance_length"].get<double>(), 1 + (tokens - chunks) / drafts);
+  EXPECT_EQ(res["total_output_tokens"], 240);
+}
+
 }  // namespace
 }  // namespace latdoc::testing
