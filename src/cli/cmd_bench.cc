@@ -28,7 +28,7 @@
 #include "loadgen/shard.h"
 #include "loadgen/stream_kinds.h"
 #include "loadgen/workload.h"
-#include "rules/workload_rules.h"
+#include "rules/finding.h"
 
 namespace latdoc::cli {
 namespace {
@@ -226,63 +226,17 @@ void AddShardResult(ShardPlan& p, const loadgen::BenchRun& run, nlohmann::ordere
   json["requests"] = loadgen::RecordsJson(run, mono_to_unix_ns);
 }
 
-// The result's "multi_turn" block and its findings (rules/workload_rules.h), for a session run;
-// the terminal's lines are appended to `text`.
+// The result's "multi_turn" block and its findings (loadgen::ReportSessions), for a session
+// run; the terminal's lines are appended to `text`.
 void AddMultiTurnResult(const BenchArgs& a, const loadgen::SessionWorkload& w,
                         const loadgen::BenchRun& run, nlohmann::ordered_json& json, std::string& text) {
-  using nlohmann::ordered_json;
-  const auto turns = loadgen::ComputeTurnStats(run, w);
-  ordered_json mt;
-  mt["sessions"] = w.sessions.size();
-  mt["turns"] = w.max_turns();
-  mt["think_time_s"] = a.think_time_s;
-  mt["source"] = a.session_file.empty() ? ordered_json("synthetic") : ordered_json(a.session_file);
-  if (a.session_file.empty()) {
-    mt["shared_prefix_tokens"] = a.sessions.system_len;
-    mt["input_len"] = a.sessions.input_len;
-    mt["output_len"] = a.sessions.output_len;
-  }
-  rules::MultiTurnFacts facts;
-  ordered_json per_turn = ordered_json::array();
-  text += "TTFT by turn (mean / p99, mean prompt tokens, resent):\n";
-  for (const auto& t : turns) {
-    per_turn.push_back({{"turn", t.turn}, {"requests", t.requests}, {"completed", t.completed},
-                        {"mean_prompt_tokens", t.mean_prompt_tokens},
-                        {"mean_resent_tokens", t.mean_reused_tokens},
-                        {"mean_ttft_ms", t.mean_ttft_ms}, {"median_ttft_ms", t.p50_ttft_ms},
-                        {"p99_ttft_ms", t.p99_ttft_ms}});
-    text += fmt::format("  turn {:>3}: {:>9.2f} / {:>9.2f} ms  {:>8.0f} tokens  {:>8.0f} resent  ({} of {} completed)\n",
-                        t.turn, t.mean_ttft_ms, t.p99_ttft_ms, t.mean_prompt_tokens,
-                        t.mean_reused_tokens, t.completed, t.requests);
-    facts.turns.push_back({t.turn, t.mean_ttft_ms, t.mean_prompt_tokens, t.mean_reused_tokens,
-                           (unsigned long long)t.completed});
-  }
-  mt["per_turn"] = std::move(per_turn);
-  ordered_json cache;
-  if (run.metrics_available) {
-    const servermetrics::SnapshotDelta d = servermetrics::Delta(run.before, run.after);
-    facts.cache_queries = d.prefix_cache_queries;
-    facts.cache_hits = d.prefix_cache_hits;
-    if (d.queue_s) if (auto m = d.queue_s->mean()) facts.queue_mean_ms = *m * 1e3;
-    if (d.prefill_s) if (auto m = d.prefill_s->mean()) facts.prefill_mean_ms = *m * 1e3;
-  }
-  auto opt = [](std::optional<double> v) { return v ? ordered_json(*v) : ordered_json(nullptr); };
-  cache["queries_tokens"] = opt(facts.cache_queries);
-  cache["hits_tokens"] = opt(facts.cache_hits);
-  cache["hit_rate"] = facts.cache_queries && facts.cache_hits && *facts.cache_queries > 0
-                          ? ordered_json(*facts.cache_hits / *facts.cache_queries) : ordered_json(nullptr);
-  mt["prefix_cache"] = std::move(cache);
-  if (facts.cache_queries && facts.cache_hits && *facts.cache_queries > 0) {
-    text += fmt::format("Prefix cache (server /metrics): {:.1f}% of {:.0f} prompt tokens hit\n",
-                        100 * *facts.cache_hits / *facts.cache_queries, *facts.cache_queries);
-  }
-  json["multi_turn"] = std::move(mt);
-  std::vector<rules::Finding> findings = rules::MultiTurnFindings(facts);
-  ordered_json fj = ordered_json::array();
-  for (const auto& f : findings) {
-    fj.push_back(ordered_json::parse(rules::ToJson(f).dump()));
-    text += fmt::format("{}: {}: {}\n  advice: {}\n", rules::SeverityName(f.severity), f.id, f.title, f.advice);
-  }
+  loadgen::SessionReport r = loadgen::ReportSessions(
+      w, run, a.think_time_s, a.session_file.empty() ? "synthetic" : a.session_file,
+      a.session_file.empty() ? &a.sessions : nullptr);
+  text += r.text;
+  json["multi_turn"] = std::move(r.json);
+  nlohmann::ordered_json fj = nlohmann::ordered_json::array();
+  for (const auto& f : r.findings) fj.push_back(nlohmann::ordered_json::parse(rules::ToJson(f).dump()));
   json["findings"] = std::move(fj);
 }
 

@@ -49,6 +49,12 @@ struct DiagnoseOptions {
   bool local = false;                 // collect host facts here
   std::string sysroot = "/";
   bool progress = false;              // say which layer runs, on standard error
+  // --sessions N (diagnose/sessions_step.h): multi-turn sessions after the load layer; 0: none.
+  // The sessions' shape: turns, shared prefix (--prefix-len), user message (input_len) and
+  // answer (output_len) from `workload`.
+  int sessions = 0;
+  int session_turns = 4;
+  double think_time_s = 0;
 };
 
 struct DiagnoseResult {

@@ -10,6 +10,7 @@
 
 #include "base/file_util.h"
 #include "base/strings.h"
+#include "rules/workload_rules.h"
 #include "stats/sample_summary.h"
 
 namespace latdoc::loadgen {
@@ -282,6 +283,67 @@ std::vector<TurnStats> ComputeTurnStats(const BenchRun& run, const SessionWorklo
     out[t].p99_ttft_ms = stats::PercentileOfSorted(v, 99);
     out[t].mean_prompt_tokens = prompt_sum[t] / double(v.size());
   }
+  return out;
+}
+
+}  // namespace latdoc::loadgen
+
+namespace latdoc::loadgen {
+
+SessionReport ReportSessions(const SessionWorkload& w, const BenchRun& run, double think_time_s,
+                             const std::string& source, const MultiTurnOptions* synthetic) {
+  using nlohmann::ordered_json;
+  SessionReport out;
+  const auto turns = ComputeTurnStats(run, w);
+  ordered_json& mt = out.json;
+  mt["sessions"] = w.sessions.size();
+  mt["turns"] = w.max_turns();
+  mt["think_time_s"] = think_time_s;
+  mt["source"] = source;
+  if (synthetic) {
+    mt["shared_prefix_tokens"] = synthetic->system_len;
+    mt["input_len"] = synthetic->input_len;
+    mt["output_len"] = synthetic->output_len;
+  }
+  rules::MultiTurnFacts facts;
+  ordered_json per_turn = ordered_json::array();
+  std::string& text = out.text;
+  text += "TTFT by turn (mean / p99, mean prompt tokens, resent):\n";
+  for (const auto& t : turns) {
+    per_turn.push_back({{"turn", t.turn}, {"requests", t.requests}, {"completed", t.completed},
+                        {"mean_prompt_tokens", t.mean_prompt_tokens},
+                        {"mean_resent_tokens", t.mean_reused_tokens},
+                        {"mean_ttft_ms", t.mean_ttft_ms}, {"median_ttft_ms", t.p50_ttft_ms},
+                        {"p99_ttft_ms", t.p99_ttft_ms}});
+    text += fmt::format("  turn {:>3}: {:>9.2f} / {:>9.2f} ms  {:>8.0f} tokens  {:>8.0f} resent  ({} of {} completed)\n",
+                        t.turn, t.mean_ttft_ms, t.p99_ttft_ms, t.mean_prompt_tokens,
+                        t.mean_reused_tokens, t.completed, t.requests);
+    facts.turns.push_back({t.turn, t.mean_ttft_ms, t.mean_prompt_tokens, t.mean_reused_tokens,
+                           static_cast<unsigned long long>(t.completed)});
+  }
+  mt["per_turn"] = std::move(per_turn);
+  if (run.metrics_available) {
+    const servermetrics::SnapshotDelta d = servermetrics::Delta(run.before, run.after);
+    facts.cache_queries = d.prefix_cache_queries;
+    facts.cache_hits = d.prefix_cache_hits;
+    if (d.queue_s)
+      if (auto m = d.queue_s->mean()) facts.queue_mean_ms = *m * 1e3;
+    if (d.prefill_s)
+      if (auto m = d.prefill_s->mean()) facts.prefill_mean_ms = *m * 1e3;
+  }
+  auto opt = [](std::optional<double> v) { return v ? ordered_json(*v) : ordered_json(nullptr); };
+  const bool rate = facts.cache_queries && facts.cache_hits && *facts.cache_queries > 0;
+  mt["prefix_cache"] = {{"queries_tokens", opt(facts.cache_queries)},
+                        {"hits_tokens", opt(facts.cache_hits)},
+                        {"hit_rate", rate ? ordered_json(*facts.cache_hits / *facts.cache_queries)
+                                          : ordered_json(nullptr)}};
+  if (rate) {
+    text += fmt::format("Prefix cache (server /metrics): {:.1f}% of {:.0f} prompt tokens hit\n",
+                        100 * *facts.cache_hits / *facts.cache_queries, *facts.cache_queries);
+  }
+  out.findings = rules::MultiTurnFindings(facts);
+  for (const auto& f : out.findings)
+    text += fmt::format("{}: {}: {}\n  advice: {}\n", rules::SeverityName(f.severity), f.id, f.title, f.advice);
   return out;
 }
 

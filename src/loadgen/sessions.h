@@ -22,8 +22,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/status.h"
 #include "loadgen/runner.h"
+#include "rules/finding.h"
 #include "loadgen/workload.h"
 
 namespace latdoc::loadgen {
@@ -72,5 +75,17 @@ struct TurnStats {
 };
 // `w` must be the workload the run ran (reused tokens come from it).
 std::vector<TurnStats> ComputeTurnStats(const BenchRun& run, const SessionWorkload& w);
+
+// What a session run says (docs/workloads.md): the result's "multi_turn" block, its terminal
+// lines (TTFT by turn, the server's prefix-cache hit rate, the findings) and the findings of
+// rules/workload_rules.h from the per-turn figures and the run's /metrics deltas.
+// `source`: "synthetic" or the session file; `synthetic`: the synthetic sessions' shape, or null.
+struct SessionReport {
+  nlohmann::ordered_json json;
+  std::string text;
+  std::vector<rules::Finding> findings;
+};
+SessionReport ReportSessions(const SessionWorkload& w, const BenchRun& run, double think_time_s,
+                             const std::string& source, const MultiTurnOptions* synthetic);
 
 }  // namespace latdoc::loadgen

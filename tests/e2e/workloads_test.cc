@@ -401,5 +401,30 @@ TEST(SpecDecodeE2E, TokensPerChunkAndAcceptanceMatchTheServer) {
   EXPECT_EQ(res["total_output_tokens"], 240);
 }
 
+// Contract: `latdoc diagnose --sessions N` runs multi-turn sessions after the load layer and
+// ranks load.prefix_cache_misses among its findings when the server's prefix cache is off, and
+// not when it is on; the document carries the sessions' "multi_turn" block.
+TEST(MultiTurnE2E, DiagnoseSessionsNamePrefixCacheMissesOnlyWhenTheCacheIsOff) {
+  for (const bool cache : {false, true}) {
+    SCOPED_TRACE(cache ? "cache on" : "cache off");
+    TempDir dir("latdoc-e2e-diagnose-sessions");
+    SimProcess sim(With(kSim, {cache ? "--enable-prefix-caching" : "--no-enable-prefix-caching"}));
+    RunResult r = RunLatdoc({"diagnose", "--url", sim.url(), "--concurrency", "2", "--requests", "6",
+                             "--baseline-requests", "2", "--net-samples", "0", "--input-len", "40",
+                             "--output-len", "10", "--prefix-len", "100", "--sessions", "3",
+                             "--turns", "3", "--json", dir / "d.json", "--quiet"});
+    ASSERT_NE(r.exit_code, 2) << r.err;
+    ASSERT_NE(r.exit_code, 3) << r.err;
+    const json d = ReadJson(dir / "d.json");
+    ASSERT_TRUE(d.contains("multi_turn")) << d["layers"].dump();
+    EXPECT_EQ(d["multi_turn"]["per_turn"].size(), 3u);
+    bool named = false;
+    for (const json& f : d["findings"])
+      if (f["id"] == "load.prefix_cache_misses") named = true;
+    EXPECT_EQ(named, !cache);
+    EXPECT_THAT(d["layers"]["load"].get<std::string>(), HasSubstr("; 3 sessions of 3 turns"));
+  }
+}
+
 }  // namespace
 }  // namespace latdoc::testing
