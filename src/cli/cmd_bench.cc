@@ -505,7 +505,7 @@ std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
     if (f.dataset_path.empty())
       return fail(fmt::format("--dataset-name {} reads --dataset-path FILE", f.dataset_name));
   } else if (f.dataset_name_opt->count() > 0 && !f.dataset_path.empty()) {
-    return fail("--dataset-path is read with --dataset-name sharegpt or custom; random makes its prompts");
+    return fail("--dataset-path is read with --dataset-name sharegpt, custom, multi-turn or replay; random makes its prompts");
   }
   if (!f.dataset_path.empty() && !a.multi_turn) {
     if (!a.dataset.empty()) return fail("give --dataset or --dataset-path, not both");
