@@ -120,6 +120,9 @@ Command RegisterSim(CLI::App& root) {
   app->add_option("--sim-spec-accept", e.spec_accept_rate,
                   "...each draft accepted with this probability, up to the first rejection")
       ->check(CLI::Range(0.0, 1.0))->group(p)->capture_default_str();
+  app->add_flag("--sim-think-tags", cfg->think_tags,
+                "The reasoning goes out in delta.content inside <think>...</think> (no reasoning parser)")
+      ->group(p);
   app->add_option("--sim-reasoning-tokens", cfg->reasoning_tokens,
                   "Chat: the first N generated tokens stream as delta.reasoning_content (a "
                   "reasoning model); a request with tools gets its answer as a tool call")

@@ -75,6 +75,9 @@ struct ChunkInfo {
   bool reasoning = false;        // non-empty delta.reasoning_content or delta.reasoning
   bool answer = false;           // non-empty text or delta.content, or tool_calls
   int tool_calls = 0;            // entries of delta.tool_calls
+  // The visible text opens or closes a <think> span (a model whose reasoning is not parsed
+  // out by the server): the span's chunks count as reasoning.
+  bool think_open = false, think_close = false;
   bool finished = false;         // a choice has a finish_reason
   std::optional<int64_t> usage_completion_tokens;
   std::optional<int64_t> usage_prompt_tokens;
@@ -110,6 +113,7 @@ class StreamAccountant {
   std::optional<int64_t> final_usage_;
   int counted_ = 0;
   bool done_ = false;
+  bool in_think_ = false;        // inside a <think> span of the visible text
   bool error_ = false;
   std::string error_message_;
 };

@@ -814,7 +814,16 @@ struct SimServer::Impl {
           if (n == 0) continue;
           const bool part_last = last && (part == 1 || split == count);
           AppendChunkHead(chunk, a);
-          if (part == 0) {
+          if (part == 0 && cfg.think_tags) {
+            // The span's words between the tags: "<think> w1 w2" ... "w5 w6 </think>".
+            chunk += R"("choices":[{"index":0,"delta":{"content":")";
+            if (p0 == 0) chunk += "<think>";
+            std::string words;
+            AppendWords(words, a, p0, n);
+            chunk += std::string_view(words).substr(1, words.size() - 2);
+            if (p0 + n >= cfg.reasoning_tokens) chunk += " </think>";
+            chunk += '"';
+          } else if (part == 0) {
             chunk += R"("choices":[{"index":0,"delta":{"reasoning_content":)";
             AppendWords(chunk, a, p0, n);
           } else if (!a.tool_name.empty()) {

@@ -58,6 +58,9 @@ struct SimConfig {
   // (delta.tool_calls: the first chunk names the first tool's function, the others stream its
   // arguments) and finish_reason "tool_calls", as vLLM's tool parsers stream them.
   int reasoning_tokens = 0;
+  // The reasoning goes out in delta.content inside <think>...</think> (a server without a
+  // reasoning parser) instead of delta.reasoning_content.
+  bool think_tags = false;
   FaultRates faults;
   // Logs (vLLM's format).
   std::string log_file;           // empty: standard error

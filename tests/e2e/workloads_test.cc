@@ -245,10 +245,15 @@ double MeanOf(const std::vector<double>& v) {
 // is counted apart: reasoning and answer tokens exactly, the time to the first reasoning token
 // equal to TTFT (the first token of any kind), the time to the first answer token matching the
 // server's write of token 7.
+// Both ways a server streams reasoning: reasoning_content deltas (a reasoning parser), or
+// a <think> span in the content (none).
 TEST(ReasoningE2E, FirstReasoningAndFirstAnswerTokensTimedApart) {
+  for (const bool tags : {false, true}) {
+  SCOPED_TRACE(tags ? "<think> tags" : "reasoning_content");
   TempDir dir("latdoc-e2e-reasoning");
   const std::string trace = dir / "trace.jsonl", out = dir / "bench.json";
-  SimProcess sim(With(kSim, {"--sim-reasoning-tokens", "6", "--trace-requests", trace}));
+  SimProcess sim(With(kSim, tags ? std::vector<std::string>{"--sim-reasoning-tokens", "6", "--sim-think-tags", "--trace-requests", trace}
+                                 : std::vector<std::string>{"--sim-reasoning-tokens", "6", "--trace-requests", trace}));
   RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--endpoint", "chat", "--input-len", "20",
                            "--output-len", "10", "-n", "4", "-c", "2", "--json", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -267,6 +272,7 @@ TEST(ReasoningE2E, FirstReasoningAndFirstAnswerTokensTimedApart) {
   EXPECT_LE(rs["mean_ttfo_ms"].get<double>(), truth + 5 * kTolScale);
   EXPECT_GT(rs["mean_ttfo_ms"].get<double>(), res["mean_ttft_ms"].get<double>());
   EXPECT_FALSE(res.contains("tool_calls"));
+  }
 }
 
 // Contract: a TTFT SLO is judged on the first visible answer token: the same bound is met by a
