@@ -353,7 +353,8 @@ TEST(ReplayE2E, TraceTimesScaledAndLengthsExact) {
     const auto [offset_ms, completion] = want.at(prompt);
     EXPECT_EQ(j["completion_tokens"], completion) << prompt;
     const double at_ms = double(j["received_ns"].get<int64_t>() - first_ns) / 1e6;
-    EXPECT_NEAR(at_ms, offset_ms, 10 * kTolScale) << prompt;
+    // Timer slack on a loaded machine; at 1x the offsets would be 100 ms or more further off.
+    EXPECT_NEAR(at_ms, offset_ms, 30 * kTolScale) << prompt;
     // u1's second request (50 tokens) starts with its first (40): 2 full blocks cached.
     EXPECT_EQ(j["cached_tokens"], prompt == 50 ? 32 : 0) << prompt;
   }
