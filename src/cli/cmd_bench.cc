@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include <fmt/core.h>
@@ -20,11 +21,15 @@
 #include "base/units.h"
 #include "cli/command.h"
 #include "cli/flags.h"
+#include "loadgen/replay.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
+#include "loadgen/sessions.h"
 #include "loadgen/shard.h"
 #include "loadgen/validation.h"
+#include "loadgen/stream_kinds.h"
 #include "loadgen/workload.h"
+#include "rules/finding.h"
 
 namespace latdoc::cli {
 namespace {
@@ -43,7 +48,28 @@ struct BenchArgs {
   bool quiet = false;
   std::string shard, start_at;  // --shard I/N, --start-at TIME (bench.md, "Shards")
   int num_runs = 1;             // --num-runs: the same load N times, run-to-run variation
+  // --dataset-name multi-turn (loadgen/sessions.h): synthetic sessions, or a session file.
+  bool multi_turn = false;
+  std::string session_file;
+  loadgen::MultiTurnOptions sessions;
+  double think_time_s = 0;
+  std::string tools_file;  // --tools FILE: a JSON array of tool definitions (chat)
+  // --dataset-name replay (loadgen/replay.h): the trace and --replay-speed.
+  bool replay = false;
+  double replay_speed = 1.0;
 };
+
+// --tools FILE into the options: a JSON array, for the chat endpoint.
+Status LoadTools(BenchArgs& a) {
+  if (a.tools_file.empty()) return Status::Ok();
+  if (a.endpoint != "chat") return InvalidArgument("--tools goes with --endpoint chat");
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(a.tools_file));
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_array() || j.empty())
+    return InvalidArgument(a.tools_file + ": --tools expects a non-empty JSON array of tool definitions");
+  a.o.tools_json = j.dump();
+  return Status::Ok();
+}
 
 // Says on standard error what went wrong in a finished run, and returns its exit code:
 //   interrupted (SIGINT, SIGTERM)       128 + the signal, whatever else happened
@@ -202,6 +228,91 @@ void AddShardResult(ShardPlan& p, const loadgen::BenchRun& run, nlohmann::ordere
   json["requests"] = loadgen::RecordsJson(run, mono_to_unix_ns);
 }
 
+// The result's "multi_turn" block and its findings (loadgen::ReportSessions), for a session
+// run; the terminal's lines are appended to `text`.
+void AddMultiTurnResult(const BenchArgs& a, const loadgen::SessionWorkload& w,
+                        const loadgen::BenchRun& run, nlohmann::ordered_json& json, std::string& text) {
+  loadgen::SessionReport r = loadgen::ReportSessions(
+      w, run, a.think_time_s, a.session_file.empty() ? "synthetic" : a.session_file,
+      a.session_file.empty() ? &a.sessions : nullptr);
+  text += r.text;
+  json["multi_turn"] = std::move(r.json);
+  nlohmann::ordered_json fj = nlohmann::ordered_json::array();
+  for (const auto& f : r.findings) fj.push_back(nlohmann::ordered_json::parse(rules::ToJson(f).dump()));
+  json["findings"] = std::move(fj);
+}
+
+// bench --dataset-name multi-turn: the sessions turn by turn (loadgen/sessions.h).
+int RunSessionsCommand(BenchArgs& a, const loadgen::SloSpec& slo) {
+  loadgen::BenchOptions& o = a.o;
+  auto refuse = [](const std::string& what) {
+    return Fail("bench", InvalidArgument(what + " is not used with --dataset-name multi-turn: the "
+                                         "sessions set the load (one stream per session, turn by turn)"));
+  };
+  if (!a.shard.empty()) return refuse("--shard");
+  if (!a.start_at.empty()) return refuse("--start-at");
+  if (o.request_rate > 0) return refuse("--request-rate");
+  if (o.duration_s > 0) return refuse("--duration");
+  if (o.warmup > 0) return refuse("--warmup");
+  loadgen::ResultOptions ro;
+  ro.slo = slo;
+  ro.max_error_rate = a.max_error_rate >= 0 ? a.max_error_rate : 0.0;
+  if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
+  a.client.Apply(o.client);
+  o.threads = a.client.threads;
+  o.ignore_eos = !a.no_ignore_eos;
+  o.progress = !a.quiet && ::isatty(2);
+  loadgen::SessionWorkload w;
+  if (!a.session_file.empty()) {
+    auto f = loadgen::LoadSessionFile(a.session_file, a.random.output_len);
+    if (!f.ok()) return Fail("bench", f.status());
+    for (const auto& m : f->bad_line_messages) fmt::print(stderr, "latdoc bench: skipped {}\n", m);
+    if (f->bad_lines > f->bad_line_messages.size())
+      fmt::print(stderr, "latdoc bench: ... {} bad lines skipped in all\n", f->bad_lines);
+    w = std::move(*f);
+  } else {
+    a.sessions.system_len = a.random.prefix_len;
+    a.sessions.input_len = a.random.input_len;
+    a.sessions.output_len = a.random.output_len;
+    a.sessions.seed = o.seed;
+    if (Status st = loadgen::ValidateMultiTurnOptions(a.sessions); !st.ok()) return Fail("bench", st);
+    w = loadgen::SyntheticSessions(a.sessions);
+  }
+  for (const std::string* p : {&a.json_out, &a.requests_out}) {
+    if (p->empty()) continue;
+    if (Status st = CheckOutputPath(*p); !st.ok()) return Fail("bench", st);
+  }
+  size_t total = 0;
+  for (const auto& s : w.sessions) total += s.size();
+  o.concurrency = int(w.sessions.size());
+  o.num_requests = int(total);
+  loadgen::BenchRun unreachable;
+  auto run = loadgen::RunSessions(o, w, a.think_time_s, &unreachable);
+  if (!run.ok()) {
+    if (run.status().code() == StatusCode::kInvalidArgument) return Fail("bench", run.status());
+    loadgen::BenchSummary s = loadgen::SummarizeRun(unreachable, o, ro);
+    s.json["error"] = run.status().message();
+    if (!a.json_out.empty()) {
+      if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) return Fail("bench", st);
+    }
+    if (s.failures.failed > 0) fmt::print(stderr, "latdoc bench: {}\n", s.failures.Text());
+    return Fail("bench", run.status());
+  }
+  loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
+  loadgen::AddStreamKinds(*run, s.json, s.text);
+  loadgen::AddSpecDecode(*run, s.json, s.text);
+  AddMultiTurnResult(a, w, *run, s.json, s.text);
+  if (!a.quiet) fmt::print("{}", s.text);
+  if (!a.json_out.empty()) {
+    if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) return Fail("bench", st);
+  }
+  if (!a.requests_out.empty()) {
+    if (Status st = WriteFileAtomic(a.requests_out, loadgen::RequestsJsonl(*run)); !st.ok())
+      return Fail("bench", st);
+  }
+  return ReportBenchOutcome(*run, s, ro, a.json_out);
+}
+
 int RunBenchCommand(BenchArgs& a) {
   loadgen::BenchOptions& o = a.o;
   if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
@@ -214,6 +325,8 @@ int RunBenchCommand(BenchArgs& a) {
   if (o.num_requests == 0 && o.duration_s <= 0) o.num_requests = 200;
   auto slo = loadgen::ParseSlo(a.slo);
   if (!slo.ok()) return Fail("bench", slo.status());
+  if (Status st = LoadTools(a); !st.ok()) return Fail("bench", st);
+  if (a.multi_turn) return RunSessionsCommand(a, *slo);
   auto shard = PlanShard(a);
   if (!shard.ok()) return Fail("bench", shard.status());
   loadgen::ResultOptions ro;
@@ -236,7 +349,31 @@ int RunBenchCommand(BenchArgs& a) {
                               : shard->num_prompts > 0
                                   ? size_t(loadgen::OffsetOf(shard->num_prompts, shard->spec))
                                   : size_t(shard->spec.index) * for_duration;
-  if (!a.dataset.empty()) {
+  std::optional<nlohmann::ordered_json> replay_block;
+  if (a.replay) {
+    auto refuse = [](const std::string& what) {
+      return Fail("bench", InvalidArgument(what + " is not used with --dataset-name replay: the "
+                                           "trace's times set the load"));
+    };
+    if (shard->active || shard->start_at_unix_ns) return refuse(shard->active ? "--shard" : "--start-at");
+    if (o.warmup > 0) return refuse("--warmup");
+    if (o.duration_s > 0) return refuse("--duration");
+    if (!(a.replay_speed > 0) || !std::isfinite(a.replay_speed))
+      return Fail("bench", InvalidArgument("--replay-speed must be a positive number"));
+    auto w = loadgen::LoadReplayFile(a.dataset, a.random.output_len);
+    if (!w.ok()) return Fail("bench", w.status());
+    for (const auto& m : w->bad_line_messages) fmt::print(stderr, "latdoc bench: skipped {}\n", m);
+    if (w->bad_lines > w->bad_line_messages.size())
+      fmt::print(stderr, "latdoc bench: ... {} bad lines skipped in all\n", w->bad_lines);
+    o.arrival_offsets_ns = loadgen::ScaleOffsets(w->offsets_ns, a.replay_speed);
+    o.prompts = std::move(w->prompts);
+    o.num_requests = int(o.prompts.size());
+    o.first_prompt = 0;
+    o.request_rate = std::numeric_limits<double>::infinity();
+    replay_block = nlohmann::ordered_json{{"file", a.dataset}, {"speed", a.replay_speed},
+                                          {"requests", o.prompts.size()},
+                                          {"span_s", double(o.arrival_offsets_ns.back()) / 1e9}};
+  } else if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
     if (!w.ok()) return Fail("bench", w.status());
     for (const auto& m : w->bad_line_messages) fmt::print(stderr, "latdoc bench: skipped {}\n", m);
@@ -302,6 +439,19 @@ int RunBenchCommand(BenchArgs& a) {
     return Fail("bench", run.status());
   }
   loadgen::BenchSummary s = loadgen::SummarizeRun(*run, o, ro);
+  loadgen::AddStreamKinds(*run, s.json, s.text);
+  loadgen::AddSpecDecode(*run, s.json, s.text);
+  if (replay_block) {
+    // How late the sends were against the trace's schedule (client queue and timer slip).
+    int64_t lag = 0;
+    for (const auto& r : run->records)
+      if (r.sent_ns >= 0) lag = std::max(lag, r.sent_ns - r.scheduled_ns);
+    (*replay_block)["max_send_lag_ms"] = double(lag) / 1e6;
+    s.text += fmt::format("Replay: {} requests over {:.3f} s of trace at {}x; latest send {:.2f} ms after its time\n",
+                          (*replay_block)["requests"].get<size_t>(), (*replay_block)["span_s"].get<double>(),
+                          a.replay_speed, double(lag) / 1e6);
+    s.json["replay"] = std::move(*replay_block);
+  }
   if (!earlier.empty()) {
     std::vector<nlohmann::ordered_json> runs;
     for (size_t i = 0; i < earlier.size(); ++i) {
@@ -343,7 +493,8 @@ struct BenchFlags {
   std::string backend_label;   // vLLM's file name starts with it
   std::string pending_result;  // --save-result without a name: written here, renamed after
   CLI::Option *concurrency = nullptr, *max_concurrency = nullptr, *request_rate = nullptr,
-              *dataset_name_opt = nullptr;
+              *dataset_name_opt = nullptr, *num_sessions = nullptr, *turns = nullptr,
+              *think_time = nullptr, *replay_speed = nullptr;
 };
 
 std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
@@ -357,7 +508,16 @@ std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
   // request at once, at most N in flight); with a rate it caps the open loop.
   // --request-rate inf with --max-concurrency N is latdoc's open loop at an infinite rate, capped
   // at N: every request scheduled at once, as vLLM does it.
-  if (f.request_rate->count() == 0 && f.max_concurrency->count() > 0) {
+  if (f.dataset_name == "replay") {
+    if (f.dataset_path.empty()) return fail("--dataset-name replay reads --dataset-path FILE (JSONL of timed requests)");
+    if (f.request_rate->count() > 0) return fail("--request-rate is not used with --dataset-name replay: the trace's times set the load");
+    a.replay = true;
+  } else if (f.replay_speed->count() > 0) {
+    return fail("--replay-speed goes with --dataset-name replay");
+  }
+  if (a.replay) {
+    // --max-concurrency caps the replayed open loop.
+  } else if (f.request_rate->count() == 0 && f.max_concurrency->count() > 0) {
     if (f.concurrency->count() > 0 && o.concurrency != o.max_concurrency)
       return fail("--concurrency and --max-concurrency both set the requests in flight when no "
                   "--request-rate is given: give one");
@@ -365,13 +525,22 @@ std::optional<int> ResolveBenchFlags(BenchArgs& a, BenchFlags& f) {
     o.max_concurrency = 0;
     o.request_rate = 0;
   }
-  if (f.dataset_name_opt->count() > 0 && f.dataset_name != "random") {
+  if (f.dataset_name == "multi-turn") {
+    // A session file is optional: without one, synthetic sessions.
+    if (!a.dataset.empty()) return fail("--dataset-name multi-turn reads its session file from --dataset-path");
+    a.multi_turn = true;
+    a.session_file = f.dataset_path;
+  } else if (f.num_sessions->count() > 0 || f.turns->count() > 0 || f.think_time->count() > 0) {
+    return fail("--num-sessions, --turns and --think-time go with --dataset-name multi-turn");
+  }
+  if (a.multi_turn) {
+  } else if (f.dataset_name_opt->count() > 0 && f.dataset_name != "random") {
     if (f.dataset_path.empty())
       return fail(fmt::format("--dataset-name {} reads --dataset-path FILE", f.dataset_name));
   } else if (f.dataset_name_opt->count() > 0 && !f.dataset_path.empty()) {
-    return fail("--dataset-path is read with --dataset-name sharegpt or custom; random makes its prompts");
+    return fail("--dataset-path is read with --dataset-name sharegpt, custom, multi-turn or replay; random makes its prompts");
   }
-  if (!f.dataset_path.empty()) {
+  if (!f.dataset_path.empty() && !a.multi_turn) {
     if (!a.dataset.empty()) return fail("give --dataset or --dataset-path, not both");
     a.dataset = f.dataset_path;
   }
@@ -534,15 +703,34 @@ Command RegisterBench(CLI::App& root) {
   f->dataset_name_opt =
       app->add_option("--dataset-name", f->dataset_name,
                       "As vLLM: random, sharegpt or custom (JSONL with \"prompt\"), the last two "
-                      "with --dataset-path")
+                      "with --dataset-path; or multi-turn: sessions that resend their history "
+                      "(synthetic, or a session file as --dataset-path); or replay: a timed request "
+                      "log as --dataset-path (docs/workloads.md)")
           ->check(CLI::Validator(
               [](std::string& s) -> std::string {
-                if (s == "random" || s == "sharegpt" || s == "custom") return "";
-                return s + ": not supported; latdoc reads random, sharegpt or custom";
+                if (s == "random" || s == "sharegpt" || s == "custom" || s == "multi-turn" ||
+                    s == "replay")
+                  return "";
+                return s + ": not supported; latdoc reads random, sharegpt, custom, multi-turn or replay";
               },
               ""))
           ->group(wl)->capture_default_str();
-  app->add_option("--dataset-path", f->dataset_path, "The file of --dataset-name sharegpt or custom")->group(wl);
+  app->add_option("--dataset-path", f->dataset_path,
+                  "The file of --dataset-name sharegpt, custom or multi-turn (JSONL of sessions)")->group(wl);
+  f->num_sessions = app->add_option("--num-sessions", a->sessions.num_sessions,
+                                    "multi-turn: concurrent sessions (one stream each)")
+      ->check(Number(Bound::kPositive))->group(wl)->capture_default_str();
+  f->turns = app->add_option("--turns", a->sessions.turns, "multi-turn: turns per session")
+      ->check(Number(Bound::kPositive))->group(wl)->capture_default_str();
+  f->think_time = app->add_option("--think-time", a->think_time_s,
+                                  "multi-turn: pause between a turn's answers and the next turn: 2s, 500ms")
+      ->type_name("DURATION")->transform(Seconds(Bound::kNonNegative))->group(wl);
+  f->replay_speed = app->add_option("--replay-speed", a->replay_speed,
+                                    "replay: how many times faster than the trace's times to send (2: "
+                                    "twice as fast)")->group(wl);
+  app->add_option("--tools", a->tools_file,
+                  "Chat: a JSON file with an array of tool definitions, sent as every request's "
+                  "\"tools\" (tool-call streams are counted and timed)")->group(wl);
   app->add_flag("--ignore-eos", f->ignore_eos, "Generate --output-len tokens whatever the model says (the default)")
       ->group(wl);
   app->add_flag("--no-ignore-eos", a->no_ignore_eos, "Let the model stop early")->group(wl);

@@ -326,6 +326,16 @@ Command RegisterDiagnose(CLI::App& root) {
   app->add_option("--output-len,--random-output-len", d.workload.output_len, "Tokens to generate")
       ->check(Number(Bound::kPositive))->capture_default_str();
   app->add_flag("--token-ids", d.workload.token_ids, "Send prompts as token ids (exact lengths)");
+  app->add_option("--sessions", d.sessions,
+                  "Also run N multi-turn sessions (history resent each turn; --prefix-len shared "
+                  "system prompt): TTFT by turn and prefix-cache misses (docs/workloads.md)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--turns", d.session_turns, "Turns per session (with --sessions)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  app->add_option("--think-time", d.think_time_s, "Pause between turns (with --sessions): seconds")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--prefix-len", d.workload.prefix_len, "Shared prefix tokens (the sessions' system prompt)")
+      ->check(CLI::NonNegativeNumber);
   app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request");
   app->add_flag("--insecure", d.bench.client.insecure, "Skip TLS certificate verification");
   AddThreadsFlag(app, d.bench.threads, nullptr);

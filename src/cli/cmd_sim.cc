@@ -67,6 +67,9 @@ Command RegisterSim(CLI::App& root) {
                 "Split long prompts over steps (default: on)")
       ->expected(0, 1)
       ->group(g);
+  app->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", cfg->enable_prefix_caching,
+                "Prefix caching, as vLLM: a prompt's blocks seen before skip prefill (default: off "
+                "in the simulator)")->group(g);
   app->add_option("--block-size", e.block_size, "KV block size in tokens")->group(g)->capture_default_str();
   app->add_option("--max-model-len", e.max_model_len, "Max prompt + output tokens")->group(g)->capture_default_str();
   app->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
@@ -110,6 +113,20 @@ Command RegisterSim(CLI::App& root) {
       ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
   app->add_option("--sim-tokens-per-chunk", e.spec_tokens,
                   "Tokens per decode step and SSE chunk (speculative decoding)")->group(p);
+  app->add_option("--sim-spec-tokens", e.spec_draft_tokens,
+                  "Speculative decoding: draft tokens verified per decode step (vLLM's "
+                  "num_speculative_tokens); each step yields the accepted drafts plus one")
+      ->check(CLI::NonNegativeNumber)->group(p)->capture_default_str();
+  app->add_option("--sim-spec-accept", e.spec_accept_rate,
+                  "...each draft accepted with this probability, up to the first rejection")
+      ->check(CLI::Range(0.0, 1.0))->group(p)->capture_default_str();
+  app->add_flag("--sim-think-tags", cfg->think_tags,
+                "The reasoning goes out in delta.content inside <think>...</think> (no reasoning parser)")
+      ->group(p);
+  app->add_option("--sim-reasoning-tokens", cfg->reasoning_tokens,
+                  "Chat: the first N generated tokens stream as delta.reasoning_content (a "
+                  "reasoning model); a request with tools gets its answer as a tool call")
+      ->check(CLI::NonNegativeNumber)->group(p)->capture_default_str();
   app->add_flag("--sim-event-per-token", cfg->event_per_token,
                 "Send a step's tokens as one SSE event each, in one write (as TGI and llama.cpp)")
       ->group(p);

@@ -1,5 +1,6 @@
 #include "diagnose/diagnose.h"
 #include "diagnose/profile_at.h"
+#include "diagnose/sessions_step.h"
 
 #include <signal.h>
 
@@ -638,6 +639,20 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         }
       }
     }
+  }
+  if (o.sessions > 0 && doc.contains("bench") && !stopped()) {
+    Say(o, fmt::format("sessions: {} of {} turns", o.sessions, o.session_turns));
+    loadgen::MultiTurnOptions mt{o.sessions, o.session_turns, o.workload.prefix_len,
+                                 o.workload.input_len, o.workload.output_len, o.workload.seed};
+    std::string why;
+    loadgen::BenchOptions b = o.bench;
+    b.url = o.url;
+    b.command = "diagnose";
+    ordered_json sessions = SessionsStep(b, mt, o.think_time_s, all, &why);
+    layers["load"] = layers["load"].get<std::string>() +
+                     (sessions.is_null() ? "; sessions failed: " + why
+                                         : fmt::format("; {} sessions of {} turns", o.sessions, o.session_turns));
+    if (!sessions.is_null()) doc["multi_turn"] = std::move(sessions);
   }
   doc["target_reachable"] = o.url.empty() ? ordered_json(nullptr) : ordered_json(reachable);
   // Host facts, here or from a file, read before the network findings are final: those compare

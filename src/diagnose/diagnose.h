@@ -54,6 +54,12 @@ struct DiagnoseOptions {
   std::string profile_at;
   std::string profile_dir;            // the server's VLLM_TORCH_PROFILER_DIR, here or mounted
   double profile_seconds = 2;         // the profiler records at most this long
+  // --sessions N (diagnose/sessions_step.h): multi-turn sessions after the load layer; 0: none.
+  // The sessions' shape: turns, shared prefix (--prefix-len), user message (input_len) and
+  // answer (output_len) from `workload`.
+  int sessions = 0;
+  int session_turns = 4;
+  double think_time_s = 0;
 };
 
 struct DiagnoseResult {

@@ -442,14 +442,23 @@ ChunkInfo ChunkParser::ParseWithDom(std::string_view data) {
     c.has_choices = true;
     for (simdjson::dom::element ch : choices) {
       std::string_view text;
-      if (ch["text"].get(text) == simdjson::SUCCESS && !text.empty()) c.content = true;
+      auto visible = [&](std::string_view t) {
+        c.content = c.answer = true;
+        if (t.find("<think>") != std::string_view::npos) c.think_open = true;
+        if (t.find("</think>") != std::string_view::npos) c.think_close = true;
+      };
+      if (ch["text"].get(text) == simdjson::SUCCESS && !text.empty()) visible(text);
       simdjson::dom::object delta;
       if (ch["delta"].get(delta) == simdjson::SUCCESS) {
-        for (const char* key : {"content", "reasoning_content", "reasoning"}) {
-          if (delta[key].get(text) == simdjson::SUCCESS && !text.empty()) c.content = true;
+        if (delta["content"].get(text) == simdjson::SUCCESS && !text.empty()) visible(text);
+        for (const char* key : {"reasoning_content", "reasoning"}) {
+          if (delta[key].get(text) == simdjson::SUCCESS && !text.empty()) c.content = c.reasoning = true;
         }
         simdjson::dom::array tools;
-        if (delta["tool_calls"].get(tools) == simdjson::SUCCESS && tools.size() > 0) c.content = true;
+        if (delta["tool_calls"].get(tools) == simdjson::SUCCESS && tools.size() > 0) {
+          c.content = c.answer = true;
+          c.tool_calls += int(tools.size());
+        }
       }
       simdjson::dom::element fin;
       if (ch["finish_reason"].get(fin) == simdjson::SUCCESS && !fin.is_null()) c.finished = true;
@@ -497,6 +506,25 @@ void StreamAccountant::OnPayload(const ChunkInfo& c, int64_t now) {
   if (k <= 0) k = 1;                  // content without a usage increase: count it once
   counted_ += k;
   if (rec_->first_token_ns < 0) rec_->first_token_ns = now;
+  // A <think> span in the visible text is reasoning, its closing chunk included (tokens after
+  // "</think>" in that same chunk count with it).
+  const bool think = c.answer && c.tool_calls == 0 && (in_think_ || c.think_open);
+  if (c.think_close) in_think_ = false;
+  else if (c.think_open) in_think_ = true;
+  if (think) {
+    rec_->reasoning_tokens += k;
+    if (rec_->first_reasoning_ns < 0) rec_->first_reasoning_ns = now;
+  } else if (c.answer || !c.reasoning) {  // a chunk with no kind known (usage only) counts as answer
+    rec_->answer_tokens += k;
+    if (rec_->first_answer_ns < 0) rec_->first_answer_ns = now;
+  } else {
+    rec_->reasoning_tokens += k;
+  }
+  if (c.reasoning && rec_->first_reasoning_ns < 0) rec_->first_reasoning_ns = now;
+  if (c.tool_calls > 0) {
+    rec_->tool_call_deltas += c.tool_calls;
+    if (rec_->first_tool_call_ns < 0) rec_->first_tool_call_ns = now;
+  }
   rec_->last_token_ns = now;
   rec_->chunks.emplace_back(now, k);
 }

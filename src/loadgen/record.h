@@ -56,6 +56,14 @@ struct RequestRecord {
   TokenMethod method = TokenMethod::kChunks;
   bool count_mismatch = false;   // final usage disagreed with the per-chunk count
   std::vector<std::pair<int64_t, int>> chunks;  // content chunks: arrival time, tokens
+  int turn = -1;                 // a session's turn, from 0 (loadgen/sessions.h); -1: none
+  // Reasoning and tool calls (chat streams; docs/workloads.md). first_token_ns (TTFT) is the
+  // first generated token of any kind; first_answer_ns the first visible one (delta.content,
+  // text or a tool call), first_reasoning_ns the first reasoning_content/reasoning delta.
+  // Tokens of a chunk count as reasoning when it carries reasoning and nothing visible.
+  int64_t first_answer_ns = -1, first_reasoning_ns = -1, first_tool_call_ns = -1;
+  int reasoning_tokens = 0, answer_tokens = 0;  // as counted (chunks or usage increments)
+  int tool_call_deltas = 0;      // tool_calls entries streamed
 };
 
 // What one SSE data payload of an OpenAI-compatible stream says.
@@ -64,6 +72,12 @@ struct ChunkInfo {
   bool json = false;             // parsed as a JSON object
   bool has_choices = false;
   bool content = false;          // non-empty text, delta.content, reasoning or tool_calls
+  bool reasoning = false;        // non-empty delta.reasoning_content or delta.reasoning
+  bool answer = false;           // non-empty text or delta.content, or tool_calls
+  int tool_calls = 0;            // entries of delta.tool_calls
+  // The visible text opens or closes a <think> span (a model whose reasoning is not parsed
+  // out by the server): the span's chunks count as reasoning.
+  bool think_open = false, think_close = false;
   bool finished = false;         // a choice has a finish_reason
   std::optional<int64_t> usage_completion_tokens;
   std::optional<int64_t> usage_prompt_tokens;
@@ -103,6 +117,7 @@ class StreamAccountant {
   std::optional<int64_t> final_usage_;
   int counted_ = 0;
   bool done_ = false;
+  bool in_think_ = false;        // inside a <think> span of the visible text
   bool error_ = false;
   std::string error_message_;
 };

@@ -33,7 +33,12 @@ namespace latdoc::loadgen {
 std::string RequestBody(const BenchOptions& o, const std::string& model, const Prompt& p) {
   nlohmann::ordered_json j;
   j["model"] = model;
-  if (o.endpoint == Endpoint::kChat) {
+  if (o.endpoint == Endpoint::kChat && !p.messages.empty()) {  // a session's history
+    j["messages"] = nlohmann::ordered_json::array();
+    for (const auto& [role, content] : p.messages)
+      j["messages"].push_back({{"role", role}, {"content", content}});
+    j["max_completion_tokens"] = p.output_tokens;
+  } else if (o.endpoint == Endpoint::kChat) {
     j["messages"] = nlohmann::ordered_json::array(
         {{{"role", "user"}, {"content", p.text.empty() ? std::string("hello") : p.text}}});
     j["max_completion_tokens"] = p.output_tokens;
@@ -42,6 +47,8 @@ std::string RequestBody(const BenchOptions& o, const std::string& model, const P
     else j["prompt"] = p.text;
     j["max_tokens"] = p.output_tokens;
   }
+  if (o.endpoint == Endpoint::kChat && !o.tools_json.empty())
+    j["tools"] = nlohmann::ordered_json::parse(o.tools_json, nullptr, false);
   j["stream"] = true;
   j["stream_options"] = {{"include_usage", true}, {"continuous_usage_stats", true}};
   if (o.ignore_eos) j["ignore_eos"] = true;
@@ -285,6 +292,11 @@ class Worker {
   // is k (gamma inter-arrival times drawn in order from the seed). Every thread draws every
   // gap, so each sees the same schedule, and takes the arrivals k with k % threads == thread.
   void AdvanceSchedule() {
+    if (!o_.arrival_offsets_ns.empty()) {  // a replayed trace: its own times
+      ++next_k_;
+      next_due_ns_ = start_ns_ + o_.arrival_offsets_ns[std::min<size_t>(size_t(next_k_), o_.arrival_offsets_ns.size() - 1)];
+      return;
+    }
     // An infinite rate sends every request at once (vLLM's default); a gap is capped so that a
     // tiny rate (or a gamma draw far in its tail) cannot overflow the clock.
     double gap_s = 0;

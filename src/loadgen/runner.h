@@ -67,6 +67,13 @@ struct BenchOptions {
   std::vector<std::string> summary_metrics;
   std::vector<double> summary_percentiles;
   std::string backend;             // the JSON's "backend" (vLLM's --backend); "": from the endpoint
+  // Chat: a JSON array of tool definitions sent as every request's "tools" (--tools FILE);
+  // empty: none. Checked by the caller to be a JSON array.
+  std::string tools_json;
+  // Trace replay (loadgen/replay.h): open loop with arrival k due at the start plus
+  // arrival_offsets_ns[k] instead of gamma gaps (request_rate must be > 0, e.g. inf, and
+  // num_requests at most the offsets' count). REQUIRES: sorted, the first 0.
+  std::vector<int64_t> arrival_offsets_ns;
   // Event-loop threads of the load (--threads); 0: DefaultThreads(). Never more than there are
   // streams (closed loop), --max-concurrency slots or requests.
   int threads = 0;

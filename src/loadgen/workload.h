@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -22,6 +23,11 @@ struct Prompt {
   std::vector<int32_t> token_ids;   // exact-length prompt for the completions endpoint
   int input_tokens = 0;             // what the prompt should count as
   int output_tokens = 0;            // max_tokens to ask for
+  // A turn of a multi-turn session (loadgen/sessions.h): the chat messages to send (role,
+  // content); the chat endpoint sends these instead of one user message of `text`.
+  std::vector<std::pair<std::string, std::string>> messages;
+  int turn = -1;                    // from 0; -1: not a session's turn
+  int reused_tokens = 0;            // of input_tokens: resent as they were in an earlier request
 };
 
 // The most tokens a prompt or an answer may ask for (beyond any model's context).

@@ -42,6 +42,9 @@ constexpr ScalarName kVllmScalars[] = {
      "finished_reason"},
     {"vllm:prefix_cache_queries_total", &S::prefix_cache_queries_total},
     {"vllm:prefix_cache_hits_total", &S::prefix_cache_hits_total},
+    {"vllm:spec_decode_num_drafts_total", &S::spec_decode_drafts_total},
+    {"vllm:spec_decode_num_draft_tokens_total", &S::spec_decode_draft_tokens_total},
+    {"vllm:spec_decode_num_accepted_tokens_total", &S::spec_decode_accepted_tokens_total},
     // vllm:gpu_prefix_cache_{queries,hits}_total counted blocks before 0.9, not tokens: not
     // mapped, so no field mixes units.
 };

@@ -51,6 +51,10 @@ struct ServerSnapshot {
   std::map<std::string, double> request_success_by_reason;  // vLLM finished_reason
   std::optional<double> prefix_cache_queries_total;         // tokens
   std::optional<double> prefix_cache_hits_total;            // tokens (llama.cpp: reused from a slot's cache)
+  // Speculative decoding (vLLM V1, vllm/v1/spec_decode/metrics.py): drafts verified, draft
+  // tokens proposed, draft tokens accepted.
+  std::optional<double> spec_decode_drafts_total, spec_decode_draft_tokens_total,
+      spec_decode_accepted_tokens_total;
   std::optional<double> prompt_seconds_total;               // llama.cpp: time in prompt processing
   std::optional<double> generation_seconds_total;           // llama.cpp: time in generation
   std::optional<double> engine_steps_total;                 // llama.cpp n_decode_total

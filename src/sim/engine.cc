@@ -17,6 +17,8 @@ Engine::Engine(EngineConfig config) : config_(config) {
   total_blocks_ = static_cast<int>(std::min<int64_t>(TotalBlocks(config_), 1 << 30));
   free_blocks_ = total_blocks_;
   if (config_.spec_tokens < 1) config_.spec_tokens = 1;
+  if (config_.spec_draft_tokens > 0) config_.spec_tokens = config_.spec_draft_tokens + 1;
+  spec_rng_ = config_.spec_seed ^ 0x6a09e667f3bcc909ULL;
   if (config_.slow_kernel_every < 1) config_.slow_kernel_every = 1;
 }
 
@@ -28,6 +30,7 @@ double Engine::kv_usage() const {
 void Engine::Add(const EngineRequest& r) {
   Seq s;
   s.req = r;
+  s.computed = std::clamp(r.cached_tokens, 0, std::max(0, r.prompt_tokens - 1));
   seqs_.emplace(r.id, s);
   waiting_.push_back(r.id);
 }
@@ -199,6 +202,25 @@ void Engine::FinishStep(StepOutput* out) {
       s.prefilled = true;
       ev.first = s.generated == 0;
       ev.new_tokens = 1;  // the step that completes a prefill samples one token
+    } else if (config_.spec_draft_tokens > 0) {
+      // n - 1 drafts verified (fewer near max_tokens); accepted up to the first rejection.
+      const int drafts = n - 1;
+      int accepted = 0;
+      while (accepted < drafts) {
+        spec_rng_ += 0x9e3779b97f4a7c15ULL;
+        uint64_t z = spec_rng_;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        if (double(z >> 11) / double(1ULL << 53) >= config_.spec_accept_rate) break;
+        ++accepted;
+      }
+      if (drafts > 0) {
+        ++spec_drafts_;
+        spec_draft_tokens_ += uint64_t(drafts);
+        spec_accepted_tokens_ += uint64_t(accepted);
+      }
+      ev.new_tokens = 1 + accepted;
     } else {
       ev.new_tokens = n;
     }

@@ -53,6 +53,13 @@ struct EngineConfig {
   double swap_stall_every_s = 0;         // periodic swap stall, every this many seconds...
   double swap_stall_ms = 0;              // ...of this length
   int spec_tokens = 1;                   // tokens per decode step (speculative decoding)
+  // Speculative decoding with acceptance (vLLM's --speculative-config num_speculative_tokens):
+  // each decode step verifies spec_draft_tokens drafts; each is accepted with probability
+  // spec_accept_rate until the first rejection, and the step yields the accepted drafts plus one
+  // token of the target model. 0: off (spec_tokens applies). Draws follow spec_seed.
+  int spec_draft_tokens = 0;
+  double spec_accept_rate = 0;
+  uint64_t spec_seed = 0;
 };
 
 struct EngineRequest {
@@ -60,6 +67,10 @@ struct EngineRequest {
   int prompt_tokens = 1;
   int max_tokens = 16;      // generation stops here ("length")
   int stop_at_tokens = 0;   // > 0: an EOS after this many tokens ("stop")
+  // Prompt tokens whose KV the prefix cache already holds: the first prefill starts past them
+  // (they cost no step time). REQUIRES: 0 <= cached_tokens < prompt_tokens (vLLM recomputes at
+  // least the last prompt token). A preempted request recomputes everything.
+  int cached_tokens = 0;
 };
 
 enum class FinishReason { kNone, kLength, kStop };
@@ -120,6 +131,11 @@ class Engine {
   double kv_usage() const;  // fraction 0..1 of blocks in use
   uint64_t preemptions_total() const { return preemptions_total_; }
   uint64_t steps() const { return steps_; }
+  // Speculative decoding counters (vLLM's spec_decode_num_drafts, _num_draft_tokens,
+  // _num_accepted_tokens): drafts verified, draft tokens proposed, draft tokens accepted.
+  uint64_t spec_drafts() const { return spec_drafts_; }
+  uint64_t spec_draft_tokens() const { return spec_draft_tokens_; }
+  uint64_t spec_accepted_tokens() const { return spec_accepted_tokens_; }
   const EngineConfig& config() const { return config_; }
 
  private:
@@ -153,6 +169,8 @@ class Engine {
   uint64_t preemptions_total_ = 0;
   int64_t next_swap_stall_ns_ = -1;
   StepOutput step_out_;             // what BeginStep already knows (scheduled, preempted)
+  uint64_t spec_drafts_ = 0, spec_draft_tokens_ = 0, spec_accepted_tokens_ = 0;
+  uint64_t spec_rng_ = 0;           // splitmix64 state of the acceptance draws
 };
 
 }  // namespace latdoc::sim

@@ -234,6 +234,54 @@ TEST(EngineTest, SpecTokensEmitSeveralTokensPerStep) {
   EXPECT_EQ(per_step, (std::vector<int>{1, 3, 3, 3}));
 }
 
+// Contract: a prefix-cache hit skips its tokens' prefill: a 100-token prompt with 96 cached
+// computes 4 in its first step and samples its first token there; a hit is capped below the
+// prompt (the last token is always computed).
+TEST(EngineTest, CachedTokensSkipPrefill) {
+  EngineConfig c = Small();
+  Engine e(c);
+  e.Add({1, 100, 2, 0, 96});
+  StepPlan p = e.BeginStep(0);
+  EXPECT_EQ(p.prefill_tokens, 4);
+  StepOutput out;
+  e.FinishStep(&out);
+  ASSERT_EQ(out.events.size(), 1u);
+  EXPECT_TRUE(out.events[0].first);
+  Engine all(c);
+  all.Add({2, 100, 2, 0, 100});
+  EXPECT_EQ(all.BeginStep(0).prefill_tokens, 1);
+}
+
+// Contract: with K drafts a step, all accepted (p = 1) a decode step yields K + 1 tokens, none
+// accepted (p = 0) one; the counters count drafts, draft tokens and accepted tokens (fewer
+// drafts near max_tokens).
+TEST(EngineTest, SpecDecodingAcceptance) {
+  for (const double p : {1.0, 0.0}) {
+    EngineConfig c = Small();
+    c.spec_draft_tokens = 3;
+    c.spec_accept_rate = p;
+    Engine e(c);
+    e.Add({1, 10, 10, 0});
+    std::vector<int> per_step;
+    while (e.has_work()) {
+      e.BeginStep(0);
+      StepOutput out;
+      e.FinishStep(&out);
+      for (auto& ev : out.events) per_step.push_back(ev.new_tokens);
+    }
+    if (p == 1.0) {
+      EXPECT_EQ(per_step, (std::vector<int>{1, 4, 4, 1}));  // 9 left: 4, 4, then 1 (no draft)
+      EXPECT_EQ(e.spec_drafts(), 2u);
+      EXPECT_EQ(e.spec_draft_tokens(), 6u);
+      EXPECT_EQ(e.spec_accepted_tokens(), 6u);
+    } else {
+      EXPECT_EQ(per_step, (std::vector<int>(10, 1)));
+      EXPECT_EQ(e.spec_accepted_tokens(), 0u);
+      EXPECT_GT(e.spec_drafts(), 0u);
+    }
+  }
+}
+
 TEST(EngineTest, PathologiesLengthenSteps) {
   EngineConfig c = Small();
   c.step_context_token_ns = 0;

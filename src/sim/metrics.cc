@@ -118,6 +118,12 @@ std::string SimMetrics::Render(const std::string& model_name) const {
           double(prefix_cache_queries));
   counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
           double(prefix_cache_hits));
+  if (spec_decode) {
+    counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", double(spec_drafts));
+    counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", double(spec_draft_tokens));
+    counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.",
+            double(spec_accepted_tokens));
+  }
   out += "# HELP vllm:request_success_total Count of successfully processed requests.\n"
          "# TYPE vllm:request_success_total counter\n";
   for (auto [reason, v] : {std::pair{"abort", success_abort}, std::pair{"length", success_length},

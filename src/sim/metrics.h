@@ -42,6 +42,10 @@ struct SimMetrics {
   // nothing, so every lookup misses, as the stats line's 0.0% says.
   uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
   uint64_t success_stop = 0, success_length = 0, success_abort = 0;
+  // Speculative decoding (rendered when spec_decode is true): vLLM V1's counters
+  // (vllm/v1/spec_decode/metrics.py, SpecDecodingProm).
+  bool spec_decode = false;
+  uint64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
   // Histograms (seconds unless named otherwise).
   PromHistogram ttft, itl, tpot_request, e2e, queue, inference, prefill, decode;
   PromHistogram iteration_tokens, request_prompt_tokens, request_generation_tokens;

@@ -17,6 +17,7 @@
 #include "base/strings.h"
 #include "http/server.h"
 #include "sim/metrics.h"
+#include "sim/prefix_cache.h"
 #include "sim/profiler_trace.h"
 #include "sim/stall_record.h"
 
@@ -215,6 +216,9 @@ struct Active {
   std::string x_request_id;
   bool chat = false, stream = false, include_usage = false, continuous_usage = false;
   int prompt_tokens = 0, max_tokens = 0, generated = 0, preemptions = 0;
+  int cached_tokens = 0;            // found in the prefix cache on admission
+  std::string tool_name;            // a chat request with tools: the answer is a call of this
+  std::vector<uint64_t> blocks;     // the prompt's block hashes (prefix caching on)
   uint64_t text_seed = 0;
   int64_t created_s = 0;
   int64_t received_ns = 0, arrival_ns = 0, scheduled_ns = -1, first_token_ns = -1,
@@ -234,7 +238,11 @@ struct SimServer::Impl {
   Impl(http::EventLoop& l, SimConfig c)
       : loop(l),
         cfg(std::move(c)),
-        engine(cfg.engine),
+        engine([&] {
+          EngineConfig e = cfg.engine;
+          e.spec_seed ^= cfg.seed;  // the acceptance draws follow --seed
+          return e;
+        }()),
         metrics(cfg.engine.max_model_len),
         rng(cfg.seed),
         jitter_rng(Mix(cfg.seed)),
@@ -422,6 +430,39 @@ struct SimServer::Impl {
     return true;
   }
 
+  // The block hashes of a request's prompt (sim/prefix_cache.h): its words or token ids, a chat
+  // request's message contents in order. Called on a body that PromptTokens or MessageTokens
+  // accepted.
+  std::vector<uint64_t> PromptBlocks(const json& body, bool chat) const {
+    TokenHasher t;
+    auto add = [&](const json& v, auto&& self) -> void {
+      if (v.is_string()) {
+        t.AddText(v.get_ref<const std::string&>());
+      } else if (v.is_number_integer()) {
+        t.AddId(v.get<int64_t>());
+      } else if (v.is_array()) {
+        for (const auto& e : v) self(e, self);
+      }
+    };
+    if (chat) {
+      for (const auto& m : body["messages"]) {
+        auto c = m.find("content");
+        if (c == m.end()) continue;
+        if (c->is_string()) {
+          t.AddText(c->get_ref<const std::string&>());
+        } else if (c->is_array()) {
+          for (const auto& part : *c)
+            if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+                part["text"].is_string())
+              t.AddText(part["text"].get_ref<const std::string&>());
+        }
+      }
+    } else {
+      add(body["prompt"], add);
+    }
+    return BlockHashes(t.tokens(), cfg.engine.block_size);
+  }
+
   int Generate(const http::Request& req, const std::shared_ptr<http::ResponseStream>& out,
                bool chat) {
     json body;
@@ -534,6 +575,14 @@ struct SimServer::Impl {
     // request's JSON was written: dump() is canonical (sorted keys, no blanks), so key order,
     // spacing, max_tokens or stream give the same completion.
     a->text_seed = Mix(cfg.seed ^ Fnv1a(body[chat ? "messages" : "prompt"].dump()));
+    if (cfg.enable_prefix_caching) a->blocks = PromptBlocks(body, chat);
+    if (auto t = body.find("tools"); chat && t != body.end() && t->is_array() && !t->empty()) {
+      a->tool_name = "tool";
+      const json& first = (*t)[0];
+      if (first.is_object() && first.contains("function") && first["function"].is_object() &&
+          first["function"].contains("name") && first["function"]["name"].is_string())
+        a->tool_name = first["function"]["name"].get<std::string>();
+    }
     a->received_ns = req.received_ns;
     a->created_s = ::time(nullptr);
     a->out = out;
@@ -588,7 +637,8 @@ struct SimServer::Impl {
         });
       }
     }
-    engine.Add({a.id, a.prompt_tokens, a.max_tokens, stop_at});
+    if (cfg.enable_prefix_caching) a.cached_tokens = prefix_cache.Lookup(a.blocks, a.prompt_tokens);
+    engine.Add({a.id, a.prompt_tokens, a.max_tokens, stop_at, a.cached_tokens});
     if (cfg.enable_log_requests)
       log.Line("INFO", "async_llm.py:301", fmt::format("Added request {}.", a.public_id));
     Kick();
@@ -658,6 +708,10 @@ struct SimServer::Impl {
       if (!Emit(*it->second, ev, now)) active.erase(ev.id);
     }
     metrics.iteration_tokens.Observe(static_cast<double>(step_tokens));
+    metrics.spec_decode = engine.config().spec_draft_tokens > 0;
+    metrics.spec_drafts = engine.spec_drafts();
+    metrics.spec_draft_tokens = engine.spec_draft_tokens();
+    metrics.spec_accepted_tokens = engine.spec_accepted_tokens();
     metrics.running = engine.num_running();
     metrics.waiting = engine.num_waiting();
     metrics.kv_usage = engine.kv_usage();
@@ -729,6 +783,10 @@ struct SimServer::Impl {
       metrics.ttft.Observe(double(now - a.arrival_ns) / 1e9);
       metrics.prompt_tokens += a.prompt_tokens;
       metrics.prefix_cache_queries += a.prompt_tokens;
+      metrics.prefix_cache_hits += uint64_t(a.cached_tokens);
+      interval_prefix_queries += uint64_t(a.prompt_tokens);
+      interval_prefix_hits += uint64_t(a.cached_tokens);
+      if (cfg.enable_prefix_caching) prefix_cache.Insert(a.blocks);  // its prefill is done
       interval_prompt_tokens += a.prompt_tokens;
     } else {
       metrics.itl.Observe(double(now - a.last_token_ns) / 1e9);
@@ -768,14 +826,61 @@ struct SimServer::Impl {
       for (int e = 0; e < events; ++e) {
         int first = from + e * count;
         bool last = e + 1 == events;
-        AppendChunkHead(chunk, a);
-        chunk += a.chat ? R"("choices":[{"index":0,"delta":{"content":)"
-                        : R"("choices":[{"index":0,"text":)";
-        AppendWords(chunk, a, first, count);
-        if (a.chat) chunk += '}';  // closes "delta"
-        chunk += R"(,"logprobs":null,"finish_reason":)";
-        chunk += last ? finish : "null";
-        AppendUsageTail(chunk, a, first + count);
+        if (!a.chat) {
+          AppendChunkHead(chunk, a);
+          chunk += R"("choices":[{"index":0,"text":)";
+          AppendWords(chunk, a, first, count);
+          chunk += R"(,"logprobs":null,"finish_reason":)";
+          chunk += last ? finish : "null";
+          AppendUsageTail(chunk, a, first + count);
+          continue;
+        }
+        // Chat: reasoning tokens, then the answer (content or a tool call); an event that
+        // would straddle the two goes out as two.
+        const int split = std::clamp(cfg.reasoning_tokens - first, 0, count);
+        for (int part = 0; part < 2; ++part) {
+          const int p0 = part == 0 ? first : first + split;
+          const int n = part == 0 ? split : count - split;
+          if (n == 0) continue;
+          const bool part_last = last && (part == 1 || split == count);
+          AppendChunkHead(chunk, a);
+          if (part == 0 && cfg.think_tags) {
+            // The span's words between the tags: "<think> w1 w2" ... "w5 w6 </think>".
+            chunk += R"("choices":[{"index":0,"delta":{"content":")";
+            if (p0 == 0) chunk += "<think>";
+            std::string words;
+            AppendWords(words, a, p0, n);
+            chunk += std::string_view(words).substr(1, words.size() - 2);
+            if (p0 + n >= cfg.reasoning_tokens) chunk += " </think>";
+            chunk += '"';
+          } else if (part == 0) {
+            chunk += R"("choices":[{"index":0,"delta":{"reasoning_content":)";
+            AppendWords(chunk, a, p0, n);
+          } else if (!a.tool_name.empty()) {
+            chunk += R"("choices":[{"index":0,"delta":{"tool_calls":[{"index":0,)";
+            if (p0 == std::max(0, cfg.reasoning_tokens)) {  // the call's first delta names it
+              chunk += R"("id":"call_)";
+              chunk += a.public_id.substr(a.public_id.size() - 16);
+              chunk += R"(","type":"function","function":{"name":)";
+              chunk += Escape(a.tool_name);
+              chunk += ',';
+            } else {
+              chunk += R"("function":{)";
+            }
+            chunk += R"("arguments":)";
+            AppendWords(chunk, a, p0, n);
+            chunk += "}}]";
+          } else {
+            chunk += R"("choices":[{"index":0,"delta":{"content":)";
+            AppendWords(chunk, a, p0, n);
+          }
+          chunk += '}';  // closes "delta"
+          chunk += R"(,"logprobs":null,"finish_reason":)";
+          const bool tool_finish = part_last && !a.tool_name.empty() && part == 1 &&
+                                   std::string_view(finish) != "null";
+          chunk += !part_last ? "null" : tool_finish ? "\"tool_calls\"" : finish;
+          AppendUsageTail(chunk, a, p0 + n);
+        }
       }
       a.out->WriteChunk(chunk);
     }
@@ -856,6 +961,7 @@ struct SimServer::Impl {
                        {"arrival_ns", a.arrival_ns}, {"scheduled_ns", a.scheduled_ns},
                        {"first_token_ns", a.first_token_ns}, {"last_token_ns", a.last_token_ns},
                        {"end_ns", MonoNowNs()},     {"prompt_tokens", a.prompt_tokens},
+                       {"cached_tokens", a.cached_tokens},
                        {"completion_tokens", a.generated}, {"preemptions", a.preemptions},
                        {"token_ns", a.token_ns},    {"token_counts", a.token_counts}};
     a.trace->token_chunks = a.token_ns.size();
@@ -883,19 +989,25 @@ struct SimServer::Impl {
           "tokens/s, Running: {} reqs, Waiting: {} reqs, ",
           prompt_tput, gen_tput, engine.num_running(), engine.num_waiting());
       if (interval_preemptions > 0) msg += fmt::format("Preemptions: {}, ", interval_preemptions);
-      msg += fmt::format("GPU KV cache usage: {:.1f}%, Prefix cache hit rate: 0.0%",
-                         engine.kv_usage() * 100);
+      // vLLM averages over its recent requests; the simulator over this interval's prefills.
+      msg += fmt::format("GPU KV cache usage: {:.1f}%, Prefix cache hit rate: {:.1f}%",
+                         engine.kv_usage() * 100,
+                         interval_prefix_queries ? 100.0 * double(interval_prefix_hits) /
+                                                       double(interval_prefix_queries)
+                                                 : 0.0);
       log.Line("INFO", "loggers.py:123", msg);
     }
     prev_prompt_tput = prompt_tput;
     prev_gen_tput = gen_tput;
     interval_prompt_tokens = interval_generation_tokens = interval_preemptions = 0;
+    interval_prefix_queries = interval_prefix_hits = 0;
     last_stats_ns = now;
   }
 
   http::EventLoop& loop;
   SimConfig cfg;
   Engine engine;
+  PrefixCache prefix_cache{cfg.engine.block_size, Engine::TotalBlocks(cfg.engine)};
   SimMetrics metrics;
   std::mt19937_64 rng;         // per-request draws (faults), in arrival order
   // Network jitter draws per write, as many as the responses happen to need: from `rng` they
@@ -918,6 +1030,7 @@ struct SimServer::Impl {
   StepPlan step_plan;                      // the step in progress, for the profiler
   StepProfiler profiler{cfg.profiler_dir};  // /start_profile, /stop_profile (profiler_trace.h)
   uint64_t interval_prompt_tokens = 0, interval_generation_tokens = 0, interval_preemptions = 0;
+  uint64_t interval_prefix_queries = 0, interval_prefix_hits = 0;
   int64_t last_stats_ns = MonoNowNs();
   double prev_prompt_tput = 0, prev_gen_tput = 0;
 };

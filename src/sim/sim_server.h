@@ -48,6 +48,19 @@ struct SimConfig {
   // A step's tokens go out as one SSE event each, all in one write, as TGI and llama.cpp stream
   // speculative tokens. Off: one event carries the step's tokens, as vLLM does.
   bool event_per_token = false;
+  // vLLM's --enable-prefix-caching (sim/prefix_cache.h): a prompt's leading blocks seen before
+  // skip prefill, counted in vllm:prefix_cache_hits. Off by default in the simulator, so that
+  // a repeated prompt costs its full prefill unless a test asks for the cache.
+  bool enable_prefix_caching = false;
+  // Chat streams: the first reasoning_tokens generated tokens go out as
+  // delta.reasoning_content (a reasoning model, vLLM's --reasoning-parser), the rest as the
+  // answer. A chat request with a non-empty "tools" list gets its answer as one tool call
+  // (delta.tool_calls: the first chunk names the first tool's function, the others stream its
+  // arguments) and finish_reason "tool_calls", as vLLM's tool parsers stream them.
+  int reasoning_tokens = 0;
+  // The reasoning goes out in delta.content inside <think>...</think> (a server without a
+  // reasoning parser) instead of delta.reasoning_content.
+  bool think_tags = false;
   FaultRates faults;
   // Logs (vLLM's format).
   std::string log_file;           // empty: standard error

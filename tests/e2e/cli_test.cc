@@ -255,7 +255,7 @@ TEST(CliTest, NonsenseValuesAreRefused) {
       {{"--connect-timeout", "0"}, "latdoc bench: --connect-timeout 0: must be more than 0\n"},
       {{"-n", "abc"}, "latdoc bench: --num-requests abc: expected a whole number\n"},
       {{"--dataset-name", "sonnet"}, "latdoc bench: --dataset-name sonnet: not supported; latdoc reads random, "
-                                     "sharegpt or custom\n"},
+                                     "sharegpt, custom, multi-turn or replay\n"},
       {{"--dataset-name", "sharegpt"}, "latdoc bench: --dataset-name sharegpt reads --dataset-path FILE\n"},
       {{"--backend", "tgi"}, "latdoc bench: --backend tgi: not supported; latdoc speaks the OpenAI API: vllm, "
                              "openai or openai-chat\n"},
