@@ -26,10 +26,11 @@
 #include "loadgen/runner.h"
 #include "loadgen/sessions.h"
 #include "loadgen/shard.h"
-#include "loadgen/validation.h"
 #include "loadgen/stream_kinds.h"
+#include "loadgen/validation.h"
 #include "loadgen/workload.h"
 #include "rules/finding.h"
+#include "rules/workload_rules.h"
 
 namespace latdoc::cli {
 namespace {
@@ -238,7 +239,10 @@ void AddMultiTurnResult(const BenchArgs& a, const loadgen::SessionWorkload& w,
   text += r.text;
   json["multi_turn"] = std::move(r.json);
   nlohmann::ordered_json fj = nlohmann::ordered_json::array();
-  for (const auto& f : r.findings) fj.push_back(nlohmann::ordered_json::parse(rules::ToJson(f).dump()));
+  for (const auto& f : rules::MultiTurnFindings(r.facts)) {
+    text += fmt::format("{}: {}: {}\n  advice: {}\n", rules::SeverityName(f.severity), f.id, f.title, f.advice);
+    fj.push_back(nlohmann::ordered_json::parse(rules::ToJson(f).dump()));
+  }
   json["findings"] = std::move(fj);
 }
 

@@ -1,5 +1,7 @@
 #include "diagnose/sessions_step.h"
 
+#include "rules/workload_rules.h"
+
 namespace latdoc::diagnose {
 
 nlohmann::ordered_json SessionsStep(const loadgen::BenchOptions& bench,
@@ -19,7 +21,7 @@ nlohmann::ordered_json SessionsStep(const loadgen::BenchOptions& bench,
   }
   loadgen::SessionReport r = loadgen::ReportSessions(w, *run, think_time_s, "synthetic", &sessions);
   nlohmann::ordered_json fj = nlohmann::ordered_json::array();
-  for (const auto& f : r.findings) {
+  for (const auto& f : rules::MultiTurnFindings(r.facts)) {
     fj.push_back(nlohmann::ordered_json::parse(rules::ToJson(f).dump()));
     all.push_back(f);
   }

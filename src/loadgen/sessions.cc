@@ -10,7 +10,6 @@
 
 #include "base/file_util.h"
 #include "base/strings.h"
-#include "rules/workload_rules.h"
 #include "stats/sample_summary.h"
 
 namespace latdoc::loadgen {
@@ -305,7 +304,7 @@ SessionReport ReportSessions(const SessionWorkload& w, const BenchRun& run, doub
     mt["input_len"] = synthetic->input_len;
     mt["output_len"] = synthetic->output_len;
   }
-  rules::MultiTurnFacts facts;
+  MultiTurnFacts& facts = out.facts;
   ordered_json per_turn = ordered_json::array();
   std::string& text = out.text;
   text += "TTFT by turn (mean / p99, mean prompt tokens, resent):\n";
@@ -341,9 +340,6 @@ SessionReport ReportSessions(const SessionWorkload& w, const BenchRun& run, doub
     text += fmt::format("Prefix cache (server /metrics): {:.1f}% of {:.0f} prompt tokens hit\n",
                         100 * *facts.cache_hits / *facts.cache_queries, *facts.cache_queries);
   }
-  out.findings = rules::MultiTurnFindings(facts);
-  for (const auto& f : out.findings)
-    text += fmt::format("{}: {}: {}\n  advice: {}\n", rules::SeverityName(f.severity), f.id, f.title, f.advice);
   return out;
 }
 

@@ -26,7 +26,6 @@
 
 #include "base/status.h"
 #include "loadgen/runner.h"
-#include "rules/finding.h"
 #include "loadgen/workload.h"
 
 namespace latdoc::loadgen {
@@ -76,14 +75,33 @@ struct TurnStats {
 // `w` must be the workload the run ran (reused tokens come from it).
 std::vector<TurnStats> ComputeTurnStats(const BenchRun& run, const SessionWorkload& w);
 
+// The facts a session run gives rules/workload_rules.h (MultiTurnFindings): per turn, and the
+// server's prefix cache and its queue and prefill over the run.
+struct TurnFacts {
+  int turn = 0;                     // from 1
+  double mean_ttft_ms = 0;
+  double mean_prompt_tokens = 0;
+  double mean_reused_tokens = 0;    // resent from the session's earlier request (the workload's)
+  unsigned long long completed = 0;
+};
+
+struct MultiTurnFacts {
+  std::vector<TurnFacts> turns;
+  // The server's prefix cache over the run, in tokens (vLLM's vllm:prefix_cache_queries and
+  // vllm:prefix_cache_hits deltas); nullopt: /metrics did not say.
+  std::optional<double> cache_queries, cache_hits;
+  // Server means over the run (its queue and prefill histograms), when known.
+  std::optional<double> queue_mean_ms, prefill_mean_ms;
+};
+
 // What a session run says (docs/workloads.md): the result's "multi_turn" block, its terminal
-// lines (TTFT by turn, the server's prefix-cache hit rate, the findings) and the findings of
-// rules/workload_rules.h from the per-turn figures and the run's /metrics deltas.
+// lines (TTFT by turn, the server's prefix-cache hit rate) and the facts the workload rules
+// judge (the callers run rules::MultiTurnFindings on them).
 // `source`: "synthetic" or the session file; `synthetic`: the synthetic sessions' shape, or null.
 struct SessionReport {
   nlohmann::ordered_json json;
   std::string text;
-  std::vector<rules::Finding> findings;
+  MultiTurnFacts facts;
 };
 SessionReport ReportSessions(const SessionWorkload& w, const BenchRun& run, double think_time_s,
                              const std::string& source, const MultiTurnOptions* synthetic);

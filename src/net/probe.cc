@@ -11,7 +11,7 @@
 #include "http/client.h"
 #include "http/event_loop.h"
 #include "http/sse_decoder.h"
-#include "loadgen/record.h"
+#include "http/openai_chunk.h"
 #include "net/idle_close.h"
 
 namespace latdoc::net {
@@ -32,7 +32,7 @@ class Collector final : public http::ExchangeObserver {
     last_body_ns_ = now_ns;
     if (!sse_ || status_ != 200) return;
     (void)decoder_.Feed(data, [&](const http::SseEvent& ev) {
-      loadgen::ChunkInfo c = parser_.Parse(ev.data);
+      http::ChunkInfo c = parser_.Parse(ev.data);
       if (c.usage_completion_tokens) usage_tokens_ = c.usage_completion_tokens;
       if (c.error && error_.empty()) error_ = c.error_message.empty() ? "error event" : c.error_message;
       if (!c.content) return;
@@ -61,7 +61,7 @@ class Collector final : public http::ExchangeObserver {
   int status_ = 0;
   http::ExchangeResult result_;
   http::SseDecoder decoder_;
-  loadgen::ChunkParser parser_;
+  http::ChunkParser parser_;
   uint64_t bytes_ = 0;
   int64_t first_content_ns_ = -1, last_content_ns_ = -1, last_body_ns_ = -1;
   int64_t content_chunks_ = 0;

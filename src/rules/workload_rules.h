@@ -6,26 +6,13 @@
 #include <optional>
 #include <vector>
 
+#include "loadgen/sessions.h"
 #include "rules/finding.h"
 
 namespace latdoc::rules {
 
-struct TurnFacts {
-  int turn = 0;                     // from 1
-  double mean_ttft_ms = 0;
-  double mean_prompt_tokens = 0;
-  double mean_reused_tokens = 0;    // resent from the session's earlier request (the workload's)
-  unsigned long long completed = 0;
-};
-
-struct MultiTurnFacts {
-  std::vector<TurnFacts> turns;
-  // The server's prefix cache over the run, in tokens (vLLM's vllm:prefix_cache_queries and
-  // vllm:prefix_cache_hits deltas); nullopt: /metrics did not say.
-  std::optional<double> cache_queries, cache_hits;
-  // Server means over the run (its queue and prefill histograms), when known.
-  std::optional<double> queue_mean_ms, prefill_mean_ms;
-};
+using loadgen::MultiTurnFacts;
+using loadgen::TurnFacts;
 
 // The share of prompt tokens below which a cache that could have served `reusable_share`
 // (resent tokens over prompt tokens) is said to miss: less than half of what was resendable.
