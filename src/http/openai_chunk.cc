@@ -287,10 +287,7 @@ class FastChunkScanner {
       if (key == "text") {
         if (!First(&seen, 1)) return false;
         if (*p_ != '"') return Skip();
-        bool nonempty;
-        if (!NonEmptyString(&nonempty)) return false;
-        if (nonempty) c_->content = true;
-        return true;
+        return VisibleText();
       }
       if (key == "delta") {
         if (!First(&seen, 2)) return false;
@@ -317,15 +314,33 @@ class FastChunkScanner {
         if (*p_ != '[') return Skip();
         size_t n;
         if (!Array(&n, [this] { return Skip(); })) return false;
-        if (n > 0) c_->content = true;
+        if (n > 0) {
+          c_->content = c_->answer = true;
+          c_->tool_calls += int(n);
+        }
         return true;
       }
       if (*p_ != '"') return Skip();
+      if (bit == 1) return VisibleText();
       bool nonempty;
       if (!NonEmptyString(&nonempty)) return false;
-      if (nonempty) c_->content = true;
+      if (nonempty) c_->content = c_->reasoning = true;
       return true;
     });
+  }
+
+  // A visible string (text, delta.content): an answer, and whether it opens or closes a
+  // <think> span. A \u escape could spell a tag: the DOM path decodes it.
+  bool VisibleText() {
+    std::string_view raw;
+    bool esc;
+    if (!String(&raw, &esc)) return false;
+    if (esc && raw.find("\\u") != std::string_view::npos) return false;
+    if (raw.empty()) return true;
+    c_->content = c_->answer = true;
+    if (raw.find("<think>") != std::string_view::npos) c_->think_open = true;
+    if (raw.find("</think>") != std::string_view::npos) c_->think_close = true;
+    return true;
   }
 
   bool Usage() {
