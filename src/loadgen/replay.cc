@@ -11,6 +11,7 @@
 
 #include "base/file_util.h"
 #include "base/strings.h"
+#include "loadgen/jsonl.h"
 
 namespace latdoc::loadgen {
 namespace {
@@ -58,20 +59,10 @@ StatusOr<ReplayWorkload> LoadReplayFile(const std::string& path, int default_out
     ++w.bad_lines;
     if (w.bad_line_messages.size() < 10) w.bad_line_messages.push_back(where + ": " + why);
   };
-  size_t line_no = 0, pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line = Trim(std::string_view(text).substr(pos, end - pos));
-    pos = end + 1;
-    ++line_no;
-    if (line.empty()) continue;
-    const std::string where = fmt::format("{}:{}", path, line_no);
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      bad(where, "not a JSON object");
-      continue;
-    }
+  JsonlObjects lines(text, path, bad);
+  nlohmann::json j;
+  std::string where;
+  while (lines.Next(&j, &where)) {
     double t_ms = -1;
     if (auto it = j.find("timestamp"); it != j.end() && it->is_number()) t_ms = it->get<double>();
     else if (auto s = j.find("arrival_time_s"); s != j.end() && s->is_number()) t_ms = s->get<double>() * 1e3;
@@ -104,7 +95,7 @@ StatusOr<ReplayWorkload> LoadReplayFile(const std::string& path, int default_out
         bad(where, fmt::format("\"{}\" must be a positive integer up to {}", key, kMaxTokens));
         continue;
       }
-      uint64_t seed = 0x9e3779b97f4a7c15ULL * (line_no + 1);  // a stream of its own
+      uint64_t seed = 0x9e3779b97f4a7c15ULL * (lines.line_no() + 1);  // a stream of its own
       if (auto s = j.find("session_id"); s != j.end() && !s->is_null()) {
         const std::string id = s->is_string() ? s->get<std::string>() : s->dump();
         seed = session_seed.emplace(id, 0xd1b54a32d192ed03ULL ^ std::hash<std::string>{}(id)).first->second;

@@ -10,6 +10,7 @@
 
 #include "base/file_util.h"
 #include "base/strings.h"
+#include "loadgen/jsonl.h"
 #include "stats/sample_summary.h"
 
 namespace latdoc::loadgen {
@@ -115,20 +116,11 @@ StatusOr<SessionWorkload> LoadSessionFile(const std::string& path, int default_o
   SessionWorkload w;
   std::vector<std::string> systems_seen;
   std::mt19937_64 answer_rng(0x51ed270b27a5b9d7ULL);
-  size_t line_no = 0, pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line = Trim(std::string_view(text).substr(pos, end - pos));
-    pos = end + 1;
-    ++line_no;
-    if (line.empty()) continue;
-    const std::string where = fmt::format("{}:{}", path, line_no);
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      Bad(w, where, "not a JSON object");
-      continue;
-    }
+  JsonlObjects lines(text, path,
+                     [&w](const std::string& where, const std::string& why) { Bad(w, where, why); });
+  nlohmann::json j;
+  std::string where;
+  while (lines.Next(&j, &where)) {
     std::string system;
     if (auto s = j.find("system"); s != j.end()) {
       if (!s->is_string()) {
