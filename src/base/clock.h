@@ -18,7 +18,8 @@ inline int64_t MonoNowNs() {
   return int64_t{ts.tv_sec} * kNsPerSec + ts.tv_nsec;
 }
 
-// Nanoseconds since the Unix epoch, for labels only.
+// Nanoseconds since the Unix epoch: labels, and times other tools record on the wall clock
+// (a profiler's trace). Never durations: it can step.
 inline int64_t WallNowNs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

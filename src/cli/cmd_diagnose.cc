@@ -344,6 +344,9 @@ Command RegisterDiagnose(CLI::App& root) {
                   "Fraction of failed load-test requests allowed (exit 1 above; 0: any failure)")
       ->check(Number(Bound::kNonNegative))->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app->add_option("--trace", d.traces, "Profiler trace(s): Kineto JSON, rocprof, rocpd, nsys SQLite");
+  app->add_flag("--trace-of-server", d.trace_of_target,
+                "The --trace files were recorded from the --url server: their findings claim "
+                "shares of its latency (else only when their wall clock overlaps the load)");
   app->add_option("--logs", d.logs, "Server log file(s)");
   app->add_option("--facts", d.facts_path, "Host facts from `latdoc doctor --collect`");
   app->add_flag("--local", d.local, "Check this host (run on the server machine)");

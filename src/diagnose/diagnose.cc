@@ -211,12 +211,6 @@ std::optional<double> NumAt(const ordered_json& j, const char* key) {
   return j[key].get<double>();
 }
 
-std::optional<double> EvidenceValue(const rules::Finding& f, const std::string& name) {
-  for (const auto& e : f.evidence)
-    if (e.name == name) return e.value;
-  return std::nullopt;
-}
-
 // No sample got an answer from the server: every one failed before its first request was
 // answered (name lookup, connect, TLS, or no first byte in time). A server that answers with
 // errors, or resets a completion, is reachable: the load test runs and counts its failures.
@@ -301,48 +295,6 @@ bool AddServerSide(const host::HostFacts& h, const std::string& url, net::NetFac
     }
   }
   return added;
-}
-
-// Puts the network findings on the load findings' scale (share of the mean end-to-end latency
-// of the load test) and says which of them this workload pays. net rules judge against a
-// one-token TTFT on an idle server; what the user feels is the share of their requests' time.
-void ScaleNetFindings(std::vector<rules::Finding>& fs, std::optional<double> mean_e2el_ms,
-                      bool load_kept_alive) {
-  for (auto& f : fs) {
-    if (f.id == "net.no_keepalive" && load_kept_alive && f.severity >= rules::Severity::kWarn) {
-      // The load test kept connections alive, so this workload did not pay it: information
-      // for clients that do not keep them alive, not a failure of this path.
-      f.severity = rules::Severity::kInfo;
-      f.title += " (paid by clients that do not keep connections alive; this load test did)";
-      f.latency_share.reset();
-      continue;
-    }
-    if (!f.latency_share || !mean_e2el_ms || *mean_e2el_ms <= 0) continue;
-    std::optional<double> ms;
-    if (f.id == "net.no_keepalive") ms = EvidenceValue(f, "handshake_cost");
-    else if (f.id == "net.round_trip") ms = EvidenceValue(f, "per_request_network");
-    else if (f.id == "net.gateway_delay") {
-      // The delay in the phase the rule judged it by (first byte, TTFT, TLS, ...). A load that
-      // keeps connections alive pays what a gateway adds to a new connection (DNS, connect,
-      // TLS, a new connection's TTFT) once per connection, not per request: per request it
-      // pays the first byte and the kept-alive TTFT.
-      std::string phase = "ttfb";
-      for (const auto& e : f.evidence)
-        if (e.name == "phase" && !e.text.empty()) phase = e.text;
-      const bool per_connection =
-          phase == "dns" || phase == "connect" || phase == "tls" || phase == "ttft_new";
-      if (load_kept_alive && per_connection) {
-        std::optional<double> a = EvidenceValue(f, "ttfb_p50_added");
-        std::optional<double> b = EvidenceValue(f, "ttft_reused_p50_added");
-        if (a || b) ms = std::max(a.value_or(0), b.value_or(0));
-      } else {
-        ms = EvidenceValue(f, phase + "_p50_added");
-      }
-    }
-    // Jitter moves the tail, not the mean: no share of the mean to claim.
-    f.latency_share = ms ? std::optional<double>(std::clamp(*ms / *mean_e2el_ms, 0.0, 1.0))
-                         : std::nullopt;
-  }
 }
 
 // Splits the waterfall's "network and front end" (client TTFT - server TTFT, inferred) into
@@ -481,6 +433,24 @@ ordered_json ProfileAtStep(const DiagnoseOptions& o, std::optional<int64_t> knee
   return j;
 }
 
+namespace {
+
+// How the trace is known to be of the server under test ("" when it is not): recorded by
+// --profile-at in this run, said by --trace-of-server, or GPU work on the wall clock within the
+// load this run measured (Kineto's baseTimeNanoseconds; other formats do not record it).
+std::string TraceRecordedFrom(const DiagnoseOptions& o, size_t profiled_files, const trace::Trace& t,
+                              const trace::WallClockWindow& load) {
+  if (profiled_files > 0) return "server under test (--profile-at)";
+  if (o.trace_of_target) return "server under test (--trace-of-server)";
+  if (load.start_ns <= 0 || load.end_ns <= load.start_ns) return "";
+  std::optional<trace::WallClockWindow> w = trace::GpuWorkWallClockWindow(t);
+  if (w && w->start_ns < load.end_ns && w->end_ns > load.start_ns)
+    return "server under test (its GPU work overlaps this run's load on the wall clock)";
+  return "";
+}
+
+}  // namespace
+
 DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   DiagnoseResult res;
   ordered_json& doc = res.doc;
@@ -513,6 +483,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   bool reachable = true;
   std::optional<int64_t> knee_concurrency;  // from --sweep: judges max_num_seqs (host rules)
   std::vector<rules::Finding> log_config;   // config.* from a vLLM log's startup line
+  trace::WallClockWindow load_window;       // the load layer's, on the wall clock (0: none ran)
   if (o.url.empty()) {
     layers["network"] = "skipped: no --url";
   } else if (o.net_samples <= 0) {
@@ -575,6 +546,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         stop_signal = stop.find("SIGTERM") != std::string::npos ? SIGTERM : SIGINT;
       }
     };
+    load_window.start_ns = WallNowNs();
     Say(o, fmt::format("baseline: {} requests at concurrency 1", o.baseline_requests));
     ordered_json base = LoadStep(o, 1, o.baseline_requests, o.workload.seed + 1, &why, &unreachable);
     note_partial(base);
@@ -654,6 +626,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
                                          : fmt::format("; {} sessions of {} turns", o.sessions, o.session_turns));
     if (!sessions.is_null()) doc["multi_turn"] = std::move(sessions);
   }
+  load_window.end_ns = WallNowNs();
   doc["target_reachable"] = o.url.empty() ? ordered_json(nullptr) : ordered_json(reachable);
   // Host facts, here or from a file, read before the network findings are final: those compare
   // the server's own certificate and interface MTU with what the client was shown.
@@ -681,7 +654,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   if (net_facts) {
     const bool kept_alive = o.bench.client.keep_alive;
     std::optional<double> e2el = doc.contains("bench") ? NumAt(doc["bench"], "mean_e2el_ms") : std::nullopt;
-    ScaleNetFindings(net_findings, e2el, kept_alive);
+    rules::ScaleNetFindings(net_findings, rules::NetLoadContext{e2el, kept_alive});
     if (doc.contains("ttft_waterfall") && target_probe)
       SplitNetworkPart(doc["ttft_waterfall"], *target_probe, kept_alive, e2el, all,
                        rules::LoadRuleOptions{});
@@ -732,16 +705,18 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         trace::TraceReport report = trace::Analyze(t, trace::AnalysisOptions{});
         rules::AddKnowledgeFacts(report);
         auto fs = rules::EvaluateTraceRules(report, rules::TraceRuleOptions{});
-        // A trace's shares are of its own GPU time. Of the target's server, that is the best
-        // estimate of its latency; of another server, it says nothing about this one's.
-        if (!o.trace_of_target && profiled_files == 0)
-          for (rules::Finding& f : fs) f.latency_share.reset();
+        // A trace's shares are of its own GPU time. Of the server under test, that is the
+        // best estimate of its latency; of another server, or of a time not known, it says
+        // nothing about this one's: no share, ranked below every measured one.
+        const std::string recorded_from = TraceRecordedFrom(o, profiled_files, t, load_window);
+        rules::PlaceTraceFindings(fs, !recorded_from.empty(), doc.contains("bench"));
         ordered_json tj;
         tj["schema"] = "latdoc.trace/1";
-        // Recorded from the server under test during this run (--profile-at): its shares are of
-        // the latency this run measured.
-        tj["recorded_from"] = profiled_files > 0 ? ordered_json("server under test (--profile-at)")
-                                                 : ordered_json(nullptr);
+        tj["recorded_from"] = recorded_from.empty() ? ordered_json(nullptr) : ordered_json(recorded_from);
+        tj["share"] = recorded_from.empty() && doc.contains("bench")
+                          ? "not on the measured request path (pass --trace-of-server if it is)"
+                      : recorded_from.empty() ? "of the traced GPU time (no load measured)"
+                                              : "of the mean end-to-end latency of the load measured";
         tj["files"] = traces;
         tj["complete"] = errors.empty();
         if (!errors.empty()) tj["errors"] = errors;
@@ -864,22 +839,12 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   doc["findings"] = FindingsJson(all);
   auto worst = rules::WorstSeverity(all);
   doc["worst_severity"] = rules::SeverityName(worst);
-  if (const rules::Finding* f = ChangeFirst(all)) {
+  if (const rules::Finding* f = rules::ChangeFirst(all)) {
     doc["change_first"] = {{"id", f->id}, {"layer", rules::LayerName(f->layer)}, {"title", f->title}};
   } else {
     doc["change_first"] = nullptr;
   }
   return res;
-}
-
-const rules::Finding* ChangeFirst(const std::vector<rules::Finding>& ranked) {
-  for (auto level : {rules::Severity::kFail, rules::Severity::kWarn}) {
-    auto it = std::find_if(ranked.begin(), ranked.end(), [&](const rules::Finding& f) {
-      return f.severity == level && !f.advice.empty();
-    });
-    if (it != ranked.end()) return &*it;
-  }
-  return nullptr;
 }
 
 std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok) {
@@ -971,15 +936,12 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
     if (findings == none) findings = "No problems found in the layers run before the stop.\n";
   }
   out += findings;
-  if (const rules::Finding* it = ChangeFirst(r.findings)) {
+  if (const rules::Finding* it = rules::ChangeFirst(r.findings)) {
     out += fmt::format("\nChange first: {}\n  {}\n", it->title, it->advice);
-    if (it->latency_share) {
-      // Load and network shares are of the measured end-to-end latency; a trace's, of the GPU
-      // time it recorded.
-      out += fmt::format("  (about {:.0f}% of the {})\n", *it->latency_share * 100,
-                         it->layer == rules::Layer::kKernel ? rules::ShareOf(*it)
-                                                            : "mean end-to-end latency");
-    }
+    if (it->latency_share)
+      out += fmt::format("  (about {:.0f}% of the {})\n", *it->latency_share * 100, rules::ShareOf(*it));
+    else if (it->share_basis == rules::ShareBasis::kOffRequestPath)
+      out += fmt::format("  (share: {})\n", rules::ShareOf(*it));
   }
   return out;
 }

@@ -42,8 +42,10 @@ struct DiagnoseOptions {
   loadgen::SloSpec slo;
   std::vector<std::string> traces;
   std::string trace_note;             // said with the kernel layer's status (e.g. "example trace")
-  bool trace_of_target = true;        // false: the traces are of another server (the demo's
-                                      // example); their findings then claim no share of latency
+  // --trace-of-server: the traces were recorded from the server at `url`, so their findings
+  // claim shares of its latency. Without it, only a trace recorded by --profile-at or one whose
+  // GPU work overlaps the load on the wall clock does (rules::PlaceTraceFindings).
+  bool trace_of_target = false;
   std::vector<std::string> logs;
   std::string facts_path;             // judge host facts collected elsewhere
   bool local = false;                 // collect host facts here
@@ -69,10 +71,6 @@ struct DiagnoseResult {
 };
 
 DiagnoseResult RunDiagnose(const DiagnoseOptions& options);
-
-// What to change first (also the document's "change_first"): the top-ranked `fail` with advice,
-// else the top-ranked `warn`; null when there is neither. `ranked` as RankFindings left it.
-const rules::Finding* ChangeFirst(const std::vector<rules::Finding>& ranked);
 
 // The terminal summary: layers, the TTFT waterfall, the ranked findings, what to change first.
 std::string RenderDiagnoseText(const DiagnoseResult& result, bool color, bool show_ok);

@@ -111,6 +111,7 @@ nlohmann::ordered_json AnalyseProfileTraces(const std::vector<std::string>& file
     trace::TraceReport report = trace::Analyze(t, trace::AnalysisOptions{});
     rules::AddKnowledgeFacts(report);
     auto fs = rules::EvaluateTraceRules(report, rules::TraceRuleOptions{});
+    rules::PlaceTraceFindings(fs, /*of_server_under_test=*/true, /*load_measured=*/true);
     ordered_json tj;
     tj["schema"] = "latdoc.trace/1";
     tj["complete"] = errors.empty();

@@ -56,6 +56,8 @@ std::string RenderFindingsText(const std::vector<Finding>& findings, const TextO
     out += fmt::format("{}  {:<7}  {}\n", sev, rules::LayerName(f.layer), ToTerminalText(f.title));
     out += fmt::format("      id: {}\n", ToTerminalText(f.id));
     for (const auto& e : f.evidence) out += "      - " + ToTerminalText(EvidenceLine(e)) + "\n";
+    if (f.share_basis == rules::ShareBasis::kOffRequestPath)
+      out += fmt::format("      share: {}\n", rules::ShareOf(f));
     if (!f.advice.empty()) out += "      fix: " + ToTerminalText(f.advice) + "\n";
   }
   if (shown == 0) out += "No problems found.\n";
@@ -126,6 +128,7 @@ std::string RenderFindingsMarkdown(const std::vector<Finding>& findings) {
   for (const Finding& f : findings) {
     std::string ev;
     for (const auto& e : f.evidence) ev += "<br>" + MarkdownText(EvidenceLine(e));
+    if (f.share_basis == rules::ShareBasis::kOffRequestPath) ev += "<br>share: " + MarkdownText(rules::ShareOf(f));
     out += fmt::format("| {} | {} | {} | **{}** ({}){} | {} |\n", ++n,
                        rules::SeverityName(f.severity), rules::LayerName(f.layer),
                        MarkdownText(f.title), MarkdownCode(f.id), ev, MarkdownAdvice(f.advice));

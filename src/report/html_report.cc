@@ -69,6 +69,8 @@ std::string FindingHtml(const Finding& f) {
                        "</span>",
                        pct, pct, rules::ShareOf(f));
   }
+  if (!f.latency_share && f.share_basis == rules::ShareBasis::kOffRequestPath)
+    out += fmt::format("<span class=\"share\">share: {}</span>", rules::ShareOf(f));
   out += fmt::format("<span class=\"fid mono\">{}</span></div>\n", E(f.id));
   if (!f.evidence.empty()) {
     out += "<ul class=\"evidence\">";
@@ -118,24 +120,32 @@ std::string SummarySection(const ordered_json& diagnosis, const DiagnosisFinding
   }
   out += "</div>\n";
   const Severity worst = rules::WorstSeverity(df.findings);
+  const Finding* first = ChangeFirstOf(diagnosis, df);
   std::string verdict =
-      worst == Severity::kFail   ? "At least one check failed: start with the first item below."
-      : worst == Severity::kWarn ? "No check failed; the warnings below are worth a look."
+      worst == Severity::kFail   ? "At least one check failed"
+      : worst == Severity::kWarn ? "No check failed; the warnings below are worth a look"
                                  : "No problems found in the layers that were checked.";
+  if (worst >= Severity::kWarn)
+    verdict += first ? ": change the first item below first." : "; none comes with a change to make.";
   out += "<p class=\"verdict\">" + verdict + "</p>\n";
+  // What to change first (the diagnosis's change_first, as the terminal and Markdown name it),
+  // then the next problems in rank order.
+  std::vector<const Finding*> top;
+  if (first) top.push_back(first);
+  for (const Finding& f : df.findings)
+    if (f.severity >= Severity::kWarn && &f != first && top.size() < 3) top.push_back(&f);
   int shown = 0;
-  for (const Finding& f : df.findings) {
-    if (f.severity < Severity::kWarn || shown == 3) continue;
-    ++shown;
-    std::string share = f.latency_share
-                            ? fmt::format(" (explains about {:.0f}% of {})", *f.latency_share * 100,
-                                          rules::ShareOf(f))
+  for (const Finding* f : top) {
+    std::string share = f->latency_share
+                            ? fmt::format(" (explains about {:.0f}% of the {})", *f->latency_share * 100,
+                                          rules::ShareOf(*f))
+                        : f->share_basis == rules::ShareBasis::kOffRequestPath
+                            ? fmt::format(" (share: {})", rules::ShareOf(*f))
                             : "";
-    out += fmt::format("<div class=\"first\"><div class=\"t\">{}. {}{}</div>{}</div>\n", shown,
-                       E(f.title), share,
-                       f.advice.empty() ? "" : "<div class=\"mono\">Change: " + E(f.advice) + "</div>");
+    out += fmt::format("<div class=\"first\"><div class=\"t\">{}. {}{}</div>{}</div>\n", ++shown,
+                       E(f->title), share,
+                       f->advice.empty() ? "" : "<div class=\"mono\">Change: " + E(f->advice) + "</div>");
   }
-  (void)diagnosis;
   return out + "</section>\n";
 }
 

@@ -431,6 +431,7 @@ DiagnosisFindings FindingsOf(const ordered_json& diagnosis) {
     f.title = StringAt(j, "title");
     f.advice = StringAt(j, "advice");
     f.latency_share = NumberAt(j, "latency_share");
+    f.share_basis = rules::ParseShareOf(StringAt(j, "share_of"), f.layer);
     const ordered_json& ev = Child(j, "evidence");
     if (ev.is_array()) {
       for (const ordered_json& e : ev) {
@@ -442,6 +443,15 @@ DiagnosisFindings FindingsOf(const ordered_json& diagnosis) {
     out.findings.push_back(std::move(f));
   }
   return out;
+}
+
+const rules::Finding* ChangeFirstOf(const ordered_json& diagnosis, const DiagnosisFindings& df) {
+  const ordered_json& cf = Child(diagnosis, "change_first");
+  const std::string id = StringAt(cf, "id");
+  if (!cf.is_object()) return rules::ChangeFirst(df.findings);
+  for (const rules::Finding& f : df.findings)
+    if (f.id == id && rules::LayerName(f.layer) == StringAt(cf, "layer")) return &f;
+  return nullptr;
 }
 
 // Steps shown in the step chart: the first ones of a long trace (a bar each stays readable).

@@ -22,6 +22,10 @@ struct DiagnosisFindings {
 // known layer and severity, else it is counted in `unreadable`).
 DiagnosisFindings FindingsOf(const nlohmann::ordered_json& diagnosis);
 
+// The finding the diagnosis says to change first (its "change_first"; a document without the
+// field: rules::ChangeFirst of `df`), or null. Every renderer shows this one first.
+const rules::Finding* ChangeFirstOf(const nlohmann::ordered_json& diagnosis, const DiagnosisFindings& df);
+
 // The chart and table data. Keys, each present only when its data is (null/absent: not
 // measured):
 //   "sweep":   {"x_name": "concurrency"|"request_rate", "steps": [{"x", "p99_ttft_ms",

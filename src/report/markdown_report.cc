@@ -48,7 +48,13 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
   out += fmt::format("- findings: {} fail, {} warn, {} info, {} ok, {} skipped\n\n", counts[4], counts[3],
                      counts[2], counts[1], counts[0]);
 
-  out += "## Findings checklist\n\nProblems (fail, warn) first, ranked by the estimated share of latency each explains, then severity; then the rest.\n\n";
+  if (const rules::Finding* first = ChangeFirstOf(diagnosis, df)) {
+    out += fmt::format("## Change first\n\n**{}** ({})", MarkdownText(first->title), MarkdownCode(first->id));
+    if (first->latency_share)
+      out += fmt::format(": about {:.0f}% of the {}", *first->latency_share * 100, rules::ShareOf(*first));
+    out += "\n\n" + MarkdownAdvice(first->advice) + "\n\n";
+  }
+  out += "## Findings checklist\n\nProblems (fail, warn) first, ranked by the estimated share of the mean end-to-end latency each explains (a trace's only when it was recorded from the server under test), then severity; then the rest.\n\n";
   out += df.findings.empty() ? std::string("No findings.\n") : RenderFindingsMarkdown(df.findings);
   if (df.unreadable > 0) out += fmt::format("\n{} unreadable findings not shown.\n", df.unreadable);
 

@@ -9,7 +9,35 @@
 namespace latdoc::rules {
 
 std::string_view ShareOf(const Finding& f) {
-  return f.layer == Layer::kKernel ? "traced GPU time" : "latency";
+  switch (f.share_basis) {
+    case ShareBasis::kLatency: return "mean end-to-end latency";
+    case ShareBasis::kTracedGpuTime: return "traced GPU time";
+    case ShareBasis::kOffRequestPath: return "not on the measured request path";
+  }
+  return "?";
+}
+
+ShareBasis ParseShareOf(std::string_view share_of, Layer layer) {
+  for (ShareBasis b : {ShareBasis::kLatency, ShareBasis::kTracedGpuTime, ShareBasis::kOffRequestPath}) {
+    Finding probe;
+    probe.share_basis = b;
+    if (ShareOf(probe) == share_of) return b;
+  }
+  return layer == Layer::kKernel ? ShareBasis::kTracedGpuTime : ShareBasis::kLatency;
+}
+
+void PlaceTraceFindings(std::vector<Finding>& findings, bool of_server_under_test,
+                        bool load_measured) {
+  for (Finding& f : findings) {
+    if (of_server_under_test) {
+      f.share_basis = ShareBasis::kLatency;
+    } else if (load_measured) {
+      f.share_basis = ShareBasis::kOffRequestPath;
+      f.latency_share.reset();
+    } else {
+      f.share_basis = ShareBasis::kTracedGpuTime;
+    }
+  }
 }
 
 std::string_view LayerName(Layer l) {
@@ -63,6 +91,7 @@ nlohmann::json ToJson(const Finding& f) {
                       {"evidence", std::move(ev)},
                       {"advice", ToValidUtf8(f.advice)}};
   if (f.latency_share) j["latency_share"] = *f.latency_share;
+  if (f.latency_share || f.share_basis == ShareBasis::kOffRequestPath) j["share_of"] = ShareOf(f);
   return j;
 }
 
@@ -79,6 +108,10 @@ std::optional<Finding> FindingFromJson(const nlohmann::json& j) {
   f.advice = j.value("advice", "");
   if (j.contains("latency_share") && j["latency_share"].is_number())
     f.latency_share = j["latency_share"].get<double>();
+  f.share_basis = ParseShareOf(j.contains("share_of") && j["share_of"].is_string()
+                                   ? j["share_of"].get<std::string>()
+                                   : std::string(),
+                               f.layer);
   if (j.contains("evidence") && j["evidence"].is_array()) {
     for (const auto& e : j["evidence"]) {
       if (!e.is_object()) continue;
@@ -107,6 +140,16 @@ void RankFindings(std::vector<Finding>& findings) {
     if (a.severity != b.severity) return a.severity > b.severity;
     return a.id < b.id;
   });
+}
+
+const Finding* ChangeFirst(const std::vector<Finding>& ranked) {
+  for (Severity level : {Severity::kFail, Severity::kWarn}) {
+    auto it = std::find_if(ranked.begin(), ranked.end(), [&](const Finding& f) {
+      return f.severity == level && !f.advice.empty();
+    });
+    if (it != ranked.end()) return &*it;
+  }
+  return nullptr;
 }
 
 Severity WorstSeverity(const std::vector<Finding>& findings) {

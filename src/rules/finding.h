@@ -30,6 +30,15 @@ struct Evidence {
   std::string text;               // a fact that is not a number ("PCIe Gen4 x8 of Gen5 x16")
 };
 
+// What a finding's latency_share is a share of. One scale ranks every layer: the mean
+// end-to-end latency of the load measured. A trace's findings are on it only when the trace was
+// recorded from the server under test; `latdoc trace` alone ranks them by the GPU time traced.
+enum class ShareBasis {
+  kLatency,         // the measured mean end-to-end latency (load, network, system, config)
+  kTracedGpuTime,   // the GPU time the trace recorded (a trace judged on its own)
+  kOffRequestPath,  // none: a trace not known to be of the server under test (no share)
+};
+
 struct Finding {
   std::string id;                 // stable: "kernel.small_h2d_copies"
   Layer layer = Layer::kSystem;
@@ -37,23 +46,40 @@ struct Finding {
   std::string title;              // one line: what is wrong, with the key number
   std::vector<Evidence> evidence;
   std::string advice;             // the exact flag, setting or command to try
-  // Estimated share of the user's latency this finding explains, 0..1 (nullopt: unknown).
-  // Used to rank findings; see report/ranking. A trace's share is of the GPU time it recorded
-  // (ShareOf).
+  // Estimated share of share_basis this finding explains, 0..1 (nullopt: unknown). Ranks the
+  // findings (RankFindings).
   std::optional<double> latency_share;
+  ShareBasis share_basis = ShareBasis::kLatency;
 };
 
-// What a finding's latency_share is a share of, for reports: "traced GPU time" for the kernel
-// layer (a trace may be of another run), "latency" (the measured end-to-end latency) otherwise.
+// What a finding's latency_share is a share of, for reports: "mean end-to-end latency",
+// "traced GPU time", or "not on the measured request path".
 std::string_view ShareOf(const Finding& f);
+// The basis a document's "share_of" names; absent or unknown (a document older than the field):
+// the traced GPU time for the kernel layer, the latency otherwise.
+ShareBasis ParseShareOf(std::string_view share_of, Layer layer);
+
+// A trace's findings judged as part of a diagnosis. `of_server_under_test`: the trace was
+// recorded from the server whose load was measured, so its shares of GPU time estimate shares
+// of that latency. Otherwise, when a load was measured, they claim no share (off the measured
+// request path) and rank below every problem that has one; with no load measured, they keep
+// their shares of the traced GPU time.
+void PlaceTraceFindings(std::vector<Finding>& findings, bool of_server_under_test,
+                        bool load_measured);
 
 nlohmann::json ToJson(const Finding& f);
 // Reads a finding written by ToJson; unknown fields are ignored.
 std::optional<Finding> FindingFromJson(const nlohmann::json& j);
 
 // Sorts problems (fail, warn) first, by latency share (unknown last), then severity, then id;
-// then info, ok and skip, in that order (each by share, then id). A total order.
+// then info, ok and skip, in that order (each by share, then id). A total order. The one
+// ranking rule of every report (README, "How findings are ranked").
 void RankFindings(std::vector<Finding>& findings);
+
+// What to change first (the diagnosis's "change_first", shown first by every renderer): the
+// top-ranked `fail` with advice, else the top-ranked `warn` with advice; null when there is
+// neither. `ranked` as RankFindings left it.
+const Finding* ChangeFirst(const std::vector<Finding>& ranked);
 
 // The worst severity among `findings` (kOk when empty).
 Severity WorstSeverity(const std::vector<Finding>& findings);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <string_view>
 
 #include <fmt/core.h>
@@ -708,6 +709,56 @@ std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {
     }
   }
   return out;
+}
+
+namespace {
+
+std::optional<double> ValueOf(const Finding& f, const std::string& name) {
+  for (const auto& e : f.evidence)
+    if (e.name == name) return e.value;
+  return std::nullopt;
+}
+
+}  // namespace
+
+void ScaleNetFindings(std::vector<Finding>& fs, const NetLoadContext& load) {
+  const std::optional<double>& mean_e2el_ms = load.mean_e2el_ms;
+  const bool load_kept_alive = load.kept_alive;
+  for (auto& f : fs) {
+    if (f.id == "net.no_keepalive" && load_kept_alive && f.severity >= Severity::kWarn) {
+      // The load test kept connections alive, so this workload did not pay it: information
+      // for clients that do not keep them alive, not a failure of this path.
+      f.severity = Severity::kInfo;
+      f.title += " (paid by clients that do not keep connections alive; this load test did)";
+      f.latency_share.reset();
+      continue;
+    }
+    if (!f.latency_share || !mean_e2el_ms || *mean_e2el_ms <= 0) continue;
+    std::optional<double> ms;
+    if (f.id == "net.no_keepalive") ms = ValueOf(f, "handshake_cost");
+    else if (f.id == "net.round_trip") ms = ValueOf(f, "per_request_network");
+    else if (f.id == "net.gateway_delay") {
+      // The delay in the phase the rule judged it by (first byte, TTFT, TLS, ...). A load that
+      // keeps connections alive pays what a gateway adds to a new connection (DNS, connect,
+      // TLS, a new connection's TTFT) once per connection, not per request: per request it
+      // pays the first byte and the kept-alive TTFT.
+      std::string phase = "ttfb";
+      for (const auto& e : f.evidence)
+        if (e.name == "phase" && !e.text.empty()) phase = e.text;
+      const bool per_connection =
+          phase == "dns" || phase == "connect" || phase == "tls" || phase == "ttft_new";
+      if (load_kept_alive && per_connection) {
+        std::optional<double> a = ValueOf(f, "ttfb_p50_added");
+        std::optional<double> b = ValueOf(f, "ttft_reused_p50_added");
+        if (a || b) ms = std::max(a.value_or(0), b.value_or(0));
+      } else {
+        ms = ValueOf(f, phase + "_p50_added");
+      }
+    }
+    // Jitter moves the tail, not the mean: no share of the mean to claim.
+    f.latency_share = ms ? std::optional<double>(std::clamp(*ms / *mean_e2el_ms, 0.0, 1.0))
+                         : std::nullopt;
+  }
 }
 
 }  // namespace latdoc::rules

@@ -61,4 +61,17 @@ std::optional<double> PerRequestNetworkMs(const net::ProbeFacts& p);
 
 std::vector<Finding> EvaluateNetRules(const net::NetFacts& facts);
 
+// The load a diagnosis measured on the same path, for ScaleNetFindings.
+struct NetLoadContext {
+  std::optional<double> mean_e2el_ms;  // the target load's mean end-to-end latency
+  bool kept_alive = true;              // the load client kept its connections alive
+};
+
+// Puts the network findings on the load findings' scale (share of the mean end-to-end latency
+// of the load test) and says which of them this workload pays. EvaluateNetRules judges against
+// a one-token TTFT on an idle server; what the user feels is the share of their requests' time.
+// A missing connection reuse that the load did not pay (it kept connections alive) becomes
+// `info`.
+void ScaleNetFindings(std::vector<Finding>& findings, const NetLoadContext& load);
+
 }  // namespace latdoc::rules

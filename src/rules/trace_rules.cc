@@ -488,6 +488,9 @@ std::vector<Finding> EvaluateTraceRules(const TraceReport& r, const TraceRuleOpt
   StepRules(r, o, out);
   RooflineRules(r, out);
   RankRules(r, out);
+  // Judged on its own, a trace's shares are of the GPU time it recorded; a diagnosis places them
+  // on its latency scale (PlaceTraceFindings).
+  for (Finding& f : out) f.share_basis = ShareBasis::kTracedGpuTime;
   return out;
 }
 

@@ -387,4 +387,22 @@ std::string DumpTrace(const Trace& t) {
   return out;
 }
 
+std::optional<WallClockWindow> GpuWorkWallClockWindow(const Trace& trace) {
+  std::vector<bool> on_wall_clock(trace.sources.size());
+  bool any = false;
+  for (size_t i = 0; i < trace.sources.size(); ++i)
+    any |= on_wall_clock[i] = trace.sources[i].wall_clock_base_ns.has_value();
+  if (!any) return std::nullopt;
+  std::optional<WallClockWindow> w;
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
+    if (op.source >= on_wall_clock.size() || !on_wall_clock[op.source]) return;
+    const int64_t base = *trace.sources[op.source].wall_clock_base_ns;
+    const int64_t start = base + op.start_ns, end = start + op.dur_ns;
+    if (!w) w = WallClockWindow{start, end};
+    w->start_ns = std::min(w->start_ns, start);
+    w->end_ns = std::max(w->end_ns, end);
+  });
+  return w;
+}
+
 }  // namespace latdoc::trace

@@ -159,7 +159,20 @@ struct SourceFile {
   // The process's place in a distributed job, where the profiler recorded it (Kineto's
   // top-level "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 2, ...}).
   std::optional<int32_t> rank, world_size;
+  // The wall-clock time (Unix ns) of the file's timestamp zero, where the format records it:
+  // Kineto's top-level "baseTimeNanoseconds" (its ts are microseconds after it; libkineto,
+  // output_json.cpp, transToRelativeTime). Lets a diagnosis tell whether a trace was recorded
+  // while it measured the load.
+  std::optional<int64_t> wall_clock_base_ns;
 };
+
+// The wall-clock window (Unix ns, first start to last end) of the GPU work of the files that
+// record their wall clock (SourceFile::wall_clock_base_ns); nullopt when none does.
+struct WallClockWindow {
+  int64_t start_ns = 0, end_ns = 0;
+};
+class Trace;
+std::optional<WallClockWindow> GpuWorkWallClockWindow(const Trace& trace);
 
 // Event tables: one block in memory, the rest in a temporary file (spill_table.h).
 class Trace {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -146,6 +147,14 @@ class KinetoReader {
       rocm_ = true;
     } else if (key == "distributedInfo") {
       distributed_info_.assign(value);
+    } else if (key == "baseTimeNanoseconds") {
+      int64_t ns = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ns);
+      if (ec == std::errc() && end == value.data() + value.size() && ns > 0) {
+        source().wall_clock_base_ns = ns;
+      } else {
+        source().issues.Add("bad baseTimeNanoseconds", "top level", "not a positive integer");
+      }
     }
   }
 
@@ -366,6 +375,7 @@ class KinetoParse {
     scanner_.KeepValue("hip_runtime_version");
     scanner_.KeepValue("roctracer_version");
     scanner_.KeepValue("distributedInfo");
+    scanner_.KeepValue("baseTimeNanoseconds");
   }
   KinetoParse(const KinetoParse&) = delete;
   KinetoParse& operator=(const KinetoParse&) = delete;

@@ -321,5 +321,34 @@ TEST(KinetoSplitTest, SeamsAnywhereGiveTheOneThreadResult) {
   ExpectSplitEqualsOneThread(WriteTemp("split_truncated.json.zst", zst.substr(0, zst.size() * 3 / 4)), {2, 3}, {4096, 97}, sizes);
 }
 
+// Kineto's ts are microseconds after "baseTimeNanoseconds" on the wall clock (libkineto,
+// output_json.cpp): the real H200 trace was captured on 2026-12-05 at 02:09 UTC.
+TEST(KinetoImporterTest, WallClockOfTheGpuWorkFromBaseTimeNanoseconds) {
+  Trace real;
+  auto r = ImportFiles({"tests/data/trace/h200_pathologies/h200_decode_clean_eager.json.gz"},
+                       ImportOptions{}, real);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  EXPECT_EQ(real.sources[0].wall_clock_base_ns, 1790857026000000000);
+  std::optional<WallClockWindow> w = GpuWorkWallClockWindow(real);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_GE(w->start_ns, int64_t{1796436540} * 1000000000);  // 2026-12-05 02:09:00 UTC
+  EXPECT_LE(w->end_ns, int64_t{1796436600} * 1000000000);
+  EXPECT_LT(w->start_ns, w->end_ns);
+
+  // Without the field (older PyTorch, other formats): no wall clock.
+  Trace plain;
+  ImportFiles({WriteTemp("nobase.json", kSmall)}, ImportOptions{}, plain);
+  EXPECT_FALSE(plain.sources[0].wall_clock_base_ns.has_value());
+  EXPECT_FALSE(GpuWorkWallClockWindow(plain).has_value());
+
+  // A value that is not a positive integer is a counted issue, not a clock.
+  std::string bad = kSmall;
+  bad.replace(bad.find("\"traceEvents\""), 0, "\"baseTimeNanoseconds\": -5, ");
+  Trace t;
+  ImportFiles({WriteTemp("badbase.json", bad)}, ImportOptions{}, t);
+  EXPECT_FALSE(t.sources[0].wall_clock_base_ns.has_value());
+  EXPECT_EQ(t.sources[0].issues.count_by_reason.count("bad baseTimeNanoseconds"), 1u);
+}
+
 }  // namespace
 }  // namespace latdoc::trace
