@@ -144,8 +144,9 @@ Command RegisterLogs(CLI::App& root) {
   auto args = std::make_shared<LogsArgs>();
   CLI::App* app = root.add_subcommand(
       "logs",
-      "Read server logs (vLLM V1/V0, uvicorn access lines, llama.cpp; plain, gzip or zstd; - for\n"
-      "stdin): throughput, queue and KV-cache series, preemptions, stalls, log volume, errors.");
+      "Read server logs (vLLM V1/V0, SGLang, TGI, llama.cpp, uvicorn access lines; plain, gzip\n"
+      "or zstd; - for stdin): throughput, queue and KV-cache series, preemptions, stalls, log\n"
+      "volume, errors.");
   app->add_option("files", args->files, "Log files in order (rotated logs oldest first); - is stdin")
       ->required();
   app->add_option("--json", args->json_path, "Write facts, series and findings as JSON to FILE");

@@ -281,7 +281,7 @@ std::string NothingRecognised(const LogFacts& f) {
   if (f.inputs.empty()) return "no input";
   std::string out;
   if (!other.empty()) {
-    out = other + ": no line of a known format (vLLM, uvicorn access, llama.cpp, Python logging)";
+    out = other + ": no line of a known format (vLLM, SGLang, TGI, llama.cpp, uvicorn access, Python logging)";
     if (!f.unknown_examples.empty()) out += "; first: " + ToTerminalText(f.unknown_examples.front().substr(0, 200));
     else if (f.binary_lines > 0) out += "; binary data";
     else out += "; blank lines only";

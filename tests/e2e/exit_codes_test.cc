@@ -521,8 +521,8 @@ TEST(NothingRecognisedTest, LogsOfNoKnownLineExit2AndSayWhat) {
   r = RunLatdoc({"logs", dir / "app.log"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "latdoc logs: nothing to analyse: " + (dir / "app.log") +
-                       " (2 lines): no line of a known format (vLLM, uvicorn access, llama.cpp, "
-                       "Python logging); first: " + (dir / "app.log") + ":1: hello world\n");
+                       " (2 lines): no line of a known format (vLLM, SGLang, TGI, llama.cpp, "
+                       "uvicorn access, Python logging); first: " + (dir / "app.log") + ":1: hello world\n");
 
   // A log with recognised lines is read as before.
   r = RunLatdoc({"logs", "tests/data/logs/vllm_journal.log"});
@@ -533,8 +533,8 @@ TEST(NothingRecognisedTest, LogsOfNoKnownLineExit2AndSayWhat) {
   r = RunLatdoc({"diagnose", "--logs", dir / "app.log", "--json", dir / "d.json"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err, "latdoc diagnose: logs: " + (dir / "app.log") +
-                       " (2 lines): no line of a known format (vLLM, uvicorn access, llama.cpp, "
-                       "Python logging); first: " + (dir / "app.log") + ":1: hello world\n"
+                       " (2 lines): no line of a known format (vLLM, SGLang, TGI, llama.cpp, "
+                       "uvicorn access, Python logging); first: " + (dir / "app.log") + ":1: hello world\n"
                        "latdoc diagnose: no input could be read: nothing was diagnosed\n");
   EXPECT_THAT(r.out, Not(HasSubstr("No problems found")));
 }
