@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include "base/file_util.h"
+#include "stats/quantile.h"
 
 namespace latdoc::compare {
 namespace {
@@ -37,17 +38,7 @@ std::vector<double> Samples(const json& doc, const char* key) {
 }
 
 // Linear interpolation between closest ranks (numpy's default). REQUIRES: v non-empty.
-double QuantileOf(std::vector<double>& v, double q) {
-  double pos = q * double(v.size() - 1);
-  size_t lo = size_t(std::floor(pos));
-  std::nth_element(v.begin(), v.begin() + lo, v.end());
-  double x = v[lo];
-  if (lo + 1 < v.size()) {
-    double y = *std::min_element(v.begin() + lo + 1, v.end());
-    x += (pos - double(lo)) * (y - x);
-  }
-  return x;
-}
+double QuantileOf(std::vector<double>& v, double q) { return stats::QuantileBySelection(v, q); }
 
 double Stat(std::vector<double>& v, std::optional<double> q) {
   if (q) return QuantileOf(v, *q);

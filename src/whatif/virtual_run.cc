@@ -9,6 +9,8 @@
 
 #include <fmt/core.h>
 
+#include "stats/sample_summary.h"
+
 namespace latdoc::whatif {
 namespace {
 
@@ -19,14 +21,12 @@ struct Req {
   int tokens = 0;
 };
 
-// np.percentile(x, p), method "linear", as bench reports it. `v` is sorted here.
+// np.percentile(x, p), method "linear", as bench reports it (stats::PercentileOfSorted). `v` is
+// sorted here.
 double Pct(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  double pos = p / 100.0 * double(v.size() - 1);
-  size_t lo = size_t(std::floor(pos));
-  size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+  return stats::PercentileOfSorted(v, p);
 }
 
 double Mean(const std::vector<double>& v) {
