@@ -20,6 +20,11 @@ every step (its all-reduce is then the shortest, the others' longer); without it
 even (a few microseconds of jitter). Each rank's clock has its own offset, as on real hosts.
 
 Usage: tools/gen_trace.py 'r{rank}.json' --ranks 2 [--straggler 1] [--steps 20]
+
+With --alloc-every N, every N-th step also allocates (cudaMalloc, 150 us, before its first
+launch) and frees (cudaFree, 80 us, before its synchronize): allocations in the steady state,
+as when the caching allocator is off or emptied each step. A setup cudaMalloc comes before the
+first kernel and its cudaFree after the last: they are not the steady state's.
 """
 import argparse
 import gzip
@@ -38,6 +43,9 @@ def main():
     ap.add_argument("--straggler", type=int, default=-1, help="the rank whose compute is slower every step")
     ap.add_argument("--straggler-us", type=float, default=300.0, help="how much slower, in us")
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--alloc-every", type=int, default=0,
+                    help="a cudaMalloc at the start and a cudaFree at the end of every N-th step, "
+                         "plus one setup cudaMalloc before the first step and its cudaFree after the last")
     a = ap.parse_args()
     if a.ranks > 0:
         return write_ranks(a)
@@ -49,6 +57,11 @@ def main():
             '"traceEvents": [\n')
     f.write(head)
     written = len(head)
+    if a.alloc_every > 0:  # setup: before the first step's first kernel
+        setup = ('{"ph": "X", "cat": "cuda_runtime", "name": "cudaMalloc", "pid": 4242, "tid": 4242, '
+                 '"ts": 4999999999000.000, "dur": 400.000, "args": {"cbid": 20, "correlation": 0}},\n')
+        f.write(setup)
+        written += len(setup)
     kernels = ["void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)",
                "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT",
                "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>)",
@@ -67,6 +80,12 @@ def main():
     while written < limit:
         out = []
         step_start = ts_ns
+        allocating = a.alloc_every > 0 and step % a.alloc_every == 0
+        if allocating:
+            out.append('{"ph": "X", "cat": "cuda_runtime", "name": "cudaMalloc", "pid": %d, "tid": %d, "ts": %s, '
+                       '"dur": 150.000, "args": {"cbid": 20, "correlation": %d}}' % (pid, tid, us(ts_ns), corr))
+            corr += 1
+            ts_ns += 160_000
         for layer in range(24):
             for k in range(4):
                 op_dur = 20_000 + rnd.randrange(15_000)
@@ -107,6 +126,11 @@ def main():
                            '"bytes": 512, "memory bandwidth (GB/s)": 0.34}}' % (us(launch_ts + 4_000), corr))
                 corr += 1
                 ts_ns += 12_000
+        if allocating:
+            out.append('{"ph": "X", "cat": "cuda_runtime", "name": "cudaFree", "pid": %d, "tid": %d, "ts": %s, '
+                       '"dur": 80.000, "args": {"cbid": 30, "correlation": %d}}' % (pid, tid, us(ts_ns), corr))
+            corr += 1
+            ts_ns += 90_000
         out.append('{"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": %d, "tid": %d, "ts": %s, '
                    '"dur": 30.000, "args": {"cbid": 131, "correlation": %d}}' % (pid, tid, us(ts_ns), corr))
         corr += 1
@@ -119,6 +143,9 @@ def main():
         first = False
         f.write(chunk)
         written += len(chunk)
+    if a.alloc_every > 0:  # setup's free, after the last step
+        f.write(',\n{"ph": "X", "cat": "cuda_runtime", "name": "cudaFree", "pid": %d, "tid": %d, "ts": %s, '
+                '"dur": 200.000, "args": {"cbid": 30, "correlation": %d}}' % (pid, tid, us(ts_ns + 100_000), corr))
     tail = '\n], "traceName": "synthetic"}\n'
     f.write(tail)
     f.close()

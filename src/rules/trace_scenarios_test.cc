@@ -153,6 +153,29 @@ TEST(TraceScenarioTest, AllocInLoopTraceHasNoAllocationRecords) {
   EXPECT_EQ(Problems(v), (std::vector<std::string>{"kernel.gpu_idle_host_bound", "kernel.launch_overhead"}));
 }
 
+// Class 3, generated (tools/gen_trace.py --alloc-every 2): a cudaMalloc and a cudaFree in every
+// second step are the steady state's (8 calls, 0.6 + 0.32 ms, one a step on average, half the
+// steps); the setup cudaMalloc before the first kernel (400 us) and its cudaFree after the last
+// (200 us) are not counted.
+TEST(TraceScenarioTest, AllocationsInsideTheStepsWarnAndSetupOnesDoNot) {
+  const Verdicts v = JudgeFile("tests/data/trace/generated/kineto_alloc_every2_8steps.json.gz");
+  ASSERT_EQ(v.report.steps.method, trace::StepMethod::kProfilerStep);
+  ASSERT_EQ(v.report.steps.steps.size(), 8u);
+  EXPECT_EQ(v.report.steady.alloc_count, 8);
+  EXPECT_EQ(v.report.steady.alloc_ns, 4 * 150'000 + 4 * 80'000);
+  for (const trace::StepRow& st : v.report.steps.steps) EXPECT_EQ(st.allocs, st.index % 2 == 0 ? 2 : 0) << st.index;
+  const Finding* a = FindId(v, "kernel.steady_state_alloc");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->severity, Severity::kWarn);
+  EXPECT_EQ(a->title, "8 device/host allocation calls after warm-up (0.92 ms)");
+  ASSERT_NE(FindEvidence(*a, "cudaMalloc"), nullptr);
+  EXPECT_EQ(FindEvidence(*a, "cudaMalloc")->text, "4 calls");
+  ASSERT_NE(FindEvidence(*a, "steps_with_alloc"), nullptr);
+  EXPECT_EQ(FindEvidence(*a, "steps_with_alloc")->value, 50);
+  ASSERT_NE(FindEvidence(*a, "alloc_calls_per_step"), nullptr);
+  EXPECT_EQ(FindEvidence(*a, "alloc_calls_per_step")->value, 1);
+}
+
 // Class 4: a token tensor and a 32 KiB mask built on the host and copied from pageable memory
 // every step: a warning with the copies, bytes and time a step.
 TEST(TraceScenarioTest, PageableH2DWarnsPerStep) {
