@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <optional>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -14,10 +15,10 @@ namespace {
 // The files of a set that latdoc reads, in the order it reads them.
 constexpr std::string_view kStems[] = {"kernel_trace.csv", "memory_copy_trace.csv", "hip_api_trace.csv",
                                        "hsa_api_trace.csv", "marker_api_trace.csv", "rccl_api_trace.csv"};
-// Files rocprofv3 writes beside them that hold nothing latdoc reads (allocations and scratch
-// memory without a launch to link, counters, the agents): taken with the set, so that naming the
-// whole folder (`run1_*.csv`) reads each set once. The summary files (`*_stats.csv`) are the
-// stats importer's.
+// Files rocprofv3 writes beside them (allocations and scratch memory without a launch to link,
+// counters, the agents): taken with the set, so that naming the whole folder (`run1_*.csv`)
+// reads each set once. Of these, counter_collection.csv is read when the kernel trace is there
+// (CounterBytes). The summary files (`*_stats.csv`) are the stats importer's.
 constexpr std::string_view kCompanions[] = {"memory_allocation_trace.csv", "scratch_memory_trace.csv",
                                             "counter_collection.csv", "agent_info.csv"};
 
@@ -61,7 +62,39 @@ struct Cols {
   int corr, start, end;
 };
 
-Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uint16_t source) {
+// Adds to `kb` the kilobytes each kernel dispatch moved to and from memory, by Dispatch_Id, from
+// counter_collection.csv: one row per dispatch and counter (rocprofv3 --pmc FETCH_SIZE
+// WRITE_SIZE). FETCH_SIZE and WRITE_SIZE are kilobytes (rocprofiler-sdk's derived counters, as
+// rocprof v1's), summed per dispatch; other counters are left. Rows without a dispatch or a value
+// are counted in the set's issues.
+Status ReadCounterKilobytes(const std::string& path, SourceFile& src,
+                            std::unordered_map<int64_t, double>& kb) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
+  const std::string file = std::filesystem::path(path).filename().string();
+  const int c_dispatch = csv->Column({"Dispatch_Id"});
+  const int c_name = csv->Column({"Counter_Name"});
+  const int c_value = csv->Column({"Counter_Value"});
+  if (c_dispatch < 0 || c_name < 0 || c_value < 0)
+    return InvalidArgument(path + ": line 1: missing column Dispatch_Id, Counter_Name or Counter_Value");
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, csv->Next());
+    if (!row) break;
+    const std::string_view name = csv->Field(c_name);
+    if (name != "FETCH_SIZE" && name != "WRITE_SIZE") continue;
+    const std::string where = fmt::format("{} line {}", file, csv->line());
+    const std::optional<int64_t> dispatch = ParseInt64(csv->Field(c_dispatch));
+    const std::optional<double> value = ParseDouble(csv->Field(c_value));
+    if (!dispatch || !value || !(*value >= 0) || *value * 1024 >= 9.0e18) {
+      src.issues.Add("bad FETCH_SIZE/WRITE_SIZE", where, std::string(csv->Field(c_value)));
+      continue;
+    }
+    kb[*dispatch] += *value;
+  }
+  return Status::Ok();
+}
+
+Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uint16_t source,
+               const std::unordered_map<int64_t, double>& counter_kb) {
   ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
   SourceFile& src = trace.sources[source];
   const std::string file = std::filesystem::path(path).filename().string();
@@ -83,6 +116,7 @@ Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uin
   const int c_dst_agent = csv->Column({"Destination_Agent_Id"});
   const int c_pid = csv->Column({"Process_Id"});
   const int c_tid = csv->Column({"Thread_Id"});
+  const int c_dispatch = csv->Column({"Dispatch_Id"});
   while (true) {
     ASSIGN_OR_RETURN(bool row, csv->Next());
     if (!row) break;
@@ -111,6 +145,10 @@ Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uin
         op.name = trace.names.Intern(name);
         op.kind = ClassifyRocmInternalKernel(name).value_or(GpuOpKind::kKernel);
         op.device = AgentNumber(csv->Field(c_agent));
+        if (!counter_kb.empty() && c_dispatch >= 0) {
+          const auto it = counter_kb.find(ParseInt64(csv->Field(c_dispatch)).value_or(-1));
+          if (it != counter_kb.end()) op.bytes = static_cast<int64_t>(it->second * 1024);
+        }
       } else {
         op.kind = GpuOpKind::kMemcpy;
         op.direction = ParseCopyDirection(name);
@@ -175,14 +213,23 @@ Status Rocprofv3CsvImporter::Import(const std::string& path, const ImportOptions
   }
   if (!SetHasTrace(*prefix)) {
     return InvalidArgument(fmt::format(
-        "{}: holds nothing latdoc reads, and no kernel_trace.csv, memory_copy_trace.csv or "
-        "*_api_trace.csv of its set ({}...) is beside it", path, *prefix));
+        "{}: holds nothing latdoc reads alone (counters need the kernel trace of the same run: "
+        "rocprofv3 --kernel-trace --pmc FETCH_SIZE WRITE_SIZE), and no kernel_trace.csv, "
+        "memory_copy_trace.csv or *_api_trace.csv of its set ({}...) is beside it", path, *prefix));
   }
   const uint16_t source = trace.AddSource(path, "rocprofv3_csv");
+  std::unordered_map<int64_t, double> counter_kb;
+  if (const std::string counters = *prefix + "counter_collection.csv"; IsFile(counters)) {
+    Status st = ReadCounterKilobytes(counters, trace.sources[source], counter_kb);
+    if (!st.ok()) {
+      trace.sources[source].fatal_error = st.message();
+      return st;
+    }
+  }
   for (std::string_view stem : kStems) {
     const std::string file = *prefix + std::string(stem);
     if (file != path && !IsFile(file)) continue;
-    Status st = ReadOne(file, stem, trace, source);
+    Status st = ReadOne(file, stem, trace, source, counter_kb);
     if (!st.ok()) {
       trace.sources[source].fatal_error = st.message();
       return st;

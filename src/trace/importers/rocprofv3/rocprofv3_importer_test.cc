@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -149,9 +150,51 @@ TEST(Rocprofv3CsvTest, SetWithoutPrefixAndCompanionAlone) {
   const std::vector<FileResult> l =
       ImportFiles({lone + "x_memory_allocation_trace.csv"}, ImportOptions{}, none);
   EXPECT_EQ(l[0].status.message(),
-            lone + "x_memory_allocation_trace.csv: holds nothing latdoc reads, and no "
-                   "kernel_trace.csv, memory_copy_trace.csv or *_api_trace.csv of its set (" +
+            lone + "x_memory_allocation_trace.csv: holds nothing latdoc reads alone (counters need "
+                   "the kernel trace of the same run: rocprofv3 --kernel-trace --pmc FETCH_SIZE "
+                   "WRITE_SIZE), and no kernel_trace.csv, memory_copy_trace.csv or *_api_trace.csv "
+                   "of its set (" +
                 lone + "x_...) is beside it");
+}
+
+// `rocprofv3 --kernel-trace --pmc FETCH_SIZE WRITE_SIZE`: counter_collection.csv beside the
+// kernel trace (header of generateCSV.cpp, ROCm 7.0; rows made up) gives each dispatch's bytes,
+// FETCH_SIZE + WRITE_SIZE in KB, joined on Dispatch_Id; other counters are left; a value that is
+// not a number is counted and skipped. The roofline then has the GEMM's achieved bandwidth.
+TEST(Rocprofv3CsvTest, CounterCollectionGivesEachDispatchItsBytes) {
+  const std::string dir = ::testing::TempDir() + "rocprofv3_pmc/";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(kDir) + "run1_kernel_trace.csv", dir + "p_kernel_trace.csv");
+  const std::string head =
+      "\"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\","
+      "\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\","
+      "\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\","
+      "\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"\n";
+  auto row = [](int dispatch, const char* counter, const char* value) {
+    return fmt::format("{0},{0},\"Agent 4\",1,3001,3001,4096,10,\"k\",256,0,0,64,0,32,\"{1}\",{2},1,2\n",
+                       dispatch, counter, value);
+  };
+  std::ofstream(dir + "p_counter_collection.csv", std::ios::binary)
+      << head << row(1, "FETCH_SIZE", "40000") << row(1, "WRITE_SIZE", "8000.5")
+      << row(1, "SQ_WAVES", "512") << row(3, "FETCH_SIZE", "12") << row(3, "WRITE_SIZE", "n/a");
+  Trace trace;
+  auto r = ImportFiles({dir + "p_kernel_trace.csv"}, ImportOptions{}, trace);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  std::map<int64_t, int64_t> bytes_by_start;
+  for (const GpuOp& op : trace.gpu_ops.ToVector()) bytes_by_start[op.start_ns] = op.bytes;
+  EXPECT_EQ(bytes_by_start[1000200], static_cast<int64_t>(48000.5 * 1024));  // dispatch 1
+  EXPECT_EQ(bytes_by_start[1060000], -1);                                   // 2: no counters
+  EXPECT_EQ(bytes_by_start[1100000], 12 * 1024);                            // 3: FETCH only
+  EXPECT_EQ(trace.sources[0].issues.count_by_reason.at("bad FETCH_SIZE/WRITE_SIZE"), 1);
+
+  const TraceReport rep = Analyze(trace, AnalysisOptions{});
+  auto gemm = std::find_if(rep.roofline.kernels.begin(), rep.roofline.kernels.end(),
+                           [](const RooflineKernel& k) { return k.name.rfind("Cijk_", 0) == 0; });
+  ASSERT_NE(gemm, rep.roofline.kernels.end());
+  EXPECT_EQ(gemm->kind, "counters");
+  ASSERT_TRUE(gemm->achieved_gbps.has_value());
+  EXPECT_NEAR(*gemm->achieved_gbps, 48000.5 * 1024 / 50e-6 / 1e9, 1e-6);  // 50 us dispatch
 }
 
 TEST(Rocprofv3JsonTest, DocumentCutShortKeepsTheRecordsBeforeTheCut) {
