@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "report/html_escape.h"
 #include "tests/e2e/process.h"
 
 namespace latdoc::testing {
@@ -55,21 +56,6 @@ Diagnosis DiagnoseWithTrace(const std::string& trace, std::vector<std::string> e
 
 bool Problem(const json& f) { return f["severity"] == "fail" || f["severity"] == "warn"; }
 
-std::string HtmlText(std::string s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // The finding change_first names is the one the terminal, the Markdown and the HTML show first.
 void ExpectEveryRendererNamesTheSameFirst(const Diagnosis& d) {
   const json& cf = d.doc["change_first"];
@@ -79,7 +65,7 @@ void ExpectEveryRendererNamesTheSameFirst(const Diagnosis& d) {
   EXPECT_THAT(d.markdown, HasSubstr(fmt::format("## Change first\n\n**")));
   EXPECT_THAT(d.markdown, HasSubstr(fmt::format("** (`{}`)", cf["id"].get<std::string>())));
   EXPECT_LT(d.markdown.find("## Change first"), d.markdown.find("## Findings checklist"));
-  EXPECT_THAT(d.html, HasSubstr("<div class=\"first\"><div class=\"t\">1. " + HtmlText(title)));
+  EXPECT_THAT(d.html, HasSubstr("<div class=\"first\"><div class=\"t\">1. " + report::HtmlEscape(title)));
 }
 
 TEST(RankingE2eTest, TraceOfAnotherServerRanksBelowEveryMeasuredProblem) {
