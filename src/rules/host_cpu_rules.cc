@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -127,6 +128,43 @@ constexpr double kThrottledEverShare = 0.01;   // of the periods since the cgrou
 constexpr int64_t kEverPeriodsMin = 100;       // 10 s of activity at the default period
 constexpr int64_t kThrottledEverMin = 10;
 
+// The share of the sample's periods `l` was throttled in; 0 under kThrottledNowMin periods.
+double ThrottledNowShare(const host::CgroupCpuLimit& l) {
+  return l.periods_delta.known() && l.throttled_delta.known() && *l.periods_delta > 0 &&
+                 *l.throttled_delta >= kThrottledNowMin
+             ? static_cast<double>(*l.throttled_delta) / static_cast<double>(*l.periods_delta)
+             : 0.0;
+}
+
+// The share of the periods since the cgroup was made; 0 with too few to judge.
+double ThrottledEverShare(const host::CgroupCpuLimit& l) {
+  return l.nr_periods >= kEverPeriodsMin && l.nr_throttled >= kThrottledEverMin
+             ? static_cast<double>(l.nr_throttled) / static_cast<double>(l.nr_periods)
+             : 0.0;
+}
+
+// The limit that throttled most: in the sample when any did, else since it was made. `cg` has
+// at least one limit.
+const host::CgroupCpuLimit& WorstLimit(const host::CgroupCpu& cg) {
+  const host::CgroupCpuLimit* worst = &cg.limits.front();
+  for (const auto& l : cg.limits) {
+    if (std::make_pair(ThrottledNowShare(l), ThrottledEverShare(l)) >
+        std::make_pair(ThrottledNowShare(*worst), ThrottledEverShare(*worst))) {
+      worst = &l;
+    }
+  }
+  return *worst;
+}
+
+// A quota for titles: 2.5 -> "2.5 CPUs", 1 -> "1 CPU".
+std::string QuotaText(double quota_cpus) {
+  std::string quota = fmt::format("{:.2f}", quota_cpus);  // "2.50" -> "2.5 CPUs"
+  quota.erase(quota.find_last_not_of('0') + 1);
+  if (quota.back() == '.') quota.pop_back();
+  quota += quota == "1" ? " CPU" : " CPUs";
+  return quota;
+}
+
 Finding CgroupThrottle(const HostFacts& facts) {
   const std::string id = "cpu.cgroup_throttle";
   const std::string what = "server CPU quota";
@@ -140,28 +178,9 @@ Finding CgroupThrottle(const HostFacts& facts) {
   if (!cg.note.empty()) f.evidence.push_back(Text("note", cg.note));
   if (cg.limits.empty()) return f;
 
-  // The limit that throttled most: in the sample when any did, else since it was made.
-  auto now_share = [](const host::CgroupCpuLimit& l) {
-    return l.periods_delta.known() && l.throttled_delta.known() && *l.periods_delta > 0 &&
-                   *l.throttled_delta >= kThrottledNowMin
-               ? static_cast<double>(*l.throttled_delta) / static_cast<double>(*l.periods_delta)
-               : 0.0;
-  };
-  auto ever_share = [](const host::CgroupCpuLimit& l) {
-    return l.nr_periods >= kEverPeriodsMin && l.nr_throttled >= kThrottledEverMin
-               ? static_cast<double>(l.nr_throttled) / static_cast<double>(l.nr_periods)
-               : 0.0;
-  };
-  const host::CgroupCpuLimit* worst = &cg.limits.front();
-  for (const auto& l : cg.limits) {
-    if (std::make_pair(now_share(l), ever_share(l)) >
-        std::make_pair(now_share(*worst), ever_share(*worst))) {
-      worst = &l;
-    }
-  }
-  const host::CgroupCpuLimit& l = *worst;
-  const double now = now_share(l);
-  const double ever = ever_share(l);
+  const host::CgroupCpuLimit& l = WorstLimit(cg);
+  const double now = ThrottledNowShare(l);
+  const double ever = ThrottledEverShare(l);
   f.evidence.push_back(Text("limit_dir", l.dir));
   if (l.includes_latdoc) {
     f.evidence.push_back(Text("note", "latdoc itself runs in this group: its own probes drew on "
@@ -188,10 +207,7 @@ Finding CgroupThrottle(const HostFacts& facts) {
                                         l.nr_throttled, l.nr_periods, ever_raw * 100, l.throttled_s,
                                         l.nr_periods < kEverPeriodsMin
                                             ? " (too few periods to judge)" : "")));
-  std::string quota = fmt::format("{:.2f}", l.quota_cpus);  // "2.50" -> "2.5 CPUs"
-  quota.erase(quota.find_last_not_of('0') + 1);
-  if (quota.back() == '.') quota.pop_back();
-  quota += quota == "1" ? " CPU" : " CPUs";
+  const std::string quota = QuotaText(l.quota_cpus);
   if ((l.nr_periods < kEverPeriodsMin || l.nr_throttled < kThrottledEverMin) && l.nr_throttled > 0) {
     f.title = fmt::format("server's cgroup has a CPU quota of {}; throttled in {} of {} periods "
                           "since it started, too few to judge", quota, l.nr_throttled, l.nr_periods);

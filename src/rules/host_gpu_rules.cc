@@ -1,5 +1,7 @@
 #include "rules/host_rules_internal.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -211,6 +213,30 @@ std::optional<double> ExpectedMaxGts(const GpuFacts& g) {
   return std::nullopt;
 }
 
+// "Gen5", or "20 GT/s" for a rate that is no PCIe generation.
+std::string PcieGen(double gts) {
+  auto n = host::PcieGenFromGts(gts);
+  return n ? fmt::format("Gen{}", *n) : fmt::format("{} GT/s", gts);
+}
+
+// gpu.pcie_link when every link runs at its max: warns (on `f`) when the slot holds the GPU
+// below the speed it is built for.
+void JudgeSlotSpeed(const GpuFacts& g, const std::string& who, Finding& f) {
+  // The GPU's own max_link_speed is the card's capability: a Gen5 card in a Gen4 slot shows
+  // 32 GT/s there. The slot's (or a switch's) limit is the lowest max along the path.
+  auto expected = ExpectedMaxGts(g);
+  std::optional<double> path_max;
+  for (const auto& l : g.pcie_path) {
+    if (l.max_speed_gts.known()) path_max = std::min(path_max.value_or(*l.max_speed_gts), *l.max_speed_gts);
+  }
+  if (expected && path_max && *path_max + 0.01 < *expected) {
+    f.severity = Severity::kWarn;
+    f.title = fmt::format("{}: slot allows only {} GT/s; this GPU is built for {} GT/s", who, *path_max,
+                          *expected);
+    f.advice = "move the GPU to a Gen5 slot or check the BIOS link speed setting";
+  }
+}
+
 Finding PcieLink(const GpuFacts& g) {
   const std::string id = "gpu.pcie_link";
   const std::string who = GpuLabel(g);
@@ -230,10 +256,6 @@ Finding PcieLink(const GpuFacts& g) {
     if (l.cur_speed_gts.known() && l.max_speed_gts.known() && l.cur_width.known() &&
         l.max_width.known()) {
       any_known = true;
-      auto gen = [](double gts) {
-        auto n = host::PcieGenFromGts(gts);
-        return n ? fmt::format("Gen{}", *n) : fmt::format("{} GT/s", gts);
-      };
       double limit_gts = *l.max_speed_gts;
       int64_t limit_width = *l.max_width;
       if ((i ^ 1) < path.size()) {
@@ -241,10 +263,10 @@ Finding PcieLink(const GpuFacts& g) {
         if (other.max_speed_gts.known()) limit_gts = std::min(limit_gts, *other.max_speed_gts);
         if (other.max_width.known()) limit_width = std::min(limit_width, *other.max_width);
       }
-      text = fmt::format("{} x{} of {} x{}", gen(*l.cur_speed_gts), *l.cur_width,
-                         gen(*l.max_speed_gts), *l.max_width);
+      text = fmt::format("{} x{} of {} x{}", PcieGen(*l.cur_speed_gts), *l.cur_width,
+                         PcieGen(*l.max_speed_gts), *l.max_width);
       if (limit_gts + 0.01 < *l.max_speed_gts || limit_width < *l.max_width) {
-        text += fmt::format(" (link max {} x{})", gen(limit_gts), limit_width);
+        text += fmt::format(" (link max {} x{})", PcieGen(limit_gts), limit_width);
       }
       if (*l.cur_width < limit_width && worst_width.empty()) {
         worst_width = l.role + " " + l.bdf + ": " + text;
@@ -282,19 +304,7 @@ Finding PcieLink(const GpuFacts& g) {
                "speed setting; lspci -vv -s " + g.bdf;
     return f;
   }
-  // The GPU's own max_link_speed is the card's capability: a Gen5 card in a Gen4 slot shows
-  // 32 GT/s there. The slot's (or a switch's) limit is the lowest max along the path.
-  auto expected = ExpectedMaxGts(g);
-  std::optional<double> path_max;
-  for (const auto& l : path) {
-    if (l.max_speed_gts.known()) path_max = std::min(path_max.value_or(*l.max_speed_gts), *l.max_speed_gts);
-  }
-  if (expected && path_max && *path_max + 0.01 < *expected) {
-    f.severity = Severity::kWarn;
-    f.title = fmt::format("{}: slot allows only {} GT/s; this GPU is built for {} GT/s", who, *path_max,
-                          *expected);
-    f.advice = "move the GPU to a Gen5 slot or check the BIOS link speed setting";
-  }
+  JudgeSlotSpeed(g, who, f);
   return f;
 }
 

@@ -103,46 +103,12 @@ std::string ShellJoin(const std::vector<std::string>& argv) {
   return s;
 }
 
-}  // namespace
-
-std::vector<const GpuFacts*> ServerGpus(const HostFacts& facts) { return ChooseServerGpus(facts).gpus; }
-
-Finding GpuNuma(const HostFacts& facts) {
+// gpu.numa once the server's GPUs are known to sit on `gpu_nodes` (one entry per GPU), whose
+// CPUs are `local`: whether the server may run, or allocate memory, elsewhere.
+Finding ServerNumaBinding(const HostFacts& facts, const ServerGpuSet& chosen,
+                          const std::vector<int64_t>& gpu_nodes, const std::set<int64_t>& local) {
   const std::string id = "gpu.numa";
-  const size_t nodes = facts.cpu.numa_nodes.size();
-  if (facts.gpus.empty()) return Skip(id, Layer::kSystem, "GPU NUMA locality", "no GPU found");
-  if (nodes <= 1) {
-    Finding f = Make(id, Layer::kSystem, Severity::kOk,
-                     "one NUMA node: every CPU is local to the GPUs");
-    for (const auto& g : facts.gpus) {
-      f.evidence.push_back(FactNum(fmt::format("gpu{}_numa_node", g.index), g.numa_node, ""));
-    }
-    return f;
-  }
-  const ServerGpuSet chosen = ChooseServerGpus(facts);
   const std::vector<const GpuFacts*>& gpus = chosen.gpus;
-  if (gpus.empty()) return Skip(id, Layer::kSystem, "server NUMA binding", chosen.note);
-  std::set<int64_t> local;
-  std::vector<int64_t> gpu_nodes;
-  for (const auto* g : gpus) {
-    if (!g->numa_node.known()) {
-      return Skip(id, Layer::kSystem, GpuLabel(*g), g->numa_node.reason);
-    }
-    if (*g->numa_node < 0) {
-      Finding f = Make(id, Layer::kSystem, Severity::kInfo,
-                       GpuLabel(*g) + ": the platform reports no NUMA node (numa_node -1) on a "
-                                      "multi-node host");
-      f.advice = "enable NUMA / ACPI SRAT reporting in the BIOS (NPS setting) so binding can be "
-                 "checked; nvidia-smi topo -m shows the affinity the driver assumes";
-      return f;
-    }
-    gpu_nodes.push_back(*g->numa_node);
-    for (const auto& n : facts.cpu.numa_nodes) {
-      if (n.id == *g->numa_node) {
-        for (int64_t c : CpuSet(n.cpulist)) local.insert(c);
-      }
-    }
-  }
   if (!facts.server) {
     return Skip(id, Layer::kSystem, "server NUMA binding",
                 facts.server_note.empty() ? "no server process" : facts.server_note);
@@ -198,6 +164,49 @@ Finding GpuNuma(const HostFacts& facts) {
     }
   }
   return f;
+}
+
+}  // namespace
+
+std::vector<const GpuFacts*> ServerGpus(const HostFacts& facts) { return ChooseServerGpus(facts).gpus; }
+
+Finding GpuNuma(const HostFacts& facts) {
+  const std::string id = "gpu.numa";
+  const size_t nodes = facts.cpu.numa_nodes.size();
+  if (facts.gpus.empty()) return Skip(id, Layer::kSystem, "GPU NUMA locality", "no GPU found");
+  if (nodes <= 1) {
+    Finding f = Make(id, Layer::kSystem, Severity::kOk,
+                     "one NUMA node: every CPU is local to the GPUs");
+    for (const auto& g : facts.gpus) {
+      f.evidence.push_back(FactNum(fmt::format("gpu{}_numa_node", g.index), g.numa_node, ""));
+    }
+    return f;
+  }
+  const ServerGpuSet chosen = ChooseServerGpus(facts);
+  const std::vector<const GpuFacts*>& gpus = chosen.gpus;
+  if (gpus.empty()) return Skip(id, Layer::kSystem, "server NUMA binding", chosen.note);
+  std::set<int64_t> local;
+  std::vector<int64_t> gpu_nodes;
+  for (const auto* g : gpus) {
+    if (!g->numa_node.known()) {
+      return Skip(id, Layer::kSystem, GpuLabel(*g), g->numa_node.reason);
+    }
+    if (*g->numa_node < 0) {
+      Finding f = Make(id, Layer::kSystem, Severity::kInfo,
+                       GpuLabel(*g) + ": the platform reports no NUMA node (numa_node -1) on a "
+                                      "multi-node host");
+      f.advice = "enable NUMA / ACPI SRAT reporting in the BIOS (NPS setting) so binding can be "
+                 "checked; nvidia-smi topo -m shows the affinity the driver assumes";
+      return f;
+    }
+    gpu_nodes.push_back(*g->numa_node);
+    for (const auto& n : facts.cpu.numa_nodes) {
+      if (n.id == *g->numa_node) {
+        for (int64_t c : CpuSet(n.cpulist)) local.insert(c);
+      }
+    }
+  }
+  return ServerNumaBinding(facts, chosen, gpu_nodes, local);
 }
 
 }  // namespace latdoc::rules::host_rules_internal
