@@ -29,6 +29,7 @@
 #include "net/probe.h"
 #include "net/route.h"
 #include "report/findings_text.h"
+#include "rules/diagnosis_rules.h"
 #include "rules/host_rules.h"
 #include "rules/load_rules.h"
 #include "rules/log_rules.h"
@@ -56,44 +57,6 @@ ordered_json FindingsJson(const std::vector<rules::Finding>& fs) {
   ordered_json a = ordered_json::array();
   for (const auto& f : fs) a.push_back(ordered_json::parse(JsonText(rules::ToJson(f))));
   return a;
-}
-
-// The load test did not run: `id` says why, the error is the evidence.
-rules::Finding LoadFailed(std::string id, std::string title, const std::string& why,
-                          std::string advice) {
-  rules::Finding f;
-  f.id = std::move(id);
-  f.layer = rules::Layer::kLoad;
-  f.severity = rules::Severity::kFail;
-  f.title = std::move(title);
-  f.evidence = {{"error", std::nullopt, "", why}};
-  f.advice = std::move(advice);
-  return f;
-}
-
-rules::Finding Unreachable(const std::string& url, const std::string& why) {
-  return LoadFailed("load.unreachable", fmt::format("the target {} could not be reached", url), why,
-                    "Check that the server is up and the URL (scheme, host, port) is right; "
-                    "`latdoc net --url ...` separates DNS, connect and TLS problems.");
-}
-
-// The target answered the baseline, then stopped answering (killed, crashed, restarted).
-rules::Finding StoppedAnswering(const std::string& url, uint64_t answered, const std::string& why) {
-  rules::Finding f = LoadFailed(
-      "load.stopped_answering",
-      fmt::format("the target {} stopped answering after {} requests", url, answered), why,
-      "The server was reached, then stopped answering: check whether it crashed, was killed "
-      "(the kernel's OOM killer: `dmesg`) or restarted (its log: `latdoc logs`), then run again.");
-  f.evidence.push_back({"answered_requests", double(answered), "", ""});
-  return f;
-}
-
-// The target answered but refused the run (401 on /v1/models: the key).
-rules::Finding LoadRefused(const std::string& url, const std::string& why) {
-  return LoadFailed("load.refused",
-                    fmt::format("the target {} answered but the load test could not run", url), why,
-                    "Check the API key (--api-key-env names the variable), --model and the URL's "
-                    "path.");
 }
 
 // The sweep (--sweep): steps up the load from 1 to `sweep_max` concurrent requests with the same
@@ -332,22 +295,8 @@ void SplitNetworkPart(ordered_json& w, const net::ProbeFacts& target, bool load_
                 {"prefill_ms", "measured (server /metrics)"},
                 {"network_ms", how},
                 {"front_end_ms", "inferred: client TTFT - server TTFT - measured network"}};
-  for (auto& f : all) {
-    if (f.id != "load.network_front_end") continue;
-    f.evidence.push_back({"network_measured", net_ms, "ms", ""});
-    f.evidence.push_back({"front_end_inferred", front_end, "ms", ""});
-    if (mean_e2el_ms && *mean_e2el_ms > 0)
-      f.latency_share = std::clamp(front_end / *mean_e2el_ms, 0.0, 1.0);
-    std::optional<double> client = NumAt(w, "client_ttft_ms");
-    bool front_end_small = front_end < lo.network_min_ms ||
-                           (client && *client > 0 && front_end / *client < lo.network_share_warn);
-    if (f.severity == rules::Severity::kWarn && front_end_small) {
-      f.severity = rules::Severity::kInfo;
-      f.title = fmt::format("{:.1f} ms of TTFT is spent outside the engine; the network probe "
-                            "measured {:.1f} ms of it (see the net.* findings), leaving {:.1f} ms "
-                            "for the front end", *outside, net_ms, front_end);
-    }
-  }
+  rules::ReweighFrontEnd(all, rules::FrontEndSplit{*outside, net_ms, front_end, NumAt(w, "client_ttft_ms")},
+                         mean_e2el_ms, lo);
 }
 
 // Ctrl-C and SIGTERM. The load runner catches them while a load step runs (the step ends
@@ -505,7 +454,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         reachable = false;
         const net::ProbeSample& s = target_probe->samples.front();
         layers["network"] = fmt::format("failed: no probe sample reached {}: {}", o.url, s.error);
-        all.push_back(Unreachable(o.url, s.error));
+        all.push_back(rules::LoadUnreachable(o.url, s.error));
       } else {
         bool tls = target_probe->tls.count > 0;
         const net::RouteFacts& r = net_facts->route;
@@ -568,11 +517,11 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
                                    "baseline's are kept): {}", answered, why);
       doc["baseline"] = base;
       doc["stopped_answering_after"] = answered;
-      all.push_back(StoppedAnswering(o.url, answered, why));
+      all.push_back(rules::LoadStoppedAnswering(o.url, answered, why));
     } else if (load.is_null()) {
       layers["load"] = "failed: " + why;
       if (unreachable) reachable = false;
-      all.push_back(unreachable ? Unreachable(o.url, why) : LoadRefused(o.url, why));
+      all.push_back(unreachable ? rules::LoadUnreachable(o.url, why) : rules::LoadRefused(o.url, why));
     } else {
       layers["load"] = stopped() ? "partial (" + stop + ")" : "measured";
       doc["baseline"] = base;
