@@ -30,6 +30,11 @@
 // Ctrl-C: the StepRunner reports an interrupted round; the sweep stops and returns the steps
 // measured so far, marked partial.
 // Not thread-safe; one sweep at a time per process (the runner installs signal handlers).
+//
+// Where it is: the plan (RunSweep) in sweep.cc, measuring a step in sweep_measure.cc, the
+// analysis (AnalyzeSweep) in sweep_analyse.cc, the real StepRunner in sweep_runner.cc, the
+// output in sweep_report.h. The advice (--max-num-seqs and its kin) is a judgment: it is made
+// by rules/sweep_rules.h from SweepFacts (sweep_facts.h), which the commands call after RunSweep.
 #pragma once
 
 #include <cstdint>
