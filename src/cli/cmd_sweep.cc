@@ -24,6 +24,7 @@
 #include "loadgen/sweep_report.h"
 #include "loadgen/workload.h"
 #include "report/svg_chart.h"
+#include "rules/sweep_rules.h"
 
 namespace latdoc::cli {
 namespace {
@@ -320,6 +321,7 @@ int RunSweepCommand(SweepArgs& a) {
   runner.reset();
   if (!result.ok()) return Fail("sweep", result.status());
   loadgen::SweepResult& r = *result;
+  rules::AddSweepAdvice(s, r);  // the batch-limit advice (rules/sweep_rules.h)
   const bool any_metrics = std::any_of(r.steps.begin(), r.steps.end(),
                                        [](const loadgen::SweepStep& st) { return st.server.available; });
   if (!any_metrics && o.scrape_metrics && !r.steps.empty() && !r.steps.front().server.error.empty()) {

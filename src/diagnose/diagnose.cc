@@ -34,6 +34,7 @@
 #include "rules/load_rules.h"
 #include "rules/log_rules.h"
 #include "rules/net_rules.h"
+#include "rules/sweep_rules.h"
 #include "rules/trace_rules.h"
 #include "servermetrics/server_dialect.h"
 #include "trace/analysis/trace_analysis.h"
@@ -91,41 +92,16 @@ ordered_json SweepStep(const DiagnoseOptions& o, std::vector<rules::Finding>& ou
     *why = r.status().message();
     return nullptr;
   }
+  rules::AddSweepAdvice(s, *r);
   loadgen::SweepContext ctx;
   ctx.url = o.url;
   ordered_json doc = loadgen::SweepJson(*r, s, ctx);
   doc["workload"] = loadgen::SweepWorkloadJson(w, "");
 
-  rules::Finding f;
-  f.id = "load.sweep_knee";
-  f.layer = rules::Layer::kLoad;
-  f.severity = rules::Severity::kInfo;
   if (r->knee_index && r->knee_reached) {
-    const double knee = r->steps[*r->knee_index].load;
-    *knee_concurrency = static_cast<int64_t>(knee);
-    f.evidence.push_back({"knee_concurrency", knee, "", ""});
-    f.evidence.push_back({"target_concurrency", double(o.concurrency), "", ""});
-    if (!r->knee_explanation.empty()) f.evidence.push_back({"why", std::nullopt, "", r->knee_explanation});
-    std::string flags;
-    for (const loadgen::Recommendation& rec : r->recommendations)
-      if (rec.value) flags += fmt::format("{}{} {}", flags.empty() ? "" : " ", rec.flag, *rec.value);
-    // The knee is judged on steps about 10% apart: a target within a step of it is at it.
-    if (o.concurrency > knee * 1.1) {
-      f.severity = rules::Severity::kWarn;
-      f.title = fmt::format("the target load ({} concurrent) is past the latency knee at {:g}: "
-                            "latency grows there with little more throughput", o.concurrency, knee);
-      f.advice = flags.empty() ? fmt::format("Keep concurrency near {:g} per replica.", knee)
-                               : fmt::format("{} (the sweep's recommendation)", flags);
-    } else {
-      f.severity = rules::Severity::kOk;
-      f.title = fmt::format("latency knee at {:g} concurrent requests; the target load ({}) is "
-                            "at or below it", knee, o.concurrency);
-    }
-  } else {
-    f.title = fmt::format("no latency knee up to {} concurrent requests{}", o.sweep_max,
-                          r->stop_reason.empty() ? "" : " (" + r->stop_reason + ")");
+    *knee_concurrency = static_cast<int64_t>(r->steps[*r->knee_index].load);
   }
-  out.push_back(std::move(f));
+  out.push_back(rules::SweepKneeFinding(*r, o.concurrency, o.sweep_max));
   return doc;
 }
 

@@ -30,6 +30,11 @@
 // Ctrl-C: the StepRunner reports an interrupted round; the sweep stops and returns the steps
 // measured so far, marked partial.
 // Not thread-safe; one sweep at a time per process (the runner installs signal handlers).
+//
+// Where it is: the plan (RunSweep) in sweep.cc, measuring a step in sweep_measure.cc, the
+// analysis (AnalyzeSweep) in sweep_analyse.cc, the real StepRunner in sweep_runner.cc, the
+// output in sweep_report.h. The advice (--max-num-seqs and its kin) is a judgment: it is made
+// by rules/sweep_rules.h from SweepFacts (sweep_facts.h), which the commands call after RunSweep.
 #pragma once
 
 #include <cstdint>
@@ -195,6 +200,7 @@ struct SweepResult {
   std::optional<size_t> max_goodput;
   std::optional<int> server_max_num_seqs;  // the running plateau, when requests queued
   std::optional<double> step_base_ms, step_per_seq_ms;  // step time fit a + b x batch
+  // The advice (rules/sweep_rules.h AddSweepAdvice; empty until it ran).
   std::vector<Recommendation> recommendations;
   std::string low_load_regime, high_load_regime;
   uint64_t requests_spent = 0;
@@ -217,12 +223,11 @@ StatusOr<SweepStep> MeasureStep(StepRunner& runner, double load, const SweepOpti
 StatusOr<SweepResult> RunSweep(StepRunner& runner, const SweepOptions& o,
                                std::function<void(const SweepStep&)> on_step = nullptr);
 
-// Knee, SLO, goodput, bends and recommendations over `r.steps` (pure; RunSweep calls it).
-// The recommendations are in the flags of the server the steps' /metrics named
-// (servermetrics/server_dialect.h): vLLM --max-num-seqs and --max-num-batched-tokens (also when
-// unknown); llama.cpp --parallel, --ctx-size, --batch-size, --ubatch-size; SGLang
-// --max-running-requests, --chunked-prefill-size; TGI --max-batch-total-tokens,
-// --max-batch-prefill-tokens, --max-concurrent-requests.
+// Knee, SLO, goodput, bends, the step-time fit and the knee's explanation over `r.steps` (pure;
+// RunSweep calls it; loadgen/sweep_analyse.cc). The explanation is in the words of the server
+// the steps' /metrics named (servermetrics/server_dialect.h). It clears r.recommendations and
+// the regimes: the advice is the rules' (rules/sweep_rules.h AddSweepAdvice, which the commands
+// call after RunSweep).
 void AnalyzeSweep(const SweepOptions& o, SweepResult& r);
 
 // The real StepRunner: RunBench rounds built from `base` (its concurrency / request_rate and

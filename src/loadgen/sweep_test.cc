@@ -16,12 +16,26 @@
 
 #include "loadgen/sweep_report.h"
 #include "report/svg_chart.h"
+#include "rules/sweep_rules.h"
 
 namespace latdoc::loadgen {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// The sweep as `latdoc sweep` runs it: RunSweep, then the rules' advice (rules/sweep_rules.h).
+StatusOr<SweepResult> SweepAdvised(StepRunner& runner, const SweepOptions& o,
+                                   std::function<void(const SweepStep&)> on_step = nullptr) {
+  StatusOr<SweepResult> r = RunSweep(runner, o, std::move(on_step));
+  if (r.ok()) rules::AddSweepAdvice(o, *r);
+  return r;
+}
+
+void AnalyseAdvised(const SweepOptions& o, SweepResult& r) {
+  AnalyzeSweep(o, r);
+  rules::AddSweepAdvice(o, r);
+}
 
 struct Model {
   int max_num_seqs = 48;
@@ -174,7 +188,7 @@ TEST(SweepTest, KneeWithinTenPercentOfTruth) {
     m.a_ms = c.a;
     m.b_ms = c.b;
     FakeRunner fake(m);
-    auto r = RunSweep(fake, Opts());
+    auto r = SweepAdvised(fake, Opts());
     ASSERT_TRUE(r.ok()) << r.status().message();
     ASSERT_TRUE(r->knee_index);
     EXPECT_TRUE(r->knee_reached);
@@ -196,7 +210,7 @@ TEST(SweepTest, HostStallIsMeasuredAgainAndDoesNotMoveTheKnee) {
   m.stall_lo = 40;
   m.stall_hi = 47;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_NEAR(KneeLoad(*r), 48, 4.8) << SweepCsv(*r, Opts());
   EXPECT_EQ(fake.requests(), int64_t(r->requests_spent));
@@ -217,7 +231,7 @@ TEST(SweepTest, HostStallIsMeasuredAgainAndDoesNotMoveTheKnee) {
   Model always = m;
   always.stall_measurements = 2;
   FakeRunner slow(always);
-  auto s = RunSweep(slow, Opts());
+  auto s = SweepAdvised(slow, Opts());
   ASSERT_TRUE(s.ok());
   EXPECT_LT(KneeLoad(*s), 40) << SweepCsv(*s, Opts());
   for (const auto& x : s->steps) {
@@ -230,7 +244,7 @@ TEST(SweepTest, HostStallIsMeasuredAgainAndDoesNotMoveTheKnee) {
   Model flaky = m;
   flaky.fail_second_look_rate = 0.05;
   FakeRunner flaky_runner(flaky);
-  auto fl = RunSweep(flaky_runner, Opts());
+  auto fl = SweepAdvised(flaky_runner, Opts());
   ASSERT_TRUE(fl.ok());
   int kept_first = 0;
   for (const auto& x : fl->steps) {
@@ -246,7 +260,7 @@ TEST(SweepTest, HostStallIsMeasuredAgainAndDoesNotMoveTheKnee) {
   Model gone = m;
   gone.server_gone_on_second_look = true;
   FakeRunner gone_runner(gone);
-  auto g = RunSweep(gone_runner, Opts());
+  auto g = SweepAdvised(gone_runner, Opts());
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_TRUE(g->partial);
   EXPECT_THAT(g->partial_reason, HasSubstr("(measuring it again): http://x: connect"));
@@ -264,7 +278,7 @@ TEST(SweepTest, HostStallIsMeasuredAgainAndDoesNotMoveTheKnee) {
   kv.max_num_seqs = 1024;
   kv.kv_tokens_capacity = 24 * 64;
   FakeRunner thrash(kv);
-  auto k = RunSweep(thrash, Opts());
+  auto k = SweepAdvised(thrash, Opts());
   ASSERT_TRUE(k.ok());
   for (const auto& x : k->steps) EXPECT_EQ(x.remeasured, "") << x.load;
 }
@@ -275,7 +289,7 @@ TEST(SweepTest, RecommendsRaisingMaxNumSeqsWhenQueueingBeforeComputeKnee) {
   Model m;
   m.max_num_seqs = 16;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->server_max_num_seqs, 16);
   ASSERT_TRUE(r->step_base_ms && r->step_per_seq_ms);
@@ -313,7 +327,7 @@ TEST(SweepTest, RecommendationsInTheServersOwnFlags) {
 
   m.server = "llamacpp";
   FakeRunner llama(m);
-  auto l = RunSweep(llama, o);
+  auto l = SweepAdvised(llama, o);
   ASSERT_TRUE(l.ok());
   EXPECT_THAT(flags(*l), ::testing::ElementsAre("--parallel", "--ctx-size", "--batch-size", "--ubatch-size"));
   EXPECT_EQ(l->recommendations[0].value, 75);
@@ -328,7 +342,7 @@ TEST(SweepTest, RecommendationsInTheServersOwnFlags) {
 
   m.server = "sglang";
   FakeRunner sglang(m);
-  auto s = RunSweep(sglang, o);
+  auto s = SweepAdvised(sglang, o);
   ASSERT_TRUE(s.ok());
   EXPECT_THAT(flags(*s), ::testing::ElementsAre("--max-running-requests", "--chunked-prefill-size"));
   EXPECT_EQ(s->recommendations[0].value, 75);
@@ -338,7 +352,7 @@ TEST(SweepTest, RecommendationsInTheServersOwnFlags) {
 
   m.server = "tgi";
   FakeRunner tgi(m);
-  auto t = RunSweep(tgi, o);
+  auto t = SweepAdvised(tgi, o);
   ASSERT_TRUE(t.ok());
   EXPECT_THAT(flags(*t), ::testing::ElementsAre("--max-batch-total-tokens", "--max-batch-prefill-tokens",
                                                 "--max-concurrent-requests"));
@@ -357,7 +371,7 @@ TEST(SweepTest, WaitingGaugeAtZeroDoesNotHideQueueing) {
   m.max_num_seqs = 16;
   m.waiting_reads_zero = true;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->knee_bend, Bend::kQueueing);
   EXPECT_EQ(r->server_max_num_seqs, 16);
@@ -372,7 +386,7 @@ TEST(SweepTest, RateModeWithoutRunningGaugeRecommendsNoBatch) {
   FakeRunner fake(m);
   SweepOptions o = Opts();
   o.rate_mode = true;
-  auto r = RunSweep(fake, o);
+  auto r = SweepAdvised(fake, o);
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->knee_reached);
   EXPECT_FALSE(r->recommendations[0].value);
@@ -381,7 +395,7 @@ TEST(SweepTest, RateModeWithoutRunningGaugeRecommendsNoBatch) {
   // With the gauge, the batch is what ran.
   Model g;
   FakeRunner with(g);
-  auto w = RunSweep(with, o);
+  auto w = SweepAdvised(with, o);
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE(w->recommendations[0].value);
   EXPECT_LE(*w->recommendations[0].value, 48);
@@ -431,7 +445,7 @@ TEST(SweepTest, FrontEndBoundKneeRecommendsNoBatchLimit) {
   m.b_ms = 0.01;
   m.front_end_ms = 2;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->knee_reached);
   EXPECT_EQ(r->knee_bend, Bend::kFrontEnd) << r->knee_explanation;
@@ -443,7 +457,7 @@ TEST(SweepTest, FrontEndBoundKneeRecommendsNoBatchLimit) {
   m.front_end_ms = 0;
   m.b_ms = 0.2;
   FakeRunner plain(m);
-  auto p = RunSweep(plain, Opts());
+  auto p = SweepAdvised(plain, Opts());
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->knee_bend, Bend::kCompute);
   EXPECT_TRUE(p->recommendations[0].value);
@@ -455,7 +469,7 @@ TEST(SweepTest, ComputeKneeRecommendsTheKneeBatch) {
   m.a_ms = 4;
   m.b_ms = 0.2;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->recommendations[0].value);
   EXPECT_NEAR(double(*r->recommendations[0].value), 20, 2);
@@ -467,7 +481,7 @@ TEST(SweepTest, KvPressureIsNamed) {
   m.max_num_seqs = 1024;
   m.kv_tokens_capacity = 24 * 64;  // KV full past a batch of 24
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->knee_bend, Bend::kKvCache);
   EXPECT_NEAR(KneeLoad(*r), 24, 2.4);
@@ -479,7 +493,7 @@ TEST(SweepTest, StopsClimbingOncePastTheKnee) {
   Model m;
   m.max_num_seqs = 16;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok());
   EXPECT_LE(r->steps.back().load, 64);
   EXPECT_THAT(r->stop_reason, HasSubstr("clearly past the knee at 16"));
@@ -495,7 +509,7 @@ TEST(SweepTest, StopsWhenErrorsClimb) {
   m.fail_from = 8;
   m.fail_rate = 0.5;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->steps.back().load, 8);
   EXPECT_THAT(r->stop_reason, HasSubstr("errors climbed"));
@@ -509,7 +523,7 @@ TEST(SweepTest, EveryRequestFailingIsAnError) {
   m.fail_from = 0;
   m.fail_rate = 1.1;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(r.status().message(),
@@ -519,7 +533,7 @@ TEST(SweepTest, EveryRequestFailingIsAnError) {
 
 TEST(SweepTest, RangeWithOnePointIsRejected) {
   FakeRunner fake(Model{});
-  auto r = RunSweep(fake, Opts(8, 8));
+  auto r = SweepAdvised(fake, Opts(8, 8));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(r.status().message(),
@@ -532,7 +546,7 @@ TEST(SweepTest, RangesAndSlosMustBeFinite) {
   FakeRunner fake(Model{});
   SweepOptions o = Opts(1, INFINITY);
   o.rate_mode = true;
-  auto r = RunSweep(fake, o);
+  auto r = SweepAdvised(fake, o);
   EXPECT_EQ(r.status().message(), "--request-rate 1:inf: the range must be finite");
   EXPECT_EQ(fake.requests(), 0);
   EXPECT_EQ(ParseSlo("ttft:nan").status().message(), "--slo: 'ttft:nan': expected a finite number above 0");
@@ -550,7 +564,7 @@ TEST(SweepTest, SloNothingMeetsStopsAtTheFirstStep) {
   FakeRunner fake(Model{});
   SweepOptions o = Opts();
   o.slo.ttft_ms = 1;  // the first token takes at least one 6 ms step
-  auto r = RunSweep(fake, o);
+  auto r = SweepAdvised(fake, o);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->highest_meeting_slo);
   EXPECT_THAT(r->stop_reason, HasSubstr("SLO broken at 1 concurrent"));
@@ -566,7 +580,7 @@ TEST(SweepTest, SloCapsTheRecommendation) {
   FakeRunner fake(m);
   SweepOptions o = Opts();
   o.slo.tpot_ms = 4 + 0.2 * 12;  // met up to a batch of 12
-  auto r = RunSweep(fake, o);
+  auto r = SweepAdvised(fake, o);
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->highest_meeting_slo);
   EXPECT_LE(r->steps[*r->highest_meeting_slo].load, 12);
@@ -581,7 +595,7 @@ TEST(SweepTest, InterruptKeepsTheStepsDoneMarkedPartial) {
   Model m;
   m.interrupt_after_rounds = 6;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->partial);
   EXPECT_EQ(r->partial_reason, "interrupted");
@@ -598,7 +612,7 @@ TEST(SweepTest, ServerGoneMidSweepKeepsTheStepsDoneMarkedPartial) {
   Model m;
   m.unreachable_after_rounds = 7;
   FakeRunner fake(m);
-  auto r = RunSweep(fake, Opts());
+  auto r = SweepAdvised(fake, Opts());
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->partial);
   EXPECT_THAT(r->partial_reason, HasSubstr("Connection refused"));
@@ -609,7 +623,7 @@ TEST(SweepTest, ServerGoneMidSweepKeepsTheStepsDoneMarkedPartial) {
   Model gone;
   gone.unreachable_after_rounds = 0;
   FakeRunner none(gone);
-  EXPECT_EQ(RunSweep(none, Opts()).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(SweepAdvised(none, Opts()).status().code(), StatusCode::kUnavailable);
 }
 
 // A step whose first round disagrees with its second is measured again until it settles.
@@ -653,7 +667,7 @@ TEST(SweepTest, CostIsUnderAThirdOfAFixedLadder) {
     Model m;
     m.max_num_seqs = mns;
     FakeRunner fake(m);
-    auto r = RunSweep(fake, Opts());
+    auto r = SweepAdvised(fake, Opts());
     ASSERT_TRUE(r.ok());
     int64_t fixed = 0;
     for (int c = 1; c <= 128; c *= 2) fixed += std::max(400, 8 * c);
@@ -690,7 +704,7 @@ TEST(SweepReportTest, CsvAndJsonCarryEveryStep) {
   m.max_num_seqs = 16;
   FakeRunner fake(m);
   SweepOptions o = Opts();
-  auto r = RunSweep(fake, o);
+  auto r = SweepAdvised(fake, o);
   ASSERT_TRUE(r.ok());
   std::string csv = SweepCsv(*r, o);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
@@ -757,7 +771,7 @@ SweepResult DefaultSimSteps() {
 TEST(SweepTest, NoBatchLimitBlamedWhenTheEngineRanEveryRequest) {
   SweepOptions o = Opts(1, 64);
   SweepResult r = DefaultSimSteps();
-  AnalyzeSweep(o, r);
+  AnalyseAdvised(o, r);
   ASSERT_TRUE(r.knee_index);
   for (const SweepStep& s : r.steps) {
     EXPECT_EQ(s.bend, Bend::kCompute) << s.load << ": " << s.bend_evidence;
@@ -790,7 +804,7 @@ TEST(SweepTest, OneKneeNumberInEveryLine) {
   m.b_ms = 0.3;  // compute knee at a / b = 20, between ladder steps 16 and 32
   FakeRunner fake(m);
   SweepOptions o = Opts(1, 64);
-  auto r = RunSweep(fake, o);
+  auto r = SweepAdvised(fake, o);
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->knee_index);
   const std::string knee = fmt::format("{}", r->steps[*r->knee_index].load);
@@ -819,7 +833,7 @@ TEST(SweepReportTest, TableIsSortedByLoadWithTheKneeMarked) {
   FakeRunner fake(m);
   SweepOptions o = Opts(1, 64);
   std::vector<double> run_order;
-  auto r = RunSweep(fake, o, [&](const SweepStep& s) { run_order.push_back(s.load); });
+  auto r = SweepAdvised(fake, o, [&](const SweepStep& s) { run_order.push_back(s.load); });
   ASSERT_TRUE(r.ok());
   ASSERT_FALSE(std::is_sorted(run_order.begin(), run_order.end()));  // refinement ran last
   const std::string table = SweepTable(*r, o);
@@ -849,7 +863,7 @@ TEST(SweepTest, OneStepClaimsNoKnee) {
   r.steps.resize(1);
   r.partial = true;
   r.partial_reason = "interrupted";
-  AnalyzeSweep(o, r);
+  AnalyseAdvised(o, r);
   EXPECT_FALSE(r.knee_index);
   EXPECT_FALSE(r.knee_reached);
   EXPECT_TRUE(r.low_load_regime.empty());
