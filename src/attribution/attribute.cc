@@ -114,6 +114,7 @@ class Tester {
       const int64_t dur = k->end_ns - k->start_ns;
       if (!e.kernel_name || dur - k->name_median_ns > e.kernel_dur_ns - e.kernel_median_ns) {
         e.kernel_name = k->name;
+        e.kernel_start_ns = k->start_ns;
         e.kernel_dur_ns = dur;
         e.kernel_median_ns = k->name_median_ns;
       }

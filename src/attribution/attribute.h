@@ -76,7 +76,7 @@ struct StallEvidence {
   int prefill_requests = 0;
   // The longest-over-its-median GPU kernel overlapping the window (a trace on the timeline).
   std::optional<std::string> kernel_name;
-  int64_t kernel_dur_ns = 0, kernel_median_ns = 0;
+  int64_t kernel_start_ns = 0, kernel_dur_ns = 0, kernel_median_ns = 0;  // start: client clock
 };
 
 struct Stall {

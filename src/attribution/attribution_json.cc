@@ -43,6 +43,7 @@ ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
                         {"psi_memory_share", Opt(e.psi_memory_share)},
                         {"psi_cpu_share", Opt(e.psi_cpu_share)},
                         {"kernel", e.kernel_name ? ordered_json(*e.kernel_name) : ordered_json(nullptr)},
+                        {"kernel_start_ns", e.kernel_name ? ordered_json(e.kernel_start_ns) : ordered_json(nullptr)},
                         {"kernel_ms", e.kernel_name ? ordered_json(NsToMs(e.kernel_dur_ns)) : ordered_json(nullptr)},
                         {"kernel_median_ms",
                          e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)}}}});

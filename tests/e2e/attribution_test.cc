@@ -192,6 +192,12 @@ TEST(AttributionE2eTest, SlowKernelsFromAProfileOfTheLoadAreNamed) {
     const json& e = s["evidence"];
     EXPECT_NE(e["kernel"].get<std::string>().find("sm90_xmma_gemm"), std::string::npos) << e.dump();
     EXPECT_GE(e["kernel_ms"].get<double>(), 3 * e["kernel_median_ms"].get<double>()) << e.dump();
+    // The trace's wall clock, mapped to the client's, puts the kernel inside a step the sim
+    // slowed (its record is on the same host's CLOCK_MONOTONIC), within 1 ms.
+    const int64_t k0 = e["kernel_start_ns"].get<int64_t>();
+    EXPECT_TRUE(std::any_of(c.injected.begin(), c.injected.end(), [&](const Injected& g) {
+      return g.cause == "slow_kernel" && k0 >= g.start_ns - 1'000'000 && k0 <= g.end_ns + 1'000'000;
+    })) << "kernel at " << k0 << " is in no slowed step: " << e.dump();
   }
   EXPECT_GE(named, 3);
 #endif
