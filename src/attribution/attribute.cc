@@ -109,9 +109,11 @@ class Tester {
     // is by start: kernels starting before a - the longest kernel cannot reach the window).
     auto k = std::lower_bound(t_.gpu.begin(), t_.gpu.end(), a - max_kernel_ns_,
                               [](const GpuKernel& g, int64_t v) { return g.start_ns < v; });
+    int64_t excess_ns = 0;  // of every kernel in the window over its name's median
     for (; k != t_.gpu.end() && k->start_ns <= b; ++k) {
       if (k->end_ns < a || k->name_count < th_.slow_kernel_min_count) continue;
       const int64_t dur = k->end_ns - k->start_ns;
+      excess_ns += std::max<int64_t>(0, dur - k->name_median_ns);
       if (!e.kernel_name || dur - k->name_median_ns > e.kernel_dur_ns - e.kernel_median_ns) {
         e.kernel_name = k->name;
         e.kernel_start_ns = k->start_ns;
@@ -119,6 +121,8 @@ class Tester {
         e.kernel_median_ns = k->name_median_ns;
       }
     }
+    if (e.kernel_name && excess_ns > 0)
+      e.kernel_excess_share = double(std::max<int64_t>(0, e.kernel_dur_ns - e.kernel_median_ns)) / double(excess_ns);
     return e;
   }
 
@@ -136,7 +140,8 @@ class Tester {
       case Cause::kSlowKernel:
         return e.kernel_name &&
                double(e.kernel_dur_ns) >= th_.slow_kernel_factor * double(e.kernel_median_ns) &&
-               e.kernel_dur_ns - e.kernel_median_ns >= th_.slow_kernel_min_excess_ns;
+               e.kernel_dur_ns - e.kernel_median_ns >= th_.slow_kernel_min_excess_ns &&
+               e.kernel_excess_share >= th_.slow_kernel_excess_share;
       case Cause::kPrefill: return e.prefill_tokens >= th_.prefill_tokens_min;
       case Cause::kClient: return false;      // decided from the others (Causes)
     }

@@ -19,7 +19,10 @@
 //   slow_kernel a GPU kernel of the trace recorded during the load (Timeline::gpu) overlapping the
 //               window lasted >= slow_kernel_factor times the median of the trace's kernels of
 //               its name and >= slow_kernel_min_excess_ns over it, its name seen >=
-//               slow_kernel_min_count times (a per-name outlier: that kernel made the step slow)
+//               slow_kernel_min_count times, and its excess over that median is at least
+//               slow_kernel_excess_share of the excess of all the window's kernels over theirs:
+//               one kernel made the step slow, not a bigger batch (a long prefill makes every
+//               kernel of its step longer together)
 //   client      none of the above, and a load thread of the client was saturated
 // A stall may have several causes; one with none is unexplained. A gap that hits too few streams
 // to be the engine's is a single-stream stall, tested for preemption only (at the gap's start).
@@ -63,6 +66,7 @@ struct Thresholds {
   double slow_kernel_factor = 3.0;      // a kernel this many times its name's median...
   int64_t slow_kernel_min_excess_ns = 2'000'000;  // ...and this much over it
   int64_t slow_kernel_min_count = 5;    // kernels of a name needed for its median
+  double slow_kernel_excess_share = 0.67;  // of the window's kernels' excess over their medians
   double ttft_spike_factor = 3.0;
   int64_t ttft_spike_min_excess_ns = 20'000'000;
 };
@@ -77,6 +81,7 @@ struct StallEvidence {
   // The longest-over-its-median GPU kernel overlapping the window (a trace on the timeline).
   std::optional<std::string> kernel_name;
   int64_t kernel_start_ns = 0, kernel_dur_ns = 0, kernel_median_ns = 0;  // start: client clock
+  double kernel_excess_share = 0;  // its excess over its median, of all the window's kernels'
 };
 
 struct Stall {

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -229,7 +230,8 @@ TEST(AttributeTest, NamesTheSlowKernelOfAStall) {
       found = true;
       std::string text = f.title;
       for (const auto& e : f.evidence) text += "\n" + e.text;
-      EXPECT_NE(text.find("GPU kernel gemm ran 115.0 ms (its median 4.00 ms)"), std::string::npos) << text;
+      EXPECT_NE(text.find("GPU kernel gemm ran 115.0 ms (its median 4.00 ms; 100% of the window's "
+                          "kernel time over their medians)"), std::string::npos) << text;
     }
   EXPECT_TRUE(found);
 }
@@ -252,6 +254,26 @@ TEST(AttributeTest, SlowKernelNeedsFactorAndEnoughKernelsOfItsName) {
   a = Attribute(rare);
   ASSERT_EQ(a.stalls.size(), 1u);
   EXPECT_TRUE(a.stalls[0].causes.empty());
+}
+
+// A bigger batch (a long prefill) makes every kernel of its step longer together: no one kernel
+// holds 67% of the window's excess over the medians, so no slow_kernel.
+TEST(AttributeTest, ALongStepWhoseKernelsAllGrewIsNoSlowKernel) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  for (int64_t at = 0; at < 1000 * kMs; at += 10 * kMs) {
+    if (at > 400 * kMs && at < 510 * kMs) continue;
+    const bool big = at == 400 * kMs;
+    t.gpu.push_back({at, at + (big ? 50 : 4) * kMs, "gemm", 4 * kMs, 90});
+    const int64_t n0 = at + (big ? 55 : 5) * kMs;
+    t.gpu.push_back({n0, n0 + (big ? 45 : 1) * kMs, "norm", 1 * kMs, 90});
+  }
+  std::sort(t.gpu.begin(), t.gpu.end(), [](const GpuKernel& a, const GpuKernel& b) { return a.start_ns < b.start_ns; });
+  t.have_gpu = true;
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+  EXPECT_EQ(a.stalls[0].evidence.kernel_name, "gemm");
+  EXPECT_NEAR(a.stalls[0].evidence.kernel_excess_share, 46.0 / 90.0, 1e-9);
 }
 
 TEST(ReadLogEventsTest, MapsTheLogsLocalSecondsOntoTheClientsClock) {

@@ -46,7 +46,9 @@ ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
                         {"kernel_start_ns", e.kernel_name ? ordered_json(e.kernel_start_ns) : ordered_json(nullptr)},
                         {"kernel_ms", e.kernel_name ? ordered_json(NsToMs(e.kernel_dur_ns)) : ordered_json(nullptr)},
                         {"kernel_median_ms",
-                         e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)}}}});
+                         e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)},
+                        {"kernel_excess_share",
+                         e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)}}}});
   }
   return stalls;
 }
@@ -134,6 +136,7 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"slow_kernel_factor", th.slow_kernel_factor},
                      {"slow_kernel_min_excess_ms", NsToMs(th.slow_kernel_min_excess_ns)},
                      {"slow_kernel_min_count", th.slow_kernel_min_count},
+                     {"slow_kernel_excess_share", th.slow_kernel_excess_share},
                      {"ttft_spike_factor", th.ttft_spike_factor},
                      {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
   j["median_gap_ms"] = NsToMs(a.median_gap_ns);

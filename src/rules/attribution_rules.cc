@@ -82,8 +82,9 @@ std::string Example(const Stall& s, const attribution::Timeline& t) {
   if (e.swap_in_pages) out += fmt::format("; swap-in {} pages", *e.swap_in_pages);
   if (e.major_faults) out += fmt::format("; major faults {}", *e.major_faults);
   if (e.kernel_name)
-    out += fmt::format("; GPU kernel {} ran {:.1f} ms (its median {:.2f} ms)", *e.kernel_name,
-                       NsToMs(e.kernel_dur_ns), NsToMs(e.kernel_median_ns));
+    out += fmt::format("; GPU kernel {} ran {:.1f} ms (its median {:.2f} ms; {:.0f}% of the window's "
+                       "kernel time over their medians)", *e.kernel_name, NsToMs(e.kernel_dur_ns),
+                       NsToMs(e.kernel_median_ns), e.kernel_excess_share * 100);
   return out;
 }
 

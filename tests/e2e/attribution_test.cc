@@ -203,6 +203,18 @@ TEST(AttributionE2eTest, SlowKernelsFromAProfileOfTheLoadAreNamed) {
 #endif
 }
 
+// A long prefill makes every kernel of its step longer, a slow kernel one: with both injected,
+// each stall gets its own cause (a slowed prefill step is both, and its record says so).
+TEST(AttributionE2eTest, SlowKernelsAndPrefillTogetherAreToldApart) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("slow_kernel_prefill", {"--sim-slow-kernel-factor", "6", "--sim-slow-kernel-every", "25"},
+                   3000, 32, 16, 64, /*profile_load=*/true);
+  EXPECT_EQ(c.attribution["layers"]["gpu_trace"], true);
+  ExpectAttributed(c, {"slow_kernel", "prefill"});
+}
+
 TEST(AttributionE2eTest, CleanRunHasNoAttributedStall) {
 #ifdef LATDOC_SANITIZED
   GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
