@@ -437,19 +437,19 @@ ordered_json ProfileAtStep(const DiagnoseOptions& o, std::optional<int64_t> knee
 
 namespace {
 
-// The flags whose profiler captures recorded traces in this run.
-std::string ProfiledBy(const DiagnoseOptions& o) {
-  return !o.profile_at.empty() && o.profile_load ? "--profile-load, --profile-at"
-         : o.profile_load                        ? "--profile-load"
-                                                 : "--profile-at";
+// The flags whose profiler captures recorded trace files in this run.
+std::string ProfiledBy(size_t load_files, size_t at_files) {
+  return load_files > 0 && at_files > 0 ? "--profile-load, --profile-at"
+         : load_files > 0               ? "--profile-load"
+                                        : "--profile-at";
 }
 
 // How the trace is known to be of the server under test ("" when it is not): recorded by
-// --profile-at in this run, said by --trace-of-server, or GPU work on the wall clock within the
-// load this run measured (Kineto's baseTimeNanoseconds; other formats do not record it).
-std::string TraceRecordedFrom(const DiagnoseOptions& o, size_t profiled_files, const trace::Trace& t,
-                              const trace::WallClockWindow& load) {
-  if (profiled_files > 0) return "server under test (" + ProfiledBy(o) + ")";
+// --profile-at or --profile-load in this run (`profiled_by` names which), said by
+// --trace-of-server, or GPU work on the wall clock within the load this run measured (Kineto's baseTimeNanoseconds; other formats do not record it).
+std::string TraceRecordedFrom(const DiagnoseOptions& o, size_t profiled_files, const std::string& profiled_by,
+                              const trace::Trace& t, const trace::WallClockWindow& load) {
+  if (profiled_files > 0) return "server under test (" + profiled_by + ")";
   if (o.trace_of_target) return "server under test (--trace-of-server)";
   if (load.start_ns <= 0 || load.end_ns <= load.start_ns) return "";
   std::optional<trace::WallClockWindow> w = trace::GpuWorkWallClockWindow(t);
@@ -688,7 +688,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   // --profile-at: a trace of the server under test, at the load that hurts.
   std::vector<std::string> traces = o.traces;
   traces.insert(traces.end(), load_profile_files.begin(), load_profile_files.end());
-  size_t profiled_files = load_profile_files.size();
+  size_t profiled_files = load_profile_files.size();  // --profile-load's, then --profile-at's too
   if (!o.profile_at.empty() && !stopped()) {
     if (!doc.contains("bench")) {
       doc["profile_at"] = {{"at", o.profile_at}, {"recorded", false},
@@ -728,7 +728,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         // A trace's shares are of its own GPU time. Of the server under test, that is the
         // best estimate of its latency; of another server, or of a time not known, it says
         // nothing about this one's: no share, ranked below every measured one.
-        const std::string recorded_from = TraceRecordedFrom(o, profiled_files, t, load_window);
+        const std::string profiled_by =
+            ProfiledBy(load_profile_files.size(), profiled_files - load_profile_files.size());
+        const std::string recorded_from = TraceRecordedFrom(o, profiled_files, profiled_by, t, load_window);
         rules::PlaceTraceFindings(fs, !recorded_from.empty(), doc.contains("bench"));
         ordered_json tj;
         tj["schema"] = "latdoc.trace/1";
@@ -748,7 +750,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         if (!o.trace_note.empty()) status += " — " + o.trace_note;
         if (profiled_files > 0)
           status += fmt::format(" — {} file(s) recorded from the server under test ({})", profiled_files,
-                                ProfiledBy(o));
+                                profiled_by);
         layers["kernel"] = status;
       }
     } catch (const trace::SpillReadError& e) {
