@@ -111,14 +111,16 @@ class Tester {
                               [](const GpuKernel& g, int64_t v) { return g.start_ns < v; });
     int64_t excess_ns = 0;  // of every kernel in the window over its name's median
     for (; k != t_.gpu.end() && k->start_ns <= b; ++k) {
-      if (k->end_ns < a || k->name_count < th_.slow_kernel_min_count) continue;
+      if (k->end_ns < a || k->name >= t_.gpu_names.size()) continue;
+      const GpuKernelName& n = t_.gpu_names[k->name];
+      if (n.count < th_.slow_kernel_min_count) continue;
       const int64_t dur = k->end_ns - k->start_ns;
-      excess_ns += std::max<int64_t>(0, dur - k->name_median_ns);
-      if (!e.kernel_name || dur - k->name_median_ns > e.kernel_dur_ns - e.kernel_median_ns) {
-        e.kernel_name = k->name;
+      excess_ns += std::max<int64_t>(0, dur - n.median_ns);
+      if (!e.kernel_name || dur - n.median_ns > e.kernel_dur_ns - e.kernel_median_ns) {
+        e.kernel_name = n.name;
         e.kernel_start_ns = k->start_ns;
         e.kernel_dur_ns = dur;
-        e.kernel_median_ns = k->name_median_ns;
+        e.kernel_median_ns = n.median_ns;
       }
     }
     if (e.kernel_name && excess_ns > 0)

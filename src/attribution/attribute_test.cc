@@ -196,14 +196,13 @@ TEST(AttributeTest, SaturatedClientIsNamedOnlyWithoutAServerCause) {
 // GPU kernels of a trace on the client clock: a 4 ms "gemm" at the start of every 10 ms step,
 // except that the step starting at `slow_at` runs a gemm of `slow_ms`; medians as
 // PlaceGpuTraces computes them (over the whole trace).
-std::vector<GpuKernel> GemmSteps(int64_t slow_at, int64_t slow_ms) {
+std::vector<GpuKernel> GemmSteps(int64_t slow_at, int64_t slow_ms) {  // name 0: "gemm"
   std::vector<GpuKernel> out;
   for (int64_t t = 0; t < 1000 * kMs; t += 10 * kMs) {
     if (t > slow_at && t < slow_at + slow_ms * kMs) continue;  // the slow kernel's step
     const int64_t dur = t == slow_at ? slow_ms * kMs : 4 * kMs;
-    out.push_back({t, t + dur, "gemm", 4 * kMs, 0});
+    out.push_back({t, t + dur, 0});
   }
-  for (GpuKernel& k : out) k.name_count = int64_t(out.size());
   return out;
 }
 
@@ -213,6 +212,7 @@ std::vector<GpuKernel> GemmSteps(int64_t slow_at, int64_t slow_ms) {
 TEST(AttributeTest, NamesTheSlowKernelOfAStall) {
   Timeline t = Steady(8, {{400 * kMs, 520 * kMs}, {700 * kMs, 800 * kMs}});
   t.gpu = GemmSteps(400 * kMs, 115);
+  t.gpu_names = {{"gemm", 4 * kMs, int64_t(t.gpu.size())}};
   t.have_gpu = true;
   Attribution a = Attribute(t);
   EXPECT_TRUE(a.have_gpu);
@@ -241,6 +241,7 @@ TEST(AttributeTest, SlowKernelNeedsFactorAndEnoughKernelsOfItsName) {
   const std::vector<std::pair<int64_t, int64_t>> pause = {{400 * kMs, 520 * kMs}};
   Timeline under = Steady(8, pause);
   under.gpu = GemmSteps(400 * kMs, 11);  // 2.75x the median
+  under.gpu_names = {{"gemm", 4 * kMs, 90}};
   under.have_gpu = true;
   Attribution a = Attribute(under);
   ASSERT_EQ(a.stalls.size(), 1u);
@@ -249,7 +250,7 @@ TEST(AttributeTest, SlowKernelNeedsFactorAndEnoughKernelsOfItsName) {
 
   Timeline rare = Steady(8, pause);
   rare.gpu = GemmSteps(400 * kMs, 115);
-  for (GpuKernel& k : rare.gpu) k.name_count = 4;
+  rare.gpu_names = {{"gemm", 4 * kMs, 4}};
   rare.have_gpu = true;
   a = Attribute(rare);
   ASSERT_EQ(a.stalls.size(), 1u);
@@ -263,10 +264,11 @@ TEST(AttributeTest, ALongStepWhoseKernelsAllGrewIsNoSlowKernel) {
   for (int64_t at = 0; at < 1000 * kMs; at += 10 * kMs) {
     if (at > 400 * kMs && at < 510 * kMs) continue;
     const bool big = at == 400 * kMs;
-    t.gpu.push_back({at, at + (big ? 50 : 4) * kMs, "gemm", 4 * kMs, 90});
+    t.gpu.push_back({at, at + (big ? 50 : 4) * kMs, 0});
     const int64_t n0 = at + (big ? 55 : 5) * kMs;
-    t.gpu.push_back({n0, n0 + (big ? 45 : 1) * kMs, "norm", 1 * kMs, 90});
+    t.gpu.push_back({n0, n0 + (big ? 45 : 1) * kMs, 1});
   }
+  t.gpu_names = {{"gemm", 4 * kMs, 90}, {"norm", 1 * kMs, 90}};
   std::sort(t.gpu.begin(), t.gpu.end(), [](const GpuKernel& a, const GpuKernel& b) { return a.start_ns < b.start_ns; });
   t.have_gpu = true;
   Attribution a = Attribute(t);

@@ -66,9 +66,13 @@ struct LogClock {
 // clock (the trace's baseTimeNanoseconds + ts) mapped through LogClock (WallToMono).
 struct GpuKernel {
   int64_t start_ns = 0, end_ns = 0;
+  uint32_t name = 0;           // index into Timeline::gpu_names
+};
+// A kernel name of the trace, with the median duration of the trace's kernels of that name.
+struct GpuKernelName {
   std::string name;
-  int64_t name_median_ns = 0;  // the median duration of the trace's kernels of this name
-  int64_t name_count = 0;      // how many the trace holds
+  int64_t median_ns = 0;
+  int64_t count = 0;           // how many the trace holds
 };
 
 // A wall-clock time (Unix ns) on the client's monotonic clock, through the pair read together.
@@ -83,6 +87,7 @@ struct Timeline {
   int64_t log_uncertainty_ns = 0;     // +- of each LogPoint's time
   // GPU kernels of a trace whose wall clock overlaps the load (empty without one), by start.
   std::vector<GpuKernel> gpu;
+  std::vector<GpuKernelName> gpu_names;  // GpuKernel::name's table
   bool have_gpu = false;              // a trace on the wall clock was placed (even if no kernel fell in the load)
   std::vector<std::string> gpu_files; // the traces placed
   bool client_saturated = false;      // a load thread was busy >= kSaturatedBusy

@@ -28,10 +28,11 @@ std::string PlaceGpuTraces(const std::vector<std::string>& files, const attribut
     tr.gpu_ops.ForEach([&](const trace::GpuOp& op) {
       if (on_wall_clock(op)) durs[op.name].push_back(op.dur_ns);
     });
-    std::map<trace::NameId, std::pair<int64_t, int64_t>> median;  // name: (median, count)
+    std::map<trace::NameId, uint32_t> index;  // into t->gpu_names
     for (auto& [name, v] : durs) {
       std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-      median[name] = {v[v.size() / 2], int64_t(v.size())};
+      index[name] = uint32_t(t->gpu_names.size());
+      t->gpu_names.push_back({std::string(tr.names.Get(name)), v[v.size() / 2], int64_t(v.size())});
     }
     std::vector<bool> placed(tr.sources.size());
     tr.gpu_ops.ForEach([&](const trace::GpuOp& op) {
@@ -39,8 +40,7 @@ std::string PlaceGpuTraces(const std::vector<std::string>& files, const attribut
       const int64_t start = attribution::WallToMono(clock, *tr.sources[op.source].wall_clock_base_ns + op.start_ns);
       const int64_t end = start + op.dur_ns;
       if (end < t->start_ns || start > t->end_ns) return;
-      const auto& [med, count] = median[op.name];
-      t->gpu.push_back({start, end, std::string(tr.names.Get(op.name)), med, count});
+      t->gpu.push_back({start, end, index[op.name]});
       placed[op.source] = true;
     });
     for (size_t i = 0; i < placed.size(); ++i)

@@ -34,7 +34,8 @@ void AddAttribution(const LoadCapture& capture, const std::string& log_file,
 
 // The GPU kernels of `files` that record their wall clock, mapped to the client clock through
 // `clock` (attribution::WallToMono), those overlapping [t->start_ns, t->end_ns] into t->gpu (by
-// start), each with the median duration of the trace's kernels of its name. Returns the import
+// start), their names with the median duration of the trace's kernels of each into
+// t->gpu_names. Returns the import
 // errors ("" none); files without a wall clock are left out.
 std::string PlaceGpuTraces(const std::vector<std::string>& files, const attribution::LogClock& clock,
                            attribution::Timeline* t);
