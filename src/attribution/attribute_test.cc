@@ -190,9 +190,6 @@ TEST(AttributeTest, SaturatedClientIsNamedOnlyWithoutAServerCause) {
   EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kLog});
 }
 
-// A vLLM line stamped with the client's local wall second lands at the middle of that second
-// on the client's monotonic clock (+-0.5 s); an access line (no time) and a line outside the
-// load are left out.
 // GPU kernels of a trace on the client clock: a 4 ms "gemm" at the start of every 10 ms step,
 // except that the step starting at `slow_at` runs a gemm of `slow_ms`; medians as
 // PlaceGpuTraces computes them (over the whole trace).
@@ -278,6 +275,9 @@ TEST(AttributeTest, ALongStepWhoseKernelsAllGrewIsNoSlowKernel) {
   EXPECT_NEAR(a.stalls[0].evidence.kernel_excess_share, 46.0 / 90.0, 1e-9);
 }
 
+// A vLLM line stamped with the client's local wall second lands at the middle of that second
+// on the client's monotonic clock (+-0.5 s); an access line (no time) and a line outside the
+// load are left out.
 TEST(ReadLogEventsTest, MapsTheLogsLocalSecondsOntoTheClientsClock) {
   const LogClock clock{1'764'900'000'250'000'000, 5'000'000'000};  // wall .25 s into a second
   const time_t wall_s = static_cast<time_t>(clock.wall_ns / kNsPerSec);
