@@ -446,7 +446,8 @@ std::string ProfiledBy(size_t load_files, size_t at_files) {
 
 // How the trace is known to be of the server under test ("" when it is not): recorded by
 // --profile-at or --profile-load in this run (`profiled_by` names which), said by
-// --trace-of-server, or GPU work on the wall clock within the load this run measured (Kineto's baseTimeNanoseconds; other formats do not record it).
+// --trace-of-server, or GPU work on the wall clock within the load this run measured (Kineto's
+// baseTimeNanoseconds; other formats do not record it).
 std::string TraceRecordedFrom(const DiagnoseOptions& o, size_t profiled_files, const std::string& profiled_by,
                               const trace::Trace& t, const trace::WallClockWindow& load) {
   if (profiled_files > 0) return "server under test (" + profiled_by + ")";
