@@ -59,6 +59,7 @@ class Tester {
     for (const StreamSeries& s : t.streams)
       if (s.first_token_ns >= 0) first_tokens_.push_back({s.first_token_ns, s.prompt_tokens});
     std::sort(first_tokens_.begin(), first_tokens_.end());
+    for (const GpuKernel& k : t.gpu) max_kernel_ns_ = std::max(max_kernel_ns_, k.end_ns - k.start_ns);
     if (t.host.size() >= 2) {
       auto d = Delta(t.host, t.host.front().t_ns, t.host.back().t_ns,
                      [](const HostPoint& p) { return p.psi_cpu_some_us; });
@@ -104,6 +105,26 @@ class Tester {
       e.prefill_tokens += it->second;
       ++e.prefill_requests;
     }
+    // The GPU kernel overlapping the window that is the most over its name's median (Timeline::gpu
+    // is by start: kernels starting before a - the longest kernel cannot reach the window).
+    auto k = std::lower_bound(t_.gpu.begin(), t_.gpu.end(), a - max_kernel_ns_,
+                              [](const GpuKernel& g, int64_t v) { return g.start_ns < v; });
+    int64_t excess_ns = 0;  // of every kernel in the window over its name's median
+    for (; k != t_.gpu.end() && k->start_ns <= b; ++k) {
+      if (k->end_ns < a || k->name >= t_.gpu_names.size()) continue;
+      const GpuKernelName& n = t_.gpu_names[k->name];
+      if (n.count < th_.slow_kernel_min_count) continue;
+      const int64_t dur = k->end_ns - k->start_ns;
+      excess_ns += std::max<int64_t>(0, dur - n.median_ns);
+      if (!e.kernel_name || dur - n.median_ns > e.kernel_dur_ns - e.kernel_median_ns) {
+        e.kernel_name = n.name;
+        e.kernel_start_ns = k->start_ns;
+        e.kernel_dur_ns = dur;
+        e.kernel_median_ns = n.median_ns;
+      }
+    }
+    if (e.kernel_name && excess_ns > 0)
+      e.kernel_excess_share = double(std::max<int64_t>(0, e.kernel_dur_ns - e.kernel_median_ns)) / double(excess_ns);
     return e;
   }
 
@@ -118,7 +139,11 @@ class Tester {
       case Cause::kHostCpu:
         return e.psi_cpu_share && *e.psi_cpu_share >= th_.psi_cpu_share &&
                run_psi_cpu_share_ && *e.psi_cpu_share >= 2 * *run_psi_cpu_share_;
-      case Cause::kSlowKernel: return false;  // no GPU trace on the timeline
+      case Cause::kSlowKernel:
+        return e.kernel_name &&
+               double(e.kernel_dur_ns) >= th_.slow_kernel_factor * double(e.kernel_median_ns) &&
+               e.kernel_dur_ns - e.kernel_median_ns >= th_.slow_kernel_min_excess_ns &&
+               e.kernel_excess_share >= th_.slow_kernel_excess_share;
       case Cause::kPrefill: return e.prefill_tokens >= th_.prefill_tokens_min;
       case Cause::kClient: return false;      // decided from the others (Causes)
     }
@@ -138,6 +163,7 @@ class Tester {
   const Thresholds& th_;
   std::vector<std::pair<int64_t, int>> first_tokens_;  // (time, prompt tokens), sorted
   std::optional<double> run_psi_cpu_share_;
+  int64_t max_kernel_ns_ = 0;
 };
 
 }  // namespace
@@ -147,6 +173,7 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
   out.have_server = !t.server.empty();
   out.have_host = !t.host.empty();
   out.have_log = !t.log.empty();
+  out.have_gpu = t.have_gpu;
   out.have_log_file_size = std::any_of(t.host.begin(), t.host.end(),
                                        [](const HostPoint& p) { return p.log_bytes.has_value(); });
 

@@ -16,10 +16,17 @@
 //               (host-wide PSI: other tenants count too; per-thread server CPU is not sampled)
 //   prefill     requests with >= prefill_tokens_min prompt tokens in all got their first token
 //               at the stall's end (their prefill was the long step)
+//   slow_kernel a GPU kernel of the trace recorded during the load (Timeline::gpu) overlapping the
+//               window lasted >= slow_kernel_factor times the median of the trace's kernels of
+//               its name and >= slow_kernel_min_excess_ns over it, its name seen >=
+//               slow_kernel_min_count times, and its excess over that median is at least
+//               slow_kernel_excess_share of the excess of all the window's kernels over theirs:
+//               one kernel made the step slow, not a bigger batch (a long prefill makes every
+//               kernel of its step longer together)
 //   client      none of the above, and a load thread of the client was saturated
 // A stall may have several causes; one with none is unexplained. A gap that hits too few streams
-// to be the engine's is a single-stream stall, tested for preemption only (at the gap's start). The slow-kernel rule needs a GPU
-// trace recorded during the load and is not on the timeline yet; per-thread server CPU neither.
+// to be the engine's is a single-stream stall, tested for preemption only (at the gap's start).
+// Per-thread server CPU is not on the timeline.
 //
 // Confidence: each cause is also tested on windows of the same length away from every stall
 // (the base rate); a cause present in most stalls and rarely elsewhere is a cause, one present
@@ -28,6 +35,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -55,6 +63,10 @@ struct Thresholds {
   double psi_share = 0.2;                // PSI memory "some" share of the window
   double psi_cpu_share = 0.8;            // PSI cpu "some" share of the window
   int prefill_tokens_min = 1024;
+  double slow_kernel_factor = 3.0;      // a kernel this many times its name's median...
+  int64_t slow_kernel_min_excess_ns = 2'000'000;  // ...and this much over it
+  int64_t slow_kernel_min_count = 5;    // kernels of a name needed for its median
+  double slow_kernel_excess_share = 0.67;  // of the window's kernels' excess over their medians
   double ttft_spike_factor = 3.0;
   int64_t ttft_spike_min_excess_ns = 20'000'000;
 };
@@ -66,6 +78,10 @@ struct StallEvidence {
   std::optional<double> psi_memory_share, psi_cpu_share;  // of the window
   int prefill_tokens = 0;                    // prompt tokens of first tokens at the stall's end
   int prefill_requests = 0;
+  // The longest-over-its-median GPU kernel overlapping the window (a trace on the timeline).
+  std::optional<std::string> kernel_name;
+  int64_t kernel_start_ns = 0, kernel_dur_ns = 0, kernel_median_ns = 0;  // start: client clock
+  double kernel_excess_share = 0;  // its excess over its median, of all the window's kernels'
 };
 
 struct Stall {
@@ -92,6 +108,7 @@ struct Attribution {
   int64_t median_gap_ns = 0;
   int64_t decode_ns = 0;             // sum over streams of last token - first token
   bool have_server = false, have_host = false, have_log = false, have_log_file_size = false;
+  bool have_gpu = false;              // a GPU trace on the wall clock was placed on the timeline
   std::vector<Stall> stalls;
   // Single-stream stalls (gaps hitting too few streams to be the engine's) that a preemption
   // explains: the preempted stream waits and is recomputed while the others decode on.

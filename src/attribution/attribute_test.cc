@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -187,6 +188,91 @@ TEST(AttributeTest, SaturatedClientIsNamedOnlyWithoutAServerCause) {
   a = Attribute(t);
   ASSERT_EQ(a.stalls.size(), 1u);
   EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kLog});
+}
+
+// GPU kernels of a trace on the client clock: a 4 ms "gemm" at the start of every 10 ms step,
+// except that the step starting at `slow_at` runs a gemm of `slow_ms`; medians as
+// PlaceGpuTraces computes them (over the whole trace).
+std::vector<GpuKernel> GemmSteps(int64_t slow_at, int64_t slow_ms) {  // name 0: "gemm"
+  std::vector<GpuKernel> out;
+  for (int64_t t = 0; t < 1000 * kMs; t += 10 * kMs) {
+    if (t > slow_at && t < slow_at + slow_ms * kMs) continue;  // the slow kernel's step
+    const int64_t dur = t == slow_at ? slow_ms * kMs : 4 * kMs;
+    out.push_back({t, t + dur, 0});
+  }
+  return out;
+}
+
+// The slow_kernel rule: a kernel in the window >= 3x its name's median and >= 2 ms over it
+// names the stall it overlaps, with the kernel and its duration as evidence; the pause with no
+// such kernel stays unexplained.
+TEST(AttributeTest, NamesTheSlowKernelOfAStall) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}, {700 * kMs, 800 * kMs}});
+  t.gpu = GemmSteps(400 * kMs, 115);
+  t.gpu_names = {{"gemm", 4 * kMs, int64_t(t.gpu.size())}};
+  t.have_gpu = true;
+  Attribution a = Attribute(t);
+  EXPECT_TRUE(a.have_gpu);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kSlowKernel});
+  EXPECT_EQ(a.stalls[0].evidence.kernel_name, "gemm");
+  EXPECT_EQ(a.stalls[0].evidence.kernel_dur_ns, 115 * kMs);
+  EXPECT_EQ(a.stalls[0].evidence.kernel_median_ns, 4 * kMs);
+  EXPECT_TRUE(a.stalls[1].causes.empty());
+  EXPECT_EQ(a.unexplained, 1);
+  auto fs = rules::EvaluateAttributionRules(a, t);
+  bool found = false;
+  for (const rules::Finding& f : fs)
+    if (f.id == "attribution.slow_kernel") {
+      found = true;
+      std::string text = f.title;
+      for (const auto& e : f.evidence) text += "\n" + e.text;
+      EXPECT_NE(text.find("GPU kernel gemm ran 115.0 ms (its median 4.00 ms; 100% of the window's "
+                          "kernel time over their medians)"), std::string::npos) << text;
+    }
+  EXPECT_TRUE(found);
+}
+
+// Below the factor, or a name seen too rarely for a median, is no slow kernel.
+TEST(AttributeTest, SlowKernelNeedsFactorAndEnoughKernelsOfItsName) {
+  const std::vector<std::pair<int64_t, int64_t>> pause = {{400 * kMs, 520 * kMs}};
+  Timeline under = Steady(8, pause);
+  under.gpu = GemmSteps(400 * kMs, 11);  // 2.75x the median
+  under.gpu_names = {{"gemm", 4 * kMs, 90}};
+  under.have_gpu = true;
+  Attribution a = Attribute(under);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+  EXPECT_EQ(a.stalls[0].evidence.kernel_dur_ns, 11 * kMs);
+
+  Timeline rare = Steady(8, pause);
+  rare.gpu = GemmSteps(400 * kMs, 115);
+  rare.gpu_names = {{"gemm", 4 * kMs, 4}};
+  rare.have_gpu = true;
+  a = Attribute(rare);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+}
+
+// A bigger batch (a long prefill) makes every kernel of its step longer together: no one kernel
+// holds 67% of the window's excess over the medians, so no slow_kernel.
+TEST(AttributeTest, ALongStepWhoseKernelsAllGrewIsNoSlowKernel) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  for (int64_t at = 0; at < 1000 * kMs; at += 10 * kMs) {
+    if (at > 400 * kMs && at < 510 * kMs) continue;
+    const bool big = at == 400 * kMs;
+    t.gpu.push_back({at, at + (big ? 50 : 4) * kMs, 0});
+    const int64_t n0 = at + (big ? 55 : 5) * kMs;
+    t.gpu.push_back({n0, n0 + (big ? 45 : 1) * kMs, 1});
+  }
+  t.gpu_names = {{"gemm", 4 * kMs, 90}, {"norm", 1 * kMs, 90}};
+  std::sort(t.gpu.begin(), t.gpu.end(), [](const GpuKernel& a, const GpuKernel& b) { return a.start_ns < b.start_ns; });
+  t.have_gpu = true;
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+  EXPECT_EQ(a.stalls[0].evidence.kernel_name, "gemm");
+  EXPECT_NEAR(a.stalls[0].evidence.kernel_excess_share, 46.0 / 90.0, 1e-9);
 }
 
 // A vLLM line stamped with the client's local wall second lands at the middle of that second

@@ -41,7 +41,14 @@ ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
                         {"swap_in_pages", Opt(e.swap_in_pages)},
                         {"major_faults", Opt(e.major_faults)},
                         {"psi_memory_share", Opt(e.psi_memory_share)},
-                        {"psi_cpu_share", Opt(e.psi_cpu_share)}}}});
+                        {"psi_cpu_share", Opt(e.psi_cpu_share)},
+                        {"kernel", e.kernel_name ? ordered_json(*e.kernel_name) : ordered_json(nullptr)},
+                        {"kernel_start_ns", e.kernel_name ? ordered_json(e.kernel_start_ns) : ordered_json(nullptr)},
+                        {"kernel_ms", e.kernel_name ? ordered_json(NsToMs(e.kernel_dur_ns)) : ordered_json(nullptr)},
+                        {"kernel_median_ms",
+                         e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)},
+                        {"kernel_excess_share",
+                         e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)}}}});
   }
   return stalls;
 }
@@ -102,13 +109,19 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
       {"log_mapping", a.have_log ? "the log's local 'MM-DD HH:MM:SS' through the client's wall/monotonic "
                                    "pair; +-0.5 s (whole seconds; access lines carry no time)"
                                  : ""},
+      {"gpu_mapping", a.have_gpu ? "the trace's baseTimeNanoseconds + ts (Unix ns) through the client's "
+                                   "wall/monotonic pair: exact to the microsecond when the server and the "
+                                   "client share a host's wall clock; across hosts, off by their clocks' "
+                                   "offset (not measured)"
+                                 : ""},
+      {"gpu_files", t.gpu_files},
   };
   j["layers"] = {{"client_tokens", true},
                  {"server_metrics", a.have_server},
                  {"host_samples", a.have_host},
                  {"log_file_size", a.have_log_file_size},
                  {"server_log", a.have_log},
-                 {"gpu_trace", false}};
+                 {"gpu_trace", a.have_gpu}};
   j["thresholds"] = {{"stall_gap_factor", th.stall_gap_factor},
                      {"stall_gap_min_excess_ms", NsToMs(th.stall_gap_min_excess_ns)},
                      {"stall_cluster_min_ms", NsToMs(th.stall_cluster_min_ns)},
@@ -120,6 +133,10 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"psi_share", th.psi_share},
                      {"psi_cpu_share", th.psi_cpu_share},
                      {"prefill_tokens_min", th.prefill_tokens_min},
+                     {"slow_kernel_factor", th.slow_kernel_factor},
+                     {"slow_kernel_min_excess_ms", NsToMs(th.slow_kernel_min_excess_ns)},
+                     {"slow_kernel_min_count", th.slow_kernel_min_count},
+                     {"slow_kernel_excess_share", th.slow_kernel_excess_share},
                      {"ttft_spike_factor", th.ttft_spike_factor},
                      {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
   j["median_gap_ms"] = NsToMs(a.median_gap_ns);

@@ -7,6 +7,8 @@
 //   preemption counter), at the runner's scrape interval;
 // - host: samples taken here during the load (HostSampler, --local): the server log file's size,
 //   PSI totals, swap and major-fault counters;
+// - gpu: the kernels of a Kineto trace recorded during the load, whose ts are microseconds after
+//   its baseTimeNanoseconds (Unix ns), mapped through the same wall/monotonic pair (WallToMono);
 // - log: the server log's lines, whose "MM-DD HH:MM:SS" local wall time is mapped through the
 //   client's wall/monotonic pair (LogClock); vLLM stamps whole seconds and its access lines
 //   carry no time, so a log line is placed at the middle of its second, +-0.5 s.
@@ -60,6 +62,22 @@ struct LogClock {
   int64_t mono_ns = 0;
 };
 
+// One GPU kernel of a trace recorded during the load (Kineto), on the client clock: its wall
+// clock (the trace's baseTimeNanoseconds + ts) mapped through LogClock (WallToMono).
+struct GpuKernel {
+  int64_t start_ns = 0, end_ns = 0;
+  uint32_t name = 0;           // index into Timeline::gpu_names
+};
+// A kernel name of the trace, with the median duration of the trace's kernels of that name.
+struct GpuKernelName {
+  std::string name;
+  int64_t median_ns = 0;
+  int64_t count = 0;           // how many the trace holds
+};
+
+// A wall-clock time (Unix ns) on the client's monotonic clock, through the pair read together.
+inline int64_t WallToMono(const LogClock& c, int64_t wall_ns) { return c.mono_ns + (wall_ns - c.wall_ns); }
+
 struct Timeline {
   int64_t start_ns = 0, end_ns = 0;  // the measured load phase
   std::vector<StreamSeries> streams;
@@ -67,6 +85,11 @@ struct Timeline {
   std::vector<HostPoint> host;        // empty without --local
   std::vector<LogPoint> log;          // empty without --logs
   int64_t log_uncertainty_ns = 0;     // +- of each LogPoint's time
+  // GPU kernels of a trace whose wall clock overlaps the load (empty without one), by start.
+  std::vector<GpuKernel> gpu;
+  std::vector<GpuKernelName> gpu_names;  // GpuKernel::name's table
+  bool have_gpu = false;              // a trace on the wall clock was placed (even if no kernel fell in the load)
+  std::vector<std::string> gpu_files; // the traces placed
   bool client_saturated = false;      // a load thread was busy >= kSaturatedBusy
   double client_busy_max = 0;         // the busiest load thread's CPU share
 };

@@ -215,6 +215,12 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
     }
     if (d.profile_at == "knee") d.sweep = true;
   }
+  // --profile-load (diagnose/profile_at.h): the profiler across the target load itself.
+  if (d.profile_load && (d.profile_dir.empty() || d.url.empty())) {
+    fmt::print(stderr, "latdoc diagnose: --profile-load needs --url and --profile-dir (the "
+                       "server's VLLM_TORCH_PROFILER_DIR, on this host or mounted)\n");
+    return kExitBadInput;
+  }
   if (d.concurrency < 1 || d.requests < 1 || d.baseline_requests < 1) {
     fmt::print(stderr, "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
     return kExitBadInput;
@@ -354,6 +360,10 @@ Command RegisterDiagnose(CLI::App& root) {
                   "Profile the server (vLLM's /start_profile) once the load reaches the knee "
                   "(implies --sweep) or N running requests, and analyse the trace in this run")
       ->type_name("knee|N");
+  app->add_flag("--profile-load", d.profile_load,
+                "Profile the server (vLLM's /start_profile, /stop_profile) across the target load "
+                "itself, analyse the trace in this run and lay its kernels on the stall attribution "
+                "timeline (names slow_kernel stalls); needs --profile-dir");
   app->add_option("--profile-dir", d.profile_dir,
                   "Where the server writes its traces (its VLLM_TORCH_PROFILER_DIR, here or mounted)");
   app->add_option("--profile-seconds", d.profile_seconds, "How long the profiler records at most")

@@ -127,8 +127,10 @@ ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, u
     capture->clock = {WallNowNs(), MonoNowNs()};
     if (o.local) sampler.emplace(o.sysroot, o.logs.empty() ? std::string() : o.logs.front());
     if (sampler) sampler->Start();
+    if (o.profile_load) capture->profile = StartLoadProfile(o.url, b, o.profile_dir);
   }
   auto run = loadgen::RunBench(b);
+  if (capture && o.profile_load) StopLoadProfile(o.url, b, &capture->profile);
   if (sampler) {
     sampler->Stop();
     capture->host = sampler->samples();
@@ -360,12 +362,20 @@ ordered_json ProfileAtStep(const DiagnoseOptions& o, std::optional<int64_t> knee
 
 namespace {
 
+// The flags whose profiler captures recorded trace files in this run.
+std::string ProfiledBy(size_t load_files, size_t at_files) {
+  return load_files > 0 && at_files > 0 ? "--profile-load, --profile-at"
+         : load_files > 0               ? "--profile-load"
+                                        : "--profile-at";
+}
+
 // How the trace is known to be of the server under test ("" when it is not): recorded by
-// --profile-at in this run, said by --trace-of-server, or GPU work on the wall clock within the
-// load this run measured (Kineto's baseTimeNanoseconds; other formats do not record it).
-std::string TraceRecordedFrom(const DiagnoseOptions& o, size_t profiled_files, const trace::Trace& t,
-                              const trace::WallClockWindow& load) {
-  if (profiled_files > 0) return "server under test (--profile-at)";
+// --profile-at or --profile-load in this run (`profiled_by` names which), said by
+// --trace-of-server, or GPU work on the wall clock within the load this run measured (Kineto's
+// baseTimeNanoseconds; other formats do not record it).
+std::string TraceRecordedFrom(const DiagnoseOptions& o, size_t profiled_files, const std::string& profiled_by,
+                              const trace::Trace& t, const trace::WallClockWindow& load) {
+  if (profiled_files > 0) return "server under test (" + profiled_by + ")";
   if (o.trace_of_target) return "server under test (--trace-of-server)";
   if (load.start_ns <= 0 || load.end_ns <= load.start_ns) return "";
   std::optional<trace::WallClockWindow> w = trace::GpuWorkWallClockWindow(t);
@@ -409,6 +419,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
   std::optional<int64_t> knee_concurrency;  // from --sweep: judges max_num_seqs (host rules)
   std::vector<rules::Finding> log_config;   // config.* from a vLLM log's startup line
   trace::WallClockWindow load_window;       // the load layer's, on the wall clock (0: none ran)
+  std::vector<std::string> load_profile_files;  // --profile-load's trace of the target load
   if (o.url.empty()) {
     layers["network"] = "skipped: no --url";
   } else if (o.net_samples <= 0) {
@@ -478,9 +489,16 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
     ordered_json load;
     LoadCapture capture;
     if (!base.is_null() && !stopped()) {
-      Say(o, fmt::format("load: {} requests at concurrency {}", o.requests, o.concurrency));
+      Say(o, fmt::format("load: {} requests at concurrency {}{}", o.requests, o.concurrency,
+                         o.profile_load ? " (profiled: --profile-load)" : ""));
       load = LoadStep(o, o.concurrency, o.requests, o.workload.seed, &why, &unreachable, &capture);
       note_partial(load);
+      if (o.profile_load) {
+        doc["profile_load"] = capture.profile.Json();
+        load_profile_files = capture.profile.files;
+        if (!capture.profile.recorded)
+          fmt::print(stderr, "latdoc diagnose: --profile-load: {}\n", capture.profile.status);
+      }
     }
     if (load.is_null() && !base.is_null() && stopped()) {
       layers["load"] = "partial (" + stop + "): the baseline only";
@@ -513,7 +531,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
                 srv.contains("server") && srv["server"].is_string() ? srv["server"].get<std::string>() : "")));
       }
       Append(all, rules::EvaluateLoadRules(base, load));
-      AddAttribution(capture, o.logs.empty() ? std::string() : o.logs.front(), doc, all);
+      std::vector<std::string> gpu_traces = o.traces;
+      gpu_traces.insert(gpu_traces.end(), capture.profile.files.begin(), capture.profile.files.end());
+      AddAttribution(capture, o.logs.empty() ? std::string() : o.logs.front(), gpu_traces, doc, all);
       if (o.sweep && !stopped()) {
         Say(o, fmt::format("sweep: concurrency 1 to {}", o.sweep_max));
         std::string sweep_why;
@@ -593,7 +613,8 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
 
   // --profile-at: a trace of the server under test, at the load that hurts.
   std::vector<std::string> traces = o.traces;
-  size_t profiled_files = 0;
+  traces.insert(traces.end(), load_profile_files.begin(), load_profile_files.end());
+  size_t profiled_files = load_profile_files.size();  // --profile-load's, then --profile-at's too
   if (!o.profile_at.empty() && !stopped()) {
     if (!doc.contains("bench")) {
       doc["profile_at"] = {{"at", o.profile_at}, {"recorded", false},
@@ -604,7 +625,7 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
       doc["profile_at"] = ProfileAtStep(o, knee_concurrency,
                                         doc.contains("sweep") ? doc["sweep"] : ordered_json(), &traces);
       CatchSignals();
-      profiled_files = traces.size() - o.traces.size();
+      profiled_files = traces.size() - o.traces.size();  // --profile-load's files included
     }
     if (!doc["profile_at"]["recorded"].get<bool>())
       fmt::print(stderr, "latdoc diagnose: --profile-at {}: {}\n", o.profile_at,
@@ -633,7 +654,9 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         // A trace's shares are of its own GPU time. Of the server under test, that is the
         // best estimate of its latency; of another server, or of a time not known, it says
         // nothing about this one's: no share, ranked below every measured one.
-        const std::string recorded_from = TraceRecordedFrom(o, profiled_files, t, load_window);
+        const std::string profiled_by =
+            ProfiledBy(load_profile_files.size(), profiled_files - load_profile_files.size());
+        const std::string recorded_from = TraceRecordedFrom(o, profiled_files, profiled_by, t, load_window);
         rules::PlaceTraceFindings(fs, !recorded_from.empty(), doc.contains("bench"));
         ordered_json tj;
         tj["schema"] = "latdoc.trace/1";
@@ -652,8 +675,8 @@ DiagnoseResult RunDiagnose(const DiagnoseOptions& o) {
         std::string status = errors.empty() ? "measured" : "measured (some files failed: " + errors + ")";
         if (!o.trace_note.empty()) status += " — " + o.trace_note;
         if (profiled_files > 0)
-          status += fmt::format(" — {} file(s) recorded from the server under test (--profile-at)",
-                                profiled_files);
+          status += fmt::format(" — {} file(s) recorded from the server under test ({})", profiled_files,
+                                profiled_by);
         layers["kernel"] = status;
       }
     } catch (const trace::SpillReadError& e) {

@@ -56,6 +56,9 @@ struct DiagnoseOptions {
   std::string profile_at;
   std::string profile_dir;            // the server's VLLM_TORCH_PROFILER_DIR, here or mounted
   double profile_seconds = 2;         // the profiler records at most this long
+  // --profile-load (needs profile_dir): the profiler runs across the target load itself; its
+  // trace goes to the kernel layer as the target's own and onto the stall attribution timeline.
+  bool profile_load = false;
   // --sessions N (diagnose/sessions_step.h): multi-turn sessions after the load layer; 0: none.
   // The sessions' shape: turns, shared prefix (--prefix-len), user message (input_len) and
   // answer (output_len) from `workload`.

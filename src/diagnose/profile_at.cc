@@ -256,4 +256,81 @@ ProfileCapture CaptureProfile(const ProfileRequest& r) {
   return out;
 }
 
+nlohmann::ordered_json LoadProfile::Json() const {
+  nlohmann::ordered_json j;
+  j["recorded"] = recorded;
+  j["status"] = status;
+  j["files"] = files;
+  j["profiled_s"] = recorded ? nlohmann::ordered_json(profiled_s) : nlohmann::ordered_json(nullptr);
+  return j;
+}
+
+LoadProfile StartLoadProfile(const std::string& url, const loadgen::BenchOptions& bench,
+                             const std::string& dir) {
+  LoadProfile p;
+  p.dir = dir;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    p.status = fmt::format("skipped: --profile-dir {} is not a directory (the server's "
+                           "VLLM_TORCH_PROFILER_DIR, here or mounted)", dir);
+    return p;
+  }
+  p.before = TraceFilesIn(dir);
+  Answer s = Exchange(url, bench, "POST", "/start_profile");
+  if (!s.error.empty()) {
+    p.status = "failed: POST /start_profile: " + s.error;
+  } else if (s.status == 404 || s.status == 405) {
+    p.status = fmt::format("skipped: the server has no profiler endpoint (POST /start_profile answered "
+                           "{}): start vLLM with VLLM_TORCH_PROFILER_DIR={} (or --profiler-config) to "
+                           "profile the load", s.status, dir);
+  } else if (s.status != 200) {
+    p.status = fmt::format("failed: POST /start_profile answered {}", s.status);
+  } else {
+    p.started = true;
+    p.started_ns = MonoNowNs();
+  }
+  return p;
+}
+
+void StopLoadProfile(const std::string& url, const loadgen::BenchOptions& bench, LoadProfile* p) {
+  if (!p->started) return;
+  p->started = false;
+  // vLLM answers once the trace is flushed (CaptureProfile).
+  Answer e = Exchange(url, bench, "POST", "/stop_profile", int64_t(kStopTimeoutS * 1e9));
+  p->profiled_s = double(MonoNowNs() - p->started_ns) / 1e9;
+  if (!e.error.empty()) {
+    p->status = "failed: POST /stop_profile: " + e.error;
+    return;
+  }
+  if (e.status != 200) {
+    p->status = fmt::format("failed: POST /stop_profile answered {}", e.status);
+    return;
+  }
+  // The new files, once their sizes held between two looks (the server may still be writing).
+  const std::set<std::string> before(p->before.begin(), p->before.end());
+  std::map<std::string, uintmax_t> last;
+  const int64_t wait_until = MonoNowNs() + int64_t(kFileWaitS * 1e9);
+  while (MonoNowNs() < wait_until) {
+    std::vector<std::string> fresh;
+    for (const std::string& f : TraceFilesIn(p->dir))
+      if (!before.count(f)) fresh.push_back(f);
+    auto sizes = Sizes(fresh);
+    if (!sizes.empty() && sizes == last) {
+      p->files = fresh;
+      break;
+    }
+    last = std::move(sizes);
+    SleepMs(200);
+  }
+  if (p->files.empty()) {
+    p->status = fmt::format("failed: the profiler ran {:.1f} s but no new trace file appeared in {} "
+                            "within {:g} s (is --profile-dir the server's VLLM_TORCH_PROFILER_DIR, "
+                            "on this host or mounted?)", p->profiled_s, p->dir, kFileWaitS);
+    return;
+  }
+  p->recorded = true;
+  p->status = fmt::format("recorded {} file{} over the target load ({:.1f} s)", p->files.size(),
+                          p->files.size() == 1 ? "" : "s", p->profiled_s);
+}
+
 }  // namespace latdoc::diagnose

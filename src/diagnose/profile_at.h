@@ -61,6 +61,25 @@ nlohmann::ordered_json AnalyseProfileTraces(const std::vector<std::string>& file
                                             std::vector<rules::Finding>* findings,
                                             std::string* status);
 
+// `latdoc diagnose --profile-load`: the profiler runs across the target load itself, so its
+// trace can be laid on the stall attribution timeline (docs/attribution.md). Start before the
+// load (POST /start_profile), Stop after it (POST /stop_profile, then new files in `dir` as
+// CaptureProfile waits for them). A failure says so in `status`; the diagnosis goes on.
+struct LoadProfile {
+  std::string dir;
+  bool started = false;
+  bool recorded = false;
+  std::string status;                // "recorded: ..." / "skipped: ..." / "failed: ..."
+  std::vector<std::string> files;    // the new trace files, sorted
+  double profiled_s = 0;
+  std::vector<std::string> before;   // the directory's trace files before the start
+  int64_t started_ns = 0;            // CLOCK_MONOTONIC
+  nlohmann::ordered_json Json() const;
+};
+LoadProfile StartLoadProfile(const std::string& url, const loadgen::BenchOptions& bench,
+                             const std::string& dir);
+void StopLoadProfile(const std::string& url, const loadgen::BenchOptions& bench, LoadProfile* p);
+
 // Trace files in `dir` (Kineto "*.json", "*.json.gz"; nsys "*.sqlite"; rocprof "*.csv"), by name.
 std::vector<std::string> TraceFilesIn(const std::string& dir);
 

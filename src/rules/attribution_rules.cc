@@ -24,7 +24,7 @@ const char* What(Cause c) {
     case Cause::kPreemption: return "preemptions: the KV cache ran out";
     case Cause::kSwap: return "the host swapping or faulting pages in";
     case Cause::kHostCpu: return "CPU contention on the host";
-    case Cause::kSlowKernel: return "a long GPU step";
+    case Cause::kSlowKernel: return "a GPU kernel far longer than its usual (slow kernel)";
     case Cause::kPrefill: return "long prefill batches (prefill interference)";
     case Cause::kClient: return "the client's own saturated load thread, not the server";
   }
@@ -58,7 +58,8 @@ const char* Advice(Cause c) {
       return "Give the server cores of its own (`latdoc numa-exec`, CPU pinning) or move other "
              "load off the host.";
     case Cause::kSlowKernel:
-      return "See the kernel layer's findings (`latdoc trace`) for the slow step's kernel.";
+      return "The examples name the kernel that made the step slow; see the kernel layer's "
+             "findings (`latdoc trace` on the same trace) for its shapes and roofline.";
     case Cause::kPrefill:
       return "Lower `--max-num-batched-tokens` so chunked prefill splits long prompts into "
              "shorter steps, or serve long prompts on a separate prefill instance.";
@@ -80,6 +81,10 @@ std::string Example(const Stall& s, const attribution::Timeline& t) {
   if (e.psi_cpu_share) out += fmt::format("; PSI cpu {:.0f}%", *e.psi_cpu_share * 100);
   if (e.swap_in_pages) out += fmt::format("; swap-in {} pages", *e.swap_in_pages);
   if (e.major_faults) out += fmt::format("; major faults {}", *e.major_faults);
+  if (e.kernel_name)
+    out += fmt::format("; GPU kernel {} ran {:.1f} ms (its median {:.2f} ms; {:.0f}% of the window's "
+                       "kernel time over their medians)", *e.kernel_name, NsToMs(e.kernel_dur_ns),
+                       NsToMs(e.kernel_median_ns), e.kernel_excess_share * 100);
   return out;
 }
 

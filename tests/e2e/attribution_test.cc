@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -27,26 +28,34 @@ struct Injected {
 };
 
 struct Case {
+  json doc;          // the whole diagnosis
   json attribution;
   std::vector<Injected> injected;  // during the load, after its first token
 };
 
 // A diagnose (--local, --logs the sim's log) of `requests` requests against a fresh sim with
-// `sim_extra`; the injected stalls from the sim's record.
+// `sim_extra`; the injected stalls from the sim's record. `profile_load`: the sim serves vLLM's
+// profiler endpoints (--sim-profiler-dir) and diagnose profiles the target load with them
+// (--profile-load), so the sim's Kineto trace of its steps is on the timeline.
 Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra, int input_len,
-             int requests, int concurrency = 16, int output_len = 64) {
+             int requests, int concurrency = 16, int output_len = 64, bool profile_load = false) {
   TempDir dir("attribution_" + name);
   const std::string log = dir.path() + "/sim.log", truth = dir.path() + "/stalls.jsonl",
-                    out = dir.path() + "/d.json";
+                    out = dir.path() + "/d.json", prof = dir.path() + "/profiles";
   std::vector<std::string> sim_args = {"--time-scale", "0.5", "--seed", "3", "--log-file", log,
                                        "--sim-stall-record", truth};
   sim_args.insert(sim_args.end(), sim_extra.begin(), sim_extra.end());
+  if (profile_load) {
+    std::filesystem::create_directories(prof);
+    sim_args.insert(sim_args.end(), {"--sim-profiler-dir", prof});
+  }
   SimProcess sim(sim_args);
   std::vector<std::string> args = {"diagnose", "--url", sim.url(), "--net-samples", "0",
                                    "--baseline-requests", "2", "--requests", std::to_string(requests),
                                    "--concurrency", std::to_string(concurrency), "--input-len",
                                    std::to_string(input_len), "--output-len",
                                    std::to_string(output_len), "--local", "--logs", log, "--json", out};
+  if (profile_load) args.insert(args.end(), {"--profile-load", "--profile-dir", prof});
   RunResult r = RunLatdoc(args);
   sim.process().Signal(SIGTERM);
   Case c;
@@ -57,6 +66,7 @@ Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra,
     ADD_FAILURE() << "no attribution in " << out << ": " << r.err;
     return c;
   }
+  c.doc = doc;
   c.attribution = doc["attribution"];
   const json& clock = c.attribution["clock"];
   const int64_t lo = clock["first_token_ns"].get<int64_t>(), hi = clock["load_end_ns"].get<int64_t>();
@@ -160,6 +170,51 @@ TEST(AttributionE2eTest, PreemptionsAreNamed) {
   ExpectAttributed(c, {"preemption"}, {"preemption", "prefill"});
 }
 
+// Slow kernels: every 25th step of the sim runs 6 times as long, its first GEMM taking most of
+// it (sim/profiler_trace.h). diagnose --profile-load records the sim's Kineto trace over the
+// target load, maps its baseTimeNanoseconds-based wall clock onto the client's clock, and must
+// name slow_kernel for >= 90% of those stalls, with the GEMM as the kernel, and nowhere else.
+TEST(AttributionE2eTest, SlowKernelsFromAProfileOfTheLoadAreNamed) {
+  Case c = RunCase("slow_kernel", {"--sim-slow-kernel-factor", "6", "--sim-slow-kernel-every", "25"},
+                   32, 48, 16, 64, /*profile_load=*/true);
+  ASSERT_TRUE(c.doc.contains("profile_load")) << c.doc.dump();
+  EXPECT_EQ(c.doc["profile_load"]["recorded"], true) << c.doc["profile_load"].dump();
+  EXPECT_EQ(c.doc["profile_load"]["files"].size(), 1u);
+  EXPECT_EQ(c.attribution["layers"]["gpu_trace"], true);
+  EXPECT_EQ(c.attribution["clock"]["gpu_files"], c.doc["profile_load"]["files"]);
+  EXPECT_EQ(c.doc["trace"]["recorded_from"], "server under test (--profile-load)");
+  ExpectAttributed(c, {"slow_kernel"});
+#ifndef LATDOC_SANITIZED
+  int named = 0;
+  for (const json& s : c.attribution["stalls"]) {
+    if (!Names(s, "slow_kernel")) continue;
+    ++named;
+    const json& e = s["evidence"];
+    EXPECT_NE(e["kernel"].get<std::string>().find("sm90_xmma_gemm"), std::string::npos) << e.dump();
+    EXPECT_GE(e["kernel_ms"].get<double>(), 3 * e["kernel_median_ms"].get<double>()) << e.dump();
+    // The trace's wall clock, mapped to the client's, puts the kernel inside a step the sim
+    // slowed (its record is on the same host's CLOCK_MONOTONIC), within 1 ms.
+    const int64_t k0 = e["kernel_start_ns"].get<int64_t>();
+    EXPECT_TRUE(std::any_of(c.injected.begin(), c.injected.end(), [&](const Injected& g) {
+      return g.cause == "slow_kernel" && k0 >= g.start_ns - 1'000'000 && k0 <= g.end_ns + 1'000'000;
+    })) << "kernel at " << k0 << " is in no slowed step: " << e.dump();
+  }
+  EXPECT_GE(named, 3);
+#endif
+}
+
+// A long prefill makes every kernel of its step longer, a slow kernel one: with both injected,
+// each stall gets its own cause (a slowed prefill step is both, and its record says so).
+TEST(AttributionE2eTest, SlowKernelsAndPrefillTogetherAreToldApart) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("slow_kernel_prefill", {"--sim-slow-kernel-factor", "6", "--sim-slow-kernel-every", "25"},
+                   3000, 32, 16, 64, /*profile_load=*/true);
+  EXPECT_EQ(c.attribution["layers"]["gpu_trace"], true);
+  ExpectAttributed(c, {"slow_kernel", "prefill"});
+}
+
 TEST(AttributionE2eTest, CleanRunHasNoAttributedStall) {
 #ifdef LATDOC_SANITIZED
   GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
@@ -169,6 +224,36 @@ TEST(AttributionE2eTest, CleanRunHasNoAttributedStall) {
   for (const json& s : c.attribution["stalls"]) EXPECT_TRUE(s["causes"].empty()) << s.dump();
   EXPECT_TRUE(c.attribution["causes"].empty());
   EXPECT_TRUE(c.attribution["stream_stalls"].empty());
+}
+
+TEST(AttributionE2eTest, ProfileLoadWithoutProfileDirIsBadUsage) {
+  RunResult r = RunLatdoc({"diagnose", "--url", "http://127.0.0.1:1", "--profile-load"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "latdoc diagnose: --profile-load needs --url and --profile-dir (the server's "
+                   "VLLM_TORCH_PROFILER_DIR, on this host or mounted)\n");
+}
+
+// A server without the profiler endpoints: --profile-load says so, and the diagnosis (its load,
+// its attribution without a GPU trace) goes on.
+TEST(AttributionE2eTest, ProfileLoadOnAServerWithoutProfilerGoesOn) {
+  TempDir dir("attribution_noprof");
+  const std::string out = dir.path() + "/d.json";
+  SimProcess sim({"--time-scale", "0.5"});
+  RunResult r = RunLatdoc({"diagnose", "--url", sim.url(), "--net-samples", "0", "--baseline-requests",
+                           "1", "--requests", "8", "--concurrency", "4", "--input-len", "16",
+                           "--output-len", "8", "--profile-load", "--profile-dir", dir.path(),
+                           "--json", out});
+  sim.process().Signal(SIGTERM);
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
+  EXPECT_NE(r.err.find("latdoc diagnose: --profile-load: skipped: the server has no profiler "
+                       "endpoint (POST /start_profile answered 404)"), std::string::npos) << r.err;
+  std::ifstream in(out);
+  json doc = json::parse(in, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  EXPECT_EQ(doc["profile_load"]["recorded"], false);
+  EXPECT_TRUE(doc["profile_load"]["files"].empty());
+  EXPECT_EQ(doc["attribution"]["layers"]["gpu_trace"], false);
+  EXPECT_TRUE(doc.contains("bench"));
 }
 
 }  // namespace
