@@ -1,0 +1,114 @@
+// The terminal summary of a diagnosis (RenderDiagnoseText, diagnose.h).
+#include <string>
+
+#include <fmt/core.h>
+
+#include "base/strings.h"
+#include "diagnose/diagnose.h"
+#include "report/findings_text.h"
+#include "rules/finding.h"
+
+namespace latdoc::diagnose {
+
+using nlohmann::ordered_json;
+
+std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok) {
+  const ordered_json& d = r.doc;
+  std::string out = fmt::format("latdoc diagnose: {}\n",
+                                d["target"].is_null() ? "(no live target)" : d["target"].get<std::string>());
+  // The model and the server, where the load run or the log named them.
+  std::string model;
+  for (const char* part : {"bench", "sweep", "baseline"}) {
+    if (model.empty() && d.contains(part) && d[part].is_object() && d[part].contains("model_id") &&
+        d[part]["model_id"].is_string())
+      model = d[part]["model_id"].get<std::string>();
+  }
+  const ordered_json* version = nullptr;
+  if (d.contains("logs") && d["logs"].is_object()) {
+    const ordered_json& f = d["logs"].value("facts", ordered_json::object());
+    if (f.contains("vllm_server") && f["vllm_server"].contains("version") && f["vllm_server"]["version"].is_string())
+      version = &d["logs"]["facts"]["vllm_server"]["version"];
+  }
+  std::string metrics_server;
+  if (d.contains("bench") && d["bench"].is_object() && d["bench"].contains("server_metrics") &&
+      d["bench"]["server_metrics"].contains("server") && d["bench"]["server_metrics"]["server"].is_string())
+    metrics_server = d["bench"]["server_metrics"]["server"].get<std::string>();
+  if (!model.empty()) out += "model: " + ToTerminalText(model) + "\n";
+  if (version) {
+    out += "server: vLLM " + ToTerminalText(version->get<std::string>()) + " (from its log)\n";
+  } else if (!d["target"].is_null()) {
+    out += "server: " + loadgen::ServerLabel(d["target"].get<std::string>(), metrics_server) + "\n";
+  }
+  if (d.value("partial", false)) {
+    out += fmt::format("STOPPED EARLY ({}): partial results; the layers after the stop were "
+                       "skipped.\n", d.value("partial_reason", std::string("interrupted")));
+  }
+  out += "\n";
+  out += "Layers:\n";
+  for (const auto& [k, v] : d["layers"].items()) out += fmt::format("  {:<8} {}\n", k, v.get<std::string>());
+  if (d.contains("ttft_waterfall")) {
+    const ordered_json& w = d["ttft_waterfall"];
+    auto ms = [&](const char* k) {
+      return w.contains(k) && w[k].is_number() ? fmt::format("{:.1f} ms", w[k].get<double>()) : std::string("n/a");
+    };
+    if (w.contains("unsplit_ms")) {
+      // A server whose metrics time only some parts (llama.cpp, TGI): what they do not time
+      // stays one inferred rest, and the line says what is not measurable there.
+      out += fmt::format(
+          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + rest {} "
+          "(inferred, not split)\n",
+          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("unsplit_ms"));
+      if (w.contains("not_measurable") && w["not_measurable"].is_string() &&
+          !w["not_measurable"].get<std::string>().empty())
+        out += "  " + w["not_measurable"].get<std::string>() + "\n";
+    } else if (w.contains("network_ms")) {
+      out += fmt::format(
+          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network {} "
+          "(measured by the probe) + front end {} (inferred)\n",
+          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_ms"),
+          ms("front_end_ms"));
+    } else {
+      out += fmt::format(
+          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network and "
+          "front end {} (inferred)\n",
+          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_and_front_end_ms"));
+    }
+  }
+  if (d.contains("bench")) {
+    const ordered_json& b = d["bench"];
+    auto v = [&](const char* k) {
+      return b.contains(k) && b[k].is_number() ? fmt::format("{:.1f}", b[k].get<double>()) : std::string("n/a");
+    };
+    out += fmt::format("At concurrency {}: TTFT p50 {} / p99 {} ms, ITL p50 {} / p99 {} ms, {} output tok/s\n",
+                       b.value("max_concurrency", 0), v("median_ttft_ms"), v("p99_ttft_ms"),
+                       v("median_itl_ms"), v("p99_itl_ms"), v("output_throughput"));
+  }
+  out += "\nFindings, most important first:\n";
+  report::TextOptions to;
+  to.color = color;
+  to.show_ok = show_ok;
+  std::string findings = report::RenderFindingsText(r.findings, to);
+  bool measured = false;  // a layer that ran (not skipped, not failed)
+  for (const auto& [k, v] : d["layers"].items()) {
+    const std::string status = v.get<std::string>();
+    measured = measured || (status.rfind("skipped", 0) != 0 && status.rfind("failed", 0) != 0);
+  }
+  if (!measured && findings == "No problems found.\n") {
+    findings = "Nothing was diagnosed: no layer could be measured (see Layers above).\n";
+  } else if (d.value("partial", false)) {
+    // Stopped early: the layers not run found nothing because they did not run.
+    const std::string none = "No problems found.\n";
+    if (findings == none) findings = "No problems found in the layers run before the stop.\n";
+  }
+  out += findings;
+  if (const rules::Finding* it = rules::ChangeFirst(r.findings)) {
+    out += fmt::format("\nChange first: {}\n  {}\n", it->title, it->advice);
+    if (it->latency_share)
+      out += fmt::format("  (about {:.0f}% of the {})\n", *it->latency_share * 100, rules::ShareOf(*it));
+    else if (it->share_basis == rules::ShareBasis::kOffRequestPath)
+      out += fmt::format("  (share: {})\n", rules::ShareOf(*it));
+  }
+  return out;
+}
+
+}  // namespace latdoc::diagnose
