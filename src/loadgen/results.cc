@@ -195,6 +195,7 @@ std::string ErrorRateMissText(double rate, double max_rate) {
 
 namespace {
 
+// TallyRecords' two kinds of request: failed (or cut by a stop) and completed (judged on --slo).
 void AddFailed(const RequestRecord& r, RunTally& t) {
   ++t.failed;
   ++t.failures[std::string(OutcomeName(r.outcome))];

@@ -146,7 +146,6 @@ std::string PartialTtftSplit(ordered_json& srv, const TtftSplitInputs& in, serve
   return lines;
 }
 
-
 }  // namespace
 
 ServerSection SummarizeServer(const BenchRun& run, const RunTally& t) {

@@ -15,6 +15,7 @@ namespace {
 
 using nlohmann::ordered_json;
 
+// One "label ... value" line of the summary, 52 characters wide.
 void Line(std::string& t, std::string_view label, const std::string& v) {
   t += fmt::format("{:<40}{:>12}\n", label, v);
 }
