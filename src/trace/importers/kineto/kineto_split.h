@@ -25,8 +25,9 @@ namespace latdoc::trace::kineto {
 // its own and the later parts are dropped. So the result is always the one-thread result:
 // the same events in the same order, the same name ids, bad records and errors.
 // nullopt, and `main` untouched, when the file is not one for this split (not a regular file,
-// compressed, too small, one worker): the caller reads it on one thread. Otherwise the import's status, with `*fed` and `*events` the
-// bytes and events read in all; `main` is the parse of the document's head (source `source`).
+// compressed, too small, one worker): the caller reads it on one thread. Otherwise the
+// import's status, with `*fed` and `*events` the bytes and events read in all; `main` is the
+// parse of the document's head (source `source`).
 std::optional<Status> ImportSplit(const std::string& path, const ImportOptions& options, Trace& trace,
                                   uint16_t source, KinetoParse& main, uint64_t* fed, uint64_t* events,
                                   KinetoSplitStats& stats);
