@@ -57,7 +57,7 @@ class JsonEventScanner {
   uint64_t events() const { return events_; }
   bool saw_trace_events() const { return saw_trace_events_; }
 
-  // For a parse split across threads (kineto_importer.cc). A scanner that starts at byte
+  // For a parse split across threads (kineto_split.cc). A scanner that starts at byte
   // `offset` of a document, at an element of its traceEvents array (the byte after a ',' and
   // any whitespace); `bare_array` says whether the document is a bare array.
   void StartInsideTraceEvents(uint64_t offset, bool bare_array);

@@ -1,7 +1,7 @@
 // One Kineto/Chrome-trace event's fields, as the Kineto importer needs them, and a one-pass
 // reader for the common shape of those events.
 //
-// The general path (kineto_importer.cc) hands each event's text to simdjson On-Demand. That
+// The general path (kineto_parse.h) hands each event's text to simdjson On-Demand. That
 // costs two passes over every byte (the scanner finding the event's end, then simdjson's own
 // index), and most of a PyTorch trace is the args of CPU ops that are never read. The fast
 // reader below reads an event straight from the scanner's buffer in one pass, skipping what it

@@ -8,16 +8,17 @@
 //
 // Split: a plain (uncompressed) file of at least ImportOptions::split_min_bytes is parsed in
 // parts on one thread per core. Each part after the first starts at a seam, a '{' after a ','
-// (FindSeam in the .cc), parsed into its own Trace; a part is taken only when the part before
-// it ended exactly at a traceEvents element boundary (the seam may have been inside an event's
-// args or a string: then that part reads on to the end by itself and the later ones are
-// dropped). Taken parts are appended in order with their names re-interned in the order they
+// (FindSeam, importers/common/split_reader.h), parsed into its own Trace; a part is taken only
+// when the part before it ended exactly at a traceEvents element boundary (the seam may have
+// been inside an event's args or a string: then that part reads on to the end by itself and
+// the later ones are dropped). Taken parts are appended in order with their names re-interned in the order they
 // first appeared, so the result is exactly the one-thread result (kineto_importer_test.cc).
 //
 // A compressed file is one stream: this thread inflates it and cuts the document at seams into
 // parts of about ImportOptions::split_part_bytes, parsed one per thread, a few at a time, and
 // taken in order the same way as they finish; memory holds the parts in flight, not the
 // document. Where a part cannot be taken, the last taken parse reads on over the rest.
+// Both splits are in kineto_split.cc; the parse of a document or part in kineto_parse.h.
 #pragma once
 
 #include "trace/importers/importer.h"
