@@ -11,7 +11,7 @@
 // on a new connection, as browsers and HTTP libraries do, when no response byte was received.
 //
 // Threading: everything runs on the EventLoop's thread; Send() must be called there, and the
-// observer is called there. Beast stays in client.cc.
+// observer is called there. Beast stays in client.cc and the client_*.cc files beside it.
 #pragma once
 
 #include <cstdint>
