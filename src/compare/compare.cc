@@ -515,6 +515,59 @@ Interval BootstrapDiff(const std::vector<double>& a, const std::vector<double>& 
 
 namespace {
 
+// The stalls each cause explained in two diagnoses (their "attribution": diagnose's stall
+// attribution, docs/attribution.md), cause by cause: how many stalls and what share of decode
+// time, and the stalls no cause explained. What a change did to each cause of the stalls: a
+// fix for log writes should take attribution.log's stalls away and leave the others.
+void CompareStalls(const json& a, const json& b, CompareResult& r) {
+  const bool ha = a.contains("attribution") && a["attribution"].is_object();
+  const bool hb = b.contains("attribution") && b["attribution"].is_object();
+  if (!ha && !hb) return;
+  if (ha != hb) {
+    r.notes.push_back("stall attribution in only one diagnosis: stalls not compared by cause");
+    return;
+  }
+  auto causes = [](const json& at) {
+    std::map<std::string, const json*> m;
+    if (at.contains("causes") && at["causes"].is_array())
+      for (const json& c : at["causes"])
+        if (c.is_object() && c.contains("cause") && c["cause"].is_string()) m[c["cause"].get<std::string>()] = &c;
+    return m;
+  };
+  const auto ca = causes(a["attribution"]), cb = causes(b["attribution"]);
+  std::set<std::string> names;
+  for (const auto& [n, _] : ca) names.insert(n);
+  for (const auto& [n, _] : cb) names.insert(n);
+  auto count = [](const json& at, const char* key) -> std::optional<double> {
+    if (!at.contains(key)) return std::nullopt;
+    if (at[key].is_array()) return double(at[key].size());
+    return Num(at, key);
+  };
+  r.metrics.push_back(ByThreshold("stalls", "stalls", "", Direction::kLowerIsBetter,
+                                  count(a["attribution"], "stalls"), count(b["attribution"], "stalls"),
+                                  kThresholdTail, kStallCountFloor));
+  r.metrics.push_back(ByThreshold("stalls", "unexplained", "", Direction::kLowerIsBetter,
+                                  count(a["attribution"], "unexplained"),
+                                  count(b["attribution"], "unexplained"), kThresholdTail, kStallCountFloor));
+  for (const std::string& n : names) {
+    // A cause absent from one side explained no stall there.
+    auto stalls = [&](const std::map<std::string, const json*>& m) -> std::optional<double> {
+      auto it = m.find(n);
+      return it == m.end() ? std::optional<double>(0) : Num(*it->second, "stalls");
+    };
+    auto share = [&](const std::map<std::string, const json*>& m) -> std::optional<double> {
+      auto it = m.find(n);
+      if (it == m.end()) return 0;
+      std::optional<double> v = Num(*it->second, "decode_share");
+      return v ? std::optional<double>(*v * 100) : std::nullopt;
+    };
+    r.metrics.push_back(ByThreshold("stalls by cause", n + " stalls", "", Direction::kLowerIsBetter,
+                                    stalls(ca), stalls(cb), kThresholdTail, kStallCountFloor));
+    r.metrics.push_back(ByThreshold("stalls by cause", n + " decode_share", "%", Direction::kLowerIsBetter,
+                                    share(ca), share(cb), kThresholdTail, kStallShareFloorPct));
+  }
+}
+
 StatusOr<CompareResult> CompareDocs(const LoadedResult& a, const LoadedResult& b,
                                     const CompareOptions& o) {
   if (a.kind != b.kind)
@@ -564,6 +617,7 @@ StatusOr<CompareResult> CompareDocs(const LoadedResult& a, const LoadedResult& b
                                           kThresholdTail, kLatencyFloorMs));
         }
       }
+      CompareStalls(a.doc, b.doc, r);
       CompareFindings(a.doc, b.doc, r);
       break;
     }
@@ -615,8 +669,9 @@ std::string RenderCompareText(const CompareResult& r, const CompareOptions& o) {
         // A floor alone (shares and rates in points) is the test; say it rather than "0%".
         how = m.threshold.value_or(0) > 0 ? fmt::format("threshold {:.0f}%", *m.threshold * 100) : "";
         if (m.floor) {
-          how += fmt::format("{}more than {:g} {}", how.empty() ? "" : ", ", *m.floor,
-                             m.unit == "%" ? "pt" : m.unit);
+          const std::string unit = m.unit == "%" ? "pt" : m.unit;
+          how += fmt::format("{}more than {:g}{}{}", how.empty() ? "" : ", ", *m.floor,
+                             unit.empty() ? "" : " ", unit);
         }
         if (how.empty()) how = "threshold 0%";
         break;

@@ -33,6 +33,10 @@ namespace latdoc::compare {
 inline constexpr int kBootstrapResamples = 1000;
 inline constexpr double kThresholdCentre = 0.05;     // mean, median latency; throughput
 inline constexpr double kThresholdTail = 0.10;       // p90, p95, p99, p99.9 latency
+// Stall attribution (diagnose's): a change of fewer stalls than this, or of less than this many
+// points of decode time, is within a run's noise however large relative to a small count.
+inline constexpr double kStallCountFloor = 2;
+inline constexpr double kStallShareFloorPct = 1;
 inline constexpr double kThresholdKernel = 0.10;     // one kernel's time per call in a trace
 inline constexpr double kLatencyFloorMs = 0.5;       // a latency move smaller than this is noise
 // Per-request samples a side the bootstrap needs (else thresholds judge): for means and medians,

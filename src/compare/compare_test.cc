@@ -280,6 +280,44 @@ TEST(CompareTest, DiagnoseNewAndResolvedFindings) {
   EXPECT_THAT(r->notes, ::testing::Contains(HasSubstr("load layer was not measured")));
 }
 
+// Two diagnoses with stall attribution: each cause's stalls and share of decode time compared. The
+// log fix took attribution.log's 6 stalls (12% of decode time) away; prefill's 3 stayed; a cause
+// on one side only counts 0 on the other.
+TEST(CompareTest, DiagnoseStallsComparedCauseByCause) {
+  auto diag = [](json causes, int stalls, int unexplained) {
+    json st = json::array();
+    for (int i = 0; i < stalls; ++i) st.push_back(json::object());
+    return json{{"schema", "latdoc.diagnose/1"}, {"findings", json::array()},
+                {"attribution", {{"stalls", st}, {"unexplained", unexplained}, {"causes", causes}}}};
+  };
+  json before = json::array({json{{"cause", "log"}, {"stalls", 6}, {"decode_share", 0.12}},
+                             json{{"cause", "prefill"}, {"stalls", 3}, {"decode_share", 0.05}}});
+  json after = json::array({json{{"cause", "prefill"}, {"stalls", 3}, {"decode_share", 0.05}},
+                            json{{"cause", "swap"}, {"stalls", 1}, {"decode_share", 0.004}}});
+  auto r = Compare(Doc(diag(before, 9, 0)), Doc(diag(after, 4, 0)));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const MetricDelta* total = Find(*r, "stalls", "stalls");
+  ASSERT_NE(total, nullptr);
+  EXPECT_EQ(total->verdict, "better");
+  const MetricDelta* log = Find(*r, "stalls by cause", "log stalls");
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->a, 6);
+  EXPECT_EQ(log->b, 0);
+  EXPECT_EQ(log->verdict, "better");
+  EXPECT_EQ(Find(*r, "stalls by cause", "log decode_share")->verdict, "better");
+  EXPECT_DOUBLE_EQ(*Find(*r, "stalls by cause", "log decode_share")->a, 12);
+  EXPECT_EQ(Find(*r, "stalls by cause", "prefill stalls")->verdict, "same");
+  // One new swap stall is within the noise of a run's stall count.
+  EXPECT_EQ(Find(*r, "stalls by cause", "swap stalls")->verdict, "within noise");
+  EXPECT_EQ(Find(*r, "stalls", "unexplained")->verdict, "same");
+
+  // Attribution in one diagnosis only: said, not compared.
+  auto one = Compare(Doc(diag(before, 9, 0)), Doc(json{{"schema", "latdoc.diagnose/1"}, {"findings", json::array()}}));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(Find(*one, "stalls", "stalls"), nullptr);
+  EXPECT_THAT(one->notes, ::testing::Contains(HasSubstr("stall attribution in only one diagnosis")));
+}
+
 // A rule that judges each GPU gives one finding per GPU under one id: matched by id and GPU,
 // so GPU 0 going from ok to warn is one change (and counts as worse) while GPU 1 stays put.
 TEST(CompareTest, FindingsOfOneIdPerGpuAreMatchedByGpu) {
