@@ -161,8 +161,9 @@ struct SourceFile {
   std::optional<int32_t> rank, world_size;
   // The wall-clock time (Unix ns) of the file's timestamp zero, where the format records it:
   // Kineto's top-level "baseTimeNanoseconds" (its ts are microseconds after it; libkineto,
-  // output_json.cpp, transToRelativeTime). Lets a diagnosis tell whether a trace was recorded
-  // while it measured the load.
+  // output_json.cpp, transToRelativeTime); an Nsight Systems export's
+  // TARGET_INFO_SESSION_START_TIME.utcEpochNs (its times are ns after the capture's start).
+  // Lets a diagnosis tell whether a trace was recorded while it measured the load.
   std::optional<int64_t> wall_clock_base_ns;
 };
 

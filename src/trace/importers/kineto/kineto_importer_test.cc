@@ -350,5 +350,18 @@ TEST(KinetoImporterTest, WallClockOfTheGpuWorkFromBaseTimeNanoseconds) {
   EXPECT_EQ(t.sources[0].issues.count_by_reason.count("bad baseTimeNanoseconds"), 1u);
 }
 
+// An Nsight Systems export: its times are ns after the capture's start, whose UTC time
+// TARGET_INFO_SESSION_START_TIME records (2026-01-06 17:00:40 for the fixture).
+TEST(NsysWallClockTest, SessionStartIsTheWallClockOfTimeZero) {
+  Trace t;
+  auto r = ImportFiles({"tests/data/trace/nsys/vecadd_pageable_report1.sqlite"}, ImportOptions{}, t);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  EXPECT_EQ(t.sources[0].wall_clock_base_ns, 1767718840395831670);
+  std::optional<WallClockWindow> w = GpuWorkWallClockWindow(t);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_GE(w->start_ns, int64_t{1767718840395831670} + 1'000'000'000);  // a second into the capture
+  EXPECT_LT(w->end_ns, int64_t{1767718840395831670} + 10'000'000'000);
+}
+
 }  // namespace
 }  // namespace latdoc::trace

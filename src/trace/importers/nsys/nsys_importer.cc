@@ -215,6 +215,13 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
   }
   const uint16_t source = trace.AddSource(path, "nsys");
   SourceFile& src = trace.sources[source];
+  // The capture's times are ns after its start, whose wall clock the export records
+  // (TARGET_INFO_SESSION_START_TIME.utcEpochNs, "UTC Epoch timestamp at start of the capture").
+  if (db->Has("TARGET_INFO_SESSION_START_TIME")) {
+    const std::optional<int64_t> utc = db->QueryInt("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
+    if (utc && *utc > 0) src.wall_clock_base_ns = *utc;
+    else src.issues.Add("bad TARGET_INFO_SESSION_START_TIME", "utcEpochNs", "not a positive integer");
+  }
   Status st;
   NsysStrings strings;
   RETURN_IF_ERROR(strings.Load(*db).WithContext(path));
