@@ -1,6 +1,7 @@
 #include "attribution/attribute.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 namespace latdoc::attribution {
@@ -66,6 +67,61 @@ class Tester {
       const int64_t span_ns = t.host.back().t_ns - t.host.front().t_ns;
       if (d && span_ns > 0) run_psi_cpu_share_ = double(*d) * 1000 / double(span_ns);
     }
+    run_queue_mean_ = RunQueue(INT64_MIN, INT64_MAX);
+  }
+
+  std::optional<double> run_queue_mean() const { return run_queue_mean_; }
+
+  // The mean of procs_running, less the sampler's own thread, over the samples in [a, b] (the
+  // nearest before a when none is inside).
+  std::optional<double> RunQueue(int64_t a, int64_t b) const {
+    double sum = 0;
+    int n = 0;
+    const HostPoint* before = nullptr;
+    for (const HostPoint& p : t_.host) {
+      if (!p.procs_running) continue;
+      if (p.t_ns < a) before = &p;
+      if (p.t_ns < a || p.t_ns > b) continue;
+      sum += double(std::max<int64_t>(0, *p.procs_running - 1));
+      ++n;
+    }
+    if (n == 0 && before) return double(std::max<int64_t>(0, *before->procs_running - 1));
+    if (n == 0) return std::nullopt;
+    return sum / n;
+  }
+
+  // The busiest server thread over [start, end]: its CPU time between the samples inside the
+  // window (the first at or after start, the last at or before end) when they span at least half
+  // of it, else between those bracketing it; over the time between them.
+  void ThreadBusy(int64_t start, int64_t end, StallEvidence* e) const {
+    for (const ServerThread& th : t_.server_cpu.threads) {
+      const std::vector<ThreadCpuPoint>& v = th.cpu;
+      if (v.size() < 2) continue;
+      auto at = [](const ThreadCpuPoint& p, int64_t t) { return p.t_ns < t; };
+      auto in_lo = std::lower_bound(v.begin(), v.end(), start, at);
+      auto in_hi = std::upper_bound(v.begin(), v.end(), end,
+                                    [](int64_t t, const ThreadCpuPoint& p) { return t < p.t_ns; });
+      const ThreadCpuPoint *x, *y;
+      if (in_hi - in_lo >= 2 && 2 * ((in_hi - 1)->t_ns - in_lo->t_ns) >= end - start) {
+        x = &*in_lo;
+        y = &*(in_hi - 1);
+      } else {
+        // The last sample at or before start, the first at or after end (or the series' ends).
+        auto lo = std::upper_bound(v.begin(), v.end(), start,
+                                   [](int64_t t, const ThreadCpuPoint& p) { return t < p.t_ns; });
+        x = lo == v.begin() ? &v.front() : &*(lo - 1);
+        auto hi = std::lower_bound(v.begin(), v.end(), end, at);
+        y = hi == v.end() ? &v.back() : &*hi;
+      }
+      if (y->t_ns <= x->t_ns) continue;
+      const double share = double(y->cpu_ns - x->cpu_ns) / double(y->t_ns - x->t_ns);
+      if (!e->thread_busy_share || share > *e->thread_busy_share) {
+        e->thread_busy_share = share;
+        e->thread_comm = th.comm;
+        e->thread_pid = th.pid;
+        e->thread_tid = th.tid;
+      }
+    }
   }
 
   // The evidence of every layer over the window [start, end]; `prefill_slack_ns`: how close to
@@ -85,7 +141,9 @@ class Tester {
         e.psi_memory_share = double(*m) / span_us;
       if (auto c = Delta(t_.host, a, b, [](const HostPoint& p) { return p.psi_cpu_some_us; }))
         e.psi_cpu_share = double(*c) / span_us;
+      e.run_queue = RunQueue(a, b);
     }
+    ThreadBusy(start, end, &e);
     if (!e.log_bytes && !t_.log.empty()) {
       // Log lines on the 1-second log clock: those whose +-uncertainty reaches the window.
       int64_t bytes = 0;
@@ -136,9 +194,15 @@ class Tester {
         return (e.swap_in_pages && *e.swap_in_pages > 0) ||
                (e.major_faults && *e.major_faults >= th_.major_faults_min) ||
                (e.psi_memory_share && *e.psi_memory_share >= th_.psi_share);
-      case Cause::kHostCpu:
-        return e.psi_cpu_share && *e.psi_cpu_share >= th_.psi_cpu_share &&
-               run_psi_cpu_share_ && *e.psi_cpu_share >= 2 * *run_psi_cpu_share_;
+      case Cause::kHostCpu: {
+        const bool thread = e.thread_busy_share && *e.thread_busy_share >= th_.thread_busy_share;
+        const int cpus = t_.server_cpu.online_cpus;
+        const bool queue = e.run_queue && cpus > 0 && *e.run_queue > cpus && run_queue_mean_ &&
+                           *e.run_queue >= th_.run_queue_vs_run * *run_queue_mean_;
+        const bool psi = e.psi_cpu_share && *e.psi_cpu_share >= th_.psi_cpu_share &&
+                         run_psi_cpu_share_ && *e.psi_cpu_share >= 2 * *run_psi_cpu_share_;
+        return thread || queue || psi;
+      }
       case Cause::kSlowKernel:
         return e.kernel_name &&
                double(e.kernel_dur_ns) >= th_.slow_kernel_factor * double(e.kernel_median_ns) &&
@@ -163,6 +227,7 @@ class Tester {
   const Thresholds& th_;
   std::vector<std::pair<int64_t, int>> first_tokens_;  // (time, prompt tokens), sorted
   std::optional<double> run_psi_cpu_share_;
+  std::optional<double> run_queue_mean_;
   int64_t max_kernel_ns_ = 0;
 };
 
@@ -174,6 +239,7 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
   out.have_host = !t.host.empty();
   out.have_log = !t.log.empty();
   out.have_gpu = t.have_gpu;
+  out.have_threads = !t.server_cpu.threads.empty();
   out.have_log_file_size = std::any_of(t.host.begin(), t.host.end(),
                                        [](const HostPoint& p) { return p.log_bytes.has_value(); });
 
@@ -196,6 +262,7 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
   std::sort(big.begin(), big.end(), [](const Gap& a, const Gap& b) { return a.start_ns < b.start_ns; });
 
   Tester tester(t, th);
+  out.run_queue_mean = tester.run_queue_mean();
   const int64_t prefill_slack_ns = std::max<int64_t>(out.median_gap_ns / 2, 2'000'000);
   const int64_t cluster_ns = std::max<int64_t>(2 * out.median_gap_ns, th.stall_cluster_min_ns);
   for (size_t i = 0; i < big.size();) {

@@ -12,8 +12,11 @@
 //   preemption  the /metrics preemption counter stepped between the scrapes around the window
 //   swap        pswpin or >= major_faults_min major faults, or PSI memory "some" >= psi_share of
 //               the window
-//   host_cpu    PSI cpu "some" >= psi_cpu_share of the window and >= twice the run's average
-//               (host-wide PSI: other tenants count too; per-thread server CPU is not sampled)
+//   host_cpu    one thread of the server (or of a process it started) on a CPU >= thread_busy_share
+//               of the stall (ServerCpu, --local); or the run queue (procs_running, less the
+//               sampler) over the online CPUs and >= run_queue_vs_run times its run-wide mean; or
+//               PSI cpu "some" >= psi_cpu_share of the window and >= twice the run's average
+//               (host-wide run queue and PSI: other tenants count too)
 //   prefill     requests with >= prefill_tokens_min prompt tokens in all got their first token
 //               at the stall's end (their prefill was the long step)
 //   slow_kernel a GPU kernel of the trace recorded during the load (Timeline::gpu) overlapping the
@@ -26,7 +29,6 @@
 //   client      none of the above, and a load thread of the client was saturated
 // A stall may have several causes; one with none is unexplained. A gap that hits too few streams
 // to be the engine's is a single-stream stall, tested for preemption only (at the gap's start).
-// Per-thread server CPU is not on the timeline.
 //
 // Confidence: each cause is also tested on windows of the same length away from every stall
 // (the base rate); a cause present in most stalls and rarely elsewhere is a cause, one present
@@ -62,6 +64,9 @@ struct Thresholds {
   int64_t major_faults_min = 100;
   double psi_share = 0.2;                // PSI memory "some" share of the window
   double psi_cpu_share = 0.8;            // PSI cpu "some" share of the window
+  double thread_busy_share = 0.9;        // one server thread's CPU time, of the stall's window
+  double run_queue_vs_run = 2.0;         // the window's run queue (over the online CPUs), this
+                                         // many times the run's mean
   int prefill_tokens_min = 1024;
   double slow_kernel_factor = 3.0;      // a kernel this many times its name's median...
   int64_t slow_kernel_min_excess_ns = 2'000'000;  // ...and this much over it
@@ -76,6 +81,11 @@ struct StallEvidence {
   std::optional<double> preemptions;         // counter step around the window
   std::optional<int64_t> swap_in_pages, major_faults;
   std::optional<double> psi_memory_share, psi_cpu_share;  // of the window
+  // The busiest server thread over the stall (ServerCpu): its share of a CPU, name and ids.
+  std::optional<double> thread_busy_share;
+  std::string thread_comm;
+  int64_t thread_pid = 0, thread_tid = 0;
+  std::optional<double> run_queue;           // mean procs_running (less the sampler) in the window
   int prefill_tokens = 0;                    // prompt tokens of first tokens at the stall's end
   int prefill_requests = 0;
   // The longest-over-its-median GPU kernel overlapping the window (a trace on the timeline).
@@ -109,6 +119,8 @@ struct Attribution {
   int64_t decode_ns = 0;             // sum over streams of last token - first token
   bool have_server = false, have_host = false, have_log = false, have_log_file_size = false;
   bool have_gpu = false;              // a GPU trace on the wall clock was placed on the timeline
+  bool have_threads = false;          // the server's threads were sampled (ServerCpu)
+  std::optional<double> run_queue_mean;  // over the load (procs_running less the sampler)
   std::vector<Stall> stalls;
   // Single-stream stalls (gaps hitting too few streams to be the engine's) that a preemption
   // explains: the preempted stream waits and is recomputed while the others decode on.

@@ -143,6 +143,96 @@ TEST(AttributeTest, CauseEverywhereIsBackground) {
   EXPECT_NE(fs[0].title.find("background, not a proven cause"), std::string::npos) << fs[0].title;
 }
 
+// A server thread sampled every 20 ms from 0 to 1 s: on a CPU `share` of the time, and
+// `busy_share` of it inside each window of `busy`.
+ServerThread ThreadAt(int64_t tid, const std::string& comm, double share,
+                      const std::vector<std::pair<int64_t, int64_t>>& busy = {}, double busy_share = 1.0) {
+  ServerThread th;
+  th.pid = 10;
+  th.tid = tid;
+  th.comm = comm;
+  int64_t cpu = 0;
+  for (int64_t at = 0; at <= 1000 * kMs; at += 20 * kMs) {
+    bool in = std::any_of(busy.begin(), busy.end(), [&](auto w) { return at > w.first && at <= w.second; });
+    if (at > 0) cpu += int64_t((in ? busy_share : share) * 20 * kMs);
+    th.cpu.push_back({at, cpu});
+  }
+  return th;
+}
+
+// Host samples every 10 ms, the run queue on every second one: `procs_running` (the sampler's
+// own thread included), `busy_running` inside `busy`.
+std::vector<HostPoint> RunQueueSamples(int64_t procs_running, std::pair<int64_t, int64_t> busy = {0, -1},
+                                       int64_t busy_running = 0) {
+  std::vector<HostPoint> out = LogSamples(100, {}, 0);
+  for (size_t i = 0; i < out.size(); i += 2)
+    out[i].procs_running = out[i].t_ns >= busy.first && out[i].t_ns <= busy.second ? busy_running : procs_running;
+  return out;
+}
+
+// One server thread on a CPU for the whole of one pause (and 30% of the time elsewhere): that
+// pause is host_cpu, the evidence names the thread; the other pause, with every thread at its
+// usual share, is not.
+TEST(AttributeTest, AServerThreadAt100PercentIsNamed) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}, {700 * kMs, 800 * kMs}});
+  t.host = RunQueueSamples(2);
+  t.server_cpu.pid = 10;
+  t.server_cpu.online_cpus = 4;
+  t.server_cpu.threads = {ThreadAt(11, "uvicorn", 0.1), ThreadAt(12, "EngineCore", 0.3, {{400 * kMs, 520 * kMs}})};
+  Attribution a = Attribute(t);
+  EXPECT_TRUE(a.have_threads);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kHostCpu});
+  const StallEvidence& e = a.stalls[0].evidence;
+  ASSERT_TRUE(e.thread_busy_share.has_value());
+  EXPECT_NEAR(*e.thread_busy_share, 1.0, 0.01);
+  EXPECT_EQ(e.thread_comm, "EngineCore");
+  EXPECT_EQ(e.thread_tid, 12);
+  EXPECT_NEAR(*a.stalls[1].evidence.thread_busy_share, 0.3, 0.01);
+  EXPECT_TRUE(a.stalls[1].causes.empty());
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_FALSE(fs.empty());
+  EXPECT_EQ(fs[0].id, "attribution.host_cpu");
+  bool named = false;
+  for (const auto& ev : fs[0].evidence)
+    named |= ev.text.find("busiest server thread EngineCore (tid 12) 100% of a CPU; run queue 1.0 on 4 CPUs") !=
+             std::string::npos;
+  EXPECT_TRUE(named);
+}
+
+// Busy 85% of the pause is under thread_busy_share (90%): not named.
+TEST(AttributeTest, AThreadUnderTheBusyShareIsNotNamed) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  t.host = RunQueueSamples(2);
+  t.server_cpu.online_cpus = 4;
+  t.server_cpu.threads = {ThreadAt(12, "EngineCore", 0.3, {{400 * kMs, 520 * kMs}}, 0.85)};
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_NEAR(*a.stalls[0].evidence.thread_busy_share, 0.85, 0.01);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+}
+
+// More runnable tasks than online CPUs in a pause, twice the run's usual queue: host_cpu. A
+// queue as long all the time (the host's steady state) names nothing.
+TEST(AttributeTest, ARunQueueOverTheCpusIsNamed) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}, {700 * kMs, 800 * kMs}});
+  t.host = RunQueueSamples(2, {400 * kMs, 520 * kMs}, 7);
+  t.server_cpu.online_cpus = 2;
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kHostCpu});
+  EXPECT_GT(*a.stalls[0].evidence.run_queue, 2.0);
+  EXPECT_TRUE(a.stalls[1].causes.empty());
+  EXPECT_NEAR(*a.stalls[1].evidence.run_queue, 1.0, 1e-9);  // procs_running less the sampler
+
+  t.host = RunQueueSamples(7);
+  a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_NEAR(*a.run_queue_mean, 6.0, 1e-9);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+  EXPECT_TRUE(a.stalls[1].causes.empty());
+}
+
 // No layer shows anything: the stall is reported unexplained.
 TEST(AttributeTest, NothingOnTheTimelineIsUnexplained) {
   Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "attribution/host_sampler.h"
 #include "base/clock.h"
 
 namespace latdoc::attribution {
@@ -42,6 +43,10 @@ ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
                         {"major_faults", Opt(e.major_faults)},
                         {"psi_memory_share", Opt(e.psi_memory_share)},
                         {"psi_cpu_share", Opt(e.psi_cpu_share)},
+                        {"thread_busy_share", Opt(e.thread_busy_share)},
+                        {"thread", e.thread_busy_share ? ordered_json(e.thread_comm) : ordered_json(nullptr)},
+                        {"thread_tid", e.thread_busy_share ? ordered_json(e.thread_tid) : ordered_json(nullptr)},
+                        {"run_queue", Opt(e.run_queue)},
                         {"kernel", e.kernel_name ? ordered_json(*e.kernel_name) : ordered_json(nullptr)},
                         {"kernel_start_ns", e.kernel_name ? ordered_json(e.kernel_start_ns) : ordered_json(nullptr)},
                         {"kernel_ms", e.kernel_name ? ordered_json(NsToMs(e.kernel_dur_ns)) : ordered_json(nullptr)},
@@ -121,7 +126,24 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                  {"host_samples", a.have_host},
                  {"log_file_size", a.have_log_file_size},
                  {"server_log", a.have_log},
-                 {"gpu_trace", a.have_gpu}};
+                 {"gpu_trace", a.have_gpu},
+                 {"server_threads", a.have_threads}};
+  if (a.have_host) {
+    const ServerCpu& sc = t.server_cpu;
+    j["host_sampler"] = {
+        {"interval_ms", NsToMs(kHostSampleIntervalNs)},
+        {"thread_interval_ms", NsToMs(kHostSampleIntervalNs * kThreadSampleEvery)},
+        {"server_pid", sc.pid > 0 ? ordered_json(sc.pid) : ordered_json(nullptr)},
+        {"server_found_by", sc.found_by},
+        {"server_note", sc.note},
+        {"child_pids", sc.child_pids},
+        {"threads", sc.threads.size()},
+        {"online_cpus", sc.online_cpus > 0 ? ordered_json(sc.online_cpus) : ordered_json(nullptr)},
+        {"run_queue_mean", Opt(a.run_queue_mean)},
+        {"cpu_ms", NsToMs(sc.sampler_cpu_ns)},
+        {"cpu_share", sc.sampler_wall_ns > 0 ? ordered_json(double(sc.sampler_cpu_ns) / double(sc.sampler_wall_ns))
+                                             : ordered_json(nullptr)}};
+  }
   j["thresholds"] = {{"stall_gap_factor", th.stall_gap_factor},
                      {"stall_gap_min_excess_ms", NsToMs(th.stall_gap_min_excess_ns)},
                      {"stall_cluster_min_ms", NsToMs(th.stall_cluster_min_ns)},
@@ -132,6 +154,8 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"major_faults_min", th.major_faults_min},
                      {"psi_share", th.psi_share},
                      {"psi_cpu_share", th.psi_cpu_share},
+                     {"thread_busy_share", th.thread_busy_share},
+                     {"run_queue_vs_run", th.run_queue_vs_run},
                      {"prefill_tokens_min", th.prefill_tokens_min},
                      {"slow_kernel_factor", th.slow_kernel_factor},
                      {"slow_kernel_min_excess_ms", NsToMs(th.slow_kernel_min_excess_ns)},

@@ -23,7 +23,7 @@ const char* What(Cause c) {
     case Cause::kLog: return "synchronous writes to the server log (log stall)";
     case Cause::kPreemption: return "preemptions: the KV cache ran out";
     case Cause::kSwap: return "the host swapping or faulting pages in";
-    case Cause::kHostCpu: return "CPU contention on the host";
+    case Cause::kHostCpu: return "CPU contention on the host (a server thread at 100% or a long run queue)";
     case Cause::kSlowKernel: return "a GPU kernel far longer than its usual (slow kernel)";
     case Cause::kPrefill: return "long prefill batches (prefill interference)";
     case Cause::kClient: return "the client's own saturated load thread, not the server";
@@ -55,8 +55,10 @@ const char* Advice(Cause c) {
       return "Keep the server's memory resident: free host memory, lower `vm.swappiness`, move "
              "memory-hungry processes off the host (`latdoc doctor` checks swap).";
     case Cause::kHostCpu:
-      return "Give the server cores of its own (`latdoc numa-exec`, CPU pinning) or move other "
-             "load off the host.";
+      return "A server thread at 100% of a CPU (the examples name it) is the server's own limit, "
+             "not the host's: profile that thread (py-spy for vLLM's Python threads). A run queue "
+             "longer than the cores, or CPU pressure: give the server cores of its own (`latdoc "
+             "numa-exec`, CPU pinning) or move other load off the host.";
     case Cause::kSlowKernel:
       return "The examples name the kernel that made the step slow; see the kernel layer's "
              "findings (`latdoc trace` on the same trace) for its shapes and roofline.";
@@ -79,6 +81,11 @@ std::string Example(const Stall& s, const attribution::Timeline& t) {
   out += fmt::format("; first tokens at its end: {} ({} prompt tokens)", e.prefill_requests, e.prefill_tokens);
   if (e.psi_memory_share) out += fmt::format("; PSI memory {:.0f}%", *e.psi_memory_share * 100);
   if (e.psi_cpu_share) out += fmt::format("; PSI cpu {:.0f}%", *e.psi_cpu_share * 100);
+  if (e.thread_busy_share)
+    out += fmt::format("; busiest server thread {} (tid {}) {:.0f}% of a CPU", e.thread_comm, e.thread_tid,
+                       *e.thread_busy_share * 100);
+  if (e.run_queue && t.server_cpu.online_cpus > 0)
+    out += fmt::format("; run queue {:.1f} on {} CPUs", *e.run_queue, t.server_cpu.online_cpus);
   if (e.swap_in_pages) out += fmt::format("; swap-in {} pages", *e.swap_in_pages);
   if (e.major_faults) out += fmt::format("; major faults {}", *e.major_faults);
   if (e.kernel_name)
@@ -148,6 +155,7 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
     std::string layers = "client tokens";
     if (a.have_server) layers += ", /metrics";
     if (a.have_host) layers += ", host samples";
+    if (a.have_threads) layers += ", server threads";
     if (a.have_log) layers += ", server log";
     f.evidence.push_back({"stalls_unexplained", double(a.unexplained), "", ""});
     f.evidence.push_back({"layers_on_the_timeline", std::nullopt, "", layers});

@@ -28,6 +28,7 @@ struct Injected {
 };
 
 struct Case {
+  int64_t sim_pid = 0;
   json doc;          // the whole diagnosis
   json attribution;
   std::vector<Injected> injected;  // during the load, after its first token
@@ -59,6 +60,7 @@ Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra,
   RunResult r = RunLatdoc(args);
   sim.process().Signal(SIGTERM);
   Case c;
+  c.sim_pid = sim.process().pid();
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.err;
   std::ifstream in(out);
   json doc = json::parse(in, nullptr, false);
@@ -140,6 +142,15 @@ void ExpectAttributed(const Case& c, const std::set<std::string>& expected,
 TEST(AttributionE2eTest, LogStallsAreNamed) {
   Case c = RunCase("log", {"--sim-log-stall-every", "40", "--sim-log-stall-ms", "150"}, 32, 48);
   ExpectAttributed(c, {"log"});
+  // Under --local the sim is found by the socket listening on the URL's port, and its threads'
+  // CPU time is sampled beside the host's counters.
+  const json& hs = c.attribution["host_sampler"];
+  EXPECT_EQ(hs["server_pid"], c.sim_pid) << hs.dump();
+  EXPECT_EQ(hs["server_found_by"].get<std::string>().rfind("listening on port ", 0), 0u) << hs.dump();
+  EXPECT_GE(hs["threads"].get<int>(), 1) << hs.dump();
+  EXPECT_EQ(c.attribution["layers"]["server_threads"], true);
+  EXPECT_EQ(hs["thread_interval_ms"], 20.0);
+  EXPECT_GT(hs["cpu_ms"].get<double>(), 0) << hs.dump();
 }
 
 TEST(AttributionE2eTest, PrefillInterferenceIsNamed) {
