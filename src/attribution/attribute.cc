@@ -1,5 +1,7 @@
 #include "attribution/attribute.h"
 
+#include "base/clock.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -317,6 +319,90 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
     out.stalls.push_back(std::move(s));
   }
 
+  // Throughput dips. Plan: bins of dip_bin_ns from the first token; in each, the token arrivals
+  // and the streams decoding across it (first token at or before its start, last at or after its
+  // end); the median rate and stream count over bins with streams decoding; a bin far under the
+  // median rate (scaled by its streams) is a dip's; consecutive dip bins are one dip.
+  {
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (const StreamSeries& st : t.streams)
+      if (!st.token_ns.empty()) {
+        t0 = std::min(t0, st.token_ns.front());
+        t1 = std::max(t1, st.token_ns.back());
+      }
+    const int64_t bin_ns = th.dip_bin_ns;
+    if (t0 < t1 && bin_ns > 0) {
+      const size_t bins = size_t((t1 - t0) / bin_ns + 1);
+      std::vector<int64_t> tokens(bins, 0);
+      std::vector<int> live(bins, 0);
+      std::vector<int64_t> live_step(bins + 1, 0);
+      for (const StreamSeries& st : t.streams) {
+        if (st.token_ns.empty()) continue;
+        for (int64_t at : st.token_ns) ++tokens[size_t((at - t0) / bin_ns)];
+        // The bins [first, last] it spans whole: first token <= the bin's start, last >= its end.
+        const int64_t first = (st.token_ns.front() - t0 + bin_ns - 1) / bin_ns;
+        const int64_t last = (st.token_ns.back() - t0) / bin_ns - 1;
+        if (first > last) continue;
+        ++live_step[size_t(first)];
+        --live_step[size_t(last + 1)];
+      }
+      int64_t running = 0;
+      for (size_t b = 0; b < bins; ++b) live[b] = int(running += live_step[b]);
+      std::vector<int64_t> rates, lives;
+      for (size_t b = 0; b < bins; ++b)
+        if (live[b] > 0) {
+          rates.push_back(tokens[b]);
+          lives.push_back(live[b]);
+        }
+      const double per_s = double(kNsPerSec) / double(bin_ns);
+      const double median_tok_s = double(Median(rates)) * per_s;
+      const double median_live = double(Median(lives));
+      auto expected = [&](size_t b) { return median_tok_s * std::min(1.0, double(live[b]) / median_live); };
+      auto dip = [&](size_t b) {
+        return live[b] > 0 && expected(b) / per_s >= th.dip_min_tokens &&
+               double(tokens[b]) * per_s < th.dip_rate_share * expected(b);
+      };
+      for (size_t b = 0; b < bins;) {
+        if (!dip(b)) {
+          ++b;
+          continue;
+        }
+        size_t e = b;
+        int64_t n = 0;
+        double exp_sum = 0;
+        while (e < bins && dip(e)) {
+          n += tokens[e];
+          exp_sum += expected(e);
+          ++e;
+        }
+        Dip d;
+        d.start_ns = t0 + int64_t(b) * bin_ns;
+        d.end_ns = t0 + int64_t(e) * bin_ns;
+        d.rate_tok_s = double(n) * double(kNsPerSec) / double(d.end_ns - d.start_ns);
+        d.median_tok_s = median_tok_s;
+        d.expected_tok_s = exp_sum / double(e - b);
+        d.live_streams = live[b];
+        for (size_t k = 0; k < out.stalls.size(); ++k) {
+          const Stall& s = out.stalls[k];
+          if (s.start_ns >= d.end_ns || s.end_ns <= d.start_ns) continue;
+          if (d.stall < 0) {
+            d.stall = int(k);
+            d.evidence = s.evidence;
+          }
+          for (Cause c : s.causes)
+            if (std::find(d.causes.begin(), d.causes.end(), c) == d.causes.end()) d.causes.push_back(c);
+        }
+        if (d.stall < 0) {
+          d.evidence = tester.Measure(d.start_ns, d.end_ns, prefill_slack_ns);
+          d.causes = tester.Causes(d.evidence);
+          if (d.causes.empty()) ++out.unexplained_dips;
+        }
+        out.dips.push_back(std::move(d));
+        b = e;
+      }
+    }
+  }
+
   // Base rates: windows as long as the median stall, ending at token arrivals away from stalls.
   std::map<Cause, CauseSummary> by_cause;
   for (const Stall& s : out.stalls) {
@@ -330,6 +416,10 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
       cs.cost_ns += s.cost_ns;
     }
   }
+  for (const Dip& d : out.dips) {
+    if (d.stall >= 0) continue;  // the stall's
+    for (Cause c : d.causes) ++by_cause.try_emplace(c, CauseSummary{c}).first->second.dips;
+  }
   for (const Stall& s : out.stream_stalls) {
     CauseSummary& cs = by_cause.try_emplace(Cause::kPreemption, CauseSummary{Cause::kPreemption}).first->second;
     ++cs.stream_stalls;
@@ -338,6 +428,8 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
   if (!by_cause.empty()) {
     std::vector<int64_t> lens, arrivals;
     for (const Stall& s : out.stalls) lens.push_back(s.end_ns - s.start_ns);
+    if (lens.empty())  // dips only
+      for (const Dip& d : out.dips) lens.push_back(d.end_ns - d.start_ns);
     const int64_t len_ns = Median(lens);
     for (const StreamSeries& st : t.streams) arrivals.insert(arrivals.end(), st.token_ns.begin(), st.token_ns.end());
     std::sort(arrivals.begin(), arrivals.end());
@@ -348,6 +440,8 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
       const int64_t e = arrivals[k], b = e - len_ns;
       bool near = std::any_of(out.stalls.begin(), out.stalls.end(), [&](const Stall& s) {
         return b < s.end_ns + guard_ns && e > s.start_ns - guard_ns;
+      }) || std::any_of(out.dips.begin(), out.dips.end(), [&](const Dip& d) {
+        return b < d.end_ns + guard_ns && e > d.start_ns - guard_ns;
       });
       if (near) continue;
       StallEvidence ev = tester.Measure(b, e, prefill_slack_ns);

@@ -30,6 +30,13 @@
 // A stall may have several causes; one with none is unexplained. A gap that hits too few streams
 // to be the engine's is a single-stream stall, tested for preemption only (at the gap's start).
 //
+// A throughput dip: a run of bins of dip_bin_ns (from the load's first token) in which streams
+// were decoding and the output token rate across streams fell below dip_rate_share of the run's
+// median rate (scaled down by the bin's decoding streams over their median count, when fewer:
+// the load's ramp and tail are not dips), in bins where the median rate expects at least
+// dip_min_tokens (fewer are too few to judge a rate by: long prefills, one stream). A dip that overlaps a stall is that stall's (its
+// causes); the others are tested with the same rules as stalls, on the dip's window.
+//
 // Confidence: each cause is also tested on windows of the same length away from every stall
 // (the base rate); a cause present in most stalls and rarely elsewhere is a cause, one present
 // everywhere is background. Pure functions; no I/O.
@@ -72,6 +79,9 @@ struct Thresholds {
   int64_t slow_kernel_min_excess_ns = 2'000'000;  // ...and this much over it
   int64_t slow_kernel_min_count = 5;    // kernels of a name needed for its median
   double slow_kernel_excess_share = 0.67;  // of the window's kernels' excess over their medians
+  int64_t dip_bin_ns = 100'000'000;     // throughput is counted per bin of this width
+  double dip_rate_share = 0.5;          // a bin under this share of the median rate is a dip's
+  double dip_min_tokens = 8;            // ...judged only where at least this many were expected
   double ttft_spike_factor = 3.0;
   int64_t ttft_spike_min_excess_ns = 20'000'000;
 };
@@ -103,6 +113,17 @@ struct Stall {
   StallEvidence evidence;
 };
 
+struct Dip {
+  int64_t start_ns = 0, end_ns = 0;  // client clock: its bins' edges
+  double rate_tok_s = 0;             // output tokens across streams per second in the dip
+  double median_tok_s = 0;           // the run's median over bins with streams decoding
+  double expected_tok_s = 0;         // the median scaled by the dip's decoding streams (when fewer)
+  int live_streams = 0;              // streams decoding across its first bin
+  int stall = -1;                    // the stall it overlaps (Attribution::stalls), -1 none
+  std::vector<Cause> causes;         // the stall's, or its own; empty: unexplained
+  StallEvidence evidence;
+};
+
 struct CauseSummary {
   Cause cause;
   int stalls = 0;                    // stalls it is a cause of
@@ -110,6 +131,7 @@ struct CauseSummary {
   int baseline_windows = 0;          // windows away from stalls tested
   int baseline_present = 0;          // ...in which the cause's rule also held
   int ttft_spikes = 0;               // TTFT spikes whose wait overlapped a stall it explains
+  int dips = 0;                      // throughput dips it explains that are no stall's
   int stream_stalls = 0;             // single-stream stalls it explains (preemption only)
   int64_t stream_cost_ns = 0;
 };
@@ -125,7 +147,9 @@ struct Attribution {
   // Single-stream stalls (gaps hitting too few streams to be the engine's) that a preemption
   // explains: the preempted stream waits and is recomputed while the others decode on.
   std::vector<Stall> stream_stalls;
-  std::vector<CauseSummary> causes;  // one per cause with stalls > 0, most stalls first
+  std::vector<Dip> dips;             // throughput dips, by time
+  int unexplained_dips = 0;          // dips that are no stall's and have no cause
+  std::vector<CauseSummary> causes;  // one per cause with stalls or dips > 0, most stalls first
   int unexplained = 0;
   int64_t unexplained_cost_ns = 0;
   // TTFT spikes: requests whose TTFT exceeded ttft_spike_factor times the run's median TTFT (and

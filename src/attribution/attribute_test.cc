@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "attribution/attribution_json.h"
 #include "base/clock.h"
 #include "rules/attribution_rules.h"
 
@@ -231,6 +232,93 @@ TEST(AttributeTest, ARunQueueOverTheCpusIsNamed) {
   EXPECT_NEAR(*a.run_queue_mean, 6.0, 1e-9);
   EXPECT_TRUE(a.stalls[0].causes.empty());
   EXPECT_TRUE(a.stalls[1].causes.empty());
+}
+
+// `n` streams decoding from 0 to 1 s, a token every 10 ms, but every `slow_step` ms inside
+// [lo, hi): gaps too short to be stalls, a rate far under the run's.
+Timeline Slowed(int n, int64_t lo, int64_t hi, int64_t slow_step, int64_t end = 1000 * kMs) {
+  Timeline t;
+  t.end_ns = 1000 * kMs;
+  for (int k = 0; k < n; ++k) {
+    StreamSeries s;
+    s.index = k;
+    s.sent_ns = 0;
+    for (int64_t at = 5 * kMs; at <= (k % 4 ? end : 1000 * kMs);)
+    {
+      s.token_ns.push_back(at);
+      at += at >= lo && at < hi ? slow_step * kMs : 10 * kMs;
+    }
+    s.first_token_ns = s.token_ns.front();
+    t.streams.push_back(std::move(s));
+  }
+  return t;
+}
+
+// A stall empties its bins of tokens: the dip over them is the stall's, with its causes, and
+// is counted for the stall only.
+TEST(AttributeTest, ADipOverAStallIsTheStalls) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  t.host = LogSamples(100, {402 * kMs}, 8192);
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  ASSERT_EQ(a.dips.size(), 1u);
+  const Dip& d = a.dips[0];
+  EXPECT_EQ(d.start_ns, 405 * kMs);  // bins of 100 ms from the first token (5 ms)
+  EXPECT_EQ(d.end_ns, 505 * kMs);
+  EXPECT_EQ(d.rate_tok_s, 0);
+  EXPECT_EQ(d.median_tok_s, 800);  // 8 streams, a token every 10 ms
+  EXPECT_EQ(d.live_streams, 8);
+  EXPECT_EQ(d.stall, 0);
+  EXPECT_EQ(d.causes, std::vector<Cause>{Cause::kLog});
+  ASSERT_EQ(a.causes.size(), 1u);
+  EXPECT_EQ(a.causes[0].stalls, 1);
+  EXPECT_EQ(a.causes[0].dips, 0);
+  nlohmann::ordered_json j = AttributionJson(a, t, Thresholds{});
+  ASSERT_EQ(j["dips"].size(), 1u);
+  EXPECT_EQ(j["dips"][0]["at_s"], 0.405);
+  EXPECT_EQ(j["dips"][0]["dur_ms"], 100.0);
+  EXPECT_EQ(j["dips"][0]["rate_vs_median"], 0.0);
+  EXPECT_EQ(j["dips"][0]["stall"], 0);
+  EXPECT_EQ(j["dips"][0]["causes"], nlohmann::ordered_json::array({"log"}));
+  EXPECT_EQ(j["thresholds"]["dip_rate_share"], 0.5);
+}
+
+// Tokens every 30 ms for 200 ms: no gap is a stall's, but the rate is a third of the median: a
+// dip, tested with the stalls' rules (a major-fault burst there: swap) and explained by it.
+TEST(AttributeTest, ADipWithoutAStallIsAttributedOnItsOwn) {
+  Timeline t = Slowed(8, 600 * kMs, 800 * kMs, 30);
+  t.host = LogSamples(100, {}, 0);
+  for (HostPoint& p : t.host) p.major_faults = p.t_ns >= 700 * kMs ? 500 : 0;
+  Attribution a = Attribute(t);
+  EXPECT_TRUE(a.stalls.empty());
+  ASSERT_EQ(a.dips.size(), 1u);
+  const Dip& d = a.dips[0];
+  EXPECT_EQ(d.stall, -1);
+  EXPECT_LE(d.start_ns, 605 * kMs);
+  EXPECT_GE(d.end_ns, 705 * kMs);
+  EXPECT_LT(d.rate_tok_s, 0.5 * d.median_tok_s);
+  EXPECT_EQ(d.causes, std::vector<Cause>{Cause::kSwap});
+  ASSERT_EQ(a.causes.size(), 1u);
+  EXPECT_EQ(a.causes[0].cause, Cause::kSwap);
+  EXPECT_EQ(a.causes[0].dips, 1);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].id, "attribution.swap");
+  EXPECT_NE(fs[0].title.find("and 1 throughput dip outside the stalls"), std::string::npos) << fs[0].title;
+
+  t.host = LogSamples(100, {}, 0);  // nothing on the timeline: unexplained
+  a = Attribute(t);
+  ASSERT_EQ(a.dips.size(), 1u);
+  EXPECT_TRUE(a.dips[0].causes.empty());
+  EXPECT_EQ(a.unexplained_dips, 1);
+}
+
+// Six of the eight streams end at 600 ms: the rate falls to a quarter with them, which is no dip.
+TEST(AttributeTest, FewerStreamsDecodingIsNoDip) {
+  Timeline t = Slowed(8, 0, 0, 10, 600 * kMs);
+  Attribution a = Attribute(t);
+  EXPECT_TRUE(a.stalls.empty());
+  EXPECT_TRUE(a.dips.empty());
 }
 
 // No layer shows anything: the stall is reported unexplained.

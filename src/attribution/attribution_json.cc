@@ -20,12 +20,33 @@ ordered_json FirstToken(const Timeline& t) {
     if (s.first_token_ns >= 0 && (!first || s.first_token_ns < *first)) first = s.first_token_ns;
   return Opt(first);
 }
+ordered_json EvidenceJson(const StallEvidence& e) {
+  return {{"log_bytes", Opt(e.log_bytes)},
+          {"preemptions", Opt(e.preemptions)},
+          {"prefill_requests", e.prefill_requests},
+          {"prefill_tokens", e.prefill_tokens},
+          {"swap_in_pages", Opt(e.swap_in_pages)},
+          {"major_faults", Opt(e.major_faults)},
+          {"psi_memory_share", Opt(e.psi_memory_share)},
+          {"psi_cpu_share", Opt(e.psi_cpu_share)},
+          {"thread_busy_share", Opt(e.thread_busy_share)},
+          {"thread", e.thread_busy_share ? ordered_json(e.thread_comm) : ordered_json(nullptr)},
+          {"thread_tid", e.thread_busy_share ? ordered_json(e.thread_tid) : ordered_json(nullptr)},
+          {"run_queue", Opt(e.run_queue)},
+          {"kernel", e.kernel_name ? ordered_json(*e.kernel_name) : ordered_json(nullptr)},
+          {"kernel_start_ns", e.kernel_name ? ordered_json(e.kernel_start_ns) : ordered_json(nullptr)},
+          {"kernel_ms", e.kernel_name ? ordered_json(NsToMs(e.kernel_dur_ns)) : ordered_json(nullptr)},
+          {"kernel_median_ms",
+           e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)},
+          {"kernel_excess_share",
+           e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)}};
+}
+
 ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
   ordered_json stalls = ordered_json::array();
   for (const Stall& s : list) {
     ordered_json causes = ordered_json::array();
     for (Cause c : s.causes) causes.push_back(CauseName(c));
-    const StallEvidence& e = s.evidence;
     stalls.push_back({{"start_ns", s.start_ns},
                       {"end_ns", s.end_ns},
                       {"at_s", NsToSec(s.start_ns - t.start_ns)},
@@ -34,28 +55,32 @@ ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
                       {"live_streams", s.live_streams},
                       {"cost_ms", NsToMs(s.cost_ns)},
                       {"causes", causes},
-                      {"evidence",
-                       {{"log_bytes", Opt(e.log_bytes)},
-                        {"preemptions", Opt(e.preemptions)},
-                        {"prefill_requests", e.prefill_requests},
-                        {"prefill_tokens", e.prefill_tokens},
-                        {"swap_in_pages", Opt(e.swap_in_pages)},
-                        {"major_faults", Opt(e.major_faults)},
-                        {"psi_memory_share", Opt(e.psi_memory_share)},
-                        {"psi_cpu_share", Opt(e.psi_cpu_share)},
-                        {"thread_busy_share", Opt(e.thread_busy_share)},
-                        {"thread", e.thread_busy_share ? ordered_json(e.thread_comm) : ordered_json(nullptr)},
-                        {"thread_tid", e.thread_busy_share ? ordered_json(e.thread_tid) : ordered_json(nullptr)},
-                        {"run_queue", Opt(e.run_queue)},
-                        {"kernel", e.kernel_name ? ordered_json(*e.kernel_name) : ordered_json(nullptr)},
-                        {"kernel_start_ns", e.kernel_name ? ordered_json(e.kernel_start_ns) : ordered_json(nullptr)},
-                        {"kernel_ms", e.kernel_name ? ordered_json(NsToMs(e.kernel_dur_ns)) : ordered_json(nullptr)},
-                        {"kernel_median_ms",
-                         e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)},
-                        {"kernel_excess_share",
-                         e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)}}}});
+                      {"evidence", EvidenceJson(s.evidence)}});
   }
   return stalls;
+}
+
+ordered_json DipsJson(const Attribution& a, const Timeline& t) {
+  ordered_json out = ordered_json::array();
+  for (const Dip& d : a.dips) {
+    ordered_json causes = ordered_json::array();
+    for (Cause c : d.causes) causes.push_back(CauseName(c));
+    ordered_json one = {{"start_ns", d.start_ns},
+                        {"end_ns", d.end_ns},
+                        {"at_s", NsToSec(d.start_ns - t.start_ns)},
+                        {"dur_ms", NsToMs(d.end_ns - d.start_ns)},
+                        {"rate_tok_s", d.rate_tok_s},
+                        {"median_tok_s", d.median_tok_s},
+                        {"expected_tok_s", d.expected_tok_s},
+                        {"rate_vs_median", d.median_tok_s > 0 ? ordered_json(d.rate_tok_s / d.median_tok_s)
+                                                              : ordered_json(nullptr)},
+                        {"live_streams", d.live_streams},
+                        {"stall", d.stall >= 0 ? ordered_json(d.stall) : ordered_json(nullptr)},
+                        {"causes", causes},
+                        {"evidence", EvidenceJson(d.evidence)}};
+    out.push_back(std::move(one));
+  }
+  return out;
 }
 
 // The aligned series of the HTML report's timeline chart: per bin of 100 ms (wider when the load
@@ -161,12 +186,17 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"slow_kernel_min_excess_ms", NsToMs(th.slow_kernel_min_excess_ns)},
                      {"slow_kernel_min_count", th.slow_kernel_min_count},
                      {"slow_kernel_excess_share", th.slow_kernel_excess_share},
+                     {"dip_bin_ms", NsToMs(th.dip_bin_ns)},
+                     {"dip_rate_share", th.dip_rate_share},
+                     {"dip_min_tokens", th.dip_min_tokens},
                      {"ttft_spike_factor", th.ttft_spike_factor},
                      {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
   j["median_gap_ms"] = NsToMs(a.median_gap_ns);
   j["decode_ms"] = NsToMs(a.decode_ns);
   j["stalls"] = StallsJson(a.stalls, t);
   j["stream_stalls"] = StallsJson(a.stream_stalls, t);
+  j["dips"] = DipsJson(a, t);
+  j["unexplained_dips"] = a.unexplained_dips;
   ordered_json causes = ordered_json::array();
   for (const CauseSummary& cs : a.causes)
     causes.push_back({{"cause", CauseName(cs.cause)},
@@ -175,6 +205,7 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                       {"decode_share", a.decode_ns > 0 ? ordered_json(double(cs.cost_ns) / double(a.decode_ns))
                                                        : ordered_json(nullptr)},
                       {"stream_stalls", cs.stream_stalls},
+                      {"dips", cs.dips},
                       {"ttft_spikes", cs.ttft_spikes},
                       {"baseline_windows", cs.baseline_windows},
                       {"baseline_present", cs.baseline_present}});

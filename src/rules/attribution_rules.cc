@@ -72,10 +72,23 @@ const char* Advice(Cause c) {
   return "";
 }
 
+// The evidence of each layer in a window, appended to `out`.
+std::string EvidenceText(std::string out, const attribution::StallEvidence& e, const attribution::Timeline& t);
+
 std::string Example(const Stall& s, const attribution::Timeline& t) {
-  const attribution::StallEvidence& e = s.evidence;
-  std::string out = fmt::format("at +{:.3f} s: {:.1f} ms, {} of {} streams", NsToSec(s.start_ns - t.start_ns),
-                                NsToMs(s.end_ns - s.start_ns), s.streams, s.live_streams);
+  return EvidenceText(fmt::format("at +{:.3f} s: {:.1f} ms, {} of {} streams", NsToSec(s.start_ns - t.start_ns),
+                                  NsToMs(s.end_ns - s.start_ns), s.streams, s.live_streams),
+                      s.evidence, t);
+}
+
+std::string DipExample(const attribution::Dip& d, const attribution::Timeline& t) {
+  return EvidenceText(fmt::format("at +{:.3f} s: a throughput dip of {:.0f} ms, {:.0f} tokens/s against a "
+                                  "median of {:.0f}", NsToSec(d.start_ns - t.start_ns),
+                                  NsToMs(d.end_ns - d.start_ns), d.rate_tok_s, d.median_tok_s),
+                      d.evidence, t);
+}
+
+std::string EvidenceText(std::string out, const attribution::StallEvidence& e, const attribution::Timeline& t) {
   if (e.log_bytes) out += fmt::format("; log +{} B", *e.log_bytes);
   if (e.preemptions) out += fmt::format("; preemptions +{:g}", *e.preemptions);
   out += fmt::format("; first tokens at its end: {} ({} prompt tokens)", e.prefill_requests, e.prefill_tokens);
@@ -99,7 +112,7 @@ std::string Example(const Stall& s, const attribution::Timeline& t) {
 
 std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attribution::Timeline& t) {
   std::vector<Finding> out;
-  if (a.stalls.empty() && a.stream_stalls.empty()) return out;
+  if (a.stalls.empty() && a.stream_stalls.empty() && a.causes.empty()) return out;
   const int total = static_cast<int>(a.stalls.size());
   auto share = [&](int64_t cost_ns) {
     return a.decode_ns > 0 ? std::optional<double>(double(cost_ns) / double(a.decode_ns)) : std::nullopt;
@@ -116,6 +129,8 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
     if (cs.stream_stalls > 0)
       f.title += fmt::format("{} {} single-stream stall{} began at one", cs.stalls > 0 ? "; and" : ":",
                              cs.stream_stalls, cs.stream_stalls == 1 ? "" : "s");
+    if (cs.dips > 0)
+      f.title += fmt::format("; and {} throughput dip{} outside the stalls", cs.dips, cs.dips == 1 ? "" : "s");
     if (sh) f.title += fmt::format(": {:.1f}% of decode time", *sh * 100);
     if (background)
       f.title += fmt::format(" (but it is present in {:.0f}% of other windows too: background, not "
@@ -123,6 +138,8 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
     f.evidence.push_back({"stalls_explained", double(cs.stalls), "", ""});
     f.evidence.push_back({"stalls_total", double(total), "", ""});
     f.evidence.push_back({"single_stream_stalls_explained", double(cs.stream_stalls), "", ""});
+    f.evidence.push_back({"throughput_dips_explained", double(cs.dips), "",
+                          "dips in the output token rate that are no stall's"});
     f.evidence.push_back({"ttft_spikes_explained", double(cs.ttft_spikes), "",
                           fmt::format("of {} requests with TTFT over {:.1f} ms (median {:.1f} ms)",
                                       a.ttft_spikes, NsToMs(a.ttft_spike_ns), NsToMs(a.median_ttft_ns))});
@@ -139,6 +156,11 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
         if (std::find(s.causes.begin(), s.causes.end(), cs.cause) == s.causes.end()) continue;
         f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", Example(s, t)});
       }
+    }
+    for (const attribution::Dip& d : a.dips) {
+      if (shown == 3) break;
+      if (d.stall >= 0 || std::find(d.causes.begin(), d.causes.end(), cs.cause) == d.causes.end()) continue;
+      f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", DipExample(d, t)});
     }
     f.advice = Advice(cs.cause);
     f.latency_share = sh;
