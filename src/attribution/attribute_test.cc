@@ -321,6 +321,30 @@ TEST(AttributeTest, FewerStreamsDecodingIsNoDip) {
   EXPECT_TRUE(a.dips.empty());
 }
 
+// attribution.series: the log's growth per 100 ms bin as KiB/s (from the host samples), and the
+// GPU kernel time per bin, a kernel across a bin edge split between the two bins.
+TEST(AttributeTest, SeriesHaveTheLogWriteRateAndTheGpuKernelTime) {
+  Timeline t = Steady(2, {});
+  nlohmann::ordered_json s = AttributionJson(Attribute(t), t, Thresholds{})["series"];
+  EXPECT_FALSE(s.contains("log_write_kib_s"));  // not sampled
+  EXPECT_FALSE(s.contains("gpu_kernel_ms"));    // no trace placed
+  t.host = LogSamples(0, {150 * kMs}, 2048);    // 2 KiB written in the bin [100, 200) ms
+  t.have_gpu = true;
+  t.gpu_names = {{"gemm", 10 * kMs, 5}};
+  t.gpu = {{50 * kMs, 60 * kMs, 0}, {190 * kMs, 230 * kMs, 0}};
+  s = AttributionJson(Attribute(t), t, Thresholds{})["series"];
+  ASSERT_EQ(s["t_s"].size(), 11u);
+  ASSERT_EQ(s["log_write_kib_s"].size(), 11u);
+  EXPECT_EQ(s["log_write_kib_s"][0], 0.0);
+  EXPECT_EQ(s["log_write_kib_s"][1], 20.0);  // 2 KiB in 0.1 s
+  EXPECT_EQ(s["log_write_kib_s"][2], 0.0);
+  ASSERT_EQ(s["gpu_kernel_ms"].size(), 11u);
+  EXPECT_EQ(s["gpu_kernel_ms"][0], 10.0);
+  EXPECT_EQ(s["gpu_kernel_ms"][1], 10.0);
+  EXPECT_EQ(s["gpu_kernel_ms"][2], 30.0);
+  EXPECT_EQ(s["gpu_kernel_ms"][3], 0.0);
+}
+
 // No layer shows anything: the stall is reported unexplained.
 TEST(AttributeTest, NothingOnTheTimelineIsUnexplained) {
   Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});

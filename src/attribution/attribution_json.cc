@@ -123,7 +123,41 @@ ordered_json SeriesJson(const Timeline& t) {
     run.push_back(Opt(running));
     wait.push_back(Opt(waiting));
   }
-  return {{"bin_ms", NsToMs(bin_ns)}, {"t_s", ts}, {"itl_p99_ms", p99}, {"running", run}, {"waiting", wait}};
+  ordered_json out = {{"bin_ms", NsToMs(bin_ns)}, {"t_s", ts}, {"itl_p99_ms", p99}, {"running", run}, {"waiting", wait}};
+  auto bin_of = [&](int64_t at_ns) {
+    return std::min<int64_t>(int64_t(bins) - 1, std::max<int64_t>(0, (at_ns - t.start_ns) / bin_ns));
+  };
+  // The server log's write rate: each pair of consecutive host samples that read the log file's
+  // size puts its growth in the bin of the later sample. Bins no pair ends in are null.
+  if (std::any_of(t.host.begin(), t.host.end(), [](const HostPoint& p) { return p.log_bytes.has_value(); })) {
+    std::vector<std::optional<int64_t>> bytes(bins);
+    for (size_t i = 1; i < t.host.size(); ++i) {
+      const HostPoint &a = t.host[i - 1], &b = t.host[i];
+      if (!a.log_bytes || !b.log_bytes || b.t_ns < t.start_ns || b.t_ns > t.end_ns) continue;
+      std::optional<int64_t>& slot = bytes[size_t(bin_of(b.t_ns))];
+      slot = slot.value_or(0) + std::max<int64_t>(0, *b.log_bytes - *a.log_bytes);
+    }
+    ordered_json rate = ordered_json::array();
+    for (const auto& v : bytes)
+      rate.push_back(v ? ordered_json(double(*v) / 1024 / NsToSec(bin_ns)) : ordered_json(nullptr));
+    out["log_write_kib_s"] = std::move(rate);
+  }
+  // The GPU kernel time of each bin: every kernel of the placed trace, clipped to the bins it
+  // overlaps (kernels on several streams at once add up: more than the bin is possible).
+  if (t.have_gpu) {
+    std::vector<int64_t> busy(bins, 0);
+    for (const GpuKernel& k : t.gpu) {
+      const int64_t lo = std::max(k.start_ns, t.start_ns), hi = std::min(k.end_ns, t.end_ns);
+      for (int64_t b = bin_of(lo); hi > lo && b <= bin_of(hi); ++b) {
+        const int64_t b0 = t.start_ns + b * bin_ns;
+        busy[size_t(b)] += std::max<int64_t>(0, std::min(hi, b0 + bin_ns) - std::max(lo, b0));
+      }
+    }
+    ordered_json ms = ordered_json::array();
+    for (int64_t v : busy) ms.push_back(NsToMs(v));
+    out["gpu_kernel_ms"] = std::move(ms);
+  }
+  return out;
 }
 
 }  // namespace

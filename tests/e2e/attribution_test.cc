@@ -71,7 +71,7 @@ Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra,
   }
   c.doc = doc;
   if (const char* keep = std::getenv("LATDOC_KEEP_ATTRIBUTION"))
-    std::ofstream(std::string(keep) + "/" + name + ".json") << doc["attribution"].dump();
+    std::ofstream(std::string(keep) + "/" + name + ".json") << doc.dump();
   c.attribution = doc["attribution"];
   const json& clock = c.attribution["clock"];
   const int64_t lo = clock["first_token_ns"].get<int64_t>(), hi = clock["load_end_ns"].get<int64_t>();
