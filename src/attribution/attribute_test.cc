@@ -304,7 +304,13 @@ TEST(AttributeTest, ADipWithoutAStallIsAttributedOnItsOwn) {
   std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].id, "attribution.swap");
-  EXPECT_NE(fs[0].title.find("and 1 throughput dip outside the stalls"), std::string::npos) << fs[0].title;
+  EXPECT_EQ(fs[0].title, "1 throughput dip in the output token rate coincides with the host swapping or "
+                        "faulting pages in");
+  EXPECT_EQ(fs[0].severity, rules::Severity::kInfo);
+  bool example = false;
+  for (const auto& ev : fs[0].evidence)
+    example |= ev.name == "example_1" && ev.text.rfind("at +0.605 s: a throughput dip of 200 ms, ", 0) == 0;
+  EXPECT_TRUE(example);
 
   t.host = LogSamples(100, {}, 0);  // nothing on the timeline: unexplained
   a = Attribute(t);

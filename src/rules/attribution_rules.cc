@@ -129,9 +129,13 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
     if (cs.stream_stalls > 0)
       f.title += fmt::format("{} {} single-stream stall{} began at one", cs.stalls > 0 ? "; and" : ":",
                              cs.stream_stalls, cs.stream_stalls == 1 ? "" : "s");
-    if (cs.dips > 0)
+    const bool dips_only = cs.stalls == 0 && cs.stream_stalls == 0;
+    if (dips_only)  // a slower rate costs no stall time: no share of decode time to give
+      f.title = fmt::format("{} throughput dip{} in the output token rate coincide{} with {}", cs.dips,
+                            cs.dips == 1 ? "" : "s", cs.dips == 1 ? "s" : "", What(cs.cause));
+    else if (cs.dips > 0)
       f.title += fmt::format("; and {} throughput dip{} outside the stalls", cs.dips, cs.dips == 1 ? "" : "s");
-    if (sh) f.title += fmt::format(": {:.1f}% of decode time", *sh * 100);
+    if (sh && !dips_only) f.title += fmt::format(": {:.1f}% of decode time", *sh * 100);
     if (background)
       f.title += fmt::format(" (but it is present in {:.0f}% of other windows too: background, not "
                              "a proven cause)", base * 100);
