@@ -1,7 +1,18 @@
 #include "attribution/host_sampler.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include <filesystem>
 #include <fstream>
@@ -157,6 +168,70 @@ TEST(HostSamplerTest, ReadsPsiVmstatAndTheLogSize) {
     EXPECT_GT(s.samples()[i].t_ns, s.samples()[i - 1].t_ns);
   EXPECT_GT(s.server_cpu().sampler_wall_ns, 0);
   std::remove((root + "/server.log").c_str());
+}
+
+// On the live /proc: this test process, listening on a loopback port with 100 idle threads and
+// one named "spin" that burns CPU, is found by its port, every thread is sampled with its comm,
+// each thread's CPU time never decreases, and the spinning thread's grows. Prints the sampler's
+// own CPU cost over the run (docs/attribution.md states it).
+TEST(HostSamplerTest, SamplesALiveProcessFoundByItsPort) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<std::thread> idle;
+  for (int i = 0; i < 100; ++i)
+    idle.emplace_back([&] {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return done; });
+    });
+  std::atomic<bool> stop_spin{false};
+  std::thread spin([&] {
+    pthread_setname_np(pthread_self(), "spin");
+    volatile uint64_t x = 0;
+    while (!stop_spin.load(std::memory_order_relaxed)) x = x + 1;
+  });
+
+  HostSampler s("/", "", "http://127.0.0.1:" + std::to_string(port) + "/");
+  s.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the period sampled, not a sync
+  s.Stop();
+  stop_spin = true;
+  spin.join();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  for (std::thread& t : idle) t.join();
+  ::close(fd);
+
+  const ServerCpu& sc = s.server_cpu();
+  EXPECT_EQ(sc.pid, ::getpid());
+  EXPECT_EQ(sc.found_by, "listening on port " + std::to_string(port));
+  EXPECT_GE(sc.threads.size(), 102u);  // the main thread, 100 idle, the spinner (and the sampler)
+  const ServerThread* spinner = nullptr;
+  for (const ServerThread& t : sc.threads) {
+    if (t.comm == "spin") spinner = &t;
+    for (size_t i = 1; i < t.cpu.size(); ++i) EXPECT_GE(t.cpu[i].cpu_ns, t.cpu[i - 1].cpu_ns) << t.comm;
+  }
+  ASSERT_NE(spinner, nullptr);
+  ASSERT_GE(spinner->cpu.size(), 2u);
+  EXPECT_GT(spinner->cpu.back().cpu_ns, spinner->cpu.front().cpu_ns);
+  ASSERT_GT(sc.sampler_wall_ns, 0);
+  std::printf("host sampler: %zu threads, %zu samples, %.1f ms of CPU over %.1f ms (%.1f%% of a core)\n",
+              sc.threads.size(), s.samples().size(), double(sc.sampler_cpu_ns) / 1e6,
+              double(sc.sampler_wall_ns) / 1e6, 100.0 * double(sc.sampler_cpu_ns) / double(sc.sampler_wall_ns));
 }
 
 }  // namespace
