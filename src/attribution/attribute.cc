@@ -1,6 +1,9 @@
 #include "attribution/attribute.h"
 
+#include "base/clock.h"
+
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 namespace latdoc::attribution {
@@ -66,6 +69,61 @@ class Tester {
       const int64_t span_ns = t.host.back().t_ns - t.host.front().t_ns;
       if (d && span_ns > 0) run_psi_cpu_share_ = double(*d) * 1000 / double(span_ns);
     }
+    run_queue_mean_ = RunQueue(INT64_MIN, INT64_MAX);
+  }
+
+  std::optional<double> run_queue_mean() const { return run_queue_mean_; }
+
+  // The mean of procs_running, less the sampler's own thread, over the samples in [a, b] (the
+  // nearest before a when none is inside).
+  std::optional<double> RunQueue(int64_t a, int64_t b) const {
+    double sum = 0;
+    int n = 0;
+    const HostPoint* before = nullptr;
+    for (const HostPoint& p : t_.host) {
+      if (!p.procs_running) continue;
+      if (p.t_ns < a) before = &p;
+      if (p.t_ns < a || p.t_ns > b) continue;
+      sum += double(std::max<int64_t>(0, *p.procs_running - 1));
+      ++n;
+    }
+    if (n == 0 && before) return double(std::max<int64_t>(0, *before->procs_running - 1));
+    if (n == 0) return std::nullopt;
+    return sum / n;
+  }
+
+  // The busiest server thread over [start, end]: its CPU time between the samples inside the
+  // window (the first at or after start, the last at or before end) when they span at least half
+  // of it, else between those bracketing it; over the time between them.
+  void ThreadBusy(int64_t start, int64_t end, StallEvidence* e) const {
+    for (const ServerThread& th : t_.server_cpu.threads) {
+      const std::vector<ThreadCpuPoint>& v = th.cpu;
+      if (v.size() < 2) continue;
+      auto at = [](const ThreadCpuPoint& p, int64_t t) { return p.t_ns < t; };
+      auto in_lo = std::lower_bound(v.begin(), v.end(), start, at);
+      auto in_hi = std::upper_bound(v.begin(), v.end(), end,
+                                    [](int64_t t, const ThreadCpuPoint& p) { return t < p.t_ns; });
+      const ThreadCpuPoint *x, *y;
+      if (in_hi - in_lo >= 2 && 2 * ((in_hi - 1)->t_ns - in_lo->t_ns) >= end - start) {
+        x = &*in_lo;
+        y = &*(in_hi - 1);
+      } else {
+        // The last sample at or before start, the first at or after end (or the series' ends).
+        auto lo = std::upper_bound(v.begin(), v.end(), start,
+                                   [](int64_t t, const ThreadCpuPoint& p) { return t < p.t_ns; });
+        x = lo == v.begin() ? &v.front() : &*(lo - 1);
+        auto hi = std::lower_bound(v.begin(), v.end(), end, at);
+        y = hi == v.end() ? &v.back() : &*hi;
+      }
+      if (y->t_ns <= x->t_ns) continue;
+      const double share = double(y->cpu_ns - x->cpu_ns) / double(y->t_ns - x->t_ns);
+      if (!e->thread_busy_share || share > *e->thread_busy_share) {
+        e->thread_busy_share = share;
+        e->thread_comm = th.comm;
+        e->thread_pid = th.pid;
+        e->thread_tid = th.tid;
+      }
+    }
   }
 
   // The evidence of every layer over the window [start, end]; `prefill_slack_ns`: how close to
@@ -85,7 +143,9 @@ class Tester {
         e.psi_memory_share = double(*m) / span_us;
       if (auto c = Delta(t_.host, a, b, [](const HostPoint& p) { return p.psi_cpu_some_us; }))
         e.psi_cpu_share = double(*c) / span_us;
+      e.run_queue = RunQueue(a, b);
     }
+    ThreadBusy(start, end, &e);
     if (!e.log_bytes && !t_.log.empty()) {
       // Log lines on the 1-second log clock: those whose +-uncertainty reaches the window.
       int64_t bytes = 0;
@@ -136,9 +196,15 @@ class Tester {
         return (e.swap_in_pages && *e.swap_in_pages > 0) ||
                (e.major_faults && *e.major_faults >= th_.major_faults_min) ||
                (e.psi_memory_share && *e.psi_memory_share >= th_.psi_share);
-      case Cause::kHostCpu:
-        return e.psi_cpu_share && *e.psi_cpu_share >= th_.psi_cpu_share &&
-               run_psi_cpu_share_ && *e.psi_cpu_share >= 2 * *run_psi_cpu_share_;
+      case Cause::kHostCpu: {
+        const bool thread = e.thread_busy_share && *e.thread_busy_share >= th_.thread_busy_share;
+        const int cpus = t_.server_cpu.online_cpus;
+        const bool queue = e.run_queue && cpus > 0 && *e.run_queue > cpus && run_queue_mean_ &&
+                           *e.run_queue >= th_.run_queue_vs_run * *run_queue_mean_;
+        const bool psi = e.psi_cpu_share && *e.psi_cpu_share >= th_.psi_cpu_share &&
+                         run_psi_cpu_share_ && *e.psi_cpu_share >= 2 * *run_psi_cpu_share_;
+        return thread || queue || psi;
+      }
       case Cause::kSlowKernel:
         return e.kernel_name &&
                double(e.kernel_dur_ns) >= th_.slow_kernel_factor * double(e.kernel_median_ns) &&
@@ -163,6 +229,7 @@ class Tester {
   const Thresholds& th_;
   std::vector<std::pair<int64_t, int>> first_tokens_;  // (time, prompt tokens), sorted
   std::optional<double> run_psi_cpu_share_;
+  std::optional<double> run_queue_mean_;
   int64_t max_kernel_ns_ = 0;
 };
 
@@ -174,6 +241,7 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
   out.have_host = !t.host.empty();
   out.have_log = !t.log.empty();
   out.have_gpu = t.have_gpu;
+  out.have_threads = !t.server_cpu.threads.empty();
   out.have_log_file_size = std::any_of(t.host.begin(), t.host.end(),
                                        [](const HostPoint& p) { return p.log_bytes.has_value(); });
 
@@ -196,6 +264,7 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
   std::sort(big.begin(), big.end(), [](const Gap& a, const Gap& b) { return a.start_ns < b.start_ns; });
 
   Tester tester(t, th);
+  out.run_queue_mean = tester.run_queue_mean();
   const int64_t prefill_slack_ns = std::max<int64_t>(out.median_gap_ns / 2, 2'000'000);
   const int64_t cluster_ns = std::max<int64_t>(2 * out.median_gap_ns, th.stall_cluster_min_ns);
   for (size_t i = 0; i < big.size();) {
@@ -250,6 +319,90 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
     out.stalls.push_back(std::move(s));
   }
 
+  // Throughput dips. Plan: bins of dip_bin_ns from the first token; in each, the token arrivals
+  // and the streams decoding across it (first token at or before its start, last at or after its
+  // end); the median rate and stream count over bins with streams decoding; a bin far under the
+  // median rate (scaled by its streams) is a dip's; consecutive dip bins are one dip.
+  {
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (const StreamSeries& st : t.streams)
+      if (!st.token_ns.empty()) {
+        t0 = std::min(t0, st.token_ns.front());
+        t1 = std::max(t1, st.token_ns.back());
+      }
+    const int64_t bin_ns = th.dip_bin_ns;
+    if (t0 < t1 && bin_ns > 0) {
+      const size_t bins = size_t((t1 - t0) / bin_ns + 1);
+      std::vector<int64_t> tokens(bins, 0);
+      std::vector<int> live(bins, 0);
+      std::vector<int64_t> live_step(bins + 1, 0);
+      for (const StreamSeries& st : t.streams) {
+        if (st.token_ns.empty()) continue;
+        for (int64_t at : st.token_ns) ++tokens[size_t((at - t0) / bin_ns)];
+        // The bins [first, last] it spans whole: first token <= the bin's start, last >= its end.
+        const int64_t first = (st.token_ns.front() - t0 + bin_ns - 1) / bin_ns;
+        const int64_t last = (st.token_ns.back() - t0) / bin_ns - 1;
+        if (first > last) continue;
+        ++live_step[size_t(first)];
+        --live_step[size_t(last + 1)];
+      }
+      int64_t running = 0;
+      for (size_t b = 0; b < bins; ++b) live[b] = int(running += live_step[b]);
+      std::vector<int64_t> rates, lives;
+      for (size_t b = 0; b < bins; ++b)
+        if (live[b] > 0) {
+          rates.push_back(tokens[b]);
+          lives.push_back(live[b]);
+        }
+      const double per_s = double(kNsPerSec) / double(bin_ns);
+      const double median_tok_s = double(Median(rates)) * per_s;
+      const double median_live = double(Median(lives));
+      auto expected = [&](size_t b) { return median_tok_s * std::min(1.0, double(live[b]) / median_live); };
+      auto dip = [&](size_t b) {
+        return live[b] > 0 && expected(b) / per_s >= th.dip_min_tokens &&
+               double(tokens[b]) * per_s < th.dip_rate_share * expected(b);
+      };
+      for (size_t b = 0; b < bins;) {
+        if (!dip(b)) {
+          ++b;
+          continue;
+        }
+        size_t e = b;
+        int64_t n = 0;
+        double exp_sum = 0;
+        while (e < bins && dip(e)) {
+          n += tokens[e];
+          exp_sum += expected(e);
+          ++e;
+        }
+        Dip d;
+        d.start_ns = t0 + int64_t(b) * bin_ns;
+        d.end_ns = t0 + int64_t(e) * bin_ns;
+        d.rate_tok_s = double(n) * double(kNsPerSec) / double(d.end_ns - d.start_ns);
+        d.median_tok_s = median_tok_s;
+        d.expected_tok_s = exp_sum / double(e - b);
+        d.live_streams = live[b];
+        for (size_t k = 0; k < out.stalls.size(); ++k) {
+          const Stall& s = out.stalls[k];
+          if (s.start_ns >= d.end_ns || s.end_ns <= d.start_ns) continue;
+          if (d.stall < 0) {
+            d.stall = int(k);
+            d.evidence = s.evidence;
+          }
+          for (Cause c : s.causes)
+            if (std::find(d.causes.begin(), d.causes.end(), c) == d.causes.end()) d.causes.push_back(c);
+        }
+        if (d.stall < 0) {
+          d.evidence = tester.Measure(d.start_ns, d.end_ns, prefill_slack_ns);
+          d.causes = tester.Causes(d.evidence);
+          if (d.causes.empty()) ++out.unexplained_dips;
+        }
+        out.dips.push_back(std::move(d));
+        b = e;
+      }
+    }
+  }
+
   // Base rates: windows as long as the median stall, ending at token arrivals away from stalls.
   std::map<Cause, CauseSummary> by_cause;
   for (const Stall& s : out.stalls) {
@@ -263,6 +416,10 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
       cs.cost_ns += s.cost_ns;
     }
   }
+  for (const Dip& d : out.dips) {
+    if (d.stall >= 0) continue;  // the stall's
+    for (Cause c : d.causes) ++by_cause.try_emplace(c, CauseSummary{c}).first->second.dips;
+  }
   for (const Stall& s : out.stream_stalls) {
     CauseSummary& cs = by_cause.try_emplace(Cause::kPreemption, CauseSummary{Cause::kPreemption}).first->second;
     ++cs.stream_stalls;
@@ -271,6 +428,8 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
   if (!by_cause.empty()) {
     std::vector<int64_t> lens, arrivals;
     for (const Stall& s : out.stalls) lens.push_back(s.end_ns - s.start_ns);
+    if (lens.empty())  // dips only
+      for (const Dip& d : out.dips) lens.push_back(d.end_ns - d.start_ns);
     const int64_t len_ns = Median(lens);
     for (const StreamSeries& st : t.streams) arrivals.insert(arrivals.end(), st.token_ns.begin(), st.token_ns.end());
     std::sort(arrivals.begin(), arrivals.end());
@@ -281,6 +440,8 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
       const int64_t e = arrivals[k], b = e - len_ns;
       bool near = std::any_of(out.stalls.begin(), out.stalls.end(), [&](const Stall& s) {
         return b < s.end_ns + guard_ns && e > s.start_ns - guard_ns;
+      }) || std::any_of(out.dips.begin(), out.dips.end(), [&](const Dip& d) {
+        return b < d.end_ns + guard_ns && e > d.start_ns - guard_ns;
       });
       if (near) continue;
       StallEvidence ev = tester.Measure(b, e, prefill_slack_ns);

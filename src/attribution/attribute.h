@@ -12,8 +12,11 @@
 //   preemption  the /metrics preemption counter stepped between the scrapes around the window
 //   swap        pswpin or >= major_faults_min major faults, or PSI memory "some" >= psi_share of
 //               the window
-//   host_cpu    PSI cpu "some" >= psi_cpu_share of the window and >= twice the run's average
-//               (host-wide PSI: other tenants count too; per-thread server CPU is not sampled)
+//   host_cpu    one thread of the server (or of a process it started) on a CPU >= thread_busy_share
+//               of the stall (ServerCpu, --local); or the run queue (procs_running, less the
+//               sampler) over the online CPUs and >= run_queue_vs_run times its run-wide mean; or
+//               PSI cpu "some" >= psi_cpu_share of the window and >= twice the run's average
+//               (host-wide run queue and PSI: other tenants count too)
 //   prefill     requests with >= prefill_tokens_min prompt tokens in all got their first token
 //               at the stall's end (their prefill was the long step)
 //   slow_kernel a GPU kernel of the trace recorded during the load (Timeline::gpu) overlapping the
@@ -26,7 +29,13 @@
 //   client      none of the above, and a load thread of the client was saturated
 // A stall may have several causes; one with none is unexplained. A gap that hits too few streams
 // to be the engine's is a single-stream stall, tested for preemption only (at the gap's start).
-// Per-thread server CPU is not on the timeline.
+//
+// A throughput dip: a run of bins of dip_bin_ns (from the load's first token) in which streams
+// were decoding and the output token rate across streams fell below dip_rate_share of the run's
+// median rate (scaled down by the bin's decoding streams over their median count, when fewer:
+// the load's ramp and tail are not dips), in bins where the median rate expects at least
+// dip_min_tokens (fewer are too few to judge a rate by: long prefills, one stream). A dip that overlaps a stall is that stall's (its
+// causes); the others are tested with the same rules as stalls, on the dip's window.
 //
 // Confidence: each cause is also tested on windows of the same length away from every stall
 // (the base rate); a cause present in most stalls and rarely elsewhere is a cause, one present
@@ -62,11 +71,17 @@ struct Thresholds {
   int64_t major_faults_min = 100;
   double psi_share = 0.2;                // PSI memory "some" share of the window
   double psi_cpu_share = 0.8;            // PSI cpu "some" share of the window
+  double thread_busy_share = 0.9;        // one server thread's CPU time, of the stall's window
+  double run_queue_vs_run = 2.0;         // the window's run queue (over the online CPUs), this
+                                         // many times the run's mean
   int prefill_tokens_min = 1024;
   double slow_kernel_factor = 3.0;      // a kernel this many times its name's median...
   int64_t slow_kernel_min_excess_ns = 2'000'000;  // ...and this much over it
   int64_t slow_kernel_min_count = 5;    // kernels of a name needed for its median
   double slow_kernel_excess_share = 0.67;  // of the window's kernels' excess over their medians
+  int64_t dip_bin_ns = 100'000'000;     // throughput is counted per bin of this width
+  double dip_rate_share = 0.5;          // a bin under this share of the median rate is a dip's
+  double dip_min_tokens = 8;            // ...judged only where at least this many were expected
   double ttft_spike_factor = 3.0;
   int64_t ttft_spike_min_excess_ns = 20'000'000;
 };
@@ -76,6 +91,11 @@ struct StallEvidence {
   std::optional<double> preemptions;         // counter step around the window
   std::optional<int64_t> swap_in_pages, major_faults;
   std::optional<double> psi_memory_share, psi_cpu_share;  // of the window
+  // The busiest server thread over the stall (ServerCpu): its share of a CPU, name and ids.
+  std::optional<double> thread_busy_share;
+  std::string thread_comm;
+  int64_t thread_pid = 0, thread_tid = 0;
+  std::optional<double> run_queue;           // mean procs_running (less the sampler) in the window
   int prefill_tokens = 0;                    // prompt tokens of first tokens at the stall's end
   int prefill_requests = 0;
   // The longest-over-its-median GPU kernel overlapping the window (a trace on the timeline).
@@ -93,6 +113,17 @@ struct Stall {
   StallEvidence evidence;
 };
 
+struct Dip {
+  int64_t start_ns = 0, end_ns = 0;  // client clock: its bins' edges
+  double rate_tok_s = 0;             // output tokens across streams per second in the dip
+  double median_tok_s = 0;           // the run's median over bins with streams decoding
+  double expected_tok_s = 0;         // the median scaled by the dip's decoding streams (when fewer)
+  int live_streams = 0;              // streams decoding across its first bin
+  int stall = -1;                    // the stall it overlaps (Attribution::stalls), -1 none
+  std::vector<Cause> causes;         // the stall's, or its own; empty: unexplained
+  StallEvidence evidence;
+};
+
 struct CauseSummary {
   Cause cause;
   int stalls = 0;                    // stalls it is a cause of
@@ -100,6 +131,7 @@ struct CauseSummary {
   int baseline_windows = 0;          // windows away from stalls tested
   int baseline_present = 0;          // ...in which the cause's rule also held
   int ttft_spikes = 0;               // TTFT spikes whose wait overlapped a stall it explains
+  int dips = 0;                      // throughput dips it explains that are no stall's
   int stream_stalls = 0;             // single-stream stalls it explains (preemption only)
   int64_t stream_cost_ns = 0;
 };
@@ -109,11 +141,15 @@ struct Attribution {
   int64_t decode_ns = 0;             // sum over streams of last token - first token
   bool have_server = false, have_host = false, have_log = false, have_log_file_size = false;
   bool have_gpu = false;              // a GPU trace on the wall clock was placed on the timeline
+  bool have_threads = false;          // the server's threads were sampled (ServerCpu)
+  std::optional<double> run_queue_mean;  // over the load (procs_running less the sampler)
   std::vector<Stall> stalls;
   // Single-stream stalls (gaps hitting too few streams to be the engine's) that a preemption
   // explains: the preempted stream waits and is recomputed while the others decode on.
   std::vector<Stall> stream_stalls;
-  std::vector<CauseSummary> causes;  // one per cause with stalls > 0, most stalls first
+  std::vector<Dip> dips;             // throughput dips, by time
+  int unexplained_dips = 0;          // dips that are no stall's and have no cause
+  std::vector<CauseSummary> causes;  // one per cause with stalls or dips > 0, most stalls first
   int unexplained = 0;
   int64_t unexplained_cost_ns = 0;
   // TTFT spikes: requests whose TTFT exceeded ttft_spike_factor times the run's median TTFT (and

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "attribution/attribution_json.h"
 #include "base/clock.h"
 #include "rules/attribution_rules.h"
 
@@ -141,6 +142,213 @@ TEST(AttributeTest, CauseEverywhereIsBackground) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].severity, rules::Severity::kInfo);
   EXPECT_NE(fs[0].title.find("background, not a proven cause"), std::string::npos) << fs[0].title;
+}
+
+// A server thread sampled every 20 ms from 0 to 1 s: on a CPU `share` of the time, and
+// `busy_share` of it inside each window of `busy`.
+ServerThread ThreadAt(int64_t tid, const std::string& comm, double share,
+                      const std::vector<std::pair<int64_t, int64_t>>& busy = {}, double busy_share = 1.0) {
+  ServerThread th;
+  th.pid = 10;
+  th.tid = tid;
+  th.comm = comm;
+  int64_t cpu = 0;
+  for (int64_t at = 0; at <= 1000 * kMs; at += 20 * kMs) {
+    bool in = std::any_of(busy.begin(), busy.end(), [&](auto w) { return at > w.first && at <= w.second; });
+    if (at > 0) cpu += int64_t((in ? busy_share : share) * 20 * kMs);
+    th.cpu.push_back({at, cpu});
+  }
+  return th;
+}
+
+// Host samples every 10 ms, the run queue on every second one: `procs_running` (the sampler's
+// own thread included), `busy_running` inside `busy`.
+std::vector<HostPoint> RunQueueSamples(int64_t procs_running, std::pair<int64_t, int64_t> busy = {0, -1},
+                                       int64_t busy_running = 0) {
+  std::vector<HostPoint> out = LogSamples(100, {}, 0);
+  for (size_t i = 0; i < out.size(); i += 2)
+    out[i].procs_running = out[i].t_ns >= busy.first && out[i].t_ns <= busy.second ? busy_running : procs_running;
+  return out;
+}
+
+// One server thread on a CPU for the whole of one pause (and 30% of the time elsewhere): that
+// pause is host_cpu, the evidence names the thread; the other pause, with every thread at its
+// usual share, is not.
+TEST(AttributeTest, AServerThreadAt100PercentIsNamed) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}, {700 * kMs, 800 * kMs}});
+  t.host = RunQueueSamples(2);
+  t.server_cpu.pid = 10;
+  t.server_cpu.online_cpus = 4;
+  t.server_cpu.threads = {ThreadAt(11, "uvicorn", 0.1), ThreadAt(12, "EngineCore", 0.3, {{400 * kMs, 520 * kMs}})};
+  Attribution a = Attribute(t);
+  EXPECT_TRUE(a.have_threads);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kHostCpu});
+  const StallEvidence& e = a.stalls[0].evidence;
+  ASSERT_TRUE(e.thread_busy_share.has_value());
+  EXPECT_NEAR(*e.thread_busy_share, 1.0, 0.01);
+  EXPECT_EQ(e.thread_comm, "EngineCore");
+  EXPECT_EQ(e.thread_tid, 12);
+  EXPECT_NEAR(*a.stalls[1].evidence.thread_busy_share, 0.3, 0.01);
+  EXPECT_TRUE(a.stalls[1].causes.empty());
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_FALSE(fs.empty());
+  EXPECT_EQ(fs[0].id, "attribution.host_cpu");
+  bool named = false;
+  for (const auto& ev : fs[0].evidence)
+    named |= ev.text.find("busiest server thread EngineCore (tid 12) 100% of a CPU; run queue 1.0 on 4 CPUs") !=
+             std::string::npos;
+  EXPECT_TRUE(named);
+}
+
+// Busy 85% of the pause is under thread_busy_share (90%): not named.
+TEST(AttributeTest, AThreadUnderTheBusyShareIsNotNamed) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  t.host = RunQueueSamples(2);
+  t.server_cpu.online_cpus = 4;
+  t.server_cpu.threads = {ThreadAt(12, "EngineCore", 0.3, {{400 * kMs, 520 * kMs}}, 0.85)};
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_NEAR(*a.stalls[0].evidence.thread_busy_share, 0.85, 0.01);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+}
+
+// More runnable tasks than online CPUs in a pause, twice the run's usual queue: host_cpu. A
+// queue as long all the time (the host's steady state) names nothing.
+TEST(AttributeTest, ARunQueueOverTheCpusIsNamed) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}, {700 * kMs, 800 * kMs}});
+  t.host = RunQueueSamples(2, {400 * kMs, 520 * kMs}, 7);
+  t.server_cpu.online_cpus = 2;
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kHostCpu});
+  EXPECT_GT(*a.stalls[0].evidence.run_queue, 2.0);
+  EXPECT_TRUE(a.stalls[1].causes.empty());
+  EXPECT_NEAR(*a.stalls[1].evidence.run_queue, 1.0, 1e-9);  // procs_running less the sampler
+
+  t.host = RunQueueSamples(7);
+  a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 2u);
+  EXPECT_NEAR(*a.run_queue_mean, 6.0, 1e-9);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+  EXPECT_TRUE(a.stalls[1].causes.empty());
+}
+
+// `n` streams decoding from 0 to 1 s, a token every 10 ms, but every `slow_step` ms inside
+// [lo, hi): gaps too short to be stalls, a rate far under the run's.
+Timeline Slowed(int n, int64_t lo, int64_t hi, int64_t slow_step, int64_t end = 1000 * kMs) {
+  Timeline t;
+  t.end_ns = 1000 * kMs;
+  for (int k = 0; k < n; ++k) {
+    StreamSeries s;
+    s.index = k;
+    s.sent_ns = 0;
+    for (int64_t at = 5 * kMs; at <= (k % 4 ? end : 1000 * kMs);)
+    {
+      s.token_ns.push_back(at);
+      at += at >= lo && at < hi ? slow_step * kMs : 10 * kMs;
+    }
+    s.first_token_ns = s.token_ns.front();
+    t.streams.push_back(std::move(s));
+  }
+  return t;
+}
+
+// A stall empties its bins of tokens: the dip over them is the stall's, with its causes, and
+// is counted for the stall only.
+TEST(AttributeTest, ADipOverAStallIsTheStalls) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  t.host = LogSamples(100, {402 * kMs}, 8192);
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  ASSERT_EQ(a.dips.size(), 1u);
+  const Dip& d = a.dips[0];
+  EXPECT_EQ(d.start_ns, 405 * kMs);  // bins of 100 ms from the first token (5 ms)
+  EXPECT_EQ(d.end_ns, 505 * kMs);
+  EXPECT_EQ(d.rate_tok_s, 0);
+  EXPECT_EQ(d.median_tok_s, 800);  // 8 streams, a token every 10 ms
+  EXPECT_EQ(d.live_streams, 8);
+  EXPECT_EQ(d.stall, 0);
+  EXPECT_EQ(d.causes, std::vector<Cause>{Cause::kLog});
+  ASSERT_EQ(a.causes.size(), 1u);
+  EXPECT_EQ(a.causes[0].stalls, 1);
+  EXPECT_EQ(a.causes[0].dips, 0);
+  nlohmann::ordered_json j = AttributionJson(a, t, Thresholds{});
+  ASSERT_EQ(j["dips"].size(), 1u);
+  EXPECT_EQ(j["dips"][0]["at_s"], 0.405);
+  EXPECT_EQ(j["dips"][0]["dur_ms"], 100.0);
+  EXPECT_EQ(j["dips"][0]["rate_vs_median"], 0.0);
+  EXPECT_EQ(j["dips"][0]["stall"], 0);
+  EXPECT_EQ(j["dips"][0]["causes"], nlohmann::ordered_json::array({"log"}));
+  EXPECT_EQ(j["thresholds"]["dip_rate_share"], 0.5);
+}
+
+// Tokens every 30 ms for 200 ms: no gap is a stall's, but the rate is a third of the median: a
+// dip, tested with the stalls' rules (a major-fault burst there: swap) and explained by it.
+TEST(AttributeTest, ADipWithoutAStallIsAttributedOnItsOwn) {
+  Timeline t = Slowed(8, 600 * kMs, 800 * kMs, 30);
+  t.host = LogSamples(100, {}, 0);
+  for (HostPoint& p : t.host) p.major_faults = p.t_ns >= 700 * kMs ? 500 : 0;
+  Attribution a = Attribute(t);
+  EXPECT_TRUE(a.stalls.empty());
+  ASSERT_EQ(a.dips.size(), 1u);
+  const Dip& d = a.dips[0];
+  EXPECT_EQ(d.stall, -1);
+  EXPECT_LE(d.start_ns, 605 * kMs);
+  EXPECT_GE(d.end_ns, 705 * kMs);
+  EXPECT_LT(d.rate_tok_s, 0.5 * d.median_tok_s);
+  EXPECT_EQ(d.causes, std::vector<Cause>{Cause::kSwap});
+  ASSERT_EQ(a.causes.size(), 1u);
+  EXPECT_EQ(a.causes[0].cause, Cause::kSwap);
+  EXPECT_EQ(a.causes[0].dips, 1);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].id, "attribution.swap");
+  EXPECT_EQ(fs[0].title, "1 throughput dip in the output token rate coincides with the host swapping or "
+                        "faulting pages in");
+  EXPECT_EQ(fs[0].severity, rules::Severity::kInfo);
+  bool example = false;
+  for (const auto& ev : fs[0].evidence)
+    example |= ev.name == "example_1" && ev.text.rfind("at +0.605 s: a throughput dip of 200 ms, ", 0) == 0;
+  EXPECT_TRUE(example);
+
+  t.host = LogSamples(100, {}, 0);  // nothing on the timeline: unexplained
+  a = Attribute(t);
+  ASSERT_EQ(a.dips.size(), 1u);
+  EXPECT_TRUE(a.dips[0].causes.empty());
+  EXPECT_EQ(a.unexplained_dips, 1);
+}
+
+// Six of the eight streams end at 600 ms: the rate falls to a quarter with them, which is no dip.
+TEST(AttributeTest, FewerStreamsDecodingIsNoDip) {
+  Timeline t = Slowed(8, 0, 0, 10, 600 * kMs);
+  Attribution a = Attribute(t);
+  EXPECT_TRUE(a.stalls.empty());
+  EXPECT_TRUE(a.dips.empty());
+}
+
+// attribution.series: the log's growth per 100 ms bin as KiB/s (from the host samples), and the
+// GPU kernel time per bin, a kernel across a bin edge split between the two bins.
+TEST(AttributeTest, SeriesHaveTheLogWriteRateAndTheGpuKernelTime) {
+  Timeline t = Steady(2, {});
+  nlohmann::ordered_json s = AttributionJson(Attribute(t), t, Thresholds{})["series"];
+  EXPECT_FALSE(s.contains("log_write_kib_s"));  // not sampled
+  EXPECT_FALSE(s.contains("gpu_kernel_ms"));    // no trace placed
+  t.host = LogSamples(0, {150 * kMs}, 2048);    // 2 KiB written in the bin [100, 200) ms
+  t.have_gpu = true;
+  t.gpu_names = {{"gemm", 10 * kMs, 5}};
+  t.gpu = {{50 * kMs, 60 * kMs, 0}, {190 * kMs, 230 * kMs, 0}};
+  s = AttributionJson(Attribute(t), t, Thresholds{})["series"];
+  ASSERT_EQ(s["t_s"].size(), 11u);
+  ASSERT_EQ(s["log_write_kib_s"].size(), 11u);
+  EXPECT_EQ(s["log_write_kib_s"][0], 0.0);
+  EXPECT_EQ(s["log_write_kib_s"][1], 20.0);  // 2 KiB in 0.1 s
+  EXPECT_EQ(s["log_write_kib_s"][2], 0.0);
+  ASSERT_EQ(s["gpu_kernel_ms"].size(), 11u);
+  EXPECT_EQ(s["gpu_kernel_ms"][0], 10.0);
+  EXPECT_EQ(s["gpu_kernel_ms"][1], 10.0);
+  EXPECT_EQ(s["gpu_kernel_ms"][2], 30.0);
+  EXPECT_EQ(s["gpu_kernel_ms"][3], 0.0);
 }
 
 // No layer shows anything: the stall is reported unexplained.

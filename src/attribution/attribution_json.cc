@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "attribution/host_sampler.h"
 #include "base/clock.h"
 
 namespace latdoc::attribution {
@@ -19,12 +20,33 @@ ordered_json FirstToken(const Timeline& t) {
     if (s.first_token_ns >= 0 && (!first || s.first_token_ns < *first)) first = s.first_token_ns;
   return Opt(first);
 }
+ordered_json EvidenceJson(const StallEvidence& e) {
+  return {{"log_bytes", Opt(e.log_bytes)},
+          {"preemptions", Opt(e.preemptions)},
+          {"prefill_requests", e.prefill_requests},
+          {"prefill_tokens", e.prefill_tokens},
+          {"swap_in_pages", Opt(e.swap_in_pages)},
+          {"major_faults", Opt(e.major_faults)},
+          {"psi_memory_share", Opt(e.psi_memory_share)},
+          {"psi_cpu_share", Opt(e.psi_cpu_share)},
+          {"thread_busy_share", Opt(e.thread_busy_share)},
+          {"thread", e.thread_busy_share ? ordered_json(e.thread_comm) : ordered_json(nullptr)},
+          {"thread_tid", e.thread_busy_share ? ordered_json(e.thread_tid) : ordered_json(nullptr)},
+          {"run_queue", Opt(e.run_queue)},
+          {"kernel", e.kernel_name ? ordered_json(*e.kernel_name) : ordered_json(nullptr)},
+          {"kernel_start_ns", e.kernel_name ? ordered_json(e.kernel_start_ns) : ordered_json(nullptr)},
+          {"kernel_ms", e.kernel_name ? ordered_json(NsToMs(e.kernel_dur_ns)) : ordered_json(nullptr)},
+          {"kernel_median_ms",
+           e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)},
+          {"kernel_excess_share",
+           e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)}};
+}
+
 ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
   ordered_json stalls = ordered_json::array();
   for (const Stall& s : list) {
     ordered_json causes = ordered_json::array();
     for (Cause c : s.causes) causes.push_back(CauseName(c));
-    const StallEvidence& e = s.evidence;
     stalls.push_back({{"start_ns", s.start_ns},
                       {"end_ns", s.end_ns},
                       {"at_s", NsToSec(s.start_ns - t.start_ns)},
@@ -33,24 +55,32 @@ ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
                       {"live_streams", s.live_streams},
                       {"cost_ms", NsToMs(s.cost_ns)},
                       {"causes", causes},
-                      {"evidence",
-                       {{"log_bytes", Opt(e.log_bytes)},
-                        {"preemptions", Opt(e.preemptions)},
-                        {"prefill_requests", e.prefill_requests},
-                        {"prefill_tokens", e.prefill_tokens},
-                        {"swap_in_pages", Opt(e.swap_in_pages)},
-                        {"major_faults", Opt(e.major_faults)},
-                        {"psi_memory_share", Opt(e.psi_memory_share)},
-                        {"psi_cpu_share", Opt(e.psi_cpu_share)},
-                        {"kernel", e.kernel_name ? ordered_json(*e.kernel_name) : ordered_json(nullptr)},
-                        {"kernel_start_ns", e.kernel_name ? ordered_json(e.kernel_start_ns) : ordered_json(nullptr)},
-                        {"kernel_ms", e.kernel_name ? ordered_json(NsToMs(e.kernel_dur_ns)) : ordered_json(nullptr)},
-                        {"kernel_median_ms",
-                         e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)},
-                        {"kernel_excess_share",
-                         e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)}}}});
+                      {"evidence", EvidenceJson(s.evidence)}});
   }
   return stalls;
+}
+
+ordered_json DipsJson(const Attribution& a, const Timeline& t) {
+  ordered_json out = ordered_json::array();
+  for (const Dip& d : a.dips) {
+    ordered_json causes = ordered_json::array();
+    for (Cause c : d.causes) causes.push_back(CauseName(c));
+    ordered_json one = {{"start_ns", d.start_ns},
+                        {"end_ns", d.end_ns},
+                        {"at_s", NsToSec(d.start_ns - t.start_ns)},
+                        {"dur_ms", NsToMs(d.end_ns - d.start_ns)},
+                        {"rate_tok_s", d.rate_tok_s},
+                        {"median_tok_s", d.median_tok_s},
+                        {"expected_tok_s", d.expected_tok_s},
+                        {"rate_vs_median", d.median_tok_s > 0 ? ordered_json(d.rate_tok_s / d.median_tok_s)
+                                                              : ordered_json(nullptr)},
+                        {"live_streams", d.live_streams},
+                        {"stall", d.stall >= 0 ? ordered_json(d.stall) : ordered_json(nullptr)},
+                        {"causes", causes},
+                        {"evidence", EvidenceJson(d.evidence)}};
+    out.push_back(std::move(one));
+  }
+  return out;
 }
 
 // The aligned series of the HTML report's timeline chart: per bin of 100 ms (wider when the load
@@ -93,7 +123,41 @@ ordered_json SeriesJson(const Timeline& t) {
     run.push_back(Opt(running));
     wait.push_back(Opt(waiting));
   }
-  return {{"bin_ms", NsToMs(bin_ns)}, {"t_s", ts}, {"itl_p99_ms", p99}, {"running", run}, {"waiting", wait}};
+  ordered_json out = {{"bin_ms", NsToMs(bin_ns)}, {"t_s", ts}, {"itl_p99_ms", p99}, {"running", run}, {"waiting", wait}};
+  auto bin_of = [&](int64_t at_ns) {
+    return std::min<int64_t>(int64_t(bins) - 1, std::max<int64_t>(0, (at_ns - t.start_ns) / bin_ns));
+  };
+  // The server log's write rate: each pair of consecutive host samples that read the log file's
+  // size puts its growth in the bin of the later sample. Bins no pair ends in are null.
+  if (std::any_of(t.host.begin(), t.host.end(), [](const HostPoint& p) { return p.log_bytes.has_value(); })) {
+    std::vector<std::optional<int64_t>> bytes(bins);
+    for (size_t i = 1; i < t.host.size(); ++i) {
+      const HostPoint &a = t.host[i - 1], &b = t.host[i];
+      if (!a.log_bytes || !b.log_bytes || b.t_ns < t.start_ns || b.t_ns > t.end_ns) continue;
+      std::optional<int64_t>& slot = bytes[size_t(bin_of(b.t_ns))];
+      slot = slot.value_or(0) + std::max<int64_t>(0, *b.log_bytes - *a.log_bytes);
+    }
+    ordered_json rate = ordered_json::array();
+    for (const auto& v : bytes)
+      rate.push_back(v ? ordered_json(double(*v) / 1024 / NsToSec(bin_ns)) : ordered_json(nullptr));
+    out["log_write_kib_s"] = std::move(rate);
+  }
+  // The GPU kernel time of each bin: every kernel of the placed trace, clipped to the bins it
+  // overlaps (kernels on several streams at once add up: more than the bin is possible).
+  if (t.have_gpu) {
+    std::vector<int64_t> busy(bins, 0);
+    for (const GpuKernel& k : t.gpu) {
+      const int64_t lo = std::max(k.start_ns, t.start_ns), hi = std::min(k.end_ns, t.end_ns);
+      for (int64_t b = bin_of(lo); hi > lo && b <= bin_of(hi); ++b) {
+        const int64_t b0 = t.start_ns + b * bin_ns;
+        busy[size_t(b)] += std::max<int64_t>(0, std::min(hi, b0 + bin_ns) - std::max(lo, b0));
+      }
+    }
+    ordered_json ms = ordered_json::array();
+    for (int64_t v : busy) ms.push_back(NsToMs(v));
+    out["gpu_kernel_ms"] = std::move(ms);
+  }
+  return out;
 }
 
 }  // namespace
@@ -121,7 +185,24 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                  {"host_samples", a.have_host},
                  {"log_file_size", a.have_log_file_size},
                  {"server_log", a.have_log},
-                 {"gpu_trace", a.have_gpu}};
+                 {"gpu_trace", a.have_gpu},
+                 {"server_threads", a.have_threads}};
+  if (a.have_host) {
+    const ServerCpu& sc = t.server_cpu;
+    j["host_sampler"] = {
+        {"interval_ms", NsToMs(kHostSampleIntervalNs)},
+        {"thread_interval_ms", NsToMs(kHostSampleIntervalNs * kThreadSampleEvery)},
+        {"server_pid", sc.pid > 0 ? ordered_json(sc.pid) : ordered_json(nullptr)},
+        {"server_found_by", sc.found_by},
+        {"server_note", sc.note},
+        {"child_pids", sc.child_pids},
+        {"threads", sc.threads.size()},
+        {"online_cpus", sc.online_cpus > 0 ? ordered_json(sc.online_cpus) : ordered_json(nullptr)},
+        {"run_queue_mean", Opt(a.run_queue_mean)},
+        {"cpu_ms", NsToMs(sc.sampler_cpu_ns)},
+        {"cpu_share", sc.sampler_wall_ns > 0 ? ordered_json(double(sc.sampler_cpu_ns) / double(sc.sampler_wall_ns))
+                                             : ordered_json(nullptr)}};
+  }
   j["thresholds"] = {{"stall_gap_factor", th.stall_gap_factor},
                      {"stall_gap_min_excess_ms", NsToMs(th.stall_gap_min_excess_ns)},
                      {"stall_cluster_min_ms", NsToMs(th.stall_cluster_min_ns)},
@@ -132,17 +213,24 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"major_faults_min", th.major_faults_min},
                      {"psi_share", th.psi_share},
                      {"psi_cpu_share", th.psi_cpu_share},
+                     {"thread_busy_share", th.thread_busy_share},
+                     {"run_queue_vs_run", th.run_queue_vs_run},
                      {"prefill_tokens_min", th.prefill_tokens_min},
                      {"slow_kernel_factor", th.slow_kernel_factor},
                      {"slow_kernel_min_excess_ms", NsToMs(th.slow_kernel_min_excess_ns)},
                      {"slow_kernel_min_count", th.slow_kernel_min_count},
                      {"slow_kernel_excess_share", th.slow_kernel_excess_share},
+                     {"dip_bin_ms", NsToMs(th.dip_bin_ns)},
+                     {"dip_rate_share", th.dip_rate_share},
+                     {"dip_min_tokens", th.dip_min_tokens},
                      {"ttft_spike_factor", th.ttft_spike_factor},
                      {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
   j["median_gap_ms"] = NsToMs(a.median_gap_ns);
   j["decode_ms"] = NsToMs(a.decode_ns);
   j["stalls"] = StallsJson(a.stalls, t);
   j["stream_stalls"] = StallsJson(a.stream_stalls, t);
+  j["dips"] = DipsJson(a, t);
+  j["unexplained_dips"] = a.unexplained_dips;
   ordered_json causes = ordered_json::array();
   for (const CauseSummary& cs : a.causes)
     causes.push_back({{"cause", CauseName(cs.cause)},
@@ -151,6 +239,7 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                       {"decode_share", a.decode_ns > 0 ? ordered_json(double(cs.cost_ns) / double(a.decode_ns))
                                                        : ordered_json(nullptr)},
                       {"stream_stalls", cs.stream_stalls},
+                      {"dips", cs.dips},
                       {"ttft_spikes", cs.ttft_spikes},
                       {"baseline_windows", cs.baseline_windows},
                       {"baseline_present", cs.baseline_present}});

@@ -1,12 +1,20 @@
 #include "attribution/host_sampler.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 
+#include <fmt/core.h>
+
 #include "base/clock.h"
+#include "base/strings.h"
+#include "host/listening_process.h"
+#include "host/proc_parsers.h"
+#include "host/server_process.h"
+#include "http/client.h"
 
 namespace latdoc::attribution {
 namespace {
@@ -36,14 +44,107 @@ std::optional<int64_t> PsiSomeTotalUs(const std::string& path) {
   return out;
 }
 
+// /proc/stat (proc(5)): "procs_running 3": tasks runnable now (running or waiting for a CPU).
+std::optional<int64_t> ProcsRunning(std::string_view text) {
+  const auto at = text.find("\nprocs_running ");
+  if (at == std::string_view::npos) return std::nullopt;
+  const auto end = text.find('\n', at + 1);
+  return ParseInt64(Trim(text.substr(at + 15, end == std::string_view::npos ? end : end - at - 15)));
+}
+
+int64_t ThreadCpuNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * kNsPerSec + ts.tv_nsec;
+}
+
 }  // namespace
 
-HostSampler::HostSampler(std::string sysroot, std::string log_file)
-    : sysroot_(std::move(sysroot)), log_file_(std::move(log_file)) {}
+HostSampler::HostSampler(std::string sysroot, std::string log_file, std::string server_url)
+    : sysroot_(std::move(sysroot)), log_file_(std::move(log_file)), server_url_(std::move(server_url)),
+      fs_(sysroot_.empty() ? "/" : sysroot_) {}
 
 HostSampler::~HostSampler() { Stop(); }
 
-HostPoint HostSampler::SampleOnce() const {
+void HostSampler::FindServer() {
+  ServerCpu& s = server_cpu_;
+  s.thread_interval_ns = kThreadSampleEvery * kHostSampleIntervalNs;
+  if (auto online = fs_.ReadTrimmed("/sys/devices/system/cpu/online"); online.ok()) {
+    if (auto cpus = host::ParseCpuList(*online)) s.online_cpus = int(cpus->size());
+  }
+  if (s.online_cpus == 0 && fs_.live()) s.online_cpus = int(sysconf(_SC_NPROCESSORS_ONLN));
+  std::string why;
+  if (!server_url_.empty()) {
+    auto url = http::ParseUrl(server_url_);
+    if (url.ok()) {
+      auto pid = host::FindListeningPid(fs_, url->port);
+      if (pid.ok()) {
+        s.pid = *pid;
+        s.found_by = fmt::format("listening on port {}", url->port);
+      } else {
+        why = pid.status().message();
+      }
+    }
+  }
+  if (s.pid == 0) {
+    auto found = host::FindServerProcess(fs_, std::nullopt);
+    if (found.ok()) {
+      s.pid = found->pid;
+      s.found_by = fmt::format("command line ({})", found->kind);
+    } else {
+      s.note = (why.empty() ? "" : why + "; ") + found.status().message();
+      return;
+    }
+  }
+  for (const host::ChildProcess& c : host::FindDescendants(fs_, s.pid)) s.child_pids.push_back(c.pid);
+}
+
+// /proc/PID/task/TID/schedstat (Documentation/scheduler/sched-stats.rst): "RUN_NS WAIT_NS SLICES":
+// the thread's time on a CPU in ns, the same sum_exec_runtime that /proc/PID/task/TID/stat's
+// utime + stime (fields 14, 15) give in clock ticks (sysconf(_SC_CLK_TCK), 10 ms): read when the
+// kernel has it (CONFIG_SCHED_INFO), else stat.
+void HostSampler::SampleThreads(int64_t t_ns) {
+  static const int64_t kNsPerTick = kNsPerSec / std::max<long>(1, sysconf(_SC_CLK_TCK));
+  std::vector<int64_t> pids = {server_cpu_.pid};
+  pids.insert(pids.end(), server_cpu_.child_pids.begin(), server_cpu_.child_pids.end());
+  for (int64_t pid : pids) {
+    const std::string base = fmt::format("/proc/{}/task", pid);
+    auto tids = fs_.List(base);
+    if (!tids.ok()) continue;  // the process ended
+    for (const std::string& t : *tids) {
+      auto tid = ParseInt64(t);
+      if (!tid) continue;
+      const std::string dir = base + "/" + t;
+      std::optional<int64_t> cpu_ns;
+      if (schedstat_) {
+        auto text = fs_.Read(dir + "/schedstat", 256);
+        if (text.ok()) {
+          auto w = SplitWhitespace(*text);
+          if (!w.empty()) cpu_ns = ParseInt64(w[0]);
+        } else if (fs_.Exists(dir)) {
+          schedstat_ = false;  // no schedstat on this kernel: stat from now on
+        }
+      }
+      if (!schedstat_) {
+        auto text = fs_.Read(dir + "/stat", 4096);
+        if (text.ok())
+          if (auto st = host::ParseTaskStat(*text)) cpu_ns = (st->utime_ticks + st->stime_ticks) * kNsPerTick;
+      }
+      if (!cpu_ns) continue;  // the thread ended between the listing and the read
+      auto [it, fresh] = thread_index_.try_emplace(*tid, server_cpu_.threads.size());
+      if (fresh) {
+        ServerThread th;
+        th.pid = pid;
+        th.tid = *tid;
+        if (auto comm = fs_.ReadTrimmed(dir + "/comm"); comm.ok()) th.comm = *comm;
+        server_cpu_.threads.push_back(std::move(th));
+      }
+      server_cpu_.threads[it->second].cpu.push_back({t_ns, *cpu_ns});
+    }
+  }
+}
+
+HostPoint HostSampler::SampleOnce(bool threads) {
   HostPoint p;
   p.t_ns = MonoNowNs();
   if (!log_file_.empty()) {
@@ -64,18 +165,24 @@ HostPoint HostSampler::SampleOnce() const {
     }
     std::fclose(f);
   }
+  if (threads) {
+    if (auto stat = fs_.Read("/proc/stat", 1 << 20); stat.ok()) p.procs_running = ProcsRunning(*stat);
+    if (server_cpu_.pid > 0) SampleThreads(p.t_ns);
+  }
   return p;
 }
 
 void HostSampler::Start() {
   stop_ = false;
+  FindServer();
   // The first sample on the calling thread: the series starts when the load does, however late
   // the thread is scheduled.
-  samples_.push_back(SampleOnce());
+  samples_.push_back(SampleOnce(true));
   const int64_t first_ns = samples_.back().t_ns;
   thread_ = std::thread([this, first_ns] {
+    const int64_t cpu0_ns = ThreadCpuNowNs();
     int64_t next_ns = first_ns;
-    while (true) {
+    for (int n = 1;; ++n) {
       next_ns += kHostSampleIntervalNs;
       const int64_t wait_ns = next_ns - MonoNowNs();
       if (wait_ns > 0) {
@@ -85,9 +192,11 @@ void HostSampler::Start() {
         next_ns = MonoNowNs();  // fell behind (a loaded host): keep the interval from now
       }
       if (stop_.load(std::memory_order_relaxed)) break;
-      samples_.push_back(SampleOnce());
+      samples_.push_back(SampleOnce(n % kThreadSampleEvery == 0));
     }
-    samples_.push_back(SampleOnce());  // the last at Stop
+    samples_.push_back(SampleOnce(true));  // the last at Stop
+    server_cpu_.sampler_cpu_ns = ThreadCpuNowNs() - cpu0_ns;
+    server_cpu_.sampler_wall_ns = samples_.back().t_ns - first_ns;
   });
 }
 

@@ -6,7 +6,8 @@
 // - server: the /metrics scrapes taken during the load (running, waiting, KV usage, the
 //   preemption counter), at the runner's scrape interval;
 // - host: samples taken here during the load (HostSampler, --local): the server log file's size,
-//   PSI totals, swap and major-fault counters;
+//   PSI totals, swap and major-fault counters, the run queue; and the CPU time of each thread
+//   of the server's processes (ServerCpu);
 // - gpu: the kernels of a Kineto trace recorded during the load, whose ts are microseconds after
 //   its baseTimeNanoseconds (Unix ns), mapped through the same wall/monotonic pair (WallToMono);
 // - log: the server log's lines, whose "MM-DD HH:MM:SS" local wall time is mapped through the
@@ -46,6 +47,32 @@ struct HostPoint {
   std::optional<int64_t> log_bytes;                 // size of the server's log file
   std::optional<int64_t> psi_cpu_some_us, psi_io_some_us, psi_memory_some_us;  // /proc/pressure/*
   std::optional<int64_t> swap_in_pages, swap_out_pages, major_faults;          // /proc/vmstat
+  // procs_running of /proc/stat (runnable tasks, the sampler's own thread among them): read on
+  // the samples that also read the server's threads (kThreadSampleEvery), nullopt on the others.
+  std::optional<int64_t> procs_running;
+};
+
+// The CPU time of one thread of the server (or of a process it started) at `t_ns`.
+struct ThreadCpuPoint {
+  int64_t t_ns = 0;
+  int64_t cpu_ns = 0;  // utime + stime since the thread started (schedstat's ns, else stat's ticks)
+};
+struct ServerThread {
+  int64_t pid = 0, tid = 0;
+  std::string comm;              // /proc/PID/task/TID/comm when first seen
+  std::vector<ThreadCpuPoint> cpu;  // by time; from the sample that first saw it
+};
+// The server's threads as the host sampler saw them (--local, the server's pid known).
+struct ServerCpu {
+  int64_t pid = 0;               // 0: the server was not found (`note` says why)
+  std::string found_by;          // "listening on port 8000", "command line (vllm)"
+  std::string note;
+  std::vector<int64_t> child_pids;  // its descendants, whose threads are sampled too
+  std::vector<ServerThread> threads;
+  int64_t thread_interval_ns = 0;
+  int online_cpus = 0;           // /sys/devices/system/cpu/online; 0: unknown
+  int64_t sampler_cpu_ns = 0;    // the sampler thread's own CPU time over the load
+  int64_t sampler_wall_ns = 0;   // ...and the time it ran
 };
 
 enum class LogKind { kStats, kPreemption, kRequestLog, kError, kOther };
@@ -83,6 +110,7 @@ struct Timeline {
   std::vector<StreamSeries> streams;
   std::vector<ServerPoint> server;
   std::vector<HostPoint> host;        // empty without --local
+  ServerCpu server_cpu;               // empty threads without --local or a server pid
   std::vector<LogPoint> log;          // empty without --logs
   int64_t log_uncertainty_ns = 0;     // +- of each LogPoint's time
   // GPU kernels of a trace whose wall clock overlaps the load (empty without one), by start.

@@ -59,6 +59,7 @@ void AddAttribution(const LoadCapture& c, const std::string& log_file,
                     std::vector<rules::Finding>& all) {
   attribution::Timeline t = attribution::FromBenchRun(c.run);
   t.host = c.host;
+  t.server_cpu = c.server_cpu;
   std::string log_error;
   // The log's lines are second-resolution evidence: read (a second pass over the file) only
   // when the host samples give no log file size to time its writes with.

@@ -22,6 +22,7 @@ struct LoadCapture {
   loadgen::BenchRun run;
   attribution::LogClock clock;
   std::vector<attribution::HostPoint> host;  // empty without --local
+  attribution::ServerCpu server_cpu;         // the server's threads (--local, the server found)
   LoadProfile profile;                       // --profile-load's capture (status "" without it)
 };
 

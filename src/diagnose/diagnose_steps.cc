@@ -105,7 +105,7 @@ ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, u
   if (capture) {
     b.scrape_interval_s = 0.1;
     capture->clock = {WallNowNs(), MonoNowNs()};
-    if (o.local) sampler.emplace(o.sysroot, o.logs.empty() ? std::string() : o.logs.front());
+    if (o.local) sampler.emplace(o.sysroot, o.logs.empty() ? std::string() : o.logs.front(), o.url);
     if (sampler) sampler->Start();
     if (o.profile_load) capture->profile = StartLoadProfile(o.url, b, o.profile_dir);
   }
@@ -114,6 +114,7 @@ ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, u
   if (sampler) {
     sampler->Stop();
     capture->host = sampler->samples();
+    capture->server_cpu = sampler->server_cpu();
   }
   if (!run.ok()) {
     *why = run.status().message();

@@ -485,7 +485,7 @@ ordered_json Steps(const ordered_json& facts) {
 }
 
 // The stall timeline (attribution.series, docs/attribution.md): the series as diagnose wrote
-// them, and each stall as {at_s, dur_ms, cause} ("unexplained" when none; the first cause when
+// them (log_write_kib_s and gpu_kernel_ms only when present, of the same length), and each stall as {at_s, dur_ms, cause} ("unexplained" when none; the first cause when
 // several). Null when there is no series.
 ordered_json AttributionTimeline(const ordered_json& a) {
   const ordered_json& s = Child(a, "series");
@@ -495,6 +495,14 @@ ordered_json AttributionTimeline(const ordered_json& a) {
   for (const char* k : {"t_s", "itl_p99_ms", "running", "waiting"}) {
     const ordered_json& col = Child(s, k);
     if (!col.is_array() || col.size() != t.size()) return nullptr;
+    ordered_json clean = ordered_json::array();
+    for (const auto& v : col) clean.push_back(v.is_number() ? v : ordered_json(nullptr));
+    out[k] = std::move(clean);
+  }
+  // Drawn under the ITL when diagnose sampled them: the log's write rate, the GPU kernel time.
+  for (const char* k : {"log_write_kib_s", "gpu_kernel_ms"}) {
+    const ordered_json& col = Child(s, k);
+    if (!col.is_array() || col.size() != t.size()) continue;
     ordered_json clean = ordered_json::array();
     for (const auto& v : col) clean.push_back(v.is_number() ? v : ordered_json(nullptr));
     out[k] = std::move(clean);

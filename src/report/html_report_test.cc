@@ -340,6 +340,28 @@ TEST(HtmlReportDataTest, AttributionTimelineMarksStallsByCause) {
   EXPECT_TRUE(ReportData({{"attribution", {{"series", nullptr}}}})["attribution"].is_null());
 }
 
+// The log's write rate and the GPU kernel time per bin go under the ITL when diagnose wrote them
+// (non-numbers as null); a column of another length is left out, and without them the chart
+// has neither.
+TEST(HtmlReportDataTest, AttributionTimelineTakesLogRateAndGpuTimeWhenPresent) {
+  ordered_json d = {{"attribution",
+                     {{"series", {{"t_s", {0, 0.1}}, {"itl_p99_ms", {5.5, 6}}, {"running", {3, 4}},
+                                  {"waiting", {0, 0}}, {"log_write_kib_s", {12.5, "x"}},
+                                  {"gpu_kernel_ms", {90, 91, 92}}}},
+                      {"stalls", ordered_json::array()}}}};
+  ordered_json a = ReportData(d)["attribution"];
+  EXPECT_EQ(a["log_write_kib_s"], ordered_json({12.5, nullptr}));
+  EXPECT_FALSE(a.contains("gpu_kernel_ms"));  // three values for two bins
+  d["attribution"]["series"]["gpu_kernel_ms"] = {90, 91};
+  a = ReportData(d)["attribution"];
+  EXPECT_EQ(a["gpu_kernel_ms"], ordered_json({90, 91}));
+  d["attribution"]["series"].erase("log_write_kib_s");
+  d["attribution"]["series"].erase("gpu_kernel_ms");
+  a = ReportData(d)["attribution"];
+  EXPECT_FALSE(a.contains("log_write_kib_s"));
+  EXPECT_FALSE(a.contains("gpu_kernel_ms"));
+}
+
 TEST(HtmlReportDataTest, IdleHistogramBinsTheListedGaps) {
   const ordered_json d = {{"trace", {{"facts", {{"span_ns", 2e9},
                                                 {"idle", {{"host_wait_ns", 1e6}, {"kernel_wait_ns", 0}, {"other_ns", 0},

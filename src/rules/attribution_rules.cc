@@ -23,7 +23,7 @@ const char* What(Cause c) {
     case Cause::kLog: return "synchronous writes to the server log (log stall)";
     case Cause::kPreemption: return "preemptions: the KV cache ran out";
     case Cause::kSwap: return "the host swapping or faulting pages in";
-    case Cause::kHostCpu: return "CPU contention on the host";
+    case Cause::kHostCpu: return "CPU contention on the host (a server thread at 100% or a long run queue)";
     case Cause::kSlowKernel: return "a GPU kernel far longer than its usual (slow kernel)";
     case Cause::kPrefill: return "long prefill batches (prefill interference)";
     case Cause::kClient: return "the client's own saturated load thread, not the server";
@@ -55,8 +55,10 @@ const char* Advice(Cause c) {
       return "Keep the server's memory resident: free host memory, lower `vm.swappiness`, move "
              "memory-hungry processes off the host (`latdoc doctor` checks swap).";
     case Cause::kHostCpu:
-      return "Give the server cores of its own (`latdoc numa-exec`, CPU pinning) or move other "
-             "load off the host.";
+      return "A server thread at 100% of a CPU (the examples name it) is the server's own limit, "
+             "not the host's: profile that thread (py-spy for vLLM's Python threads). A run queue "
+             "longer than the cores, or CPU pressure: give the server cores of its own (`latdoc "
+             "numa-exec`, CPU pinning) or move other load off the host.";
     case Cause::kSlowKernel:
       return "The examples name the kernel that made the step slow; see the kernel layer's "
              "findings (`latdoc trace` on the same trace) for its shapes and roofline.";
@@ -70,15 +72,33 @@ const char* Advice(Cause c) {
   return "";
 }
 
+// The evidence of each layer in a window, appended to `out`.
+std::string EvidenceText(std::string out, const attribution::StallEvidence& e, const attribution::Timeline& t);
+
 std::string Example(const Stall& s, const attribution::Timeline& t) {
-  const attribution::StallEvidence& e = s.evidence;
-  std::string out = fmt::format("at +{:.3f} s: {:.1f} ms, {} of {} streams", NsToSec(s.start_ns - t.start_ns),
-                                NsToMs(s.end_ns - s.start_ns), s.streams, s.live_streams);
+  return EvidenceText(fmt::format("at +{:.3f} s: {:.1f} ms, {} of {} streams", NsToSec(s.start_ns - t.start_ns),
+                                  NsToMs(s.end_ns - s.start_ns), s.streams, s.live_streams),
+                      s.evidence, t);
+}
+
+std::string DipExample(const attribution::Dip& d, const attribution::Timeline& t) {
+  return EvidenceText(fmt::format("at +{:.3f} s: a throughput dip of {:.0f} ms, {:.0f} tokens/s against a "
+                                  "median of {:.0f}", NsToSec(d.start_ns - t.start_ns),
+                                  NsToMs(d.end_ns - d.start_ns), d.rate_tok_s, d.median_tok_s),
+                      d.evidence, t);
+}
+
+std::string EvidenceText(std::string out, const attribution::StallEvidence& e, const attribution::Timeline& t) {
   if (e.log_bytes) out += fmt::format("; log +{} B", *e.log_bytes);
   if (e.preemptions) out += fmt::format("; preemptions +{:g}", *e.preemptions);
   out += fmt::format("; first tokens at its end: {} ({} prompt tokens)", e.prefill_requests, e.prefill_tokens);
   if (e.psi_memory_share) out += fmt::format("; PSI memory {:.0f}%", *e.psi_memory_share * 100);
   if (e.psi_cpu_share) out += fmt::format("; PSI cpu {:.0f}%", *e.psi_cpu_share * 100);
+  if (e.thread_busy_share)
+    out += fmt::format("; busiest server thread {} (tid {}) {:.0f}% of a CPU", e.thread_comm, e.thread_tid,
+                       *e.thread_busy_share * 100);
+  if (e.run_queue && t.server_cpu.online_cpus > 0)
+    out += fmt::format("; run queue {:.1f} on {} CPUs", *e.run_queue, t.server_cpu.online_cpus);
   if (e.swap_in_pages) out += fmt::format("; swap-in {} pages", *e.swap_in_pages);
   if (e.major_faults) out += fmt::format("; major faults {}", *e.major_faults);
   if (e.kernel_name)
@@ -92,7 +112,7 @@ std::string Example(const Stall& s, const attribution::Timeline& t) {
 
 std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attribution::Timeline& t) {
   std::vector<Finding> out;
-  if (a.stalls.empty() && a.stream_stalls.empty()) return out;
+  if (a.stalls.empty() && a.stream_stalls.empty() && a.causes.empty()) return out;
   const int total = static_cast<int>(a.stalls.size());
   auto share = [&](int64_t cost_ns) {
     return a.decode_ns > 0 ? std::optional<double>(double(cost_ns) / double(a.decode_ns)) : std::nullopt;
@@ -109,13 +129,21 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
     if (cs.stream_stalls > 0)
       f.title += fmt::format("{} {} single-stream stall{} began at one", cs.stalls > 0 ? "; and" : ":",
                              cs.stream_stalls, cs.stream_stalls == 1 ? "" : "s");
-    if (sh) f.title += fmt::format(": {:.1f}% of decode time", *sh * 100);
+    const bool dips_only = cs.stalls == 0 && cs.stream_stalls == 0;
+    if (dips_only)  // a slower rate costs no stall time: no share of decode time to give
+      f.title = fmt::format("{} throughput dip{} in the output token rate coincide{} with {}", cs.dips,
+                            cs.dips == 1 ? "" : "s", cs.dips == 1 ? "s" : "", What(cs.cause));
+    else if (cs.dips > 0)
+      f.title += fmt::format("; and {} throughput dip{} outside the stalls", cs.dips, cs.dips == 1 ? "" : "s");
+    if (sh && !dips_only) f.title += fmt::format(": {:.1f}% of decode time", *sh * 100);
     if (background)
       f.title += fmt::format(" (but it is present in {:.0f}% of other windows too: background, not "
                              "a proven cause)", base * 100);
     f.evidence.push_back({"stalls_explained", double(cs.stalls), "", ""});
     f.evidence.push_back({"stalls_total", double(total), "", ""});
     f.evidence.push_back({"single_stream_stalls_explained", double(cs.stream_stalls), "", ""});
+    f.evidence.push_back({"throughput_dips_explained", double(cs.dips), "",
+                          "dips in the output token rate that are no stall's"});
     f.evidence.push_back({"ttft_spikes_explained", double(cs.ttft_spikes), "",
                           fmt::format("of {} requests with TTFT over {:.1f} ms (median {:.1f} ms)",
                                       a.ttft_spikes, NsToMs(a.ttft_spike_ns), NsToMs(a.median_ttft_ns))});
@@ -133,6 +161,11 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
         f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", Example(s, t)});
       }
     }
+    for (const attribution::Dip& d : a.dips) {
+      if (shown == 3) break;
+      if (d.stall >= 0 || std::find(d.causes.begin(), d.causes.end(), cs.cause) == d.causes.end()) continue;
+      f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", DipExample(d, t)});
+    }
     f.advice = Advice(cs.cause);
     f.latency_share = sh;
     out.push_back(std::move(f));
@@ -148,6 +181,7 @@ std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attrib
     std::string layers = "client tokens";
     if (a.have_server) layers += ", /metrics";
     if (a.have_host) layers += ", host samples";
+    if (a.have_threads) layers += ", server threads";
     if (a.have_log) layers += ", server log";
     f.evidence.push_back({"stalls_unexplained", double(a.unexplained), "", ""});
     f.evidence.push_back({"layers_on_the_timeline", std::nullopt, "", layers});

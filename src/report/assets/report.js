@@ -274,21 +274,28 @@
     }
   };
 
-  // The stall timeline (docs/attribution.md): ITL p99 per bin and the server's queue on one time
-  // axis, each stall a triangle at its start, as high as it lasted, coloured by its cause.
+  // The stall timeline (docs/attribution.md): panels on one time axis, stacked top to bottom:
+  // ITL p99 per bin with each stall a triangle at its start, as high as it lasted, coloured by
+  // its cause; the server's running and waiting; and, when diagnose sampled them, the server
+  // log's write rate and the GPU kernel time per bin.
   DRAW['attribution-timeline'] = function (cv) {
     var a = D.attribution;
     var xy = function (col) {
       var out = [];
+      if (!col) return out;
       for (var i = 0; i < a.t_s.length; i++) if (col[i] !== null && col[i] !== undefined) out.push({ x: a.t_s[i], y: col[i] });
       return out;
     };
     var sets = [
       { label: 'ITL p99 (ms)', data: xy(a.itl_p99_ms), borderColor: C.purple, backgroundColor: C.purple, yAxisID: 'y' },
-      { label: 'running', data: xy(a.running), borderColor: C.blue, backgroundColor: C.blue, yAxisID: 'y2', stepped: true },
-      { label: 'waiting', data: xy(a.waiting), borderColor: C.red, backgroundColor: C.red, yAxisID: 'y2', stepped: true }
+      { label: 'running', data: xy(a.running), borderColor: C.blue, backgroundColor: C.blue, yAxisID: 'yq', stepped: true },
+      { label: 'waiting', data: xy(a.waiting), borderColor: C.red, backgroundColor: C.red, yAxisID: 'yq', stepped: true },
+      { label: 'log writes (KiB/s)', data: xy(a.log_write_kib_s), borderColor: C.amber, backgroundColor: C.amber, yAxisID: 'ylog' },
+      { label: 'GPU kernel time (ms per bin)', data: xy(a.gpu_kernel_ms), borderColor: C.green, backgroundColor: C.green, yAxisID: 'ygpu' }
     ].filter(function (d) { return d.data.length > 0; });
     sets.forEach(function (d) { d.pointRadius = 0; d.borderWidth = 1.6; });
+    var used = {};
+    sets.forEach(function (d) { used[d.yAxisID] = true; });
     var palette = [C.orange, C.teal, C.amber, C.green, C.sky];
     var causes = [];
     a.stalls.forEach(function (s) { if (causes.indexOf(s.cause) < 0) causes.push(s.cause); });
@@ -299,17 +306,25 @@
                   data: a.stalls.filter(function (s) { return s.cause === c; })
                     .map(function (s) { return { x: s.at_s, y: s.dur_ms }; }) });
     });
+    // Chart.js stacks the axes of one stack bottom to top in the order given: the lowest panel
+    // first. Panels without data are left out.
+    var panels = [
+      ['ygpu', 1, 'GPU ms / bin'], ['ylog', 1, 'log KiB/s'], ['yq', 1, 'requests'], ['y', 3, 'ITL p99 / stall (ms)']
+    ];
+    var scales = { x: { type: 'linear', min: 0, title: { display: true, text: 'time since the load began (s)' } } };
+    panels.forEach(function (p) {
+      if (p[0] !== 'y' && !used[p[0]]) return;
+      scales[p[0]] = { stack: 'panels', stackWeight: p[1], offset: true, beginAtZero: true,
+                       ticks: p[0] === 'yq' ? { precision: 0, maxTicksLimit: 4 } : { maxTicksLimit: p[1] > 1 ? 8 : 4 },
+                       grace: p[1] > 1 ? 0 : '10%',
+                       title: { display: true, text: p[2] } };
+    });
+    // Each panel under the queue's adds to the chart's height, so that none is squeezed.
+    var extra = (used.ylog ? 1 : 0) + (used.ygpu ? 1 : 0);
+    if (extra > 0 && cv.parentNode) cv.parentNode.style.height = (360 + 110 * extra) + 'px';
     return new Chart(cv, {
       type: 'line', data: { datasets: sets },
-      options: {
-        parsing: false, interaction: { mode: 'nearest', intersect: false },
-        scales: {
-          x: { type: 'linear', min: 0, title: { display: true, text: 'time since the load began (s)' } },
-          y: { beginAtZero: true, title: { display: true, text: 'ITL p99 / stall (ms)' } },
-          y2: { position: 'right', beginAtZero: true, ticks: { precision: 0 }, grid: { drawOnChartArea: false },
-                title: { display: true, text: 'requests' } }
-        }
-      }
+      options: { parsing: false, interaction: { mode: 'nearest', intersect: false }, scales: scales }
     });
   };
 
