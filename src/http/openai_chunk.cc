@@ -204,6 +204,7 @@ class FastChunkScanner {
     if (!Eat(']')) {
       do {
         Ws();
+        if (p_ >= end_) return false;  // element() looks at *p_
         if (!element()) return false;
         ++*n;
       } while (Eat(','));
@@ -226,6 +227,7 @@ class FastChunkScanner {
         bool esc;
         if (!String(&key, &esc) || esc || !Eat(':')) return false;
         Ws();
+        if (p_ >= end_) return false;  // member() looks at *p_
         if (!member(key)) return false;
       } while (Eat(','));
       if (!Eat('}')) return false;

@@ -225,5 +225,25 @@ TEST(KinetoEventTest, ShapeArgsOfWorkOpsOnly) {
   EXPECT_EQ(Describe(f), "X|cpu_op|aten::to|-|-|1000|-|-|-|-|-||-||");
 }
 
+// A shape kept as text is read by JSON's grammar, not bracket-counted: the general path walks it
+// as an array and rejects what is not one (fuzz_kineto_event: a key inside "Input type").
+TEST(KinetoEventTest, ShapesThatAreNoJsonArrayGoToTheGeneralPath) {
+  for (const char* shape : {R"(["fl": 18 "double"])", R"([1 2])", R"([[8, 2048] [1]])", R"([1,])",
+                            R"([{"a" 1}])"}) {
+    const std::string ev = std::string(R"({"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, )") +
+                           R"("args": {"Input type": )" + shape + R"(, "Ev Idx": 200}})";
+    KinetoEventFields f;
+    size_t length = 0;
+    EXPECT_EQ(ReadKinetoEventFast(ev.data(), ev.size(), f, &length), FastRead::kBail) << shape;
+  }
+  // Nested arrays, objects, strings and numbers of a valid shape are kept as they stand.
+  const std::string ok = R"({"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 1, "args": )"
+                         R"({"Input Dims": [[16, 559, 1], [], [{"k": [1, -2.5]}, "s", null, true]]}})";
+  KinetoEventFields f;
+  size_t length = 0;
+  ASSERT_EQ(ReadKinetoEventFast(ok.data(), ok.size(), f, &length), FastRead::kDone);
+  EXPECT_EQ(f.input_dims, R"([[16, 559, 1], [], [{"k": [1, -2.5]}, "s", null, true]])");
+}
+
 }  // namespace
 }  // namespace latdoc::trace
