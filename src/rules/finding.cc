@@ -8,8 +8,10 @@
 
 namespace latdoc::rules {
 
-std::string_view ShareOf(const Finding& f) {
-  switch (f.share_basis) {
+namespace {
+
+std::string_view ShareBasisName(ShareBasis b) {
+  switch (b) {
     case ShareBasis::kLatency: return "mean end-to-end latency";
     case ShareBasis::kTracedGpuTime: return "traced GPU time";
     case ShareBasis::kOffRequestPath: return "not on the measured request path";
@@ -17,12 +19,14 @@ std::string_view ShareOf(const Finding& f) {
   return "?";
 }
 
+}  // namespace
+
+std::string_view ShareOf(const Finding& f) { return ShareBasisName(f.share_basis); }
+
 ShareBasis ParseShareOf(std::string_view share_of, Layer layer) {
-  for (ShareBasis b : {ShareBasis::kLatency, ShareBasis::kTracedGpuTime, ShareBasis::kOffRequestPath}) {
-    Finding probe;
-    probe.share_basis = b;
-    if (ShareOf(probe) == share_of) return b;
-  }
+  for (ShareBasis b :
+       {ShareBasis::kLatency, ShareBasis::kTracedGpuTime, ShareBasis::kOffRequestPath})
+    if (ShareBasisName(b) == share_of) return b;
   return layer == Layer::kKernel ? ShareBasis::kTracedGpuTime : ShareBasis::kLatency;
 }
 

@@ -5,22 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "rules/trace_rules_internal.h"
+
 namespace latdoc::rules {
 namespace {
 
-Finding Make(std::string id, Severity sev, std::string title, std::string advice) {
-  Finding f;
-  f.id = std::move(id);
-  f.layer = Layer::kKernel;
-  f.severity = sev;
-  f.title = std::move(title);
-  f.advice = std::move(advice);
-  return f;
-}
-
-Evidence Num(std::string name, std::optional<double> v, std::string unit, std::string text = "") {
-  return Evidence{std::move(name), v, std::move(unit), std::move(text)};
-}
+using trace_internal::Make;
+using trace_internal::Num;
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 

@@ -7,9 +7,13 @@
 
 #include "base/strings.h"
 #include "rules/gpu_specs.h"
+#include "rules/trace_rules_internal.h"
 
 namespace latdoc::rules {
 namespace {
+
+using trace_internal::Make;
+using trace_internal::Num;
 
 using trace::RooflineKernel;
 using trace::TraceReport;
@@ -75,20 +79,6 @@ void Place(RooflineKernel& k, const GpuSpec& s, const RooflineRuleOptions& o) {
                  : fmt::format("{:.0f} GB/s counted from shapes is above the {:.0f} GB/s HBM peak: the data came "
                                "from cache, or the kernel times are wrong", *k.achieved_gbps, *k.peak_gbps);
   }
-}
-
-Evidence Num(std::string name, std::optional<double> v, std::string unit, std::string text = "") {
-  return Evidence{std::move(name), v, std::move(unit), std::move(text)};
-}
-
-Finding Make(std::string id, Severity sev, std::string title, std::string advice) {
-  Finding f;
-  f.id = std::move(id);
-  f.layer = Layer::kKernel;
-  f.severity = sev;
-  f.title = std::move(title);
-  f.advice = std::move(advice);
-  return f;
 }
 
 std::string Rates(const RooflineKernel& k) {

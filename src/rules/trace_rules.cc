@@ -9,10 +9,14 @@
 #include "rules/kernel_patterns.h"
 #include "rules/trace_rank_rules.h"
 #include "rules/trace_roofline_rules.h"
+#include "rules/trace_rules_internal.h"
 #include "rules/trace_step_rules.h"
 
 namespace latdoc::rules {
 namespace {
+
+using trace_internal::Make;
+using trace_internal::Num;
 
 using trace::CopyDirection;
 using trace::TraceReport;
@@ -20,20 +24,6 @@ using trace::TraceReport;
 double Ms(double ns) { return ns / 1e6; }
 double Us(double ns) { return ns / 1e3; }
 double Share(double part, double whole) { return whole > 0 ? part / whole : 0; }
-
-Evidence Num(std::string name, std::optional<double> v, std::string unit, std::string text = "") {
-  return Evidence{std::move(name), v, std::move(unit), std::move(text)};
-}
-
-Finding Make(std::string id, Severity sev, std::string title, std::string advice) {
-  Finding f;
-  f.id = std::move(id);
-  f.layer = Layer::kKernel;
-  f.severity = sev;
-  f.title = std::move(title);
-  f.advice = std::move(advice);
-  return f;
-}
 
 // The GPU time of every device apart, summed: with several devices (GPUs, or ranks in files of
 // their own) one device's busy time must not hide another's idle time, nor the time between

@@ -5,9 +5,13 @@
 #include <fmt/format.h>
 
 #include "base/strings.h"
+#include "rules/trace_rules_internal.h"
 
 namespace latdoc::rules {
 namespace {
+
+using trace_internal::Make;
+using trace_internal::Num;
 
 using trace::StepMethod;
 using trace::StepRow;
@@ -16,20 +20,6 @@ using trace::TraceReport;
 
 double Ms(double ns) { return ns / 1e6; }
 double Us(double ns) { return ns / 1e3; }
-
-Evidence Num(std::string name, std::optional<double> v, std::string unit, std::string text = "") {
-  return Evidence{std::move(name), v, std::move(unit), std::move(text)};
-}
-
-Finding Make(std::string id, Severity sev, std::string title, std::string advice) {
-  Finding f;
-  f.id = std::move(id);
-  f.layer = Layer::kKernel;
-  f.severity = sev;
-  f.title = std::move(title);
-  f.advice = std::move(advice);
-  return f;
-}
 
 bool HaveSteps(const TraceReport& r) { return r.steps.method != StepMethod::kNone && !r.steps.steps.empty(); }
 
