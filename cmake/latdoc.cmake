@@ -1,10 +1,12 @@
 # latdoc_library(NAME SOURCES ... DEPS ...): one module's static library. Includes are rooted
-# at src/, and a module links only what it lists.
+# at src/, and a module links only what it lists: PRIVATE, so a library that uses a module must
+# list it itself rather than reach it through another's links (scripts/check-layers.py checks
+# the lists against the layers and against each source's includes).
 function(latdoc_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
 endfunction()
 
 # latdoc_test(NAME [SERIAL] SOURCES ... DEPS ...): one GoogleTest program, registered with
