@@ -63,7 +63,9 @@ Status CheckOutputs(const Outputs& o) {
 // The failure line is said whatever the exit, as bench says it.
 int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const std::string& json_out,
             double max_error_rate) {
-  const nlohmann::ordered_json& doc = r.doc;
+  const report::Diagnosis& d = r.diagnosis;
+  const nlohmann::ordered_json& doc = d.sections;
+  const std::string target = d.target.value_or("");
   auto say = [&](const std::string& line) { fmt::print(stderr, "latdoc {}: {}\n", command, line); };
   // Requests cancelled by the stop are the user's doing: TallyFailures leaves them out.
   loadgen::FailureTally failures;
@@ -81,31 +83,30 @@ int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const s
       say(loadgen::ErrorRateMissText(failures.rate(), max_error_rate));
   }
   if (r.stop_signal != 0) {
-    say(doc.value("partial_reason", std::string("interrupted")) +
+    say((d.partial_reason.empty() ? std::string("interrupted") : d.partial_reason) +
         ": partial results; the layers after the stop were skipped");
     return ExitCodeForSignal(r.stop_signal);
   }
   // A live target that could not be reached: the report is written, but latdoc could not run
   // what mattered most (DESIGN.md exit codes).
-  if (doc.contains("target_reachable") && doc["target_reachable"] == false) {
+  if (d.target_reachable == false) {
     say(fmt::format("the target {} could not be reached; the report has the layers that could be "
-                    "checked", doc["target"].get<std::string>()));
+                    "checked", target));
     return kExitCannotRun;
   }
   if (doc.contains("stopped_answering_after")) {
     say(fmt::format("the target {} stopped answering after {} requests; the report keeps what was "
-                    "measured before", doc["target"].get<std::string>(),
+                    "measured before", target,
                     doc["stopped_answering_after"].get<uint64_t>()));
     return kExitFindings;
   }
   // Files only: the layers that read an input and could not (a trace with no GPU event, a log
   // with no line of a known format, host facts that do not parse) are said; when nothing at
   // all was measured, that is bad input, not "no problems found".
-  if (doc["target"].is_null() && doc.contains("layers")) {
+  if (!d.target) {
     bool measured = false;
     std::vector<std::pair<std::string, std::string>> unreadable;  // layers, why
-    for (const auto& [layer, status] : doc["layers"].items()) {
-      const std::string text = status.get<std::string>();
+    for (const auto& [layer, text] : d.layers) {
       if (text.rfind("failed: ", 0) == 0) {
         // One line for layers that failed alike (system and config: the host facts).
         auto same = std::find_if(unreadable.begin(), unreadable.end(),
@@ -132,21 +133,21 @@ int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const s
     }
   }
   if (failures.rate() > max_error_rate || missed) return kExitFindings;
-  return rules::WorstSeverity(r.findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
+  return rules::WorstSeverity(d.findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
 }
 
 // Prints the summary and writes the reports; then the exit code (Verdict). A report that could
 // not be written is said and decides the exit code.
 int Write(const diagnose::DiagnoseResult& r, const Outputs& o, std::string_view command) {
-  if (!o.quiet) fmt::print("{}", diagnose::RenderDiagnoseText(r, report::StdoutWantsColor(), o.show_ok));
+  if (!o.quiet) fmt::print("{}", diagnose::RenderDiagnoseText(r.diagnosis, report::StdoutWantsColor(), o.show_ok));
   std::fflush(stdout);
   auto put = [](const std::string& path, const std::string& text) {
     if (path.empty()) return Status::Ok();
     return WriteFileAtomic(path, text);
   };
-  Status st = put(o.json, JsonText(r.doc, 2) + "\n");
-  if (st.ok() && !o.markdown.empty()) st = put(o.markdown, report::RenderMarkdownReport(r.doc));
-  if (st.ok() && !o.html.empty()) st = put(o.html, report::RenderHtmlReport(r.doc));
+  Status st = put(o.json, JsonText(report::ToJson(r.diagnosis), 2) + "\n");
+  if (st.ok() && !o.markdown.empty()) st = put(o.markdown, report::RenderMarkdownReport(r.diagnosis));
+  if (st.ok() && !o.html.empty()) st = put(o.html, report::RenderHtmlReport(r.diagnosis));
   if (!st.ok()) {
     fmt::print(stderr, "latdoc: {}\n", st.message());
     return ExitCodeFor(st);

@@ -62,7 +62,7 @@ class DiagnoseRun {
     LoadLayer();
     SessionsLayer();
     load_window.end_ns = WallNowNs();
-    doc["target_reachable"] = o.url.empty() ? ordered_json(nullptr) : ordered_json(reachable);
+    if (!o.url.empty()) res.diagnosis.target_reachable = reachable;
     // Host facts, here or from a file, read before the network findings are final: those
     // compare the server's own certificate and interface MTU with what the client was shown.
     if (!Stopped() && (!o.facts_path.empty() || o.local)) {
@@ -89,14 +89,13 @@ class DiagnoseRun {
   }
 
   void Header() {
-    doc["schema"] = "latdoc.diagnose/1";
-    doc["target"] = o.url.empty() ? ordered_json(nullptr) : ordered_json(o.url);
+    if (!o.url.empty()) res.diagnosis.target = o.url;
     char when[32];
     time_t now = ::time(nullptr);
     tm g;
     gmtime_r(&now, &g);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &g);
-    doc["generated_at"] = when;
+    res.diagnosis.generated_at = when;
   }
 
   void NetworkLayer() {
@@ -490,8 +489,8 @@ class DiagnoseRun {
 
   void Finish() {
     if (Stopped()) {
-      doc["partial"] = true;
-      doc["partial_reason"] = stop;
+      res.diagnosis.partial = true;
+      res.diagnosis.partial_reason = stop;
       res.stop_signal = stop_signal ? stop_signal : SIGINT;
     }
     // Each config finding that changes a flag of the engine model says what the change would
@@ -499,21 +498,15 @@ class DiagnoseRun {
     if (doc.contains("sweep") && !Stopped())
       whatif::AddPredictedEffects(doc["sweep"], o.concurrency, all, o.requests);
     rules::RankFindings(all);
-    doc["layers"] = layers;
-    doc["findings"] = FindingsJson(all);
-    auto worst = rules::WorstSeverity(all);
-    doc["worst_severity"] = rules::SeverityName(worst);
-    if (const rules::Finding* f = rules::ChangeFirst(all)) {
-      doc["change_first"] = {{"id", f->id}, {"layer", rules::LayerName(f->layer)}, {"title", f->title}};
-    } else {
-      doc["change_first"] = nullptr;
-    }
+    for (const auto& [layer, status] : layers.items())
+      res.diagnosis.layers.push_back({layer, status.get<std::string>()});
+    report::SetFindings(res.diagnosis, std::move(all));
   }
 
   const DiagnoseOptions& o;
   DiagnoseResult res;
-  ordered_json& doc = res.doc;
-  std::vector<rules::Finding>& all = res.findings;
+  ordered_json& doc = res.diagnosis.sections;  // each layer's own document
+  std::vector<rules::Finding> all;
   ordered_json layers = ordered_json::object();
   std::string stop;  // why the run ended early ("interrupted by SIGINT"); empty: it did not
   int stop_signal = 0;

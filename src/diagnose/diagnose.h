@@ -9,9 +9,9 @@
 // TTFT - server TTFT - network). A target no probe sample reaches is not load-tested: the
 // result says so (target_reachable false) and the other layers still run.
 //
-// The document it returns (schema latdoc.diagnose/1) is what every renderer reads: findings
-// (ranked), ttft_waterfall, and each layer's own document (bench, baseline, trace, logs,
-// doctor). Not thread-safe; runs on the calling thread.
+// The Diagnosis it returns (report/diagnosis.h) is what every renderer reads: the findings
+// (ranked), what to change first, the layers' statuses, and each layer's own document (bench,
+// baseline, ttft_waterfall, trace, logs, doctor) among its sections. Not thread-safe; runs on the calling thread.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@
 
 #include "loadgen/runner.h"
 #include "loadgen/results.h"
+#include "report/diagnosis.h"
 #include "rules/finding.h"
 
 namespace latdoc::diagnose {
@@ -68,14 +69,13 @@ struct DiagnoseOptions {
 };
 
 struct DiagnoseResult {
-  nlohmann::ordered_json doc;
-  std::vector<rules::Finding> findings;  // ranked
-  int stop_signal = 0;                   // SIGINT or SIGTERM when a signal ended it early
+  report::Diagnosis diagnosis;  // what every renderer shows; ToJson(diagnosis) is --json
+  int stop_signal = 0;          // SIGINT or SIGTERM when a signal ended it early
 };
 
 DiagnoseResult RunDiagnose(const DiagnoseOptions& options);
 
 // The terminal summary: layers, the TTFT waterfall, the ranked findings, what to change first.
-std::string RenderDiagnoseText(const DiagnoseResult& result, bool color, bool show_ok);
+std::string RenderDiagnoseText(const report::Diagnosis& diagnosis, bool color, bool show_ok);
 
 }  // namespace latdoc::diagnose

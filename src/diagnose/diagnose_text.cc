@@ -12,10 +12,9 @@ namespace latdoc::diagnose {
 
 using nlohmann::ordered_json;
 
-std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok) {
-  const ordered_json& d = r.doc;
-  std::string out = fmt::format("latdoc diagnose: {}\n",
-                                d["target"].is_null() ? "(no live target)" : d["target"].get<std::string>());
+std::string RenderDiagnoseText(const report::Diagnosis& r, bool color, bool show_ok) {
+  const ordered_json& d = r.sections;
+  std::string out = fmt::format("latdoc diagnose: {}\n", r.target.value_or("(no live target)"));
   // The model and the server, where the load run or the log named them.
   std::string model;
   for (const char* part : {"bench", "sweep", "baseline"}) {
@@ -36,16 +35,16 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
   if (!model.empty()) out += "model: " + ToTerminalText(model) + "\n";
   if (version) {
     out += "server: vLLM " + ToTerminalText(version->get<std::string>()) + " (from its log)\n";
-  } else if (!d["target"].is_null()) {
-    out += "server: " + loadgen::ServerLabel(d["target"].get<std::string>(), metrics_server) + "\n";
+  } else if (r.target) {
+    out += "server: " + loadgen::ServerLabel(*r.target, metrics_server) + "\n";
   }
-  if (d.value("partial", false)) {
+  if (r.partial) {
     out += fmt::format("STOPPED EARLY ({}): partial results; the layers after the stop were "
-                       "skipped.\n", d.value("partial_reason", std::string("interrupted")));
+                       "skipped.\n", r.partial_reason.empty() ? "interrupted" : r.partial_reason);
   }
   out += "\n";
   out += "Layers:\n";
-  for (const auto& [k, v] : d["layers"].items()) out += fmt::format("  {:<8} {}\n", k, v.get<std::string>());
+  for (const report::LayerStatus& l : r.layers) out += fmt::format("  {:<8} {}\n", l.layer, l.status);
   if (d.contains("ttft_waterfall")) {
     const ordered_json& w = d["ttft_waterfall"];
     auto ms = [&](const char* k) {
@@ -89,19 +88,19 @@ std::string RenderDiagnoseText(const DiagnoseResult& r, bool color, bool show_ok
   to.show_ok = show_ok;
   std::string findings = report::RenderFindingsText(r.findings, to);
   bool measured = false;  // a layer that ran (not skipped, not failed)
-  for (const auto& [k, v] : d["layers"].items()) {
-    const std::string status = v.get<std::string>();
+  for (const report::LayerStatus& l : r.layers) {
+    const std::string& status = l.status;
     measured = measured || (status.rfind("skipped", 0) != 0 && status.rfind("failed", 0) != 0);
   }
   if (!measured && findings == "No problems found.\n") {
     findings = "Nothing was diagnosed: no layer could be measured (see Layers above).\n";
-  } else if (d.value("partial", false)) {
+  } else if (r.partial) {
     // Stopped early: the layers not run found nothing because they did not run.
     const std::string none = "No problems found.\n";
     if (findings == none) findings = "No problems found in the layers run before the stop.\n";
   }
   out += findings;
-  if (const rules::Finding* it = rules::ChangeFirst(r.findings)) {
+  if (const rules::Finding* it = r.ChangeFirst()) {
     out += fmt::format("\nChange first: {}\n  {}\n", it->title, it->advice);
     if (it->latency_share)
       out += fmt::format("  (about {:.0f}% of the {})\n", *it->latency_share * 100, rules::ShareOf(*it));

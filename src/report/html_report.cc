@@ -108,7 +108,7 @@ std::string Why(const ordered_json& data, std::string_view layer, std::string_vi
   return std::string(hint);
 }
 
-std::string SummarySection(const ordered_json& diagnosis, const DiagnosisFindings& df) {
+std::string SummarySection(const Diagnosis& df) {
   int counts[5] = {0, 0, 0, 0, 0};
   for (const Finding& f : df.findings) ++counts[static_cast<int>(f.severity)];
   std::string out = "<section id=\"summary\"><h2>Summary</h2>\n<div class=\"summary\">\n";
@@ -120,7 +120,7 @@ std::string SummarySection(const ordered_json& diagnosis, const DiagnosisFinding
   }
   out += "</div>\n";
   const Severity worst = rules::WorstSeverity(df.findings);
-  const Finding* first = ChangeFirstOf(diagnosis, df);
+  const Finding* first = df.ChangeFirst();
   std::string verdict =
       worst == Severity::kFail   ? "At least one check failed"
       : worst == Severity::kWarn ? "No check failed; the warnings below are worth a look"
@@ -149,7 +149,7 @@ std::string SummarySection(const ordered_json& diagnosis, const DiagnosisFinding
   return out + "</section>\n";
 }
 
-std::string FindingsSection(const DiagnosisFindings& df) {
+std::string FindingsSection(const Diagnosis& df) {
   std::string out =
       "<section id=\"findings\"><h2>Findings checklist</h2>\n<p class=\"lead\">Problems first, ranked by the "
       "estimated share of latency each explains, then by severity. Each item gives its evidence and the exact "
@@ -171,10 +171,10 @@ std::string FindingsSection(const DiagnosisFindings& df) {
                        "</ol></details>\n",
                        rest_n, rest);
   }
-  if (df.unreadable > 0) {
+  if (df.unreadable_findings > 0) {
     out += fmt::format("<p class=\"lead\">{} findings in the input had no id, layer or severity and are "
                        "not shown.</p>\n",
-                       df.unreadable);
+                       df.unreadable_findings);
   }
   return out + "</section>\n";
 }
@@ -401,17 +401,16 @@ constexpr std::string_view kStrippedLibrary = "/* Chart.js left out (HtmlReportO
 
 }  // namespace
 
-std::string RenderHtmlReport(const ordered_json& diagnosis) {
+std::string RenderHtmlReport(const Diagnosis& diagnosis) {
   return RenderHtmlReport(diagnosis, HtmlReportOptions{});
 }
 
-std::string RenderHtmlReport(const ordered_json& diagnosis, const HtmlReportOptions& options) {
-  const DiagnosisFindings df = FindingsOf(diagnosis);
+std::string RenderHtmlReport(const Diagnosis& diagnosis, const HtmlReportOptions& options) {
   const ordered_json data = ReportData(diagnosis);
   const ReportSubject subject = SubjectOf(diagnosis);
   const std::string& target = subject.target;
-  const std::string generated = StringAt(diagnosis, "generated_at");
-  const std::string schema = StringAt(diagnosis, "schema");
+  const std::string& generated = diagnosis.generated_at;
+  const std::string schema = "latdoc.diagnose/1";
 
   std::string out;
   out.reserve(300 * 1024);
@@ -427,8 +426,8 @@ std::string RenderHtmlReport(const ordered_json& diagnosis, const HtmlReportOpti
   if (!generated.empty()) out += "<span>generated " + E(generated) + "</span>";
   if (!schema.empty()) out += "<span>" + E(schema) + "</span>";
   out += "</div></header>\n<main>\n";
-  out += SummarySection(diagnosis, df);
-  out += FindingsSection(df);
+  out += SummarySection(diagnosis);
+  out += FindingsSection(diagnosis);
   out += LayersSection(data);
   out += LatencySection(data);
   out += KernelSection(data);

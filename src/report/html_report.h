@@ -1,13 +1,15 @@
 // The report of `latdoc diagnose` as ONE self-contained HTML file: inline CSS, the ranked
 // findings checklist, number tables, and charts drawn in the browser by Chart.js (MIT, from
 // the npm registry; embedded into the binary at build time by src/report/assets/assets.cmake,
-// so the page needs no network at view time). Pure: a JSON document in, a string out; no I/O.
-// Thread-safe. The Markdown twin is report/markdown_report.h.
+// so the page needs no network at view time). Pure: a Diagnosis in (report/diagnosis.h), a string
+// out; no I/O. Thread-safe. The Markdown twin is report/markdown_report.h.
 //
-// INPUT: the diagnosis document (schema "latdoc.diagnose/1"). Every key is optional: a key that
-// is absent or null means "not measured", and each chart whose data is missing is replaced by
-// a short "not measured" note (with the reason from `layers` when one is given). Values of an
-// unexpected type are treated as absent; nothing in the input can make rendering fail.
+// INPUT: a Diagnosis: its typed findings (rendered in their ranked order, change_first first),
+// layers and run state, and its sections, as in the document below (schema "latdoc.diagnose/1",
+// which ToJson writes). Every section is optional: one that is absent or null means "not
+// measured", and each chart whose data is missing is replaced by a short "not measured" note
+// (with the reason from `layers` when one is given). Values of an unexpected type are treated
+// as absent; nothing in the input can make rendering fail.
 //
 //   {"schema": "latdoc.diagnose/1", "target": "http://127.0.0.1:8000", "generated_at": "...",
 //    "findings": [ rules::ToJson(Finding), ... ],        // already ranked; rendered in order
@@ -40,7 +42,7 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "report/diagnosis.h"
 
 namespace latdoc::report {
 
@@ -50,8 +52,7 @@ struct HtmlReportOptions {
   bool embed_chart_library = true;
 };
 
-std::string RenderHtmlReport(const nlohmann::ordered_json& diagnosis);
-std::string RenderHtmlReport(const nlohmann::ordered_json& diagnosis,
-                             const HtmlReportOptions& options);
+std::string RenderHtmlReport(const Diagnosis& diagnosis);
+std::string RenderHtmlReport(const Diagnosis& diagnosis, const HtmlReportOptions& options);
 
 }  // namespace latdoc::report

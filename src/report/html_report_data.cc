@@ -350,12 +350,11 @@ ordered_json ServerSeries(const ordered_json& diagnosis) {
   return out.empty() ? ordered_json(nullptr) : out;
 }
 
-ordered_json Layers(const ordered_json& diagnosis) {
-  const ordered_json& layers = Child(diagnosis, "layers");
+ordered_json Layers(const Diagnosis& diagnosis) {
   ordered_json out = ordered_json::array();
   for (const char* l : {"network", "system", "kernel", "config", "load", "logs"}) {
-    const ordered_json& v = Child(layers, l);
-    out.push_back({{"layer", l}, {"status", v.is_string() ? v.get<std::string>() : "not reported"}});
+    const std::string status = diagnosis.LayerStatusOf(l);
+    out.push_back({{"layer", l}, {"status", status.empty() ? "not reported" : status}});
   }
   return out;
 }
@@ -388,9 +387,10 @@ std::string FormatNumber(std::optional<double> v) {
 
 std::string FormatCountValue(std::optional<double> v) { return FormatCount(v); }
 
-ReportSubject SubjectOf(const ordered_json& diagnosis) {
+ReportSubject SubjectOf(const Diagnosis& d) {
+  const ordered_json& diagnosis = d.sections;
   ReportSubject s;
-  s.target = StringAt(diagnosis, "target");
+  s.target = d.target.value_or("");
   for (const char* part : {"bench", "sweep", "baseline"}) {
     s.model = StringAt(Child(diagnosis, part), "model_id");
     if (!s.model.empty()) break;
@@ -411,47 +411,6 @@ std::string SharePercent(double part, double whole) {
   double pct = whole != 0 ? 100 * part / whole : 0;
   if (std::fabs(pct) < 0.5) pct = 0;
   return fmt::format("{:.0f}%", pct);
-}
-
-DiagnosisFindings FindingsOf(const ordered_json& diagnosis) {
-  DiagnosisFindings out;
-  const ordered_json& fs = Child(diagnosis, "findings");
-  if (!fs.is_array()) return out;
-  for (const ordered_json& j : fs) {
-    rules::Finding f;
-    f.id = StringAt(j, "id");
-    const auto layer = rules::ParseLayer(StringAt(j, "layer"));
-    const auto sev = rules::ParseSeverity(StringAt(j, "severity"));
-    if (f.id.empty() || !layer || !sev) {
-      ++out.unreadable;
-      continue;
-    }
-    f.layer = *layer;
-    f.severity = *sev;
-    f.title = StringAt(j, "title");
-    f.advice = StringAt(j, "advice");
-    f.latency_share = NumberAt(j, "latency_share");
-    f.share_basis = rules::ParseShareOf(StringAt(j, "share_of"), f.layer);
-    const ordered_json& ev = Child(j, "evidence");
-    if (ev.is_array()) {
-      for (const ordered_json& e : ev) {
-        if (!e.is_object()) continue;
-        f.evidence.push_back({StringAt(e, "name"), NumberAt(e, "value"), StringAt(e, "unit"),
-                              StringAt(e, "text")});
-      }
-    }
-    out.findings.push_back(std::move(f));
-  }
-  return out;
-}
-
-const rules::Finding* ChangeFirstOf(const ordered_json& diagnosis, const DiagnosisFindings& df) {
-  const ordered_json& cf = Child(diagnosis, "change_first");
-  const std::string id = StringAt(cf, "id");
-  if (!cf.is_object()) return rules::ChangeFirst(df.findings);
-  for (const rules::Finding& f : df.findings)
-    if (f.id == id && rules::LayerName(f.layer) == StringAt(cf, "layer")) return &f;
-  return nullptr;
 }
 
 // Steps shown in the step chart: the first ones of a long trace (a bar each stays readable).
@@ -524,7 +483,8 @@ ordered_json AttributionTimeline(const ordered_json& a) {
   return out;
 }
 
-ordered_json ReportData(const ordered_json& diagnosis) {
+ordered_json ReportData(const Diagnosis& dx) {
+  const ordered_json& diagnosis = dx.sections;
   ordered_json d;
   d["sweep"] = Sweep(Child(diagnosis, "sweep"));
   d["waterfall"] = Waterfall(diagnosis);
@@ -536,7 +496,7 @@ ordered_json ReportData(const ordered_json& diagnosis) {
   d["steps"] = Steps(facts);
   d["server_series"] = ServerSeries(diagnosis);
   d["attribution"] = AttributionTimeline(Child(diagnosis, "attribution"));
-  d["layers"] = Layers(diagnosis);
+  d["layers"] = Layers(dx);
   return d;
 }
 

@@ -1,5 +1,5 @@
-// The numbers of a diagnosis report, taken once from the diagnosis document (schema in
-// report/html_report.h) and normalised for the HTML and Markdown renderers: units in ms,
+// The numbers of a diagnosis report, taken once from the diagnosis's sections (report/diagnosis.h;
+// their schema in report/html_report.h) and normalised for the HTML and Markdown renderers: units in ms,
 // KV usage in percent, values of the wrong type dropped. Pure functions; thread-safe.
 #pragma once
 
@@ -9,22 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rules/finding.h"
+#include "report/diagnosis.h"
 
 namespace latdoc::report {
-
-struct DiagnosisFindings {
-  std::vector<rules::Finding> findings;   // in the document's order (already ranked)
-  int unreadable = 0;                     // entries without an id, layer or severity
-};
-
-// Reads `findings`; tolerant of missing or mistyped fields (an entry needs a string id and a
-// known layer and severity, else it is counted in `unreadable`).
-DiagnosisFindings FindingsOf(const nlohmann::ordered_json& diagnosis);
-
-// The finding the diagnosis says to change first (its "change_first"; a document without the
-// field: rules::ChangeFirst of `df`), or null. Every renderer shows this one first.
-const rules::Finding* ChangeFirstOf(const nlohmann::ordered_json& diagnosis, const DiagnosisFindings& df);
 
 // The chart and table data. Keys, each present only when its data is (null/absent: not
 // measured):
@@ -46,7 +33,7 @@ const rules::Finding* ChangeFirstOf(const nlohmann::ordered_json& diagnosis, con
 //               "busy_ms"}] (the first 400 steps)}
 //   "server_series": [{"source", "t_s": [], "running": [], "waiting": [], "kv_pct": []}]
 //   "layers":  [{"layer", "status"}]
-nlohmann::ordered_json ReportData(const nlohmann::ordered_json& diagnosis);
+nlohmann::ordered_json ReportData(const Diagnosis& diagnosis);
 
 // The string at `key` of object `j`, or "" (absent or not a string).
 std::string StringAt(const nlohmann::ordered_json& j, const char* key);
@@ -61,7 +48,7 @@ struct ReportSubject {
   // names" when only the metric names say.
   std::string server;
 };
-ReportSubject SubjectOf(const nlohmann::ordered_json& diagnosis);
+ReportSubject SubjectOf(const Diagnosis& diagnosis);
 
 // "12.3", "0.0123", "1.23e-05": 3-4 significant digits; a whole number, or one of 1e6 and
 // more, prints whole ("16", "262144", not "16.0"); never "-0"; "n/a" for nullopt.

@@ -50,6 +50,13 @@ std::vector<std::string> ChartNames(const std::string& html) {
   return out;
 }
 
+// The tests write diagnoses as the JSON documents `latdoc diagnose --json` writes; the
+// renderers draw the Diagnosis read back from one.
+std::string RenderHtmlReport(const ordered_json& doc, const HtmlReportOptions& o = {}) {
+  return report::RenderHtmlReport(DiagnosisFromJson(doc), o);
+}
+ordered_json ReportData(const ordered_json& doc) { return report::ReportData(DiagnosisFromJson(doc)); }
+
 std::vector<std::string> MissingNotes(const std::string& html) {
   std::vector<std::string> out;
   static const std::regex re("<div class=\"not-measured\" data-missing=\"([a-z_]+)\">");

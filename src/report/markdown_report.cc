@@ -33,22 +33,22 @@ std::optional<double> Peak(const ordered_json& col) {
 
 }  // namespace
 
-std::string RenderMarkdownReport(const ordered_json& diagnosis) {
-  const DiagnosisFindings df = FindingsOf(diagnosis);
+std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
+  const Diagnosis& df = diagnosis;
   const ordered_json d = ReportData(diagnosis);
   std::string out = "# latdoc diagnosis\n\n";
   const ReportSubject subject = SubjectOf(diagnosis);
   out += fmt::format("- target: {}\n", subject.target.empty() ? "n/a" : MarkdownCode(subject.target));
   out += fmt::format("- model: {}\n", subject.model.empty() ? "n/a" : MarkdownCode(subject.model));
   if (!subject.server.empty()) out += "- server: " + MarkdownText(subject.server) + "\n";
-  const std::string generated = StringAt(diagnosis, "generated_at");
+  const std::string& generated = diagnosis.generated_at;
   if (!generated.empty()) out += "- generated: " + MarkdownText(generated) + "\n";
   int counts[5] = {0, 0, 0, 0, 0};
   for (const auto& f : df.findings) ++counts[static_cast<int>(f.severity)];
   out += fmt::format("- findings: {} fail, {} warn, {} info, {} ok, {} skipped\n\n", counts[4], counts[3],
                      counts[2], counts[1], counts[0]);
 
-  if (const rules::Finding* first = ChangeFirstOf(diagnosis, df)) {
+  if (const rules::Finding* first = diagnosis.ChangeFirst()) {
     out += fmt::format("## Change first\n\n**{}** ({})", MarkdownText(first->title), MarkdownCode(first->id));
     if (first->latency_share)
       out += fmt::format(": about {:.0f}% of the {}", *first->latency_share * 100, rules::ShareOf(*first));
@@ -56,7 +56,7 @@ std::string RenderMarkdownReport(const ordered_json& diagnosis) {
   }
   out += "## Findings checklist\n\nProblems (fail, warn) first, ranked by the estimated share of the mean end-to-end latency each explains (a trace's only when it was recorded from the server under test), then severity; then the rest.\n\n";
   out += df.findings.empty() ? std::string("No findings.\n") : RenderFindingsMarkdown(df.findings);
-  if (df.unreadable > 0) out += fmt::format("\n{} unreadable findings not shown.\n", df.unreadable);
+  if (df.unreadable_findings > 0) out += fmt::format("\n{} unreadable findings not shown.\n", df.unreadable_findings);
 
   out += "\n## Layers checked\n\n| layer | status |\n|---|---|\n";
   for (const auto& l : d["layers"]) {

@@ -17,6 +17,11 @@ using ::testing::HasSubstr;
 const char kExample[] = "tests/data/report/diagnosis_example.json";
 const char kGoldenMd[] = "tests/data/report/diagnosis_example.golden.md";
 
+// The Markdown of a diagnosis document (as `latdoc diagnose --json` writes it), read back.
+std::string RenderMarkdownReport(const ordered_json& doc) {
+  return report::RenderMarkdownReport(DiagnosisFromJson(doc));
+}
+
 // The Markdown of the example diagnosis is byte-identical to the golden file
 // (tests/data/report/regen_golden.sh rewrites it).
 TEST(MarkdownReportTest, ExampleMatchesGolden) {

@@ -100,31 +100,33 @@ nlohmann::json ToJson(const Finding& f) {
 }
 
 std::optional<Finding> FindingFromJson(const nlohmann::json& j) {
-  if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) return std::nullopt;
+  // A key of the wrong type reads as absent: a finding read back never throws.
+  auto text = [](const nlohmann::json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (!j.is_object()) return std::nullopt;
   Finding f;
-  f.id = j["id"].get<std::string>();
-  auto layer = ParseLayer(j.value("layer", ""));
-  auto sev = ParseSeverity(j.value("severity", ""));
-  if (!layer || !sev) return std::nullopt;
+  f.id = text(j, "id");
+  auto layer = ParseLayer(text(j, "layer"));
+  auto sev = ParseSeverity(text(j, "severity"));
+  if (f.id.empty() || !layer || !sev) return std::nullopt;
   f.layer = *layer;
   f.severity = *sev;
-  f.title = j.value("title", "");
-  f.advice = j.value("advice", "");
-  if (j.contains("latency_share") && j["latency_share"].is_number())
-    f.latency_share = j["latency_share"].get<double>();
-  f.share_basis = ParseShareOf(j.contains("share_of") && j["share_of"].is_string()
-                                   ? j["share_of"].get<std::string>()
-                                   : std::string(),
-                               f.layer);
-  if (j.contains("evidence") && j["evidence"].is_array()) {
-    for (const auto& e : j["evidence"]) {
+  f.title = text(j, "title");
+  f.advice = text(j, "advice");
+  if (auto it = j.find("latency_share"); it != j.end() && it->is_number())
+    f.latency_share = it->get<double>();
+  f.share_basis = ParseShareOf(text(j, "share_of"), f.layer);
+  if (auto ev = j.find("evidence"); ev != j.end() && ev->is_array()) {
+    for (const auto& e : *ev) {
       if (!e.is_object()) continue;
-      Evidence ev;
-      ev.name = e.value("name", "");
-      if (e.contains("value") && e["value"].is_number()) ev.value = e["value"].get<double>();
-      ev.unit = e.value("unit", "");
-      ev.text = e.value("text", "");
-      f.evidence.push_back(std::move(ev));
+      Evidence x;
+      x.name = text(e, "name");
+      if (auto v = e.find("value"); v != e.end() && v->is_number()) x.value = v->get<double>();
+      x.unit = text(e, "unit");
+      x.text = text(e, "text");
+      f.evidence.push_back(std::move(x));
     }
   }
   return f;

@@ -68,7 +68,8 @@ void PlaceTraceFindings(std::vector<Finding>& findings, bool of_server_under_tes
                         bool load_measured);
 
 nlohmann::json ToJson(const Finding& f);
-// Reads a finding written by ToJson; unknown fields are ignored.
+// Reads a finding written by ToJson; unknown fields are ignored, a field of the wrong type reads
+// as absent. Nullopt without a string id and a known layer and severity. Never throws.
 std::optional<Finding> FindingFromJson(const nlohmann::json& j);
 
 // Sorts problems (fail, warn) first, by latency share (unknown last), then severity, then id;
