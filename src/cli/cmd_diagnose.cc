@@ -90,14 +90,17 @@ int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const s
   // A live target that could not be reached: the report is written, but latdoc could not run
   // what mattered most (DESIGN.md exit codes).
   if (d.target_reachable == false) {
-    say(fmt::format("the target {} could not be reached; the report has the layers that could be "
-                    "checked", target));
+    say(
+        fmt::format("the target {} could not be reached; the report has the layers that could be "
+                    "checked",
+                    target));
     return kExitCannotRun;
   }
   if (doc.contains("stopped_answering_after")) {
-    say(fmt::format("the target {} stopped answering after {} requests; the report keeps what was "
-                    "measured before", target,
-                    doc["stopped_answering_after"].get<uint64_t>()));
+    say(
+        fmt::format("the target {} stopped answering after {} requests; the report keeps what was "
+                    "measured before",
+                    target, doc["stopped_answering_after"].get<uint64_t>()));
     return kExitFindings;
   }
   // Files only: the layers that read an input and could not (a trace with no GPU event, a log
@@ -139,14 +142,17 @@ int Verdict(const diagnose::DiagnoseResult& r, std::string_view command, const s
 // Prints the summary and writes the reports; then the exit code (Verdict). A report that could
 // not be written is said and decides the exit code.
 int Write(const diagnose::DiagnoseResult& r, const Outputs& o, std::string_view command) {
-  if (!o.quiet) fmt::print("{}", diagnose::RenderDiagnoseText(r.diagnosis, report::StdoutWantsColor(), o.show_ok));
+  if (!o.quiet)
+    fmt::print("{}",
+               diagnose::RenderDiagnoseText(r.diagnosis, report::StdoutWantsColor(), o.show_ok));
   std::fflush(stdout);
   auto put = [](const std::string& path, const std::string& text) {
     if (path.empty()) return Status::Ok();
     return WriteFileAtomic(path, text);
   };
   Status st = put(o.json, JsonText(report::ToJson(r.diagnosis), 2) + "\n");
-  if (st.ok() && !o.markdown.empty()) st = put(o.markdown, report::RenderMarkdownReport(r.diagnosis));
+  if (st.ok() && !o.markdown.empty())
+    st = put(o.markdown, report::RenderMarkdownReport(r.diagnosis));
   if (st.ok() && !o.html.empty()) st = put(o.html, report::RenderHtmlReport(r.diagnosis));
   if (!st.ok()) {
     fmt::print(stderr, "latdoc: {}\n", st.message());

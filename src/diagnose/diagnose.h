@@ -11,7 +11,8 @@
 //
 // The Diagnosis it returns (report/diagnosis.h) is what every renderer reads: the findings
 // (ranked), what to change first, the layers' statuses, and each layer's own document (bench,
-// baseline, ttft_waterfall, trace, logs, doctor) among its sections. Not thread-safe; runs on the calling thread.
+// baseline, ttft_waterfall, trace, logs, doctor) among its sections. Not thread-safe; runs on the
+// calling thread.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loadgen/runner.h"
 #include "loadgen/results.h"
+#include "loadgen/runner.h"
 #include "report/diagnosis.h"
 #include "rules/finding.h"
 

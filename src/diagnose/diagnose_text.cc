@@ -39,12 +39,15 @@ std::string RenderDiagnoseText(const report::Diagnosis& r, bool color, bool show
     out += "server: " + loadgen::ServerLabel(*r.target, metrics_server) + "\n";
   }
   if (r.partial) {
-    out += fmt::format("STOPPED EARLY ({}): partial results; the layers after the stop were "
-                       "skipped.\n", r.partial_reason.empty() ? "interrupted" : r.partial_reason);
+    out += fmt::format(
+        "STOPPED EARLY ({}): partial results; the layers after the stop were "
+        "skipped.\n",
+        r.partial_reason.empty() ? "interrupted" : r.partial_reason);
   }
   out += "\n";
   out += "Layers:\n";
-  for (const report::LayerStatus& l : r.layers) out += fmt::format("  {:<8} {}\n", l.layer, l.status);
+  for (const report::LayerStatus& l : r.layers)
+    out += fmt::format("  {:<8} {}\n", l.layer, l.status);
   if (d.contains("ttft_waterfall")) {
     const ordered_json& w = d["ttft_waterfall"];
     auto ms = [&](const char* k) {

@@ -11,8 +11,7 @@ namespace {
 // The keys ToJson writes itself; everything else of a document is a section.
 bool IsTopLevelKey(const std::string& k) {
   for (const char* own : {"schema", "target", "generated_at", "target_reachable", "partial",
-                          "partial_reason", "layers", "findings", "worst_severity",
-                          "change_first"})
+                          "partial_reason", "layers", "findings", "worst_severity", "change_first"})
     if (k == own) return true;
   return false;
 }
@@ -74,11 +73,13 @@ ordered_json ToJson(const Diagnosis& d) {
 Diagnosis DiagnosisFromJson(const ordered_json& doc) {
   Diagnosis d;
   if (!doc.is_object()) return d;
-  if (auto it = doc.find("target"); it != doc.end() && it->is_string()) d.target = it->get<std::string>();
+  if (auto it = doc.find("target"); it != doc.end() && it->is_string())
+    d.target = it->get<std::string>();
   d.generated_at = StringOf(doc, "generated_at");
   if (auto it = doc.find("target_reachable"); it != doc.end() && it->is_boolean())
     d.target_reachable = it->get<bool>();
-  if (auto it = doc.find("partial"); it != doc.end() && it->is_boolean()) d.partial = it->get<bool>();
+  if (auto it = doc.find("partial"); it != doc.end() && it->is_boolean())
+    d.partial = it->get<bool>();
   d.partial_reason = StringOf(doc, "partial_reason");
   if (auto it = doc.find("layers"); it != doc.end() && it->is_object()) {
     for (const auto& [k, v] : it->items())
@@ -87,8 +88,10 @@ Diagnosis DiagnosisFromJson(const ordered_json& doc) {
   if (auto it = doc.find("findings"); it != doc.end() && it->is_array()) {
     for (const ordered_json& j : *it) {
       std::optional<rules::Finding> f = rules::FindingFromJson(nlohmann::json(j));
-      if (f) d.findings.push_back(std::move(*f));
-      else ++d.unreadable_findings;
+      if (f)
+        d.findings.push_back(std::move(*f));
+      else
+        ++d.unreadable_findings;
     }
   }
   auto cf = doc.find("change_first");

@@ -23,22 +23,22 @@ namespace latdoc::report {
 // One layer of the checklist and what became of it: "measured ...", "skipped: why",
 // "failed: why", "inferred ...".
 struct LayerStatus {
-  std::string layer;   // "network", "load", "system", "kernel", "config", "logs"
+  std::string layer;  // "network", "load", "system", "kernel", "config", "logs"
   std::string status;
   bool operator==(const LayerStatus&) const = default;
 };
 
 struct Diagnosis {
-  std::optional<std::string> target;   // the server's URL; nullopt: files and host only
-  std::string generated_at;            // UTC, "2026-12-05T09:00:00Z"
+  std::optional<std::string> target;     // the server's URL; nullopt: files and host only
+  std::string generated_at;              // UTC, "2026-12-05T09:00:00Z"
   std::optional<bool> target_reachable;  // nullopt: no live target
-  std::vector<LayerStatus> layers;     // in the order the checklist ran them
+  std::vector<LayerStatus> layers;       // in the order the checklist ran them
   std::vector<rules::Finding> findings;  // ranked (rules::RankFindings), most important first
   // What to change first: an index into `findings` (rules::ChangeFirst), nullopt when nothing
   // is worth changing. Every renderer shows this finding first.
   std::optional<size_t> change_first;
-  bool partial = false;                // a signal ended the run early
-  std::string partial_reason;          // "interrupted by SIGINT"
+  bool partial = false;        // a signal ended the run early
+  std::string partial_reason;  // "interrupted by SIGINT"
   // Read back from a document (DiagnosisFromJson): findings that did not parse, left out.
   int unreadable_findings = 0;
   // Each layer's own document under its key, in the order the layers ran: "baseline" and "bench"

@@ -12,10 +12,10 @@ namespace latdoc::report {
 namespace {
 
 using nlohmann::ordered_json;
-using ::testing::HasSubstr;
 using rules::Finding;
 using rules::Layer;
 using rules::Severity;
+using ::testing::HasSubstr;
 
 Finding Make(std::string id, Layer layer, Severity sev, std::string title, std::string advice,
              std::optional<double> share) {
@@ -37,11 +37,13 @@ Diagnosis Example() {
   d.target = "http://127.0.0.1:8000";
   d.generated_at = "2026-12-05T09:00:00Z";
   d.target_reachable = true;
-  d.layers = {{"network", "measured"}, {"load", "measured"}, {"kernel", "skipped: no --trace given"}};
+  d.layers = {
+      {"network", "measured"}, {"load", "measured"}, {"kernel", "skipped: no --trace given"}};
   SetFindings(d, {Make("load.queueing", Layer::kLoad, Severity::kWarn, "Requests queue", "", 0.5),
-                  Make("config.max_num_seqs", Layer::kConfig, Severity::kFail, "Batch limit too low",
-                       "--max-num-seqs 128", 0.2),
-                  Make("net.rtt", Layer::kNetwork, Severity::kOk, "Round trip is short", "", std::nullopt)});
+                  Make("config.max_num_seqs", Layer::kConfig, Severity::kFail,
+                       "Batch limit too low", "--max-num-seqs 128", 0.2),
+                  Make("net.rtt", Layer::kNetwork, Severity::kOk, "Round trip is short", "",
+                       std::nullopt)});
   d.sections["bench"] = {{"schema", "latdoc.bench/1"}, {"completed", 200}};
   return d;
 }
@@ -79,8 +81,9 @@ TEST(DiagnosisTest, JsonDocumentAndBack) {
   EXPECT_EQ(doc["bench"]["completed"], 200);
   EXPECT_EQ(doc["layers"]["kernel"], "skipped: no --trace given");
   EXPECT_EQ(doc["worst_severity"], "fail");
-  EXPECT_EQ(doc["change_first"],
-            (ordered_json{{"id", "config.max_num_seqs"}, {"layer", "config"}, {"title", "Batch limit too low"}}));
+  EXPECT_EQ(doc["change_first"], (ordered_json{{"id", "config.max_num_seqs"},
+                                               {"layer", "config"},
+                                               {"title", "Batch limit too low"}}));
   EXPECT_EQ(doc["findings"][0]["id"], "load.queueing");
   ExpectSame(DiagnosisFromJson(doc), d);
   // Nothing to change: change_first is null, and reads back as none.

@@ -172,9 +172,10 @@ std::string FindingsSection(const Diagnosis& df) {
                        rest_n, rest);
   }
   if (df.unreadable_findings > 0) {
-    out += fmt::format("<p class=\"lead\">{} findings in the input had no id, layer or severity and are "
-                       "not shown.</p>\n",
-                       df.unreadable_findings);
+    out += fmt::format(
+        "<p class=\"lead\">{} findings in the input had no id, layer or severity and are "
+        "not shown.</p>\n",
+        df.unreadable_findings);
   }
   return out + "</section>\n";
 }

@@ -1,6 +1,6 @@
 // The numbers of a diagnosis report, taken once from the diagnosis's sections (report/diagnosis.h;
-// their schema in report/html_report.h) and normalised for the HTML and Markdown renderers: units in ms,
-// KV usage in percent, values of the wrong type dropped. Pure functions; thread-safe.
+// their schema in report/html_report.h) and normalised for the HTML and Markdown renderers: units
+// in ms, KV usage in percent, values of the wrong type dropped. Pure functions; thread-safe.
 #pragma once
 
 #include <optional>

@@ -55,7 +55,9 @@ std::vector<std::string> ChartNames(const std::string& html) {
 std::string RenderHtmlReport(const ordered_json& doc, const HtmlReportOptions& o = {}) {
   return report::RenderHtmlReport(DiagnosisFromJson(doc), o);
 }
-ordered_json ReportData(const ordered_json& doc) { return report::ReportData(DiagnosisFromJson(doc)); }
+ordered_json ReportData(const ordered_json& doc) {
+  return report::ReportData(DiagnosisFromJson(doc));
+}
 
 std::vector<std::string> MissingNotes(const std::string& html) {
   std::vector<std::string> out;

@@ -56,7 +56,8 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
   }
   out += "## Findings checklist\n\nProblems (fail, warn) first, ranked by the estimated share of the mean end-to-end latency each explains (a trace's only when it was recorded from the server under test), then severity; then the rest.\n\n";
   out += df.findings.empty() ? std::string("No findings.\n") : RenderFindingsMarkdown(df.findings);
-  if (df.unreadable_findings > 0) out += fmt::format("\n{} unreadable findings not shown.\n", df.unreadable_findings);
+  if (df.unreadable_findings > 0)
+    out += fmt::format("\n{} unreadable findings not shown.\n", df.unreadable_findings);
 
   out += "\n## Layers checked\n\n| layer | status |\n|---|---|\n";
   for (const auto& l : d["layers"]) {

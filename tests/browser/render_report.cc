@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   }
   const latdoc::report::Diagnosis d = latdoc::report::DiagnosisFromJson(doc);
   latdoc::Status st = latdoc::WriteFileAtomic(argv[2], latdoc::report::RenderHtmlReport(d));
-  if (st.ok() && argc == 4) st = latdoc::WriteFileAtomic(argv[3], latdoc::report::RenderMarkdownReport(d));
+  if (st.ok() && argc == 4)
+    st = latdoc::WriteFileAtomic(argv[3], latdoc::report::RenderMarkdownReport(d));
   if (!st.ok()) {
     std::fprintf(stderr, "render_report: %s\n", st.message().c_str());
     return 3;
