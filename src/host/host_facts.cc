@@ -1,5 +1,7 @@
 #include "host/host_facts.h"
 #include "base/json_text.h"
+#include "host/proc_parsers.h"
+#include "host/vllm_config.h"
 
 #include <nlohmann/json.hpp>
 
@@ -122,5 +124,21 @@ StatusOr<HostFacts> FactsFromJson(std::string_view text, std::string_view name) 
   }
   return f;
 }
+
+std::optional<std::vector<int64_t>> NumaNode::Cpus() const { return ParseCpuList(cpulist); }
+
+std::optional<std::vector<int64_t>> ServerProcess::CpusAllowed() const {
+  return cpus_allowed_list.known() ? ParseCpuList(*cpus_allowed_list) : std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> ServerProcess::MemsAllowed() const {
+  return mems_allowed_list.known() ? ParseCpuList(*mems_allowed_list) : std::nullopt;
+}
+
+std::vector<std::string> ServerProcess::EffectiveArgv() const {
+  return config_file_args.known() ? WithConfigFileArgs(argv, *config_file_args) : argv;
+}
+
+bool ServerProcess::HasConfigFile() const { return VllmConfigPath(argv).has_value(); }
 
 }  // namespace latdoc::host

@@ -70,6 +70,8 @@ struct GpuFacts {
 struct NumaNode {
   int64_t id = 0;
   std::string cpulist;  // "0-15"
+  // The CPUs of cpulist as numbers; nullopt when it does not parse.
+  std::optional<std::vector<int64_t>> Cpus() const;
 };
 
 // Pressure stall information as collected (percent of wall time; proc_parsers.h Psi).
@@ -162,6 +164,17 @@ struct ServerProcess {
   Fact<CgroupCpu> cgroup_cpu;            // CPU quota and throttling of its cgroup (container)
   // vLLM's --ssl-certfile (command line or --config file). Unknown: none given, or unreadable.
   Fact<ServerCert> tls_cert;
+
+  // The facts above as the values the rules judge, so no rule parses a raw string:
+  // The CPUs of cpus_allowed_list ("0-3,8" -> 0 1 2 3 8); nullopt when unknown or unreadable.
+  std::optional<std::vector<int64_t>> CpusAllowed() const;
+  // The memory nodes of mems_allowed_list; nullopt when unknown or unreadable.
+  std::optional<std::vector<int64_t>> MemsAllowed() const;
+  // The flags the server runs with: argv, with the --config file's flags (when read) where vLLM
+  // puts them, before the command line's own (host/vllm_config.h).
+  std::vector<std::string> EffectiveArgv() const;
+  // Whether argv names a --config file (read or not).
+  bool HasConfigFile() const;
 };
 
 struct NicIrqs {

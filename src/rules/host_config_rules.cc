@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/strings.h"
-#include "host/vllm_config.h"
 #include "rules/vllm_args.h"
 
 // The config.* rules of `latdoc doctor`: vLLM's flags and environment as the server runs them.
@@ -147,8 +146,7 @@ VllmView ReadVllmView(const HostFacts& facts, const HostRuleOptions& options, co
   const auto& s = *facts.server;
   // As vLLM reads it: underscores, aliases, -O3 and dotted keys in one canonical form.
   // A --config YAML file's flags go where vLLM puts them: before the command line's own.
-  std::vector<std::string> a = NormalizeVllmArgv(
-      s.config_file_args.known() ? host::WithConfigFileArgs(s.argv, *s.config_file_args) : s.argv);
+  std::vector<std::string> a = NormalizeVllmArgv(s.EffectiveArgv());
 
   // GPU memory of the server's GPUs (for the batch defaults and the KV budget).
   std::optional<int64_t> mem_mib;
@@ -469,7 +467,7 @@ std::vector<Finding> VllmLint(const HostFacts& facts, const HostRuleOptions& opt
                               const std::string& who) {
   const VllmView v = ReadVllmView(facts, options, who);
   const auto& s = v.s;
-  const bool config_file = host::VllmConfigPath(s.argv).has_value();
+  const bool config_file = s.HasConfigFile();
   std::vector<Finding> out;
   out.push_back(EnforceEager(v));
   out.push_back(GpuMemoryUtilization(v));

@@ -8,8 +8,6 @@
 #include <fmt/format.h>
 
 #include "base/strings.h"
-#include "host/proc_parsers.h"
-#include "host/vllm_config.h"
 #include "rules/vllm_args.h"
 
 // NUMA locality of the server's GPUs (gpu.numa), and which GPUs the server uses (ServerGpus,
@@ -20,9 +18,8 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // NUMA.
 
-std::set<int64_t> CpuSet(const std::string& list) {
-  auto v = host::ParseCpuList(list);
-  return v ? std::set<int64_t>(v->begin(), v->end()) : std::set<int64_t>();
+std::set<int64_t> CpuSet(const std::optional<std::vector<int64_t>>& cpus) {
+  return cpus ? std::set<int64_t>(cpus->begin(), cpus->end()) : std::set<int64_t>();
 }
 
 // The GPUs the server uses, and how that was decided.
@@ -72,8 +69,7 @@ ServerGpuSet ChooseServerGpus(const HostFacts& facts) {
   // An unreadable environment may hold a variable: then nothing says which GPUs (all assumed).
   const char* why_unnamed = s.env.known() ? "no *_VISIBLE_DEVICES" : "the server's environment is unreadable";
   if (s.kind == "vllm" && s.env.known()) {
-    const std::vector<std::string> a = NormalizeVllmArgv(
-        s.config_file_args.known() ? host::WithConfigFileArgs(s.argv, *s.config_file_args) : s.argv);
+    const std::vector<std::string> a = NormalizeVllmArgv(s.EffectiveArgv());
     auto size = [&](const char* flag) {
       const std::optional<double> v = FlagDouble(a, flag);
       return v && *v >= 1 && *v <= 4096 ? static_cast<size_t>(*v) : size_t{1};
@@ -123,16 +119,13 @@ Finding ServerNumaBinding(const HostFacts& facts, const ServerGpuSet& chosen,
   if (!s.cpus_allowed_list.known()) {
     return Skip(id, Layer::kSystem, "server NUMA binding", s.cpus_allowed_list.reason);
   }
-  std::set<int64_t> allowed = CpuSet(*s.cpus_allowed_list);
+  std::set<int64_t> allowed = CpuSet(s.CpusAllowed());
   size_t remote = 0;
   for (int64_t c : allowed) remote += local.count(c) == 0;
   // Memory may come only from nodes without any of its GPUs (a --membind or cpuset.mems
   // elsewhere): every page is remote. A list that holds a GPU's node is fine: allocations
   // follow the CPU the thread runs on.
-  std::vector<int64_t> mem_nodes;
-  if (s.mems_allowed_list.known()) {
-    if (auto v = host::ParseCpuList(*s.mems_allowed_list)) mem_nodes = *v;
-  }
+  const std::vector<int64_t> mem_nodes = s.MemsAllowed().value_or(std::vector<int64_t>{});
   const bool memory_remote =
       !mem_nodes.empty() && std::none_of(mem_nodes.begin(), mem_nodes.end(), [&](int64_t n) {
         return std::find(gpu_nodes.begin(), gpu_nodes.end(), n) != gpu_nodes.end();
@@ -202,7 +195,7 @@ Finding GpuNuma(const HostFacts& facts) {
     gpu_nodes.push_back(*g->numa_node);
     for (const auto& n : facts.cpu.numa_nodes) {
       if (n.id == *g->numa_node) {
-        for (int64_t c : CpuSet(n.cpulist)) local.insert(c);
+        for (int64_t c : CpuSet(n.Cpus())) local.insert(c);
       }
     }
   }
