@@ -12,18 +12,31 @@ namespace latdoc::loadgen {
 using nlohmann::ordered_json;
 
 namespace keys {
-const char kMeanTtftMs[] = "mean_ttft_ms", kMedianTtftMs[] = "median_ttft_ms", kP99TtftMs[] = "p99_ttft_ms";
-const char kMeanTpotMs[] = "mean_tpot_ms", kMedianTpotMs[] = "median_tpot_ms", kP99TpotMs[] = "p99_tpot_ms";
-const char kMeanItlMs[] = "mean_itl_ms", kMedianItlMs[] = "median_itl_ms", kP99ItlMs[] = "p99_itl_ms";
-const char kMeanE2elMs[] = "mean_e2el_ms", kMedianE2elMs[] = "median_e2el_ms", kP99E2elMs[] = "p99_e2el_ms";
-const char kRequestThroughput[] = "request_throughput", kOutputThroughput[] = "output_throughput",
-           kTotalTokenThroughput[] = "total_token_throughput";
-const char kRequestGoodput[] = "request_goodput";
-const char kCompleted[] = "completed", kFailed[] = "failed";
-const char kServerMetrics[] = "server_metrics";
-const char kMaxRunning[] = "max_running", kMaxWaiting[] = "max_waiting",
-           kMaxKvCacheUsage[] = "max_kv_cache_usage", kPreemptions[] = "preemptions";
-const char kQueueMeanMs[] = "queue_mean_ms", kPrefillMeanMs[] = "prefill_mean_ms";
+const char* const kMeanTtftMs = "mean_ttft_ms";
+const char* const kMedianTtftMs = "median_ttft_ms";
+const char* const kP99TtftMs = "p99_ttft_ms";
+const char* const kMeanTpotMs = "mean_tpot_ms";
+const char* const kMedianTpotMs = "median_tpot_ms";
+const char* const kP99TpotMs = "p99_tpot_ms";
+const char* const kMeanItlMs = "mean_itl_ms";
+const char* const kMedianItlMs = "median_itl_ms";
+const char* const kP99ItlMs = "p99_itl_ms";
+const char* const kMeanE2elMs = "mean_e2el_ms";
+const char* const kMedianE2elMs = "median_e2el_ms";
+const char* const kP99E2elMs = "p99_e2el_ms";
+const char* const kRequestThroughput = "request_throughput";
+const char* const kOutputThroughput = "output_throughput";
+const char* const kTotalTokenThroughput = "total_token_throughput";
+const char* const kRequestGoodput = "request_goodput";
+const char* const kCompleted = "completed";
+const char* const kFailed = "failed";
+const char* const kServerMetrics = "server_metrics";
+const char* const kMaxRunning = "max_running";
+const char* const kMaxWaiting = "max_waiting";
+const char* const kMaxKvCacheUsage = "max_kv_cache_usage";
+const char* const kPreemptions = "preemptions";
+const char* const kQueueMeanMs = "queue_mean_ms";
+const char* const kPrefillMeanMs = "prefill_mean_ms";
 }  // namespace keys
 
 std::string StatKey(std::string_view stat, std::string_view metric) {

@@ -13,7 +13,7 @@
 // additions: "runs", "merged", "stream_kinds"...). FromJson(ToJson(x)) == x.
 //
 // The key names live in load_facts.cc only: readers of other documents that reuse the bench
-// names (a sweep step's "p99_ttft_ms", a calibration point's) take them from the constants
+// names (a sweep step's p99_ttft_ms, a calibration point's) take them from the constants
 // below. Plain values; no shared state; thread-safe.
 #pragma once
 
@@ -32,20 +32,35 @@ namespace latdoc::loadgen {
 
 // Key names of the bench JSON that other documents reuse (defined in load_facts.cc).
 namespace keys {
-extern const char kMeanTtftMs[], kMedianTtftMs[], kP99TtftMs[];
-extern const char kMeanTpotMs[], kMedianTpotMs[], kP99TpotMs[];
-extern const char kMeanItlMs[], kMedianItlMs[], kP99ItlMs[];
-extern const char kMeanE2elMs[], kMedianE2elMs[], kP99E2elMs[];
-extern const char kRequestThroughput[], kOutputThroughput[], kTotalTokenThroughput[];
-extern const char kRequestGoodput[];
-extern const char kCompleted[], kFailed[];
-extern const char kServerMetrics[];
+extern const char* const kMeanTtftMs;
+extern const char* const kMedianTtftMs;
+extern const char* const kP99TtftMs;
+extern const char* const kMeanTpotMs;
+extern const char* const kMedianTpotMs;
+extern const char* const kP99TpotMs;
+extern const char* const kMeanItlMs;
+extern const char* const kMedianItlMs;
+extern const char* const kP99ItlMs;
+extern const char* const kMeanE2elMs;
+extern const char* const kMedianE2elMs;
+extern const char* const kP99E2elMs;
+extern const char* const kRequestThroughput;
+extern const char* const kOutputThroughput;
+extern const char* const kTotalTokenThroughput;
+extern const char* const kRequestGoodput;
+extern const char* const kCompleted;
+extern const char* const kFailed;
+extern const char* const kServerMetrics;
 // server_metrics' figures, also in a sweep step's "server_metrics".
-extern const char kMaxRunning[], kMaxWaiting[], kMaxKvCacheUsage[], kPreemptions[];
-extern const char kQueueMeanMs[], kPrefillMeanMs[];
+extern const char* const kMaxRunning;
+extern const char* const kMaxWaiting;
+extern const char* const kMaxKvCacheUsage;
+extern const char* const kPreemptions;
+extern const char* const kQueueMeanMs;
+extern const char* const kPrefillMeanMs;
 }  // namespace keys
 
-// "p99_ttft_ms" from ("p99", "ttft"); vLLM's name of a latency statistic.
+// p99_ttft_ms from ("p99", "ttft"): vLLM's name of a latency statistic.
 std::string StatKey(std::string_view stat, std::string_view metric);
 
 // One percentile of a latency: `percent` 99 is p99, 99.9 is p99.9.
