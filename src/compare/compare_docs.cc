@@ -74,6 +74,53 @@ void CompareSweep(const json& a, const json& b, CompareResult& r) {
       kThresholdTail * 100, kThresholdCentre * 100));
 }
 
+namespace {
+
+// Kernels: the union of each side's ten largest by total time, each judged by its time per call
+// (a longer capture runs it more often, not slower).
+void CompareKernels(const json& fa, const json& fb, const std::string& group, CompareResult& r) {
+  struct KernelTime {
+    double total_ms = 0;
+    double calls = 0;
+  };
+  auto kernels = [](const json& f) {
+    std::map<std::string, KernelTime> m;
+    if (f.contains("kernels") && f["kernels"].is_array())
+      for (const auto& k : f["kernels"])
+        if (k.contains("name") && k["name"].is_string())
+          if (auto t = Num(k, "total_ns")) {
+            KernelTime& kt = m[k["name"].get<std::string>()];
+            kt.total_ms += *t / 1e6;
+            kt.calls += Num(k, "count").value_or(0);
+          }
+    return m;
+  };
+  auto ka = kernels(fa), kb = kernels(fb);
+  auto top = [](const std::map<std::string, KernelTime>& m) {
+    std::vector<std::pair<double, std::string>> v;
+    for (const auto& [n, t] : m) v.push_back({-t.total_ms, n});
+    std::sort(v.begin(), v.end());
+    std::vector<std::string> names;
+    for (size_t i = 0; i < v.size() && i < 10; ++i) names.push_back(v[i].second);
+    return names;
+  };
+  std::vector<std::string> names = top(ka);
+  for (const auto& n : top(kb))
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  for (const auto& n : names) {
+    // Absent from one trace (fused away, renamed): n/a there, not "ran in no time".
+    auto per_call = [&](const std::map<std::string, KernelTime>& m) -> std::optional<double> {
+      auto it = m.find(n);
+      if (it == m.end() || it->second.calls <= 0) return std::nullopt;
+      return it->second.total_ms / it->second.calls;
+    };
+    r.metrics.push_back(ByThreshold(group + " kernel", n, "ms/call", Direction::kLowerIsBetter,
+                                    per_call(ka), per_call(kb), kThresholdKernel, 0.0001));
+  }
+}
+
+}  // namespace
+
 // A trace document's facts: latdoc.trace/1 has them under "facts".
 void CompareTrace(const json& fa, const json& fb, const std::string& group, CompareResult& r) {
   // With several devices or files, their sum, each on its own window (one window over ranks on
@@ -113,46 +160,7 @@ void CompareTrace(const json& fa, const json& fb, const std::string& group, Comp
   r.metrics.push_back(ByThreshold(group, "launch_delay_p50_ms", "ms", Direction::kLowerIsBetter,
                                   launch(fa, "delay_p50_ns"), launch(fb, "delay_p50_ns"),
                                   kThresholdKernel, 0.001));
-  // Kernels: the union of each side's ten largest by total time, each judged by its time per
-  // call (a longer capture runs it more often, not slower).
-  struct KernelTime {
-    double total_ms = 0;
-    double calls = 0;
-  };
-  auto kernels = [](const json& f) {
-    std::map<std::string, KernelTime> m;
-    if (f.contains("kernels") && f["kernels"].is_array())
-      for (const auto& k : f["kernels"])
-        if (k.contains("name") && k["name"].is_string())
-          if (auto t = Num(k, "total_ns")) {
-            KernelTime& kt = m[k["name"].get<std::string>()];
-            kt.total_ms += *t / 1e6;
-            kt.calls += Num(k, "count").value_or(0);
-          }
-    return m;
-  };
-  auto ka = kernels(fa), kb = kernels(fb);
-  auto top = [](const std::map<std::string, KernelTime>& m) {
-    std::vector<std::pair<double, std::string>> v;
-    for (const auto& [n, t] : m) v.push_back({-t.total_ms, n});
-    std::sort(v.begin(), v.end());
-    std::vector<std::string> names;
-    for (size_t i = 0; i < v.size() && i < 10; ++i) names.push_back(v[i].second);
-    return names;
-  };
-  std::vector<std::string> names = top(ka);
-  for (const auto& n : top(kb))
-    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-  for (const auto& n : names) {
-    // Absent from one trace (fused away, renamed): n/a there, not "ran in no time".
-    auto per_call = [&](const std::map<std::string, KernelTime>& m) -> std::optional<double> {
-      auto it = m.find(n);
-      if (it == m.end() || it->second.calls <= 0) return std::nullopt;
-      return it->second.total_ms / it->second.calls;
-    };
-    r.metrics.push_back(ByThreshold(group + " kernel", n, "ms/call", Direction::kLowerIsBetter,
-                                    per_call(ka), per_call(kb), kThresholdKernel, 0.0001));
-  }
+  CompareKernels(fa, fb, group, r);
   r.notes.push_back(fmt::format(
       "{}: a trace is one run, so noise is judged by relative thresholds ({:.0f}% per kernel's "
       "time per call, 2 points of idle and exposed shares); GPU times themselves grow with the "

@@ -385,6 +385,97 @@ void GetRequestRate(Reader& r, const ordered_json& j, std::optional<double>* out
   r.Get("request_rate", out);
 }
 
+// LoadFactsFromJson's parts, in the order of the JSON: what was asked with the counts and rates
+// (vLLM's keys), latdoc's accounting, then the server's figures and the verdicts. An error of a
+// part read with `r` is left in `r`; one of a nested object is returned.
+void ReadAsked(Reader& r, const ordered_json& j, LoadFacts& f) {
+  r.Get("schema", &f.schema);
+  r.Get("date", &f.date);
+  r.Get("endpoint_type", &f.endpoint_type);
+  r.Get("backend", &f.backend);
+  r.Get("model_id", &f.model_id);
+  r.Get("num_prompts", &f.num_prompts);
+  GetRequestRate(r, j, &f.request_rate);
+  r.Get("burstiness", &f.burstiness);
+  r.Get("max_concurrency", &f.max_concurrency);
+  r.Get("duration", &f.duration_s);
+  r.Get(keys::kCompleted, &f.completed);
+  r.Get(keys::kFailed, &f.failed);
+  r.Get("total_input_tokens", &f.total_input_tokens);
+  r.Get("total_output_tokens", &f.total_output_tokens);
+  r.Get(keys::kRequestThroughput, &f.request_throughput);
+  r.Get(keys::kRequestGoodput, &f.request_goodput);
+  r.Get(keys::kOutputThroughput, &f.output_throughput);
+  r.Get(keys::kTotalTokenThroughput, &f.total_token_throughput);
+  r.Get("max_concurrent_requests", &f.max_concurrent_requests);
+}
+
+Status ReadAccounting(Reader& r, LoadFacts& f) {
+  if (const ordered_json* pr = r.Object("per_request")) {
+    Reader pr_reader(*pr, "per_request.");
+    PerRequestSamples s;
+    pr_reader.Get("ttft_ms", &s.ttft_ms);
+    pr_reader.Get("tpot_ms", &s.tpot_ms);
+    pr_reader.Get("e2el_ms", &s.e2el_ms);
+    if (!pr_reader.ok()) return pr_reader.status();
+    f.per_request = std::move(s);
+  }
+  r.Get("partial", &f.partial);
+  r.Get("partial_reason", &f.partial_reason);
+  r.Get("sent", &f.sent);
+  r.Get("not_sent", &f.not_sent);
+  r.Get("cancelled", &f.cancelled);
+  r.Get("failures", &f.failures);
+  r.Get("errors_sample", &f.errors_sample);
+  r.Get("token_count_method", &f.token_count_method);
+  r.Get("token_count_mismatches", &f.token_count_mismatches);
+  if (const ordered_json* q = r.Object("client_queue")) {
+    ASSIGN_OR_RETURN(f.client_queue, LatencyStatsFromJson(*q, "client_queue", "client_queue."));
+    if (!f.client_queue) f.client_queue.emplace();
+  }
+  r.Get("warmup_requests", &f.warmup_requests);
+  r.Get("connections_opened", &f.connections_opened);
+  if (const ordered_json* t = r.Object("tcp")) {
+    ASSIGN_OR_RETURN(f.tcp, TcpFromJson(*t, "tcp."));
+  }
+  r.Get("client_cpu_s", &f.client_cpu_s);
+  r.Get("client_threads", &f.client_threads);
+  if (const ordered_json* c = r.Object("client_load")) {
+    ASSIGN_OR_RETURN(f.client_load, ClientLoadFromJson(*c, "client_load."));
+  }
+  r.Get("start_mono_ns", &f.start_mono_ns);
+  if (const ordered_json* k = r.Object("server_kind")) {
+    Reader kr(*k, "server_kind.");
+    ServerKindFacts sk;
+    kr.Get("id", &sk.id);
+    kr.Get("name", &sk.name);
+    kr.Get("evidence", &sk.evidence);
+    if (!kr.ok()) return kr.status();
+    f.server_kind = std::move(sk);
+  }
+  return Status::Ok();
+}
+
+Status ReadServerAndVerdicts(Reader& r, LoadFacts& f) {
+  if (const ordered_json* s = r.Object(keys::kServerMetrics)) {
+    ASSIGN_OR_RETURN(f.server, ServerFactsFromJson(*s));
+  }
+  if (const ordered_json* s = r.Object("slo")) {
+    Reader sr(*s, "slo.");
+    SloResult slo;
+    sr.Get("good_percent", &slo.good_percent);
+    sr.Get("target_percent", &slo.target_percent);
+    sr.Get("met", &slo.met);
+    if (!sr.ok()) return sr.status();
+    f.slo = slo;
+  }
+  r.Get("error_rate", &f.error_rate);
+  r.Get("max_error_rate", &f.max_error_rate);
+  r.Get("problems", &f.problems);
+  if (const ordered_json* v = r.Object("validation")) f.validation = *v;
+  return Status::Ok();
+}
+
 }  // namespace
 
 ordered_json ToJson(const LatencyStats& s, std::string_view metric) {
@@ -538,88 +629,14 @@ StatusOr<LoadFacts> LoadFactsFromJson(const ordered_json& j) {
   if (!j.is_object()) return InvalidArgument("expected a JSON object (a latdoc bench result)");
   Reader r(j, "");
   LoadFacts f;
-  r.Get("schema", &f.schema);
-  r.Get("date", &f.date);
-  r.Get("endpoint_type", &f.endpoint_type);
-  r.Get("backend", &f.backend);
-  r.Get("model_id", &f.model_id);
-  r.Get("num_prompts", &f.num_prompts);
-  GetRequestRate(r, j, &f.request_rate);
-  r.Get("burstiness", &f.burstiness);
-  r.Get("max_concurrency", &f.max_concurrency);
-  r.Get("duration", &f.duration_s);
-  r.Get(keys::kCompleted, &f.completed);
-  r.Get(keys::kFailed, &f.failed);
-  r.Get("total_input_tokens", &f.total_input_tokens);
-  r.Get("total_output_tokens", &f.total_output_tokens);
-  r.Get(keys::kRequestThroughput, &f.request_throughput);
-  r.Get(keys::kRequestGoodput, &f.request_goodput);
-  r.Get(keys::kOutputThroughput, &f.output_throughput);
-  r.Get(keys::kTotalTokenThroughput, &f.total_token_throughput);
-  r.Get("max_concurrent_requests", &f.max_concurrent_requests);
+  ReadAsked(r, j, f);
   if (!r.ok()) return r.status();
   ASSIGN_OR_RETURN(f.ttft, LatencyStatsFromJson(j, "ttft"));
   ASSIGN_OR_RETURN(f.tpot, LatencyStatsFromJson(j, "tpot"));
   ASSIGN_OR_RETURN(f.itl, LatencyStatsFromJson(j, "itl"));
   ASSIGN_OR_RETURN(f.e2el, LatencyStatsFromJson(j, "e2el"));
-  if (const ordered_json* pr = r.Object("per_request")) {
-    Reader pr_reader(*pr, "per_request.");
-    PerRequestSamples s;
-    pr_reader.Get("ttft_ms", &s.ttft_ms);
-    pr_reader.Get("tpot_ms", &s.tpot_ms);
-    pr_reader.Get("e2el_ms", &s.e2el_ms);
-    if (!pr_reader.ok()) return pr_reader.status();
-    f.per_request = std::move(s);
-  }
-  r.Get("partial", &f.partial);
-  r.Get("partial_reason", &f.partial_reason);
-  r.Get("sent", &f.sent);
-  r.Get("not_sent", &f.not_sent);
-  r.Get("cancelled", &f.cancelled);
-  r.Get("failures", &f.failures);
-  r.Get("errors_sample", &f.errors_sample);
-  r.Get("token_count_method", &f.token_count_method);
-  r.Get("token_count_mismatches", &f.token_count_mismatches);
-  if (const ordered_json* q = r.Object("client_queue")) {
-    ASSIGN_OR_RETURN(f.client_queue, LatencyStatsFromJson(*q, "client_queue", "client_queue."));
-    if (!f.client_queue) f.client_queue.emplace();
-  }
-  r.Get("warmup_requests", &f.warmup_requests);
-  r.Get("connections_opened", &f.connections_opened);
-  if (const ordered_json* t = r.Object("tcp")) {
-    ASSIGN_OR_RETURN(f.tcp, TcpFromJson(*t, "tcp."));
-  }
-  r.Get("client_cpu_s", &f.client_cpu_s);
-  r.Get("client_threads", &f.client_threads);
-  if (const ordered_json* c = r.Object("client_load")) {
-    ASSIGN_OR_RETURN(f.client_load, ClientLoadFromJson(*c, "client_load."));
-  }
-  r.Get("start_mono_ns", &f.start_mono_ns);
-  if (const ordered_json* k = r.Object("server_kind")) {
-    Reader kr(*k, "server_kind.");
-    ServerKindFacts sk;
-    kr.Get("id", &sk.id);
-    kr.Get("name", &sk.name);
-    kr.Get("evidence", &sk.evidence);
-    if (!kr.ok()) return kr.status();
-    f.server_kind = std::move(sk);
-  }
-  if (const ordered_json* s = r.Object(keys::kServerMetrics)) {
-    ASSIGN_OR_RETURN(f.server, ServerFactsFromJson(*s));
-  }
-  if (const ordered_json* s = r.Object("slo")) {
-    Reader sr(*s, "slo.");
-    SloResult slo;
-    sr.Get("good_percent", &slo.good_percent);
-    sr.Get("target_percent", &slo.target_percent);
-    sr.Get("met", &slo.met);
-    if (!sr.ok()) return sr.status();
-    f.slo = slo;
-  }
-  r.Get("error_rate", &f.error_rate);
-  r.Get("max_error_rate", &f.max_error_rate);
-  r.Get("problems", &f.problems);
-  if (const ordered_json* v = r.Object("validation")) f.validation = *v;
+  RETURN_IF_ERROR(ReadAccounting(r, f));
+  RETURN_IF_ERROR(ReadServerAndVerdicts(r, f));
   if (!r.ok()) return r.status();
   return f;
 }

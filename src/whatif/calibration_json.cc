@@ -71,6 +71,75 @@ ordered_json CalibrationJson(const Calibration& c) {
   return j;
 }
 
+namespace {
+
+// CalibrationFromJson's parts: the fitted model ("model"), the covariance of its parameters and
+// the measured points. Errors: kInvalidArgument "WHERE: KEY: what is wrong".
+Status ReadModel(const json& m, const std::string& wm, Calibration& c) {
+  sim::EngineConfig& e = c.engine;
+  ASSIGN_OR_RETURN(e.step_base_ms, Num(m, "step_base_ms", wm));
+  ASSIGN_OR_RETURN(e.step_decode_seq_us, Num(m, "step_decode_seq_us", wm));
+  ASSIGN_OR_RETURN(e.step_prefill_token_us, Num(m, "step_prefill_token_us", wm));
+  ASSIGN_OR_RETURN(e.step_context_token_ns, Num(m, "step_context_token_ns", wm));
+  ASSIGN_OR_RETURN(c.front_ms, Num(m, "front_ms", wm));
+  ASSIGN_OR_RETURN(double mns, Num(m, "max_num_seqs", wm));
+  ASSIGN_OR_RETURN(double mbt, Num(m, "max_num_batched_tokens", wm));
+  ASSIGN_OR_RETURN(double bs, Num(m, "block_size", wm));
+  ASSIGN_OR_RETURN(double blocks, Num(m, "num_gpu_blocks", wm));
+  if (!m.contains("enable_chunked_prefill") || !m["enable_chunked_prefill"].is_boolean())
+    return InvalidArgument(wm + ".enable_chunked_prefill: expected true or false");
+  e.enable_chunked_prefill = m["enable_chunked_prefill"].get<bool>();
+  e.max_num_seqs = int(mns), e.max_num_batched_tokens = int(mbt), e.block_size = int(bs);
+  e.num_gpu_blocks_override = int(blocks);
+  ASSIGN_OR_RETURN(std::optional<double> ctx, OptNum(m, "ctx_size", wm));
+  if (ctx) {
+    if (*ctx < 1) return InvalidArgument(wm + ".ctx_size: expected an integer >= 1");
+    c.ctx_size = int(*ctx);
+  }
+  if (e.step_base_ms <= 0 || e.step_decode_seq_us < 0 || e.step_prefill_token_us < 0 || c.front_ms < 0 ||
+      e.max_num_seqs < 1 || e.max_num_batched_tokens < 1 || e.block_size < 1 || e.num_gpu_blocks_override < 1) {
+    return InvalidArgument(wm + ": a step cost is negative or a limit below 1");
+  }
+  return Status::Ok();
+}
+
+Status ReadCovariance(const json& doc, const std::string& where, Calibration& c) {
+  if (auto cv = doc.find("covariance"); cv != doc.end() && cv->is_object() && cv->contains("matrix")) {
+    const json& mx = (*cv)["matrix"];
+    if (!mx.is_array() || mx.size() != 4) return InvalidArgument(where + ": covariance.matrix: expected 4 rows");
+    for (int i = 0; i < 4; ++i) {
+      if (!mx[i].is_array() || mx[i].size() != 4) return InvalidArgument(fmt::format("{}: covariance.matrix[{}]: expected 4 numbers", where, i));
+      for (int k = 0; k < 4; ++k) {
+        if (!mx[i][k].is_number()) return InvalidArgument(fmt::format("{}: covariance.matrix[{}][{}]: expected a number", where, i, k));
+        c.cov[i][k] = mx[i][k].get<double>();
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReadCalibrationPoints(const json& doc, const std::string& where, Calibration& c) {
+  if (auto pts = doc.find("points"); pts != doc.end() && pts->is_array()) {
+    for (size_t i = 0; i < pts->size(); ++i) {
+      const json& p = (*pts)[i];
+      const std::string wp = fmt::format("{}: points[{}]", where, i);
+      if (!p.is_object()) return InvalidArgument(wp + ": expected an object");
+      MeasuredPoint mp;
+      mp.from = p.value("from", std::string("sweep"));
+      ASSIGN_OR_RETURN(mp.load, Num(p, "load", wp));
+      ASSIGN_OR_RETURN(mp.median_ttft_ms, OptNum(p, keys::kMedianTtftMs, wp));
+      ASSIGN_OR_RETURN(mp.p99_ttft_ms, OptNum(p, keys::kP99TtftMs, wp));
+      ASSIGN_OR_RETURN(mp.median_itl_ms, OptNum(p, keys::kMedianItlMs, wp));
+      ASSIGN_OR_RETURN(mp.p99_itl_ms, OptNum(p, keys::kP99ItlMs, wp));
+      ASSIGN_OR_RETURN(mp.output_throughput, Num(p, keys::kOutputThroughput, wp));
+      c.points.push_back(mp);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<Calibration> CalibrationFromJson(const json& doc, std::string_view where_sv) {
   const std::string where(where_sv);
   if (!doc.is_object() || doc.value("schema", std::string()) != "latdoc.calibration/1") {
@@ -96,62 +165,13 @@ StatusOr<Calibration> CalibrationFromJson(const json& doc, std::string_view wher
   c.workload.input_len = int(in), c.workload.output_len = int(out), c.workload.range_ratio = rr.value_or(0);
   auto m = doc.find("model");
   if (m == doc.end() || !m->is_object()) return InvalidArgument(where + ": model: expected an object");
-  const std::string wm = where + ": model";
-  sim::EngineConfig& e = c.engine;
-  ASSIGN_OR_RETURN(e.step_base_ms, Num(*m, "step_base_ms", wm));
-  ASSIGN_OR_RETURN(e.step_decode_seq_us, Num(*m, "step_decode_seq_us", wm));
-  ASSIGN_OR_RETURN(e.step_prefill_token_us, Num(*m, "step_prefill_token_us", wm));
-  ASSIGN_OR_RETURN(e.step_context_token_ns, Num(*m, "step_context_token_ns", wm));
-  ASSIGN_OR_RETURN(c.front_ms, Num(*m, "front_ms", wm));
-  ASSIGN_OR_RETURN(double mns, Num(*m, "max_num_seqs", wm));
-  ASSIGN_OR_RETURN(double mbt, Num(*m, "max_num_batched_tokens", wm));
-  ASSIGN_OR_RETURN(double bs, Num(*m, "block_size", wm));
-  ASSIGN_OR_RETURN(double blocks, Num(*m, "num_gpu_blocks", wm));
-  if (!m->contains("enable_chunked_prefill") || !(*m)["enable_chunked_prefill"].is_boolean())
-    return InvalidArgument(wm + ".enable_chunked_prefill: expected true or false");
-  e.enable_chunked_prefill = (*m)["enable_chunked_prefill"].get<bool>();
-  e.max_num_seqs = int(mns), e.max_num_batched_tokens = int(mbt), e.block_size = int(bs);
-  e.num_gpu_blocks_override = int(blocks);
-  ASSIGN_OR_RETURN(std::optional<double> ctx, OptNum(*m, "ctx_size", wm));
-  if (ctx) {
-    if (*ctx < 1) return InvalidArgument(wm + ".ctx_size: expected an integer >= 1");
-    c.ctx_size = int(*ctx);
-  }
-  if (e.step_base_ms <= 0 || e.step_decode_seq_us < 0 || e.step_prefill_token_us < 0 || c.front_ms < 0 ||
-      e.max_num_seqs < 1 || e.max_num_batched_tokens < 1 || e.block_size < 1 || e.num_gpu_blocks_override < 1) {
-    return InvalidArgument(wm + ": a step cost is negative or a limit below 1");
-  }
-  if (auto cv = doc.find("covariance"); cv != doc.end() && cv->is_object() && cv->contains("matrix")) {
-    const json& mx = (*cv)["matrix"];
-    if (!mx.is_array() || mx.size() != 4) return InvalidArgument(where + ": covariance.matrix: expected 4 rows");
-    for (int i = 0; i < 4; ++i) {
-      if (!mx[i].is_array() || mx[i].size() != 4) return InvalidArgument(fmt::format("{}: covariance.matrix[{}]: expected 4 numbers", where, i));
-      for (int k = 0; k < 4; ++k) {
-        if (!mx[i][k].is_number()) return InvalidArgument(fmt::format("{}: covariance.matrix[{}][{}]: expected a number", where, i, k));
-        c.cov[i][k] = mx[i][k].get<double>();
-      }
-    }
-  }
+  RETURN_IF_ERROR(ReadModel(*m, where + ": model", c));
+  RETURN_IF_ERROR(ReadCovariance(doc, where, c));
   if (auto f = doc.find("fit"); f != doc.end() && f->is_object() && f->contains("rms_rel_err")) {
     const json& r = (*f)["rms_rel_err"];
     c.rms_ttft = r.value("ttft", 0.0), c.rms_itl = r.value("itl", 0.0), c.rms_throughput = r.value("output_throughput", 0.0);
   }
-  if (auto pts = doc.find("points"); pts != doc.end() && pts->is_array()) {
-    for (size_t i = 0; i < pts->size(); ++i) {
-      const json& p = (*pts)[i];
-      const std::string wp = fmt::format("{}: points[{}]", where, i);
-      if (!p.is_object()) return InvalidArgument(wp + ": expected an object");
-      MeasuredPoint mp;
-      mp.from = p.value("from", std::string("sweep"));
-      ASSIGN_OR_RETURN(mp.load, Num(p, "load", wp));
-      ASSIGN_OR_RETURN(mp.median_ttft_ms, OptNum(p, keys::kMedianTtftMs, wp));
-      ASSIGN_OR_RETURN(mp.p99_ttft_ms, OptNum(p, keys::kP99TtftMs, wp));
-      ASSIGN_OR_RETURN(mp.median_itl_ms, OptNum(p, keys::kMedianItlMs, wp));
-      ASSIGN_OR_RETURN(mp.p99_itl_ms, OptNum(p, keys::kP99ItlMs, wp));
-      ASSIGN_OR_RETURN(mp.output_throughput, Num(p, keys::kOutputThroughput, wp));
-      c.points.push_back(mp);
-    }
-  }
+  RETURN_IF_ERROR(ReadCalibrationPoints(doc, where, c));
   if (auto notes = doc.find("notes"); notes != doc.end() && notes->is_array()) {
     for (const auto& n : *notes)
       if (n.is_string()) c.notes.push_back(n.get<std::string>());
