@@ -68,7 +68,7 @@ std::string_view NoiseMethodName(NoiseMethod m);
 // "within noise", "same", or "n/a" (missing on one side).
 struct MetricDelta {
   std::string group;                  // "bench", "step conc=64", "kernel", "waterfall", ...
-  std::string name;                   // "p99_ttft_ms"
+  std::string name;                   // a bench key (p99_ttft_ms), "error_rate", a kernel
   std::string unit;                   // "ms", "tok/s", "%", ""
   Direction direction = Direction::kNeither;
   std::optional<double> a, b;

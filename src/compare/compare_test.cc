@@ -368,6 +368,18 @@ TEST(CompareTest, FieldOfTheWrongTypeIsAnErrorNotACrash) {
   json good = bad;
   good["findings"] = json::array();
   EXPECT_TRUE(Compare(Doc(good), Doc(bad)).ok());  // a null severity reads as none
+  // A bench figure of the wrong type: the file and the key (loadgen::LoadFactsFromJson).
+  json typo = bench_ok;
+  typo["p99_ttft_ms"] = "slow";
+  auto t = Compare(Doc(bench_ok, "a.json"), Doc(typo, "b.json"));
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(t.status().message(), "b.json: p99_ttft_ms: expected a number");
+  const json diag_ok = {{"schema", "latdoc.diagnose/1"}, {"bench", bench_ok}};
+  const json diag_typo = {{"schema", "latdoc.diagnose/1"}, {"bench", typo}};
+  auto d = Compare(Doc(diag_typo, "a.json"), Doc(diag_ok, "b.json"));
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), "a.json: bench.p99_ttft_ms: expected a number");
 }
 
 TEST(CompareTest, JsonSaysHowNoiseWasJudged) {

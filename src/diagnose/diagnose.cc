@@ -234,7 +234,11 @@ class DiagnoseRun {
           servermetrics::ServerKindLabel(servermetrics::ServerKindFromId(
               srv.contains("server") && srv["server"].is_string() ? srv["server"].get<std::string>() : "")));
     }
-    Append(all, rules::EvaluateLoadRules(base, load));
+    // The two documents are SummarizeRun's JSON (LoadStep): their facts read back exactly.
+    auto base_facts = loadgen::LoadFactsFromJson(base);
+    auto load_facts = loadgen::LoadFactsFromJson(load);
+    Append(all, rules::EvaluateLoadRules(base_facts.ok() ? &*base_facts : nullptr,
+                                         load_facts.ok() ? &*load_facts : nullptr));
     std::vector<std::string> gpu_traces = o.traces;
     gpu_traces.insert(gpu_traces.end(), capture.profile.files.begin(), capture.profile.files.end());
     AddAttribution(capture, o.logs.empty() ? std::string() : o.logs.front(), gpu_traces, doc, all);

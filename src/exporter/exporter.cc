@@ -516,7 +516,7 @@ void Exporter::JudgeLoad(std::optional<loadgen::BenchRun> canary) {
     }
     loadgen::BenchOptions bo = CanaryBenchOptions(options_, run.model);
     loadgen::BenchSummary summary = loadgen::SummarizeRun(run, bo, {});
-    findings_by_source_["load"] = rules::EvaluateLoadRules(nlohmann::ordered_json(), summary.json);
+    findings_by_source_["load"] = rules::EvaluateLoadRules(nullptr, &summary.facts);
   }
   state_.ttft = delta ? DecomposeTtft(*delta, client_ttft_s, snapshot_ ? snapshot_->kind : servermetrics::ServerKind::kUnknown) : TtftDecomposition{};
   if (!delta) state_.ttft.client_s = client_ttft_s;

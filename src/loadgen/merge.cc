@@ -229,7 +229,13 @@ StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
   // The server's own figures once: shard 0's, from its scrapes around its run (which the other
   // shards' runs overlap); summed, every request would count N times.
   const ordered_json& first_json = by_index.begin()->second->file->json;
-  ro.server_metrics = first_json.value("server_metrics", ordered_json{{"metrics_available", false}});
+  if (auto sm = first_json.find(keys::kServerMetrics); sm != first_json.end()) {
+    auto server = ServerFactsFromJson(*sm);
+    if (!server.ok()) return InvalidArgument(fmt::format("{}: {}", by_index.begin()->second->file->path, server.status().message()));
+    ro.server_metrics = std::move(*server);
+  } else {
+    ro.server_metrics = ServerFacts{};
+  }
 
   out.summary = SummarizeRun(run, o, ro);
   ordered_json& j = out.summary.json;

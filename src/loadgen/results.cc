@@ -25,10 +25,8 @@ namespace latdoc::loadgen {
 using nlohmann::ordered_json;
 using results_internal::CountsText;
 using results_internal::LatencyText;
-using results_internal::Opt;
 using results_internal::RunTally;
 using results_internal::ServerMetricsText;
-using results_internal::ServerSection;
 using results_internal::SummarizeServer;
 using results_internal::SummaryHeaderText;
 using results_internal::TokenCountsText;
@@ -69,20 +67,26 @@ struct PerRequest {
   std::optional<int64_t> tpot_ns;
 };
 
-// `o`: the metrics and percentiles the user chose (--percentile-metrics, --metric-percentiles);
-// null for latdoc's own statistics, which always have the default ones.
-void PutStats(ordered_json& j, std::string_view metric, const std::vector<int64_t>& ns,
-              const BenchOptions* o = nullptr) {
+// The statistics of `metric` over `ns`. `o`: the metrics and percentiles the user chose
+// (--percentile-metrics, --metric-percentiles; nullopt when `metric` is not among them); null
+// for latdoc's own statistics, which always have the default ones.
+std::optional<LatencyStats> StatsOf(std::string_view metric, const std::vector<int64_t>& ns,
+                                    const BenchOptions* o = nullptr) {
   if (o && !o->summary_metrics.empty() &&
       std::find(o->summary_metrics.begin(), o->summary_metrics.end(), metric) == o->summary_metrics.end())
-    return;
+    return std::nullopt;
   const std::span<const double> percentiles = !o || o->summary_percentiles.empty()
                                                   ? stats::kDefaultPercentiles
                                                   : std::span<const double>(o->summary_percentiles);
-  for (const auto& st : stats::VllmStatKeys(metric, ns, percentiles)) {
-    if (st.value_ms) j[st.key] = *st.value_ms;
-    else j[st.key] = nullptr;
-  }
+  // VllmStatKeys' order: mean, median, std, the percentiles asked, max.
+  const std::vector<stats::VllmStat> st = stats::VllmStatKeys(metric, ns, percentiles);
+  LatencyStats s;
+  s.mean_ms = st[0].value_ms;
+  s.median_ms = st[1].value_ms;
+  s.std_ms = st[2].value_ms;
+  for (size_t i = 0; i < percentiles.size(); ++i) s.percentiles.push_back({percentiles[i], st[3 + i].value_ms});
+  s.max_ms = st.back().value_ms;
+  return s;
 }
 
 // A chunk of k tokens counts k inter-token latencies of gap / k.
@@ -254,52 +258,50 @@ RunTally TallyRecords(const BenchRun& run, const SloSpec& slo) {
 }
 
 // The run as `vllm bench serve` writes it: what was asked, counts and rates.
-void PutCountsAndRates(ordered_json& j, const BenchRun& run, const BenchOptions& o, const SloSpec& slo,
+void PutCountsAndRates(LoadFacts& f, const BenchRun& run, const BenchOptions& o, const SloSpec& slo,
                        const RunTally& t, double dur_s) {
-  j["schema"] = "latdoc.bench/1";
   char date[32];
   time_t now = ::time(nullptr);
   tm lt;
   localtime_r(&now, &lt);
   strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
-  j["date"] = date;
-  j["endpoint_type"] = o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
-  j["backend"] = !o.backend.empty() ? o.backend : o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
-  j["model_id"] = run.model;
-  j["num_prompts"] = run.records.size();
+  f.date = date;
+  f.endpoint_type = o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
+  f.backend = !o.backend.empty() ? o.backend : o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
+  f.model_id = run.model;
+  f.num_prompts = run.records.size();
   // As vLLM writes it: "inf" for every request at once (or a closed loop).
-  if (o.request_rate > 0 && std::isfinite(o.request_rate)) j["request_rate"] = o.request_rate;
-  else j["request_rate"] = "inf";
-  j["burstiness"] = o.burstiness;
-  j["max_concurrency"] = o.request_rate > 0 ? (o.max_concurrency > 0 ? ordered_json(o.max_concurrency) : ordered_json(nullptr))
-                                            : ordered_json(o.concurrency);
-  j["duration"] = dur_s;
-  j["completed"] = t.completed;
-  j["failed"] = t.failed;
-  j["total_input_tokens"] = t.in_tokens;
-  j["total_output_tokens"] = t.out_tokens;
-  j["request_throughput"] = double(t.completed) / dur_s;
-  if (slo.any()) j["request_goodput"] = double(t.good) / dur_s; else j["request_goodput"] = nullptr;
-  j["output_throughput"] = double(t.out_tokens) / dur_s;
-  j["total_token_throughput"] = double(t.in_tokens + t.out_tokens) / dur_s;
-  j["max_concurrent_requests"] = run.max_in_flight;
+  f.request_rate = o.request_rate > 0 && std::isfinite(o.request_rate) ? o.request_rate : INFINITY;
+  f.burstiness = o.burstiness;
+  if (o.request_rate <= 0) f.max_concurrency = o.concurrency;
+  else if (o.max_concurrency > 0) f.max_concurrency = o.max_concurrency;
+  f.duration_s = dur_s;
+  f.completed = t.completed;
+  f.failed = t.failed;
+  f.total_input_tokens = t.in_tokens;
+  f.total_output_tokens = t.out_tokens;
+  f.request_throughput = double(t.completed) / dur_s;
+  if (slo.any()) f.request_goodput = double(t.good) / dur_s;
+  f.output_throughput = double(t.out_tokens) / dur_s;
+  f.total_token_throughput = double(t.in_tokens + t.out_tokens) / dur_s;
+  f.max_concurrent_requests = run.max_in_flight;
 }
 
 // The latency statistics in vLLM's keys, and the per-request samples.
-void PutLatencyStats(ordered_json& j, const RunTally& t, const BenchOptions& o) {
-  PutStats(j, "ttft", t.ttfts, &o);
-  PutStats(j, "tpot", t.tpots, &o);
-  PutStats(j, "itl", t.itls, &o);
-  PutStats(j, "e2el", t.e2els, &o);
+void PutLatencyStats(LoadFacts& f, const RunTally& t, const BenchOptions& o) {
+  f.ttft = StatsOf("ttft", t.ttfts, &o);
+  f.tpot = StatsOf("tpot", t.tpots, &o);
+  f.itl = StatsOf("itl", t.itls, &o);
+  f.e2el = StatsOf("e2el", t.e2els, &o);
   // Per-request samples of the ok requests (ms, to the microsecond), so `latdoc compare` can
   // judge noise by bootstrap rather than by thresholds.
   auto samples = [](const std::vector<int64_t>& v) {
-    ordered_json a = ordered_json::array();
+    std::vector<double> a;
+    a.reserve(v.size());
     for (int64_t ns : v) a.push_back(std::round(double(ns) / 1e3) / 1e3);
     return a;
   };
-  j["per_request"] = {{"ttft_ms", samples(t.ttfts)}, {"tpot_ms", samples(t.tpots)},
-                      {"e2el_ms", samples(t.e2els)}};
+  f.per_request = PerRequestSamples{samples(t.ttfts), samples(t.tpots), samples(t.e2els)};
 }
 
 // The failures by reason, the first error said of the server (not a stop's) among the samples.
@@ -314,96 +316,63 @@ FailureTally TallyRunFailures(const RunTally& t, uint64_t sent) {
 }
 
 // latdoc's additions: what was sent, how it failed, how tokens were counted, connections.
-void PutRunAccounting(ordered_json& j, const BenchRun& run, const BenchOptions& o, const RunTally& t,
+void PutRunAccounting(LoadFacts& f, const BenchRun& run, const BenchOptions& o, const RunTally& t,
                       uint64_t sent, const FailureTally& failures) {
-  j["partial"] = run.partial;
-  if (run.partial) j["partial_reason"] = run.partial_reason;
-  j["sent"] = sent;
-  j["not_sent"] = t.not_sent;
+  f.partial = run.partial;
+  if (run.partial) f.partial_reason = run.partial_reason;
+  f.sent = sent;
+  f.not_sent = t.not_sent;
   // Of `failed`: streams in flight that the stop (a signal) cut; not the server's failures.
-  j["cancelled"] = failures.cancelled;
-  j["failures"] = t.failures;
-  j["errors_sample"] = t.first_errors;
-  j["token_count_method"] = t.methods;
-  j["token_count_mismatches"] = t.mismatches;
-  if (o.request_rate > 0) {
-    ordered_json q;
-    PutStats(q, "client_queue", t.queue_ns);
-    j["client_queue"] = q;
-  }
-  j["warmup_requests"] = run.warmup_requests;
-  j["connections_opened"] = run.connections_opened;
+  f.cancelled = failures.cancelled;
+  f.failures = t.failures;
+  f.errors_sample = t.first_errors;
+  f.token_count_method = t.methods;
+  f.token_count_mismatches = t.mismatches;
+  if (o.request_rate > 0) f.client_queue = StatsOf("client_queue", t.queue_ns);
+  f.warmup_requests = run.warmup_requests;
+  f.connections_opened = run.connections_opened;
 }
 
-ordered_json TcpJson(const http::TcpTotals& t) {
-  ordered_json tj;
-  tj["connections"] = t.connections;
-  tj["segs_out"] = t.segs_out;
-  tj["retrans_segs"] = t.retrans_segs;
-  tj["retrans_share"] = t.retrans_share ? ordered_json(*t.retrans_share) : ordered_json(nullptr);
-  tj["rcv_ooo_packets"] = t.rcv_ooo_packets;
-  tj["srtt_max_ms"] = t.srtt_max_ms ? ordered_json(*t.srtt_max_ms) : ordered_json(nullptr);
-  tj["pmtu_min_bytes"] = t.pmtu_min_bytes ? ordered_json(*t.pmtu_min_bytes) : ordered_json(nullptr);
-  tj["snd_mss_min_bytes"] = t.snd_mss_min_bytes ? ordered_json(*t.snd_mss_min_bytes) : ordered_json(nullptr);
-  tj["worst_ca_state"] = t.worst_ca_state;
-  return tj;
+TcpFacts Tcp(const http::TcpTotals& t) {
+  TcpFacts f;
+  f.connections = t.connections;
+  f.segs_out = t.segs_out;
+  f.retrans_segs = t.retrans_segs;
+  f.retrans_share = t.retrans_share;
+  f.rcv_ooo_packets = t.rcv_ooo_packets;
+  f.srtt_max_ms = t.srtt_max_ms;
+  f.pmtu_min_bytes = t.pmtu_min_bytes;
+  f.snd_mss_min_bytes = t.snd_mss_min_bytes;
+  f.worst_ca_state = t.worst_ca_state;
+  return f;
 }
 
-// The client's own load, per load thread: when a thread was saturated its reads waited for
-// it, and its timings are suspect.
-ordered_json ClientLoadJson(const std::vector<ThreadLoad>& threads) {
-  const ClientLoadSummary load = SummarizeClientLoad(threads);
-  ordered_json cl;
-  cl["cpu_s"] = load.cpu_s;
-  cl["events"] = load.events;
-  cl["events_per_cpu_s"] = load.cpu_s > 0 ? ordered_json(double(load.events) / load.cpu_s) : ordered_json(nullptr);
-  cl["reads"] = load.reads;
-  cl["late_reads"] = load.late_reads;
-  cl["late_read_share"] = load.reads ? ordered_json(double(load.late_reads) / double(load.reads))
-                                     : ordered_json(nullptr);
-  cl["late_read_ms"] = NsToMs(kLateReadNs);
-  cl["saturated_threads"] = load.saturated;
-  ordered_json per = ordered_json::array();
-  for (const ThreadLoad& l : threads) {
-    per.push_back({{"cpu_s", l.cpu_s},
-                   {"wall_s", l.wall_s},
-                   {"busy", l.busy()},
-                   {"events", l.events},
-                   {"events_per_cpu_s", l.cpu_s > 0 ? ordered_json(double(l.events) / l.cpu_s) : ordered_json(nullptr)},
-                   {"reads", l.reads},
-                   {"late_reads", l.late_reads},
-                   {"saturated", l.saturated()}});
-  }
-  cl["per_thread"] = per;
-  return cl;
+ServerKindFacts ServerKind(const servermetrics::ServerIdentity& identity) {
+  ServerKindFacts k;
+  k.id = servermetrics::ServerKindId(identity.kind);
+  if (identity.kind != servermetrics::ServerKind::kUnknown) k.name = servermetrics::ServerKindLabel(identity.kind);
+  k.evidence = identity.evidence;
+  return k;
 }
 
-ordered_json ServerKindJson(const servermetrics::ServerIdentity& identity) {
-  return {{"id", servermetrics::ServerKindId(identity.kind)},
-          {"name", identity.kind == servermetrics::ServerKind::kUnknown
-                       ? ordered_json(nullptr)
-                       : ordered_json(servermetrics::ServerKindLabel(identity.kind))},
-          {"evidence", identity.evidence}};
-}
-
-// The SLO and --max-error-rate verdicts, into `out` and its JSON. Judged on the requests whose
+// The SLO and --max-error-rate verdicts, into `out` and its facts. Judged on the requests whose
 // end the server decided: those cut by a stop are left out.
 void JudgeRun(BenchSummary& out, const ResultOptions& ro, uint64_t good) {
-  ordered_json& j = out.json;
+  LoadFacts& f = out.facts;
   const uint64_t decided = out.failures.requests;
   if (ro.slo.any()) {
     double good_pct = decided ? 100.0 * double(good) / double(decided) : 0;
     out.slo_missed = good_pct < ro.slo.percent;
-    j["slo"] = {{"good_percent", good_pct}, {"target_percent", ro.slo.percent}, {"met", !out.slo_missed}};
+    f.slo = SloResult{good_pct, ro.slo.percent, !out.slo_missed};
     if (out.slo_missed) out.problems.push_back(SloMissText(ro.slo, good_pct));
   }
-  j["error_rate"] = out.failures.rate();
-  j["max_error_rate"] = Opt(ro.max_error_rate);
+  f.error_rate = out.failures.rate();
+  f.max_error_rate = ro.max_error_rate;
   if (ro.max_error_rate) {
     out.error_rate_missed = out.failures.rate() > *ro.max_error_rate;
     if (out.error_rate_missed) out.problems.push_back(ErrorRateMissText(out.failures.rate(), *ro.max_error_rate));
   }
-  j["problems"] = out.problems;
+  f.problems = out.problems;
 }
 
 }  // namespace
@@ -413,41 +382,40 @@ BenchSummary SummarizeRun(const BenchRun& run, const BenchOptions& o, const Resu
   const RunTally tally = TallyRecords(run, ro.slo);
   const double dur_s = std::max(1e-9, NsToSec(run.end_ns - run.start_ns));
 
-  // The JSON, key by key in vLLM's order, then latdoc's additions.
-  ordered_json& j = out.json;
-  PutCountsAndRates(j, run, o, ro.slo, tally, dur_s);
-  PutLatencyStats(j, tally, o);
+  // The facts, in the order of the JSON: vLLM's, then latdoc's additions.
+  LoadFacts& f = out.facts;
+  PutCountsAndRates(f, run, o, ro.slo, tally, dur_s);
+  PutLatencyStats(f, tally, o);
   const uint64_t sent = run.records.size() - tally.not_sent;
   out.failures = TallyRunFailures(tally, sent);
-  PutRunAccounting(j, run, o, tally, sent, out.failures);
-  if (run.tcp.connections > 0) j["tcp"] = TcpJson(run.tcp);
-  j["client_cpu_s"] = run.client_cpu_s;
-  j["client_threads"] = run.thread_load.size();
-  j["client_load"] = ClientLoadJson(run.thread_load);
-  j["start_mono_ns"] = run.start_ns;  // CLOCK_MONOTONIC at the start: aligns --save-requests times
+  PutRunAccounting(f, run, o, tally, sent, out.failures);
+  if (run.tcp.connections > 0) f.tcp = Tcp(run.tcp);
+  f.client_cpu_s = run.client_cpu_s;
+  f.client_threads = run.thread_load.size();
+  f.client_load = ClientLoadFactsOf(run.thread_load);
+  f.start_mono_ns = run.start_ns;  // CLOCK_MONOTONIC at the start: aligns --save-requests times
 
   // Which server answered, and how latdoc knows.
   const servermetrics::ServerIdentity identity = servermetrics::IdentifyServer(
       run.metrics_available ? run.after.kind : servermetrics::ServerKind::kUnknown, run.owned_by);
-  j["server_kind"] = ServerKindJson(identity);
+  f.server_kind = ServerKind(identity);
 
   // Server-side attribution from the /metrics deltas (or a merge's, as it is, without its split).
-  ServerSection server = SummarizeServer(run, tally);
-  if (ro.server_metrics) server = {*ro.server_metrics, ""};
-  j["server_metrics"] = server.json;
+  f.server = ro.server_metrics ? *ro.server_metrics : SummarizeServer(run, tally);
   JudgeRun(out, ro, tally.good);
   // Whether the run measured what it was asked to (loadgen/validation.h).
   const Validation validation = ValidateRun(run, o);
-  j["validation"] = validation.Json();
+  f.validation = validation.Json();
+  out.json = ToJson(f);
 
   std::string& t = out.text;
-  t += SummaryHeaderText(run, o, out.failures.cancelled, server.json, identity);
-  t += CountsText(tally, dur_s, ro.slo.any());
-  t += LatencyText(j, o);
-  t += TokenCountsText(tally);
-  t += ServerMetricsText(server.json, server.breakdown_text);
-  for (const auto& e : tally.first_errors) t += "  error: " + e + "\n";
-  if (!run.thread_load.empty()) t += ClientLoadText(run.thread_load);
+  t += SummaryHeaderText(run, o, f, identity);
+  t += CountsText(f, ro.slo.any());
+  t += LatencyText(f, o);
+  t += TokenCountsText(f);
+  t += ServerMetricsText(f.server, /*with_breakdown=*/!ro.server_metrics, !tally.ttfts.empty());
+  for (const auto& e : f.errors_sample) t += "  error: " + e + "\n";
+  if (f.client_load && !f.client_load->per_thread.empty()) t += ClientLoadText(*f.client_load);
   t += validation.Text();
   t += std::string(52, '=') + "\n";
   return out;
@@ -465,23 +433,53 @@ ClientLoadSummary SummarizeClientLoad(const std::vector<ThreadLoad>& threads) {
   return s;
 }
 
+ClientLoadFacts ClientLoadFactsOf(const std::vector<ThreadLoad>& threads) {
+  const ClientLoadSummary load = SummarizeClientLoad(threads);
+  ClientLoadFacts c;
+  c.cpu_s = load.cpu_s;
+  c.events = load.events;
+  if (load.cpu_s > 0) c.events_per_cpu_s = double(load.events) / load.cpu_s;
+  c.reads = load.reads;
+  c.late_reads = load.late_reads;
+  if (load.reads) c.late_read_share = double(load.late_reads) / double(load.reads);
+  c.late_read_ms = NsToMs(kLateReadNs);
+  c.saturated_threads = load.saturated;
+  for (const ThreadLoad& l : threads) {
+    ThreadLoadFacts t;
+    t.cpu_s = l.cpu_s;
+    t.wall_s = l.wall_s;
+    t.busy = l.busy();
+    t.events = l.events;
+    if (l.cpu_s > 0) t.events_per_cpu_s = double(l.events) / l.cpu_s;
+    t.reads = l.reads;
+    t.late_reads = l.late_reads;
+    t.saturated = l.saturated();
+    c.per_thread.push_back(t);
+  }
+  return c;
+}
+
 std::string ClientLoadText(const std::vector<ThreadLoad>& threads) {
-  const ClientLoadSummary s = SummarizeClientLoad(threads);
+  return ClientLoadText(ClientLoadFactsOf(threads));
+}
+
+std::string ClientLoadText(const ClientLoadFacts& c) {
   auto share = [](uint64_t part, uint64_t whole) {
     return whole ? FormatFixed(100.0 * double(part) / double(whole), 1) + "%" : std::string("n/a");
   };
+  const size_t n = c.per_thread.size();
   std::string t = fmt::format(
-      "Client: {} thread{}, {} CPU-s, {} events per CPU-s, {} of reads late (>{:g} ms)\n",
-      threads.size(), threads.size() == 1 ? "" : "s", FormatFixed(s.cpu_s, 2),
-      s.cpu_s > 0 ? FormatCount(std::round(double(s.events) / s.cpu_s)) : std::string("n/a"),
-      share(s.late_reads, s.reads), NsToMs(kLateReadNs));
-  for (size_t i = 0; i < threads.size(); ++i) {
-    const ThreadLoad& l = threads[i];
-    if (!l.saturated()) continue;
+      "Client: {} thread{}, {} CPU-s, {} events per CPU-s, {} of reads late (>{:g} ms)\n", n,
+      n == 1 ? "" : "s", FormatFixed(c.cpu_s, 2),
+      c.cpu_s > 0 ? FormatCount(std::round(double(c.events) / c.cpu_s)) : std::string("n/a"),
+      share(c.late_reads, c.reads), c.late_read_ms);
+  for (size_t i = 0; i < n; ++i) {
+    const ThreadLoadFacts& l = c.per_thread[i];
+    if (!l.saturated) continue;
     t += fmt::format(
         "warning: client thread {} of {} saturated ({}% busy, {} of its reads late): its "
         "timings are suspect; give --threads more cores or lower the load\n",
-        i + 1, threads.size(), FormatFixed(100.0 * l.busy(), 0), share(l.late_reads, l.reads));
+        i + 1, n, FormatFixed(100.0 * l.busy, 0), share(l.late_reads, l.reads));
   }
   return t;
 }

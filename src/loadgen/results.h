@@ -1,6 +1,7 @@
 // The results of a load test: vLLM-bench-compatible metrics, failures by reason, goodput, and
 // the split of TTFT into the server's queue and prefill time and the rest (network and front
-// end), from the /metrics deltas. Pure: records in, JSON and text out.
+// end), from the /metrics deltas. Pure: records in, LoadFacts (loadgen/load_facts.h), its JSON
+// and the terminal text out.
 //
 // Field names follow `vllm bench serve` where the metric is the same (mean_ttft_ms,
 // p99_itl_ms, request_throughput, output_throughput, total_token_throughput, request_goodput,
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "loadgen/load_facts.h"
 #include "loadgen/runner.h"
 
 namespace latdoc::loadgen {
@@ -64,11 +66,12 @@ struct ResultOptions {
   // `latdoc merge`: the "server_metrics" block to write as it is (one shard's, from its own
   // /metrics scrapes) in place of one made from the run's snapshots; the terminal summary shows
   // its figures (not its TTFT breakdown, which is that shard's alone).
-  std::optional<nlohmann::ordered_json> server_metrics;
+  std::optional<ServerFacts> server_metrics;
 };
 
 struct BenchSummary {
-  nlohmann::ordered_json json;
+  LoadFacts facts;
+  nlohmann::ordered_json json;  // ToJson(facts); callers may add keys to it (merge, bench)
   std::string text;
   bool slo_missed = false;
   bool error_rate_missed = false;
@@ -93,9 +96,11 @@ struct ClientLoadSummary {
   int saturated = 0;  // threads busy at least kSaturatedBusy of their measured phase
 };
 ClientLoadSummary SummarizeClientLoad(const std::vector<ThreadLoad>& threads);
+ClientLoadFacts ClientLoadFactsOf(const std::vector<ThreadLoad>& threads);
 // "Client: 2 threads, 1.84 CPU-s, 312000 events per CPU-s, 0.1% of reads late (>1 ms)", then
 // one "warning: client thread I of N saturated ..." line per saturated thread.
 std::string ClientLoadText(const std::vector<ThreadLoad>& threads);
+std::string ClientLoadText(const ClientLoadFacts& client_load);
 
 // One JSON line per request (--save-requests): times in ms from the start of the run.
 std::string RequestsJsonl(const BenchRun& run);

@@ -1,7 +1,7 @@
 // What the parts of SummarizeRun (loadgen/results.h) share, private to src/loadgen: the run's
 // requests counted once (RunTally), the /metrics block with its TTFT split (results_server.cc)
-// and the pieces of the terminal summary (results_text.cc). results.cc builds the JSON and
-// calls them in the order of the output. Pure functions.
+// and the pieces of the terminal summary (results_text.cc), rendered from the LoadFacts.
+// results.cc builds the facts and calls them in the order of the output. Pure functions.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "loadgen/load_facts.h"
 #include "loadgen/results.h"
 #include "loadgen/runner.h"
 #include "servermetrics/server_dialect.h"
@@ -32,31 +31,21 @@ struct RunTally {
   std::vector<std::string> first_errors;  // the first 5
 };
 
-// A value, or JSON null.
-inline nlohmann::ordered_json Opt(std::optional<double> v) {
-  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
-}
-
-// The /metrics block of the JSON ("server_metrics") and the TTFT breakdown's terminal lines.
-struct ServerSection {
-  nlohmann::ordered_json json;
-  std::string breakdown_text;
-};
-
-// From the run's /metrics snapshots (its error when there are none) and the client's TTFTs.
+// The /metrics block ("server_metrics"): from the run's /metrics snapshots (its error when
+// there are none) and the client's TTFTs, with the TTFT split computed here once.
 // TTFT = client queue (open loop: scheduled -> sent, measured) + queue + prefill (server,
 // measured) + network and front end (client - client queue - server, inferred).
-ServerSection SummarizeServer(const BenchRun& run, const RunTally& tally);
+ServerFacts SummarizeServer(const BenchRun& run, const RunTally& tally);
 
-// The terminal summary, in the shape of vllm bench serve's, part by part: each returns whole
-// lines. The latency and /metrics parts read their figures back from the JSON (`bench_json`,
-// `server_json`: a merge passes its shards' "server_metrics" in as it is), so text and JSON agree.
-std::string SummaryHeaderText(const BenchRun& run, const BenchOptions& options, uint64_t cancelled,
-                              const nlohmann::ordered_json& server_json,
+// The terminal summary, in the shape of vllm bench serve's, part by part, rendered from the
+// facts: each returns whole lines.
+std::string SummaryHeaderText(const BenchRun& run, const BenchOptions& options, const LoadFacts& facts,
                               const servermetrics::ServerIdentity& identity);
-std::string CountsText(const RunTally& tally, double dur_s, bool slo);
-std::string LatencyText(const nlohmann::ordered_json& bench_json, const BenchOptions& options);
-std::string TokenCountsText(const RunTally& tally);
-std::string ServerMetricsText(const nlohmann::ordered_json& server_json, const std::string& breakdown_text);
+std::string CountsText(const LoadFacts& facts, bool slo);
+std::string LatencyText(const LoadFacts& facts, const BenchOptions& options);
+std::string TokenCountsText(const LoadFacts& facts);
+// The /metrics figures, then the TTFT split's lines when `with_breakdown` (a merge's figures are
+// one shard's: its split is not shown). `client_ttft_measured`: some request got a first token.
+std::string ServerMetricsText(const ServerFacts& server, bool with_breakdown, bool client_ttft_measured);
 
 }  // namespace latdoc::loadgen::results_internal

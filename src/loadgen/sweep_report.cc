@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "base/units.h"
+#include "loadgen/load_facts.h"
 
 namespace latdoc::loadgen {
 
@@ -33,34 +34,34 @@ ordered_json StepJson(const SweepStep& s, const SweepOptions& o) {
   j["stable"] = s.stable;
   j["requests_spent"] = s.spent;
   j["requests"] = s.requests;
-  j["completed"] = s.completed;
-  j["failed"] = s.failed;
+  j[keys::kCompleted] = s.completed;
+  j[keys::kFailed] = s.failed;
   j["error_rate"] = s.error_rate();
   j["failures"] = s.failures;
   if (!s.first_error.empty()) j["first_error"] = s.first_error;
   j["duration"] = s.duration_s;
-  j["median_ttft_ms"] = Opt(s.median_ttft_ms);
-  j["p99_ttft_ms"] = Opt(s.p99_ttft_ms);
-  j["p99_tpot_ms"] = Opt(s.p99_tpot_ms);
-  j["median_itl_ms"] = Opt(s.median_itl_ms);
-  j["p99_itl_ms"] = Opt(s.p99_itl_ms);
-  j["p99_e2el_ms"] = Opt(s.p99_e2el_ms);
-  j["output_throughput"] = s.output_tokens_per_s;
-  j["request_throughput"] = s.request_throughput;
-  j["request_goodput"] = Opt(s.goodput);
+  j[keys::kMedianTtftMs] = Opt(s.median_ttft_ms);
+  j[keys::kP99TtftMs] = Opt(s.p99_ttft_ms);
+  j[keys::kP99TpotMs] = Opt(s.p99_tpot_ms);
+  j[keys::kMedianItlMs] = Opt(s.median_itl_ms);
+  j[keys::kP99ItlMs] = Opt(s.p99_itl_ms);
+  j[keys::kP99E2elMs] = Opt(s.p99_e2el_ms);
+  j[keys::kOutputThroughput] = s.output_tokens_per_s;
+  j[keys::kRequestThroughput] = s.request_throughput;
+  j[keys::kRequestGoodput] = Opt(s.goodput);
   j["slo_met"] = s.slo_met ? ordered_json(*s.slo_met) : ordered_json(nullptr);
   const ServerStepMetrics& m = s.server;
   ordered_json sm;
   sm["metrics_available"] = m.available;
-  sm["max_running"] = Opt(m.max_running);
-  sm["max_waiting"] = Opt(m.max_waiting);
-  sm["max_kv_cache_usage"] = Opt(m.max_kv_cache_usage);
-  sm["preemptions"] = Opt(m.preemptions);
-  sm["queue_mean_ms"] = Opt(m.queue_mean_ms());
-  sm["prefill_mean_ms"] = Opt(m.prefill_mean_ms());
+  sm[keys::kMaxRunning] = Opt(m.max_running);
+  sm[keys::kMaxWaiting] = Opt(m.max_waiting);
+  sm[keys::kMaxKvCacheUsage] = Opt(m.max_kv_cache_usage);
+  sm[keys::kPreemptions] = Opt(m.preemptions);
+  sm[keys::kQueueMeanMs] = Opt(m.queue_mean_ms());
+  sm[keys::kPrefillMeanMs] = Opt(m.prefill_mean_ms());
   sm["decode_mean_ms"] = Opt(m.decode_mean_ms());
   sm["step_time_ms"] = Opt(m.step_time_ms());
-  j["server_metrics"] = sm;
+  j[keys::kServerMetrics] = sm;
   j["bend"] = BendName(s.bend);
   j["bend_evidence"] = s.bend_evidence;
   if (!s.remeasured.empty()) j["remeasured"] = s.remeasured;

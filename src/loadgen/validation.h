@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loadgen/load_facts.h"
 #include "loadgen/runner.h"
 
 namespace latdoc::loadgen {
@@ -70,10 +71,10 @@ nlohmann::ordered_json MergeValidations(const std::vector<Validation>& rounds);
 // (null when the mean is 0 or a run lacks the metric); and the worst validation of all runs as
 // "validation" (a check that failed in an earlier run is added as "run I: name"). Returns the
 // terminal table.
-inline constexpr const char* kHeadlineMetrics[] = {
-    "mean_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "p99_itl_ms",
-    "mean_e2el_ms", "p99_e2el_ms", "request_throughput", "output_throughput",
-    "total_token_throughput"};
+inline const char* const kHeadlineMetrics[] = {
+    keys::kMeanTtftMs, keys::kP99TtftMs, keys::kMeanTpotMs, keys::kP99TpotMs,
+    keys::kMeanItlMs,  keys::kP99ItlMs,  keys::kMeanE2elMs, keys::kP99E2elMs,
+    keys::kRequestThroughput, keys::kOutputThroughput, keys::kTotalTokenThroughput};
 std::string AddRunVariation(const std::vector<nlohmann::ordered_json>& runs,
                             nlohmann::ordered_json* last);
 

@@ -10,22 +10,11 @@
 namespace latdoc::rules {
 namespace {
 
-using nlohmann::ordered_json;
-
-std::optional<double> Num(const ordered_json& j, const char* key) {
-  if (!j.is_object()) return std::nullopt;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
+using loadgen::LoadFacts;
+using loadgen::ServerFacts;
+using loadgen::TtftSplit;
 
 // A rule's "ok" branch is written `!(fires)`, so that a NaN never fires a rule.
-
-// `j[key]`, or an empty object when `j` has no such key.
-const ordered_json& Child(const ordered_json& j, const char* key) {
-  static const ordered_json kEmpty = ordered_json::object();
-  return j.contains(key) ? j[key] : kEmpty;
-}
 
 Evidence Ev(std::string name, std::optional<double> v, std::string unit, std::string text = "") {
   return Evidence{std::move(name), v, std::move(unit), std::move(text)};
@@ -51,49 +40,56 @@ Finding Skip(std::string id, std::string why) {
 // "12" or "n/a".
 std::string Count(std::optional<double> v) { return v ? fmt::format("{:.0f}", *v) : "n/a"; }
 
-// What the rules read from the target load's JSON, looked up once. `load` must be an object
-// and outlive the view.
+std::optional<double> OptD(const std::optional<int64_t>& v) {
+  return v ? std::optional<double>(double(*v)) : std::nullopt;
+}
+template <typename F>
+std::optional<double> StatOf(const std::optional<loadgen::LatencyStats>& s, F get) {
+  return s ? get(*s) : std::nullopt;
+}
+
+// What the rules read from the target load's facts, looked up once. `load` must outlive the view.
 struct LoadView {
-  explicit LoadView(const ordered_json& load_json)
-      : load(load_json), srv(Child(load, "server_metrics")), bd(Child(srv, "ttft_breakdown")) {}
+  explicit LoadView(const LoadFacts& load_facts) : load(load_facts), srv(load.server) {}
 
-  const ordered_json& load;
-  const ordered_json& srv;  // "server_metrics"
-  const ordered_json& bd;   // "server_metrics"."ttft_breakdown"
+  const LoadFacts& load;
+  const ServerFacts& srv;  // "server_metrics"
+  const std::optional<TtftSplit>& bd = srv.ttft_breakdown;
 
-  std::optional<double> conc = Num(load, "max_concurrency");
+  std::optional<double> conc = OptD(load.max_concurrency);
   std::string at = conc ? fmt::format(" at concurrency {:.0f}", *conc) : "";
-  double completed = Num(load, "completed").value_or(0), failed = Num(load, "failed").value_or(0);
+  double completed = double(load.completed), failed = double(load.failed);
   double sent = completed + failed;
 
-  std::optional<double> e2el = Num(load, "mean_e2el_ms");
-  std::optional<double> out_tokens = Num(load, "total_output_tokens");
-  double tokens_per_req = out_tokens && completed > 0 ? *out_tokens / completed : 0;
-  std::optional<double> client_ttft = Num(bd, "client_ttft_ms") ? Num(bd, "client_ttft_ms")
-                                                                 : Num(load, "mean_ttft_ms");
-  std::optional<double> queue = Num(srv, "queue_mean_ms");
-  std::optional<double> prefill = Num(srv, "prefill_mean_ms");
-  std::optional<double> net = Num(bd, "network_and_front_end_ms");
-  bool have_server = srv.value("metrics_available", false);
+  std::optional<double> e2el = StatOf(load.e2el, [](const auto& s) { return s.mean_ms; });
+  double out_tokens = double(load.total_output_tokens);
+  double tokens_per_req = completed > 0 ? out_tokens / completed : 0;
+  std::optional<double> client_ttft = bd ? std::optional<double>(bd->client_ttft_ms)
+                                         : StatOf(load.ttft, [](const auto& s) { return s.mean_ms; });
+  std::optional<double> queue = srv.queue_mean_ms;
+  std::optional<double> prefill = srv.prefill_mean_ms;
+  std::optional<double> net = bd ? bd->network_and_front_end_ms : std::nullopt;
+  bool have_server = srv.metrics_available;
 
   // KV-bound: the cache filled (usage at the threshold, or requests preempted), so requests
   // that wait, wait for KV blocks rather than for a batch slot. The queue time is then the KV
   // cache's doing: load.kv_pressure carries its latency share and load.queueing points there.
-  std::optional<double> preempt = Num(srv, "preemptions");
-  std::optional<double> kv = Num(srv, "max_kv_cache_usage");
+  std::optional<double> preempt = srv.preemptions;
+  std::optional<double> kv = srv.max_kv_cache_usage;
 
-  std::optional<double> itl_p50 = Num(load, "median_itl_ms"), itl_p99 = Num(load, "p99_itl_ms");
-  std::optional<double> itl_mean = Num(load, "mean_itl_ms"), itl_p999 = Num(load, "p99.9_itl_ms");
-  double itl_samples = out_tokens ? std::max(0.0, *out_tokens - completed) : 0;
+  std::optional<double> itl_p50 = StatOf(load.itl, [](const auto& s) { return s.median_ms; });
+  std::optional<double> itl_p99 = StatOf(load.itl, [](const auto& s) { return s.p99_ms(); });
+  std::optional<double> itl_mean = StatOf(load.itl, [](const auto& s) { return s.mean_ms; });
+  std::optional<double> itl_p999 = StatOf(load.itl, [](const auto& s) { return s.At(99.9); });
+  double itl_samples = std::max(0.0, out_tokens - completed);
 
   // Requests that waited although the batch never filled (it reached the client's whole
   // concurrency) did not wait for a batch slot: the engine admitted them late.
-  std::optional<double> max_running = Num(srv, "max_running");
+  std::optional<double> max_running = srv.max_running;
   bool batch_never_full = max_running && conc && *max_running >= *conc - 0.5;
 
   // The advice is written in vLLM's flags; the server's own replace them at the end.
-  servermetrics::ServerKind kind = servermetrics::ServerKindFromId(
-      srv.contains("server") && srv["server"].is_string() ? srv["server"].get<std::string>() : "");
+  servermetrics::ServerKind kind = servermetrics::ServerKindFromId(srv.server.value_or(""));
 
   bool KvBound(const LoadRuleOptions& o) const {
     return have_server && (kv.value_or(0) >= o.kv_usage_warn || preempt.value_or(0) > 0);
@@ -110,22 +106,18 @@ struct LoadView {
 // load.failures
 Finding FailuresRule(const LoadView& v, const LoadRuleOptions& o) {
   if (!(v.failed > 0)) return Make("load.failures", Severity::kOk, "no request failed", {Ev("sent", v.sent, "")}, "");
-  const ordered_json& load = v.load;
   std::vector<Evidence> ev = {Ev("failed", v.failed, ""), Ev("sent", v.sent, "")};
   std::string reasons;
   bool overload = false, broken = false, slow = false, bad_output = false;
-  if (load.contains("failures") && load["failures"].is_object()) {
-    for (const auto& [k, n] : load["failures"].items()) {
-      ev.push_back(Ev("failed_" + k, n.get<double>(), ""));
-      reasons += (reasons.empty() ? "" : ", ") + fmt::format("{} {}", n.get<int>(), k);
-      overload |= k == "http_status";
-      broken |= k == "reset" || k == "cut_short" || k == "stream_error";
-      slow |= k == "timeout";
-      bad_output |= k == "invalid_output";
-    }
+  for (const auto& [k, n] : v.load.failures) {
+    ev.push_back(Ev("failed_" + k, double(n), ""));
+    reasons += (reasons.empty() ? "" : ", ") + fmt::format("{} {}", n, k);
+    overload |= k == "http_status";
+    broken |= k == "reset" || k == "cut_short" || k == "stream_error";
+    slow |= k == "timeout";
+    bad_output |= k == "invalid_output";
   }
-  if (load.contains("errors_sample") && load["errors_sample"].is_array() && !load["errors_sample"].empty())
-    ev.push_back(Ev("first_error", {}, "", load["errors_sample"][0].get<std::string>()));
+  if (!v.load.errors_sample.empty()) ev.push_back(Ev("first_error", {}, "", v.load.errors_sample[0]));
   std::string advice;
   if (overload) advice += "HTTP errors (429/503 mean overload or a rate limit): lower the offered load, add replicas, or raise the gateway's limits. ";
   if (broken) advice += "Streams reset or cut short: check the server log for crashes or OOM (`latdoc logs`), and proxy or load-balancer idle and response timeouts. ";
@@ -207,7 +199,7 @@ std::string QueueAdvice(const LoadView& v, bool kv_bound, bool stalls) {
       "Requests wait for a batch slot: the server ran at most {} sequences while {} waited, "
       "with KV cache to spare ({}). Raise `--max-num-seqs` (and `--max-num-batched-tokens`), "
       "or add replicas; `latdoc sweep --url ...` finds the concurrency where latency climbs.",
-      Count(v.max_running), Count(Num(v.srv, "max_waiting")),
+      Count(v.max_running), Count(v.srv.max_waiting),
       v.kv ? fmt::format("max usage {:.0f}%", *v.kv * 100) : "usage n/a");
 }
 
@@ -226,7 +218,7 @@ QueueingResult QueueingRule(const LoadView& v, const LoadRuleOptions& o, const S
   const double share = queue / std::max(1e-9, client_ttft);
   std::vector<Evidence> ev = {Ev("queue_mean", queue, "ms"), Ev("client_ttft_mean", client_ttft, "ms"),
                               Ev("queue_share_of_ttft", share * 100, "%"),
-                              Ev("max_running", v.max_running, ""), Ev("max_waiting", Num(v.srv, "max_waiting"), "")};
+                              Ev("max_running", v.max_running, ""), Ev("max_waiting", v.srv.max_waiting, "")};
   if (!(share >= o.queue_share_warn && queue >= o.queue_min_ms)) {
     r.finding = Make("load.queueing", Severity::kOk, fmt::format("queueing is {:.0f}% of TTFT", share * 100), ev,
                      "", v.OfE2el(queue));
@@ -352,8 +344,9 @@ std::optional<Finding> ItlStallsRule(const LoadView& v, const LoadRuleOptions& o
 }
 
 // load.itl_growth: the target load's median ITL against the low-load baseline's.
-Finding ItlGrowthRule(const ordered_json& base, const LoadView& v, const LoadRuleOptions& o) {
-  auto base_itl = Num(base, "median_itl_ms");
+Finding ItlGrowthRule(const LoadFacts* base, const LoadView& v, const LoadRuleOptions& o) {
+  const std::optional<double> base_itl = base ? StatOf(base->itl, [](const auto& s) { return s.median_ms; })
+                                              : std::nullopt;
   if (!(base_itl && v.itl_p50 && *base_itl > 0)) return Skip("load.itl_growth", "no low-load baseline");
   const double ratio = *v.itl_p50 / *base_itl;
   std::vector<Evidence> ev = {Ev("median_itl_baseline", *base_itl, "ms"), Ev("median_itl_load", *v.itl_p50, "ms"),
@@ -373,7 +366,8 @@ Finding ItlGrowthRule(const ordered_json& base, const LoadView& v, const LoadRul
 
 // load.ttft_tail
 std::optional<Finding> TtftTailRule(const LoadView& v, const LoadRuleOptions& o) {
-  auto ttft_p50 = Num(v.load, "median_ttft_ms"), ttft_p99 = Num(v.load, "p99_ttft_ms");
+  const std::optional<double> ttft_p50 = StatOf(v.load.ttft, [](const auto& s) { return s.median_ms; });
+  const std::optional<double> ttft_p99 = StatOf(v.load.ttft, [](const auto& s) { return s.p99_ms(); });
   if (!(ttft_p50 && ttft_p99 && *ttft_p50 > 0)) return std::nullopt;
   const double ratio = *ttft_p99 / *ttft_p50;
   std::vector<Evidence> ev = {Ev("median_ttft", *ttft_p50, "ms"), Ev("p99_ttft", *ttft_p99, "ms")};
@@ -388,26 +382,26 @@ std::optional<Finding> TtftTailRule(const LoadView& v, const LoadRuleOptions& o)
 
 // load.slo
 std::optional<Finding> SloRule(const LoadView& v) {
-  if (!v.load.contains("slo") || !v.load["slo"].is_object()) return std::nullopt;
-  const ordered_json& slo = v.load["slo"];
-  const bool met = slo.value("met", true);
+  if (!v.load.slo) return std::nullopt;
+  const loadgen::SloResult& slo = *v.load.slo;
+  const bool met = slo.met;
   return Make("load.slo", met ? Severity::kOk : Severity::kFail,
-              fmt::format("{:.1f}% of requests met the SLO (target {:.0f}%)", slo.value("good_percent", 0.0),
-                          slo.value("target_percent", 99.0)),
-              {Ev("good_percent", slo.value("good_percent", 0.0), "%")},
+              fmt::format("{:.1f}% of requests met the SLO (target {:.0f}%)", slo.good_percent,
+                          slo.target_percent),
+              {Ev("good_percent", slo.good_percent, "%")},
               met ? "" : "Fix the findings above first; then `latdoc sweep --slo ...` gives the highest concurrency that meets it.");
 }
 
 }  // namespace
 
-std::vector<Finding> EvaluateLoadRules(const ordered_json& base, const ordered_json& load,
+std::vector<Finding> EvaluateLoadRules(const LoadFacts* base, const LoadFacts* load,
                                        const LoadRuleOptions& o) {
   std::vector<Finding> out;
-  if (!load.is_object()) {
+  if (!load) {
     out.push_back(Skip("load.all", "no load test ran"));
     return out;
   }
-  const LoadView v(load);
+  const LoadView v(*load);
   auto add = [&](std::optional<Finding> f) {
     if (f) out.push_back(std::move(*f));
   };

@@ -1,6 +1,6 @@
 // Rules of the load layer: what a load test's results and the server's /metrics say about
-// where the latency goes. Input: the JSON documents of `latdoc bench --json` (schema
-// latdoc.bench/1) at low load (the baseline, may be null) and at the target load. Pure.
+// where the latency goes. Input: the facts of two bench runs (loadgen/load_facts.h), at low load
+// (the baseline, may be null) and at the target load (null: no load test ran). Pure.
 //
 // Thresholds (LoadRuleOptions) and what each rule means:
 //   load.failures        any failed request (fail above 1% of requests)
@@ -20,8 +20,7 @@
 
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "loadgen/load_facts.h"
 #include "rules/finding.h"
 
 namespace latdoc::rules {
@@ -41,8 +40,8 @@ struct LoadRuleOptions {
   double ttft_tail_ratio = 3;
 };
 
-std::vector<Finding> EvaluateLoadRules(const nlohmann::ordered_json& baseline,
-                                       const nlohmann::ordered_json& load,
+std::vector<Finding> EvaluateLoadRules(const loadgen::LoadFacts* baseline,
+                                       const loadgen::LoadFacts* load,
                                        const LoadRuleOptions& options = {});
 
 }  // namespace latdoc::rules

@@ -6,7 +6,8 @@
 namespace latdoc::rules {
 namespace {
 
-using nlohmann::ordered_json;
+using loadgen::LatencyStats;
+using loadgen::LoadFacts;
 
 const Finding* Find(const std::vector<Finding>& fs, const std::string& id) {
   for (const auto& f : fs)
@@ -14,23 +15,64 @@ const Finding* Find(const std::vector<Finding>& fs, const std::string& id) {
   return nullptr;
 }
 
-// A bench result shaped like `latdoc bench --json`, healthy.
-ordered_json Healthy() {
-  return ordered_json::parse(R"({
-    "schema": "latdoc.bench/1", "max_concurrency": 32, "completed": 200, "failed": 0,
-    "mean_e2el_ms": 1000, "total_output_tokens": 20200, "mean_itl_ms": 10,
-    "median_ttft_ms": 40, "p99_ttft_ms": 60, "mean_ttft_ms": 42,
-    "median_itl_ms": 10, "p99_itl_ms": 14,
-    "server_metrics": {"metrics_available": true, "queue_mean_ms": 2, "prefill_mean_ms": 30,
-      "preemptions": 0, "max_kv_cache_usage": 0.4, "max_running": 32, "max_waiting": 0,
-      "ttft_breakdown": {"client_ttft_ms": 42, "server_ttft_ms": 40, "queue_ms": 2,
-                         "prefill_ms": 30, "network_and_front_end_ms": 2}}})");
+// Sets the percentile `percent` of `s` to `ms`.
+void SetP(LatencyStats& s, double percent, double ms) {
+  for (auto& p : s.percentiles)
+    if (p.percent == percent) {
+      p.ms = ms;
+      return;
+    }
+  s.percentiles.push_back({percent, ms});
 }
 
-ordered_json Baseline() { return ordered_json::parse(R"({"median_itl_ms": 8})"); }
+LatencyStats Stats(std::optional<double> mean, std::optional<double> median, std::optional<double> p99) {
+  LatencyStats s;
+  s.mean_ms = mean;
+  s.median_ms = median;
+  if (p99) SetP(s, 99, *p99);
+  return s;
+}
+
+// A bench result as `latdoc bench` measures it, healthy.
+LoadFacts Healthy() {
+  LoadFacts f;
+  f.max_concurrency = 32;
+  f.completed = 200;
+  f.failed = 0;
+  f.e2el = Stats(1000, std::nullopt, std::nullopt);
+  f.total_output_tokens = 20200;
+  f.ttft = Stats(42, 40, 60);
+  f.itl = Stats(10, 10, 14);
+  loadgen::ServerFacts& s = f.server;
+  s.metrics_available = true;
+  s.queue_mean_ms = 2;
+  s.prefill_mean_ms = 30;
+  s.preemptions = 0;
+  s.max_kv_cache_usage = 0.4;
+  s.max_running = 32;
+  s.max_waiting = 0;
+  loadgen::TtftSplit b;
+  b.client_ttft_ms = 42;
+  b.server_ttft_ms = 40;
+  b.queue_ms = 2;
+  b.prefill_ms = 30;
+  b.network_and_front_end_ms = 2;
+  s.ttft_breakdown = b;
+  return f;
+}
+
+LoadFacts Baseline() {
+  LoadFacts f;
+  f.itl = Stats(std::nullopt, 8, std::nullopt);
+  return f;
+}
+
+std::vector<Finding> Evaluate(const LoadFacts& base, const LoadFacts& load) {
+  return EvaluateLoadRules(&base, &load);
+}
 
 TEST(LoadRulesTest, HealthyRunFiresNothing) {
-  auto fs = EvaluateLoadRules(Baseline(), Healthy());
+  auto fs = Evaluate(Baseline(), Healthy());
   for (const auto& f : fs) EXPECT_LE(f.severity, Severity::kOk) << f.id << ": " << f.title;
   // Judged and passed, not skipped (a misread server_metrics would skip them all).
   for (const char* id : {"load.queueing", "load.kv_pressure", "load.network_front_end", "load.failures"}) {
@@ -42,20 +84,20 @@ TEST(LoadRulesTest, HealthyRunFiresNothing) {
 
 // The healthy run at concurrency 32 with requests queued 300 ms of a 400 ms TTFT, while at most
 // `running` ran and `waiting` waited.
-ordered_json Queued(double running, double waiting) {
-  ordered_json j = Healthy();
-  j["server_metrics"]["queue_mean_ms"] = 300;
-  j["server_metrics"]["max_running"] = running;
-  j["server_metrics"]["max_waiting"] = waiting;
-  j["server_metrics"]["ttft_breakdown"]["client_ttft_ms"] = 400;
+LoadFacts Queued(double running, double waiting) {
+  LoadFacts j = Healthy();
+  j.server.queue_mean_ms = 300;
+  j.server.max_running = running;
+  j.server.max_waiting = waiting;
+  j.server.ttft_breakdown->client_ttft_ms = 400;
   return j;
 }
 
 // The same queueing on SGLang: the advice names SGLang's flags, never vLLM's.
 TEST(LoadRulesTest, AdviceInTheServersOwnFlags) {
-  ordered_json j = Queued(16, 16);
-  j["server_metrics"]["server"] = "sglang";
-  auto fs = EvaluateLoadRules(Baseline(), j);
+  LoadFacts j = Queued(16, 16);
+  j.server.server = "sglang";
+  auto fs = Evaluate(Baseline(), j);
   auto f = Find(fs, "load.queueing");
   ASSERT_NE(f, nullptr);
   EXPECT_THAT(f->advice, ::testing::HasSubstr("Raise `--max-running-requests` (and `--chunked-prefill-size`)"));
@@ -65,12 +107,19 @@ TEST(LoadRulesTest, AdviceInTheServersOwnFlags) {
 // llama.cpp times no queue: the check says so instead of blaming /metrics, and the ITL-growth
 // advice caps the batch with llama.cpp's --parallel.
 TEST(LoadRulesTest, LlamaCppQueueIsNotMeasurableAndAdviceSaysParallel) {
-  ordered_json j = Healthy();
-  j["server_metrics"] = ordered_json::parse(R"({"metrics_available": true, "server": "llamacpp",
-      "queue_mean_ms": null, "prefill_mean_ms": 3, "max_running": 4, "max_waiting": 0,
-      "ttft_breakdown": {"client_ttft_ms": 42, "prefill_ms": 3, "unsplit_ms": 39}})");
-  j["median_itl_ms"] = 40;
-  auto fs = EvaluateLoadRules(Baseline(), j);
+  LoadFacts j = Healthy();
+  j.server = {};
+  j.server.metrics_available = true;
+  j.server.server = "llamacpp";
+  j.server.prefill_mean_ms = 3;
+  j.server.max_running = 4;
+  j.server.max_waiting = 0;
+  j.server.ttft_breakdown = loadgen::TtftSplit{};
+  j.server.ttft_breakdown->client_ttft_ms = 42;
+  j.server.ttft_breakdown->prefill_ms = 3;
+  j.server.ttft_breakdown->unsplit_ms = 39;
+  j.itl->median_ms = 40;
+  auto fs = Evaluate(Baseline(), j);
   auto q = Find(fs, "load.queueing");
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->severity, Severity::kSkip);
@@ -83,7 +132,7 @@ TEST(LoadRulesTest, LlamaCppQueueIsNotMeasurableAndAdviceSaysParallel) {
 }
 
 TEST(LoadRulesTest, QueueingPastTheBatchLimit) {
-  auto fs = EvaluateLoadRules(Baseline(), Queued(16, 16));  // the batch limit, under 32 concurrent
+  auto fs = Evaluate(Baseline(), Queued(16, 16));  // the batch limit, under 32 concurrent
   auto f = Find(fs, "load.queueing");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kFail);
@@ -95,7 +144,7 @@ TEST(LoadRulesTest, QueueingPastTheBatchLimit) {
 // Requests that waited while the batch reached the whole concurrency did not wait for a slot:
 // the advice must not be to raise --max-num-seqs.
 TEST(LoadRulesTest, QueueingWithABatchThatNeverFilledIsNotABatchLimit) {
-  auto fs = EvaluateLoadRules(Baseline(), Queued(32, 6));
+  auto fs = Evaluate(Baseline(), Queued(32, 6));
   auto f = Find(fs, "load.queueing");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::kFail);
@@ -110,42 +159,42 @@ TEST(LoadRulesTest, QueueingWithABatchThatNeverFilledIsNotABatchLimit) {
 // a stall wait for it; the batch never filled) is theirs: load.itl_stalls carries its share
 // and ranks first, load.queueing points to it.
 TEST(LoadRulesTest, RareLongStallsUnderTheP99AndTheQueueTheyCause) {
-  ordered_json j = Healthy();
-  j["median_itl_ms"] = 3.64;
-  j["p99_itl_ms"] = 6.2;  // 1.7x the median: the p99 alone sees nothing
-  j["p99.9_itl_ms"] = 203.7;
-  j["mean_itl_ms"] = 5.82;
-  j["total_output_tokens"] = 6400;  // 32 per request
-  j["mean_e2el_ms"] = 300;
-  auto fs = EvaluateLoadRules(Baseline(), j);
+  LoadFacts j = Healthy();
+  j.itl->median_ms = 3.64;
+  SetP(*j.itl, 99, 6.2);  // 1.7x the median: the p99 alone sees nothing
+  SetP(*j.itl, 99.9, 203.7);
+  j.itl->mean_ms = 5.82;
+  j.total_output_tokens = 6400;  // 32 per request
+  j.e2el->mean_ms = 300;
+  auto fs = Evaluate(Baseline(), j);
   const Finding* st = Find(fs, "load.itl_stalls");
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(st->severity, Severity::kFail);
   EXPECT_EQ(st->title, "decode stalls: 37% of the decode time is spent in gaps up to 203.7 ms (median 3.6 ms)");
   EXPECT_NEAR(*st->latency_share, (5.82 - 3.64) * 31 / 300, 1e-9);
   // A milder tail (p99.9 still a spike, 15-30% of the decode time): a warning.
-  j["mean_itl_ms"] = 4.6;
-  EXPECT_EQ(Find(EvaluateLoadRules(Baseline(), j), "load.itl_stalls")->severity, Severity::kWarn);
+  j.itl->mean_ms = 4.6;
+  EXPECT_EQ(Find(Evaluate(Baseline(), j), "load.itl_stalls")->severity, Severity::kWarn);
   // No spikes: a wide but smooth spread is not a stall.
-  j["p99.9_itl_ms"] = 8;
-  EXPECT_EQ(Find(EvaluateLoadRules(Baseline(), j), "load.itl_stalls")->severity, Severity::kOk);
+  SetP(*j.itl, 99.9, 8);
+  EXPECT_EQ(Find(Evaluate(Baseline(), j), "load.itl_stalls")->severity, Severity::kOk);
   // Too few gaps to tell stalls from one slow gap: one 16-token canary (15 gaps, one of them
   // 200 ms) is not judged by the time share, only by its p99 (the rule's first way: a warning).
-  ordered_json canary = j;
-  canary["completed"] = 1;
-  canary["total_output_tokens"] = 16;
-  canary["mean_itl_ms"] = 5.82;
-  canary["p99.9_itl_ms"] = 203.7;
-  EXPECT_EQ(Find(EvaluateLoadRules(Baseline(), canary), "load.itl_stalls")->severity, Severity::kOk);
-  canary["p99_itl_ms"] = 203.7;
-  EXPECT_EQ(Find(EvaluateLoadRules(Baseline(), canary), "load.itl_stalls")->severity, Severity::kWarn);
+  LoadFacts canary = j;
+  canary.completed = 1;
+  canary.total_output_tokens = 16;
+  canary.itl->mean_ms = 5.82;
+  SetP(*canary.itl, 99.9, 203.7);
+  EXPECT_EQ(Find(Evaluate(Baseline(), canary), "load.itl_stalls")->severity, Severity::kOk);
+  SetP(*canary.itl, 99, 203.7);
+  EXPECT_EQ(Find(Evaluate(Baseline(), canary), "load.itl_stalls")->severity, Severity::kWarn);
 
-  j["p99.9_itl_ms"] = 203.7;
-  j["mean_itl_ms"] = 5.82;
-  j["server_metrics"]["queue_mean_ms"] = 100;
-  j["server_metrics"]["max_waiting"] = 10;
-  j["server_metrics"]["ttft_breakdown"]["client_ttft_ms"] = 120;
-  fs = EvaluateLoadRules(Baseline(), j);
+  SetP(*j.itl, 99.9, 203.7);
+  j.itl->mean_ms = 5.82;
+  j.server.queue_mean_ms = 100;
+  j.server.max_waiting = 10;
+  j.server.ttft_breakdown->client_ttft_ms = 120;
+  fs = Evaluate(Baseline(), j);
   st = Find(fs, "load.itl_stalls");
   const Finding* q = Find(fs, "load.queueing");
   EXPECT_EQ(q->severity, Severity::kFail);
@@ -160,24 +209,24 @@ TEST(LoadRulesTest, RareLongStallsUnderTheP99AndTheQueueTheyCause) {
 }
 
 TEST(LoadRulesTest, PreemptionsAreKvPressure) {
-  ordered_json j = Healthy();
-  j["server_metrics"]["preemptions"] = 12;
-  auto fs = EvaluateLoadRules(Baseline(), j);
+  LoadFacts j = Healthy();
+  j.server.preemptions = 12;
+  auto fs = Evaluate(Baseline(), j);
   EXPECT_EQ(Find(fs, "load.kv_pressure")->severity, Severity::kFail);
-  j["server_metrics"]["preemptions"] = 0;
-  j["server_metrics"]["max_kv_cache_usage"] = 0.97;
-  fs = EvaluateLoadRules(Baseline(), j);
+  j.server.preemptions = 0;
+  j.server.max_kv_cache_usage = 0.97;
+  fs = Evaluate(Baseline(), j);
   EXPECT_EQ(Find(fs, "load.kv_pressure")->severity, Severity::kWarn);
 }
 
 TEST(LoadRulesTest, StallsGrowthNetworkAndFailures) {
-  ordered_json j = Healthy();
-  j["p99_itl_ms"] = 60;
-  j["median_itl_ms"] = 20;
-  j["failed"] = 5;
-  j["failures"] = {{"http_status", 3}, {"reset", 2}};
-  j["server_metrics"]["ttft_breakdown"]["network_and_front_end_ms"] = 20;
-  auto fs = EvaluateLoadRules(Baseline(), j);
+  LoadFacts j = Healthy();
+  SetP(*j.itl, 99, 60);
+  j.itl->median_ms = 20;
+  j.failed = 5;
+  j.failures = {{"http_status", 3}, {"reset", 2}};
+  j.server.ttft_breakdown->network_and_front_end_ms = 20;
+  auto fs = Evaluate(Baseline(), j);
   EXPECT_EQ(Find(fs, "load.itl_stalls")->severity, Severity::kWarn);
   EXPECT_EQ(Find(fs, "load.itl_growth")->severity, Severity::kWarn);
   EXPECT_EQ(Find(fs, "load.network_front_end")->severity, Severity::kWarn);
@@ -187,9 +236,9 @@ TEST(LoadRulesTest, StallsGrowthNetworkAndFailures) {
 }
 
 TEST(LoadRulesTest, MissingInputsAreSkips) {
-  ordered_json j = Healthy();
-  j.erase("server_metrics");
-  auto fs = EvaluateLoadRules(nullptr, j);
+  LoadFacts j = Healthy();
+  j.server = {};
+  auto fs = EvaluateLoadRules(nullptr, &j);
   EXPECT_EQ(Find(fs, "load.queueing")->severity, Severity::kSkip);
   EXPECT_EQ(Find(fs, "load.itl_growth")->severity, Severity::kSkip);
   auto none = EvaluateLoadRules(nullptr, nullptr);
@@ -199,14 +248,14 @@ TEST(LoadRulesTest, MissingInputsAreSkips) {
 // Queueing while the KV cache is full is the KV cache's doing: kv_pressure carries the queue's
 // share of the latency (so it ranks first), and the queueing finding points to it.
 TEST(LoadRulesTest, QueueingForKvBlocksIsKvPressure) {
-  ordered_json j = Healthy();
-  j["server_metrics"]["queue_mean_ms"] = 300;
-  j["server_metrics"]["max_waiting"] = 20;
-  j["server_metrics"]["max_running"] = 12;
-  j["server_metrics"]["preemptions"] = 24;
-  j["server_metrics"]["max_kv_cache_usage"] = 1.0;
-  j["server_metrics"]["ttft_breakdown"]["client_ttft_ms"] = 400;
-  auto fs = EvaluateLoadRules(Baseline(), j);
+  LoadFacts j = Healthy();
+  j.server.queue_mean_ms = 300;
+  j.server.max_waiting = 20;
+  j.server.max_running = 12;
+  j.server.preemptions = 24;
+  j.server.max_kv_cache_usage = 1.0;
+  j.server.ttft_breakdown->client_ttft_ms = 400;
+  auto fs = Evaluate(Baseline(), j);
   const Finding* kv = Find(fs, "load.kv_pressure");
   const Finding* q = Find(fs, "load.queueing");
   ASSERT_NE(kv, nullptr);
@@ -222,9 +271,9 @@ TEST(LoadRulesTest, QueueingForKvBlocksIsKvPressure) {
 
   // vLLM V1 admits a request only when its blocks are free: a full cache makes requests queue
   // without any preemption. Still the KV cache's doing, and as severe as the queueing.
-  j["server_metrics"]["preemptions"] = 0;
-  j["server_metrics"]["max_kv_cache_usage"] = 0.98;
-  fs = EvaluateLoadRules(Baseline(), j);
+  j.server.preemptions = 0;
+  j.server.max_kv_cache_usage = 0.98;
+  fs = Evaluate(Baseline(), j);
   kv = Find(fs, "load.kv_pressure");
   EXPECT_EQ(kv->severity, Severity::kFail);
   EXPECT_EQ(kv->title, "KV cache 98% full at concurrency 32: requests queue 300.0 ms on average "

@@ -129,6 +129,11 @@ TEST(CalibrationTest, DiagnosisAddsBaselineAndLoadSteps) {
   EXPECT_EQ(cal->points[5].from, "load");
   EXPECT_TRUE(cal->usable) << cal->refusal;
   EXPECT_THAT(CalibrationText(*cal), ::testing::HasSubstr(" (baseline)\n"));
+  // The runs are read as bench results (loadgen::LoadFactsFromJson): a figure of the wrong type
+  // is an error naming the run and the key.
+  doc["bench"]["p99_ttft_ms"] = "slow";
+  EXPECT_EQ(Calibrate(doc, {{}, "diag.json", ""}).status().message(),
+            "diag.json: bench.p99_ttft_ms: expected a number");
 }
 
 // Two steps cannot pin four parameters: the calibration says so and is not usable.

@@ -5,10 +5,13 @@
 
 #include <fmt/core.h>
 
+#include "loadgen/load_facts.h"
 #include "whatif/calibration.h"
 #include "whatif/prediction.h"
 
 namespace latdoc::whatif {
+
+namespace keys = loadgen::keys;
 namespace {
 
 // The flags of the model that `advice` sets, as --set pairs ("--max-num-seqs 64" ->
@@ -114,10 +117,10 @@ void AddPredictedEffects(const nlohmann::json& sweep, int target_concurrency,
       add(f, "not predictable: " + p.status().message());
       continue;
     }
-    const Interval* ttft = p->Get("p99_ttft_ms");
-    const Interval* tput = p->Get("output_throughput");
-    const Interval* ttft0 = now->Get("p99_ttft_ms");
-    const Interval* tput0 = now->Get("output_throughput");
+    const Interval* ttft = p->Get(keys::kP99TtftMs);
+    const Interval* tput = p->Get(keys::kOutputThroughput);
+    const Interval* ttft0 = now->Get(keys::kP99TtftMs);
+    const Interval* tput0 = now->Get(keys::kOutputThroughput);
     add(f, fmt::format("at {} concurrent: p99 TTFT {:.4g} -> {:.4g} ms [{:.4g}, {:.4g}], output "
                        "{:.4g} -> {:.4g} tokens/s [{:.4g}, {:.4g}] (model calibrated on the sweep)",
                        target_concurrency, ttft0->value, ttft->value, ttft->lo, ttft->hi,

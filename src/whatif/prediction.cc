@@ -8,7 +8,10 @@
 
 #include <fmt/core.h>
 
+#include "loadgen/load_facts.h"
 namespace latdoc::whatif {
+
+namespace keys = loadgen::keys;
 
 using nlohmann::ordered_json;
 
@@ -43,13 +46,13 @@ double FitErr(const Calibration& c, std::string_view key) {
 }
 
 std::vector<std::pair<std::string, double>> Keys(const RunMetrics& m) {
-  return {{"request_throughput", m.request_throughput}, {"output_throughput", m.output_throughput},
-          {"mean_ttft_ms", m.mean_ttft_ms},             {"median_ttft_ms", m.median_ttft_ms},
-          {"p99_ttft_ms", m.p99_ttft_ms},               {"mean_tpot_ms", m.mean_tpot_ms},
-          {"median_tpot_ms", m.median_tpot_ms},         {"p99_tpot_ms", m.p99_tpot_ms},
-          {"mean_itl_ms", m.mean_itl_ms},               {"median_itl_ms", m.median_itl_ms},
-          {"p99_itl_ms", m.p99_itl_ms},                 {"mean_e2el_ms", m.mean_e2el_ms},
-          {"median_e2el_ms", m.median_e2el_ms},         {"p99_e2el_ms", m.p99_e2el_ms}};
+  return {{keys::kRequestThroughput, m.request_throughput}, {keys::kOutputThroughput, m.output_throughput},
+          {keys::kMeanTtftMs, m.mean_ttft_ms},             {keys::kMedianTtftMs, m.median_ttft_ms},
+          {keys::kP99TtftMs, m.p99_ttft_ms},               {keys::kMeanTpotMs, m.mean_tpot_ms},
+          {keys::kMedianTpotMs, m.median_tpot_ms},         {keys::kP99TpotMs, m.p99_tpot_ms},
+          {keys::kMeanItlMs, m.mean_itl_ms},               {keys::kMedianItlMs, m.median_itl_ms},
+          {keys::kP99ItlMs, m.p99_itl_ms},                 {keys::kMeanE2elMs, m.mean_e2el_ms},
+          {keys::kMedianE2elMs, m.median_e2el_ms},         {keys::kP99E2elMs, m.p99_e2el_ms}};
 }
 
 // Lower-triangular L with L L^T = cov (cov's diagonal nudged up when it is not positive
@@ -241,7 +244,7 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
     p.metrics.push_back({keys[i].first, {keys[i].second, lo[i] * (1 - e), hi[i] * (1 + e)}});
   }
   p.metrics.insert(p.metrics.begin(), {"duration", {central.duration_s, central.duration_s, central.duration_s}});
-  p.metrics.insert(p.metrics.begin(), {"completed", {double(central.completed), double(central.completed), double(central.completed)}});
+  p.metrics.insert(p.metrics.begin(), {keys::kCompleted, {double(central.completed), double(central.completed), double(central.completed)}});
 
   // A measured step at this load with the calibrated flags and workload: shown beside.
   const sim::EngineConfig& e = c.engine;
@@ -276,20 +279,20 @@ ordered_json PredictionJson(const Calibration& c, const WhatifRequest& r, const 
   ordered_json pred = ordered_json::object(), iv = ordered_json::object();
   for (const auto& [k, v] : p.metrics) {
     pred[k] = v.value;
-    if (k != "completed" && k != "duration") iv[k] = {v.lo, v.hi};
+    if (k != keys::kCompleted && k != "duration") iv[k] = {v.lo, v.hi};
   }
-  pred["max_running"] = p.max_running;
-  pred["max_kv_cache_usage"] = p.max_kv_cache_usage;
-  pred["preemptions"] = p.preemptions;
+  pred[keys::kMaxRunning] = p.max_running;
+  pred[keys::kMaxKvCacheUsage] = p.max_kv_cache_usage;
+  pred[keys::kPreemptions] = p.preemptions;
   j["predicted"] = pred;
   j["intervals"] = iv;
   if (p.measured) {
     auto opt = [](const std::optional<double>& v) { return v ? ordered_json(*v) : ordered_json(nullptr); };
-    j["measured"] = {{"median_ttft_ms", opt(p.measured->median_ttft_ms)},
-                     {"p99_ttft_ms", opt(p.measured->p99_ttft_ms)},
-                     {"median_itl_ms", opt(p.measured->median_itl_ms)},
-                     {"p99_itl_ms", opt(p.measured->p99_itl_ms)},
-                     {"output_throughput", p.measured->output_throughput}};
+    j["measured"] = {{keys::kMedianTtftMs, opt(p.measured->median_ttft_ms)},
+                     {keys::kP99TtftMs, opt(p.measured->p99_ttft_ms)},
+                     {keys::kMedianItlMs, opt(p.measured->median_itl_ms)},
+                     {keys::kP99ItlMs, opt(p.measured->p99_itl_ms)},
+                     {keys::kOutputThroughput, p.measured->output_throughput}};
   } else {
     j["measured"] = nullptr;
   }
@@ -308,15 +311,15 @@ std::string PredictionText(const Calibration& c, const WhatifRequest& r, const P
   auto measured = [&](std::string_view key) -> std::string {
     if (!p.measured) return "";
     std::optional<double> v;
-    if (key == "median_ttft_ms") v = p.measured->median_ttft_ms;
-    if (key == "p99_ttft_ms") v = p.measured->p99_ttft_ms;
-    if (key == "median_itl_ms") v = p.measured->median_itl_ms;
-    if (key == "p99_itl_ms") v = p.measured->p99_itl_ms;
-    if (key == "output_throughput") v = p.measured->output_throughput;
+    if (key == keys::kMedianTtftMs) v = p.measured->median_ttft_ms;
+    if (key == keys::kP99TtftMs) v = p.measured->p99_ttft_ms;
+    if (key == keys::kMedianItlMs) v = p.measured->median_itl_ms;
+    if (key == keys::kP99ItlMs) v = p.measured->p99_itl_ms;
+    if (key == keys::kOutputThroughput) v = p.measured->output_throughput;
     return v ? fmt::format("{:.4g}", *v) : "";
   };
   for (const auto& [k, v] : p.metrics) {
-    if (k == "completed" || k == "duration") continue;
+    if (k == keys::kCompleted || k == "duration") continue;
     s += fmt::format("  {:<20} {:>12.4g} {:>26} {:>12}\n", k, v.value,
                      fmt::format("[{:.4g}, {:.4g}]", v.lo, v.hi), measured(k));
   }
