@@ -16,6 +16,7 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "cli/command.h"
+#include "loadgen/sweep_curve.h"
 #include "cli/flags.h"
 #include "host/collector.h"
 #include "host/host_facts.h"
@@ -60,7 +61,7 @@ int RunDoctor(const DoctorArgs& a) {
   if (!a.sweep_path.empty()) {
     auto text = ReadFileToString(a.sweep_path);
     if (!text.ok()) return Fail("doctor", text.status());
-    auto knee = rules::SweepKneeFromJson(*text, a.sweep_path);
+    auto knee = loadgen::SweepKneeFromJson(*text, a.sweep_path);
     if (!knee.ok()) return Fail("doctor", knee.status());
     opts.sweep_knee_concurrency = *knee;
   }

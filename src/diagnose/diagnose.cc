@@ -505,6 +505,7 @@ class DiagnoseRun {
     for (const auto& [layer, status] : layers.items())
       res.diagnosis.layers.push_back({layer, status.get<std::string>()});
     report::SetFindings(res.diagnosis, std::move(all));
+    report::ReadSectionFacts(res.diagnosis);
   }
 
   const DiagnoseOptions& o;

@@ -16,22 +16,14 @@ std::string RenderDiagnoseText(const report::Diagnosis& r, bool color, bool show
   const ordered_json& d = r.sections;
   std::string out = fmt::format("latdoc diagnose: {}\n", r.target.value_or("(no live target)"));
   // The model and the server, where the load run or the log named them.
-  std::string model;
-  for (const char* part : {"bench", "sweep", "baseline"}) {
-    if (model.empty() && d.contains(part) && d[part].is_object() && d[part].contains("model_id") &&
-        d[part]["model_id"].is_string())
-      model = d[part]["model_id"].get<std::string>();
-  }
+  const std::string model = r.Model();
   const ordered_json* version = nullptr;
   if (d.contains("logs") && d["logs"].is_object()) {
     const ordered_json& f = d["logs"].value("facts", ordered_json::object());
     if (f.contains("vllm_server") && f["vllm_server"].contains("version") && f["vllm_server"]["version"].is_string())
       version = &d["logs"]["facts"]["vllm_server"]["version"];
   }
-  std::string metrics_server;
-  if (d.contains("bench") && d["bench"].is_object() && d["bench"].contains("server_metrics") &&
-      d["bench"]["server_metrics"].contains("server") && d["bench"]["server_metrics"]["server"].is_string())
-    metrics_server = d["bench"]["server_metrics"]["server"].get<std::string>();
+  const std::string metrics_server = r.MetricsServer();
   if (!model.empty()) out += "model: " + ToTerminalText(model) + "\n";
   if (version) {
     out += "server: vLLM " + ToTerminalText(version->get<std::string>()) + " (from its log)\n";
@@ -76,14 +68,15 @@ std::string RenderDiagnoseText(const report::Diagnosis& r, bool color, bool show
           ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_and_front_end_ms"));
     }
   }
-  if (d.contains("bench")) {
-    const ordered_json& b = d["bench"];
-    auto v = [&](const char* k) {
-      return b.contains(k) && b[k].is_number() ? fmt::format("{:.1f}", b[k].get<double>()) : std::string("n/a");
+  if (r.bench) {
+    const loadgen::LoadFacts& b = *r.bench;
+    auto v = [](std::optional<double> x) { return x ? fmt::format("{:.1f}", *x) : std::string("n/a"); };
+    auto stat = [&](const std::optional<loadgen::LatencyStats>& m, bool p99) {
+      return v(!m ? std::nullopt : p99 ? m->p99_ms() : m->median_ms);
     };
     out += fmt::format("At concurrency {}: TTFT p50 {} / p99 {} ms, ITL p50 {} / p99 {} ms, {} output tok/s\n",
-                       b.value("max_concurrency", 0), v("median_ttft_ms"), v("p99_ttft_ms"),
-                       v("median_itl_ms"), v("p99_itl_ms"), v("output_throughput"));
+                       b.max_concurrency.value_or(0), stat(b.ttft, false), stat(b.ttft, true),
+                       stat(b.itl, false), stat(b.itl, true), v(b.output_throughput));
   }
   out += "\nFindings, most important first:\n";
   report::TextOptions to;

@@ -29,10 +29,37 @@ const ordered_json& Diagnosis::Section(const char* key) const {
   return it != sections.end() ? *it : kNull;
 }
 
+std::string Diagnosis::Model() const {
+  if (bench && bench->model_id) return *bench->model_id;
+  if (sweep && sweep->model_id) return *sweep->model_id;
+  if (baseline && baseline->model_id) return *baseline->model_id;
+  return "";
+}
+
+std::string Diagnosis::MetricsServer() const {
+  return bench && bench->server.server ? *bench->server.server : "";
+}
+
 std::string Diagnosis::LayerStatusOf(std::string_view layer) const {
   for (const LayerStatus& l : layers)
     if (l.layer == layer) return l.status;
   return "";
+}
+
+void ReadSectionFacts(Diagnosis& d) {
+  auto load = [&](const char* key) -> std::optional<loadgen::LoadFacts> {
+    const ordered_json& j = d.Section(key);
+    if (!j.is_object()) return std::nullopt;
+    auto f = loadgen::LoadFactsFromJson(j);
+    return f.ok() ? std::optional(std::move(*f)) : std::nullopt;
+  };
+  d.bench = load("bench");
+  d.baseline = load("baseline");
+  d.sweep.reset();
+  if (const ordered_json& j = d.Section("sweep"); j.is_object()) {
+    auto c = loadgen::SweepCurveFromJson(j, "sweep");
+    if (c.ok()) d.sweep = std::move(*c);
+  }
 }
 
 void SetFindings(Diagnosis& d, std::vector<rules::Finding> ranked) {
@@ -108,6 +135,7 @@ Diagnosis DiagnosisFromJson(const ordered_json& doc) {
   }
   for (const auto& [k, v] : doc.items())
     if (!IsTopLevelKey(k)) d.sections[k] = v;
+  ReadSectionFacts(d);
   return d;
 }
 

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loadgen/load_facts.h"
+#include "loadgen/sweep_curve.h"
 #include "rules/finding.h"
 
 namespace latdoc::report {
@@ -46,15 +48,27 @@ struct Diagnosis {
   // "profile_at", "profile_load", "trace" (latdoc.trace/1), "logs" (latdoc.logs/1), "doctor",
   // "attribution". An object; a key that is absent was not measured.
   nlohmann::ordered_json sections = nlohmann::ordered_json::object();
+  // The sections the renderers read as values, read from `sections` by ReadSectionFacts:
+  // nullopt where the section is absent or does not read.
+  std::optional<loadgen::LoadFacts> bench, baseline;  // the target load; the low-load baseline
+  std::optional<loadgen::SweepCurve> sweep;
 
   const rules::Finding* ChangeFirst() const {
     return change_first && *change_first < findings.size() ? &findings[*change_first] : nullptr;
   }
   // The section under `key`, or null when absent.
   const nlohmann::ordered_json& Section(const char* key) const;
+  // The model the load ran against (the bench's, else the sweep's, else the baseline's), or "".
+  std::string Model() const;
+  // The server whose metric names the target's /metrics answered in ("vllm"...), or "".
+  std::string MetricsServer() const;
   // The status of `layer`, or "" when the diagnosis does not say.
   std::string LayerStatusOf(std::string_view layer) const;
 };
+
+// (Re)reads bench, baseline and sweep from their sections (loadgen::LoadFactsFromJson,
+// loadgen::SweepCurveFromJson).
+void ReadSectionFacts(Diagnosis& d);
 
 // Sets the findings (ranked as they are) and what to change first from them.
 void SetFindings(Diagnosis& d, std::vector<rules::Finding> ranked);
@@ -64,8 +78,8 @@ void SetFindings(Diagnosis& d, std::vector<rules::Finding> ranked);
 // title} or null).
 nlohmann::ordered_json ToJson(const Diagnosis& d);
 
-// A document ToJson wrote, read back (the browser test, reports of a saved diagnosis). Never
-// fails: a finding without an id or a known layer and severity is counted in
+// A document ToJson wrote, read back (the browser test, reports of a saved diagnosis), with
+// its section facts read (ReadSectionFacts). Never fails: a finding without an id or a known layer and severity is counted in
 // unreadable_findings; a key of the wrong type reads as absent. A document without a
 // change_first takes rules::ChangeFirst of its findings; one whose change_first names no finding
 // has none.

@@ -265,8 +265,8 @@ std::string LatencySection(const ordered_json& data) {
     for (const auto& s : sweep["steps"]) {
       out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                          "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                         Num(s["x"]), Num(s["p99_ttft_ms"]), Num(s["p99_itl_ms"]), Num(s["p99_e2el_ms"]),
-                         Num(s["output_throughput"]));
+                         Num(s["x"]), Num(s[loadgen::keys::kP99TtftMs]), Num(s[loadgen::keys::kP99ItlMs]),
+                         Num(s[loadgen::keys::kP99E2elMs]), Num(s[loadgen::keys::kOutputThroughput]));
     }
     out += "</tbody></table></details>\n";
   }

@@ -35,13 +35,6 @@ std::optional<double> R6(std::optional<double> v) {
   return v;
 }
 
-std::optional<double> FirstNumber(const ordered_json& j, std::initializer_list<const char*> keys) {
-  for (const char* k : keys) {
-    if (auto v = NumberAt(j, k)) return v;
-  }
-  return std::nullopt;
-}
-
 // An array of numbers-or-null, thinned by `stride`; entries of another type become null.
 ordered_json SeriesColumn(const ordered_json& arr, size_t stride, double scale) {
   ordered_json out = ordered_json::array();
@@ -56,44 +49,25 @@ ordered_json SeriesColumn(const ordered_json& arr, size_t stride, double scale) 
 
 constexpr size_t kMaxSeriesPoints = 4000;
 
-ordered_json Sweep(const ordered_json& sweep) {
-  const ordered_json& steps = Child(sweep, "steps");
-  if (!steps.is_array() || steps.empty()) return nullptr;
+ordered_json Sweep(const std::optional<loadgen::SweepCurve>& sweep) {
+  if (!sweep || sweep->steps.empty()) return nullptr;
   ordered_json out;
-  std::string x_name;
   ordered_json rows = ordered_json::array();
-  for (const ordered_json& s : steps) {
-    std::optional<double> x;
-    for (const char* k : {"concurrency", "max_concurrency", "request_rate"}) {
-      if ((x = NumberAt(s, k))) {
-        if (x_name.empty()) x_name = k == std::string("request_rate") ? "request_rate" : "concurrency";
-        break;
-      }
-    }
-    if (!x) continue;
+  for (const loadgen::SweepCurve::Step& s : sweep->steps) {
     ordered_json r;
-    r["x"] = *x;
-    r["p99_ttft_ms"] = Num(R6(NumberAt(s, "p99_ttft_ms")));
-    r["p99_itl_ms"] = Num(R6(NumberAt(s, "p99_itl_ms")));
-    r["p99_e2el_ms"] = Num(R6(NumberAt(s, "p99_e2el_ms")));
-    r["output_throughput"] = Num(R6(FirstNumber(s, {"output_throughput", "tokens_per_s"})));
+    r["x"] = s.load;
+    r[loadgen::keys::kP99TtftMs] = Num(R6(s.p99_ttft_ms));
+    r[loadgen::keys::kP99ItlMs] = Num(R6(s.p99_itl_ms));
+    r[loadgen::keys::kP99E2elMs] = Num(R6(s.p99_e2el_ms));
+    r[loadgen::keys::kOutputThroughput] = Num(R6(s.output_throughput));
     rows.push_back(std::move(r));
   }
-  if (rows.empty()) return nullptr;
-  std::stable_sort(rows.begin(), rows.end(), [](const ordered_json& a, const ordered_json& b) {
-    return a["x"].get<double>() < b["x"].get<double>();
-  });
-  out["x_name"] = x_name;
+  out["x_name"] = sweep->rate_mode ? "request_rate" : "concurrency";
   out["steps"] = std::move(rows);
-  const ordered_json& knee = Child(sweep, "knee");
-  std::optional<double> kx = FirstNumber(knee, {"concurrency", "max_num_seqs", "request_rate", "x"});
-  if (!kx) kx = NumberAt(Child(sweep, "recommendation"), "max_num_seqs");
-  if (!kx) kx = NumberAt(sweep, "knee_concurrency");
-  if (kx) {
+  if (sweep->knee) {
     ordered_json k;
-    k["x"] = *kx;
-    const ordered_json& reached = Child(knee, "reached");
-    k["reached"] = reached.is_boolean() ? reached : ordered_json(nullptr);
+    k["x"] = *sweep->knee;
+    k["reached"] = sweep->knee_reached ? ordered_json(*sweep->knee_reached) : ordered_json(nullptr);
     out["knee"] = std::move(k);
   } else {
     out["knee"] = nullptr;
@@ -154,25 +128,29 @@ ordered_json Waterfall(const ordered_json& diagnosis) {
   return out;
 }
 
-ordered_json Bench(const ordered_json& bench) {
-  if (!bench.is_object()) return nullptr;
+ordered_json Bench(const std::optional<loadgen::LoadFacts>& bench) {
+  if (!bench) return nullptr;
+  const loadgen::LoadFacts& b = *bench;
   ordered_json out;
-  int found = 0;
-  auto put = [&](const char* key) {
-    std::optional<double> v = R6(NumberAt(bench, key));
-    if (v) ++found;
-    out[key] = Num(v);
-  };
-  for (const char* k : {"completed", "failed", "max_concurrency", "request_throughput",
-                        "output_throughput"})
-    put(k);
-  for (const char* stat : {"mean", "median", "p99"}) {
-    for (const char* m : {"ttft", "tpot", "itl", "e2el"}) {
-      const std::string key = fmt::format("{}_{}_ms", stat, m);
-      put(key.c_str());
-    }
+  auto count = [](uint64_t v) { return ordered_json(static_cast<double>(v)); };
+  out[loadgen::keys::kCompleted] = count(b.completed);
+  out[loadgen::keys::kFailed] = count(b.failed);
+  out["max_concurrency"] =
+      b.max_concurrency ? ordered_json(static_cast<double>(*b.max_concurrency)) : ordered_json(nullptr);
+  out[loadgen::keys::kRequestThroughput] = Num(R6(b.request_throughput));
+  out[loadgen::keys::kOutputThroughput] = Num(R6(b.output_throughput));
+  using Stats = loadgen::LatencyStats;
+  static const std::pair<const char*, std::optional<double> (*)(const Stats&)> kStats[] = {
+      {"mean", [](const Stats& st) { return st.mean_ms; }},
+      {"median", [](const Stats& st) { return st.median_ms; }},
+      {"p99", [](const Stats& st) { return st.p99_ms(); }}};
+  const std::pair<const char*, const std::optional<Stats>*> metrics[] = {
+      {"ttft", &b.ttft}, {"tpot", &b.tpot}, {"itl", &b.itl}, {"e2el", &b.e2el}};
+  for (auto [stat, of] : kStats) {
+    for (auto [name, m] : metrics)
+      out[loadgen::StatKey(stat, name)] = Num(R6(*m ? of(**m) : std::nullopt));
   }
-  return found > 0 ? out : ordered_json(nullptr);
+  return out;
 }
 
 // With several devices or files, their sum (each on its own window); else the one timeline.
@@ -308,22 +286,21 @@ ordered_json Idle(const ordered_json& facts) {
   return out;
 }
 
-ordered_json ServerSeries(const ordered_json& diagnosis) {
+ordered_json ServerSeries(const Diagnosis& dx) {
+  const ordered_json& diagnosis = dx.sections;
   ordered_json out = ordered_json::array();
-  const ordered_json& tl = Child(Child(Child(diagnosis, "bench"), "server_metrics"), "timeline");
-  if (tl.is_array() && !tl.empty()) {
+  if (dx.bench && dx.bench->server.timeline && !dx.bench->server.timeline->empty()) {
+    const std::vector<loadgen::TimelinePoint>& tl = *dx.bench->server.timeline;
     const size_t stride = (tl.size() + kMaxSeriesPoints - 1) / kMaxSeriesPoints;
     ordered_json t = ordered_json::array(), run = ordered_json::array(), wait = ordered_json::array(),
                  kv = ordered_json::array();
     for (size_t i = 0; i < tl.size(); i += stride) {
-      const ordered_json& p = tl[i];
-      const std::optional<double> ts = NumberAt(p, "t_s");
-      if (!ts) continue;
-      t.push_back(Round6(*ts));
-      run.push_back(Num(NumberAt(p, "running")));
-      wait.push_back(Num(NumberAt(p, "waiting")));
-      const std::optional<double> kv_usage = NumberAt(p, "kv_cache_usage");
-      kv.push_back(Num(kv_usage ? std::optional(Round6(*kv_usage * 100)) : std::nullopt));
+      const loadgen::TimelinePoint& p = tl[i];
+      if (!std::isfinite(p.t_s)) continue;
+      t.push_back(Round6(p.t_s));
+      run.push_back(Num(p.running));
+      wait.push_back(Num(p.waiting));
+      kv.push_back(Num(p.kv_cache_usage ? std::optional(Round6(*p.kv_cache_usage * 100)) : std::nullopt));
     }
     if (!t.empty()) {
       out.push_back({{"source", "bench: server /metrics during the load"}, {"t_s", std::move(t)},
@@ -391,14 +368,10 @@ ReportSubject SubjectOf(const Diagnosis& d) {
   const ordered_json& diagnosis = d.sections;
   ReportSubject s;
   s.target = d.target.value_or("");
-  for (const char* part : {"bench", "sweep", "baseline"}) {
-    s.model = StringAt(Child(diagnosis, part), "model_id");
-    if (!s.model.empty()) break;
-  }
+  s.model = d.Model();
   const std::string version =
       StringAt(Child(Child(Child(diagnosis, "logs"), "facts"), "vllm_server"), "version");
-  const std::string metrics_kind =
-      StringAt(Child(Child(diagnosis, "bench"), "server_metrics"), "server");
+  const std::string metrics_kind = d.MetricsServer();
   if (!version.empty()) {
     s.server = "vLLM " + version + " (from its log)";
   } else if (!metrics_kind.empty()) {
@@ -486,15 +459,15 @@ ordered_json AttributionTimeline(const ordered_json& a) {
 ordered_json ReportData(const Diagnosis& dx) {
   const ordered_json& diagnosis = dx.sections;
   ordered_json d;
-  d["sweep"] = Sweep(Child(diagnosis, "sweep"));
+  d["sweep"] = Sweep(dx.sweep);
   d["waterfall"] = Waterfall(diagnosis);
-  d["bench"] = Bench(Child(diagnosis, "bench"));
+  d["bench"] = Bench(dx.bench);
   const ordered_json& facts = Child(Child(diagnosis, "trace"), "facts");
   d["gpu_time"] = GpuTime(facts);
   d["kernels"] = Kernels(facts);
   d["idle"] = Idle(facts);
   d["steps"] = Steps(facts);
-  d["server_series"] = ServerSeries(diagnosis);
+  d["server_series"] = ServerSeries(dx);
   d["attribution"] = AttributionTimeline(Child(diagnosis, "attribution"));
   d["layers"] = Layers(dx);
   return d;

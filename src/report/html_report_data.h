@@ -15,8 +15,9 @@ namespace latdoc::report {
 
 // The chart and table data. Keys, each present only when its data is (null/absent: not
 // measured):
-//   "sweep":   {"x_name": "concurrency"|"request_rate", "steps": [{"x", "p99_ttft_ms",
-//               "p99_itl_ms", "p99_e2el_ms", "output_throughput"}], "knee": {"x", "reached"}}
+//   "sweep":   {"x_name": "concurrency"|"request_rate", "steps": [{"x", and the bench names
+//               (loadgen::keys) p99_{ttft,itl,e2el}_ms and output_throughput}],
+//               "knee": {"x", "reached"}}
 //   "waterfall": {"client_ttft_ms", "segments": [{"key", "label", "ms", "start_ms"}],
 //               "source": "diagnose"|"bench"}
 //   "bench":   {"completed", "failed", "max_concurrency", "request_throughput",

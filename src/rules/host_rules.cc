@@ -59,34 +59,6 @@ using host_rules_internal::GpuNuma;
 using host_rules_internal::Skip;
 using host_rules_internal::VllmLint;
 
-StatusOr<int64_t> SweepKneeFromJson(std::string_view text, std::string_view name) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return InvalidArgument(std::string(name) + ": not a JSON object");
-  }
-  auto pick = [](const nlohmann::json& o, const char* k) -> std::optional<int64_t> {
-    if (o.is_object() && o.contains(k) && o[k].is_number()) {
-      return static_cast<int64_t>(std::llround(o[k].get<double>()));
-    }
-    return std::nullopt;
-  };
-  std::optional<int64_t> v;
-  if (j.contains("knee")) v = pick(j["knee"], "concurrency");
-  if (!v && j.contains("knee")) v = pick(j["knee"], "max_num_seqs");
-  if (!v && j.contains("recommendations") && j["recommendations"].contains("max_num_seqs")) {
-    v = pick(j["recommendations"]["max_num_seqs"], "value");  // latdoc sweep's own advice
-  }
-  if (!v && j.contains("recommendation")) v = pick(j["recommendation"], "max_num_seqs");
-  if (!v) v = pick(j, "knee_concurrency");
-  if (!v || *v <= 0) {
-    return InvalidArgument(std::string(name) +
-                           ": no knee found (expected knee.concurrency, knee.max_num_seqs, "
-                           "recommendations.max_num_seqs.value, recommendation.max_num_seqs or "
-                           "knee_concurrency)");
-  }
-  return *v;
-}
-
 std::vector<Finding> JudgeVllmArgv(const std::vector<std::string>& argv, const std::string& who,
                                    const HostRuleOptions& options) {
   HostFacts facts;

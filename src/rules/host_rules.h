@@ -34,7 +34,7 @@
 namespace latdoc::rules {
 
 struct HostRuleOptions {
-  // The concurrency at the latency knee that `latdoc sweep` found (SweepKneeFromJson).
+  // The concurrency at the latency knee that `latdoc sweep` found (loadgen::SweepKneeFromJson).
   std::optional<int64_t> sweep_knee_concurrency;
 };
 
@@ -46,11 +46,5 @@ std::vector<Finding> JudgeHost(const host::HostFacts& facts, const HostRuleOptio
 std::vector<Finding> JudgeVllmArgv(const std::vector<std::string>& argv, const std::string& who,
                                    const HostRuleOptions& options);
 
-// Reads the knee from a `latdoc sweep` JSON file (src/loadgen/sweep_report.cc). Accepted, first
-// found wins: {"knee": {"concurrency": 48}} (closed-loop sweep), {"knee": {"max_num_seqs": 48}},
-// {"recommendations": {"max_num_seqs": {"value": 48}}} (the sweep's advice; open-loop sweeps
-// have no knee concurrency), {"recommendation": {"max_num_seqs": 48}}, {"knee_concurrency": 48}.
-// Error: not JSON, or none of those keys (message names the file).
-StatusOr<int64_t> SweepKneeFromJson(std::string_view text, std::string_view name);
 
 }  // namespace latdoc::rules

@@ -596,22 +596,6 @@ TEST(HostRulesTest, VllmConfigFileFlagsUnderTheCommandLine) {
             "Permission denied");
 }
 
-TEST(HostRulesTest, SweepKnee) {
-  EXPECT_EQ(*SweepKneeFromJson(R"({"knee": {"concurrency": 48}})", "s.json"), 48);
-  EXPECT_EQ(*SweepKneeFromJson(R"({"recommendation": {"max_num_seqs": 32.4}})", "s.json"), 32);
-  EXPECT_EQ(*SweepKneeFromJson(R"({"knee_concurrency": 8})", "s.json"), 8);
-  // The shape latdoc sweep writes (loadgen/sweep_report.cc), open-loop: knee by request rate.
-  EXPECT_EQ(*SweepKneeFromJson(R"({"knee": {"request_rate": 12.5, "bend": "queueing"},
-      "recommendations": {"max_num_seqs": {"flag": "--max-num-seqs", "value": 75}}})", "s.json"), 75);
-  EXPECT_EQ(*SweepKneeFromJson(R"({"knee": {"concurrency": 16},
-      "recommendations": {"max_num_seqs": {"flag": "--max-num-seqs", "value": 75}}})", "s.json"), 16);
-  EXPECT_EQ(SweepKneeFromJson("[1]", "s.json").status().message(), "s.json: not a JSON object");
-  EXPECT_EQ(SweepKneeFromJson(R"({"knee": {}})", "s.json").status().message(),
-            "s.json: no knee found (expected knee.concurrency, knee.max_num_seqs, "
-            "recommendations.max_num_seqs.value, recommendation.max_num_seqs or "
-            "knee_concurrency)");
-}
-
 host::CgroupCpuLimit Limit(const std::string& dir, double cpus, int64_t periods,
                            int64_t throttled, int64_t periods_now, int64_t throttled_now) {
   host::CgroupCpuLimit l;
