@@ -22,7 +22,7 @@ StatusOr<double> Num(const nlohmann::json& j, const char* key, const std::string
 
 // The metrics of a point the fit matches, in the order of kWeights; a point's value of each.
 inline constexpr int kFitMetrics = 4;
-extern const char* const kMetrics[kFitMetrics];  // "median_itl_ms", ..., "output_throughput"
+extern const char* const kMetrics[kFitMetrics];  // median ITL, median and p99 TTFT, output tokens/s
 inline constexpr double kWeights[kFitMetrics] = {1.0, 1.0, 0.5, 1.0};  // p99 of a few dozen counts half
 std::optional<double> MeasuredMetric(const MeasuredPoint& p, int k);
 double PredictedMetric(const RunMetrics& m, int k);

@@ -48,9 +48,9 @@ ordered_json CalibrationJson(const Calibration& c) {
                       {"source", p.source}});
   }
   j["parameters"] = params;
-  j["fit"] = {{"rms_rel_err", {{"ttft", c.rms_ttft}, {"itl", c.rms_itl}, {"output_throughput", c.rms_throughput}}},
+  j["fit"] = {{"rms_rel_err", {{"ttft", c.rms_ttft}, {"itl", c.rms_itl}, {keys::kOutputThroughput, c.rms_throughput}}},
               {"max_abs_rel_err", c.max_abs_err},
-              {"limits", {{"ttft", kMaxTtftRmsErr}, {"itl", kMaxItlRmsErr}, {"output_throughput", kMaxThroughputRmsErr}}}};
+              {"limits", {{"ttft", kMaxTtftRmsErr}, {"itl", kMaxItlRmsErr}, {keys::kOutputThroughput, kMaxThroughputRmsErr}}}};
   ordered_json errs = ordered_json::array();
   for (const PointError& pe : c.errors) {
     errs.push_back({{"point", pe.point}, {"load", pe.load}, {"metric", pe.metric}, {"measured", pe.measured},
@@ -169,7 +169,7 @@ StatusOr<Calibration> CalibrationFromJson(const json& doc, std::string_view wher
   RETURN_IF_ERROR(ReadCovariance(doc, where, c));
   if (auto f = doc.find("fit"); f != doc.end() && f->is_object() && f->contains("rms_rel_err")) {
     const json& r = (*f)["rms_rel_err"];
-    c.rms_ttft = r.value("ttft", 0.0), c.rms_itl = r.value("itl", 0.0), c.rms_throughput = r.value("output_throughput", 0.0);
+    c.rms_ttft = r.value("ttft", 0.0), c.rms_itl = r.value("itl", 0.0), c.rms_throughput = r.value(keys::kOutputThroughput, 0.0);
   }
   RETURN_IF_ERROR(ReadCalibrationPoints(doc, where, c));
   if (auto notes = doc.find("notes"); notes != doc.end() && notes->is_array()) {
