@@ -214,9 +214,9 @@ TEST(BenchTruthTest, SeveralTokensPerChunkStillGivePerTokenItl) {
 TEST(BenchResultTest, ResultFileRoundTripsThroughLoadFacts) {
   SimProcess sim(kFastSim);
   const std::string out = TempPath("bench.json");
-  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--request-rate", "200", "--max-concurrency", "4",
-                           "--num-requests", "40", "--input-len", "16", "--output-len", "8", "--slo",
-                           "ttft:5000", "--json", out, "--quiet"});
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--request-rate", "200",
+                           "--max-concurrency", "4", "--num-requests", "40", "--input-len", "16",
+                           "--output-len", "8", "--slo", "ttft:5000", "--json", out, "--quiet"});
   auto text = ReadFileToString(out);
   ASSERT_TRUE(text.ok()) << "exit " << r.exit_code << "; stderr: " << r.err;
   std::remove(out.c_str());
