@@ -113,7 +113,8 @@ constexpr int kSchemaVersion = 1;
 
 // A bench result's facts (a bench file, or a diagnosis's "bench"): an error names the file and
 // the key.
-StatusOr<loadgen::LoadFacts> BenchFacts(const json& doc, const std::string& path, std::string_view prefix) {
+StatusOr<loadgen::LoadFacts> BenchFacts(const json& doc, const std::string& path,
+                                        std::string_view prefix) {
   auto f = loadgen::LoadFactsFromJson(ordered_json(doc));
   if (!f.ok()) return InvalidArgument(fmt::format("{}: {}{}", path, prefix, f.status().message()));
   return f;
@@ -220,8 +221,7 @@ StatusOr<CompareResult> CompareDocs(const LoadedResult& a, const LoadedResult& b
   r.path_a = a.path;
   r.path_b = b.path;
   switch (a.kind) {
-    case Kind::kBench:
-    {
+    case Kind::kBench: {
       ASSIGN_OR_RETURN(loadgen::LoadFacts fa, BenchFacts(a.doc, a.path, ""));
       ASSIGN_OR_RETURN(loadgen::LoadFacts fb, BenchFacts(b.doc, b.path, ""));
       CompareBench(fa, fb, "bench", o, r);
@@ -284,7 +284,6 @@ StatusOr<CompareResult> CompareDocs(const LoadedResult& a, const LoadedResult& b
   }
   return r;
 }
-
 
 }  // namespace
 

@@ -41,7 +41,8 @@ void NoteWorkloadDifferences(const LoadFacts& a, const LoadFacts& b, const std::
       {{"endpoint_type", Quoted(a.endpoint_type)}, {"", Quoted(b.endpoint_type)}},
       {{"model_id", Quoted(a.model_id)}, {"", Quoted(b.model_id)}},
       {{"request_rate", RateQuoted(a.request_rate)}, {"", RateQuoted(b.request_rate)}},
-      {{"max_concurrency", ConcurrencyQuoted(a.max_concurrency)}, {"", ConcurrencyQuoted(b.max_concurrency)}},
+      {{"max_concurrency", ConcurrencyQuoted(a.max_concurrency)},
+       {"", ConcurrencyQuoted(b.max_concurrency)}},
       {{"burstiness", Quoted(a.burstiness)}, {"", Quoted(b.burstiness)}}};
   for (const auto& [in_a, in_b] : described) {
     if (!in_a.second || !in_b.second) continue;
@@ -65,22 +66,25 @@ void NoteWorkloadDifferences(const LoadFacts& a, const LoadFacts& b, const std::
   r.loads_differ = true;
   std::string list;
   for (const auto& d : diffs) list += (list.empty() ? "" : "; ") + d;
-  r.notes.push_back(fmt::format("{}: the two runs offered different loads ({}), so their latency "
-                                "differs for that reason too, not only the server's",
-                                group, list));
+  r.notes.push_back(
+      fmt::format("{}: the two runs offered different loads ({}), so their latency "
+                  "differs for that reason too, not only the server's",
+                  group, list));
 }
 
 // One latency statistic of the two runs, judged by bootstrap over `sa` and `sb` (the per-request
 // samples) when both have enough, else by threshold. Returns whether the bootstrap judged.
-bool CompareLatencyStatistic(const std::string& group, const std::string& name, std::optional<double> va,
-                             std::optional<double> vb, std::optional<double> q, std::vector<double>& sa,
+bool CompareLatencyStatistic(const std::string& group, const std::string& name,
+                             std::optional<double> va, std::optional<double> vb,
+                             std::optional<double> q, std::vector<double>& sa,
                              std::vector<double>& sb, const CompareOptions& o, CompareResult& r) {
   // A bootstrap of a few samples a side calls any difference real (with two each, every
   // resample keeps their order): it needs enough of them, more for a tail.
   const size_t need = q && *q > 0.9 ? kMinTailBootstrapSamples : kMinBootstrapSamples;
   if (sa.size() < need || sb.size() < need) {
     r.metrics.push_back(ByThreshold(group, name, "ms", Direction::kLowerIsBetter, va, vb,
-                                    IsTail(name) ? kThresholdTail : kThresholdCentre, kLatencyFloorMs));
+                                    IsTail(name) ? kThresholdTail : kThresholdCentre,
+                                    kLatencyFloorMs));
     return false;
   }
   MetricDelta m;
@@ -94,7 +98,8 @@ bool CompareLatencyStatistic(const std::string& group, const std::string& name, 
   Interval ci = BootstrapDiff(sa, sb, q, o.resamples, o.seed);
   m.ci_lo = ci.lo;
   m.ci_hi = ci.hi;
-  m.beyond_noise = (ci.lo > 0 || ci.hi < 0) && m.a && m.b && std::fabs(*m.b - *m.a) > kLatencyFloorMs;
+  m.beyond_noise =
+      (ci.lo > 0 || ci.hi < 0) && m.a && m.b && std::fabs(*m.b - *m.a) > kLatencyFloorMs;
   Judge(m);
   r.metrics.push_back(std::move(m));
   return true;
@@ -102,8 +107,8 @@ bool CompareLatencyStatistic(const std::string& group, const std::string& name, 
 
 }  // namespace
 
-void CompareBench(const LoadFacts& a, const LoadFacts& b, const std::string& group, const CompareOptions& o,
-                  CompareResult& r) {
+void CompareBench(const LoadFacts& a, const LoadFacts& b, const std::string& group,
+                  const CompareOptions& o, CompareResult& r) {
   NoteWorkloadDifferences(a, b, group, r);
   using Stats = std::optional<loadgen::LatencyStats> LoadFacts::*;
   using Samples = std::vector<double> loadgen::PerRequestSamples::*;
@@ -134,20 +139,24 @@ void CompareBench(const LoadFacts& a, const LoadFacts& b, const std::string& gro
   for (const Series& s : series) {
     std::vector<double> sa = samples(a, s.samples), sb = samples(b, s.samples);
     for (const Statistic& st : statistics) {
-      any_bootstrap |= CompareLatencyStatistic(group, loadgen::StatKey(st.prefix, s.metric), value(a, s.stats, st),
-                                               value(b, s.stats, st), st.q, sa, sb, o, r);
+      any_bootstrap |=
+          CompareLatencyStatistic(group, loadgen::StatKey(st.prefix, s.metric),
+                                  value(a, s.stats, st), value(b, s.stats, st), st.q, sa, sb, o, r);
     }
   }
   if (!any_bootstrap)
     r.notes.push_back(fmt::format(
         "{}: fewer than {} per-request samples in one file or both, so noise is judged by "
         "relative thresholds ({:.0f}% for means and medians, {:.0f}% for p99, and at least {} ms)",
-        group, kMinBootstrapSamples, kThresholdCentre * 100, kThresholdTail * 100, kLatencyFloorMs));
+        group, kMinBootstrapSamples, kThresholdCentre * 100, kThresholdTail * 100,
+        kLatencyFloorMs));
   using Rate = std::tuple<const char*, const char*, std::optional<double>, std::optional<double>>;
-  for (auto [name, unit, va, vb] : {Rate{keys::kRequestThroughput, "req/s", a.request_throughput, b.request_throughput},
-                                    Rate{keys::kOutputThroughput, "tok/s", a.output_throughput, b.output_throughput},
-                                    Rate{keys::kRequestGoodput, "req/s", a.request_goodput, b.request_goodput}}) {
-    r.metrics.push_back(ByThreshold(group, name, unit, Direction::kHigherIsBetter, va, vb, kThresholdCentre, 0));
+  for (auto [name, unit, va, vb] :
+       {Rate{keys::kRequestThroughput, "req/s", a.request_throughput, b.request_throughput},
+        Rate{keys::kOutputThroughput, "tok/s", a.output_throughput, b.output_throughput},
+        Rate{keys::kRequestGoodput, "req/s", a.request_goodput, b.request_goodput}}) {
+    r.metrics.push_back(
+        ByThreshold(group, name, unit, Direction::kHigherIsBetter, va, vb, kThresholdCentre, 0));
   }
   auto error_rate = [](const LoadFacts& d) -> std::optional<double> {
     if (d.completed + d.failed == 0) return std::nullopt;
@@ -160,10 +169,11 @@ void CompareBench(const LoadFacts& a, const LoadFacts& b, const std::string& gro
   const auto& wb = b.server.ttft_breakdown;
   if (wa && wb) {
     using Part = std::optional<double> loadgen::TtftSplit::*;
-    for (auto [name, part] : {std::pair<const char*, Part>{"queue_ms", &loadgen::TtftSplit::queue_ms},
-                              std::pair<const char*, Part>{"prefill_ms", &loadgen::TtftSplit::prefill_ms},
-                              std::pair<const char*, Part>{"network_and_front_end_ms",
-                                                           &loadgen::TtftSplit::network_and_front_end_ms}}) {
+    for (auto [name, part] :
+         {std::pair<const char*, Part>{"queue_ms", &loadgen::TtftSplit::queue_ms},
+          std::pair<const char*, Part>{"prefill_ms", &loadgen::TtftSplit::prefill_ms},
+          std::pair<const char*, Part>{"network_and_front_end_ms",
+                                       &loadgen::TtftSplit::network_and_front_end_ms}}) {
       r.metrics.push_back(ByThreshold(group + " ttft split", name, "ms", Direction::kLowerIsBetter,
                                       (*wa).*part, (*wb).*part, kThresholdCentre, kLatencyFloorMs));
     }

@@ -19,23 +19,24 @@ void CompareSweep(const json& a, const json& b, CompareResult& r) {
   auto load_key = [](const json& d) { return d.value("mode", std::string("concurrency")); };
   std::string key = load_key(a);
   if (load_key(b) != key) {
-    r.notes.push_back(fmt::format("the sweeps stepped different loads (A: {}, B: {}); steps are "
-                                  "not compared", key, load_key(b)));
+    r.notes.push_back(
+        fmt::format("the sweeps stepped different loads (A: {}, B: {}); steps are "
+                    "not compared",
+                    key, load_key(b)));
   }
   auto knee = [&](const json& d) -> std::optional<double> {
     if (!d.contains("knee") || !d["knee"].is_object()) return std::nullopt;
     return Num(d["knee"], key.c_str());
   };
-  auto load_at = [](const json& d, const char* k) -> std::optional<double> {
-    return Num(d, k);
-  };
+  auto load_at = [](const json& d, const char* k) -> std::optional<double> { return Num(d, k); };
   auto rec = [](const json& d, const char* k) -> std::optional<double> {
     if (!d.contains("recommendations") || !d["recommendations"].is_object()) return std::nullopt;
     const json& rs = d["recommendations"];
     if (!rs.contains(k) || !rs[k].is_object()) return std::nullopt;
     return Num(rs[k], "value");
   };
-  r.metrics.push_back(Exact("sweep", "knee_" + key, "", Direction::kHigherIsBetter, knee(a), knee(b)));
+  r.metrics.push_back(
+      Exact("sweep", "knee_" + key, "", Direction::kHigherIsBetter, knee(a), knee(b)));
   r.metrics.push_back(Exact("sweep", "highest_meeting_slo", "", Direction::kHigherIsBetter,
                             load_at(a, "highest_meeting_slo"), load_at(b, "highest_meeting_slo")));
   r.metrics.push_back(Exact("sweep", "max_goodput_at", "", Direction::kHigherIsBetter,
@@ -63,9 +64,10 @@ void CompareSweep(const json& a, const json& b, CompareResult& r) {
     for (const char* k : {keys::kP99TtftMs, keys::kP99ItlMs, keys::kP99E2elMs})
       r.metrics.push_back(ByThreshold(group, k, "ms", Direction::kLowerIsBetter, Num(*ja, k),
                                       Num(*it->second, k), kThresholdTail, kLatencyFloorMs));
-    r.metrics.push_back(ByThreshold(group, keys::kOutputThroughput, "tok/s", Direction::kHigherIsBetter,
-                                    Num(*ja, keys::kOutputThroughput), Num(*it->second, keys::kOutputThroughput),
-                                    kThresholdCentre, 0));
+    r.metrics.push_back(ByThreshold(group, keys::kOutputThroughput, "tok/s",
+                                    Direction::kHigherIsBetter, Num(*ja, keys::kOutputThroughput),
+                                    Num(*it->second, keys::kOutputThroughput), kThresholdCentre,
+                                    0));
   }
   if (common == 0) r.notes.push_back("the sweeps have no step at the same load");
   r.notes.push_back(fmt::format(
@@ -148,8 +150,8 @@ void CompareTrace(const json& fa, const json& fb, const std::string& group, Comp
   };
   for (auto [k, name] : {std::pair{"exposed_memcpy_ms", "exposed_memcpy_pct"},
                          std::pair{"exposed_comm_ms", "exposed_comm_pct"}}) {
-    r.metrics.push_back(ByThreshold(group, name, "%", Direction::kLowerIsBetter, pct(fa, k),
-                                    pct(fb, k), 0, 2.0));
+    r.metrics.push_back(
+        ByThreshold(group, name, "%", Direction::kLowerIsBetter, pct(fa, k), pct(fb, k), 0, 2.0));
   }
   auto launch = [](const json& f, const char* k) -> std::optional<double> {
     if (!f.contains("launch")) return std::nullopt;
@@ -169,7 +171,9 @@ void CompareTrace(const json& fa, const json& fb, const std::string& group, Comp
 }
 
 void CompareFindings(const json& a, const json& b, CompareResult& r) {
-  struct F { std::string id, layer, severity, title; };
+  struct F {
+    std::string id, layer, severity, title;
+  };
   auto str = [](const json& f, const char* k) {
     return f.contains(k) && f[k].is_string() ? f[k].get<std::string>() : std::string();
   };
@@ -178,7 +182,8 @@ void CompareFindings(const json& a, const json& b, CompareResult& r) {
     if (d.contains("findings") && d["findings"].is_array())
       for (const auto& f : d["findings"])
         if (f.is_object() && f.contains("id") && f["id"].is_string())
-          v.push_back({f["id"].get<std::string>(), str(f, "layer"), str(f, "severity"), str(f, "title")});
+          v.push_back(
+              {f["id"].get<std::string>(), str(f, "layer"), str(f, "severity"), str(f, "title")});
     return v;
   };
   const std::vector<F> la = list(a), lb = list(b);
@@ -228,7 +233,8 @@ void CompareStalls(const json& a, const json& b, CompareResult& r) {
     std::map<std::string, const json*> m;
     if (at.contains("causes") && at["causes"].is_array())
       for (const json& c : at["causes"])
-        if (c.is_object() && c.contains("cause") && c["cause"].is_string()) m[c["cause"].get<std::string>()] = &c;
+        if (c.is_object() && c.contains("cause") && c["cause"].is_string())
+          m[c["cause"].get<std::string>()] = &c;
     return m;
   };
   const auto ca = causes(a["attribution"]), cb = causes(b["attribution"]);
@@ -240,12 +246,13 @@ void CompareStalls(const json& a, const json& b, CompareResult& r) {
     if (at[key].is_array()) return double(at[key].size());
     return Num(at, key);
   };
-  r.metrics.push_back(ByThreshold("stalls", "stalls", "", Direction::kLowerIsBetter,
-                                  count(a["attribution"], "stalls"), count(b["attribution"], "stalls"),
-                                  kThresholdTail, kStallCountFloor));
+  r.metrics.push_back(ByThreshold(
+      "stalls", "stalls", "", Direction::kLowerIsBetter, count(a["attribution"], "stalls"),
+      count(b["attribution"], "stalls"), kThresholdTail, kStallCountFloor));
   r.metrics.push_back(ByThreshold("stalls", "unexplained", "", Direction::kLowerIsBetter,
                                   count(a["attribution"], "unexplained"),
-                                  count(b["attribution"], "unexplained"), kThresholdTail, kStallCountFloor));
+                                  count(b["attribution"], "unexplained"), kThresholdTail,
+                                  kStallCountFloor));
   for (const std::string& n : names) {
     // A cause absent from one side explained no stall there.
     auto stalls = [&](const std::map<std::string, const json*>& m) -> std::optional<double> {
@@ -260,8 +267,9 @@ void CompareStalls(const json& a, const json& b, CompareResult& r) {
     };
     r.metrics.push_back(ByThreshold("stalls by cause", n + " stalls", "", Direction::kLowerIsBetter,
                                     stalls(ca), stalls(cb), kThresholdTail, kStallCountFloor));
-    r.metrics.push_back(ByThreshold("stalls by cause", n + " decode_share", "%", Direction::kLowerIsBetter,
-                                    share(ca), share(cb), kThresholdTail, kStallShareFloorPct));
+    r.metrics.push_back(ByThreshold("stalls by cause", n + " decode_share", "%",
+                                    Direction::kLowerIsBetter, share(ca), share(cb), kThresholdTail,
+                                    kStallShareFloorPct));
   }
 }
 

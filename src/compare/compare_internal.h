@@ -35,8 +35,8 @@ bool IsTail(const std::string& name);
 int SeverityRank(const std::string& s);
 
 // The comparisons, each appending its metrics and notes to `r`.
-void CompareBench(const loadgen::LoadFacts& a, const loadgen::LoadFacts& b, const std::string& group,
-                  const CompareOptions& o, CompareResult& r);
+void CompareBench(const loadgen::LoadFacts& a, const loadgen::LoadFacts& b,
+                  const std::string& group, const CompareOptions& o, CompareResult& r);
 void CompareSweep(const nlohmann::json& a, const nlohmann::json& b, CompareResult& r);
 // A trace document's facts (latdoc.trace/1 has them under "facts").
 void CompareTrace(const nlohmann::json& fa, const nlohmann::json& fb, const std::string& group,

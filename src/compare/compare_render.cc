@@ -24,8 +24,8 @@ std::string Fmt(std::optional<double> v) {
 std::string RenderCompareText(const CompareResult& r, const CompareOptions& o) {
   std::string out = fmt::format("latdoc compare ({}): A = {}\n{:>{}}B = {}\n\n", KindName(r.kind),
                                 r.path_a, "", 18 + KindName(r.kind).size(), r.path_b);
-  out += fmt::format("{:<22} {:<26} {:>11} {:>11} {:>11} {:>8}  {}\n", "group", "metric", "A",
-                     "B", "B-A", "B/A-1", "verdict (noise test)");
+  out += fmt::format("{:<22} {:<26} {:>11} {:>11} {:>11} {:>8}  {}\n", "group", "metric", "A", "B",
+                     "B-A", "B/A-1", "verdict (noise test)");
   int hidden = 0;
   for (const auto& m : r.metrics) {
     if (!o.show_all && !m.beyond_noise) {
@@ -39,7 +39,8 @@ std::string RenderCompareText(const CompareResult& r, const CompareOptions& o) {
         break;
       case NoiseMethod::kThreshold:
         // A floor alone (shares and rates in points) is the test; say it rather than "0%".
-        how = m.threshold.value_or(0) > 0 ? fmt::format("threshold {:.0f}%", *m.threshold * 100) : "";
+        how =
+            m.threshold.value_or(0) > 0 ? fmt::format("threshold {:.0f}%", *m.threshold * 100) : "";
         if (m.floor) {
           const std::string unit = m.unit == "%" ? "pt" : m.unit;
           how += fmt::format("{}more than {:g}{}{}", how.empty() ? "" : ", ", *m.floor,
@@ -47,8 +48,11 @@ std::string RenderCompareText(const CompareResult& r, const CompareOptions& o) {
         }
         if (how.empty()) how = "threshold 0%";
         break;
-      case NoiseMethod::kExact: how = "exact"; break;
-      case NoiseMethod::kNone: break;
+      case NoiseMethod::kExact:
+        how = "exact";
+        break;
+      case NoiseMethod::kNone:
+        break;
     }
     std::string name = m.name.size() > 26 ? m.name.substr(0, 23) + "..." : m.name;
     out += fmt::format("{:<22} {:<26} {:>11} {:>11} {:>11} {:>8}  {} ({})\n", m.group, name,
@@ -72,7 +76,8 @@ std::string RenderCompareText(const CompareResult& r, const CompareOptions& o) {
   }
   for (const auto& n : r.notes) out += "Note: " + n + "\n";
   out += fmt::format("\nBeyond noise: {} better, {} worse.", r.better, r.worse);
-  if (r.findings_worse > 0) out += fmt::format(" Findings: {} new or more severe.", r.findings_worse);
+  if (r.findings_worse > 0)
+    out += fmt::format(" Findings: {} new or more severe.", r.findings_worse);
   out += "\n";
   return out;
 }
@@ -98,9 +103,9 @@ ordered_json CompareToJson(const CompareResult& r) {
     e["group"] = m.group;
     e["metric"] = m.name;
     e["unit"] = m.unit;
-    e["better_when"] = m.direction == Direction::kLowerIsBetter   ? "lower"
+    e["better_when"] = m.direction == Direction::kLowerIsBetter    ? "lower"
                        : m.direction == Direction::kHigherIsBetter ? "higher"
-                                                                    : nullptr;
+                                                                   : nullptr;
     e["a"] = opt(m.a);
     e["b"] = opt(m.b);
     e["diff"] = opt(m.diff);
@@ -118,10 +123,13 @@ ordered_json CompareToJson(const CompareResult& r) {
   j["metrics"] = std::move(ms);
   ordered_json fs = ordered_json::array();
   for (const auto& f : r.findings)
-    fs.push_back({{"id", f.id}, {"layer", f.layer}, {"change", f.change},
-                  {"severity_a", f.severity_a.empty() ? ordered_json(nullptr) : ordered_json(f.severity_a)},
-                  {"severity_b", f.severity_b.empty() ? ordered_json(nullptr) : ordered_json(f.severity_b)},
-                  {"title", f.title}});
+    fs.push_back(
+        {{"id", f.id},
+         {"layer", f.layer},
+         {"change", f.change},
+         {"severity_a", f.severity_a.empty() ? ordered_json(nullptr) : ordered_json(f.severity_a)},
+         {"severity_b", f.severity_b.empty() ? ordered_json(nullptr) : ordered_json(f.severity_b)},
+         {"title", f.title}});
   j["findings"] = std::move(fs);
   j["notes"] = r.notes;
   j["better"] = r.better;
@@ -131,6 +139,5 @@ ordered_json CompareToJson(const CompareResult& r) {
   j["invalid_runs"] = r.invalid;
   return j;
 }
-
 
 }  // namespace latdoc::compare

@@ -139,7 +139,8 @@ class Reader {
   const Status& status() const { return status_; }
   bool ok() const { return status_.ok(); }
   void Fail(const std::string& key, std::string_view what) {
-    if (status_.ok()) status_ = InvalidArgument(fmt::format("{}{}: expected {}", where_, key, what));
+    if (status_.ok())
+      status_ = InvalidArgument(fmt::format("{}{}: expected {}", where_, key, what));
   }
   std::string Path(const std::string& key) const { return where_ + key + "."; }
 
@@ -169,8 +170,10 @@ class Reader {
 
   void Get(const std::string& key, std::optional<double>* out) {
     if (const ordered_json* v = Find(key)) {
-      if (v->is_number()) *out = v->get<double>();
-      else Fail(key, "a number");
+      if (v->is_number())
+        *out = v->get<double>();
+      else
+        Fail(key, "a number");
     }
   }
   void Get(const std::string& key, double* out) {
@@ -181,10 +184,12 @@ class Reader {
   // Integers: a float with an integral value is taken too (a file edited by hand).
   void Get(const std::string& key, std::optional<int64_t>* out) {
     if (const ordered_json* v = Find(key)) {
-      if (v->is_number_integer()) *out = v->get<int64_t>();
+      if (v->is_number_integer())
+        *out = v->get<int64_t>();
       else if (v->is_number_float() && std::nearbyint(v->get<double>()) == v->get<double>())
         *out = int64_t(v->get<double>());
-      else Fail(key, "an integer");
+      else
+        Fail(key, "an integer");
     }
   }
   void Get(const std::string& key, int64_t* out) {
@@ -194,12 +199,15 @@ class Reader {
   }
   void Get(const std::string& key, std::optional<uint64_t>* out) {
     if (const ordered_json* v = Find(key)) {
-      if (v->is_number_unsigned()) *out = v->get<uint64_t>();
-      else if (v->is_number_integer() && v->get<int64_t>() >= 0) *out = uint64_t(v->get<int64_t>());
+      if (v->is_number_unsigned())
+        *out = v->get<uint64_t>();
+      else if (v->is_number_integer() && v->get<int64_t>() >= 0)
+        *out = uint64_t(v->get<int64_t>());
       else if (v->is_number_float() && v->get<double>() >= 0 &&
                std::nearbyint(v->get<double>()) == v->get<double>())
         *out = uint64_t(v->get<double>());
-      else Fail(key, "a count (an integer >= 0)");
+      else
+        Fail(key, "a count (an integer >= 0)");
     }
   }
   void Get(const std::string& key, uint64_t* out) {
@@ -209,8 +217,10 @@ class Reader {
   }
   void Get(const std::string& key, std::optional<bool>* out) {
     if (const ordered_json* v = Find(key)) {
-      if (v->is_boolean()) *out = v->get<bool>();
-      else Fail(key, "true or false");
+      if (v->is_boolean())
+        *out = v->get<bool>();
+      else
+        Fail(key, "true or false");
     }
   }
   void Get(const std::string& key, bool* out) {
@@ -220,8 +230,10 @@ class Reader {
   }
   void Get(const std::string& key, std::optional<std::string>* out) {
     if (const ordered_json* v = Find(key)) {
-      if (v->is_string()) *out = v->get<std::string>();
-      else Fail(key, "a string");
+      if (v->is_string())
+        *out = v->get<std::string>();
+      else
+        Fail(key, "a string");
     }
   }
   void Get(const std::string& key, std::string* out) {
@@ -280,7 +292,9 @@ StatusOr<TtftSplit> TtftSplitFromJson(const ordered_json& j, const std::string& 
 }
 
 StatusOr<ServerFacts> ServerFromJson(const ordered_json& j, const std::string& where) {
-  if (!j.is_object()) return InvalidArgument(fmt::format("{}: expected an object", where.substr(0, where.size() - 1)));
+  if (!j.is_object())
+    return InvalidArgument(
+        fmt::format("{}: expected an object", where.substr(0, where.size() - 1)));
   Reader r(j, where);
   ServerFacts s;
   r.Get("metrics_available", &s.metrics_available);
@@ -378,8 +392,10 @@ StatusOr<ClientLoadFacts> ClientLoadFromJson(const ordered_json& j, const std::s
 void GetRequestRate(Reader& r, const ordered_json& j, std::optional<double>* out) {
   auto it = j.find("request_rate");
   if (it != j.end() && it->is_string()) {
-    if (it->get<std::string>() == "inf") *out = INFINITY;
-    else r.Fail("request_rate", "a number or \"inf\"");
+    if (it->get<std::string>() == "inf")
+      *out = INFINITY;
+    else
+      r.Fail("request_rate", "a number or \"inf\"");
     return;
   }
   r.Get("request_rate", out);
@@ -508,7 +524,9 @@ ordered_json ToJson(const ServerFacts& s) {
   if (s.timeline) {
     ordered_json tl = ordered_json::array();
     for (const TimelinePoint& p : *s.timeline) {
-      tl.push_back({{"t_s", p.t_s}, {"running", Opt(p.running)}, {"waiting", Opt(p.waiting)},
+      tl.push_back({{"t_s", p.t_s},
+                    {"running", Opt(p.running)},
+                    {"waiting", Opt(p.waiting)},
                     {"kv_cache_usage", Opt(p.kv_cache_usage)}});
     }
     j["timeline"] = tl;
@@ -526,8 +544,10 @@ ordered_json ToJson(const LoadFacts& f) {
   j["backend"] = Opt(f.backend);
   j["model_id"] = Opt(f.model_id);
   j["num_prompts"] = f.num_prompts;
-  if (f.request_rate && std::isfinite(*f.request_rate)) j["request_rate"] = *f.request_rate;
-  else j["request_rate"] = "inf";
+  if (f.request_rate && std::isfinite(*f.request_rate))
+    j["request_rate"] = *f.request_rate;
+  else
+    j["request_rate"] = "inf";
   j["burstiness"] = Opt(f.burstiness);
   j["max_concurrency"] = Opt(f.max_concurrency);
   j["duration"] = Opt(f.duration_s);
@@ -586,7 +606,8 @@ ordered_json ToJson(const LoadFacts& f) {
   return j;
 }
 
-StatusOr<std::optional<LatencyStats>> LatencyStatsFromJson(const ordered_json& j, std::string_view metric,
+StatusOr<std::optional<LatencyStats>> LatencyStatsFromJson(const ordered_json& j,
+                                                           std::string_view metric,
                                                            std::string_view where) {
   if (!j.is_object()) return std::optional<LatencyStats>();
   Reader r(j, std::string(where));
@@ -594,15 +615,20 @@ StatusOr<std::optional<LatencyStats>> LatencyStatsFromJson(const ordered_json& j
   bool any = false;
   const std::string suffix = fmt::format("_{}_ms", metric);
   for (const auto& [key, v] : j.items()) {
-    if (key.size() <= suffix.size() + 1 || key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0)
+    if (key.size() <= suffix.size() + 1 ||
+        key.compare(key.size() - suffix.size(), suffix.size(), suffix) != 0)
       continue;
     const std::string stat = key.substr(0, key.size() - suffix.size());
     std::optional<double>* out = nullptr;
     Percentile p;
-    if (stat == "mean") out = &s.mean_ms;
-    else if (stat == "median") out = &s.median_ms;
-    else if (stat == "std") out = &s.std_ms;
-    else if (stat == "max") out = &s.max_ms;
+    if (stat == "mean")
+      out = &s.mean_ms;
+    else if (stat == "median")
+      out = &s.median_ms;
+    else if (stat == "std")
+      out = &s.std_ms;
+    else if (stat == "max")
+      out = &s.max_ms;
     else if (stat[0] == 'p') {
       // "p99", "p99.9": vLLM's word for the percent (stats::PercentileWord).
       auto percent = ParseDouble(std::string_view(stat).substr(1));

@@ -126,8 +126,8 @@ struct ClientLoadFacts {
 
 // Which server answered, and how latdoc knows ("server_kind").
 struct ServerKindFacts {
-  std::string id;                    // servermetrics::ServerKindId
-  std::optional<std::string> name;   // null: unknown
+  std::string id;                   // servermetrics::ServerKindId
+  std::optional<std::string> name;  // null: unknown
   std::string evidence;
   bool operator==(const ServerKindFacts&) const = default;
 };
@@ -146,7 +146,7 @@ struct TimelinePoint {
 // `not_measurable` says which they do not (set only for them).
 struct TtftSplit {
   double client_ttft_ms = 0;
-  std::optional<double> client_queue_ms;   // absent in files of an older latdoc
+  std::optional<double> client_queue_ms;  // absent in files of an older latdoc
   std::optional<double> server_ttft_ms, queue_ms, prefill_ms;
   std::optional<double> network_and_front_end_ms, server_other_ms;
   // No server TTFT to subtract: what the metrics do not time, as one inferred rest.
@@ -160,9 +160,9 @@ struct TtftSplit {
 // When `metrics_available` is false only `error` may be set.
 struct ServerFacts {
   bool metrics_available = false;
-  std::optional<std::string> error;         // why not available
-  std::optional<std::string> server;        // the dialect its /metrics answered in
-  std::optional<std::string> server_kind;   // servermetrics::ServerKindId
+  std::optional<std::string> error;        // why not available
+  std::optional<std::string> server;       // the dialect its /metrics answered in
+  std::optional<std::string> server_kind;  // servermetrics::ServerKindId
   std::optional<double> ttft_mean_ms, ttft_p50_ms, ttft_p99_ms, queue_mean_ms, prefill_mean_ms,
       decode_mean_ms, itl_mean_ms, e2e_mean_ms;
   // A counter went down between the first and the last scrape: figures cover only the time since.
@@ -184,7 +184,7 @@ struct SloResult {
 struct LoadFacts {
   // What was asked (vLLM's keys).
   std::string schema = "latdoc.bench/1";
-  std::string date;                   // "20261130-021640", local time
+  std::string date;  // "20261130-021640", local time
   std::optional<std::string> endpoint_type, backend, model_id;
   uint64_t num_prompts = 0;
   // Requests per second; +infinity is "inf" (every request at once, or a closed loop).
@@ -210,11 +210,11 @@ struct LoadFacts {
   bool partial = false;
   std::optional<std::string> partial_reason;
   std::optional<uint64_t> sent, not_sent, cancelled;
-  std::map<std::string, uint64_t> failures;           // outcome name -> count
-  std::vector<std::string> errors_sample;             // the first 5
+  std::map<std::string, uint64_t> failures;            // outcome name -> count
+  std::vector<std::string> errors_sample;              // the first 5
   std::map<std::string, uint64_t> token_count_method;  // method name -> count
   uint64_t token_count_mismatches = 0;
-  std::optional<LatencyStats> client_queue;           // open loop: sent - scheduled
+  std::optional<LatencyStats> client_queue;  // open loop: sent - scheduled
   uint64_t warmup_requests = 0;
   std::optional<uint64_t> connections_opened;
   std::optional<TcpFacts> tcp;
@@ -223,7 +223,7 @@ struct LoadFacts {
   std::optional<ClientLoadFacts> client_load;
   std::optional<int64_t> start_mono_ns;  // CLOCK_MONOTONIC at the start
   std::optional<ServerKindFacts> server_kind;
-  ServerFacts server;                    // "server_metrics"
+  ServerFacts server;  // "server_metrics"
 
   // Verdicts.
   std::optional<SloResult> slo;          // set with --slo

@@ -106,7 +106,8 @@ TEST(LoadFactsTest, RoundTripOfARunIsExact) {
   EXPECT_EQ((*f->server.timeline)[1].waiting, std::nullopt);
 }
 
-// A run with a server that gives no /metrics, closed loop, no SLO: keys that are absent stay absent.
+// A run with a server that gives no /metrics, closed loop, no SLO: keys that are absent stay
+// absent.
 TEST(LoadFactsTest, RoundTripWithoutMetricsKeepsKeysOut) {
   BenchRun run = FullRun();
   run.metrics_available = false;
@@ -142,7 +143,8 @@ std::string ReadFile(const std::string& path) {
 // A saved diagnosis (written by an older latdoc: no "cancelled", no client queue) reads back;
 // what it lacks is not measured, and the facts round-trip.
 TEST(LoadFactsTest, SavedFileReadsAndRoundTrips) {
-  const ordered_json doc = ordered_json::parse(ReadFile("tests/data/report/diagnosis_example.json"));
+  const ordered_json doc =
+      ordered_json::parse(ReadFile("tests/data/report/diagnosis_example.json"));
   auto f = LoadFactsFromJson(doc["bench"]);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->completed, 300u);
@@ -177,7 +179,8 @@ TEST(LoadFactsTest, MistypedKeyIsAnErrorNamingIt) {
   };
   const Case cases[] = {
       {"p99", [](ordered_json& j) { j["p99_ttft_ms"] = "slow"; }, "p99_ttft_ms: expected a number"},
-      {"completed", [](ordered_json& j) { j["completed"] = -1; }, "completed: expected a count (an integer >= 0)"},
+      {"completed", [](ordered_json& j) { j["completed"] = -1; },
+       "completed: expected a count (an integer >= 0)"},
       {"server", [](ordered_json& j) { j["server_metrics"]["queue_mean_ms"] = true; },
        "server_metrics.queue_mean_ms: expected a number"},
       {"split", [](ordered_json& j) { j["server_metrics"]["ttft_breakdown"]["note"] = 1; },
@@ -186,8 +189,10 @@ TEST(LoadFactsTest, MistypedKeyIsAnErrorNamingIt) {
        "server_metrics.timeline[1].running: expected a number"},
       {"failures", [](ordered_json& j) { j["failures"]["reset"] = "one"; },
        "failures.reset: expected a count (an integer >= 0)"},
-      {"rate", [](ordered_json& j) { j["request_rate"] = "fast"; }, "request_rate: expected a number or \"inf\""},
-      {"server object", [](ordered_json& j) { j["server_metrics"] = 3; }, "server_metrics: expected an object"},
+      {"rate", [](ordered_json& j) { j["request_rate"] = "fast"; },
+       "request_rate: expected a number or \"inf\""},
+      {"server object", [](ordered_json& j) { j["server_metrics"] = 3; },
+       "server_metrics: expected an object"},
       {"thread", [](ordered_json& j) { j["client_load"]["per_thread"][0]["saturated"] = 0; },
        "client_load.per_thread[0].saturated: expected true or false"},
   };

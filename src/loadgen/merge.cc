@@ -231,7 +231,9 @@ StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
   const ordered_json& first_json = by_index.begin()->second->file->json;
   if (auto sm = first_json.find(keys::kServerMetrics); sm != first_json.end()) {
     auto server = ServerFactsFromJson(*sm);
-    if (!server.ok()) return InvalidArgument(fmt::format("{}: {}", by_index.begin()->second->file->path, server.status().message()));
+    if (!server.ok())
+      return InvalidArgument(
+          fmt::format("{}: {}", by_index.begin()->second->file->path, server.status().message()));
     ro.server_metrics = std::move(*server);
   } else {
     ro.server_metrics = ServerFacts{};

@@ -84,7 +84,8 @@ std::optional<LatencyStats> StatsOf(std::string_view metric, const std::vector<i
   s.mean_ms = st[0].value_ms;
   s.median_ms = st[1].value_ms;
   s.std_ms = st[2].value_ms;
-  for (size_t i = 0; i < percentiles.size(); ++i) s.percentiles.push_back({percentiles[i], st[3 + i].value_ms});
+  for (size_t i = 0; i < percentiles.size(); ++i)
+    s.percentiles.push_back({percentiles[i], st[3 + i].value_ms});
   s.max_ms = st.back().value_ms;
   return s;
 }
@@ -267,14 +268,18 @@ void PutCountsAndRates(LoadFacts& f, const BenchRun& run, const BenchOptions& o,
   strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
   f.date = date;
   f.endpoint_type = o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
-  f.backend = !o.backend.empty() ? o.backend : o.endpoint == Endpoint::kChat ? "openai-chat" : "openai";
+  f.backend = !o.backend.empty()              ? o.backend
+              : o.endpoint == Endpoint::kChat ? "openai-chat"
+                                              : "openai";
   f.model_id = run.model;
   f.num_prompts = run.records.size();
   // As vLLM writes it: "inf" for every request at once (or a closed loop).
   f.request_rate = o.request_rate > 0 && std::isfinite(o.request_rate) ? o.request_rate : INFINITY;
   f.burstiness = o.burstiness;
-  if (o.request_rate <= 0) f.max_concurrency = o.concurrency;
-  else if (o.max_concurrency > 0) f.max_concurrency = o.max_concurrency;
+  if (o.request_rate <= 0)
+    f.max_concurrency = o.concurrency;
+  else if (o.max_concurrency > 0)
+    f.max_concurrency = o.max_concurrency;
   f.duration_s = dur_s;
   f.completed = t.completed;
   f.failed = t.failed;
@@ -350,7 +355,8 @@ TcpFacts Tcp(const http::TcpTotals& t) {
 ServerKindFacts ServerKind(const servermetrics::ServerIdentity& identity) {
   ServerKindFacts k;
   k.id = servermetrics::ServerKindId(identity.kind);
-  if (identity.kind != servermetrics::ServerKind::kUnknown) k.name = servermetrics::ServerKindLabel(identity.kind);
+  if (identity.kind != servermetrics::ServerKind::kUnknown)
+    k.name = servermetrics::ServerKindLabel(identity.kind);
   k.evidence = identity.evidence;
   return k;
 }

@@ -39,13 +39,15 @@ ServerFacts SummarizeServer(const BenchRun& run, const RunTally& tally);
 
 // The terminal summary, in the shape of vllm bench serve's, part by part, rendered from the
 // facts: each returns whole lines.
-std::string SummaryHeaderText(const BenchRun& run, const BenchOptions& options, const LoadFacts& facts,
+std::string SummaryHeaderText(const BenchRun& run, const BenchOptions& options,
+                              const LoadFacts& facts,
                               const servermetrics::ServerIdentity& identity);
 std::string CountsText(const LoadFacts& facts, bool slo);
 std::string LatencyText(const LoadFacts& facts, const BenchOptions& options);
 std::string TokenCountsText(const LoadFacts& facts);
 // The /metrics figures, then the TTFT split's lines when `with_breakdown` (a merge's figures are
 // one shard's: its split is not shown). `client_ttft_measured`: some request got a first token.
-std::string ServerMetricsText(const ServerFacts& server, bool with_breakdown, bool client_ttft_measured);
+std::string ServerMetricsText(const ServerFacts& server, bool with_breakdown,
+                              bool client_ttft_measured);
 
 }  // namespace latdoc::loadgen::results_internal

@@ -51,13 +51,15 @@ void PutServerFigures(ServerFacts& srv, const BenchRun& run, const servermetrics
   for (const auto& s : run.timeline) {
     if (s.running) srv.max_running = std::max(srv.max_running.value_or(0), *s.running);
     if (s.waiting) srv.max_waiting = std::max(srv.max_waiting.value_or(0), *s.waiting);
-    if (s.kv_cache_usage) srv.max_kv_cache_usage = std::max(srv.max_kv_cache_usage.value_or(0), *s.kv_cache_usage);
+    if (s.kv_cache_usage)
+      srv.max_kv_cache_usage = std::max(srv.max_kv_cache_usage.value_or(0), *s.kv_cache_usage);
   }
 }
 
 std::vector<TimelinePoint> Timeline(const BenchRun& run) {
   std::vector<TimelinePoint> tl;
-  for (const auto& s : run.timeline) tl.push_back({NsToSec(s.t_ns - run.start_ns), s.running, s.waiting, s.kv_cache_usage});
+  for (const auto& s : run.timeline)
+    tl.push_back({NsToSec(s.t_ns - run.start_ns), s.running, s.waiting, s.kv_cache_usage});
   return tl;
 }
 
@@ -77,10 +79,12 @@ TtftSplit VllmTtftSplit(const TtftSplitInputs& in) {
   b.queue_ms = in.queue_ms;
   b.prefill_ms = in.prefill_ms;
   b.network_and_front_end_ms = in.client_ttft_ms - in.client_queue_ms - *in.server_ttft_ms;
-  if (in.queue_ms && in.prefill_ms) b.server_other_ms = *in.server_ttft_ms - *in.queue_ms - *in.prefill_ms;
-  b.note = "means over the run; client queue = sent - scheduled (open loop, measured); queue "
-           "and prefill from the server's histograms (measured); network and front end = "
-           "client TTFT - client queue - server TTFT (inferred)";
+  if (in.queue_ms && in.prefill_ms)
+    b.server_other_ms = *in.server_ttft_ms - *in.queue_ms - *in.prefill_ms;
+  b.note =
+      "means over the run; client queue = sent - scheduled (open loop, measured); queue "
+      "and prefill from the server's histograms (measured); network and front end = "
+      "client TTFT - client queue - server TTFT (inferred)";
   return b;
 }
 
@@ -98,12 +102,14 @@ TtftSplit PartialTtftSplit(const TtftSplitInputs& in, servermetrics::ServerKind 
     b.server_other_ms = *in.server_ttft_ms - in.queue_ms.value_or(0) - in.prefill_ms.value_or(0);
   } else {
     // No server TTFT: what the metrics do not time stays one inferred rest.
-    b.unsplit_ms = in.client_ttft_ms - in.client_queue_ms - in.queue_ms.value_or(0) - in.prefill_ms.value_or(0);
+    b.unsplit_ms = in.client_ttft_ms - in.client_queue_ms - in.queue_ms.value_or(0) -
+                   in.prefill_ms.value_or(0);
   }
   b.not_measurable = not_measurable;
-  b.note = fmt::format("means over the run; measured parts from {}'s /metrics; the rest "
-                       "inferred (client TTFT - client queue - measured parts)",
-                       servermetrics::ServerKindLabel(kind));
+  b.note = fmt::format(
+      "means over the run; measured parts from {}'s /metrics; the rest "
+      "inferred (client TTFT - client queue - measured parts)",
+      servermetrics::ServerKindLabel(kind));
   return b;
 }
 
@@ -143,7 +149,8 @@ ServerFacts SummarizeServer(const BenchRun& run, const RunTally& t) {
   if (d.counter_reset) return srv;
   if (mean_client_ttft_ms && in.server_ttft_ms && vllm_like) {
     srv.ttft_breakdown = VllmTtftSplit(in);
-  } else if (mean_client_ttft_ms && !vllm_like && (in.server_ttft_ms || in.queue_ms || in.prefill_ms)) {
+  } else if (mean_client_ttft_ms && !vllm_like &&
+             (in.server_ttft_ms || in.queue_ms || in.prefill_ms)) {
     srv.ttft_breakdown = PartialTtftSplit(in, kind, parts.not_measurable);
   }
   return srv;

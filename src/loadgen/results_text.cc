@@ -22,12 +22,16 @@ void Line(std::string& t, std::string_view label, const std::string& v) {
 std::string Num2(double v) { return FormatFixed(v, 2); }  // never "-0.00"
 
 // "12.34 ms" or "n/a".
-std::string Ms2(std::optional<double> v) { return v ? FormatFixed(*v, 2) + " ms" : std::string("n/a"); }
+std::string Ms2(std::optional<double> v) {
+  return v ? FormatFixed(*v, 2) + " ms" : std::string("n/a");
+}
 
 // The TTFT split's lines (results_server.cc made it), or why there is none.
 std::string BreakdownText(const ServerFacts& srv, bool client_ttft_measured) {
-  const servermetrics::ServerKind kind = servermetrics::ServerKindFromId(srv.server_kind.value_or(""));
-  const bool vllm_like = kind == servermetrics::ServerKind::kVllm || kind == servermetrics::ServerKind::kUnknown;
+  const servermetrics::ServerKind kind =
+      servermetrics::ServerKindFromId(srv.server_kind.value_or(""));
+  const bool vllm_like =
+      kind == servermetrics::ServerKind::kVllm || kind == servermetrics::ServerKind::kUnknown;
   if (srv.server_restarted.value_or(false)) {
     return "Server restarted during the run (its counters went down): server figures cover only "
            "the time since, and TTFT is not split\n";
@@ -36,7 +40,8 @@ std::string BreakdownText(const ServerFacts& srv, bool client_ttft_measured) {
     if (!client_ttft_measured || vllm_like) return "";
     // Nothing of TTFT measured: what the server's metrics lack (servermetrics::MeanTtftParts
     // says so from its kind alone when no part was measured).
-    return fmt::format("TTFT split: not measurable on {} ({})\n", servermetrics::ServerKindLabel(kind),
+    return fmt::format("TTFT split: not measurable on {} ({})\n",
+                       servermetrics::ServerKindLabel(kind),
                        servermetrics::MeanTtftParts(kind, {}, std::nullopt).not_measurable);
   }
   const TtftSplit& b = *srv.ttft_breakdown;
@@ -47,12 +52,13 @@ std::string BreakdownText(const ServerFacts& srv, bool client_ttft_measured) {
     return fmt::format(
         "TTFT breakdown (mean): client {} = {}queue {} + prefill {} + other server {} + "
         "network and front end {}\n",
-        Ms2(b.client_ttft_ms), client_queue, Ms2(b.queue_ms), Ms2(b.prefill_ms), Ms2(b.server_other_ms),
-        Ms2(b.network_and_front_end_ms));
+        Ms2(b.client_ttft_ms), client_queue, Ms2(b.queue_ms), Ms2(b.prefill_ms),
+        Ms2(b.server_other_ms), Ms2(b.network_and_front_end_ms));
   }
   // SGLang, TGI, llama.cpp: the parts measured, then the rest.
-  std::string text = fmt::format("TTFT breakdown (mean, {}): client {} = {}", servermetrics::ServerKindLabel(kind),
-                                 Ms2(b.client_ttft_ms), client_queue);
+  std::string text =
+      fmt::format("TTFT breakdown (mean, {}): client {} = {}", servermetrics::ServerKindLabel(kind),
+                  Ms2(b.client_ttft_ms), client_queue);
   if (b.queue_ms) text += "queue " + Ms2(b.queue_ms) + " + ";
   if (b.prefill_ms) text += "prefill " + Ms2(b.prefill_ms) + " + ";
   if (b.server_ttft_ms) {
@@ -112,10 +118,11 @@ std::string LatencyText(const LoadFacts& f, const BenchOptions& o) {
   auto num = [](const std::optional<double>& v) { return v ? Num2(*v) : std::string("n/a"); };
   const std::vector<double> text_percentiles =
       o.summary_percentiles.empty() ? std::vector<double>{99} : o.summary_percentiles;
-  for (auto [title, up, stats] : {std::tuple{"Time to First Token", "TTFT", &f.ttft},
-                                  std::tuple{"Time per Output Token (excl. 1st token)", "TPOT", &f.tpot},
-                                  std::tuple{"Inter-token Latency", "ITL", &f.itl},
-                                  std::tuple{"End-to-end Latency", "E2EL", &f.e2el}}) {
+  for (auto [title, up, stats] :
+       {std::tuple{"Time to First Token", "TTFT", &f.ttft},
+        std::tuple{"Time per Output Token (excl. 1st token)", "TPOT", &f.tpot},
+        std::tuple{"Inter-token Latency", "ITL", &f.itl},
+        std::tuple{"End-to-end Latency", "E2EL", &f.e2el}}) {
     if (!*stats) continue;  // not in --percentile-metrics
     t += fmt::format("{:-^52}\n", std::string(" ") + title + " ");
     Line(t, fmt::format("Mean {} (ms):", up), num((*stats)->mean_ms));
@@ -126,7 +133,8 @@ std::string LatencyText(const LoadFacts& f, const BenchOptions& o) {
   return t;
 }
 
-std::string ServerMetricsText(const ServerFacts& srv, bool with_breakdown, bool client_ttft_measured) {
+std::string ServerMetricsText(const ServerFacts& srv, bool with_breakdown,
+                              bool client_ttft_measured) {
   if (!srv.metrics_available) {
     const std::string why = srv.error.value_or("");
     return fmt::format("Server metrics: not available{}\n", why.empty() ? "" : " (" + why + ")");
@@ -148,7 +156,8 @@ std::string ServerMetricsText(const ServerFacts& srv, bool with_breakdown, bool 
 
 std::string TokenCountsText(const LoadFacts& f) {
   std::string t = fmt::format("{:-^52}\n", " Token counts ");
-  for (const auto& [k, v] : f.token_count_method) Line(t, fmt::format("Counted by {}:", k), std::to_string(v));
+  for (const auto& [k, v] : f.token_count_method)
+    Line(t, fmt::format("Counted by {}:", k), std::to_string(v));
   Line(t, "Usage disagreed with chunks:", std::to_string(f.token_count_mismatches));
   return t;
 }

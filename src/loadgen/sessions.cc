@@ -302,10 +302,13 @@ SessionReport ReportSessions(const SessionWorkload& w, const BenchRun& run, doub
   std::string& text = out.text;
   text += "TTFT by turn (mean / p99, mean prompt tokens, resent):\n";
   for (const auto& t : turns) {
-    per_turn.push_back({{"turn", t.turn}, {"requests", t.requests}, {keys::kCompleted, t.completed},
+    per_turn.push_back({{"turn", t.turn},
+                        {"requests", t.requests},
+                        {keys::kCompleted, t.completed},
                         {"mean_prompt_tokens", t.mean_prompt_tokens},
                         {"mean_resent_tokens", t.mean_reused_tokens},
-                        {keys::kMeanTtftMs, t.mean_ttft_ms}, {keys::kMedianTtftMs, t.p50_ttft_ms},
+                        {keys::kMeanTtftMs, t.mean_ttft_ms},
+                        {keys::kMedianTtftMs, t.p50_ttft_ms},
                         {keys::kP99TtftMs, t.p99_ttft_ms}});
     text += fmt::format("  turn {:>3}: {:>9.2f} / {:>9.2f} ms  {:>8.0f} tokens  {:>8.0f} resent  ({} of {} completed)\n",
                         t.turn, t.mean_ttft_ms, t.p99_ttft_ms, t.mean_prompt_tokens,

@@ -224,7 +224,7 @@ ValidationCheck WarmupCheck(const BenchRun& run) {
   std::sort(rest.begin(), rest.end());
   const double median = stats::PercentileOfSorted(rest, 50);
   c.numbers["first_ttft_ms"] = Round3(first);
-  c.numbers["median_ttft_ms"] = Round3(median);
+  c.numbers[keys::kMedianTtftMs] = Round3(median);
   if (first > 3 * median && first - median > 5) {
     c.status = CheckStatus::kWarn;
     c.message = fmt::format("no warm-up, and the first request's TTFT ({:.1f} ms) is {:.1f}x the "

@@ -72,8 +72,8 @@ nlohmann::ordered_json MergeValidations(const std::vector<Validation>& rounds);
 // "validation" (a check that failed in an earlier run is added as "run I: name"). Returns the
 // terminal table.
 inline const char* const kHeadlineMetrics[] = {
-    keys::kMeanTtftMs, keys::kP99TtftMs, keys::kMeanTpotMs, keys::kP99TpotMs,
-    keys::kMeanItlMs,  keys::kP99ItlMs,  keys::kMeanE2elMs, keys::kP99E2elMs,
+    keys::kMeanTtftMs,        keys::kP99TtftMs,        keys::kMeanTpotMs,          keys::kP99TpotMs,
+    keys::kMeanItlMs,         keys::kP99ItlMs,         keys::kMeanE2elMs,          keys::kP99E2elMs,
     keys::kRequestThroughput, keys::kOutputThroughput, keys::kTotalTokenThroughput};
 std::string AddRunVariation(const std::vector<nlohmann::ordered_json>& runs,
                             nlohmann::ordered_json* last);

@@ -64,8 +64,9 @@ struct LoadView {
   std::optional<double> e2el = StatOf(load.e2el, [](const auto& s) { return s.mean_ms; });
   double out_tokens = double(load.total_output_tokens);
   double tokens_per_req = completed > 0 ? out_tokens / completed : 0;
-  std::optional<double> client_ttft = bd ? std::optional<double>(bd->client_ttft_ms)
-                                         : StatOf(load.ttft, [](const auto& s) { return s.mean_ms; });
+  std::optional<double> client_ttft =
+      bd ? std::optional<double>(bd->client_ttft_ms)
+         : StatOf(load.ttft, [](const auto& s) { return s.mean_ms; });
   std::optional<double> queue = srv.queue_mean_ms;
   std::optional<double> prefill = srv.prefill_mean_ms;
   std::optional<double> net = bd ? bd->network_and_front_end_ms : std::nullopt;
@@ -105,7 +106,8 @@ struct LoadView {
 
 // load.failures
 Finding FailuresRule(const LoadView& v, const LoadRuleOptions& o) {
-  if (!(v.failed > 0)) return Make("load.failures", Severity::kOk, "no request failed", {Ev("sent", v.sent, "")}, "");
+  if (!(v.failed > 0))
+    return Make("load.failures", Severity::kOk, "no request failed", {Ev("sent", v.sent, "")}, "");
   std::vector<Evidence> ev = {Ev("failed", v.failed, ""), Ev("sent", v.sent, "")};
   std::string reasons;
   bool overload = false, broken = false, slow = false, bad_output = false;
@@ -117,7 +119,8 @@ Finding FailuresRule(const LoadView& v, const LoadRuleOptions& o) {
     slow |= k == "timeout";
     bad_output |= k == "invalid_output";
   }
-  if (!v.load.errors_sample.empty()) ev.push_back(Ev("first_error", {}, "", v.load.errors_sample[0]));
+  if (!v.load.errors_sample.empty())
+    ev.push_back(Ev("first_error", {}, "", v.load.errors_sample[0]));
   std::string advice;
   if (overload) advice += "HTTP errors (429/503 mean overload or a rate limit): lower the offered load, add replicas, or raise the gateway's limits. ";
   if (broken) advice += "Streams reset or cut short: check the server log for crashes or OOM (`latdoc logs`), and proxy or load-balancer idle and response timeouts. ";
@@ -216,9 +219,10 @@ QueueingResult QueueingRule(const LoadView& v, const LoadRuleOptions& o, const S
   }
   const double queue = *v.queue, client_ttft = *v.client_ttft;
   const double share = queue / std::max(1e-9, client_ttft);
-  std::vector<Evidence> ev = {Ev("queue_mean", queue, "ms"), Ev("client_ttft_mean", client_ttft, "ms"),
-                              Ev("queue_share_of_ttft", share * 100, "%"),
-                              Ev("max_running", v.max_running, ""), Ev("max_waiting", v.srv.max_waiting, "")};
+  std::vector<Evidence> ev = {
+      Ev("queue_mean", queue, "ms"), Ev("client_ttft_mean", client_ttft, "ms"),
+      Ev("queue_share_of_ttft", share * 100, "%"), Ev("max_running", v.max_running, ""),
+      Ev("max_waiting", v.srv.max_waiting, "")};
   if (!(share >= o.queue_share_warn && queue >= o.queue_min_ms)) {
     r.finding = Make("load.queueing", Severity::kOk, fmt::format("queueing is {:.0f}% of TTFT", share * 100), ev,
                      "", v.OfE2el(queue));
@@ -345,8 +349,8 @@ std::optional<Finding> ItlStallsRule(const LoadView& v, const LoadRuleOptions& o
 
 // load.itl_growth: the target load's median ITL against the low-load baseline's.
 Finding ItlGrowthRule(const LoadFacts* base, const LoadView& v, const LoadRuleOptions& o) {
-  const std::optional<double> base_itl = base ? StatOf(base->itl, [](const auto& s) { return s.median_ms; })
-                                              : std::nullopt;
+  const std::optional<double> base_itl =
+      base ? StatOf(base->itl, [](const auto& s) { return s.median_ms; }) : std::nullopt;
   if (!(base_itl && v.itl_p50 && *base_itl > 0)) return Skip("load.itl_growth", "no low-load baseline");
   const double ratio = *v.itl_p50 / *base_itl;
   std::vector<Evidence> ev = {Ev("median_itl_baseline", *base_itl, "ms"), Ev("median_itl_load", *v.itl_p50, "ms"),
@@ -366,8 +370,10 @@ Finding ItlGrowthRule(const LoadFacts* base, const LoadView& v, const LoadRuleOp
 
 // load.ttft_tail
 std::optional<Finding> TtftTailRule(const LoadView& v, const LoadRuleOptions& o) {
-  const std::optional<double> ttft_p50 = StatOf(v.load.ttft, [](const auto& s) { return s.median_ms; });
-  const std::optional<double> ttft_p99 = StatOf(v.load.ttft, [](const auto& s) { return s.p99_ms(); });
+  const std::optional<double> ttft_p50 =
+      StatOf(v.load.ttft, [](const auto& s) { return s.median_ms; });
+  const std::optional<double> ttft_p99 =
+      StatOf(v.load.ttft, [](const auto& s) { return s.p99_ms(); });
   if (!(ttft_p50 && ttft_p99 && *ttft_p50 > 0)) return std::nullopt;
   const double ratio = *ttft_p99 / *ttft_p50;
   std::vector<Evidence> ev = {Ev("median_ttft", *ttft_p50, "ms"), Ev("p99_ttft", *ttft_p99, "ms")};
@@ -389,7 +395,9 @@ std::optional<Finding> SloRule(const LoadView& v) {
               fmt::format("{:.1f}% of requests met the SLO (target {:.0f}%)", slo.good_percent,
                           slo.target_percent),
               {Ev("good_percent", slo.good_percent, "%")},
-              met ? "" : "Fix the findings above first; then `latdoc sweep --slo ...` gives the highest concurrency that meets it.");
+              met ? ""
+                  : "Fix the findings above first; then `latdoc sweep --slo ...` gives the highest "
+                    "concurrency that meets it.");
 }
 
 }  // namespace

@@ -14,8 +14,8 @@
 //   load.ttft_tail       p99 TTFT >= 3x median TTFT
 //   load.slo             the --slo was missed
 // latency_share is the finding's share of the mean end-to-end latency, one scale for TTFT and
-// ITL findings alike. A rule that does not fire yields an `ok` finding with its evidence; one whose inputs are
-// missing yields `skip` with the reason.
+// ITL findings alike. A rule that does not fire yields an `ok` finding with its evidence; one whose
+// inputs are missing yields `skip` with the reason.
 #pragma once
 
 #include <vector>

@@ -25,7 +25,8 @@ void SetP(LatencyStats& s, double percent, double ms) {
   s.percentiles.push_back({percent, ms});
 }
 
-LatencyStats Stats(std::optional<double> mean, std::optional<double> median, std::optional<double> p99) {
+LatencyStats Stats(std::optional<double> mean, std::optional<double> median,
+                   std::optional<double> p99) {
   LatencyStats s;
   s.mean_ms = mean;
   s.median_ms = median;

@@ -104,7 +104,8 @@ void SetBatchLimits(const json& doc, const CalibrateOptions& opt, Calibration& c
   bool queued_at_plateau = false;
   for (const MeasuredPoint& p : cal.points) max_running = std::max(max_running, p.max_running.value_or(0));
   std::optional<double> plateau;
-  if (auto v = doc.find("server_max_num_seqs"); v != doc.end() && v->is_number()) plateau = v->get<double>();
+  if (auto v = doc.find("server_max_num_seqs"); v != doc.end() && v->is_number())
+    plateau = v->get<double>();
   if (!plateau && max_running > 0 && !cal.rate_mode) {
     for (const MeasuredPoint& p : cal.points)
       if (p.load > max_running + 0.5 && p.max_running && *p.max_running >= max_running - 0.5) queued_at_plateau = true;

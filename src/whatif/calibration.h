@@ -76,7 +76,8 @@ struct Parameter {
 struct PointError {
   size_t point = 0;     // index into Calibration::points
   double load = 0;
-  std::string metric;   // internal::kMetrics: median_ttft_ms, p99_ttft_ms, median_itl_ms, output_throughput
+  std::string
+      metric;  // internal::kMetrics: median_ttft_ms, p99_ttft_ms, median_itl_ms, output_throughput
   double measured = 0, predicted = 0;
   double rel_err = 0;   // predicted / measured - 1
 };

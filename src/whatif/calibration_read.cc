@@ -25,24 +25,32 @@ StatusOr<double> Num(const json& j, const char* key, const std::string& where) {
   return *v;
 }
 
-const char* const kMetrics[kFitMetrics] = {keys::kMedianItlMs, keys::kMedianTtftMs, keys::kP99TtftMs,
-                                           keys::kOutputThroughput};
+const char* const kMetrics[kFitMetrics] = {keys::kMedianItlMs, keys::kMedianTtftMs,
+                                           keys::kP99TtftMs, keys::kOutputThroughput};
 
 std::optional<double> MeasuredMetric(const MeasuredPoint& p, int k) {
   switch (k) {
-    case 0: return p.median_itl_ms;
-    case 1: return p.median_ttft_ms;
-    case 2: return p.p99_ttft_ms;
-    default: return p.output_throughput > 0 ? std::optional<double>(p.output_throughput) : std::nullopt;
+    case 0:
+      return p.median_itl_ms;
+    case 1:
+      return p.median_ttft_ms;
+    case 2:
+      return p.p99_ttft_ms;
+    default:
+      return p.output_throughput > 0 ? std::optional<double>(p.output_throughput) : std::nullopt;
   }
 }
 
 double PredictedMetric(const RunMetrics& m, int k) {
   switch (k) {
-    case 0: return m.median_itl_ms;
-    case 1: return m.median_ttft_ms;
-    case 2: return m.p99_ttft_ms;
-    default: return m.output_throughput;
+    case 0:
+      return m.median_itl_ms;
+    case 1:
+      return m.median_ttft_ms;
+    case 2:
+      return m.p99_ttft_ms;
+    default:
+      return m.output_throughput;
   }
 }
 
@@ -57,7 +65,8 @@ int RoundSize(bool rate_mode, double load, int min_requests) {
 }
 
 // One step of the sweep; nullopt when it cannot be a point (failed requests, no ITL).
-StatusOr<std::optional<MeasuredPoint>> ReadStep(const json& s, const std::string& w, const char* load_key) {
+StatusOr<std::optional<MeasuredPoint>> ReadStep(const json& s, const std::string& w,
+                                                const char* load_key) {
   if (!s.is_object()) return InvalidArgument(w + ": expected an object");
   MeasuredPoint p;
   ASSIGN_OR_RETURN(p.load, Num(s, load_key, w));
@@ -76,8 +85,10 @@ StatusOr<std::optional<MeasuredPoint>> ReadStep(const json& s, const std::string
     ASSIGN_OR_RETURN(p.prefill_mean_ms, OptNum(*sm, keys::kPrefillMeanMs, ws));
     ASSIGN_OR_RETURN(p.queue_mean_ms, OptNum(*sm, keys::kQueueMeanMs, ws));
   }
-  if (p.load <= 0 || requests < 1) return InvalidArgument(w + ": load and requests must be positive");
-  if (failed.value_or(0) > 0 || p.output_throughput <= 0 || !p.median_itl_ms) return std::optional<MeasuredPoint>();
+  if (p.load <= 0 || requests < 1)
+    return InvalidArgument(w + ": load and requests must be positive");
+  if (failed.value_or(0) > 0 || p.output_throughput <= 0 || !p.median_itl_ms)
+    return std::optional<MeasuredPoint>();
   p.requests = int(requests);
   return std::optional<MeasuredPoint>(p);
 }
@@ -87,7 +98,8 @@ StatusOr<int> ReadSweepSteps(const SweepSource& sweep, Calibration& cal) {
   const json& doc = *sweep.doc;
   int min_requests = 32;
   if (auto st = doc.find("stability"); st != doc.end() && st->is_object()) {
-    ASSIGN_OR_RETURN(std::optional<double> mr, OptNum(*st, "min_requests", sweep.where + ": stability"));
+    ASSIGN_OR_RETURN(std::optional<double> mr,
+                     OptNum(*st, "min_requests", sweep.where + ": stability"));
     if (mr && *mr >= 1) min_requests = int(*mr);
   }
   auto steps = doc.find("steps");
@@ -118,9 +130,11 @@ Status ReadDiagnosisRuns(const json& input, const std::string& src, Calibration&
     auto b = input.find(key);
     if (b == input.end() || !b->is_object()) continue;
     auto facts = loadgen::LoadFactsFromJson(nlohmann::ordered_json(*b));
-    if (!facts.ok()) return InvalidArgument(fmt::format("{}: {}.{}", src, key, facts.status().message()));
+    if (!facts.ok())
+      return InvalidArgument(fmt::format("{}: {}.{}", src, key, facts.status().message()));
     const loadgen::LoadFacts& f = *facts;
-    auto stat = [](const std::optional<loadgen::LatencyStats>& s, bool median) -> std::optional<double> {
+    auto stat = [](const std::optional<loadgen::LatencyStats>& s,
+                   bool median) -> std::optional<double> {
       if (!s) return std::nullopt;
       return median ? s->median_ms : s->p99_ms();
     };
@@ -155,15 +169,16 @@ StatusOr<SweepSource> FindSweep(const json& input, const std::string& src) {
     if (it == input.end() || !it->is_object()) {
       return InvalidArgument(fmt::format(
           "{}: no \"sweep\": a diagnosis has two load points (baseline and load), too few to fit "
-          "the step time; run `latdoc diagnose --sweep` or `latdoc sweep`", src));
+          "the step time; run `latdoc diagnose --sweep` or `latdoc sweep`",
+          src));
     }
     s.doc = &*it;
     s.where = src + ": sweep";
     schema = s.doc->value("schema", std::string());
   }
   if (schema != "latdoc.sweep/1") {
-    return InvalidArgument(fmt::format("{}: schema \"{}\": expected latdoc.sweep/1 or latdoc.diagnose/1",
-                                       s.where, schema));
+    return InvalidArgument(fmt::format(
+        "{}: schema \"{}\": expected latdoc.sweep/1 or latdoc.diagnose/1", s.where, schema));
   }
   return s;
 }
@@ -171,7 +186,8 @@ StatusOr<SweepSource> FindSweep(const json& input, const std::string& src) {
 std::string DetectServer(const json& input, const SweepSource& sweep, const CalibrateOptions& opt) {
   if (!opt.server.empty()) return opt.server;
   auto recs = sweep.doc->find("recommendations");
-  const bool llama_sweep = recs != sweep.doc->end() && recs->is_object() && recs->contains("parallel");
+  const bool llama_sweep =
+      recs != sweep.doc->end() && recs->is_object() && recs->contains("parallel");
   bool llama_diag = false;
   if (auto b = input.find("bench"); sweep.diagnosis && b != input.end() && b->is_object()) {
     // Tolerant here: a bench block that does not read is reported by ReadPoints, if it is used.
@@ -188,7 +204,8 @@ Status ReadWorkload(const SweepSource& sweep, Calibration& cal) {
   if (wl == sweep.doc->end() || !wl->is_object()) {
     return InvalidArgument(fmt::format(
         "{}: no \"workload\" (input and output lengths): written by latdoc sweep since this "
-        "version; sweep again", sweep.where));
+        "version; sweep again",
+        sweep.where));
   }
   const std::string w = sweep.where + ": workload";
   ASSIGN_OR_RETURN(double in, Num(*wl, "input_len", w));
@@ -199,19 +216,22 @@ Status ReadWorkload(const SweepSource& sweep, Calibration& cal) {
   cal.workload.output_len = int(out);
   cal.workload.range_ratio = std::clamp(rr.value_or(0), 0.0, 0.99);
   if (wl->value("dataset", std::string()) != "random") {
-    cal.notes.push_back("the sweep's prompts came from a dataset; the model replays random "
-                        "prompts of the dataset's mean lengths");
+    cal.notes.push_back(
+        "the sweep's prompts came from a dataset; the model replays random "
+        "prompts of the dataset's mean lengths");
   }
   return Status::Ok();
 }
 
-Status ReadPoints(const json& input, const SweepSource& sweep, const std::string& src, Calibration& cal) {
+Status ReadPoints(const json& input, const SweepSource& sweep, const std::string& src,
+                  Calibration& cal) {
   ASSIGN_OR_RETURN(int skipped_failed, ReadSweepSteps(sweep, cal));
   if (sweep.diagnosis && !cal.rate_mode) RETURN_IF_ERROR(ReadDiagnosisRuns(input, src, cal));
   std::stable_sort(cal.points.begin(), cal.points.end(),
                    [](const MeasuredPoint& a, const MeasuredPoint& b) { return a.load < b.load; });
   if (skipped_failed > 0) {
-    cal.notes.push_back(fmt::format("{} step(s) left out: failed requests or no ITL", skipped_failed));
+    cal.notes.push_back(
+        fmt::format("{} step(s) left out: failed requests or no ITL", skipped_failed));
   }
   return Status::Ok();
 }

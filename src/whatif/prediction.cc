@@ -46,13 +46,20 @@ double FitErr(const Calibration& c, std::string_view key) {
 }
 
 std::vector<std::pair<std::string, double>> Keys(const RunMetrics& m) {
-  return {{keys::kRequestThroughput, m.request_throughput}, {keys::kOutputThroughput, m.output_throughput},
-          {keys::kMeanTtftMs, m.mean_ttft_ms},             {keys::kMedianTtftMs, m.median_ttft_ms},
-          {keys::kP99TtftMs, m.p99_ttft_ms},               {keys::kMeanTpotMs, m.mean_tpot_ms},
-          {keys::kMedianTpotMs, m.median_tpot_ms},         {keys::kP99TpotMs, m.p99_tpot_ms},
-          {keys::kMeanItlMs, m.mean_itl_ms},               {keys::kMedianItlMs, m.median_itl_ms},
-          {keys::kP99ItlMs, m.p99_itl_ms},                 {keys::kMeanE2elMs, m.mean_e2el_ms},
-          {keys::kMedianE2elMs, m.median_e2el_ms},         {keys::kP99E2elMs, m.p99_e2el_ms}};
+  return {{keys::kRequestThroughput, m.request_throughput},
+          {keys::kOutputThroughput, m.output_throughput},
+          {keys::kMeanTtftMs, m.mean_ttft_ms},
+          {keys::kMedianTtftMs, m.median_ttft_ms},
+          {keys::kP99TtftMs, m.p99_ttft_ms},
+          {keys::kMeanTpotMs, m.mean_tpot_ms},
+          {keys::kMedianTpotMs, m.median_tpot_ms},
+          {keys::kP99TpotMs, m.p99_tpot_ms},
+          {keys::kMeanItlMs, m.mean_itl_ms},
+          {keys::kMedianItlMs, m.median_itl_ms},
+          {keys::kP99ItlMs, m.p99_itl_ms},
+          {keys::kMeanE2elMs, m.mean_e2el_ms},
+          {keys::kMedianE2elMs, m.median_e2el_ms},
+          {keys::kP99E2elMs, m.p99_e2el_ms}};
 }
 
 // Lower-triangular L with L L^T = cov (cov's diagonal nudged up when it is not positive
@@ -244,7 +251,9 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
     p.metrics.push_back({keys[i].first, {keys[i].second, lo[i] * (1 - e), hi[i] * (1 + e)}});
   }
   p.metrics.insert(p.metrics.begin(), {"duration", {central.duration_s, central.duration_s, central.duration_s}});
-  p.metrics.insert(p.metrics.begin(), {keys::kCompleted, {double(central.completed), double(central.completed), double(central.completed)}});
+  p.metrics.insert(p.metrics.begin(), {keys::kCompleted,
+                                       {double(central.completed), double(central.completed),
+                                        double(central.completed)}});
 
   // A measured step at this load with the calibrated flags and workload: shown beside.
   const sim::EngineConfig& e = c.engine;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "loadgen/load_facts.h"
 #include "stats/sample_summary.h"
 #include "tests/e2e/process.h"
 
@@ -205,6 +206,42 @@ TEST(BenchTruthTest, SeveralTokensPerChunkStillGivePerTokenItl) {
   }(), "mean ITL");
   // A step is ~4.2 ms and carries 4 tokens: about 1 ms per token, not 4.
   EXPECT_LT(r["median_itl_ms"].get<double>(), 1.6);
+}
+
+// A real run's result file reads back as LoadFacts (loadgen/load_facts.h), and the facts write
+// out again every key of the file but bench's own additions, in the file's order, with the
+// file's values: the typed facts hold everything SummarizeRun wrote.
+TEST(BenchResultTest, ResultFileRoundTripsThroughLoadFacts) {
+  SimProcess sim(kFastSim);
+  const std::string out = TempPath("bench.json");
+  RunResult r = RunLatdoc({"bench", "--url", sim.url(), "--request-rate", "200",
+                           "--max-concurrency", "4", "--num-requests", "40", "--input-len", "16",
+                           "--output-len", "8", "--slo", "ttft:5000", "--json", out, "--quiet"});
+  auto text = ReadFileToString(out);
+  ASSERT_TRUE(text.ok()) << "exit " << r.exit_code << "; stderr: " << r.err;
+  std::remove(out.c_str());
+  const auto file = nlohmann::ordered_json::parse(*text);
+  auto facts = loadgen::LoadFactsFromJson(file);
+  ASSERT_TRUE(facts.ok()) << facts.status().ToString();
+  EXPECT_EQ(facts->completed, 40u);
+  EXPECT_EQ(facts->max_concurrency, 4);
+  ASSERT_TRUE(facts->ttft.has_value());
+  EXPECT_EQ(facts->ttft->p99_ms(), file[loadgen::keys::kP99TtftMs].get<double>());
+  ASSERT_TRUE(facts->client_queue.has_value());
+  ASSERT_TRUE(facts->slo.has_value());
+  ASSERT_TRUE(facts->server.ttft_breakdown.has_value()) << file["server_metrics"].dump();
+  auto again = loadgen::LoadFactsFromJson(loadgen::ToJson(*facts));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(*again == *facts);
+  const nlohmann::ordered_json written = loadgen::ToJson(*facts);
+  std::vector<std::string> file_keys, written_keys;
+  for (const auto& [k, v] : file.items())
+    if (written.contains(k)) file_keys.push_back(k);
+  for (const auto& [k, v] : written.items()) {
+    written_keys.push_back(k);
+    EXPECT_EQ(v, file[k]) << k;
+  }
+  EXPECT_EQ(file_keys, written_keys);
 }
 
 // --threads 2: the two threads' requests and tokens add up to exactly what the simulator
