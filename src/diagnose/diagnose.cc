@@ -237,6 +237,7 @@ class DiagnoseRun {
     // The two documents are SummarizeRun's JSON (LoadStep): their facts read back exactly.
     auto base_facts = loadgen::LoadFactsFromJson(base);
     auto load_facts = loadgen::LoadFactsFromJson(load);
+    if (load_facts.ok()) target_load = *load_facts;
     Append(all, rules::EvaluateLoadRules(base_facts.ok() ? &*base_facts : nullptr,
                                          load_facts.ok() ? &*load_facts : nullptr));
     std::vector<std::string> gpu_traces = o.traces;
@@ -309,7 +310,8 @@ class DiagnoseRun {
       net_findings = rules::EvaluateNetRules(*net_facts);
     if (!net_facts) return;
     const bool kept_alive = o.bench.client.keep_alive;
-    std::optional<double> e2el = doc.contains("bench") ? NumAt(doc["bench"], "mean_e2el_ms") : std::nullopt;
+    std::optional<double> e2el =
+        target_load && target_load->e2el ? target_load->e2el->mean_ms : std::nullopt;
     rules::ScaleNetFindings(net_findings, rules::NetLoadContext{e2el, kept_alive});
     if (doc.contains("ttft_waterfall") && target_probe)
       SplitNetworkPart(doc["ttft_waterfall"], *target_probe, kept_alive, e2el, all,
@@ -521,6 +523,7 @@ class DiagnoseRun {
   bool reachable = true;
   std::optional<int64_t> knee_concurrency;  // from --sweep: judges max_num_seqs (host rules)
   std::vector<rules::Finding> log_config;   // config.* from a vLLM log's startup line
+  std::optional<loadgen::LoadFacts> target_load;  // the target load's facts, when it ran
   trace::WallClockWindow load_window;       // the load layer's, on the wall clock (0: none ran)
   std::vector<std::string> load_profile_files;  // --profile-load's trace of the target load
   std::optional<host::HostFacts> host_facts;
