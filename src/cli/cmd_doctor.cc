@@ -16,10 +16,10 @@
 #include "base/file_util.h"
 #include "base/json_text.h"
 #include "cli/command.h"
-#include "loadgen/sweep_curve.h"
 #include "cli/flags.h"
 #include "host/collector.h"
 #include "host/host_facts.h"
+#include "loadgen/sweep_curve.h"
 #include "report/findings_text.h"
 #include "rules/host_rules.h"
 

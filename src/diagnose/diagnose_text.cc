@@ -70,13 +70,16 @@ std::string RenderDiagnoseText(const report::Diagnosis& r, bool color, bool show
   }
   if (r.bench) {
     const loadgen::LoadFacts& b = *r.bench;
-    auto v = [](std::optional<double> x) { return x ? fmt::format("{:.1f}", *x) : std::string("n/a"); };
+    auto v = [](std::optional<double> x) {
+      return x ? fmt::format("{:.1f}", *x) : std::string("n/a");
+    };
     auto stat = [&](const std::optional<loadgen::LatencyStats>& m, bool p99) {
       return v(!m ? std::nullopt : p99 ? m->p99_ms() : m->median_ms);
     };
-    out += fmt::format("At concurrency {}: TTFT p50 {} / p99 {} ms, ITL p50 {} / p99 {} ms, {} output tok/s\n",
-                       b.max_concurrency.value_or(0), stat(b.ttft, false), stat(b.ttft, true),
-                       stat(b.itl, false), stat(b.itl, true), v(b.output_throughput));
+    out += fmt::format(
+        "At concurrency {}: TTFT p50 {} / p99 {} ms, ITL p50 {} / p99 {} ms, {} output tok/s\n",
+        b.max_concurrency.value_or(0), stat(b.ttft, false), stat(b.ttft, true), stat(b.itl, false),
+        stat(b.itl, true), v(b.output_throughput));
   }
   out += "\nFindings, most important first:\n";
   report::TextOptions to;

@@ -47,7 +47,8 @@ std::optional<double> KneeBatch(const ordered_json& doc) {
 StatusOr<SweepCurve> SweepCurveFromJson(const ordered_json& doc, std::string_view name) {
   if (!doc.is_object()) return InvalidArgument(std::string(name) + ": not a JSON object");
   SweepCurve c;
-  if (const ordered_json& m = Child(doc, "model_id"); m.is_string()) c.model_id = m.get<std::string>();
+  if (const ordered_json& m = Child(doc, "model_id"); m.is_string())
+    c.model_id = m.get<std::string>();
   const ordered_json& steps = Child(doc, "steps");
   bool rate_named = false, concurrency_named = false;
   if (steps.is_array()) {
@@ -71,12 +72,14 @@ StatusOr<SweepCurve> SweepCurveFromJson(const ordered_json& doc, std::string_vie
       c.steps.push_back(st);
     }
   }
-  std::stable_sort(c.steps.begin(), c.steps.end(),
-                   [](const SweepCurve::Step& a, const SweepCurve::Step& b) { return a.load < b.load; });
+  std::stable_sort(
+      c.steps.begin(), c.steps.end(),
+      [](const SweepCurve::Step& a, const SweepCurve::Step& b) { return a.load < b.load; });
   c.rate_mode = rate_named && !concurrency_named;
   c.knee = Knee(doc);
   c.knee_batch = KneeBatch(doc);
-  if (const ordered_json& r = Child(Child(doc, "knee"), "reached"); r.is_boolean()) c.knee_reached = r.get<bool>();
+  if (const ordered_json& r = Child(Child(doc, "knee"), "reached"); r.is_boolean())
+    c.knee_reached = r.get<bool>();
   return c;
 }
 

@@ -14,9 +14,13 @@ TEST(SweepCurveTest, KneeBatch) {
   EXPECT_EQ(*SweepKneeFromJson(R"({"knee_concurrency": 8})", "s.json"), 8);
   // The shape latdoc sweep writes (loadgen/sweep_report.cc), open-loop: knee by request rate.
   EXPECT_EQ(*SweepKneeFromJson(R"({"knee": {"request_rate": 12.5, "bend": "queueing"},
-      "recommendations": {"max_num_seqs": {"flag": "--max-num-seqs", "value": 75}}})", "s.json"), 75);
+      "recommendations": {"max_num_seqs": {"flag": "--max-num-seqs", "value": 75}}})",
+                               "s.json"),
+            75);
   EXPECT_EQ(*SweepKneeFromJson(R"({"knee": {"concurrency": 16},
-      "recommendations": {"max_num_seqs": {"flag": "--max-num-seqs", "value": 75}}})", "s.json"), 16);
+      "recommendations": {"max_num_seqs": {"flag": "--max-num-seqs", "value": 75}}})",
+                               "s.json"),
+            16);
   EXPECT_EQ(SweepKneeFromJson("[1]", "s.json").status().message(), "s.json: not a JSON object");
   EXPECT_EQ(SweepKneeFromJson(R"({"knee": {}})", "s.json").status().message(),
             "s.json: no knee found (expected knee.concurrency, knee.max_num_seqs, "
@@ -26,13 +30,13 @@ TEST(SweepCurveTest, KneeBatch) {
 
 // The curve the reports draw: steps by load, the knee on the load axis.
 TEST(SweepCurveTest, CurveOfASweepDocument) {
-  const ordered_json doc = {
-      {"model_id", "m"},
-      {"steps", {{{"concurrency", 8}, {"p99_ttft_ms", 90}, {"output_throughput", 800}},
-                 {{"concurrency", 1}, {"p99_ttft_ms", 20}, {"p99_itl_ms", "bad"}},
-                 {{"p99_ttft_ms", 5}},  // no load: skipped
-                 {{"concurrency", 4}, {"p99_e2el_ms", 300}, {"tokens_per_s", 400}}}},
-      {"knee", {{"concurrency", 4}, {"reached", true}}}};
+  const ordered_json doc = {{"model_id", "m"},
+                            {"steps",
+                             {{{"concurrency", 8}, {"p99_ttft_ms", 90}, {"output_throughput", 800}},
+                              {{"concurrency", 1}, {"p99_ttft_ms", 20}, {"p99_itl_ms", "bad"}},
+                              {{"p99_ttft_ms", 5}},  // no load: skipped
+                              {{"concurrency", 4}, {"p99_e2el_ms", 300}, {"tokens_per_s", 400}}}},
+                            {"knee", {{"concurrency", 4}, {"reached", true}}}};
   auto c = SweepCurveFromJson(doc, "s.json");
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->rate_mode);
@@ -44,10 +48,9 @@ TEST(SweepCurveTest, CurveOfASweepDocument) {
   EXPECT_EQ(c->knee, 4);
   EXPECT_EQ(c->knee_reached, true);
   // Open loop: steps and knee by request rate; the batch is the sweep's advice.
-  const ordered_json rate = {
-      {"steps", {{{"request_rate", 2.5}}, {{"request_rate", 5}}}},
-      {"knee", {{"request_rate", 5}, {"reached", false}}},
-      {"recommendations", {{"max_num_seqs", {{"value", 75}}}}}};
+  const ordered_json rate = {{"steps", {{{"request_rate", 2.5}}, {{"request_rate", 5}}}},
+                             {"knee", {{"request_rate", 5}, {"reached", false}}},
+                             {"recommendations", {{"max_num_seqs", {{"value", 75}}}}}};
   c = SweepCurveFromJson(rate, "s.json");
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->rate_mode);

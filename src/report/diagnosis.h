@@ -79,10 +79,10 @@ void SetFindings(Diagnosis& d, std::vector<rules::Finding> ranked);
 nlohmann::ordered_json ToJson(const Diagnosis& d);
 
 // A document ToJson wrote, read back (the browser test, reports of a saved diagnosis), with
-// its section facts read (ReadSectionFacts). Never fails: a finding without an id or a known layer and severity is counted in
-// unreadable_findings; a key of the wrong type reads as absent. A document without a
-// change_first takes rules::ChangeFirst of its findings; one whose change_first names no finding
-// has none.
+// its section facts read (ReadSectionFacts). Never fails: a finding without an id or a known layer
+// and severity is counted in unreadable_findings; a key of the wrong type reads as absent. A
+// document without a change_first takes rules::ChangeFirst of its findings; one whose change_first
+// names no finding has none.
 Diagnosis DiagnosisFromJson(const nlohmann::ordered_json& doc);
 
 }  // namespace latdoc::report

@@ -263,10 +263,11 @@ std::string LatencySection(const ordered_json& data) {
                        "<tbody>\n",
                        sweep["steps"].size(), E(sweep["x_name"].get<std::string>()));
     for (const auto& s : sweep["steps"]) {
-      out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                         "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                         Num(s["x"]), Num(s[loadgen::keys::kP99TtftMs]), Num(s[loadgen::keys::kP99ItlMs]),
-                         Num(s[loadgen::keys::kP99E2elMs]), Num(s[loadgen::keys::kOutputThroughput]));
+      out += fmt::format(
+          "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+          Num(s["x"]), Num(s[loadgen::keys::kP99TtftMs]), Num(s[loadgen::keys::kP99ItlMs]),
+          Num(s[loadgen::keys::kP99E2elMs]), Num(s[loadgen::keys::kOutputThroughput]));
     }
     out += "</tbody></table></details>\n";
   }

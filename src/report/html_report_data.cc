@@ -135,8 +135,8 @@ ordered_json Bench(const std::optional<loadgen::LoadFacts>& bench) {
   auto count = [](uint64_t v) { return ordered_json(static_cast<double>(v)); };
   out[loadgen::keys::kCompleted] = count(b.completed);
   out[loadgen::keys::kFailed] = count(b.failed);
-  out["max_concurrency"] =
-      b.max_concurrency ? ordered_json(static_cast<double>(*b.max_concurrency)) : ordered_json(nullptr);
+  out["max_concurrency"] = b.max_concurrency ? ordered_json(static_cast<double>(*b.max_concurrency))
+                                             : ordered_json(nullptr);
   out[loadgen::keys::kRequestThroughput] = Num(R6(b.request_throughput));
   out[loadgen::keys::kOutputThroughput] = Num(R6(b.output_throughput));
   using Stats = loadgen::LatencyStats;
@@ -300,7 +300,8 @@ ordered_json ServerSeries(const Diagnosis& dx) {
       t.push_back(Round6(p.t_s));
       run.push_back(Num(p.running));
       wait.push_back(Num(p.waiting));
-      kv.push_back(Num(p.kv_cache_usage ? std::optional(Round6(*p.kv_cache_usage * 100)) : std::nullopt));
+      kv.push_back(
+          Num(p.kv_cache_usage ? std::optional(Round6(*p.kv_cache_usage * 100)) : std::nullopt));
     }
     if (!t.empty()) {
       out.push_back({{"source", "bench: server /metrics during the load"}, {"t_s", std::move(t)},

@@ -99,8 +99,10 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
                        "|---:|---:|---:|---:|---:|\n",
                        s["x_name"].get<std::string>());
     for (const auto& p : s["steps"]) {
-      out += fmt::format("| {} | {} | {} | {} | {} |\n", Num(p["x"]), Num(p[loadgen::keys::kP99TtftMs]), Num(p[loadgen::keys::kP99ItlMs]),
-                         Num(p[loadgen::keys::kP99E2elMs]), Num(p[loadgen::keys::kOutputThroughput]));
+      out +=
+          fmt::format("| {} | {} | {} | {} | {} |\n", Num(p["x"]),
+                      Num(p[loadgen::keys::kP99TtftMs]), Num(p[loadgen::keys::kP99ItlMs]),
+                      Num(p[loadgen::keys::kP99E2elMs]), Num(p[loadgen::keys::kOutputThroughput]));
     }
     if (s["knee"].is_object()) {
       out += fmt::format("\nKnee at {} = {}{}.\n", s["x_name"].get<std::string>(), Num(s["knee"]["x"]),

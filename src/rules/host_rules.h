@@ -46,5 +46,4 @@ std::vector<Finding> JudgeHost(const host::HostFacts& facts, const HostRuleOptio
 std::vector<Finding> JudgeVllmArgv(const std::vector<std::string>& argv, const std::string& who,
                                    const HostRuleOptions& options);
 
-
 }  // namespace latdoc::rules
