@@ -129,98 +129,110 @@ namespace {
 
 using rocpd_internal::Negative;
 
-// The data-view path: SQLite runs data_views.sql's joins.
-Status ReadDataViews(SqliteDb& dbr, uint16_t source, Trace& trace) {
-  SqliteDb* db = &dbr;
+// The kernels view: one GpuOp a row, in row order.
+Status ReadKernelsView(SqliteDb& db, uint16_t source, Trace& trace) {
   SourceFile& src = trace.sources[source];
   Status st;
-  {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
-        "SELECT id, start, end, name, agent_type_index, stream_id, stack_id FROM kernels"));
-    while (q.Step(&st)) {
-      const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
-      if (q.IsNull(1) || q.IsNull(2)) {
-        src.issues.Add("missing start or end", fmt::format("kernels row id={}", id));
-        continue;
-      }
-      if (Negative(src, "kernels", id, start, end)) continue;
-      GpuOp op;
-      op.start_ns = start;
-      op.dur_ns = end - start;
-      const std::string_view name = q.Text(3);
-      op.name = trace.names.Intern(name);
-      op.device = static_cast<int32_t>(q.Int(4));
-      op.stream = static_cast<int32_t>(q.Int(5));
-      op.correlation = q.OptInt(6).value_or(kNoCorrelation);
-      op.source = source;
-      op.kind = ClassifyRocmInternalKernel(name).value_or(GpuOpKind::kKernel);
-      trace.gpu_ops.push_back(op);
-      ++src.events_read;
+  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(
+      "SELECT id, start, end, name, agent_type_index, stream_id, stack_id FROM kernels"));
+  while (q.Step(&st)) {
+    const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
+    if (q.IsNull(1) || q.IsNull(2)) {
+      src.issues.Add("missing start or end", fmt::format("kernels row id={}", id));
+      continue;
     }
-    RETURN_IF_ERROR(st);
+    if (Negative(src, "kernels", id, start, end)) continue;
+    GpuOp op;
+    op.start_ns = start;
+    op.dur_ns = end - start;
+    const std::string_view name = q.Text(3);
+    op.name = trace.names.Intern(name);
+    op.device = static_cast<int32_t>(q.Int(4));
+    op.stream = static_cast<int32_t>(q.Int(5));
+    op.correlation = q.OptInt(6).value_or(kNoCorrelation);
+    op.source = source;
+    op.kind = ClassifyRocmInternalKernel(name).value_or(GpuOpKind::kKernel);
+    trace.gpu_ops.push_back(op);
+    ++src.events_read;
   }
-
-  if (db->Has("memory_copies")) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
-        "SELECT id, start, end, name, size, src_agent_type, dst_agent_type, src_agent_type_index, "
-        "dst_agent_type_index, stream_id, stack_id FROM memory_copies"));
-    while (q.Step(&st)) {
-      const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
-      if (Negative(src, "memory_copies", id, start, end)) continue;
-      GpuOp op;
-      op.kind = GpuOpKind::kMemcpy;
-      op.start_ns = start;
-      op.dur_ns = end - start;
-      const std::string_view name = q.Text(3);
-      op.name = trace.names.Intern(name);
-      op.bytes = q.OptInt(4).value_or(-1);
-      op.direction = ParseCopyDirection(name);
-      const bool dst_gpu = q.Text(6) == "GPU";
-      op.device = static_cast<int32_t>(dst_gpu ? q.Int(8) : q.Int(7));
-      op.stream = static_cast<int32_t>(q.Int(9));
-      op.correlation = q.OptInt(10).value_or(kNoCorrelation);
-      op.source = source;
-      trace.gpu_ops.push_back(op);
-      ++src.events_read;
-    }
-    RETURN_IF_ERROR(st);
-  }
-
-  {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
-        "SELECT id, start, end, name, pid, tid, stack_id, category FROM regions"));
-    while (q.Step(&st)) {
-      const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
-      if (Negative(src, "regions", id, start, end)) continue;
-      const std::string_view category = q.Text(7);
-      const std::string_view name = q.Text(3);
-      if (category.rfind("MARKER", 0) == 0) {
-        CpuOp c;
-        c.start_ns = start;
-        c.dur_ns = end - start;
-        c.name = trace.names.Intern(name);
-        c.pid = static_cast<int32_t>(q.Int(4));
-        c.tid = static_cast<int32_t>(q.Int(5));
-        c.source = source;
-        c.kind = CpuOpKind::kMarker;
-        trace.cpu_ops.push_back(c);
-      } else {
-        ApiCall a;
-        a.start_ns = start;
-        a.dur_ns = end - start;
-        a.name = trace.names.Intern(name);
-        a.pid = static_cast<int32_t>(q.Int(4));
-        a.tid = static_cast<int32_t>(q.Int(5));
-        a.correlation = q.OptInt(6).value_or(kNoCorrelation);
-        a.source = source;
-        a.kind = ClassifyApi(name);
-        trace.api_calls.push_back(a);
-      }
-      ++src.events_read;
-    }
-    RETURN_IF_ERROR(st);
-  }
+  RETURN_IF_ERROR(st);
   return Status::Ok();
+}
+
+// The memory_copies view: one GpuOp (a copy) a row; the device is the GPU end of the copy.
+Status ReadMemoryCopiesView(SqliteDb& db, uint16_t source, Trace& trace) {
+  SourceFile& src = trace.sources[source];
+  Status st;
+  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(
+      "SELECT id, start, end, name, size, src_agent_type, dst_agent_type, src_agent_type_index, "
+      "dst_agent_type_index, stream_id, stack_id FROM memory_copies"));
+  while (q.Step(&st)) {
+    const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
+    if (Negative(src, "memory_copies", id, start, end)) continue;
+    GpuOp op;
+    op.kind = GpuOpKind::kMemcpy;
+    op.start_ns = start;
+    op.dur_ns = end - start;
+    const std::string_view name = q.Text(3);
+    op.name = trace.names.Intern(name);
+    op.bytes = q.OptInt(4).value_or(-1);
+    op.direction = ParseCopyDirection(name);
+    const bool dst_gpu = q.Text(6) == "GPU";
+    op.device = static_cast<int32_t>(dst_gpu ? q.Int(8) : q.Int(7));
+    op.stream = static_cast<int32_t>(q.Int(9));
+    op.correlation = q.OptInt(10).value_or(kNoCorrelation);
+    op.source = source;
+    trace.gpu_ops.push_back(op);
+    ++src.events_read;
+  }
+  RETURN_IF_ERROR(st);
+  return Status::Ok();
+}
+
+// The regions view: MARKER_* categories become CPU markers, the rest API calls.
+Status ReadRegionsView(SqliteDb& db, uint16_t source, Trace& trace) {
+  SourceFile& src = trace.sources[source];
+  Status st;
+  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(
+      "SELECT id, start, end, name, pid, tid, stack_id, category FROM regions"));
+  while (q.Step(&st)) {
+    const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
+    if (Negative(src, "regions", id, start, end)) continue;
+    const std::string_view category = q.Text(7);
+    const std::string_view name = q.Text(3);
+    if (category.rfind("MARKER", 0) == 0) {
+      CpuOp c;
+      c.start_ns = start;
+      c.dur_ns = end - start;
+      c.name = trace.names.Intern(name);
+      c.pid = static_cast<int32_t>(q.Int(4));
+      c.tid = static_cast<int32_t>(q.Int(5));
+      c.source = source;
+      c.kind = CpuOpKind::kMarker;
+      trace.cpu_ops.push_back(c);
+    } else {
+      ApiCall a;
+      a.start_ns = start;
+      a.dur_ns = end - start;
+      a.name = trace.names.Intern(name);
+      a.pid = static_cast<int32_t>(q.Int(4));
+      a.tid = static_cast<int32_t>(q.Int(5));
+      a.correlation = q.OptInt(6).value_or(kNoCorrelation);
+      a.source = source;
+      a.kind = ClassifyApi(name);
+      trace.api_calls.push_back(a);
+    }
+    ++src.events_read;
+  }
+  RETURN_IF_ERROR(st);
+  return Status::Ok();
+}
+
+// The data-view path: SQLite runs data_views.sql's joins.
+Status ReadDataViews(SqliteDb& dbr, uint16_t source, Trace& trace) {
+  RETURN_IF_ERROR(ReadKernelsView(dbr, source, trace));
+  if (dbr.Has("memory_copies")) RETURN_IF_ERROR(ReadMemoryCopiesView(dbr, source, trace));
+  return ReadRegionsView(dbr, source, trace);
 }
 
 }  // namespace
