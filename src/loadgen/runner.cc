@@ -122,7 +122,10 @@ int DefaultThreads(const std::string& host) {
   return std::max(cores, 1);
 }
 
-StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
+namespace {
+
+// The options RunBench checks before it sends anything.
+Status CheckBenchOptions(const BenchOptions& o) {
   if (o.prompts.empty()) return InvalidArgument("no prompts to send");
   if (std::isnan(o.request_rate) || o.request_rate < 0)
     return InvalidArgument("--request-rate must be a number above 0 (or inf)");
@@ -137,6 +140,67 @@ StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
     return InvalidArgument("--scrape-interval must be between 0.001 and 3600 seconds");
   if (o.num_requests <= 0 && o.duration_s <= 0)
     return InvalidArgument("give --num-requests or --duration");
+  return Status::Ok();
+}
+
+// The model to ask for when none is given: the first one /v1/models lists, with its owned_by
+// (it names the server on some: servermetrics/server_dialect.h). Runs `loop` until answered.
+Status FetchModel(http::EventLoop& loop, http::HttpClient& client, const http::Url& url,
+                  const std::string& api_key, std::string* model, std::string* owned_by) {
+  Status st;
+  http::ClientRequest req{"GET", "/v1/models", "", {}};
+  if (!api_key.empty()) req.headers.emplace_back("Authorization", "Bearer " + api_key);
+  http::FetchAll(client, req, [&](const http::ExchangeResult& r, std::string body) {
+    loop.Stop();
+    if (r.failure != http::FailureKind::kNone) {
+      st = Unavailable(fmt::format("{}: {}", url.Origin(), r.error));
+      return;
+    }
+    if (r.status == 401 || r.status == 403) {
+      // Reached, but refused: the key, not the network (a caller that tells the two apart
+      // does not call the server unreachable).
+      st = PermissionDenied(fmt::format("{} answered HTTP {}: check the API key "
+                                        "(--api-key-env)", url.Spec("/v1/models"), r.status));
+      return;
+    }
+    if (r.status != 200) {
+      st = Unavailable(fmt::format("{} answered HTTP {}{}", url.Spec("/v1/models"), r.status,
+                                   r.status == 404 && !url.base_path.empty()
+                                       ? fmt::format(" (is {} part of the server's routes? latdoc adds "
+                                                     "/v1/... after it)", url.base_path)
+                                       : ""));
+      return;
+    }
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
+        !j["data"][0].contains("id") || !j["data"][0]["id"].is_string()) {
+      st = InvalidArgument(fmt::format(
+          "{}: not an OpenAI model list (give --model)", url.Spec("/v1/models")));
+      return;
+    }
+    *model = j["data"][0]["id"].get<std::string>();
+    if (j["data"][0].contains("owned_by") && j["data"][0]["owned_by"].is_string())
+      *owned_by = j["data"][0]["owned_by"].get<std::string>();
+  });
+  loop.Run();
+  return st;
+}
+
+// The load threads: --threads, or DefaultThreads(); none without a stream, a --max-concurrency
+// slot or a request to send.
+int LoadThreads(const BenchOptions& o, const http::Url& url) {
+  int threads = o.threads > 0 ? o.threads : DefaultThreads(url.host);
+  if (o.request_rate <= 0) threads = std::min(threads, o.concurrency);
+  else if (o.max_concurrency > 0) threads = std::min(threads, o.max_concurrency);
+  if (o.num_requests > 0) threads = std::min(threads, o.num_requests);
+  threads = std::max(threads, 1);
+  return threads;
+}
+
+}  // namespace
+
+StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
+  RETURN_IF_ERROR(CheckBenchOptions(o));
   ASSIGN_OR_RETURN(http::Url url, http::ParseUrl(o.url));
   if (o.threads < 0) return InvalidArgument("--threads must be at least 1");
   http::RaiseFileLimit();
@@ -147,51 +211,8 @@ StatusOr<BenchRun> RunBench(const BenchOptions& o, BenchRun* unreachable_run) {
   // The model: given, or the first one the server lists.
   std::string model = o.model;
   std::string owned_by;  // names the server on some (servermetrics/server_dialect.h)
-  if (model.empty()) {
-    Status st;
-    http::ClientRequest req{"GET", "/v1/models", "", {}};
-    if (!o.api_key.empty()) req.headers.emplace_back("Authorization", "Bearer " + o.api_key);
-    http::FetchAll(client, req, [&](const http::ExchangeResult& r, std::string body) {
-      loop.Stop();
-      if (r.failure != http::FailureKind::kNone) {
-        st = Unavailable(fmt::format("{}: {}", url.Origin(), r.error));
-        return;
-      }
-      if (r.status == 401 || r.status == 403) {
-        // Reached, but refused: the key, not the network (a caller that tells the two apart
-        // does not call the server unreachable).
-        st = PermissionDenied(fmt::format("{} answered HTTP {}: check the API key "
-                                          "(--api-key-env)", url.Spec("/v1/models"), r.status));
-        return;
-      }
-      if (r.status != 200) {
-        st = Unavailable(fmt::format("{} answered HTTP {}{}", url.Spec("/v1/models"), r.status,
-                                     r.status == 404 && !url.base_path.empty()
-                                         ? fmt::format(" (is {} part of the server's routes? latdoc adds "
-                                                       "/v1/... after it)", url.base_path)
-                                         : ""));
-        return;
-      }
-      auto j = nlohmann::json::parse(body, nullptr, false);
-      if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
-          !j["data"][0].contains("id") || !j["data"][0]["id"].is_string()) {
-        st = InvalidArgument(fmt::format(
-            "{}: not an OpenAI model list (give --model)", url.Spec("/v1/models")));
-        return;
-      }
-      model = j["data"][0]["id"].get<std::string>();
-      if (j["data"][0].contains("owned_by") && j["data"][0]["owned_by"].is_string())
-        owned_by = j["data"][0]["owned_by"].get<std::string>();
-    });
-    loop.Run();
-    RETURN_IF_ERROR(st);
-  }
-  // No thread without a stream, a --max-concurrency slot or a request to send.
-  int threads = o.threads > 0 ? o.threads : DefaultThreads(url.host);
-  if (o.request_rate <= 0) threads = std::min(threads, o.concurrency);
-  else if (o.max_concurrency > 0) threads = std::min(threads, o.max_concurrency);
-  if (o.num_requests > 0) threads = std::min(threads, o.num_requests);
-  threads = std::max(threads, 1);
+  if (model.empty()) RETURN_IF_ERROR(FetchModel(loop, client, url, o.api_key, &model, &owned_by));
+  const int threads = LoadThreads(o, url);
   BenchRun run = runner_internal::RunLoadThreads(o, loop, url, threads, model);
   run.owned_by = owned_by;
   // A target that could not be reached at all is not a benchmark result.
