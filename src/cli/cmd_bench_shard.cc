@@ -14,22 +14,12 @@
 
 namespace latdoc::cli::bench_internal {
 
-StatusOr<ShardPlan> PlanShard(BenchArgs& a) {
-  ShardPlan p;
-  loadgen::BenchOptions& o = a.o;
-  if (!a.start_at.empty()) {
-    const int64_t now = WallNowNs();
-    ASSIGN_OR_RETURN(int64_t at, loadgen::ParseStartAt(a.start_at, now));
-    if (at - now > 24 * 3600 * kNsPerSec) {
-      return InvalidArgument(fmt::format("--start-at '{}' is {} ahead: more than 24 h",
-                                         a.start_at, FormatDurationNs(at - now)));
-    }
-    p.start_at_unix_ns = at;
-  }
-  if (a.shard.empty()) return p;
-  ASSIGN_OR_RETURN(p.spec, loadgen::ParseShard(a.shard));
-  p.active = true;
+namespace {
+
+// The whole load as the result's shard.load says it (before `a.o` becomes the shard's part).
+nlohmann::ordered_json ShardLoadJson(const BenchArgs& a) {
   using nlohmann::ordered_json;
+  const loadgen::BenchOptions& o = a.o;
   const bool open = o.request_rate > 0;
   ordered_json load;
   load["mode"] = open ? "open" : "closed";
@@ -50,6 +40,29 @@ StatusOr<ShardPlan> PlanShard(BenchArgs& a) {
                                     {"range_ratio", a.random.range_ratio}, {"prefix_len", a.random.prefix_len},
                                     {"token_ids", a.random.token_ids}}}};
   }
+  return load;
+}
+
+}  // namespace
+
+StatusOr<ShardPlan> PlanShard(BenchArgs& a) {
+  ShardPlan p;
+  loadgen::BenchOptions& o = a.o;
+  if (!a.start_at.empty()) {
+    const int64_t now = WallNowNs();
+    ASSIGN_OR_RETURN(int64_t at, loadgen::ParseStartAt(a.start_at, now));
+    if (at - now > 24 * 3600 * kNsPerSec) {
+      return InvalidArgument(fmt::format("--start-at '{}' is {} ahead: more than 24 h",
+                                         a.start_at, FormatDurationNs(at - now)));
+    }
+    p.start_at_unix_ns = at;
+  }
+  if (a.shard.empty()) return p;
+  ASSIGN_OR_RETURN(p.spec, loadgen::ParseShard(a.shard));
+  p.active = true;
+  using nlohmann::ordered_json;
+  const bool open = o.request_rate > 0;
+  ordered_json load = ShardLoadJson(a);
   // Counts are dealt: C / N each, one more to each of the lowest C % N shards.
   const loadgen::ShardSpec sp = p.spec;
   auto share = [&](int64_t total, const char* what) -> StatusOr<int> {
