@@ -29,8 +29,12 @@ std::optional<int> ResolveLoadShapeFlags(BenchArgs& a, BenchFlags& f) {
   // --request-rate inf with --max-concurrency N is latdoc's open loop at an infinite rate, capped
   // at N: every request scheduled at once, as vLLM does it.
   if (f.dataset_name == "replay") {
-    if (f.dataset_path.empty()) return BenchFlagError("--dataset-name replay reads --dataset-path FILE (JSONL of timed requests)");
-    if (f.request_rate->count() > 0) return BenchFlagError("--request-rate is not used with --dataset-name replay: the trace's times set the load");
+    if (f.dataset_path.empty())
+      return BenchFlagError(
+          "--dataset-name replay reads --dataset-path FILE (JSONL of timed requests)");
+    if (f.request_rate->count() > 0)
+      return BenchFlagError(
+          "--request-rate is not used with --dataset-name replay: the trace's times set the load");
     a.replay = true;
   } else if (f.replay_speed->count() > 0) {
     return BenchFlagError("--replay-speed goes with --dataset-name replay");
@@ -39,8 +43,9 @@ std::optional<int> ResolveLoadShapeFlags(BenchArgs& a, BenchFlags& f) {
     // --max-concurrency caps the replayed open loop.
   } else if (f.request_rate->count() == 0 && f.max_concurrency->count() > 0) {
     if (f.concurrency->count() > 0 && o.concurrency != o.max_concurrency)
-      return BenchFlagError("--concurrency and --max-concurrency both set the requests in flight "
-                            "when no --request-rate is given: give one");
+      return BenchFlagError(
+          "--concurrency and --max-concurrency both set the requests in flight "
+          "when no --request-rate is given: give one");
     o.concurrency = o.max_concurrency;
     o.max_concurrency = 0;
     o.request_rate = 0;
@@ -52,18 +57,23 @@ std::optional<int> ResolveLoadShapeFlags(BenchArgs& a, BenchFlags& f) {
 std::optional<int> ResolveDatasetFlags(BenchArgs& a, BenchFlags& f) {
   if (f.dataset_name == "multi-turn") {
     // A session file is optional: without one, synthetic sessions.
-    if (!a.dataset.empty()) return BenchFlagError("--dataset-name multi-turn reads its session file from --dataset-path");
+    if (!a.dataset.empty())
+      return BenchFlagError("--dataset-name multi-turn reads its session file from --dataset-path");
     a.multi_turn = true;
     a.session_file = f.dataset_path;
   } else if (f.num_sessions->count() > 0 || f.turns->count() > 0 || f.think_time->count() > 0) {
-    return BenchFlagError("--num-sessions, --turns and --think-time go with --dataset-name multi-turn");
+    return BenchFlagError(
+        "--num-sessions, --turns and --think-time go with --dataset-name multi-turn");
   }
   if (a.multi_turn) {
   } else if (f.dataset_name_opt->count() > 0 && f.dataset_name != "random") {
     if (f.dataset_path.empty())
-      return BenchFlagError(fmt::format("--dataset-name {} reads --dataset-path FILE", f.dataset_name));
+      return BenchFlagError(
+          fmt::format("--dataset-name {} reads --dataset-path FILE", f.dataset_name));
   } else if (f.dataset_name_opt->count() > 0 && !f.dataset_path.empty()) {
-    return BenchFlagError("--dataset-path is read with --dataset-name sharegpt, custom, multi-turn or replay; random makes its prompts");
+    return BenchFlagError(
+        "--dataset-path is read with --dataset-name sharegpt, custom, multi-turn or replay; random "
+        "makes its prompts");
   }
   if (!f.dataset_path.empty() && !a.multi_turn) {
     if (!a.dataset.empty()) return BenchFlagError("give --dataset or --dataset-path, not both");
@@ -75,12 +85,14 @@ std::optional<int> ResolveDatasetFlags(BenchArgs& a, BenchFlags& f) {
 // vLLM's names for latdoc's flags: EOS, the model, --goodput and the summary's percentiles.
 std::optional<int> ResolveVllmFlags(BenchArgs& a, BenchFlags& f) {
   loadgen::BenchOptions& o = a.o;
-  if (f.ignore_eos && a.no_ignore_eos) return BenchFlagError("give --ignore-eos or --no-ignore-eos, not both");
+  if (f.ignore_eos && a.no_ignore_eos)
+    return BenchFlagError("give --ignore-eos or --no-ignore-eos, not both");
   o.backend = f.server.backend;  // written as vLLM writes it
   // vLLM: --model names the tokenizer's model, --served-model-name what the requests ask for.
   if (!f.served_model_name.empty()) o.model = f.served_model_name;
   if (!f.tokenizer.empty() || f.trust_remote_code) {
-    fmt::print(stderr, "latdoc bench: note: {} not used: latdoc counts tokens from the server's usage "
+    fmt::print(stderr,
+               "latdoc bench: note: {} not used: latdoc counts tokens from the server's usage "
                "(or the stream's chunks) and needs no tokenizer\n",
                !f.tokenizer.empty() ? "--tokenizer is" : "--trust-remote-code is");
   }
@@ -93,7 +105,8 @@ std::optional<int> ResolveVllmFlags(BenchArgs& a, BenchFlags& f) {
     for (auto m : Split(f.percentile_metrics, ',')) {
       const std::string name(Trim(m));
       if (name != "ttft" && name != "tpot" && name != "itl" && name != "e2el")
-        return BenchFlagError(fmt::format("--percentile-metrics '{}': expected ttft, tpot, itl or e2el", name));
+        return BenchFlagError(
+            fmt::format("--percentile-metrics '{}': expected ttft, tpot, itl or e2el", name));
       o.summary_metrics.push_back(name);
     }
   }
@@ -112,7 +125,8 @@ std::optional<int> ResolveVllmFlags(BenchArgs& a, BenchFlags& f) {
 // --save-result, --result-dir and --result-filename: the JSON path, or a hidden one to rename.
 std::optional<int> ResolveSaveResultFlags(BenchArgs& a, BenchFlags& f) {
   if (!f.result_dir.empty() || !f.result_filename.empty()) {
-    if (!f.save_result) return BenchFlagError("--result-dir and --result-filename go with --save-result");
+    if (!f.save_result)
+      return BenchFlagError("--result-dir and --result-filename go with --save-result");
   }
   if (f.save_result) {
     if (!a.json_out.empty()) return BenchFlagError("give --json FILE or --save-result, not both");
@@ -127,11 +141,12 @@ std::optional<int> ResolveSaveResultFlags(BenchArgs& a, BenchFlags& f) {
     } else {
       // vLLM's name needs the model, known after the run when --model is not given: the
       // results are written to a hidden name in the same folder and renamed.
-      f.backend_label = !f.label.empty()             ? f.label
+      f.backend_label = !f.label.empty()            ? f.label
                         : !f.server.backend.empty() ? f.server.backend
                         : a.endpoint == "chat"      ? "openai-chat"
                                                     : "openai";
-      f.pending_result = (std::filesystem::path(dir) / fmt::format(".latdoc-bench-{}.json", ::getpid())).string();
+      f.pending_result =
+          (std::filesystem::path(dir) / fmt::format(".latdoc-bench-{}.json", ::getpid())).string();
       a.json_out = f.pending_result;
     }
   }
@@ -168,7 +183,8 @@ std::string VllmResultName(const std::string& label, const nlohmann::ordered_jso
   std::string shard;
   if (j.contains("shard") && j["shard"].is_object())
     shard = fmt::format("-shard{}of{}", j["shard"].value("index", 0), j["shard"].value("count", 1));
-  return fmt::format("{}-{}qps{}-{}-{}{}.json", label, rate, conc, model, j.value("date", std::string("")), shard);
+  return fmt::format("{}-{}qps{}-{}-{}{}.json", label, rate, conc, model,
+                     j.value("date", std::string("")), shard);
 }
 
 }  // namespace
@@ -176,10 +192,11 @@ std::string VllmResultName(const std::string& label, const nlohmann::ordered_jso
 int FinishSaveResult(const BenchFlags& f, int rc) {
   if (f.pending_result.empty() || ::access(f.pending_result.c_str(), R_OK) != 0) return rc;
   auto text = ReadFileToString(f.pending_result);
-  nlohmann::ordered_json j = text.ok() ? nlohmann::ordered_json::parse(*text, nullptr, false)
-                                       : nlohmann::ordered_json();
+  nlohmann::ordered_json j =
+      text.ok() ? nlohmann::ordered_json::parse(*text, nullptr, false) : nlohmann::ordered_json();
   const std::string path =
-      (std::filesystem::path(f.pending_result).parent_path() / VllmResultName(f.backend_label, j)).string();
+      (std::filesystem::path(f.pending_result).parent_path() / VllmResultName(f.backend_label, j))
+          .string();
   std::error_code ec;
   std::filesystem::rename(f.pending_result, path, ec);
   if (ec) {

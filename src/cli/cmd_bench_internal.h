@@ -69,11 +69,11 @@ struct BenchFlags {
 
 // --shard and --start-at, checked and applied to the options before any prompt is made.
 struct ShardPlan {
-  bool active = false;                     // --shard given
+  bool active = false;  // --shard given
   loadgen::ShardSpec spec;
-  std::optional<int64_t> start_at_unix_ns; // --start-at
-  int64_t num_prompts = 0;                 // the whole load's; 0: a --duration run
-  nlohmann::ordered_json block;            // the result's "shard", less what the run decides
+  std::optional<int64_t> start_at_unix_ns;  // --start-at
+  int64_t num_prompts = 0;                  // the whole load's; 0: a --duration run
+  nlohmann::ordered_json block;             // the result's "shard", less what the run decides
 };
 
 // Maps BenchFlags onto BenchArgs; an exit code when the flags are bad (the message printed).

@@ -36,7 +36,8 @@ Status LoadTools(BenchArgs& a) {
   ASSIGN_OR_RETURN(std::string text, ReadFileToString(a.tools_file));
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_array() || j.empty())
-    return InvalidArgument(a.tools_file + ": --tools expects a non-empty JSON array of tool definitions");
+    return InvalidArgument(a.tools_file +
+                           ": --tools expects a non-empty JSON array of tool definitions");
   a.o.tools_json = j.dump();
   return Status::Ok();
 }
@@ -68,7 +69,8 @@ int ReportBenchOutcome(const loadgen::BenchRun& run, const loadgen::BenchSummary
     return ExitCodeForSignal(run.stop_signal);
   }
   if (completed == 0 && f.failed > 0) {
-    fmt::print(stderr, "latdoc bench: every request failed: the server could not serve this load\n");
+    fmt::print(stderr,
+               "latdoc bench: every request failed: the server could not serve this load\n");
     return kExitCannotRun;
   }
   for (const std::string& p : s.problems) fmt::print(stderr, "latdoc bench: {}\n", p);
@@ -79,9 +81,12 @@ int ReportBenchOutcome(const loadgen::BenchRun& run, const loadgen::BenchSummary
 // --duration).
 Status CheckBenchArgs(BenchArgs& a) {
   loadgen::BenchOptions& o = a.o;
-  if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
-  else if (a.endpoint == "chat") o.endpoint = loadgen::Endpoint::kChat;
-  else return InvalidArgument("--endpoint must be completions or chat");
+  if (a.endpoint == "completions")
+    o.endpoint = loadgen::Endpoint::kCompletions;
+  else if (a.endpoint == "chat")
+    o.endpoint = loadgen::Endpoint::kChat;
+  else
+    return InvalidArgument("--endpoint must be completions or chat");
   if (o.num_requests < 0) return InvalidArgument("--num-requests must not be negative");
   if (o.warmup < 0) return InvalidArgument("--warmup must not be negative");
   if (a.max_error_rate != -1 && !(a.max_error_rate >= 0 && a.max_error_rate <= 1))
@@ -107,9 +112,10 @@ std::optional<int> LoadReplay(BenchArgs& a, const ShardPlan& shard,
   loadgen::BenchOptions& o = a.o;
   auto refuse = [](const std::string& what) {
     return Fail("bench", InvalidArgument(what + " is not used with --dataset-name replay: the "
-                                         "trace's times set the load"));
+                                                "trace's times set the load"));
   };
-  if (shard.active || shard.start_at_unix_ns) return refuse(shard.active ? "--shard" : "--start-at");
+  if (shard.active || shard.start_at_unix_ns)
+    return refuse(shard.active ? "--shard" : "--start-at");
   if (o.warmup > 0) return refuse("--warmup");
   if (o.duration_s > 0) return refuse("--duration");
   if (!(a.replay_speed > 0) || !std::isfinite(a.replay_speed))
@@ -124,7 +130,8 @@ std::optional<int> LoadReplay(BenchArgs& a, const ShardPlan& shard,
   o.num_requests = int(o.prompts.size());
   o.first_prompt = 0;
   o.request_rate = std::numeric_limits<double>::infinity();
-  replay_block = nlohmann::ordered_json{{"file", a.dataset}, {"speed", a.replay_speed},
+  replay_block = nlohmann::ordered_json{{"file", a.dataset},
+                                        {"speed", a.replay_speed},
                                         {"requests", o.prompts.size()},
                                         {"span_s", double(o.arrival_offsets_ns.back()) / 1e9}};
   return std::nullopt;
@@ -140,7 +147,8 @@ std::optional<int> MakePrompts(BenchArgs& a, ShardPlan& shard,
   // prompts, so that what is built before the run stays under 2^24 tokens (about 100 MB).
   const size_t per_prompt = size_t(std::max(1, a.random.input_len + a.random.prefix_len));
   const size_t for_duration = std::clamp<size_t>((size_t{1} << 24) / per_prompt, 1, 4096);
-  const size_t total = size_t(o.warmup) + (o.num_requests > 0 ? size_t(o.num_requests) : for_duration);
+  const size_t total =
+      size_t(o.warmup) + (o.num_requests > 0 ? size_t(o.num_requests) : for_duration);
   // A shard's measured prompts are the unsharded run's from its offset on (loadgen/shard.h).
   const size_t first_prompt = !shard.active ? 0
                               : shard.num_prompts > 0
@@ -185,8 +193,8 @@ std::optional<int> RunEarlierRuns(const BenchArgs& a, const ShardPlan& shard,
     if (!a.quiet) fmt::print(stderr, "latdoc bench: run {} of {}\n", i, a.num_runs);
     auto r = loadgen::RunBench(o);
     if (!r.ok()) {
-      return Fail("bench", Status(r.status().code(),
-                                  fmt::format("run {} of {}: {}", i, a.num_runs, r.status().message())));
+      return Fail("bench", Status(r.status().code(), fmt::format("run {} of {}: {}", i, a.num_runs,
+                                                                 r.status().message())));
     }
     if (r->stop_signal != 0) {
       fmt::print(stderr, "latdoc bench: run {} of {}: {}: no results written\n", i, a.num_runs,
@@ -195,7 +203,8 @@ std::optional<int> RunEarlierRuns(const BenchArgs& a, const ShardPlan& shard,
     }
     earlier.push_back(loadgen::SummarizeRun(*r, o, ro));
   }
-  if (a.num_runs > 1 && !a.quiet) fmt::print(stderr, "latdoc bench: run {} of {}\n", a.num_runs, a.num_runs);
+  if (a.num_runs > 1 && !a.quiet)
+    fmt::print(stderr, "latdoc bench: run {} of {}\n", a.num_runs, a.num_runs);
   return std::nullopt;
 }
 
@@ -229,9 +238,10 @@ void AddReplayResult(const loadgen::BenchRun& run, double replay_speed,
   for (const auto& r : run.records)
     if (r.sent_ns >= 0) lag = std::max(lag, r.sent_ns - r.scheduled_ns);
   replay_block["max_send_lag_ms"] = double(lag) / 1e6;
-  s.text += fmt::format("Replay: {} requests over {:.3f} s of trace at {}x; latest send {:.2f} ms after its time\n",
-                        replay_block["requests"].get<size_t>(), replay_block["span_s"].get<double>(),
-                        replay_speed, double(lag) / 1e6);
+  s.text += fmt::format(
+      "Replay: {} requests over {:.3f} s of trace at {}x; latest send {:.2f} ms after its time\n",
+      replay_block["requests"].get<size_t>(), replay_block["span_s"].get<double>(), replay_speed,
+      double(lag) / 1e6);
   s.json["replay"] = std::move(replay_block);
 }
 
@@ -253,7 +263,8 @@ void AddEarlierRuns(const std::vector<loadgen::BenchSummary>& earlier, int num_r
 std::optional<int> WriteBenchResults(const BenchArgs& a, bool shard_active,
                                      const loadgen::BenchRun& run, const loadgen::BenchSummary& s) {
   if (!a.json_out.empty()) {
-    const std::string text = shard_active ? loadgen::ShardResultText(s.json) : JsonText(s.json, 2) + "\n";
+    const std::string text =
+        shard_active ? loadgen::ShardResultText(s.json) : JsonText(s.json, 2) + "\n";
     if (Status st = WriteFileAtomic(a.json_out, text); !st.ok()) {
       return Fail("bench", st);
     }
@@ -268,7 +279,8 @@ std::optional<int> WriteBenchResults(const BenchArgs& a, bool shard_active,
 // The result's "multi_turn" block and its findings (loadgen::ReportSessions), for a session
 // run; the terminal's lines are appended to `text`.
 void AddMultiTurnResult(const BenchArgs& a, const loadgen::SessionWorkload& w,
-                        const loadgen::BenchRun& run, nlohmann::ordered_json& json, std::string& text) {
+                        const loadgen::BenchRun& run, nlohmann::ordered_json& json,
+                        std::string& text) {
   loadgen::SessionReport r = loadgen::ReportSessions(
       w, run, a.think_time_s, a.session_file.empty() ? "synthetic" : a.session_file,
       a.session_file.empty() ? &a.sessions : nullptr);
@@ -276,7 +288,8 @@ void AddMultiTurnResult(const BenchArgs& a, const loadgen::SessionWorkload& w,
   json["multi_turn"] = std::move(r.json);
   nlohmann::ordered_json fj = nlohmann::ordered_json::array();
   for (const auto& f : rules::MultiTurnFindings(r.facts)) {
-    text += fmt::format("{}: {}: {}\n  advice: {}\n", rules::SeverityName(f.severity), f.id, f.title, f.advice);
+    text += fmt::format("{}: {}: {}\n  advice: {}\n", rules::SeverityName(f.severity), f.id,
+                        f.title, f.advice);
     fj.push_back(nlohmann::ordered_json::parse(rules::ToJson(f).dump()));
   }
   json["findings"] = std::move(fj);
@@ -286,8 +299,10 @@ void AddMultiTurnResult(const BenchArgs& a, const loadgen::SessionWorkload& w,
 int RunSessionsCommand(BenchArgs& a, const loadgen::SloSpec& slo) {
   loadgen::BenchOptions& o = a.o;
   auto refuse = [](const std::string& what) {
-    return Fail("bench", InvalidArgument(what + " is not used with --dataset-name multi-turn: the "
-                                         "sessions set the load (one stream per session, turn by turn)"));
+    return Fail(
+        "bench",
+        InvalidArgument(what + " is not used with --dataset-name multi-turn: the "
+                               "sessions set the load (one stream per session, turn by turn)"));
   };
   if (!a.shard.empty()) return refuse("--shard");
   if (!a.start_at.empty()) return refuse("--start-at");
@@ -311,7 +326,8 @@ int RunSessionsCommand(BenchArgs& a, const loadgen::SloSpec& slo) {
     a.sessions.input_len = a.random.input_len;
     a.sessions.output_len = a.random.output_len;
     a.sessions.seed = o.seed;
-    if (Status st = loadgen::ValidateMultiTurnOptions(a.sessions); !st.ok()) return Fail("bench", st);
+    if (Status st = loadgen::ValidateMultiTurnOptions(a.sessions); !st.ok())
+      return Fail("bench", st);
     w = loadgen::SyntheticSessions(a.sessions);
   }
   for (const std::string* p : {&a.json_out, &a.requests_out}) {
@@ -329,7 +345,8 @@ int RunSessionsCommand(BenchArgs& a, const loadgen::SloSpec& slo) {
     loadgen::BenchSummary s = loadgen::SummarizeRun(unreachable, o, ro);
     s.json["error"] = run.status().message();
     if (!a.json_out.empty()) {
-      if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) return Fail("bench", st);
+      if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok())
+        return Fail("bench", st);
     }
     if (s.failures.failed > 0) fmt::print(stderr, "latdoc bench: {}\n", s.failures.Text());
     return Fail("bench", run.status());
@@ -340,7 +357,8 @@ int RunSessionsCommand(BenchArgs& a, const loadgen::SloSpec& slo) {
   AddMultiTurnResult(a, w, *run, s.json, s.text);
   if (!a.quiet) fmt::print("{}", s.text);
   if (!a.json_out.empty()) {
-    if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok()) return Fail("bench", st);
+    if (Status st = WriteFileAtomic(a.json_out, JsonText(s.json, 2) + "\n"); !st.ok())
+      return Fail("bench", st);
   }
   if (!a.requests_out.empty()) {
     if (Status st = WriteFileAtomic(a.requests_out, loadgen::RequestsJsonl(*run)); !st.ok())

@@ -113,13 +113,14 @@ StatusOr<std::string> CheckNetUrls(const NetArgs& a, const http::Url& url) {
   std::string expected_sha256;
   if (!a.expect_cert_sha256.empty()) {
     if (!url.tls())
-      return InvalidArgument(fmt::format(
-          "--expect-cert-sha256 needs an https --url (got {})", a.probe.url));
+      return InvalidArgument(
+          fmt::format("--expect-cert-sha256 needs an https --url (got {})", a.probe.url));
     auto n = net::NormalizeSha256Hex(a.expect_cert_sha256);
     if (!n)
       return InvalidArgument(fmt::format(
           "--expect-cert-sha256 '{}': expected 64 hex digits, with or without ':' (openssl x509 "
-          "-noout -fingerprint -sha256 -in CERT)", a.expect_cert_sha256));
+          "-noout -fingerprint -sha256 -in CERT)",
+          a.expect_cert_sha256));
     expected_sha256 = *n;
   }
   if (!a.plain_url.empty()) {
@@ -129,8 +130,8 @@ StatusOr<std::string> CheckNetUrls(const NetArgs& a, const http::Url& url) {
       return InvalidArgument(fmt::format(
           "--plain-url {}: must be http://, the server's plain-HTTP address", a.plain_url));
     if (!url.tls())
-      return InvalidArgument(fmt::format(
-          "--plain-url needs an https --url to compare with (got {})", a.probe.url));
+      return InvalidArgument(
+          fmt::format("--plain-url needs an https --url to compare with (got {})", a.probe.url));
   }
   return expected_sha256;
 }
@@ -168,8 +169,8 @@ void MeasureLink(const NetArgs& a, CommandRunner& runner, net::BandwidthFacts& b
     b.link_mbps = a.link_mbps;
     b.link_source = "--link-mbps";
   } else if (!a.iperf3_server.empty()) {
-    auto r = net::RunIperf3(runner, a.iperf3_server, a.iperf3_seconds,
-                            SecToNs(a.iperf3_seconds + 15.0));
+    auto r =
+        net::RunIperf3(runner, a.iperf3_server, a.iperf3_seconds, SecToNs(a.iperf3_seconds + 15.0));
     if (r.ok()) {
       b.link_mbps = r->received_mbps;
       b.link_source = "iperf3 " + a.iperf3_server;

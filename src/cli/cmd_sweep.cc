@@ -267,15 +267,18 @@ std::optional<int> CheckProfileAt(const SweepArgs& a) {
   if (a.profile_at.empty()) return std::nullopt;
   char* end = nullptr;
   const long n = a.profile_at == "knee" ? 1 : std::strtol(a.profile_at.c_str(), &end, 10);
-  if (a.profile_at != "knee" && (end == a.profile_at.c_str() || *end != '\0' || n < 1 || n > 100000))
-    return Fail("sweep", InvalidArgument(fmt::format(
-                             "--profile-at {}: give knee or a number of running requests (1 or more)",
-                             a.profile_at)));
+  if (a.profile_at != "knee" &&
+      (end == a.profile_at.c_str() || *end != '\0' || n < 1 || n > 100000))
+    return Fail("sweep",
+                InvalidArgument(fmt::format(
+                    "--profile-at {}: give knee or a number of running requests (1 or more)",
+                    a.profile_at)));
   if (a.profile_dir.empty())
     return Fail("sweep", InvalidArgument("--profile-at needs --profile-dir (the server's "
                                          "VLLM_TORCH_PROFILER_DIR, on this host or mounted)"));
   if (a.s.rate_mode)
-    return Fail("sweep", InvalidArgument("--profile-at profiles at a concurrency: not with --request-rate"));
+    return Fail("sweep",
+                InvalidArgument("--profile-at profiles at a concurrency: not with --request-rate"));
   if (!(a.profile_seconds > 0 && a.profile_seconds <= 600))
     return Fail("sweep", InvalidArgument("--profile-seconds must be in (0, 600]"));
   return std::nullopt;
@@ -366,7 +369,8 @@ std::optional<int> WriteSweepResults(const SweepArgs& a, const loadgen::SweepRes
       return Fail("sweep", st);
   }
   if (!a.csv_out.empty()) {
-    if (Status st = WriteFileAtomic(a.csv_out, loadgen::SweepCsv(r, s)); !st.ok()) return Fail("sweep", st);
+    if (Status st = WriteFileAtomic(a.csv_out, loadgen::SweepCsv(r, s)); !st.ok())
+      return Fail("sweep", st);
   }
   if (!a.svg_out.empty()) {
     if (Status st = WriteFileAtomic(a.svg_out, report::RenderSvg(BuildChart(r, s))); !st.ok())

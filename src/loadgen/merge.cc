@@ -243,7 +243,8 @@ Status WholeLoadOptions(const Shard& ref, const ordered_json& first_json, BenchO
 
 // The summary's "merged" block and its line under the title; a note when the shards
 // overlapped for less than 90% of the window.
-void AddMergedBlock(const Shard& ref, int metrics_shard, const MergedRecords& m, MergedResult& out) {
+void AddMergedBlock(const Shard& ref, int metrics_shard, const MergedRecords& m,
+                    MergedResult& out) {
   const BenchRun& run = m.run;
   const ordered_json& load = (*ref.block)["load"];
   const ordered_json& target = (*ref.block)["target"];
@@ -252,22 +253,22 @@ void AddMergedBlock(const Shard& ref, int metrics_shard, const MergedRecords& m,
   const int64_t overlap_ns = std::max<int64_t>(0, m.earliest_end - m.latest_start);
   const int64_t window_ns = run.end_ns - run.start_ns;
   j["merged"] = {{"shards", m.shard_list},
-                 {"window", {{"kind", "union"},
-                             {"start", FormatRfc3339Utc(run.start_ns)},
-                             {"start_unix_ns", run.start_ns},
-                             {"end_unix_ns", run.end_ns},
-                             {"duration_s", NsToSec(window_ns)},
-                             {"overlap_s", NsToSec(overlap_ns)},
-                             {"start_spread_s", NsToSec(m.latest_start - run.start_ns)}}},
+                 {"window",
+                  {{"kind", "union"},
+                   {"start", FormatRfc3339Utc(run.start_ns)},
+                   {"start_unix_ns", run.start_ns},
+                   {"end_unix_ns", run.end_ns},
+                   {"duration_s", NsToSec(window_ns)},
+                   {"overlap_s", NsToSec(overlap_ns)},
+                   {"start_spread_s", NsToSec(m.latest_start - run.start_ns)}}},
                  {"server_metrics_from_shard", metrics_shard},
                  {"load", load},
                  {"target", target}};
   // One line under the title: how many shards, and how well they overlapped.
   const std::string line = fmt::format(
       "Merged: {} shard{}; window {} s, overlap {} s (starts spread over {} s)\n", ref.count,
-      ref.count == 1 ? "" : "s",
-      FormatFixed(NsToSec(window_ns), 2), FormatFixed(NsToSec(overlap_ns), 2),
-      FormatFixed(NsToSec(m.latest_start - run.start_ns), 3));
+      ref.count == 1 ? "" : "s", FormatFixed(NsToSec(window_ns), 2),
+      FormatFixed(NsToSec(overlap_ns), 2), FormatFixed(NsToSec(m.latest_start - run.start_ns), 3));
   std::string& t = out.summary.text;
   t.insert(t.find('\n') + 1, line);
   if (ref.count > 1 && double(overlap_ns) < 0.9 * double(window_ns)) {

@@ -159,23 +159,27 @@ Status FetchModel(http::EventLoop& loop, http::HttpClient& client, const http::U
     if (r.status == 401 || r.status == 403) {
       // Reached, but refused: the key, not the network (a caller that tells the two apart
       // does not call the server unreachable).
-      st = PermissionDenied(fmt::format("{} answered HTTP {}: check the API key "
-                                        "(--api-key-env)", url.Spec("/v1/models"), r.status));
+      st =
+          PermissionDenied(fmt::format("{} answered HTTP {}: check the API key "
+                                       "(--api-key-env)",
+                                       url.Spec("/v1/models"), r.status));
       return;
     }
     if (r.status != 200) {
-      st = Unavailable(fmt::format("{} answered HTTP {}{}", url.Spec("/v1/models"), r.status,
-                                   r.status == 404 && !url.base_path.empty()
-                                       ? fmt::format(" (is {} part of the server's routes? latdoc adds "
-                                                     "/v1/... after it)", url.base_path)
-                                       : ""));
+      st = Unavailable(
+          fmt::format("{} answered HTTP {}{}", url.Spec("/v1/models"), r.status,
+                      r.status == 404 && !url.base_path.empty()
+                          ? fmt::format(" (is {} part of the server's routes? latdoc adds "
+                                        "/v1/... after it)",
+                                        url.base_path)
+                          : ""));
       return;
     }
     auto j = nlohmann::json::parse(body, nullptr, false);
     if (j.is_discarded() || !j.contains("data") || !j["data"].is_array() || j["data"].empty() ||
         !j["data"][0].contains("id") || !j["data"][0]["id"].is_string()) {
-      st = InvalidArgument(fmt::format(
-          "{}: not an OpenAI model list (give --model)", url.Spec("/v1/models")));
+      st = InvalidArgument(
+          fmt::format("{}: not an OpenAI model list (give --model)", url.Spec("/v1/models")));
       return;
     }
     *model = j["data"][0]["id"].get<std::string>();
@@ -190,8 +194,10 @@ Status FetchModel(http::EventLoop& loop, http::HttpClient& client, const http::U
 // slot or a request to send.
 int LoadThreads(const BenchOptions& o, const http::Url& url) {
   int threads = o.threads > 0 ? o.threads : DefaultThreads(url.host);
-  if (o.request_rate <= 0) threads = std::min(threads, o.concurrency);
-  else if (o.max_concurrency > 0) threads = std::min(threads, o.max_concurrency);
+  if (o.request_rate <= 0)
+    threads = std::min(threads, o.concurrency);
+  else if (o.max_concurrency > 0)
+    threads = std::min(threads, o.max_concurrency);
   if (o.num_requests > 0) threads = std::min(threads, o.num_requests);
   threads = std::max(threads, 1);
   return threads;

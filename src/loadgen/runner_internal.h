@@ -114,11 +114,11 @@ class Worker {
   const int thread_, threads_;
   const std::string model_;
   Coordinator* const coord_;
-  int concurrency_ = 0;         // closed loop: streams; open loop: the --max-concurrency share
-  uint64_t num_requests_ = 0;   // closed loop: this thread's share of --num-requests
-  uint64_t warmup_ = 0;         // this thread's share of --warmup
-  int warmup_threads_ = 1;      // threads with a warm-up stream (they are the first ones)
-  int warmup_streams_ = 0;      // this thread's warm-up streams
+  int concurrency_ = 0;        // closed loop: streams; open loop: the --max-concurrency share
+  uint64_t num_requests_ = 0;  // closed loop: this thread's share of --num-requests
+  uint64_t warmup_ = 0;        // this thread's share of --warmup
+  int warmup_threads_ = 1;     // threads with a warm-up stream (they are the first ones)
+  int warmup_streams_ = 0;     // this thread's warm-up streams
   http::EventLoop loop_;
   http::HttpClient client_;
   http::EventLoop::Timer dispatch_timer_, stop_timer_, drain_timer_;
@@ -132,7 +132,7 @@ class Worker {
   bool stopping_ = false;
   uint64_t warmup_sent_ = 0, measured_sent_ = 0;
   int in_flight_ = 0, max_in_flight_ = 0;
-  uint64_t next_k_ = 0;                // open loop: the next arrival of the schedule
+  uint64_t next_k_ = 0;  // open loop: the next arrival of the schedule
   int64_t next_due_ns_ = 0;
   int64_t start_ns_ = 0, done_ns_ = 0;
   int64_t cpu0_ns_ = 0, wall0_ns_ = 0;

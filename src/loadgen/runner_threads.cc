@@ -32,7 +32,11 @@ double CpuSeconds() {
 class Coordinator {
  public:
   Coordinator(const BenchOptions& o, http::EventLoop& loop, const http::Url& url, int threads)
-      : o_(o), loop_(loop), url_(url), threads_(threads), scrape_timer_(loop),
+      : o_(o),
+        loop_(loop),
+        url_(url),
+        threads_(threads),
+        scrape_timer_(loop),
         progress_timer_(loop) {}
 
   BenchRun Run(std::string model) {
@@ -43,8 +47,10 @@ class Coordinator {
     // The first signal stops sending and lets the streams in flight finish (up to the drain
     // timeout); a second one cancels them at once. Either way the run is returned, partial.
     loop_.OnTerminationSignal([this](int sig) {
-      if (!stopping_) Stop(sig);
-      else StopNow();
+      if (!stopping_)
+        Stop(sig);
+      else
+        StopNow();
     });
     if (o_.progress) ArmProgress();
     if (o_.warmup > 0) {
@@ -102,10 +108,12 @@ class Coordinator {
       if (o_.scrape_metrics && run_.metrics_available) ArmScrape();
     };
     if (o_.scrape_metrics) {
-      Scrape([this, begin](bool ok) {
-        run_.metrics_available = ok;
-        begin();
-      }, &run_.before);
+      Scrape(
+          [this, begin](bool ok) {
+            run_.metrics_available = ok;
+            begin();
+          },
+          &run_.before);
     } else {
       begin();
     }
@@ -140,9 +148,11 @@ class Coordinator {
     const int in_flight = InFlight();
     if (in_flight > 0 && !o_.command.empty()) {
       // On the line of the progress display, when there is one; that line is redrawn below.
-      fmt::print(stderr, "{}latdoc {}: stopping: draining {} in-flight stream{} (up to {:g} s); "
-                 "Ctrl-C again to stop now\n", o_.progress ? "\r\x1b[K" : "", o_.command,
-                 in_flight, in_flight == 1 ? "" : "s", NsToSec(o_.drain_timeout_ns));
+      fmt::print(stderr,
+                 "{}latdoc {}: stopping: draining {} in-flight stream{} (up to {:g} s); "
+                 "Ctrl-C again to stop now\n",
+                 o_.progress ? "\r\x1b[K" : "", o_.command, in_flight, in_flight == 1 ? "" : "s",
+                 NsToSec(o_.drain_timeout_ns));
     }
     for (auto& w : workers_) w->loop().Post([w = w.get(), why] { w->Stop(why); });
   }
@@ -179,10 +189,11 @@ class Coordinator {
     http::FetchAll(*metrics_client_, {"GET", "/metrics", "", {}},
                    [this, done, into](const http::ExchangeResult& r, std::string body) {
                      if (r.failure != http::FailureKind::kNone || r.status != 200) {
-                       run_.metrics_error = r.failure != http::FailureKind::kNone
-                                                ? r.error
-                                                : fmt::format("{} answered HTTP {}",
-                                                              metrics_client_->url().Spec("/metrics"), r.status);
+                       run_.metrics_error =
+                           r.failure != http::FailureKind::kNone
+                               ? r.error
+                               : fmt::format("{} answered HTTP {}",
+                                             metrics_client_->url().Spec("/metrics"), r.status);
                        done(false);
                        return;
                      }
@@ -205,7 +216,6 @@ class Coordinator {
     });
   }
 
-
   void ArmProgress() {
     progress_timer_.ExpireAfterNs(kNsPerSec / 2, [this] {
       uint64_t done = 0, failed = 0;
@@ -214,8 +224,8 @@ class Coordinator {
         failed += w->counters().failed.load(std::memory_order_relaxed);
       }
       double secs = run_.start_ns ? NsToSec(MonoNowNs() - run_.start_ns) : 0;
-      fmt::print(stderr, "\r\x1b[K[latdoc bench] {} done, {} failed, {} in flight{}{}",
-                 done, failed, InFlight(),
+      fmt::print(stderr, "\r\x1b[K[latdoc bench] {} done, {} failed, {} in flight{}{}", done,
+                 failed, InFlight(),
                  secs > 0 ? fmt::format(", {:.1f} req/s", double(done) / secs) : "",
                  stopping_ ? "; stopping (Ctrl-C again to stop now)" : "");
       ArmProgress();

@@ -59,12 +59,19 @@ class Flight final : public http::ExchangeObserver {
 
 Worker::Worker(const BenchOptions& o, int thread, int threads, const http::Url& url,
                const std::string& model, Coordinator* coord)
-    : o_(o), thread_(thread), threads_(threads), model_(model), coord_(coord),
-      client_(loop_, url, LoadClientOptions(o)), dispatch_timer_(loop_), stop_timer_(loop_),
-      drain_timer_(loop_), rng_(o.seed ^ 0x5bd1e995) {
+    : o_(o),
+      thread_(thread),
+      threads_(threads),
+      model_(model),
+      coord_(coord),
+      client_(loop_, url, LoadClientOptions(o)),
+      dispatch_timer_(loop_),
+      stop_timer_(loop_),
+      drain_timer_(loop_),
+      rng_(o.seed ^ 0x5bd1e995) {
   const bool open = o.request_rate > 0;
-  concurrency_ = int(DealtCount(uint64_t(open ? std::max(0, o.max_concurrency) : o.concurrency),
-                                threads, thread));
+  concurrency_ = int(
+      DealtCount(uint64_t(open ? std::max(0, o.max_concurrency) : o.concurrency), threads, thread));
   num_requests_ = DealtCount(uint64_t(std::max(0, o.num_requests)), threads, thread);
   // The warm-up runs closed loop at the run's concurrency (open loop: its cap, at least 1),
   // dealt to the threads that have a warm-up stream.
@@ -72,7 +79,8 @@ Worker::Worker(const BenchOptions& o, int thread, int threads, const http::Url& 
   warmup_threads_ = std::min(streams, threads);
   warmup_streams_ = int(DealtCount(uint64_t(streams), threads, thread));
   warmup_ = thread < warmup_threads_
-                ? DealtCount(uint64_t(std::max(0, o.warmup)), warmup_threads_, thread) : 0;
+                ? DealtCount(uint64_t(std::max(0, o.warmup)), warmup_threads_, thread)
+                : 0;
 }
 
 void Worker::StartWarmup() {
@@ -142,13 +150,17 @@ void Worker::Finished(Flight* f, RequestRecord* rec) {
     return;
   }
   if (phase_ == Phase::kWarmup) {
-    if (warmup_sent_ < warmup_) DispatchWarmup();
-    else if (in_flight_ == 0) WarmupDone();
+    if (warmup_sent_ < warmup_)
+      DispatchWarmup();
+    else if (in_flight_ == 0)
+      WarmupDone();
     return;
   }
   if (!open_loop()) {
-    if (MoreToSend()) DispatchMeasured();
-    else if (in_flight_ == 0) Done();
+    if (MoreToSend())
+      DispatchMeasured();
+    else if (in_flight_ == 0)
+      Done();
   } else {
     if (!queue_.empty()) SendQueued();
     if (!MoreToSend() && queue_.empty() && in_flight_ == 0) Done();
@@ -163,7 +175,8 @@ BenchRun Worker::TakeRun() {
     if (!r.warmup) part.records.push_back(std::move(r));
   part.warmup_requests = warmup_sent_;
   part.max_in_flight = max_in_flight_;
-  part.connections_opened = phase_ == Phase::kIdle ? 0 : client_.connections_opened() - connections0_;
+  part.connections_opened =
+      phase_ == Phase::kIdle ? 0 : client_.connections_opened() - connections0_;
   for (const auto& [id, t] : tcp_last_) http::AddConnection(part.tcp, t);
   part.thread_load.push_back(load_);
   return part;
@@ -191,7 +204,9 @@ bool Worker::MoreToSend() const {
 void Worker::AdvanceSchedule() {
   if (!o_.arrival_offsets_ns.empty()) {  // a replayed trace: its own times
     ++next_k_;
-    next_due_ns_ = start_ns_ + o_.arrival_offsets_ns[std::min<size_t>(size_t(next_k_), o_.arrival_offsets_ns.size() - 1)];
+    next_due_ns_ =
+        start_ns_ +
+        o_.arrival_offsets_ns[std::min<size_t>(size_t(next_k_), o_.arrival_offsets_ns.size() - 1)];
     return;
   }
   // An infinite rate sends every request at once (vLLM's default); a gap is capped so that a
@@ -253,8 +268,8 @@ void Worker::DispatchWarmup() {
 }
 
 void Worker::DispatchMeasured() {
-  uint64_t number = uint64_t(std::max(0, o_.warmup)) +
-                    measured_sent_++ * uint64_t(threads_) + uint64_t(thread_);
+  uint64_t number =
+      uint64_t(std::max(0, o_.warmup)) + measured_sent_++ * uint64_t(threads_) + uint64_t(thread_);
   Send(NewRecord(false, MonoNowNs(), number));
 }
 
@@ -306,9 +321,15 @@ void Flight::OnComplete(const http::ExchangeResult& r) {
   if (r.tcp) worker_->OnTcp(r.connection_id, *r.tcp);
   if (rec_->outcome == Outcome::kPending && r.failure != http::FailureKind::kNone) {
     switch (r.failure) {
-      case http::FailureKind::kConnect: rec_->outcome = Outcome::kConnect; break;
-      case http::FailureKind::kTimeout: rec_->outcome = Outcome::kTimeout; break;
-      case http::FailureKind::kProtocol: rec_->outcome = Outcome::kProtocol; break;
+      case http::FailureKind::kConnect:
+        rec_->outcome = Outcome::kConnect;
+        break;
+      case http::FailureKind::kTimeout:
+        rec_->outcome = Outcome::kTimeout;
+        break;
+      case http::FailureKind::kProtocol:
+        rec_->outcome = Outcome::kProtocol;
+        break;
       default:
         rec_->outcome = r.status ? Outcome::kCutShort : Outcome::kReset;
         if (r.error == "cancelled") rec_->outcome = Outcome::kCancelled;

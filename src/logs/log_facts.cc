@@ -90,22 +90,21 @@ json RequestsJson(const LogFacts& f) {
   for (const auto& e : f.endpoints) {
     endpoints.push_back({{"endpoint", U(e.endpoint)}, {"count", e.count}, {"errors_5xx", e.errors}});
   }
-  return {
-      {"received_request_lines", f.received_request_lines},
-      {"added_request_lines", f.added_request_lines},
-      {"finished_request_lines", f.finished_request_lines},
-      {"aborted_request_lines", f.aborted_request_lines},
-      {"generated_response_lines", f.generated_response_lines},
-      {"request_detail_lines", f.request_detail_lines},
-      {"access_lines", f.access_lines},
-      {"uvicorn_access_lines", f.uvicorn_access_lines},
-      {"access_status",
-       {{"1xx", f.access_status_classes[1]},
-        {"2xx", f.access_status_classes[2]},
-        {"3xx", f.access_status_classes[3]},
-        {"4xx", f.access_status_classes[4]},
-        {"5xx", f.access_status_classes[5]}}},
-      {"endpoints", std::move(endpoints)}};
+  return {{"received_request_lines", f.received_request_lines},
+          {"added_request_lines", f.added_request_lines},
+          {"finished_request_lines", f.finished_request_lines},
+          {"aborted_request_lines", f.aborted_request_lines},
+          {"generated_response_lines", f.generated_response_lines},
+          {"request_detail_lines", f.request_detail_lines},
+          {"access_lines", f.access_lines},
+          {"uvicorn_access_lines", f.uvicorn_access_lines},
+          {"access_status",
+           {{"1xx", f.access_status_classes[1]},
+            {"2xx", f.access_status_classes[2]},
+            {"3xx", f.access_status_classes[3]},
+            {"4xx", f.access_status_classes[4]},
+            {"5xx", f.access_status_classes[5]}}},
+          {"endpoints", std::move(endpoints)}};
 }
 
 // One element of "engines": an engine's stats lines, stretches, gaps and series.
@@ -155,12 +154,12 @@ json EngineJson(const EngineFacts& e, int64_t t0) {
       {"gaps", std::move(gaps)},
       {"series", SeriesJson(e.series, t0)},
   };
-  if (e.longest_no_progress) {   // only when there was one: older outputs stay as they were
+  if (e.longest_no_progress) {  // only when there was one: older outputs stay as they were
     const Stretch& st = *e.longest_no_progress;
-    out["no_progress"] = {{"start", st.start_label}, {"end", st.end_label},
-                          {"duration_s", Sec(st.dur_ns)}, {"points", st.points},
-                          {"max_running", st.peak},
-                          {"lines_before", UAll(e.lines_before_no_progress)}};
+    out["no_progress"] = {
+        {"start", st.start_label},      {"end", st.end_label},
+        {"duration_s", Sec(st.dur_ns)}, {"points", st.points},
+        {"max_running", st.peak},       {"lines_before", UAll(e.lines_before_no_progress)}};
   }
   return out;
 }
@@ -191,9 +190,9 @@ json LlamaJson(const LlamaFacts& l) {
       {"eval_timings", l.eval_timings},
       {"prompt_tokens", l.prompt_tokens},
       {"gen_tokens", l.gen_tokens},
-      {"prompt_tps", l.prompt_ms > 0 ? json(Round2(1000.0 * static_cast<double>(l.prompt_tokens) /
-                                                   l.prompt_ms))
-                                     : json(nullptr)},
+      {"prompt_tps", l.prompt_ms > 0
+                         ? json(Round2(1000.0 * static_cast<double>(l.prompt_tokens) / l.prompt_ms))
+                         : json(nullptr)},
       {"gen_tps", l.gen_ms > 0 ? json(Round2(1000.0 * static_cast<double>(l.gen_tokens) / l.gen_ms))
                                : json(nullptr)},
       {"min_request_gen_tps", l.min_gen_tps ? json(Round2(*l.min_gen_tps)) : json(nullptr)},
@@ -232,15 +231,24 @@ void AddOtherServers(const LogFacts& f, json& j) {
 
 std::string_view LineKindName(LineKind k) {
   switch (k) {
-    case LineKind::kStats: return "stats";
-    case LineKind::kRequestLog: return "request_log";
-    case LineKind::kAccess: return "access";
-    case LineKind::kDebug: return "debug";
-    case LineKind::kWarning: return "warning";
-    case LineKind::kError: return "error";
-    case LineKind::kOther: return "other";
-    case LineKind::kUnknown: return "unknown";
-    case LineKind::kCount: break;
+    case LineKind::kStats:
+      return "stats";
+    case LineKind::kRequestLog:
+      return "request_log";
+    case LineKind::kAccess:
+      return "access";
+    case LineKind::kDebug:
+      return "debug";
+    case LineKind::kWarning:
+      return "warning";
+    case LineKind::kError:
+      return "error";
+    case LineKind::kOther:
+      return "other";
+    case LineKind::kUnknown:
+      return "unknown";
+    case LineKind::kCount:
+      break;
   }
   return "unknown";
 }
@@ -250,8 +258,11 @@ json ToJson(const LogFacts& f) {
   j["schema"] = kLogFactsSchema;
   json inputs = json::array();
   for (const auto& in : f.inputs) {
-    inputs.push_back({{"path", U(in.path)}, {"compression", in.compression},
-                      {"raw_bytes", in.raw_bytes}, {"bytes", in.bytes}, {"lines", in.lines}});
+    inputs.push_back({{"path", U(in.path)},
+                      {"compression", in.compression},
+                      {"raw_bytes", in.raw_bytes},
+                      {"bytes", in.bytes},
+                      {"lines", in.lines}});
   }
   j["inputs"] = std::move(inputs);
   j["lines"] = f.lines;

@@ -224,8 +224,10 @@ Outcome CheapRequest(ProbeSession& ps, int i, ProbeSample& s) {
   // cannot arrive before the request was written; a stamp that says so came across a clock
   // step, and that sample has no ttfb rather than a made-up 0.
   if (t.headers_ns >= 0 && t.sent_ns >= 0) {
-    if (t.headers_ns > t.sent_ns) s.ttfb_ms = Ms(t.headers_ns - t.sent_ns);
-    else ++p.ttfb_unordered;
+    if (t.headers_ns > t.sent_ns)
+      s.ttfb_ms = Ms(t.headers_ns - t.sent_ns);
+    else
+      ++p.ttfb_unordered;
   }
   return o;
 }
@@ -314,7 +316,8 @@ void RunBandwidthStream(ProbeSession& ps) {
     b.bytes_per_token = *b.stream_bytes / *b.stream_tokens;
     int64_t span_ns = stream.last_content_ns() - stream.first_content_ns();
     if (stream.tokens() > 1 && span_ns > 0)
-      b.stream_tokens_per_s = static_cast<double>(stream.tokens() - 1) / (static_cast<double>(span_ns) / 1e9);
+      b.stream_tokens_per_s =
+          static_cast<double>(stream.tokens() - 1) / (static_cast<double>(span_ns) / 1e9);
   }
 }
 

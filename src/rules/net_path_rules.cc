@@ -21,14 +21,15 @@ void Path(const NetFacts& nf, std::vector<Finding>& out) {
     out.push_back(Make("net.path", Severity::kSkip, "Path not traced: " + p.skipped_reason));
     return;
   }
-  Finding f = Make("net.path", Severity::kInfo,
-                   p.jump_hop ? fmt::format("{} hops; the latency rises most at hop {} (+{:.1f} ms)",
-                                            p.hops.size(), *p.jump_hop, *p.jump_ms)
-                              : fmt::format("{} hops; no hop answered with a time", p.hops.size()));
+  Finding f =
+      Make("net.path", Severity::kInfo,
+           p.jump_hop ? fmt::format("{} hops; the latency rises most at hop {} (+{:.1f} ms)",
+                                    p.hops.size(), *p.jump_hop, *p.jump_ms)
+                      : fmt::format("{} hops; no hop answered with a time", p.hops.size()));
   f.evidence.push_back(Text("tool", p.tool));
   for (const auto& h : p.hops) {
-    f.evidence.push_back(Num(fmt::format("hop_{}{}", h.hop, h.address.empty() ? "" : " " + h.address),
-                             h.rtt_ms, "ms"));
+    f.evidence.push_back(Num(
+        fmt::format("hop_{}{}", h.hop, h.address.empty() ? "" : " " + h.address), h.rtt_ms, "ms"));
   }
   out.push_back(std::move(f));
 }
@@ -50,23 +51,24 @@ void Retransmits(const ProbeFacts& p, std::vector<Finding>& out) {
   Severity sev = Severity::kOk;
   if (t.retrans_segs >= kRetransWarnCount || (t.retrans_segs > 0 && share >= kRetransWarnShare))
     sev = share >= kRetransFailShare ? Severity::kFail : Severity::kWarn;
-  std::string ooo = t.rcv_ooo_packets == 0
-                        ? ""
-                        : fmt::format("; {} of the server's packets arrived out of order",
-                                      t.rcv_ooo_packets);
-  Finding f = Make(
-      "net.probe_retransmits", sev,
-      t.retrans_segs == 0
-          ? fmt::format("No TCP retransmits: 0 of {} segments on {} connections{}", t.segs_out,
-                        t.connections, ooo)
-          : fmt::format("{} of {} TCP segments retransmitted ({:.1f}%) on {} connections{}",
-                        t.retrans_segs, t.segs_out, share * 100, t.connections, ooo));
+  std::string ooo =
+      t.rcv_ooo_packets == 0
+          ? ""
+          : fmt::format("; {} of the server's packets arrived out of order", t.rcv_ooo_packets);
+  Finding f =
+      Make("net.probe_retransmits", sev,
+           t.retrans_segs == 0
+               ? fmt::format("No TCP retransmits: 0 of {} segments on {} connections{}", t.segs_out,
+                             t.connections, ooo)
+               : fmt::format("{} of {} TCP segments retransmitted ({:.1f}%) on {} connections{}",
+                             t.retrans_segs, t.segs_out, share * 100, t.connections, ooo));
   f.evidence = {Num("retransmitted_segments", static_cast<double>(t.retrans_segs), ""),
                 Num("segments_sent", static_cast<double>(t.segs_out), ""),
                 Num("retransmit_share", share * 100, "%"),
                 Num("connections", t.connections, ""),
                 Num("received_out_of_order", static_cast<double>(t.rcv_ooo_packets), ""),
-                Num("srtt_max", t.srtt_max_ms, "ms"), Num("rttvar_max", t.rttvar_max_ms, "ms"),
+                Num("srtt_max", t.srtt_max_ms, "ms"),
+                Num("rttvar_max", t.rttvar_max_ms, "ms"),
                 Text("worst_congestion_state", t.worst_ca_state)};
   if (sev != Severity::kOk) {
     f.advice =
@@ -88,10 +90,11 @@ void Route(const NetFacts& nf, std::vector<Finding>& out) {
     out.push_back(std::move(f));
     return;
   }
-  std::string how = r.local           ? fmt::format("on this host (dev {})", r.dev)
+  std::string how = r.local             ? fmt::format("on this host (dev {})", r.dev)
                     : r.gateway.empty() ? fmt::format("directly on the subnet of dev {}", r.dev)
                                         : fmt::format("via gateway {} (dev {})", r.gateway, r.dev);
-  Finding f = Make("net.route", Severity::kInfo, fmt::format("Server {} reached {}", r.address, how));
+  Finding f =
+      Make("net.route", Severity::kInfo, fmt::format("Server {} reached {}", r.address, how));
   f.evidence = {Text("address", r.address), Text("dev", r.dev),
                 Text("gateway", !r.gateway.empty() ? r.gateway
                                 : r.local          ? "none (this host)"
@@ -119,25 +122,28 @@ void PathMtu(const NetFacts& nf, std::vector<Finding>& out) {
   std::string title;
   if (r.pmtu_black_hole) {
     sev = Severity::kFail;
-    title = fmt::format("PMTU black hole: packets above {} bytes to {} vanish without ICMP "
-                        "'fragmentation needed' (interface MTU {})",
-                        path, r.address, iface);
+    title = fmt::format(
+        "PMTU black hole: packets above {} bytes to {} vanish without ICMP "
+        "'fragmentation needed' (interface MTU {})",
+        path, r.address, iface);
   } else if (path < iface && nf.server_iface_mtu_bytes && path >= *nf.server_iface_mtu_bytes) {
     // The server's own interface is the narrow end: nothing on the way lowers it.
-    title = fmt::format("Path MTU {} equals the server's interface MTU ({} {}), below the "
-                        "client's {} (dev {}): the server's end sets it",
-                        path, nf.server_iface, *nf.server_iface_mtu_bytes, iface, r.dev);
+    title = fmt::format(
+        "Path MTU {} equals the server's interface MTU ({} {}), below the "
+        "client's {} (dev {}): the server's end sets it",
+        path, nf.server_iface, *nf.server_iface_mtu_bytes, iface, r.dev);
   } else if (path < iface && nf.server_iface_mtu_bytes) {
     sev = Severity::kWarn;
-    title = fmt::format("Path MTU {} below both ends' interfaces (client {} dev {}, server {} {}): "
-                        "a smaller MTU on the way to {}",
-                        path, iface, r.dev, *nf.server_iface_mtu_bytes, nf.server_iface,
-                        r.address);
+    title = fmt::format(
+        "Path MTU {} below both ends' interfaces (client {} dev {}, server {} {}): "
+        "a smaller MTU on the way to {}",
+        path, iface, r.dev, *nf.server_iface_mtu_bytes, nf.server_iface, r.address);
   } else if (path < iface) {
     sev = Severity::kWarn;
-    title = fmt::format("Path MTU {} below the interface's {} (dev {}): a smaller MTU on the way "
-                        "to {}",
-                        path, iface, r.dev, r.address);
+    title = fmt::format(
+        "Path MTU {} below the interface's {} (dev {}): a smaller MTU on the way "
+        "to {}",
+        path, iface, r.dev, r.address);
   } else {
     title = fmt::format("Path MTU {} equals the interface's (dev {})", path, r.dev);
   }
@@ -148,7 +154,8 @@ void PathMtu(const NetFacts& nf, std::vector<Finding>& out) {
     f.evidence.push_back(Num("server_interface_mtu", *nf.server_iface_mtu_bytes, "bytes"));
     f.evidence.push_back(Text("server_dev", nf.server_iface));
   }
-  if (r.cached_mtu_bytes) f.evidence.push_back(Num("kernel_cached_mtu", *r.cached_mtu_bytes, "bytes"));
+  if (r.cached_mtu_bytes)
+    f.evidence.push_back(Num("kernel_cached_mtu", *r.cached_mtu_bytes, "bytes"));
   if (nf.probe.tcp.snd_mss_min_bytes)
     f.evidence.push_back(Num("tcp_mss", *nf.probe.tcp.snd_mss_min_bytes, "bytes"));
   if (!r.pmtu_note.empty()) f.evidence.push_back(Text("probe", r.pmtu_note));
@@ -178,7 +185,8 @@ void StreamStall(const NetFacts& nf, const ProbeFacts& p, std::vector<Finding>& 
   const net::RouteFacts& r = nf.route;
   std::string why = "large packets are lost on the path (a PMTU black hole or a middlebox)";
   if (r.pmtu_black_hole && r.path_mtu_bytes)
-    why = fmt::format("packets above the path MTU of {} bytes vanish (PMTU black hole)", *r.path_mtu_bytes);
+    why = fmt::format("packets above the path MTU of {} bytes vanish (PMTU black hole)",
+                      *r.path_mtu_bytes);
   Finding f = Make(
       "net.stream_stall", Severity::kFail,
       fmt::format("The {}-token stream ({}-byte prompt) stalled after {:.0f} bytes of its answer "
@@ -189,13 +197,15 @@ void StreamStall(const NetFacts& nf, const ProbeFacts& p, std::vector<Finding>& 
                 Num("stream_prompt", b.stream_prompt_bytes, "B"),
                 Num("bytes_before_stall", b.stall_bytes, "B"),
                 Num("tokens_before_stall", b.stall_tokens, ""),
-                Num("quiet", b.stall_quiet_ms, "ms"), Text("ended", b.stall_error),
+                Num("quiet", b.stall_quiet_ms, "ms"),
+                Text("ended", b.stall_error),
                 Text("url", p.url)};
   if (r.path_mtu_bytes) f.evidence.push_back(Num("path_mtu", *r.path_mtu_bytes, "bytes"));
   if (p.tcp.connections > 0) f.evidence.push_back(Num("tcp_retransmitted", p.tcp.retrans_segs, ""));
-  f.advice = "Long responses will hang the same way: find the device that drops large packets "
-             "(see net.path_mtu; `tracepath` to the server), let ICMP 'fragmentation needed' "
-             "through or clamp TCP's MSS there, or lower the client's MTU to the path's.";
+  f.advice =
+      "Long responses will hang the same way: find the device that drops large packets "
+      "(see net.path_mtu; `tracepath` to the server), let ICMP 'fragmentation needed' "
+      "through or clamp TCP's MSS there, or lower the client's MTU to the path's.";
   out.push_back(std::move(f));
 }
 

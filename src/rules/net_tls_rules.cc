@@ -51,9 +51,9 @@ void TlsInspection(const NetFacts& nf, std::vector<Finding>& out) {
                          leaf.issuer, leaf.sha256_hex.substr(0, 16),
                          nf.expected_cert_sha256.substr(0, 16)));
     if (!nf.expected_cert_source.empty() && nf.expected_cert_source != "--expect-cert-sha256")
-      f.title += fmt::format("; the server's own, from {}, is {} issued by {}",
-                             nf.expected_cert_source, nf.expected_cert_subject,
-                             nf.expected_cert_issuer);
+      f.title +=
+          fmt::format("; the server's own, from {}, is {} issued by {}", nf.expected_cert_source,
+                      nf.expected_cert_subject, nf.expected_cert_issuer);
     f.advice =
         "Something between client and server terminates TLS and signs its own certificate: an "
         "inspecting firewall (DPI), a TLS proxy or a CDN, named by the issuer. Exempt the "
@@ -92,9 +92,10 @@ void TlsOverhead(const NetFacts& nf, std::vector<Finding>& out) {
   if (added >= kTlsOverheadWarnMs || (ratio && *ratio < kTlsStreamWarnRatio)) sev = Severity::kWarn;
   if (added >= kTlsOverheadFailMs || (ratio && *ratio < kTlsStreamFailRatio)) sev = Severity::kFail;
   std::string stream =
-      !ratio ? "" : *ratio < kTlsStreamWarnRatio
-                        ? fmt::format("; the stream runs at {:.0f}% of its plain rate", *ratio * 100)
-                        : "; the stream as fast";
+      !ratio ? ""
+      : *ratio < kTlsStreamWarnRatio
+          ? fmt::format("; the stream runs at {:.0f}% of its plain rate", *ratio * 100)
+          : "; the stream as fast";
   Finding f = Make("net.tls_overhead", sev,
                    sev == Severity::kOk
                        ? fmt::format("HTTPS adds {:.1f} ms at first byte over plain HTTP{}",
@@ -103,7 +104,8 @@ void TlsOverhead(const NetFacts& nf, std::vector<Finding>& out) {
                                      "something on the HTTPS path slows it",
                                      added, stream));
   f.evidence = {Num("ttfb_https_p50", tls.ttfb.p50_ms, "ms"),
-                Num("ttfb_plain_p50", plain.ttfb.p50_ms, "ms"), Num("ttfb_added", added, "ms"),
+                Num("ttfb_plain_p50", plain.ttfb.p50_ms, "ms"),
+                Num("ttfb_added", added, "ms"),
                 Num("tls_handshake_p50", tls.tls.p50_ms, "ms"),
                 Num("ttft_kept_alive_https_p50", tls.ttft_reused.p50_ms, "ms"),
                 Num("ttft_kept_alive_plain_p50", plain.ttft_reused.p50_ms, "ms"),
@@ -111,9 +113,10 @@ void TlsOverhead(const NetFacts& nf, std::vector<Finding>& out) {
                 Num("stream_plain", plain.bandwidth.stream_tokens_per_s, "tokens/s"),
                 Text("plain_url", plain.url)};
   if (sev != Severity::kOk) {
-    f.advice = "Find what handles HTTPS differently: a TLS-inspecting firewall or proxy on the "
-               "HTTPS path (see net.tls_inspection), or a TLS terminator short of CPU; exempt the "
-               "server from inspection or terminate TLS closer to it.";
+    f.advice =
+        "Find what handles HTTPS differently: a TLS-inspecting firewall or proxy on the "
+        "HTTPS path (see net.tls_inspection), or a TLS terminator short of CPU; exempt the "
+        "server from inspection or terminate TLS closer to it.";
     if (tls.ttft_reused.p50_ms && *tls.ttft_reused.p50_ms > 0)
       f.latency_share = std::clamp(added / *tls.ttft_reused.p50_ms, 0.0, 1.0);
   }

@@ -74,7 +74,8 @@ void CollectCollectives(const Trace& trace, CollectivesByUnit& per_unit,
 }
 
 // A unit with communication kernels as a rank of the report: its rank, label and timeline.
-RankInfo DescribeRank(const UnitKey& key, const std::vector<SourceFile>& sources, const TraceReport& r) {
+RankInfo DescribeRank(const UnitKey& key, const std::vector<SourceFile>& sources,
+                      const TraceReport& r) {
   RankInfo ri;
   ri.source = key.first;
   ri.device = key.second;
@@ -84,9 +85,10 @@ RankInfo DescribeRank(const UnitKey& key, const std::vector<SourceFile>& sources
   for (const DeviceInfo& d : r.devices) {
     if (d.source == key.first && d.device == key.second) device_name = d.name;
   }
-  ri.label = fmt::format("{} (device {}{}{})", ri.rank ? fmt::format("rank {}", *ri.rank) : fmt::format("file {}", key.first),
-                         key.second, device_name.empty() ? "" : ", " + device_name,
-                         sf != nullptr ? ", " + sf->path : "");
+  ri.label = fmt::format(
+      "{} (device {}{}{})",
+      ri.rank ? fmt::format("rank {}", *ri.rank) : fmt::format("file {}", key.first), key.second,
+      device_name.empty() ? "" : ", " + device_name, sf != nullptr ? ", " + sf->path : "");
   for (const GpuTimeline& t : r.per_device) {
     if (t.source == key.first && t.device == key.second) {
       ri.total_ns = t.total_ns;
@@ -108,21 +110,24 @@ void CheckFilesFit(const std::vector<SourceFile>& sources, RankStats& out) {
   }
   for (const auto& [rank, paths] : by_rank) {
     if (paths.size() > 1) {
-      out.problems.push_back(fmt::format("rank {} appears in {} files ({}): the same rank twice", rank, paths.size(),
-                                         fmt::join(paths, ", ")));
+      out.problems.push_back(fmt::format("rank {} appears in {} files ({}): the same rank twice",
+                                         rank, paths.size(), fmt::join(paths, ", ")));
       out.files_conflict = true;
     }
   }
   if (world_sizes.size() > 1) {
     std::vector<std::string> w;
     for (const auto& [size, n] : world_sizes) w.push_back(fmt::format("{} ({} files)", size, n));
-    out.problems.push_back(fmt::format("the files record different world sizes: {}", fmt::join(w, ", ")));
+    out.problems.push_back(
+        fmt::format("the files record different world sizes: {}", fmt::join(w, ", ")));
     out.files_conflict = true;
-  } else if (world_sizes.size() == 1 && static_cast<size_t>(world_sizes.begin()->first) != out.ranks.size() &&
+  } else if (world_sizes.size() == 1 &&
+             static_cast<size_t>(world_sizes.begin()->first) != out.ranks.size() &&
              world_sizes.begin()->first > 0) {
-    out.problems.push_back(fmt::format("world size {} but {} ranks with collectives were given: the straggler is "
-                                       "judged among these only",
-                                       world_sizes.begin()->first, out.ranks.size()));
+    out.problems.push_back(
+        fmt::format("world size {} but {} ranks with collectives were given: the straggler is "
+                    "judged among these only",
+                    world_sizes.begin()->first, out.ranks.size()));
   }
 }
 
@@ -196,7 +201,8 @@ void FindUsualStraggler(const RankOptions& o, RankStats& out) {
 
 }  // namespace
 
-void ComputeRanks(const Trace& trace, const std::vector<SourceFile>& sources, TraceReport& r, const RankOptions& o) {
+void ComputeRanks(const Trace& trace, const std::vector<SourceFile>& sources, TraceReport& r,
+                  const RankOptions& o) {
   RankStats& out = r.ranks;
   out = RankStats{};
   out.straggler_min_wait_ns = o.straggler_min_wait_ns;

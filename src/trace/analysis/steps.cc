@@ -101,11 +101,12 @@ struct NameSteps {
 // What the passes of ComputeSteps share: the device, the step windows, and what the pass over
 // the ops gathers for the later ones.
 struct StepContext {
-  StepContext(const Trace& t, const AnalysisOptions& opt, StepStats& st) : trace(t), o(opt), s(st) {}
+  StepContext(const Trace& t, const AnalysisOptions& opt, StepStats& st)
+      : trace(t), o(opt), s(st) {}
   const Trace& trace;
   const AnalysisOptions& o;
   StepStats& s;
-  std::vector<int64_t> name_count;   // per name, its ops on the device
+  std::vector<int64_t> name_count;  // per name, its ops on the device
   int64_t device_ops = 0;
   std::vector<Window> windows;       // the steps' host windows
   int64_t cadence_ops_per_step = 0;  // cadence: ops a full step has (caps the open last step)
@@ -144,7 +145,7 @@ std::vector<Window> RangeWindows(StepContext& c) {
   const Trace& trace = c.trace;
   StepStats& s = c.s;
   std::vector<Window> windows;
-  std::vector<uint8_t> range_kind(trace.names.size(), 0);   // 1: ProfilerStep#, 2: execute_model
+  std::vector<uint8_t> range_kind(trace.names.size(), 0);  // 1: ProfilerStep#, 2: execute_model
   bool any = false;
   for (NameId id = 0; id < trace.names.size(); ++id) {
     const std::string_view n = trace.Name(id);
@@ -159,7 +160,8 @@ std::vector<Window> RangeWindows(StepContext& c) {
   if (any) {
     std::vector<Window> ranges[3];
     trace.cpu_ops.ForEach([&](const CpuOp& cpu) {
-      if (cpu.source != s.source || cpu.name >= range_kind.size() || range_kind[cpu.name] == 0) return;
+      if (cpu.source != s.source || cpu.name >= range_kind.size() || range_kind[cpu.name] == 0)
+        return;
       ranges[range_kind[cpu.name]].push_back({cpu.start_ns, cpu.end_ns()});
     });
     for (int k : {1, 2}) {
@@ -198,11 +200,14 @@ int64_t CadenceSteps(const StepContext& c) {
     // cadence_extra_share of its count past a multiple of N.
     int64_t covered = 0, divisor_names = 0;
     for (int64_t n : c.name_count) {
-      if (n >= *it && static_cast<double>(n % *it) <= o.cadence_extra_share * static_cast<double>(n)) covered += n;
+      if (n >= *it &&
+          static_cast<double>(n % *it) <= o.cadence_extra_share * static_cast<double>(n))
+        covered += n;
       if (n >= o.min_steps && n < *it && *it % n == 0) ++divisor_names;
     }
     if (static_cast<double>(covered) >= o.cadence_coverage * static_cast<double>(c.device_ops) &&
-        static_cast<double>(divisor_names) <= o.cadence_divisor_names_share * static_cast<double>(names_seen)) {
+        static_cast<double>(divisor_names) <=
+            o.cadence_divisor_names_share * static_cast<double>(names_seen)) {
       return *it;
     }
   }
@@ -245,7 +250,8 @@ bool CadenceWindows(StepContext& c) {
     s.detail = "one graph launch per step";
   } else {
     s.method = StepMethod::kCadence;
-    s.detail = "a repeated launch sequence, each step opened by " + ShortenMiddle(trace.Name(anchor), 80);
+    s.detail =
+        "a repeated launch sequence, each step opened by " + ShortenMiddle(trace.Name(anchor), 80);
     c.cadence_ops_per_step = c.device_ops / steps;
   }
   for (size_t i = 0; i < starts.size(); ++i) {
@@ -290,7 +296,8 @@ void AddGap(StepRow& g, const GpuOp& op, int64_t device_cover, const SyncsByThre
   if (!op.linked()) {
     g.idle_other_ns += gap;
   } else if (op.launch.start_ns > device_cover) {
-    (WaitedInSync(syncs_by_thread, op.launch, device_cover, o) ? g.idle_sync_ns : g.idle_host_late_ns) += gap;
+    (WaitedInSync(syncs_by_thread, op.launch, device_cover, o) ? g.idle_sync_ns
+                                                               : g.idle_host_late_ns) += gap;
   } else if (gap < o.kernel_wait_max_ns) {
     g.idle_kernel_wait_ns += gap;
   } else {
@@ -313,7 +320,8 @@ void AddOp(StepContext& c, int i, const GpuOp& op, std::vector<int64_t>& cover) 
   if (op.kind == GpuOpKind::kKernel) ++st.kernels;
   if (op.kind == GpuOpKind::kMemcpy) {
     ++st.copies;
-    if (op.direction == CopyDirection::kHtoD && op.bytes >= 0 && op.bytes < o.small_copy_bytes) ++st.small_h2d_copies;
+    if (op.direction == CopyDirection::kHtoD && op.bytes >= 0 && op.bytes < o.small_copy_bytes)
+      ++st.small_h2d_copies;
     if (op.direction == CopyDirection::kDtoH) {
       ++st.d2h_copies;
       ++c.d2h_names[op.name];
@@ -353,7 +361,8 @@ void ScanOps(StepContext& c) {
       // The open last step takes as many ops as the largest step before it: the rest is a tail.
       if (last_cap < 0) {
         last_cap = c.cadence_ops_per_step;
-        for (int k = 0; k + 1 < n; ++k) last_cap = std::max(last_cap, s.steps[static_cast<size_t>(k)].ops);
+        for (int k = 0; k + 1 < n; ++k)
+          last_cap = std::max(last_cap, s.steps[static_cast<size_t>(k)].ops);
       }
       if (s.steps.back().ops >= last_cap) i = -1;
     }
@@ -393,7 +402,8 @@ bool DropEmptySteps(StepContext& c) {
     lie.push_back(c.last_issue_end[k]);
   }
   if (static_cast<int64_t>(kept.size()) < c.o.min_steps) {
-    s.detail = "fewer than " + std::to_string(c.o.min_steps) + " steps with GPU work (" + s.detail + ")";
+    s.detail =
+        "fewer than " + std::to_string(c.o.min_steps) + " steps with GPU work (" + s.detail + ")";
     s.method = StepMethod::kNone;
     s.steps.clear();
     return false;
@@ -485,9 +495,10 @@ void ScanApiCalls(StepContext& c) {
   s.syncs = flatten(syncs);
   s.allocs = flatten(allocs);
   if (!c.d2h_names.empty()) {
-    const auto top = std::max_element(c.d2h_names.begin(), c.d2h_names.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second < b.second : a.first > b.first;
-    });
+    const auto top =
+        std::max_element(c.d2h_names.begin(), c.d2h_names.end(), [](const auto& a, const auto& b) {
+          return a.second != b.second ? a.second < b.second : a.first > b.first;
+        });
     s.d2h_copy = std::string(trace.Name(top->first));
   }
 }
@@ -500,8 +511,10 @@ void HostBusy(StepContext& c) {
   StepStats& s = c.s;
   const std::vector<Window>& windows = c.windows;
   const size_t m = s.steps.size();
-  const auto main = std::max_element(c.launches_by_thread.begin(), c.launches_by_thread.end(),
-                                     [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  const auto main =
+      std::max_element(c.launches_by_thread.begin(), c.launches_by_thread.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; })
+          ->first;
   // Two builders: CPU ops come in file order (nearly by start, merged as they come), API
   // calls by start; a sort of everything at once was most of this analysis's time.
   IntervalSetBuilder cpu_busy, api_busy;
@@ -511,7 +524,8 @@ void HostBusy(StepContext& c) {
     into.Add({std::max(a, from), std::min(b, to)});
   };
   trace.cpu_ops.ForEach([&](const CpuOp& cpu) {
-    if (cpu.source == s.source && cpu.kind == CpuOpKind::kOp) take(cpu_busy, cpu.pid, cpu.tid, cpu.start_ns, cpu.end_ns());
+    if (cpu.source == s.source && cpu.kind == CpuOpKind::kOp)
+      take(cpu_busy, cpu.pid, cpu.tid, cpu.start_ns, cpu.end_ns());
   });
   trace.api_calls.ForEach([&](const ApiCall& a) {
     if (a.source == s.source) take(api_busy, a.pid, a.tid, a.start_ns, a.end_ns());
@@ -568,7 +582,8 @@ void PeriodicKernels(StepContext& c) {
     if (ns.kind != GpuOpKind::kKernel || ns.steps < 2 || ns.stride < 2 || !ns.stride_ok) continue;
     // It must keep its period to the end: no step after its last one where it was due.
     if (ns.last + ns.stride < static_cast<int32_t>(m)) continue;
-    s.periodic.push_back({std::string(c.trace.Name(id)), ns.stride, ns.first, ns.steps, ns.count, ns.total_ns});
+    s.periodic.push_back(
+        {std::string(c.trace.Name(id)), ns.stride, ns.first, ns.steps, ns.count, ns.total_ns});
   }
   std::sort(s.periodic.begin(), s.periodic.end(), [](const PeriodicKernel& a, const PeriodicKernel& b) {
     return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;

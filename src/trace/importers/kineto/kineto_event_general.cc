@@ -21,7 +21,8 @@ std::optional<int64_t> JsonIntValue(od::value v) {
     if (!v.get_int64().get(i)) return i;
     double d;
     // In int64's range only (fuzz 9240a37c: 8.51e49 overflowed the cast).
-    if (!v.get_double().get(d) && std::isfinite(d) && std::fabs(d) < 9.2e18) return static_cast<int64_t>(d);
+    if (!v.get_double().get(d) && std::isfinite(d) && std::fabs(d) < 9.2e18)
+      return static_cast<int64_t>(d);
     return std::nullopt;
   }
   if (t == od::json_type::string) {  // ROCm: "size": "2560", "stream": "0x0"
@@ -36,8 +37,8 @@ namespace {
 
 std::optional<int64_t> MicrosValue(od::value v) {
   std::string_view tok = v.raw_json_token();
-  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' ||
-                          tok.back() == '\t')) {
+  while (!tok.empty() &&
+         (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t')) {
     tok.remove_suffix(1);
   }
   if (!tok.empty() && tok.front() == '"') {  // rocprof v1 results.json writes "ts": "12"

@@ -133,8 +133,10 @@ using rocpd_internal::Negative;
 Status ReadKernelsView(SqliteDb& db, uint16_t source, Trace& trace) {
   SourceFile& src = trace.sources[source];
   Status st;
-  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(
-      "SELECT id, start, end, name, agent_type_index, stream_id, stack_id FROM kernels"));
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      db.Prepare(
+          "SELECT id, start, end, name, agent_type_index, stream_id, stack_id FROM kernels"));
   while (q.Step(&st)) {
     const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
     if (q.IsNull(1) || q.IsNull(2)) {
@@ -163,9 +165,10 @@ Status ReadKernelsView(SqliteDb& db, uint16_t source, Trace& trace) {
 Status ReadMemoryCopiesView(SqliteDb& db, uint16_t source, Trace& trace) {
   SourceFile& src = trace.sources[source];
   Status st;
-  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(
-      "SELECT id, start, end, name, size, src_agent_type, dst_agent_type, src_agent_type_index, "
-      "dst_agent_type_index, stream_id, stack_id FROM memory_copies"));
+  ASSIGN_OR_RETURN(SqliteStmt q,
+                   db.Prepare("SELECT id, start, end, name, size, src_agent_type, dst_agent_type, "
+                              "src_agent_type_index, "
+                              "dst_agent_type_index, stream_id, stack_id FROM memory_copies"));
   while (q.Step(&st)) {
     const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
     if (Negative(src, "memory_copies", id, start, end)) continue;
@@ -193,8 +196,9 @@ Status ReadMemoryCopiesView(SqliteDb& db, uint16_t source, Trace& trace) {
 Status ReadRegionsView(SqliteDb& db, uint16_t source, Trace& trace) {
   SourceFile& src = trace.sources[source];
   Status st;
-  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(
-      "SELECT id, start, end, name, pid, tid, stack_id, category FROM regions"));
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      db.Prepare("SELECT id, start, end, name, pid, tid, stack_id, category FROM regions"));
   while (q.Step(&st)) {
     const int64_t id = q.Int(0), start = q.Int(1), end = q.Int(2);
     if (Negative(src, "regions", id, start, end)) continue;

@@ -21,7 +21,8 @@
 namespace latdoc::trace::rocpd_internal {
 
 // Counts a row whose end precedes its start as an issue; true when it does (the row is dropped).
-inline bool Negative(SourceFile& src, std::string_view view, int64_t id, int64_t start, int64_t end) {
+inline bool Negative(SourceFile& src, std::string_view view, int64_t id, int64_t start,
+                     int64_t end) {
   if (end >= start) return false;
   src.issues.Add("negative duration", fmt::format("{} row id={}", view, id),
                  fmt::format("end {} < start {}", end, start));
@@ -39,8 +40,8 @@ constexpr int64_t kNullKey = INT64_MIN;
 struct RocpdTables {
   struct String {
     std::string value;
-    bool marker = false;               // as a category: MARKER_*
-    NameId name = kUnset;              // interned on first use, in row order as the data path
+    bool marker = false;   // as a category: MARKER_*
+    NameId name = kUnset;  // interned on first use, in row order as the data path
     bool api_classified = false;
     ApiKind api_kind = ApiKind::kOther;
     bool copy_classified = false;
@@ -48,7 +49,7 @@ struct RocpdTables {
   };
   struct Agent {
     bool gpu = false;
-    int64_t type_index = 0;            // NULL reads 0, as SqliteStmt::Int on the data view
+    int64_t type_index = 0;  // NULL reads 0, as SqliteStmt::Int on the data view
   };
   struct Symbol {
     std::string display_name;
@@ -68,7 +69,7 @@ struct RocpdTables {
   IdIndex process_index;
   std::vector<int64_t> thread_tids;
   IdIndex thread_index;
-  std::vector<bool> queue_has_process; // the kernels view's INNER JOIN process ON P.id = Q.pid
+  std::vector<bool> queue_has_process;  // the kernels view's INNER JOIN process ON P.id = Q.pid
   IdIndex queue_index;
 
   NameId Name(String& s, Trace& trace) {
@@ -94,8 +95,8 @@ struct Staged {
     int64_t id = 0;  // the fact row's id, for the issues' "row id="
   };
   explicit Staged(size_t block_rows = SpillTable<Row>::kDefaultBlockRows) : rows(block_rows) {}
-  SpillTable<Row> rows;                  // one block in memory, the rest in a temporary file
-  std::vector<StagedFailure> failures;   // in row order
+  SpillTable<Row> rows;                 // one block in memory, the rest in a temporary file
+  std::vector<StagedFailure> failures;  // in row order
   // Set when a fact row came out twice in a row: its event_id found two rocpd_event rows.
   bool repeated = false;
   // Adds the row; `failure`, when set, is the row's (its `row` is filled in here).
@@ -114,7 +115,8 @@ struct Staged {
 };
 struct StagedFacts {
   // Staged tables of `block_rows` rows a block.
-  explicit StagedFacts(size_t block_rows) : kernels(block_rows), copies(block_rows), regions(block_rows) {}
+  explicit StagedFacts(size_t block_rows)
+      : kernels(block_rows), copies(block_rows), regions(block_rows) {}
   StagedFacts() = default;
   Staged<GpuOp> kernels;
   Staged<GpuOp> copies;

@@ -42,8 +42,9 @@ constexpr const char* kFactViews[kFactTables] = {"rocpd_kernel_dispatch", "rocpd
 // result rows, costs a little more, but on a thread with time to spare.
 Status HasForeignRows(SqliteDb& db, const RocpdTables& t, FactTable f, bool* foreign) {
   if (f == kCopyTable && !t.has_memory_copies) return Status::Ok();
-  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare(fmt::format(
-      "SELECT 1 FROM {} WHERE guid IS NOT ?1 LIMIT 1", kFactViews[f])));
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      db.Prepare(fmt::format("SELECT 1 FROM {} WHERE guid IS NOT ?1 LIMIT 1", kFactViews[f])));
   q.BindText(1, t.guid);
   Status st;
   *foreign = q.Step(&st);
@@ -87,8 +88,10 @@ std::string Select(const char* table, const char* columns, const char* event_col
 }
 // The table joined with its events; ForEachRow names "<table> LEFT JOIN rocpd_event" in errors.
 std::string JoinEvents(const char* table) {
-  return fmt::format("{0} LEFT JOIN rocpd_event ON rocpd_event.id = {0}.event_id AND "
-                     "rocpd_event.guid IS ?1", table);
+  return fmt::format(
+      "{0} LEFT JOIN rocpd_event ON rocpd_event.id = {0}.event_id AND "
+      "rocpd_event.guid IS ?1",
+      table);
 }
 constexpr char kKernelColumns[] =
     "id, tid, agent_id, kernel_id, queue_id, stream_id, start, end, region_name_id, event_id";
@@ -114,42 +117,43 @@ Status StageKernels(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<G
   return db.ForEachRow(
       Select("rocpd_kernel_dispatch", kKernelColumns, "rocpd_event.stack_id", with_guid),
       JoinEvents("rocpd_kernel_dispatch"), t.guid, [&](sqlite3_value** v) {
-    const int64_t id = IntOf(v[0]), tid = KeyOf(v[1]), agent_id = KeyOf(v[2]),
-                  kernel_id = KeyOf(v[3]), queue_id = KeyOf(v[4]), stream_id = IntOf(v[5]);
-    const bool missing_time = IsNull(v[6]) || IsNull(v[7]);
-    const int64_t start = IntOf(v[6]), end = IntOf(v[7]), region_name_id = KeyOf(v[8]),
-                  event_id = KeyOf(v[9]);
-    const bool has_event = IntOf(v[10]) != 0;
-    const bool same_guid = !with_guid || IntOf(v[12]) != 0;
-    const int32_t thread = t.thread_index.Find(tid), agent = t.agent_index.Find(agent_id),
-                  symbol = t.symbol_index.Find(kernel_id), queue = t.queue_index.Find(queue_id),
-                  region_name = t.string_index.Find(region_name_id);
-    GpuOp op = StagedOp(start, end, StackIdOf(v[11]), symbol, stream_id);
-    std::optional<StagedFailure> f;
-    if (!same_guid) {
-      f = Failure(ForeignGuid(t));
-    } else if (agent < 0) {
-      f = Failure(fmt::format("agent_id {} is not in rocpd_info_agent", Ref(agent_id)));
-    } else if (!has_event) {
-      f = Failure(NoEvent(event_id));
-    } else if (region_name < 0) {
-      f = Failure(fmt::format("region_name_id {} is not in rocpd_string", Ref(region_name_id)));
-    } else if (symbol < 0) {
-      f = Failure(fmt::format("kernel_id {} is not in rocpd_info_kernel_symbol", Ref(kernel_id)));
-    } else if (queue < 0) {
-      f = Failure(fmt::format("queue_id {} is not in rocpd_info_queue", Ref(queue_id)));
-    } else if (thread < 0) {  // the data view's last two joins: process, then thread
-      f = Failure(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
-    } else if (!t.queue_has_process[static_cast<size_t>(queue)]) {
-      f = Failure(fmt::format("the pid of queue {} is not in rocpd_info_process", queue_id));
-    } else if (missing_time) {
-      f = StagedFailure();
-      f->missing_time = true;
-    } else {
-      op.device = static_cast<int32_t>(t.agents[static_cast<size_t>(agent)].type_index);
-    }
-    s.Add(id, op, std::move(f));
-  });
+        const int64_t id = IntOf(v[0]), tid = KeyOf(v[1]), agent_id = KeyOf(v[2]),
+                      kernel_id = KeyOf(v[3]), queue_id = KeyOf(v[4]), stream_id = IntOf(v[5]);
+        const bool missing_time = IsNull(v[6]) || IsNull(v[7]);
+        const int64_t start = IntOf(v[6]), end = IntOf(v[7]), region_name_id = KeyOf(v[8]),
+                      event_id = KeyOf(v[9]);
+        const bool has_event = IntOf(v[10]) != 0;
+        const bool same_guid = !with_guid || IntOf(v[12]) != 0;
+        const int32_t thread = t.thread_index.Find(tid), agent = t.agent_index.Find(agent_id),
+                      symbol = t.symbol_index.Find(kernel_id), queue = t.queue_index.Find(queue_id),
+                      region_name = t.string_index.Find(region_name_id);
+        GpuOp op = StagedOp(start, end, StackIdOf(v[11]), symbol, stream_id);
+        std::optional<StagedFailure> f;
+        if (!same_guid) {
+          f = Failure(ForeignGuid(t));
+        } else if (agent < 0) {
+          f = Failure(fmt::format("agent_id {} is not in rocpd_info_agent", Ref(agent_id)));
+        } else if (!has_event) {
+          f = Failure(NoEvent(event_id));
+        } else if (region_name < 0) {
+          f = Failure(fmt::format("region_name_id {} is not in rocpd_string", Ref(region_name_id)));
+        } else if (symbol < 0) {
+          f = Failure(
+              fmt::format("kernel_id {} is not in rocpd_info_kernel_symbol", Ref(kernel_id)));
+        } else if (queue < 0) {
+          f = Failure(fmt::format("queue_id {} is not in rocpd_info_queue", Ref(queue_id)));
+        } else if (thread < 0) {  // the data view's last two joins: process, then thread
+          f = Failure(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
+        } else if (!t.queue_has_process[static_cast<size_t>(queue)]) {
+          f = Failure(fmt::format("the pid of queue {} is not in rocpd_info_process", queue_id));
+        } else if (missing_time) {
+          f = StagedFailure();
+          f->missing_time = true;
+        } else {
+          op.device = static_cast<int32_t>(t.agents[static_cast<size_t>(agent)].type_index);
+        }
+        s.Add(id, op, std::move(f));
+      });
 }
 
 Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<GpuOp>& s) {
@@ -157,40 +161,41 @@ Status StageCopies(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<Gp
   return db.ForEachRow(
       Select("rocpd_memory_copy", kCopyColumns, "rocpd_event.stack_id", with_guid),
       JoinEvents("rocpd_memory_copy"), t.guid, [&](sqlite3_value** v) {
-    const int64_t id = IntOf(v[0]), pid = KeyOf(v[1]), tid = KeyOf(v[2]), start = IntOf(v[3]),
-                  end = IntOf(v[4]), name_id = KeyOf(v[5]), dst_agent_id = KeyOf(v[6]),
-                  src_agent_id = KeyOf(v[7]), bytes = IsNull(v[8]) ? -1 : IntOf(v[8]),
-                  stream_id = IntOf(v[9]), event_id = KeyOf(v[10]);
-    const bool has_event = IntOf(v[11]) != 0;
-    const bool same_guid = !with_guid || IntOf(v[13]) != 0;
-    const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
-                  name = t.string_index.Find(name_id), dst = t.agent_index.Find(dst_agent_id),
-                  srca = t.agent_index.Find(src_agent_id);
-    GpuOp op = StagedOp(start, end, StackIdOf(v[12]), name, stream_id);
-    op.kind = GpuOpKind::kMemcpy;
-    op.bytes = bytes;
-    std::optional<StagedFailure> f;
-    if (!same_guid) {
-      f = Failure(ForeignGuid(t));
-    } else if (name < 0) {
-      f = Failure(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
-    } else if (dst < 0) {
-      f = Failure(fmt::format("dst_agent_id {} is not in rocpd_info_agent", Ref(dst_agent_id)));
-    } else if (srca < 0) {
-      f = Failure(fmt::format("src_agent_id {} is not in rocpd_info_agent", Ref(src_agent_id)));
-    } else if (!has_event) {
-      f = Failure(NoEvent(event_id));
-    } else if (process < 0) {
-      f = Failure(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
-    } else if (thread < 0) {
-      f = Failure(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
-    } else {
-      const RocpdTables::Agent& dst_agent = t.agents[static_cast<size_t>(dst)];
-      op.device = static_cast<int32_t>(
-          dst_agent.gpu ? dst_agent.type_index : t.agents[static_cast<size_t>(srca)].type_index);
-    }
-    s.Add(id, op, std::move(f));
-  });
+        const int64_t id = IntOf(v[0]), pid = KeyOf(v[1]), tid = KeyOf(v[2]), start = IntOf(v[3]),
+                      end = IntOf(v[4]), name_id = KeyOf(v[5]), dst_agent_id = KeyOf(v[6]),
+                      src_agent_id = KeyOf(v[7]), bytes = IsNull(v[8]) ? -1 : IntOf(v[8]),
+                      stream_id = IntOf(v[9]), event_id = KeyOf(v[10]);
+        const bool has_event = IntOf(v[11]) != 0;
+        const bool same_guid = !with_guid || IntOf(v[13]) != 0;
+        const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
+                      name = t.string_index.Find(name_id), dst = t.agent_index.Find(dst_agent_id),
+                      srca = t.agent_index.Find(src_agent_id);
+        GpuOp op = StagedOp(start, end, StackIdOf(v[12]), name, stream_id);
+        op.kind = GpuOpKind::kMemcpy;
+        op.bytes = bytes;
+        std::optional<StagedFailure> f;
+        if (!same_guid) {
+          f = Failure(ForeignGuid(t));
+        } else if (name < 0) {
+          f = Failure(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
+        } else if (dst < 0) {
+          f = Failure(fmt::format("dst_agent_id {} is not in rocpd_info_agent", Ref(dst_agent_id)));
+        } else if (srca < 0) {
+          f = Failure(fmt::format("src_agent_id {} is not in rocpd_info_agent", Ref(src_agent_id)));
+        } else if (!has_event) {
+          f = Failure(NoEvent(event_id));
+        } else if (process < 0) {
+          f = Failure(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
+        } else if (thread < 0) {
+          f = Failure(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
+        } else {
+          const RocpdTables::Agent& dst_agent = t.agents[static_cast<size_t>(dst)];
+          op.device =
+              static_cast<int32_t>(dst_agent.gpu ? dst_agent.type_index
+                                                 : t.agents[static_cast<size_t>(srca)].type_index);
+        }
+        s.Add(id, op, std::move(f));
+      });
 }
 
 // A region whose event's category is MARKER_* becomes a CPU marker: staged with `source` 1
@@ -203,35 +208,37 @@ Status StageRegions(SqliteDb& db, const RocpdTables& t, bool with_guid, Staged<A
       Select("rocpd_region", kRegionColumns, "rocpd_event.stack_id, rocpd_event.category_id",
              with_guid),
       JoinEvents("rocpd_region"), t.guid, [&](sqlite3_value** v) {
-    const int64_t id = IntOf(v[0]), pid = KeyOf(v[1]), tid = KeyOf(v[2]), start = IntOf(v[3]),
-                  end = IntOf(v[4]), name_id = KeyOf(v[5]), event_id = KeyOf(v[6]);
-    const bool has_event = IntOf(v[7]) != 0;
-    const bool same_guid = !with_guid || IntOf(v[10]) != 0;
-    const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
-                  name = t.string_index.Find(name_id), category = t.string_index.Find(KeyOf(v[9]));
-    ApiCall a;
-    a.start_ns = start;
-    a.dur_ns = WrapSub(end, start);
-    a.correlation = StackIdOf(v[8]);
-    a.name = static_cast<NameId>(name);
-    a.source = category >= 0 && t.strings[static_cast<size_t>(category)].marker ? kStagedMarker : 0;
-    std::optional<StagedFailure> f;
-    if (!same_guid) {
-      f = Failure(ForeignGuid(t));
-    } else if (!has_event) {
-      f = Failure(NoEvent(event_id));
-    } else if (name < 0) {
-      f = Failure(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
-    } else if (process < 0) {
-      f = Failure(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
-    } else if (thread < 0) {
-      f = Failure(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
-    } else {
-      a.pid = static_cast<int32_t>(t.process_pids[static_cast<size_t>(process)]);
-      a.tid = static_cast<int32_t>(t.thread_tids[static_cast<size_t>(thread)]);
-    }
-    s.Add(id, a, std::move(f));
-  });
+        const int64_t id = IntOf(v[0]), pid = KeyOf(v[1]), tid = KeyOf(v[2]), start = IntOf(v[3]),
+                      end = IntOf(v[4]), name_id = KeyOf(v[5]), event_id = KeyOf(v[6]);
+        const bool has_event = IntOf(v[7]) != 0;
+        const bool same_guid = !with_guid || IntOf(v[10]) != 0;
+        const int32_t process = t.process_index.Find(pid), thread = t.thread_index.Find(tid),
+                      name = t.string_index.Find(name_id),
+                      category = t.string_index.Find(KeyOf(v[9]));
+        ApiCall a;
+        a.start_ns = start;
+        a.dur_ns = WrapSub(end, start);
+        a.correlation = StackIdOf(v[8]);
+        a.name = static_cast<NameId>(name);
+        a.source =
+            category >= 0 && t.strings[static_cast<size_t>(category)].marker ? kStagedMarker : 0;
+        std::optional<StagedFailure> f;
+        if (!same_guid) {
+          f = Failure(ForeignGuid(t));
+        } else if (!has_event) {
+          f = Failure(NoEvent(event_id));
+        } else if (name < 0) {
+          f = Failure(fmt::format("name_id {} is not in rocpd_string", Ref(name_id)));
+        } else if (process < 0) {
+          f = Failure(fmt::format("pid {} is not in rocpd_info_process", Ref(pid)));
+        } else if (thread < 0) {
+          f = Failure(fmt::format("tid {} is not in rocpd_info_thread", Ref(tid)));
+        } else {
+          a.pid = static_cast<int32_t>(t.process_pids[static_cast<size_t>(process)]);
+          a.tid = static_cast<int32_t>(t.thread_tids[static_cast<size_t>(thread)]);
+        }
+        s.Add(id, a, std::move(f));
+      });
 }
 
 }  // namespace
@@ -246,8 +253,10 @@ Status StageFacts(SqliteDb& db, const RocpdTables& t, StagedFacts& s, bool* repe
       return;
     }
     regions_status = StageRegions(**own, t, true, s.regions);
-    if (regions_status.ok()) regions_status = HasForeignRows(**own, t, kKernelTable, &foreign[kKernelTable]);
-    if (regions_status.ok()) regions_status = HasForeignRows(**own, t, kCopyTable, &foreign[kCopyTable]);
+    if (regions_status.ok())
+      regions_status = HasForeignRows(**own, t, kKernelTable, &foreign[kKernelTable]);
+    if (regions_status.ok())
+      regions_status = HasForeignRows(**own, t, kCopyTable, &foreign[kCopyTable]);
   });
   Status st = StageKernels(db, t, false, s.kernels);
   if (st.ok() && t.has_memory_copies) st = StageCopies(db, t, false, s.copies);

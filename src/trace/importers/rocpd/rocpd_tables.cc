@@ -21,8 +21,9 @@ struct NeededView {
 };
 const std::vector<NeededView>& NeededViews() {
   static const std::vector<NeededView> v = {
-      {"rocpd_kernel_dispatch", {"id", "guid", "tid", "agent_id", "kernel_id", "queue_id",
-                                 "stream_id", "start", "end", "region_name_id", "event_id"}},
+      {"rocpd_kernel_dispatch",
+       {"id", "guid", "tid", "agent_id", "kernel_id", "queue_id", "stream_id", "start", "end",
+        "region_name_id", "event_id"}},
       {"rocpd_region", {"id", "guid", "pid", "tid", "start", "end", "name_id", "event_id"}},
       {"rocpd_event", {"id", "guid", "category_id", "stack_id"}},
       {"rocpd_string", {"id", "guid", "string"}},
@@ -35,9 +36,9 @@ const std::vector<NeededView>& NeededViews() {
   return v;
 }
 const NeededView& MemoryCopyView() {
-  static const NeededView v = {
-      "rocpd_memory_copy", {"id", "guid", "pid", "tid", "start", "end", "name_id", "dst_agent_id",
-                            "src_agent_id", "size", "stream_id", "event_id"}};
+  static const NeededView v = {"rocpd_memory_copy",
+                               {"id", "guid", "pid", "tid", "start", "end", "name_id",
+                                "dst_agent_id", "src_agent_id", "size", "stream_id", "event_id"}};
   return v;
 }
 
@@ -92,34 +93,36 @@ StatusOr<std::unique_ptr<RocpdTables>> LoadTables(SqliteDb& db, std::string* why
   bool foreign = false, repeated = false;
   RETURN_IF_ERROR(LoadSmallTable(db, "SELECT id, guid, string FROM rocpd_string", t->guid,
                                  t->string_index, &foreign, &repeated, [&](const SqliteStmt& q) {
-    RocpdTables::String s;
-    s.value = std::string(q.Text(2));
-    s.marker = s.value.rfind("MARKER", 0) == 0;
-    t->strings.push_back(std::move(s));
-  }));
-  RETURN_IF_ERROR(LoadSmallTable(db, "SELECT id, guid, type, type_index FROM rocpd_info_agent",
-                                 t->guid, t->agent_index, &foreign, &repeated,
-                                 [&](const SqliteStmt& q) {
-    t->agents.push_back(RocpdTables::Agent{q.Text(2) == "GPU", q.Int(3)});
-  }));
+                                   RocpdTables::String s;
+                                   s.value = std::string(q.Text(2));
+                                   s.marker = s.value.rfind("MARKER", 0) == 0;
+                                   t->strings.push_back(std::move(s));
+                                 }));
+  RETURN_IF_ERROR(
+      LoadSmallTable(db, "SELECT id, guid, type, type_index FROM rocpd_info_agent", t->guid,
+                     t->agent_index, &foreign, &repeated, [&](const SqliteStmt& q) {
+                       t->agents.push_back(RocpdTables::Agent{q.Text(2) == "GPU", q.Int(3)});
+                     }));
   RETURN_IF_ERROR(LoadSmallTable(db, "SELECT id, guid, display_name FROM rocpd_info_kernel_symbol",
                                  t->guid, t->symbol_index, &foreign, &repeated,
                                  [&](const SqliteStmt& q) {
-    RocpdTables::Symbol s;
-    s.display_name = std::string(q.Text(2));
-    t->symbols.push_back(std::move(s));
-  }));
-  RETURN_IF_ERROR(LoadSmallTable(db, "SELECT id, guid, pid FROM rocpd_info_process", t->guid,
-                                 t->process_index, &foreign, &repeated,
-                                 [&](const SqliteStmt& q) { t->process_pids.push_back(q.Int(2)); }));
+                                   RocpdTables::Symbol s;
+                                   s.display_name = std::string(q.Text(2));
+                                   t->symbols.push_back(std::move(s));
+                                 }));
+  RETURN_IF_ERROR(LoadSmallTable(
+      db, "SELECT id, guid, pid FROM rocpd_info_process", t->guid, t->process_index, &foreign,
+      &repeated, [&](const SqliteStmt& q) { t->process_pids.push_back(q.Int(2)); }));
   RETURN_IF_ERROR(LoadSmallTable(db, "SELECT id, guid, tid FROM rocpd_info_thread", t->guid,
                                  t->thread_index, &foreign, &repeated,
                                  [&](const SqliteStmt& q) { t->thread_tids.push_back(q.Int(2)); }));
   RETURN_IF_ERROR(LoadSmallTable(db, "SELECT id, guid, pid FROM rocpd_info_queue", t->guid,
                                  t->queue_index, &foreign, &repeated, [&](const SqliteStmt& q) {
-    // After rocpd_info_process: LoadSmallTable has built its index by now.
-    t->queue_has_process.push_back(t->process_index.Find(q.OptInt(2)) != IdIndex::kNone);
-  }));
+                                   // After rocpd_info_process: LoadSmallTable has built its index
+                                   // by now.
+                                   t->queue_has_process.push_back(
+                                       t->process_index.Find(q.OptInt(2)) != IdIndex::kNone);
+                                 }));
   if (foreign || repeated) {
     *why = foreign ? "a small table holds rows of another guid" : "a small table repeats an id";
     return std::unique_ptr<RocpdTables>();
