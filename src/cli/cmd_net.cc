@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -74,71 +76,77 @@ std::string HttpErrorHint(const NetArgs& a, const net::ProbeSample& s) {
   return a.probe.cheap_path == net::ProbeOptions{}.cheap_path ? "" : " (check --cheap-path)";
 }
 
-int RunNet(NetArgs& a) {
+// The flags' numbers and the JSON path, checked before any traffic.
+Status CheckNetArgs(const NetArgs& a) {
   if (!(a.timeout_s > 0 && a.timeout_s <= kMaxSeconds))
-    return Fail("net", InvalidArgument(fmt::format(
-        "--timeout {:g}: must be more than 0 and at most {:g} seconds", a.timeout_s, kMaxSeconds)));
+    return InvalidArgument(fmt::format(
+        "--timeout {:g}: must be more than 0 and at most {:g} seconds", a.timeout_s, kMaxSeconds));
   if (!(a.idle_wait_s >= 0 && a.idle_wait_s <= kMaxSeconds))
-    return Fail("net", InvalidArgument(
-        fmt::format("--idle-wait {:g}: must be 0 to {:g} seconds", a.idle_wait_s, kMaxSeconds)));
+    return InvalidArgument(
+        fmt::format("--idle-wait {:g}: must be 0 to {:g} seconds", a.idle_wait_s, kMaxSeconds));
   if (a.iperf3_seconds < 1 || a.iperf3_seconds > kMaxSeconds)
-    return Fail("net", InvalidArgument(fmt::format("--iperf3-seconds {}: must be 1 to {:g} seconds",
-                                            a.iperf3_seconds, kMaxSeconds)));
+    return InvalidArgument(fmt::format("--iperf3-seconds {}: must be 1 to {:g} seconds",
+                                       a.iperf3_seconds, kMaxSeconds));
   // 0 is "not given" for both rates.
   if (!(std::isfinite(a.link_mbps) && a.link_mbps >= 0))
-    return Fail("net", InvalidArgument(fmt::format("--link-mbps {}: must be a rate above 0", a.link_mbps)));
+    return InvalidArgument(fmt::format("--link-mbps {}: must be a rate above 0", a.link_mbps));
   if (!(std::isfinite(a.peak_tokens_per_s) && a.peak_tokens_per_s >= 0))
-    return Fail("net", InvalidArgument(
-        fmt::format("--peak-tokens-per-s {}: must be a rate above 0", a.peak_tokens_per_s)));
+    return InvalidArgument(
+        fmt::format("--peak-tokens-per-s {}: must be a rate above 0", a.peak_tokens_per_s));
   if (a.probe.stream_tokens < 0)
-    return Fail("net", InvalidArgument(
-        fmt::format("--stream-tokens {}: must be 0 (skip) or more", a.probe.stream_tokens)));
+    return InvalidArgument(
+        fmt::format("--stream-tokens {}: must be 0 (skip) or more", a.probe.stream_tokens));
   // Before any traffic: a JSON path that cannot be written would lose the whole run.
   if (!a.json_path.empty()) {
-    if (Status st = CheckOutputPath(a.json_path); !st.ok()) return Fail("net", st);
+    if (Status st = CheckOutputPath(a.json_path); !st.ok()) return st;
   }
-  if (const char* key = std::getenv(a.api_key_env.c_str())) a.probe.api_key = key;
-  a.probe.sample_timeout_ns = SecToNs(a.timeout_s);
-  a.probe.idle_wait_ns = SecToNs(a.idle_wait_s);
-  // Validate both URLs before any traffic.
-  auto url = http::ParseUrl(a.probe.url);
-  if (!url.ok()) return Fail("net", InvalidArgument("--url " + url.status().message()));
+  return Status::Ok();
+}
+
+// --compare, --expect-cert-sha256 and --plain-url checked against --url (`url`) before any
+// traffic; the expected fingerprint, normalized ("" when not given).
+StatusOr<std::string> CheckNetUrls(const NetArgs& a, const http::Url& url) {
   if (!a.compare_url.empty()) {
     if (auto u2 = http::ParseUrl(a.compare_url); !u2.ok())
-      return Fail("net", InvalidArgument("--compare " + u2.status().message()));
+      return InvalidArgument("--compare " + u2.status().message());
   }
   std::string expected_sha256;
   if (!a.expect_cert_sha256.empty()) {
-    if (!url->tls())
-      return Fail("net", InvalidArgument(fmt::format(
-          "--expect-cert-sha256 needs an https --url (got {})", a.probe.url)));
+    if (!url.tls())
+      return InvalidArgument(
+          fmt::format("--expect-cert-sha256 needs an https --url (got {})", a.probe.url));
     auto n = net::NormalizeSha256Hex(a.expect_cert_sha256);
     if (!n)
-      return Fail("net", InvalidArgument(fmt::format(
+      return InvalidArgument(fmt::format(
           "--expect-cert-sha256 '{}': expected 64 hex digits, with or without ':' (openssl x509 "
-          "-noout -fingerprint -sha256 -in CERT)", a.expect_cert_sha256)));
+          "-noout -fingerprint -sha256 -in CERT)",
+          a.expect_cert_sha256));
     expected_sha256 = *n;
   }
   if (!a.plain_url.empty()) {
     auto u3 = http::ParseUrl(a.plain_url);
-    if (!u3.ok()) return Fail("net", InvalidArgument("--plain-url " + u3.status().message()));
+    if (!u3.ok()) return InvalidArgument("--plain-url " + u3.status().message());
     if (u3->tls())
-      return Fail("net", InvalidArgument(fmt::format(
-          "--plain-url {}: must be http://, the server's plain-HTTP address", a.plain_url)));
-    if (!url->tls())
-      return Fail("net", InvalidArgument(fmt::format(
-          "--plain-url needs an https --url to compare with (got {})", a.probe.url)));
+      return InvalidArgument(fmt::format(
+          "--plain-url {}: must be http://, the server's plain-HTTP address", a.plain_url));
+    if (!url.tls())
+      return InvalidArgument(
+          fmt::format("--plain-url needs an https --url to compare with (got {})", a.probe.url));
   }
+  return expected_sha256;
+}
 
+// The probes: --url, then --compare and --plain-url when given.
+StatusOr<net::NetFacts> RunProbes(const NetArgs& a, const std::string& expected_sha256) {
   net::NetFacts facts;
   auto p = net::RunProbe(a.probe);
-  if (!p.ok()) return Fail("net", p.status());
+  if (!p.ok()) return p.status();
   facts.probe = std::move(*p);
   if (!a.compare_url.empty()) {
     net::ProbeOptions o2 = a.probe;
     o2.url = a.compare_url;
     auto p2 = net::RunProbe(o2);
-    if (!p2.ok()) return Fail("net", p2.status());
+    if (!p2.ok()) return p2.status();
     facts.compare_probe = std::move(*p2);
     facts.compare = net::ComparePhases(facts.probe, *facts.compare_probe);
   }
@@ -148,19 +156,21 @@ int RunNet(NetArgs& a) {
     net::ProbeOptions o3 = a.probe;
     o3.url = a.plain_url;
     auto p3 = net::RunProbe(o3);
-    if (!p3.ok()) return Fail("net", p3.status());
+    if (!p3.ok()) return p3.status();
     facts.plain_probe = std::move(*p3);
   }
+  return facts;
+}
 
-  auto runner = MakeExecCommandRunner();
-  net::BandwidthFacts& b = facts.probe.bandwidth;
+// The link rate (--link-mbps, or iperf3) and the peak rate into `b`, and the headroom.
+void MeasureLink(const NetArgs& a, CommandRunner& runner, net::BandwidthFacts& b) {
   if (a.peak_tokens_per_s > 0) b.peak_tokens_per_s = a.peak_tokens_per_s;
   if (a.link_mbps > 0) {
     b.link_mbps = a.link_mbps;
     b.link_source = "--link-mbps";
   } else if (!a.iperf3_server.empty()) {
-    auto r = net::RunIperf3(*runner, a.iperf3_server, a.iperf3_seconds,
-                            SecToNs(a.iperf3_seconds + 15.0));
+    auto r =
+        net::RunIperf3(runner, a.iperf3_server, a.iperf3_seconds, SecToNs(a.iperf3_seconds + 15.0));
     if (r.ok()) {
       b.link_mbps = r->received_mbps;
       b.link_source = "iperf3 " + a.iperf3_server;
@@ -173,18 +183,11 @@ int RunNet(NetArgs& a) {
     b.link_note = "no --link-mbps or --iperf3-server given";
   }
   net::ComputeHeadroom(b);
+}
 
-  facts.route = net::InspectRoute(*runner, url->host, url->port);
-  if (a.no_path) {
-    facts.path.skipped_reason = "--no-path";
-  } else {
-    facts.path = net::RunPath(*runner, url->host, SecToNs(60));
-  }
-
-  std::vector<rules::Finding> findings = rules::EvaluateNetRules(facts);
-  rules::RankFindings(findings);
-  PrintSummaryAndFindings(net::RenderNetText(facts), findings, a.no_color, a.show_ok);
-  // After the report: should the file fail now after all, the results are on the screen.
+// Writes --json; an exit code when the write fails.
+std::optional<int> WriteNetJson(const NetArgs& a, const net::NetFacts& facts,
+                                const std::vector<rules::Finding>& findings) {
   if (!a.json_path.empty()) {
     nlohmann::json doc;
     doc["schema"] = "latdoc.net/1";
@@ -194,6 +197,13 @@ int RunNet(NetArgs& a) {
     doc["findings"] = std::move(fj);
     if (Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n"); !st.ok()) return Fail("net", st);
   }
+  return std::nullopt;
+}
+
+// The exit code: 3 when no sample reached the server, 1 on a failing finding, else 0; says on
+// standard error why every sample failed.
+int NetExitCode(const NetArgs& a, const net::NetFacts& facts,
+                const std::vector<rules::Finding>& findings) {
   const net::ProbeFacts& probe = facts.probe;
   if (probe.loss.samples > 0 && probe.loss.failed == probe.loss.samples) {
     auto answered = std::find_if(probe.samples.begin(), probe.samples.end(), Reached);
@@ -211,6 +221,36 @@ int RunNet(NetArgs& a) {
                  HttpErrorHint(a, *answered).c_str());
   }
   return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;
+}
+
+int RunNet(NetArgs& a) {
+  if (Status st = CheckNetArgs(a); !st.ok()) return Fail("net", st);
+  if (const char* key = std::getenv(a.api_key_env.c_str())) a.probe.api_key = key;
+  a.probe.sample_timeout_ns = SecToNs(a.timeout_s);
+  a.probe.idle_wait_ns = SecToNs(a.idle_wait_s);
+  // Validate both URLs before any traffic.
+  auto url = http::ParseUrl(a.probe.url);
+  if (!url.ok()) return Fail("net", InvalidArgument("--url " + url.status().message()));
+  auto expected_sha256 = CheckNetUrls(a, *url);
+  if (!expected_sha256.ok()) return Fail("net", expected_sha256.status());
+
+  auto facts = RunProbes(a, *expected_sha256);
+  if (!facts.ok()) return Fail("net", facts.status());
+  auto runner = MakeExecCommandRunner();
+  MeasureLink(a, *runner, facts->probe.bandwidth);
+  facts->route = net::InspectRoute(*runner, url->host, url->port);
+  if (a.no_path) {
+    facts->path.skipped_reason = "--no-path";
+  } else {
+    facts->path = net::RunPath(*runner, url->host, SecToNs(60));
+  }
+
+  std::vector<rules::Finding> findings = rules::EvaluateNetRules(*facts);
+  rules::RankFindings(findings);
+  PrintSummaryAndFindings(net::RenderNetText(*facts), findings, a.no_color, a.show_ok);
+  // After the report: should the file fail now after all, the results are on the screen.
+  if (auto rc = WriteNetJson(a, *facts, findings)) return *rc;
+  return NetExitCode(a, *facts, findings);
 }
 
 }  // namespace

@@ -229,7 +229,9 @@ int ReportSweepOutcome(const loadgen::SweepResult& r, const loadgen::SweepOption
   return rc;
 }
 
-int RunSweepCommand(SweepArgs& a) {
+// --endpoint, the load axis and its range, --goal, --knee-latency and --slo into the options;
+// an exit code when one is bad.
+std::optional<int> ResolveSweepArgs(SweepArgs& a) {
   loadgen::BenchOptions& o = a.o;
   loadgen::SweepOptions& s = a.s;
   if (a.endpoint == "completions") o.endpoint = loadgen::Endpoint::kCompletions;
@@ -257,27 +259,37 @@ int RunSweepCommand(SweepArgs& a) {
   if (!slo.ok()) return Fail("sweep", slo.status());
   s.slo = *slo;
   if (Status st = loadgen::ValidateSweepOptions(s); !st.ok()) return Fail("sweep", st);
-  if (!a.profile_at.empty()) {
-    char* end = nullptr;
-    const long n = a.profile_at == "knee" ? 1 : std::strtol(a.profile_at.c_str(), &end, 10);
-    if (a.profile_at != "knee" && (end == a.profile_at.c_str() || *end != '\0' || n < 1 || n > 100000))
-      return Fail("sweep", InvalidArgument(fmt::format(
-                               "--profile-at {}: give knee or a number of running requests (1 or more)",
-                               a.profile_at)));
-    if (a.profile_dir.empty())
-      return Fail("sweep", InvalidArgument("--profile-at needs --profile-dir (the server's "
-                                           "VLLM_TORCH_PROFILER_DIR, on this host or mounted)"));
-    if (s.rate_mode)
-      return Fail("sweep", InvalidArgument("--profile-at profiles at a concurrency: not with --request-rate"));
-    if (!(a.profile_seconds > 0 && a.profile_seconds <= 600))
-      return Fail("sweep", InvalidArgument("--profile-seconds must be in (0, 600]"));
-  }
-  if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
-  a.client.Apply(o.client);
-  o.threads = a.client.threads;
-  if (s.rate_mode) o.request_rate = s.lo;
-  std::optional<loadgen::RandomWorkloadOptions> random;
-  std::optional<loadgen::RandomWorkloadOptions> described;  // the JSON's "workload"
+  return std::nullopt;
+}
+
+// --profile-at, when given, with --profile-dir and --profile-seconds, checked before the sweep.
+std::optional<int> CheckProfileAt(const SweepArgs& a) {
+  if (a.profile_at.empty()) return std::nullopt;
+  char* end = nullptr;
+  const long n = a.profile_at == "knee" ? 1 : std::strtol(a.profile_at.c_str(), &end, 10);
+  if (a.profile_at != "knee" &&
+      (end == a.profile_at.c_str() || *end != '\0' || n < 1 || n > 100000))
+    return Fail("sweep",
+                InvalidArgument(fmt::format(
+                    "--profile-at {}: give knee or a number of running requests (1 or more)",
+                    a.profile_at)));
+  if (a.profile_dir.empty())
+    return Fail("sweep", InvalidArgument("--profile-at needs --profile-dir (the server's "
+                                         "VLLM_TORCH_PROFILER_DIR, on this host or mounted)"));
+  if (a.s.rate_mode)
+    return Fail("sweep",
+                InvalidArgument("--profile-at profiles at a concurrency: not with --request-rate"));
+  if (!(a.profile_seconds > 0 && a.profile_seconds <= 600))
+    return Fail("sweep", InvalidArgument("--profile-seconds must be in (0, 600]"));
+  return std::nullopt;
+}
+
+// The prompts: a dataset file's, or random ones drawn per round (`random`); `described` is the
+// JSON's "workload".
+std::optional<int> SweepPrompts(SweepArgs& a, std::optional<loadgen::RandomWorkloadOptions>& random,
+                                std::optional<loadgen::RandomWorkloadOptions>& described) {
+  loadgen::BenchOptions& o = a.o;
+  loadgen::SweepOptions& s = a.s;
   if (!a.dataset.empty()) {
     auto w = loadgen::LoadWorkloadFile(a.dataset, a.random.output_len);
     if (!w.ok()) return Fail("sweep", w.status());
@@ -302,6 +314,83 @@ int RunSweepCommand(SweepArgs& a) {
     s.input_len = a.random.input_len;
     s.output_len = a.random.output_len;
   }
+  return std::nullopt;
+}
+
+// The terminal's table: the model, the server, the steps by load, the summary and the steps
+// whose validation failed.
+void PrintSweepTable(const SweepArgs& a, const loadgen::SweepResult& r) {
+  const loadgen::BenchOptions& o = a.o;
+  const loadgen::SweepOptions& s = a.s;
+  std::string server_id;
+  for (const auto& st : r.steps) {
+    if (server_id.empty()) server_id = st.server.server;
+  }
+  fmt::print("Model: {}\nServer: {}\n\n", r.model.empty() ? "n/a" : ToTerminalText(r.model),
+             loadgen::ServerLabel(o.url, server_id));
+  fmt::print("{}{}", loadgen::SweepTable(r, s), loadgen::SweepSummaryText(r, s));
+  // A step whose rounds did not offer the load asked for (loadgen/validation.h).
+  for (const auto& st : r.steps) {
+    if (!st.validation || (*st.validation)["status"] != "fail") continue;
+    for (const auto& c : (*st.validation)["checks"]) {
+      if (c["status"] != "fail") continue;
+      fmt::print("Validation FAIL at {:g} {}: {}: {}\n", st.load,
+                 s.rate_mode ? "req/s" : "concurrent", c["name"].get<std::string>(),
+                 c["message"].get<std::string>());
+    }
+  }
+}
+
+// The document's context: the URL and the local time now (vLLM's date format).
+loadgen::SweepContext SweepContextNow(const std::string& url) {
+  loadgen::SweepContext ctx;
+  ctx.url = url;
+  char date[32];
+  time_t now = ::time(nullptr);
+  tm lt;
+  localtime_r(&now, &lt);
+  strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
+  ctx.date = date;
+  return ctx;
+}
+
+// Writes --json, --csv and --svg; an exit code when a write fails.
+std::optional<int> WriteSweepResults(const SweepArgs& a, const loadgen::SweepResult& r,
+                                     const loadgen::SweepContext& ctx,
+                                     const std::optional<loadgen::RandomWorkloadOptions>& described,
+                                     const nlohmann::ordered_json& profile,
+                                     const nlohmann::ordered_json& trace) {
+  const loadgen::SweepOptions& s = a.s;
+  if (!a.json_out.empty()) {
+    nlohmann::ordered_json doc = SweepDocument(r, s, ctx, described, a.dataset);
+    if (!profile.is_null()) doc["profile_at"] = profile;
+    if (!trace.is_null()) doc["trace"] = trace;
+    if (Status st = WriteFileAtomic(a.json_out, JsonText(doc, 2) + "\n"); !st.ok())
+      return Fail("sweep", st);
+  }
+  if (!a.csv_out.empty()) {
+    if (Status st = WriteFileAtomic(a.csv_out, loadgen::SweepCsv(r, s)); !st.ok())
+      return Fail("sweep", st);
+  }
+  if (!a.svg_out.empty()) {
+    if (Status st = WriteFileAtomic(a.svg_out, report::RenderSvg(BuildChart(r, s))); !st.ok())
+      return Fail("sweep", st);
+  }
+  return std::nullopt;
+}
+
+int RunSweepCommand(SweepArgs& a) {
+  loadgen::BenchOptions& o = a.o;
+  loadgen::SweepOptions& s = a.s;
+  if (auto rc = ResolveSweepArgs(a)) return *rc;
+  if (auto rc = CheckProfileAt(a)) return *rc;
+  if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
+  a.client.Apply(o.client);
+  o.threads = a.client.threads;
+  if (s.rate_mode) o.request_rate = s.lo;
+  std::optional<loadgen::RandomWorkloadOptions> random;
+  std::optional<loadgen::RandomWorkloadOptions> described;  // the JSON's "workload"
+  if (auto rc = SweepPrompts(a, random, described)) return *rc;
   // Output paths are checked before any load is sent (no sweep lost to a typo).
   for (const std::string* p : {&a.json_out, &a.csv_out, &a.svg_out}) {
     if (p->empty()) continue;
@@ -328,50 +417,12 @@ int RunSweepCommand(SweepArgs& a) {
     fmt::print(stderr, "latdoc sweep: the server's metrics were not read ({}): no queue, KV or step-time "
                "evidence for the knee\n", r.steps.front().server.error);
   }
-  if (!a.quiet) {
-    std::string server_id;
-    for (const auto& st : r.steps) {
-      if (server_id.empty()) server_id = st.server.server;
-    }
-    fmt::print("Model: {}\nServer: {}\n\n", r.model.empty() ? "n/a" : ToTerminalText(r.model),
-               loadgen::ServerLabel(o.url, server_id));
-    fmt::print("{}{}", loadgen::SweepTable(r, s), loadgen::SweepSummaryText(r, s));
-    // A step whose rounds did not offer the load asked for (loadgen/validation.h).
-    for (const auto& st : r.steps) {
-      if (!st.validation || (*st.validation)["status"] != "fail") continue;
-      for (const auto& c : (*st.validation)["checks"]) {
-        if (c["status"] != "fail") continue;
-        fmt::print("Validation FAIL at {:g} {}: {}: {}\n", st.load,
-                   s.rate_mode ? "req/s" : "concurrent", c["name"].get<std::string>(),
-                   c["message"].get<std::string>());
-      }
-    }
-  }
+  if (!a.quiet) PrintSweepTable(a, r);
 
-  loadgen::SweepContext ctx;
-  ctx.url = o.url;
-  char date[32];
-  time_t now = ::time(nullptr);
-  tm lt;
-  localtime_r(&now, &lt);
-  strftime(date, sizeof date, "%Y%m%d-%H%M%S", &lt);
-  ctx.date = date;
+  const loadgen::SweepContext ctx = SweepContextNow(o.url);
   nlohmann::ordered_json profile, trace;
   if (!a.profile_at.empty() && stop_signal == 0) ProfileAfterSweep(a, r, &profile, &trace);
-  if (!a.json_out.empty()) {
-    nlohmann::ordered_json doc = SweepDocument(r, s, ctx, described, a.dataset);
-    if (!profile.is_null()) doc["profile_at"] = profile;
-    if (!trace.is_null()) doc["trace"] = trace;
-    if (Status st = WriteFileAtomic(a.json_out, JsonText(doc, 2) + "\n"); !st.ok())
-      return Fail("sweep", st);
-  }
-  if (!a.csv_out.empty()) {
-    if (Status st = WriteFileAtomic(a.csv_out, loadgen::SweepCsv(r, s)); !st.ok()) return Fail("sweep", st);
-  }
-  if (!a.svg_out.empty()) {
-    if (Status st = WriteFileAtomic(a.svg_out, report::RenderSvg(BuildChart(r, s))); !st.ok())
-      return Fail("sweep", st);
-  }
+  if (auto rc = WriteSweepResults(a, r, ctx, described, profile, trace)) return *rc;
   return ReportSweepOutcome(r, s, stop_signal, a.json_out);
 }
 

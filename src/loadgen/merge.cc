@@ -115,18 +115,13 @@ std::optional<double> NumberOrNull(const ordered_json& j, const char* key) {
   return std::nullopt;
 }
 
-}  // namespace
-
-StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
-  if (files.empty()) return InvalidArgument("no shard results given");
-  std::vector<Shard> shards;
-  for (const ShardResult& f : files) {
-    ASSIGN_OR_RETURN(Shard s, CheckShard(f));
-    shards.push_back(s);
-  }
+// The shards by index, once each and all there, every one holding the reference's count, target
+// and load: shards of one load.
+using ShardsByIndex = std::map<int, const Shard*>;
+StatusOr<ShardsByIndex> IndexShards(const std::vector<Shard>& shards) {
   // One load: the first file is the reference every other is held to.
   const Shard& ref = shards.front();
-  std::map<int, const Shard*> by_index;
+  ShardsByIndex by_index;
   for (const Shard& s : shards) {
     const std::string& path = s.file->path;
     if (s.count != ref.count) {
@@ -154,15 +149,26 @@ StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
     return InvalidArgument(fmt::format("shard{} {} of {} missing: give every shard's result",
                                        ref.count - int(by_index.size()) == 1 ? "" : "s", missing, ref.count));
   }
+  return by_index;
+}
 
-  // The union of the records, in the order they were due.
+// The shards' records together, and when their runs began and ended.
+struct MergedRecords {
   BenchRun run;
+  int64_t latest_start = 0, earliest_end = 0;
+  ordered_json shard_list = ordered_json::array();  // the result's merged.shards
+};
+
+// The union of the records, in the order they were due; a partial shard adds a note.
+StatusOr<MergedRecords> UnionRecords(const ShardsByIndex& by_index, const Shard& ref,
+                                     std::vector<std::string>& notes) {
+  MergedRecords m;
+  BenchRun& run = m.run;
   run.model = ref.file->json.value("model_id", std::string());
   run.start_ns = ref.started_unix_ns;
   run.end_ns = ref.ended_unix_ns;
-  int64_t latest_start = ref.started_unix_ns, earliest_end = ref.ended_unix_ns;
-  MergedResult out;
-  ordered_json shard_list = ordered_json::array();
+  m.latest_start = ref.started_unix_ns;
+  m.earliest_end = ref.ended_unix_ns;
   for (const auto& [index, s] : by_index) {
     const ordered_json& j = s->file->json;
     ASSIGN_OR_RETURN(auto records, RecordsFromJson(j["requests"], s->file->path));
@@ -173,8 +179,8 @@ StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
     }
     run.start_ns = std::min(run.start_ns, s->started_unix_ns);
     run.end_ns = std::max(run.end_ns, s->ended_unix_ns);
-    latest_start = std::max(latest_start, s->started_unix_ns);
-    earliest_end = std::min(earliest_end, s->ended_unix_ns);
+    m.latest_start = std::max(m.latest_start, s->started_unix_ns);
+    m.earliest_end = std::min(m.earliest_end, s->ended_unix_ns);
     run.warmup_requests += j.value("warmup_requests", uint64_t{0});
     run.connections_opened += j.value("connections_opened", uint64_t{0});
     run.client_cpu_s += j.value("client_cpu_s", 0.0);
@@ -183,30 +189,34 @@ StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
       const std::string why = j.value("partial_reason", std::string("partial"));
       run.partial_reason += fmt::format("{}shard {} ({}): {}", run.partial_reason.empty() ? "" : "; ",
                                         index, s->file->path, why);
-      out.notes.push_back(fmt::format("shard {} ({}) is partial: {}", index, s->file->path, why));
+      notes.push_back(fmt::format("shard {} ({}) is partial: {}", index, s->file->path, why));
     }
     uint64_t completed = 0, failed = 0;
     for (RequestRecord& r : records) {
       (r.outcome == Outcome::kOk ? completed : failed) += 1;
       run.records.push_back(std::move(r));
     }
-    shard_list.push_back({{"index", index},
-                          {"file", s->file->path},
-                          {"started_unix_ns", s->started_unix_ns},
-                          {"ended_unix_ns", s->ended_unix_ns},
-                          {"requests", completed + failed},
-                          {"completed", completed},
-                          {"failed", failed}});
+    m.shard_list.push_back({{"index", index},
+                            {"file", s->file->path},
+                            {"started_unix_ns", s->started_unix_ns},
+                            {"ended_unix_ns", s->ended_unix_ns},
+                            {"requests", completed + failed},
+                            {"completed", completed},
+                            {"failed", failed}});
   }
   std::stable_sort(run.records.begin(), run.records.end(),
                    [](const RequestRecord& a, const RequestRecord& b) { return a.scheduled_ns < b.scheduled_ns; });
   for (size_t i = 0; i < run.records.size(); ++i) run.records[i].index = i;
   run.max_in_flight = MaxInFlight(run.records);
+  return m;
+}
 
-  // The whole load's options, as bench took them before the split.
+// The whole load's options, as bench took them before the split, from the reference's shard
+// block; the server's figures from `first_json`, shard 0's result.
+Status WholeLoadOptions(const Shard& ref, const ordered_json& first_json,
+                        const std::string& first_path, BenchOptions& o, ResultOptions& ro) {
   const ordered_json& load = (*ref.block)["load"];
   const ordered_json& target = (*ref.block)["target"];
-  BenchOptions o;
   o.url = target.value("url", std::string());
   o.endpoint = target.value("endpoint", std::string()) == "chat" ? Endpoint::kChat : Endpoint::kCompletions;
   o.backend = ref.file->json.value("backend", std::string());
@@ -215,7 +225,6 @@ StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
   o.concurrency = int(NumberOrNull(load, "concurrency").value_or(1));
   o.max_concurrency = int(NumberOrNull(load, "max_concurrency").value_or(0));
   o.burstiness = NumberOrNull(load, "burstiness").value_or(1.0);
-  ResultOptions ro;
   const ordered_json judge = ref.block->value("judge", ordered_json::object());
   auto slo = ParseSlo(judge.value("slo", std::string()));
   if (!slo.ok()) return InvalidArgument(fmt::format("{}: shard.judge.slo: {}", ref.file->path, slo.status().message()));
@@ -228,39 +237,44 @@ StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
     if (p.is_number()) o.summary_percentiles.push_back(p.get<double>());
   // The server's own figures once: shard 0's, from its scrapes around its run (which the other
   // shards' runs overlap); summed, every request would count N times.
-  const ordered_json& first_json = by_index.begin()->second->file->json;
   if (auto sm = first_json.find(keys::kServerMetrics); sm != first_json.end()) {
     auto server = ServerFactsFromJson(*sm);
-    if (!server.ok())
-      return InvalidArgument(
-          fmt::format("{}: {}", by_index.begin()->second->file->path, server.status().message()));
+    if (!server.ok()) return InvalidArgument(fmt::format("{}: {}", first_path, server.status().message()));
     ro.server_metrics = std::move(*server);
   } else {
     ro.server_metrics = ServerFacts{};
   }
+  return Status::Ok();
+}
 
-  out.summary = SummarizeRun(run, o, ro);
+// The summary's "merged" block and its line under the title; a note when the shards
+// overlapped for less than 90% of the window.
+void AddMergedBlock(const Shard& ref, int metrics_shard, const MergedRecords& m,
+                    MergedResult& out) {
+  const BenchRun& run = m.run;
+  const ordered_json& load = (*ref.block)["load"];
+  const ordered_json& target = (*ref.block)["target"];
   ordered_json& j = out.summary.json;
   j.erase("start_mono_ns");  // no one monotonic clock: the window below is on the wall clock
-  const int64_t overlap_ns = std::max<int64_t>(0, earliest_end - latest_start);
+  const int64_t overlap_ns = std::max<int64_t>(0, m.earliest_end - m.latest_start);
   const int64_t window_ns = run.end_ns - run.start_ns;
-  j["merged"] = {{"shards", shard_list},
-                 {"window", {{"kind", "union"},
-                             {"start", FormatRfc3339Utc(run.start_ns)},
-                             {"start_unix_ns", run.start_ns},
-                             {"end_unix_ns", run.end_ns},
-                             {"duration_s", NsToSec(window_ns)},
-                             {"overlap_s", NsToSec(overlap_ns)},
-                             {"start_spread_s", NsToSec(latest_start - run.start_ns)}}},
-                 {"server_metrics_from_shard", by_index.begin()->first},
+  j["merged"] = {{"shards", m.shard_list},
+                 {"window",
+                  {{"kind", "union"},
+                   {"start", FormatRfc3339Utc(run.start_ns)},
+                   {"start_unix_ns", run.start_ns},
+                   {"end_unix_ns", run.end_ns},
+                   {"duration_s", NsToSec(window_ns)},
+                   {"overlap_s", NsToSec(overlap_ns)},
+                   {"start_spread_s", NsToSec(m.latest_start - run.start_ns)}}},
+                 {"server_metrics_from_shard", metrics_shard},
                  {"load", load},
                  {"target", target}};
   // One line under the title: how many shards, and how well they overlapped.
   const std::string line = fmt::format(
       "Merged: {} shard{}; window {} s, overlap {} s (starts spread over {} s)\n", ref.count,
-      ref.count == 1 ? "" : "s",
-      FormatFixed(NsToSec(window_ns), 2), FormatFixed(NsToSec(overlap_ns), 2),
-      FormatFixed(NsToSec(latest_start - run.start_ns), 3));
+      ref.count == 1 ? "" : "s", FormatFixed(NsToSec(window_ns), 2),
+      FormatFixed(NsToSec(overlap_ns), 2), FormatFixed(NsToSec(m.latest_start - run.start_ns), 3));
   std::string& t = out.summary.text;
   t.insert(t.find('\n') + 1, line);
   if (ref.count > 1 && double(overlap_ns) < 0.9 * double(window_ns)) {
@@ -269,6 +283,27 @@ StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
         "all along (throughput is over the whole window)",
         FormatFixed(NsToSec(overlap_ns), 2), FormatFixed(NsToSec(window_ns), 2)));
   }
+}
+
+}  // namespace
+
+StatusOr<MergedResult> MergeShards(const std::vector<ShardResult>& files) {
+  if (files.empty()) return InvalidArgument("no shard results given");
+  std::vector<Shard> shards;
+  for (const ShardResult& f : files) {
+    ASSIGN_OR_RETURN(Shard s, CheckShard(f));
+    shards.push_back(s);
+  }
+  const Shard& ref = shards.front();
+  ASSIGN_OR_RETURN(ShardsByIndex by_index, IndexShards(shards));
+  MergedResult out;
+  ASSIGN_OR_RETURN(MergedRecords m, UnionRecords(by_index, ref, out.notes));
+  BenchOptions o;
+  ResultOptions ro;
+  RETURN_IF_ERROR(WholeLoadOptions(ref, by_index.begin()->second->file->json,
+                                   by_index.begin()->second->file->path, o, ro));
+  out.summary = SummarizeRun(m.run, o, ro);
+  AddMergedBlock(ref, by_index.begin()->first, m, out);
   return out;
 }
 

@@ -173,6 +173,154 @@ void Record(ProbeSample& s, const Outcome& o, const char* phase) {
   s.http_status = o.http_status;
 }
 
+// What the steps of RunProbe share: the options, the loop with its two clients, and the facts.
+// TCP facts: a new connection's snapshot is its whole life (it closes after one exchange); the
+// kept-alive connection's counters grow, so only its last snapshot counts, once, when it is
+// replaced or at the end.
+struct ProbeSession {
+  const ProbeOptions& options;
+  http::EventLoop& loop;
+  http::HttpClient& fresh;  // a new connection per request
+  http::HttpClient& kept;   // one kept-alive connection
+  ProbeFacts& p;
+  const int64_t timeout;
+  std::optional<http::TcpConnInfo> kept_tcp;
+
+  void OnFresh(ProbeSample& s, const Collector& c) {
+    if (p.tls_chain.empty()) {
+      for (const http::PeerCert& pc : c.result().peer_certs)
+        p.tls_chain.push_back({pc.subject, pc.issuer, pc.sha256_hex});
+    }
+    if (!c.result().tcp) return;
+    AddConnection(s.tcp, *c.result().tcp);
+    AddConnection(p.tcp, *c.result().tcp);
+  }
+  void OnKept(const Collector& c) {
+    if (!c.result().times.reused && kept_tcp) AddConnection(p.tcp, *kept_tcp);  // a new one
+    if (c.result().tcp) kept_tcp = c.result().tcp;
+  }
+};
+
+// 1. The cheap request on a new connection: name lookup, connect, TLS and first byte.
+Outcome CheapRequest(ProbeSession& ps, int i, ProbeSample& s) {
+  ProbeFacts& p = ps.p;
+  auto cheap = std::make_unique<Collector>();
+  Outcome o = RunExchange(ps.loop, ps.fresh, Get(ps.options, p.cheap_path), *cheap, ps.timeout);
+  if (i == 0 && o.failure == FailureReason::kHttpStatus && cheap->result().status == 404 &&
+      p.cheap_path == "/health") {
+    p.cheap_path = "/v1/models";  // servers without /health (some gateways)
+    ps.OnFresh(s, *cheap);
+    cheap = std::make_unique<Collector>();
+    o = RunExchange(ps.loop, ps.fresh, Get(ps.options, p.cheap_path), *cheap, ps.timeout);
+  }
+  ps.OnFresh(s, *cheap);
+  const http::ExchangeTimes& t = cheap->result().times;
+  if (t.dns_ns >= 0) s.dns_ms = Ms(t.dns_ns - t.start_ns);
+  if (t.connect_ns >= 0 && t.dns_ns >= 0) s.connect_ms = Ms(t.connect_ns - t.dns_ns);
+  if (t.tls_ns >= 0 && t.connect_ns >= 0) s.tls_ms = Ms(t.tls_ns - t.connect_ns);
+  if (o.failure != FailureReason::kNone) return o;
+  // Both stamps are CLOCK_MONOTONIC: sent_ns just before the send() of the request's last
+  // byte, headers_ns the kernel's arrival stamp of the answer (http/client.h). The answer
+  // cannot arrive before the request was written; a stamp that says so came across a clock
+  // step, and that sample has no ttfb rather than a made-up 0.
+  if (t.headers_ns >= 0 && t.sent_ns >= 0) {
+    if (t.headers_ns > t.sent_ns)
+      s.ttfb_ms = Ms(t.headers_ns - t.sent_ns);
+    else
+      ++p.ttfb_unordered;
+  }
+  return o;
+}
+
+// 2. TTFT of a one-token completion on a new connection.
+Outcome NewConnectionTtft(ProbeSession& ps, ProbeSample& s) {
+  Collector fresh_ttft;
+  Outcome o = RunExchange(ps.loop, ps.fresh, Completion(ps.options, 1), fresh_ttft, ps.timeout);
+  ps.OnFresh(s, fresh_ttft);
+  if (o.failure == FailureReason::kNone && fresh_ttft.first_content_ns() < 0) {
+    o = {FailureReason::kProtocol, "the stream carried no token"};
+  }
+  if (o.failure != FailureReason::kNone) return o;
+  s.ttft_new_ms = Ms(fresh_ttft.first_content_ns() - fresh_ttft.result().times.start_ns);
+  return o;
+}
+
+// 3. The same on the kept-alive connection. The first one opens it and is not counted
+// (times.reused is false), so no extra warm-up request is needed.
+Outcome KeptAliveTtft(ProbeSession& ps, ProbeSample& s) {
+  Collector reused;
+  Outcome o = RunExchange(ps.loop, ps.kept, Completion(ps.options, 1), reused, ps.timeout);
+  ps.OnKept(reused);
+  if (o.failure == FailureReason::kNone && reused.first_content_ns() < 0) {
+    o = {FailureReason::kProtocol, "the stream carried no token"};
+  }
+  if (o.failure != FailureReason::kNone) return o;
+  if (reused.result().times.reused) {
+    s.ttft_reused_ms = Ms(reused.first_content_ns() - reused.result().times.start_ns);
+    ++ps.p.keepalive.reused_count;
+  }
+  return o;
+}
+
+// One sample: its three exchanges, up to the first that fails (recorded with its phase).
+ProbeSample RunSample(ProbeSession& ps, int i) {
+  ProbeSample s;
+  s.index = i;
+  Outcome o = CheapRequest(ps, i, s);
+  if (o.failure != FailureReason::kNone) {
+    Record(s, o, "cheap");
+    return s;
+  }
+  o = NewConnectionTtft(ps, s);
+  if (o.failure != FailureReason::kNone) {
+    Record(s, o, "ttft_new");
+    return s;
+  }
+  o = KeptAliveTtft(ps, s);
+  if (o.failure != FailureReason::kNone) Record(s, o, "ttft_reused");
+  return s;
+}
+
+// The bandwidth stream, on the kept-alive connection: its rate, or where it stalled.
+void RunBandwidthStream(ProbeSession& ps) {
+  const ProbeOptions& options = ps.options;
+  ProbeFacts& p = ps.p;
+  const int64_t timeout = ps.timeout;
+  Collector stream;
+  const int64_t stream_start_ns = MonoNowNs();
+  Outcome o = RunExchange(ps.loop, ps.kept,
+                          Completion(options, options.stream_tokens, options.stream_prompt_bytes),
+                          stream, timeout);
+  const int64_t stream_end_ns = MonoNowNs();
+  ps.OnKept(stream);
+  p.bandwidth.stream_tokens_requested = options.stream_tokens;
+  p.bandwidth.stream_prompt_bytes = options.stream_prompt_bytes;
+  // A stream that stopped coming while the small requests above passed: nothing for
+  // kStreamStallMinNs before the timeout (or a reset) ended it. A stream still flowing when the
+  // timeout came is slow, not stalled.
+  const int64_t quiet_ns =
+      stream_end_ns - (stream.last_body_ns() >= 0 ? stream.last_body_ns() : stream_start_ns);
+  if (o.failure != FailureReason::kNone && o.failure != FailureReason::kHttpStatus &&
+      quiet_ns >= std::min<int64_t>(kStreamStallMinNs, timeout / 2)) {
+    BandwidthFacts& b = p.bandwidth;
+    b.stalled = true;
+    b.stall_bytes = static_cast<double>(stream.bytes());
+    b.stall_tokens = static_cast<double>(stream.tokens());
+    b.stall_quiet_ms = static_cast<double>(quiet_ns) / 1e6;
+    b.stall_error = o.error;
+  }
+  if (o.failure == FailureReason::kNone && stream.tokens() > 0) {
+    BandwidthFacts& b = p.bandwidth;
+    b.stream_bytes = static_cast<double>(stream.bytes());
+    b.stream_tokens = static_cast<double>(stream.tokens());
+    b.bytes_per_token = *b.stream_bytes / *b.stream_tokens;
+    int64_t span_ns = stream.last_content_ns() - stream.first_content_ns();
+    if (stream.tokens() > 1 && span_ns > 0)
+      b.stream_tokens_per_s =
+          static_cast<double>(stream.tokens() - 1) / (static_cast<double>(span_ns) / 1e9);
+  }
+}
+
 }  // namespace
 
 void ComputeHeadroom(BandwidthFacts& b) {
@@ -213,128 +361,13 @@ StatusOr<ProbeFacts> RunProbe(const ProbeOptions& options) {
     p.clock_resolution_ns = int64_t{res.tv_sec} * 1'000'000'000 + res.tv_nsec;
   p.cheap_path = options.cheap_path;
   const int64_t timeout = options.sample_timeout_ns;
-  // TCP facts: a new connection's snapshot is its whole life (it closes after one exchange);
-  // the kept-alive connection's counters grow, so only its last snapshot counts, once, when it
-  // is replaced or at the end.
-  std::optional<http::TcpConnInfo> kept_tcp;
-  auto on_fresh = [&](ProbeSample& s, const Collector& c) {
-    if (p.tls_chain.empty()) {
-      for (const http::PeerCert& pc : c.result().peer_certs)
-        p.tls_chain.push_back({pc.subject, pc.issuer, pc.sha256_hex});
-    }
-    if (!c.result().tcp) return;
-    AddConnection(s.tcp, *c.result().tcp);
-    AddConnection(p.tcp, *c.result().tcp);
-  };
-  auto on_kept = [&](const Collector& c) {
-    if (!c.result().times.reused && kept_tcp) AddConnection(p.tcp, *kept_tcp);  // a new one
-    if (c.result().tcp) kept_tcp = c.result().tcp;
-  };
+  ProbeSession ps{options, loop, fresh, kept, p, timeout, std::nullopt};
+  for (int i = 0; i < options.samples; ++i) p.samples.push_back(RunSample(ps, i));
 
-  for (int i = 0; i < options.samples; ++i) {
-    ProbeSample s;
-    s.index = i;
-    // 1. The cheap request on a new connection.
-    auto cheap = std::make_unique<Collector>();
-    Outcome o = RunExchange(loop, fresh, Get(options, p.cheap_path), *cheap, timeout);
-    if (i == 0 && o.failure == FailureReason::kHttpStatus && cheap->result().status == 404 &&
-        p.cheap_path == "/health") {
-      p.cheap_path = "/v1/models";  // servers without /health (some gateways)
-      on_fresh(s, *cheap);
-      cheap = std::make_unique<Collector>();
-      o = RunExchange(loop, fresh, Get(options, p.cheap_path), *cheap, timeout);
-    }
-    on_fresh(s, *cheap);
-    const http::ExchangeTimes& t = cheap->result().times;
-    if (t.dns_ns >= 0) s.dns_ms = Ms(t.dns_ns - t.start_ns);
-    if (t.connect_ns >= 0 && t.dns_ns >= 0) s.connect_ms = Ms(t.connect_ns - t.dns_ns);
-    if (t.tls_ns >= 0 && t.connect_ns >= 0) s.tls_ms = Ms(t.tls_ns - t.connect_ns);
-    if (o.failure != FailureReason::kNone) {
-      Record(s, o, "cheap");
-      p.samples.push_back(std::move(s));
-      continue;
-    }
-    // Both stamps are CLOCK_MONOTONIC: sent_ns just before the send() of the request's last
-    // byte, headers_ns the kernel's arrival stamp of the answer (http/client.h). The answer
-    // cannot arrive before the request was written; a stamp that says so came across a clock
-    // step, and that sample has no ttfb rather than a made-up 0.
-    if (t.headers_ns >= 0 && t.sent_ns >= 0) {
-      if (t.headers_ns > t.sent_ns) s.ttfb_ms = Ms(t.headers_ns - t.sent_ns);
-      else ++p.ttfb_unordered;
-    }
-
-    // 2. TTFT of a one-token completion on a new connection.
-    Collector fresh_ttft;
-    o = RunExchange(loop, fresh, Completion(options, 1), fresh_ttft, timeout);
-    on_fresh(s, fresh_ttft);
-    if (o.failure == FailureReason::kNone && fresh_ttft.first_content_ns() < 0) {
-      o = {FailureReason::kProtocol, "the stream carried no token"};
-    }
-    if (o.failure != FailureReason::kNone) {
-      Record(s, o, "ttft_new");
-      p.samples.push_back(std::move(s));
-      continue;
-    }
-    s.ttft_new_ms = Ms(fresh_ttft.first_content_ns() - fresh_ttft.result().times.start_ns);
-
-    // 3. The same on the kept-alive connection. The first one opens it and is not counted
-    // (times.reused is false), so no extra warm-up request is needed.
-    Collector reused;
-    o = RunExchange(loop, kept, Completion(options, 1), reused, timeout);
-    on_kept(reused);
-    if (o.failure == FailureReason::kNone && reused.first_content_ns() < 0) {
-      o = {FailureReason::kProtocol, "the stream carried no token"};
-    }
-    if (o.failure != FailureReason::kNone) {
-      Record(s, o, "ttft_reused");
-      p.samples.push_back(std::move(s));
-      continue;
-    }
-    if (reused.result().times.reused) {
-      s.ttft_reused_ms = Ms(reused.first_content_ns() - reused.result().times.start_ns);
-      ++p.keepalive.reused_count;
-    }
-    p.samples.push_back(std::move(s));
-  }
-
-  // The bandwidth stream, on the kept-alive connection.
   bool any_ok = false;
   for (const auto& s : p.samples) any_ok = any_ok || s.failure == FailureReason::kNone;
-  if (any_ok && options.stream_tokens > 0) {
-    Collector stream;
-    const int64_t stream_start_ns = MonoNowNs();
-    Outcome o = RunExchange(loop, kept,
-                            Completion(options, options.stream_tokens, options.stream_prompt_bytes),
-                            stream, timeout);
-    const int64_t stream_end_ns = MonoNowNs();
-    on_kept(stream);
-    p.bandwidth.stream_tokens_requested = options.stream_tokens;
-    p.bandwidth.stream_prompt_bytes = options.stream_prompt_bytes;
-    // A stream that stopped coming while the small requests above passed: nothing for
-    // kStreamStallMinNs before the timeout (or a reset) ended it. A stream still flowing when the
-    // timeout came is slow, not stalled.
-    const int64_t quiet_ns =
-        stream_end_ns - (stream.last_body_ns() >= 0 ? stream.last_body_ns() : stream_start_ns);
-    if (o.failure != FailureReason::kNone && o.failure != FailureReason::kHttpStatus &&
-        quiet_ns >= std::min<int64_t>(kStreamStallMinNs, timeout / 2)) {
-      BandwidthFacts& b = p.bandwidth;
-      b.stalled = true;
-      b.stall_bytes = static_cast<double>(stream.bytes());
-      b.stall_tokens = static_cast<double>(stream.tokens());
-      b.stall_quiet_ms = static_cast<double>(quiet_ns) / 1e6;
-      b.stall_error = o.error;
-    }
-    if (o.failure == FailureReason::kNone && stream.tokens() > 0) {
-      BandwidthFacts& b = p.bandwidth;
-      b.stream_bytes = static_cast<double>(stream.bytes());
-      b.stream_tokens = static_cast<double>(stream.tokens());
-      b.bytes_per_token = *b.stream_bytes / *b.stream_tokens;
-      int64_t span_ns = stream.last_content_ns() - stream.first_content_ns();
-      if (stream.tokens() > 1 && span_ns > 0)
-        b.stream_tokens_per_s = static_cast<double>(stream.tokens() - 1) / (static_cast<double>(span_ns) / 1e9);
-    }
-  }
-  if (kept_tcp) AddConnection(p.tcp, *kept_tcp);
+  if (any_ok && options.stream_tokens > 0) RunBandwidthStream(ps);
+  if (ps.kept_tcp) AddConnection(p.tcp, *ps.kept_tcp);
   fresh.Shutdown();
   kept.Shutdown();
   loop.RunFor(0);

@@ -1,3 +1,6 @@
+// The network rules of the probe's timings (net_rules.h): keep-alive, gateway delay, jitter,
+// loss, idle close, headroom and round trip; EvaluateNetRules calls them with the path and TLS
+// rules (net_rules_internal.h) in the order of the report, and ScaleNetFindings.
 #include "rules/net_rules.h"
 
 #include <algorithm>
@@ -7,12 +10,10 @@
 
 #include <fmt/core.h>
 
-namespace latdoc::rules {
-namespace {
+#include "rules/net_rules_internal.h"
 
-using net::NetFacts;
-using net::PhaseStats;
-using net::ProbeFacts;
+namespace latdoc::rules {
+namespace net_rules_internal {
 
 Evidence Num(std::string name, std::optional<double> value, std::string unit) {
   return Evidence{std::move(name), value, std::move(unit), ""};
@@ -29,6 +30,15 @@ Finding Make(std::string id, Severity sev, std::string title) {
   f.title = std::move(title);
   return f;
 }
+
+}  // namespace net_rules_internal
+
+namespace {
+
+using net::NetFacts;
+using net::PhaseStats;
+using net::ProbeFacts;
+using namespace net_rules_internal;
 
 void NoKeepalive(const ProbeFacts& p, std::vector<Finding>& out) {
   const net::KeepAliveFacts& k = p.keepalive;
@@ -339,25 +349,6 @@ void Headroom(const ProbeFacts& p, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
-void Path(const NetFacts& nf, std::vector<Finding>& out) {
-  const net::PathFacts& p = nf.path;
-  if (!p.ran || p.hops.empty()) {
-    if (p.skipped_reason.empty()) return;
-    out.push_back(Make("net.path", Severity::kSkip, "Path not traced: " + p.skipped_reason));
-    return;
-  }
-  Finding f = Make("net.path", Severity::kInfo,
-                   p.jump_hop ? fmt::format("{} hops; the latency rises most at hop {} (+{:.1f} ms)",
-                                            p.hops.size(), *p.jump_hop, *p.jump_ms)
-                              : fmt::format("{} hops; no hop answered with a time", p.hops.size()));
-  f.evidence.push_back(Text("tool", p.tool));
-  for (const auto& h : p.hops) {
-    f.evidence.push_back(Num(fmt::format("hop_{}{}", h.hop, h.address.empty() ? "" : " " + h.address),
-                             h.rtt_ms, "ms"));
-  }
-  out.push_back(std::move(f));
-}
-
 // net.round_trip: the time a request spends on the network even on a kept-alive connection,
 // against the TTFT of a one-token completion on that connection.
 void RoundTrip(const ProbeFacts& p, std::vector<Finding>& out) {
@@ -399,278 +390,6 @@ std::optional<double> PerRequestNetworkMs(const ProbeFacts& p) {
     per_connection_extra = std::max(0.0, *p.keepalive.handshake_cost_ms - p.dns.p50_ms.value_or(0) -
                                              connect - p.tls.p50_ms.value_or(0));
   return std::max(*p.ttfb.p50_ms - per_connection_extra, connect);
-}
-
-// Retransmits are the client's own (its SYNs, requests and FINs resent); the server's lost
-// segments show on the client as packets received out of order, reported beside them.
-void Retransmits(const ProbeFacts& p, std::vector<Finding>& out) {
-  const net::TcpFacts& t = p.tcp;
-  if (t.connections == 0) return;
-  if (t.segs_out < kRetransMinSegs) {
-    Finding f = Make("net.probe_retransmits", Severity::kSkip,
-                     fmt::format("Retransmits not judged: {} segments sent (fewer than {})",
-                                 t.segs_out, kRetransMinSegs));
-    f.evidence = {Num("segments_sent", static_cast<double>(t.segs_out), "")};
-    out.push_back(std::move(f));
-    return;
-  }
-  const double share = t.retrans_share.value_or(0);
-  Severity sev = Severity::kOk;
-  if (t.retrans_segs >= kRetransWarnCount || (t.retrans_segs > 0 && share >= kRetransWarnShare))
-    sev = share >= kRetransFailShare ? Severity::kFail : Severity::kWarn;
-  std::string ooo = t.rcv_ooo_packets == 0
-                        ? ""
-                        : fmt::format("; {} of the server's packets arrived out of order",
-                                      t.rcv_ooo_packets);
-  Finding f = Make(
-      "net.probe_retransmits", sev,
-      t.retrans_segs == 0
-          ? fmt::format("No TCP retransmits: 0 of {} segments on {} connections{}", t.segs_out,
-                        t.connections, ooo)
-          : fmt::format("{} of {} TCP segments retransmitted ({:.1f}%) on {} connections{}",
-                        t.retrans_segs, t.segs_out, share * 100, t.connections, ooo));
-  f.evidence = {Num("retransmitted_segments", static_cast<double>(t.retrans_segs), ""),
-                Num("segments_sent", static_cast<double>(t.segs_out), ""),
-                Num("retransmit_share", share * 100, "%"),
-                Num("connections", t.connections, ""),
-                Num("received_out_of_order", static_cast<double>(t.rcv_ooo_packets), ""),
-                Num("srtt_max", t.srtt_max_ms, "ms"), Num("rttvar_max", t.rttvar_max_ms, "ms"),
-                Text("worst_congestion_state", t.worst_ca_state)};
-  if (sev != Severity::kOk) {
-    f.advice =
-        "Packets are lost between client and server: a retransmitted SYN costs 1 s, a lost "
-        "request an RTO (>= 200 ms) before the first token. Find the hop with `mtr -n HOST` "
-        "or `ping -c 200 HOST`; look at drop and error counters (`ip -s link`, `ethtool -S "
-        "DEV`, `nstat -az TcpRetransSegs`) on both ends and on any firewall or VPN between.";
-  }
-  out.push_back(std::move(f));
-}
-
-// Where the route goes, said as an info finding so that the network layer's summary in diagnose
-// carries it.
-void Route(const NetFacts& nf, std::vector<Finding>& out) {
-  const net::RouteFacts& r = nf.route;
-  if (!r.checked) {
-    if (r.skipped_reason.empty()) return;
-    Finding f = Make("net.route", Severity::kSkip, "Route not checked: " + r.skipped_reason);
-    out.push_back(std::move(f));
-    return;
-  }
-  std::string how = r.local           ? fmt::format("on this host (dev {})", r.dev)
-                    : r.gateway.empty() ? fmt::format("directly on the subnet of dev {}", r.dev)
-                                        : fmt::format("via gateway {} (dev {})", r.gateway, r.dev);
-  Finding f = Make("net.route", Severity::kInfo, fmt::format("Server {} reached {}", r.address, how));
-  f.evidence = {Text("address", r.address), Text("dev", r.dev),
-                Text("gateway", !r.gateway.empty() ? r.gateway
-                                : r.local          ? "none (this host)"
-                                                   : "none (same subnet)"),
-                Text("source", r.src)};
-  if (r.iface_mtu_bytes) f.evidence.push_back(Num("interface_mtu", *r.iface_mtu_bytes, "bytes"));
-  if (nf.path.ran) f.evidence.push_back(Num("hops", static_cast<double>(nf.path.hops.size()), ""));
-  out.push_back(std::move(f));
-}
-
-// A path MTU below the interface's: something on the way has a smaller MTU (a tunnel, a VPN, a
-// VXLAN overlay) and says so (ICMP), or does not (a black hole: large packets vanish, and a
-// stream whose segments fill the MSS stalls until TCP gives up on them).
-void PathMtu(const NetFacts& nf, std::vector<Finding>& out) {
-  const net::RouteFacts& r = nf.route;
-  if (!r.checked || r.local) return;
-  if (!r.path_mtu_bytes || !r.iface_mtu_bytes) {
-    Finding f = Make("net.path_mtu", Severity::kSkip,
-                     "Path MTU not measured" + (r.pmtu_note.empty() ? "" : ": " + r.pmtu_note));
-    out.push_back(std::move(f));
-    return;
-  }
-  const uint32_t path = *r.path_mtu_bytes, iface = *r.iface_mtu_bytes;
-  Severity sev = Severity::kOk;
-  std::string title;
-  if (r.pmtu_black_hole) {
-    sev = Severity::kFail;
-    title = fmt::format("PMTU black hole: packets above {} bytes to {} vanish without ICMP "
-                        "'fragmentation needed' (interface MTU {})",
-                        path, r.address, iface);
-  } else if (path < iface && nf.server_iface_mtu_bytes && path >= *nf.server_iface_mtu_bytes) {
-    // The server's own interface is the narrow end: nothing on the way lowers it.
-    title = fmt::format("Path MTU {} equals the server's interface MTU ({} {}), below the "
-                        "client's {} (dev {}): the server's end sets it",
-                        path, nf.server_iface, *nf.server_iface_mtu_bytes, iface, r.dev);
-  } else if (path < iface && nf.server_iface_mtu_bytes) {
-    sev = Severity::kWarn;
-    title = fmt::format("Path MTU {} below both ends' interfaces (client {} dev {}, server {} {}): "
-                        "a smaller MTU on the way to {}",
-                        path, iface, r.dev, *nf.server_iface_mtu_bytes, nf.server_iface,
-                        r.address);
-  } else if (path < iface) {
-    sev = Severity::kWarn;
-    title = fmt::format("Path MTU {} below the interface's {} (dev {}): a smaller MTU on the way "
-                        "to {}",
-                        path, iface, r.dev, r.address);
-  } else {
-    title = fmt::format("Path MTU {} equals the interface's (dev {})", path, r.dev);
-  }
-  Finding f = Make("net.path_mtu", sev, std::move(title));
-  f.evidence = {Num("path_mtu", path, "bytes"), Num("interface_mtu", iface, "bytes"),
-                Text("dev", r.dev)};
-  if (nf.server_iface_mtu_bytes) {
-    f.evidence.push_back(Num("server_interface_mtu", *nf.server_iface_mtu_bytes, "bytes"));
-    f.evidence.push_back(Text("server_dev", nf.server_iface));
-  }
-  if (r.cached_mtu_bytes) f.evidence.push_back(Num("kernel_cached_mtu", *r.cached_mtu_bytes, "bytes"));
-  if (nf.probe.tcp.snd_mss_min_bytes)
-    f.evidence.push_back(Num("tcp_mss", *nf.probe.tcp.snd_mss_min_bytes, "bytes"));
-  if (!r.pmtu_note.empty()) f.evidence.push_back(Text("probe", r.pmtu_note));
-  if (sev == Severity::kFail) {
-    f.advice = fmt::format(
-        "A device on the path drops packets above {0} bytes and does not send ICMP "
-        "'fragmentation needed' (a firewall filtering ICMP, a tunnel): let ICMP type 3 code 4 "
-        "through, or clamp TCP's MSS on the device (`iptables -t mangle -A FORWARD -p tcp "
-        "--tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu`), or lower the MTU on the "
-        "client (`ip link set dev {1} mtu {0}`); `sysctl net.ipv4.tcp_mtu_probing=1` lets TCP "
-        "find it by itself.",
-        path, r.dev);
-  } else if (sev == Severity::kWarn) {
-    f.advice = fmt::format(
-        "Every full-size packet is fragmented or sent again smaller: set the MTU of {} to {} "
-        "on the client, or clamp TCP's MSS on the tunnel's end, so packets fit the path.",
-        r.dev, path);
-  }
-  out.push_back(std::move(f));
-}
-
-// The chain the client was shown against the server's own certificate. A leaf other than the
-// server's means something in the path terminates TLS and re-signs it (an inspecting firewall,
-// a proxy, a CDN): its issuer names it.
-void TlsInspection(const NetFacts& nf, std::vector<Finding>& out) {
-  const ProbeFacts& p = nf.probe;
-  if (p.tls_chain.empty()) {
-    if (!nf.expected_cert_sha256.empty()) {
-      out.push_back(Make("net.tls_inspection", Severity::kSkip,
-                         "TLS certificate not compared: no TLS handshake completed"));
-    }
-    return;
-  }
-  const net::CertFacts& leaf = p.tls_chain.front();
-  auto chain_text = [&] {
-    std::string t;
-    for (const auto& c : p.tls_chain)
-      t += (t.empty() ? "" : " <- ") + (c.subject.empty() ? "(no subject)" : c.subject);
-    return t;
-  };
-  Finding f;
-  if (nf.expected_cert_sha256.empty()) {
-    f = Make("net.tls_inspection", Severity::kInfo,
-             fmt::format("TLS certificate shown: {}, issued by {} (compare with "
-                         "--expect-cert-sha256)",
-                         leaf.subject, leaf.issuer));
-  } else if (leaf.sha256_hex == nf.expected_cert_sha256) {
-    f = Make("net.tls_inspection", Severity::kOk,
-             fmt::format("The server's own certificate reaches the client ({}): nothing re-signs "
-                         "TLS on the path",
-                         leaf.subject));
-  } else {
-    f = Make("net.tls_inspection", Severity::kFail,
-             fmt::format("TLS is re-signed on the path: the certificate shown is issued by {}, "
-                         "not the server's own (SHA-256 {}... expected {}...)",
-                         leaf.issuer, leaf.sha256_hex.substr(0, 16),
-                         nf.expected_cert_sha256.substr(0, 16)));
-    if (!nf.expected_cert_source.empty() && nf.expected_cert_source != "--expect-cert-sha256")
-      f.title += fmt::format("; the server's own, from {}, is {} issued by {}",
-                             nf.expected_cert_source, nf.expected_cert_subject,
-                             nf.expected_cert_issuer);
-    f.advice =
-        "Something between client and server terminates TLS and signs its own certificate: an "
-        "inspecting firewall (DPI), a TLS proxy or a CDN, named by the issuer. Exempt the "
-        "server's address from TLS inspection, or connect by a path that does not cross it; "
-        "compare the cost with --plain-url.";
-  }
-  f.evidence = {Text("subject", leaf.subject), Text("issuer", leaf.issuer),
-                Text("sha256", leaf.sha256_hex), Text("chain", chain_text())};
-  if (!nf.expected_cert_sha256.empty())
-    f.evidence.push_back(Text("expected_sha256", nf.expected_cert_sha256));
-  if (!nf.expected_cert_source.empty()) {
-    f.evidence.push_back(Text("expected_from", nf.expected_cert_source));
-    if (!nf.expected_cert_issuer.empty())
-      f.evidence.push_back(Text("expected_issuer", nf.expected_cert_issuer));
-  }
-  out.push_back(std::move(f));
-}
-
-// HTTPS against plain HTTP to the same server: what TLS (and whatever inspects it) adds at
-// first byte, and to a long stream's rate. The handshake itself is net.no_keepalive's.
-void TlsOverhead(const NetFacts& nf, std::vector<Finding>& out) {
-  if (!nf.plain_probe) return;
-  const ProbeFacts& tls = nf.probe;
-  const ProbeFacts& plain = *nf.plain_probe;
-  if (!tls.ttfb.p50_ms || !plain.ttfb.p50_ms) {
-    out.push_back(Make("net.tls_overhead", Severity::kSkip,
-                       "HTTPS and plain HTTP not compared: a probe got no answer"));
-    return;
-  }
-  const double added = *tls.ttfb.p50_ms - *plain.ttfb.p50_ms;
-  std::optional<double> ratio;
-  if (tls.bandwidth.stream_tokens_per_s && plain.bandwidth.stream_tokens_per_s &&
-      *plain.bandwidth.stream_tokens_per_s > 0)
-    ratio = *tls.bandwidth.stream_tokens_per_s / *plain.bandwidth.stream_tokens_per_s;
-  Severity sev = Severity::kOk;
-  if (added >= kTlsOverheadWarnMs || (ratio && *ratio < kTlsStreamWarnRatio)) sev = Severity::kWarn;
-  if (added >= kTlsOverheadFailMs || (ratio && *ratio < kTlsStreamFailRatio)) sev = Severity::kFail;
-  std::string stream =
-      !ratio ? "" : *ratio < kTlsStreamWarnRatio
-                        ? fmt::format("; the stream runs at {:.0f}% of its plain rate", *ratio * 100)
-                        : "; the stream as fast";
-  Finding f = Make("net.tls_overhead", sev,
-                   sev == Severity::kOk
-                       ? fmt::format("HTTPS adds {:.1f} ms at first byte over plain HTTP{}",
-                                     std::max(0.0, added), stream)
-                       : fmt::format("HTTPS adds {:.1f} ms at first byte over plain HTTP{}: "
-                                     "something on the HTTPS path slows it",
-                                     added, stream));
-  f.evidence = {Num("ttfb_https_p50", tls.ttfb.p50_ms, "ms"),
-                Num("ttfb_plain_p50", plain.ttfb.p50_ms, "ms"), Num("ttfb_added", added, "ms"),
-                Num("tls_handshake_p50", tls.tls.p50_ms, "ms"),
-                Num("ttft_kept_alive_https_p50", tls.ttft_reused.p50_ms, "ms"),
-                Num("ttft_kept_alive_plain_p50", plain.ttft_reused.p50_ms, "ms"),
-                Num("stream_https", tls.bandwidth.stream_tokens_per_s, "tokens/s"),
-                Num("stream_plain", plain.bandwidth.stream_tokens_per_s, "tokens/s"),
-                Text("plain_url", plain.url)};
-  if (sev != Severity::kOk) {
-    f.advice = "Find what handles HTTPS differently: a TLS-inspecting firewall or proxy on the "
-               "HTTPS path (see net.tls_inspection), or a TLS terminator short of CPU; exempt the "
-               "server from inspection or terminate TLS closer to it.";
-    if (tls.ttft_reused.p50_ms && *tls.ttft_reused.p50_ms > 0)
-      f.latency_share = std::clamp(added / *tls.ttft_reused.p50_ms, 0.0, 1.0);
-  }
-  out.push_back(std::move(f));
-}
-
-// The bandwidth stream stopped coming part-way while the probe's small requests passed: large
-// packets are lost on the path (a PMTU black hole, a middlebox dropping full-size segments).
-void StreamStall(const NetFacts& nf, const ProbeFacts& p, std::vector<Finding>& out) {
-  const net::BandwidthFacts& b = p.bandwidth;
-  if (!b.stalled) return;
-  const net::RouteFacts& r = nf.route;
-  std::string why = "large packets are lost on the path (a PMTU black hole or a middlebox)";
-  if (r.pmtu_black_hole && r.path_mtu_bytes)
-    why = fmt::format("packets above the path MTU of {} bytes vanish (PMTU black hole)", *r.path_mtu_bytes);
-  Finding f = Make(
-      "net.stream_stall", Severity::kFail,
-      fmt::format("The {}-token stream ({}-byte prompt) stalled after {:.0f} bytes of its answer "
-                  "({:.0f} tokens): nothing more for {:.1f} s while the small requests passed; {}",
-                  b.stream_tokens_requested, b.stream_prompt_bytes, b.stall_bytes.value_or(0),
-                  b.stall_tokens.value_or(0), b.stall_quiet_ms.value_or(0) / 1e3, why));
-  f.evidence = {Num("stream_tokens_requested", b.stream_tokens_requested, ""),
-                Num("stream_prompt", b.stream_prompt_bytes, "B"),
-                Num("bytes_before_stall", b.stall_bytes, "B"),
-                Num("tokens_before_stall", b.stall_tokens, ""),
-                Num("quiet", b.stall_quiet_ms, "ms"), Text("ended", b.stall_error),
-                Text("url", p.url)};
-  if (r.path_mtu_bytes) f.evidence.push_back(Num("path_mtu", *r.path_mtu_bytes, "bytes"));
-  if (p.tcp.connections > 0) f.evidence.push_back(Num("tcp_retransmitted", p.tcp.retrans_segs, ""));
-  f.advice = "Long responses will hang the same way: find the device that drops large packets "
-             "(see net.path_mtu; `tracepath` to the server), let ICMP 'fragmentation needed' "
-             "through or clamp TCP's MSS there, or lower the client's MTU to the path's.";
-  out.push_back(std::move(f));
 }
 
 std::vector<Finding> EvaluateNetRules(const NetFacts& facts) {

@@ -159,6 +159,8 @@ void PrometheusParser::Bad(std::string message) {
   }
 }
 
+// Long on purpose: the hot per-line scanner of the Prometheus text format, one pass over the
+// line in the order of its grammar; left whole.
 void PrometheusParser::ParseLine(std::string_view line) {
   ++line_no_;
   ++page_.lines;

@@ -49,15 +49,17 @@ std::string_view CollectiveKind(std::string_view n) {
   return "Collective";
 }
 
-void ComputeRanks(const Trace& trace, const std::vector<SourceFile>& sources, TraceReport& r, const RankOptions& o) {
-  RankStats& out = r.ranks;
-  out = RankStats{};
-  out.straggler_min_wait_ns = o.straggler_min_wait_ns;
-  // Plan: one pass collects each (file, device)'s collective kernels in start order; with two
-  // or more such ranks, check the files fit together, align the k-th collectives, and judge
-  // each one's straggler from the kernels' durations.
-  std::map<std::pair<uint16_t, int32_t>, std::vector<Collective>> per_unit;
-  std::map<std::pair<uint16_t, int32_t>, int64_t> comm_kernels;
+namespace {
+
+// A rank's units: per (file, device), its collective kernels in start order (send/receive left
+// out: they pair ranks, not the world).
+using UnitKey = std::pair<uint16_t, int32_t>;
+using CollectivesByUnit = std::map<UnitKey, std::vector<Collective>>;
+
+// One pass over the kernels: each unit's collectives, and how many communication kernels each
+// unit ran (send/receive included).
+void CollectCollectives(const Trace& trace, CollectivesByUnit& per_unit,
+                        std::map<UnitKey, int64_t>& comm_kernels) {
   std::vector<int8_t> is_comm(trace.names.size(), -1);
   trace.gpu_ops.ForEach([&](const GpuOp& op) {
     if (op.kind != GpuOpKind::kKernel) return;
@@ -69,64 +71,71 @@ void ComputeRanks(const Trace& trace, const std::vector<SourceFile>& sources, Tr
     auto& v = per_unit[{op.source, op.device}];
     if (kind != "SendRecv") v.push_back({kind, op.dur_ns});
   });
-  if (comm_kernels.size() < 2) return;
+}
 
-  std::vector<std::vector<Collective>*> lists;
-  for (const auto& [key, n] : comm_kernels) {
-    RankInfo ri;
-    ri.source = key.first;
-    ri.device = key.second;
-    const SourceFile* sf = key.first < sources.size() ? &sources[key.first] : nullptr;
-    if (sf != nullptr) ri.rank = sf->rank;
-    std::string device_name;
-    for (const DeviceInfo& d : r.devices) {
-      if (d.source == key.first && d.device == key.second) device_name = d.name;
-    }
-    ri.label = fmt::format("{} (device {}{}{})", ri.rank ? fmt::format("rank {}", *ri.rank) : fmt::format("file {}", key.first),
-                           key.second, device_name.empty() ? "" : ", " + device_name,
-                           sf != nullptr ? ", " + sf->path : "");
-    for (const GpuTimeline& t : r.per_device) {
-      if (t.source == key.first && t.device == key.second) {
-        ri.total_ns = t.total_ns;
-        ri.busy_ns = t.busy_ns;
-        ri.total_comm_ns = t.total_comm_ns;
-        ri.exposed_comm_ns = t.exposed_comm_ns;
-      }
-    }
-    auto& v = per_unit[key];
-    ri.collectives = static_cast<int64_t>(v.size());
-    lists.push_back(&v);
-    out.ranks.push_back(std::move(ri));
+// A unit with communication kernels as a rank of the report: its rank, label and timeline.
+RankInfo DescribeRank(const UnitKey& key, const std::vector<SourceFile>& sources,
+                      const TraceReport& r) {
+  RankInfo ri;
+  ri.source = key.first;
+  ri.device = key.second;
+  const SourceFile* sf = key.first < sources.size() ? &sources[key.first] : nullptr;
+  if (sf != nullptr) ri.rank = sf->rank;
+  std::string device_name;
+  for (const DeviceInfo& d : r.devices) {
+    if (d.source == key.first && d.device == key.second) device_name = d.name;
   }
+  ri.label = fmt::format(
+      "{} (device {}{}{})",
+      ri.rank ? fmt::format("rank {}", *ri.rank) : fmt::format("file {}", key.first), key.second,
+      device_name.empty() ? "" : ", " + device_name, sf != nullptr ? ", " + sf->path : "");
+  for (const GpuTimeline& t : r.per_device) {
+    if (t.source == key.first && t.device == key.second) {
+      ri.total_ns = t.total_ns;
+      ri.busy_ns = t.busy_ns;
+      ri.total_comm_ns = t.total_comm_ns;
+      ri.exposed_comm_ns = t.exposed_comm_ns;
+    }
+  }
+  return ri;
+}
 
-  // Do the files fit together? Same world size, no rank twice, as many ranks as the world.
-  {
-    std::map<int32_t, std::vector<std::string>> by_rank;
-    std::map<int32_t, int> world_sizes;
-    for (size_t s = 0; s < sources.size(); ++s) {
-      if (sources[s].rank) by_rank[*sources[s].rank].push_back(sources[s].path);
-      if (sources[s].world_size) ++world_sizes[*sources[s].world_size];
-    }
-    for (const auto& [rank, paths] : by_rank) {
-      if (paths.size() > 1) {
-        out.problems.push_back(fmt::format("rank {} appears in {} files ({}): the same rank twice", rank, paths.size(),
-                                           fmt::join(paths, ", ")));
-        out.files_conflict = true;
-      }
-    }
-    if (world_sizes.size() > 1) {
-      std::vector<std::string> w;
-      for (const auto& [size, n] : world_sizes) w.push_back(fmt::format("{} ({} files)", size, n));
-      out.problems.push_back(fmt::format("the files record different world sizes: {}", fmt::join(w, ", ")));
+// Do the files fit together? Same world size, no rank twice, as many ranks as the world.
+void CheckFilesFit(const std::vector<SourceFile>& sources, RankStats& out) {
+  std::map<int32_t, std::vector<std::string>> by_rank;
+  std::map<int32_t, int> world_sizes;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if (sources[s].rank) by_rank[*sources[s].rank].push_back(sources[s].path);
+    if (sources[s].world_size) ++world_sizes[*sources[s].world_size];
+  }
+  for (const auto& [rank, paths] : by_rank) {
+    if (paths.size() > 1) {
+      out.problems.push_back(fmt::format("rank {} appears in {} files ({}): the same rank twice",
+                                         rank, paths.size(), fmt::join(paths, ", ")));
       out.files_conflict = true;
-    } else if (world_sizes.size() == 1 && static_cast<size_t>(world_sizes.begin()->first) != out.ranks.size() &&
-               world_sizes.begin()->first > 0) {
-      out.problems.push_back(fmt::format("world size {} but {} ranks with collectives were given: the straggler is "
-                                         "judged among these only",
-                                         world_sizes.begin()->first, out.ranks.size()));
     }
   }
+  if (world_sizes.size() > 1) {
+    std::vector<std::string> w;
+    for (const auto& [size, n] : world_sizes) w.push_back(fmt::format("{} ({} files)", size, n));
+    out.problems.push_back(
+        fmt::format("the files record different world sizes: {}", fmt::join(w, ", ")));
+    out.files_conflict = true;
+  } else if (world_sizes.size() == 1 &&
+             static_cast<size_t>(world_sizes.begin()->first) != out.ranks.size() &&
+             world_sizes.begin()->first > 0) {
+    out.problems.push_back(
+        fmt::format("world size {} but {} ranks with collectives were given: the straggler is "
+                    "judged among these only",
+                    world_sizes.begin()->first, out.ranks.size()));
+  }
+}
 
+// The k-th collectives of the ranks aligned, up to the fewest a rank has or the first whose
+// kinds differ; each one's straggler (the rank whose kernel was shortest: the others waited
+// for it) when the longest wait is at least straggler_min_wait_ns; the five worst kept.
+void AlignCollectives(const std::vector<std::vector<Collective>*>& lists, const RankOptions& o,
+                      RankStats& out) {
   size_t n = SIZE_MAX;
   for (const auto* l : lists) n = std::min(n, l->size());
   for (size_t i = 0; i < lists.size(); ++i) {
@@ -171,6 +180,11 @@ void ComputeRanks(const Trace& trace, const std::vector<SourceFile>& sources, Tr
   std::stable_sort(out.worst.begin(), out.worst.end(),
                    [](const StragglerExample& a, const StragglerExample& b) { return a.max_wait_ns > b.max_wait_ns; });
   if (out.worst.size() > 5) out.worst.resize(5);
+}
+
+// The usual straggler: the rank last in at least usual_share of the collectives with one (and
+// at least usual_min_count times).
+void FindUsualStraggler(const RankOptions& o, RankStats& out) {
   if (out.collectives_with_straggler > 0) {
     size_t top = 0;
     for (size_t i = 1; i < out.ranks.size(); ++i) {
@@ -183,6 +197,34 @@ void ComputeRanks(const Trace& trace, const std::vector<SourceFile>& sources, Tr
       out.usual_share = share;
     }
   }
+}
+
+}  // namespace
+
+void ComputeRanks(const Trace& trace, const std::vector<SourceFile>& sources, TraceReport& r,
+                  const RankOptions& o) {
+  RankStats& out = r.ranks;
+  out = RankStats{};
+  out.straggler_min_wait_ns = o.straggler_min_wait_ns;
+  // Plan: one pass collects each (file, device)'s collective kernels in start order; with two
+  // or more such ranks, check the files fit together, align the k-th collectives, and judge
+  // each one's straggler from the kernels' durations.
+  CollectivesByUnit per_unit;
+  std::map<UnitKey, int64_t> comm_kernels;
+  CollectCollectives(trace, per_unit, comm_kernels);
+  if (comm_kernels.size() < 2) return;
+
+  std::vector<std::vector<Collective>*> lists;
+  for (const auto& [key, n] : comm_kernels) {
+    RankInfo ri = DescribeRank(key, sources, r);
+    auto& v = per_unit[key];
+    ri.collectives = static_cast<int64_t>(v.size());
+    lists.push_back(&v);
+    out.ranks.push_back(std::move(ri));
+  }
+  CheckFilesFit(sources, out);
+  AlignCollectives(lists, o, out);
+  FindUsualStraggler(o, out);
 }
 
 nlohmann::json RanksToJson(const RankStats& r) {

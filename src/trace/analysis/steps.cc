@@ -98,191 +98,278 @@ struct NameSteps {
   }
 };
 
-}  // namespace
+// What the passes of ComputeSteps share: the device, the step windows, and what the pass over
+// the ops gathers for the later ones.
+struct StepContext {
+  StepContext(const Trace& t, const AnalysisOptions& opt, StepStats& st)
+      : trace(t), o(opt), s(st) {}
+  const Trace& trace;
+  const AnalysisOptions& o;
+  StepStats& s;
+  std::vector<int64_t> name_count;  // per name, its ops on the device
+  int64_t device_ops = 0;
+  std::vector<Window> windows;       // the steps' host windows
+  int64_t cadence_ops_per_step = 0;  // cadence: ops a full step has (caps the open last step)
+  std::vector<int64_t> first_start, last_end, last_issue_end;  // per step
+  std::unordered_map<NameId, NameSteps> by_name;
+  std::unordered_map<NameId, int64_t> d2h_names;
+  std::map<std::tuple<int32_t, int32_t>, int64_t> launches_by_thread;
 
-StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns) {
-  StepStats s;
-  if (trace.gpu_ops.empty()) {
-    s.detail = "no GPU ops";
-    return s;
-  }
-  // 1. The device with the most ops, and how often each name ran there.
+  bool OnDevice(const GpuOp& op) const { return op.source == s.source && op.device == s.device; }
+};
+
+// 1. The device with the most ops, and how often each name ran there.
+void PickDevice(StepContext& c) {
+  const Trace& trace = c.trace;
+  StepStats& s = c.s;
   std::map<std::pair<uint16_t, int32_t>, int64_t> per_device;
   trace.gpu_ops.ForEach([&](const GpuOp& op) { ++per_device[{op.source, op.device}]; });
   const auto busiest = std::max_element(per_device.begin(), per_device.end(),
                                         [](const auto& a, const auto& b) { return a.second < b.second; });
   s.source = busiest->first.first;
   s.device = busiest->first.second;
-  auto on_device = [&](const GpuOp& op) { return op.source == s.source && op.device == s.device; };
-  std::vector<int64_t> name_count(trace.names.size(), 0);
-  int64_t device_ops = 0, device_linked = 0;
+  c.name_count.assign(trace.names.size(), 0);
+  int64_t device_linked = 0;
   trace.gpu_ops.ForEach([&](const GpuOp& op) {
-    if (!on_device(op)) return;
-    ++name_count[op.name];
-    ++device_ops;
+    if (!c.OnDevice(op)) return;
+    ++c.name_count[op.name];
+    ++c.device_ops;
     if (op.linked()) ++device_linked;
   });
   s.host_records = device_linked > 0;
+}
 
-  // 2. Step windows: explicit ranges first.
+// 2. Step windows: explicit ranges first (ProfilerStep#N, then execute_model); none when
+// neither kind has min_steps outermost ranges.
+std::vector<Window> RangeWindows(StepContext& c) {
+  const Trace& trace = c.trace;
+  StepStats& s = c.s;
   std::vector<Window> windows;
-  {
-    std::vector<uint8_t> range_kind(trace.names.size(), 0);   // 1: ProfilerStep#, 2: execute_model
-    bool any = false;
-    for (NameId id = 0; id < trace.names.size(); ++id) {
-      const std::string_view n = trace.Name(id);
-      if (n.substr(0, 13) == "ProfilerStep#") {
-        range_kind[id] = 1;
-        any = true;
-      } else if (n.find("execute_model") != std::string_view::npos) {
-        range_kind[id] = 2;
-        any = true;
-      }
-    }
-    if (any) {
-      std::vector<Window> ranges[3];
-      trace.cpu_ops.ForEach([&](const CpuOp& c) {
-        if (c.source != s.source || c.name >= range_kind.size() || range_kind[c.name] == 0) return;
-        ranges[range_kind[c.name]].push_back({c.start_ns, c.end_ns()});
-      });
-      for (int k : {1, 2}) {
-        std::vector<Window> w = Outermost(std::move(ranges[k]));
-        if (static_cast<int64_t>(w.size()) >= o.min_steps) {
-          windows = std::move(w);
-          s.method = k == 1 ? StepMethod::kProfilerStep : StepMethod::kVllmRange;
-          s.detail = k == 1 ? "ProfilerStep#N ranges" : "execute_model ranges";
-          break;
-        }
-      }
+  std::vector<uint8_t> range_kind(trace.names.size(), 0);  // 1: ProfilerStep#, 2: execute_model
+  bool any = false;
+  for (NameId id = 0; id < trace.names.size(); ++id) {
+    const std::string_view n = trace.Name(id);
+    if (n.substr(0, 13) == "ProfilerStep#") {
+      range_kind[id] = 1;
+      any = true;
+    } else if (n.find("execute_model") != std::string_view::npos) {
+      range_kind[id] = 2;
+      any = true;
     }
   }
-  int64_t cadence_ops_per_step = 0;   // cadence: ops a full step has (caps the open last step)
-  if (windows.empty()) {
-    // The cadence: the largest N (some name ran exactly N times) such that the names run a
-    // multiple of N times hold ≥ cadence_coverage of the ops, unless too many names ran a
-    // divisor of N times: a model's per-layer kernels hold most ops and run layers × steps
-    // times, but the per-step ones (embedding, LM head, sampling) are several names run N/layers
-    // times; one or two names that run every k-th step only do not make N a layer.
-    std::vector<int64_t> counts;
-    int64_t names_seen = 0;
-    for (int64_t c : name_count) {
-      if (c >= o.min_steps) {
-        counts.push_back(c);
-        ++names_seen;
-      }
-    }
-    std::sort(counts.begin(), counts.end());
-    counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-    int64_t steps = 0;
-    for (auto it = counts.rbegin(); it != counts.rend(); ++it) {
-      // A name "runs a multiple of N times" also when a few of its instances are one-offs (a
-      // prefill step that shares the decode step's elementwise kernels): at most
-      // cadence_extra_share of its count past a multiple of N.
-      int64_t covered = 0, divisor_names = 0;
-      for (int64_t c : name_count) {
-        if (c >= *it && static_cast<double>(c % *it) <= o.cadence_extra_share * static_cast<double>(c)) covered += c;
-        if (c >= o.min_steps && c < *it && *it % c == 0) ++divisor_names;
-      }
-      if (static_cast<double>(covered) >= o.cadence_coverage * static_cast<double>(device_ops) &&
-          static_cast<double>(divisor_names) <= o.cadence_divisor_names_share * static_cast<double>(names_seen)) {
-        steps = *it;
+  if (any) {
+    std::vector<Window> ranges[3];
+    trace.cpu_ops.ForEach([&](const CpuOp& cpu) {
+      if (cpu.source != s.source || cpu.name >= range_kind.size() || range_kind[cpu.name] == 0)
+        return;
+      ranges[range_kind[cpu.name]].push_back({cpu.start_ns, cpu.end_ns()});
+    });
+    for (int k : {1, 2}) {
+      std::vector<Window> w = Outermost(std::move(ranges[k]));
+      if (static_cast<int64_t>(w.size()) >= c.o.min_steps) {
+        windows = std::move(w);
+        s.method = k == 1 ? StepMethod::kProfilerStep : StepMethod::kVllmRange;
+        s.detail = k == 1 ? "ProfilerStep#N ranges" : "execute_model ranges";
         break;
       }
     }
-    if (steps == 0) {
-      s.detail = "no step ranges, graph launches or repeated launch sequence found";
-      return s;
-    }
-    // The anchor: the name run `steps` times whose first instance comes first.
-    NameId anchor = 0;
-    bool found = false;
-    std::vector<int64_t> anchor_issue;
-    trace.gpu_ops.ForEach([&](const GpuOp& op) {
-      if (!on_device(op)) return;
-      if (!found && name_count[op.name] == steps) {
-        anchor = op.name;
-        found = true;
-      }
-      if (found && op.name == anchor) anchor_issue.push_back(IssueNs(op));
-    });
-    // Graph launches of the file: one per step makes them the steps.
-    std::vector<int64_t> graph_starts;
-    trace.api_calls.ForEach([&](const ApiCall& a) {
-      if (a.source == s.source && a.kind == ApiKind::kGraphLaunch) graph_starts.push_back(a.start_ns);
-    });
-    std::vector<int64_t>& starts =
-        static_cast<int64_t>(graph_starts.size()) == steps ? graph_starts : anchor_issue;
-    std::sort(starts.begin(), starts.end());
-    if (&starts == &graph_starts) {
-      s.method = StepMethod::kGraphLaunch;
-      s.detail = "one graph launch per step";
-    } else {
-      s.method = StepMethod::kCadence;
-      s.detail = "a repeated launch sequence, each step opened by " + ShortenMiddle(trace.Name(anchor), 80);
-      cadence_ops_per_step = device_ops / steps;
-    }
-    for (size_t i = 0; i < starts.size(); ++i) {
-      windows.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : INT64_MAX});
+  }
+  return windows;
+}
+
+// The cadence: the largest N (some name ran exactly N times) such that the names run a
+// multiple of N times hold ≥ cadence_coverage of the ops, unless too many names ran a
+// divisor of N times: a model's per-layer kernels hold most ops and run layers × steps
+// times, but the per-step ones (embedding, LM head, sampling) are several names run N/layers
+// times; one or two names that run every k-th step only do not make N a layer. 0: none.
+int64_t CadenceSteps(const StepContext& c) {
+  const AnalysisOptions& o = c.o;
+  std::vector<int64_t> counts;
+  int64_t names_seen = 0;
+  for (int64_t n : c.name_count) {
+    if (n >= o.min_steps) {
+      counts.push_back(n);
+      ++names_seen;
     }
   }
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  for (auto it = counts.rbegin(); it != counts.rend(); ++it) {
+    // A name "runs a multiple of N times" also when a few of its instances are one-offs (a
+    // prefill step that shares the decode step's elementwise kernels): at most
+    // cadence_extra_share of its count past a multiple of N.
+    int64_t covered = 0, divisor_names = 0;
+    for (int64_t n : c.name_count) {
+      if (n >= *it &&
+          static_cast<double>(n % *it) <= o.cadence_extra_share * static_cast<double>(n))
+        covered += n;
+      if (n >= o.min_steps && n < *it && *it % n == 0) ++divisor_names;
+    }
+    if (static_cast<double>(covered) >= o.cadence_coverage * static_cast<double>(c.device_ops) &&
+        static_cast<double>(divisor_names) <=
+            o.cadence_divisor_names_share * static_cast<double>(names_seen)) {
+      return *it;
+    }
+  }
+  return 0;
+}
 
-  // 3. The ops, in start order.
-  const int n = static_cast<int>(windows.size());
-  s.steps.resize(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) s.steps[static_cast<size_t>(i)].index = i;
-  std::vector<int64_t> first_start(static_cast<size_t>(n), INT64_MAX), last_end(static_cast<size_t>(n), INT64_MIN),
-      cover(static_cast<size_t>(n), INT64_MIN), last_issue_end(static_cast<size_t>(n), INT64_MIN);
-  // Sync calls of each thread, by start (API calls are sorted by start): the idle split looks
-  // up whether the launching thread had just waited in one.
-  std::map<std::pair<int32_t, int32_t>, std::vector<Interval>> syncs_by_thread;
+// 2, without ranges: the windows of the cadence's steps, each opened by a graph launch (when
+// the file has one per step) or by the anchor. False, with s.detail saying so, when the ops
+// have no cadence.
+bool CadenceWindows(StepContext& c) {
+  const Trace& trace = c.trace;
+  StepStats& s = c.s;
+  const int64_t steps = CadenceSteps(c);
+  if (steps == 0) {
+    s.detail = "no step ranges, graph launches or repeated launch sequence found";
+    return false;
+  }
+  // The anchor: the name run `steps` times whose first instance comes first.
+  NameId anchor = 0;
+  bool found = false;
+  std::vector<int64_t> anchor_issue;
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
+    if (!c.OnDevice(op)) return;
+    if (!found && c.name_count[op.name] == steps) {
+      anchor = op.name;
+      found = true;
+    }
+    if (found && op.name == anchor) anchor_issue.push_back(IssueNs(op));
+  });
+  // Graph launches of the file: one per step makes them the steps.
+  std::vector<int64_t> graph_starts;
   trace.api_calls.ForEach([&](const ApiCall& a) {
-    if (a.source == s.source && (a.kind == ApiKind::kSync || a.kind == ApiKind::kMemcpy)) {
+    if (a.source == s.source && a.kind == ApiKind::kGraphLaunch) graph_starts.push_back(a.start_ns);
+  });
+  std::vector<int64_t>& starts =
+      static_cast<int64_t>(graph_starts.size()) == steps ? graph_starts : anchor_issue;
+  std::sort(starts.begin(), starts.end());
+  if (&starts == &graph_starts) {
+    s.method = StepMethod::kGraphLaunch;
+    s.detail = "one graph launch per step";
+  } else {
+    s.method = StepMethod::kCadence;
+    s.detail =
+        "a repeated launch sequence, each step opened by " + ShortenMiddle(trace.Name(anchor), 80);
+    c.cadence_ops_per_step = c.device_ops / steps;
+  }
+  for (size_t i = 0; i < starts.size(); ++i) {
+    c.windows.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : INT64_MAX});
+  }
+  return true;
+}
+
+// Sync calls of each thread, by start (API calls are sorted by start): the idle split looks
+// up whether the launching thread had just waited in one.
+using SyncsByThread = std::map<std::pair<int32_t, int32_t>, std::vector<Interval>>;
+SyncsByThread SyncCalls(const Trace& trace, uint16_t source) {
+  SyncsByThread syncs_by_thread;
+  trace.api_calls.ForEach([&](const ApiCall& a) {
+    if (a.source == source && (a.kind == ApiKind::kSync || a.kind == ApiKind::kMemcpy)) {
       syncs_by_thread[{a.pid, a.tid}].push_back({a.start_ns, a.end_ns()});
     }
   });
-  auto waited_in_sync = [&](const Launch& l, int64_t gap_start) {
-    auto it = syncs_by_thread.find({l.pid, l.tid});
-    if (it == syncs_by_thread.end()) return false;
-    const std::vector<Interval>& v = it->second;
-    // The last sync that began before the gap (and before the launch); it must end at the gap's
-    // start or after (within clock noise): the host was blocked until the GPU drained.
-    auto after = std::upper_bound(v.begin(), v.end(), std::min(gap_start, l.start_ns),
-                                  [](int64_t t, const Interval& x) { return t < x.start_ns; });
-    if (after == v.begin()) return false;
-    const Interval& sync = *(after - 1);
-    return sync.end_ns + o.sync_gap_tolerance_ns >= gap_start && sync.end_ns <= l.start_ns;
-  };
-  std::unordered_map<NameId, NameSteps> by_name;
-  std::unordered_map<NameId, int64_t> d2h_names;
+  return syncs_by_thread;
+}
+
+// Whether the thread of launch `l` had just waited in a sync call when the gap began.
+bool WaitedInSync(const SyncsByThread& syncs_by_thread, const Launch& l, int64_t gap_start,
+                  const AnalysisOptions& o) {
+  auto it = syncs_by_thread.find({l.pid, l.tid});
+  if (it == syncs_by_thread.end()) return false;
+  const std::vector<Interval>& v = it->second;
+  // The last sync that began before the gap (and before the launch); it must end at the gap's
+  // start or after (within clock noise): the host was blocked until the GPU drained.
+  auto after = std::upper_bound(v.begin(), v.end(), std::min(gap_start, l.start_ns),
+                                [](int64_t t, const Interval& x) { return t < x.start_ns; });
+  if (after == v.begin()) return false;
+  const Interval& sync = *(after - 1);
+  return sync.end_ns + o.sync_gap_tolerance_ns >= gap_start && sync.end_ns <= l.start_ns;
+}
+
+// The gap before `op` (no op of the device running since `device_cover`), split as HTA splits
+// it, into step `g`.
+void AddGap(StepRow& g, const GpuOp& op, int64_t device_cover, const SyncsByThread& syncs_by_thread,
+            const AnalysisOptions& o) {
+  const int64_t gap = op.start_ns - device_cover;
+  if (!op.linked()) {
+    g.idle_other_ns += gap;
+  } else if (op.launch.start_ns > device_cover) {
+    (WaitedInSync(syncs_by_thread, op.launch, device_cover, o) ? g.idle_sync_ns
+                                                               : g.idle_host_late_ns) += gap;
+  } else if (gap < o.kernel_wait_max_ns) {
+    g.idle_kernel_wait_ns += gap;
+  } else {
+    g.idle_other_ns += gap;
+  }
+}
+
+// Op `op` of step `i`: its step's counts and times, and its name's steps. `cover`: per step,
+// the latest end of its ops so far.
+void AddOp(StepContext& c, int i, const GpuOp& op, std::vector<int64_t>& cover) {
+  const AnalysisOptions& o = c.o;
+  const size_t k = static_cast<size_t>(i);
+  StepRow& st = c.s.steps[k];
+  ++st.ops;
+  c.first_start[k] = std::min(c.first_start[k], op.start_ns);
+  c.last_end[k] = std::max(c.last_end[k], op.end_ns());
+  if (op.linked()) c.last_issue_end[k] = std::max(c.last_issue_end[k], op.launch.end_ns());
+  st.gpu_busy_ns += std::max<int64_t>(0, op.end_ns() - std::max(op.start_ns, cover[k]));
+  cover[k] = std::max(cover[k], op.end_ns());
+  if (op.kind == GpuOpKind::kKernel) ++st.kernels;
+  if (op.kind == GpuOpKind::kMemcpy) {
+    ++st.copies;
+    if (op.direction == CopyDirection::kHtoD && op.bytes >= 0 && op.bytes < o.small_copy_bytes)
+      ++st.small_h2d_copies;
+    if (op.direction == CopyDirection::kDtoH) {
+      ++st.d2h_copies;
+      ++c.d2h_names[op.name];
+    }
+    if (op.src_kind == MemKind::kPageable || op.dst_kind == MemKind::kPageable) {
+      ++st.pageable_copies;
+      st.pageable_ns += op.dur_ns;
+      if (op.bytes > 0) st.pageable_bytes += op.bytes;
+    }
+  }
+  NameSteps& ns = c.by_name[op.name];
+  ns.kind = op.kind;
+  ns.Add(i, op.dur_ns);
+}
+
+// 3. The ops, in start order: each into the step its issue falls in, each gap into the step
+// of the op before it.
+void ScanOps(StepContext& c) {
+  const Trace& trace = c.trace;
+  StepStats& s = c.s;
+  const int n = static_cast<int>(c.windows.size());
+  s.steps.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) s.steps[static_cast<size_t>(i)].index = i;
+  c.first_start.assign(static_cast<size_t>(n), INT64_MAX);
+  c.last_end.assign(static_cast<size_t>(n), INT64_MIN);
+  c.last_issue_end.assign(static_cast<size_t>(n), INT64_MIN);
+  std::vector<int64_t> cover(static_cast<size_t>(n), INT64_MIN);
+  const SyncsByThread syncs_by_thread = SyncCalls(trace, s.source);
   int64_t device_cover = INT64_MIN;
   int64_t last_cap = -1;
   int prev_step = -1;
   trace.gpu_ops.ForEach([&](const GpuOp& op) {
-    if (!on_device(op)) return;
+    if (!c.OnDevice(op)) return;
     const int64_t issue = IssueNs(op);
-    int i = FindWindow(windows, issue);
-    if (i == n - 1 && cadence_ops_per_step > 0) {
+    int i = FindWindow(c.windows, issue);
+    if (i == n - 1 && c.cadence_ops_per_step > 0) {
       // The open last step takes as many ops as the largest step before it: the rest is a tail.
       if (last_cap < 0) {
-        last_cap = cadence_ops_per_step;
-        for (int k = 0; k + 1 < n; ++k) last_cap = std::max(last_cap, s.steps[static_cast<size_t>(k)].ops);
+        last_cap = c.cadence_ops_per_step;
+        for (int k = 0; k + 1 < n; ++k)
+          last_cap = std::max(last_cap, s.steps[static_cast<size_t>(k)].ops);
       }
       if (s.steps.back().ops >= last_cap) i = -1;
     }
     // The gap before this op (no op of the device running) belongs to the step it falls in: the
     // step of the op before.
     if (device_cover != INT64_MIN && op.start_ns > device_cover && prev_step >= 0 && i >= 0) {
-      StepRow& g = s.steps[static_cast<size_t>(prev_step)];
-      const int64_t gap = op.start_ns - device_cover;
-      if (!op.linked()) {
-        g.idle_other_ns += gap;
-      } else if (op.launch.start_ns > device_cover) {
-        (waited_in_sync(op.launch, device_cover) ? g.idle_sync_ns : g.idle_host_late_ns) += gap;
-      } else if (gap < o.kernel_wait_max_ns) {
-        g.idle_kernel_wait_ns += gap;
-      } else {
-        g.idle_other_ns += gap;
-      }
+      AddGap(s.steps[static_cast<size_t>(prev_step)], op, device_cover, syncs_by_thread, c.o);
     }
     device_cover = device_cover == INT64_MIN ? op.end_ns() : std::max(device_cover, op.end_ns());
     if (i < 0) {
@@ -290,92 +377,83 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
       return;
     }
     prev_step = i;
-    const size_t k = static_cast<size_t>(i);
-    StepRow& st = s.steps[k];
-    ++st.ops;
-    first_start[k] = std::min(first_start[k], op.start_ns);
-    last_end[k] = std::max(last_end[k], op.end_ns());
-    if (op.linked()) last_issue_end[k] = std::max(last_issue_end[k], op.launch.end_ns());
-    st.gpu_busy_ns += std::max<int64_t>(0, op.end_ns() - std::max(op.start_ns, cover[k]));
-    cover[k] = std::max(cover[k], op.end_ns());
-    if (op.kind == GpuOpKind::kKernel) ++st.kernels;
-    if (op.kind == GpuOpKind::kMemcpy) {
-      ++st.copies;
-      if (op.direction == CopyDirection::kHtoD && op.bytes >= 0 && op.bytes < o.small_copy_bytes) ++st.small_h2d_copies;
-      if (op.direction == CopyDirection::kDtoH) {
-        ++st.d2h_copies;
-        ++d2h_names[op.name];
-      }
-      if (op.src_kind == MemKind::kPageable || op.dst_kind == MemKind::kPageable) {
-        ++st.pageable_copies;
-        st.pageable_ns += op.dur_ns;
-        if (op.bytes > 0) st.pageable_bytes += op.bytes;
-      }
-    }
-    NameSteps& ns = by_name[op.name];
-    ns.kind = op.kind;
-    ns.Add(i, op.dur_ns);
+    AddOp(c, i, op, cover);
   });
-  // Steps that got no op (a range with no GPU work) are dropped, the others renumbered.
-  {
-    std::vector<StepRow> kept;
-    std::vector<Window> kept_windows;
-    std::vector<int64_t> fs, le, lie;
-    std::vector<int32_t> renumber(static_cast<size_t>(n), -1);
-    for (int i = 0; i < n; ++i) {
-      const size_t k = static_cast<size_t>(i);
-      if (s.steps[k].ops == 0) continue;
-      renumber[k] = static_cast<int32_t>(kept.size());
-      kept.push_back(s.steps[k]);
-      kept.back().index = renumber[k];
-      kept_windows.push_back(windows[k]);
-      fs.push_back(first_start[k]);
-      le.push_back(last_end[k]);
-      lie.push_back(last_issue_end[k]);
-    }
-    if (static_cast<int64_t>(kept.size()) < o.min_steps) {
-      s.detail = "fewer than " + std::to_string(o.min_steps) + " steps with GPU work (" + s.detail + ")";
-      s.method = StepMethod::kNone;
-      s.steps.clear();
-      return s;
-    }
-    for (auto& [id, ns] : by_name) {
-      // Renumbering keeps the order; a stride measured across a dropped step is still judged on
-      // kept numbers below only when no step was dropped.
-      if (kept.size() != static_cast<size_t>(n)) ns.stride_ok = false;
-    }
-    s.steps = std::move(kept);
-    windows = std::move(kept_windows);
-    first_start = std::move(fs);
-    last_end = std::move(le);
-    last_issue_end = std::move(lie);
+}
+
+// Steps that got no op (a range with no GPU work) are dropped, the others renumbered. False,
+// with the steps cleared and s.detail saying why, when fewer than min_steps are left.
+bool DropEmptySteps(StepContext& c) {
+  StepStats& s = c.s;
+  const int n = static_cast<int>(s.steps.size());
+  std::vector<StepRow> kept;
+  std::vector<Window> kept_windows;
+  std::vector<int64_t> fs, le, lie;
+  std::vector<int32_t> renumber(static_cast<size_t>(n), -1);
+  for (int i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    if (s.steps[k].ops == 0) continue;
+    renumber[k] = static_cast<int32_t>(kept.size());
+    kept.push_back(s.steps[k]);
+    kept.back().index = renumber[k];
+    kept_windows.push_back(c.windows[k]);
+    fs.push_back(c.first_start[k]);
+    le.push_back(c.last_end[k]);
+    lie.push_back(c.last_issue_end[k]);
   }
+  if (static_cast<int64_t>(kept.size()) < c.o.min_steps) {
+    s.detail =
+        "fewer than " + std::to_string(c.o.min_steps) + " steps with GPU work (" + s.detail + ")";
+    s.method = StepMethod::kNone;
+    s.steps.clear();
+    return false;
+  }
+  for (auto& [id, ns] : c.by_name) {
+    // Renumbering keeps the order; a stride measured across a dropped step is still judged on
+    // kept numbers below only when no step was dropped.
+    if (kept.size() != static_cast<size_t>(n)) ns.stride_ok = false;
+  }
+  s.steps = std::move(kept);
+  c.windows = std::move(kept_windows);
+  c.first_start = std::move(fs);
+  c.last_end = std::move(le);
+  c.last_issue_end = std::move(lie);
+  return true;
+}
+
+// Each step's start and wall time, the GPU and host spans, and the open last window closed.
+void SetStepTimes(StepContext& c, int64_t t0_ns) {
+  StepStats& s = c.s;
+  std::vector<Window>& windows = c.windows;
   const size_t m = s.steps.size();
   for (size_t k = 0; k < m; ++k) {
     StepRow& st = s.steps[k];
-    st.at_ns = first_start[k] - t0_ns;
-    st.wall_ns = (k + 1 < m ? first_start[k + 1] : last_end[k]) - first_start[k];
+    st.at_ns = c.first_start[k] - t0_ns;
+    st.wall_ns = (k + 1 < m ? c.first_start[k + 1] : c.last_end[k]) - c.first_start[k];
     if (windows[k].end_ns == INT64_MAX) {
-      windows[k].end_ns = std::max(last_issue_end[k], windows[k].start_ns + 1);
+      windows[k].end_ns = std::max(c.last_issue_end[k], windows[k].start_ns + 1);
     }
   }
-  s.gpu_from_ns = first_start.front() - t0_ns;
-  s.gpu_to_ns = *std::max_element(last_end.begin(), last_end.end()) - t0_ns;
+  s.gpu_from_ns = c.first_start.front() - t0_ns;
+  s.gpu_to_ns = *std::max_element(c.last_end.begin(), c.last_end.end()) - t0_ns;
   s.host_from_ns = windows.front().start_ns - t0_ns;
   s.host_to_ns = (s.method == StepMethod::kProfilerStep || s.method == StepMethod::kVllmRange
                       ? windows.back().end_ns
-                      : std::max(last_issue_end.back(), windows.back().start_ns)) -
+                      : std::max(c.last_issue_end.back(), windows.back().start_ns)) -
                  t0_ns;
   // The open last window ends with its last launch: what follows (a final synchronize) is not
   // part of the loop.
   windows.back().end_ns = s.host_to_ns + t0_ns;
+}
 
-  // 4. API calls in the steps' host windows; the launching thread (most launches).
-  std::map<std::tuple<int32_t, int32_t>, int64_t> launches_by_thread;
+// 4. API calls in the steps' host windows; the launching thread (most launches).
+void ScanApiCalls(StepContext& c) {
+  const Trace& trace = c.trace;
+  StepStats& s = c.s;
   std::map<NameId, ApiUse> syncs, allocs;
   trace.api_calls.ForEach([&](const ApiCall& a) {
     if (a.source != s.source) return;
-    const int i = FindWindow(windows, a.start_ns);
+    const int i = FindWindow(c.windows, a.start_ns);
     if (i < 0) return;
     StepRow& st = s.steps[static_cast<size_t>(i)];
     std::map<NameId, ApiUse>* use = nullptr;
@@ -383,7 +461,7 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
       case ApiKind::kKernelLaunch:
       case ApiKind::kGraphLaunch:
         ++st.launches;
-        ++launches_by_thread[{a.pid, a.tid}];
+        ++c.launches_by_thread[{a.pid, a.tid}];
         break;
       case ApiKind::kSync:
       case ApiKind::kMemcpy:
@@ -416,47 +494,59 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
   };
   s.syncs = flatten(syncs);
   s.allocs = flatten(allocs);
-  if (!d2h_names.empty()) {
-    const auto top = std::max_element(d2h_names.begin(), d2h_names.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second < b.second : a.first > b.first;
-    });
+  if (!c.d2h_names.empty()) {
+    const auto top =
+        std::max_element(c.d2h_names.begin(), c.d2h_names.end(), [](const auto& a, const auto& b) {
+          return a.second != b.second ? a.second < b.second : a.first > b.first;
+        });
     s.d2h_copy = std::string(trace.Name(top->first));
   }
+}
 
-  // 5. The launching thread's busy time per step: its CPU ops and API calls, merged (an op
-  // inside another counts once), clipped to each host window.
-  if (!launches_by_thread.empty()) {
-    const auto main = std::max_element(launches_by_thread.begin(), launches_by_thread.end(),
-                                       [](const auto& a, const auto& b) { return a.second < b.second; })->first;
-    // Two builders: CPU ops come in file order (nearly by start, merged as they come), API
-    // calls by start; a sort of everything at once was most of this analysis's time.
-    IntervalSetBuilder cpu_busy, api_busy;
-    const int64_t from = windows.front().start_ns, to = windows.back().end_ns;
-    auto take = [&](IntervalSetBuilder& into, int32_t pid, int32_t tid, int64_t a, int64_t b) {
-      if (std::tuple<int32_t, int32_t>{pid, tid} != main || b <= from || a >= to) return;
-      into.Add({std::max(a, from), std::min(b, to)});
-    };
-    trace.cpu_ops.ForEach([&](const CpuOp& c) {
-      if (c.source == s.source && c.kind == CpuOpKind::kOp) take(cpu_busy, c.pid, c.tid, c.start_ns, c.end_ns());
-    });
-    trace.api_calls.ForEach([&](const ApiCall& a) {
-      if (a.source == s.source) take(api_busy, a.pid, a.tid, a.start_ns, a.end_ns());
-    });
-    for (StepRow& st : s.steps) st.host_busy_ns = 0;
-    for (const Interval& iv : Unite(cpu_busy.Finish(), api_busy.Finish())) {
-      // Every window the interval overlaps: from the last one that starts at or before it.
-      auto first = std::upper_bound(windows.begin(), windows.end(), iv.start_ns,
-                                    [](int64_t v, const Window& x) { return v < x.start_ns; });
-      int i = first == windows.begin() ? 0 : static_cast<int>(first - windows.begin()) - 1;
-      for (; i < static_cast<int>(m) && windows[static_cast<size_t>(i)].start_ns < iv.end_ns; ++i) {
-        const Window& w = windows[static_cast<size_t>(i)];
-        const int64_t a = std::max(iv.start_ns, w.start_ns), b = std::min(iv.end_ns, w.end_ns);
-        if (b > a) *s.steps[static_cast<size_t>(i)].host_busy_ns += b - a;
-      }
+// 5. The launching thread's busy time per step: its CPU ops and API calls, merged (an op
+// inside another counts once), clipped to each host window.
+void HostBusy(StepContext& c) {
+  if (c.launches_by_thread.empty()) return;
+  const Trace& trace = c.trace;
+  StepStats& s = c.s;
+  const std::vector<Window>& windows = c.windows;
+  const size_t m = s.steps.size();
+  const auto main =
+      std::max_element(c.launches_by_thread.begin(), c.launches_by_thread.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; })
+          ->first;
+  // Two builders: CPU ops come in file order (nearly by start, merged as they come), API
+  // calls by start; a sort of everything at once was most of this analysis's time.
+  IntervalSetBuilder cpu_busy, api_busy;
+  const int64_t from = windows.front().start_ns, to = windows.back().end_ns;
+  auto take = [&](IntervalSetBuilder& into, int32_t pid, int32_t tid, int64_t a, int64_t b) {
+    if (std::tuple<int32_t, int32_t>{pid, tid} != main || b <= from || a >= to) return;
+    into.Add({std::max(a, from), std::min(b, to)});
+  };
+  trace.cpu_ops.ForEach([&](const CpuOp& cpu) {
+    if (cpu.source == s.source && cpu.kind == CpuOpKind::kOp)
+      take(cpu_busy, cpu.pid, cpu.tid, cpu.start_ns, cpu.end_ns());
+  });
+  trace.api_calls.ForEach([&](const ApiCall& a) {
+    if (a.source == s.source) take(api_busy, a.pid, a.tid, a.start_ns, a.end_ns());
+  });
+  for (StepRow& st : s.steps) st.host_busy_ns = 0;
+  for (const Interval& iv : Unite(cpu_busy.Finish(), api_busy.Finish())) {
+    // Every window the interval overlaps: from the last one that starts at or before it.
+    auto first = std::upper_bound(windows.begin(), windows.end(), iv.start_ns,
+                                  [](int64_t v, const Window& x) { return v < x.start_ns; });
+    int i = first == windows.begin() ? 0 : static_cast<int>(first - windows.begin()) - 1;
+    for (; i < static_cast<int>(m) && windows[static_cast<size_t>(i)].start_ns < iv.end_ns; ++i) {
+      const Window& w = windows[static_cast<size_t>(i)];
+      const int64_t a = std::max(iv.start_ns, w.start_ns), b = std::min(iv.end_ns, w.end_ns);
+      if (b > a) *s.steps[static_cast<size_t>(i)].host_busy_ns += b - a;
     }
   }
+}
 
-  // Quantiles of each column.
+// Quantiles of each column.
+void ColumnQuantiles(StepStats& s) {
+  const size_t m = s.steps.size();
   auto column = [&](const char* name, auto get) {
     std::vector<int64_t> v;
     v.reserve(m);
@@ -482,20 +572,30 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
   column("allocs", [](const StepRow& r) { return r.allocs; });
   column("syncs", [](const StepRow& r) { return r.syncs; });
   column("sync_wait_ns", [](const StepRow& r) { return r.sync_wait_ns; });
+}
 
-  // Periodic kernels: in every k-th step only (k ≥ 2), at least twice.
-  for (const auto& [id, ns] : by_name) {
+// Periodic kernels: in every k-th step only (k ≥ 2), at least twice.
+void PeriodicKernels(StepContext& c) {
+  StepStats& s = c.s;
+  const size_t m = s.steps.size();
+  for (const auto& [id, ns] : c.by_name) {
     if (ns.kind != GpuOpKind::kKernel || ns.steps < 2 || ns.stride < 2 || !ns.stride_ok) continue;
     // It must keep its period to the end: no step after its last one where it was due.
     if (ns.last + ns.stride < static_cast<int32_t>(m)) continue;
-    s.periodic.push_back({std::string(trace.Name(id)), ns.stride, ns.first, ns.steps, ns.count, ns.total_ns});
+    s.periodic.push_back(
+        {std::string(c.trace.Name(id)), ns.stride, ns.first, ns.steps, ns.count, ns.total_ns});
   }
   std::sort(s.periodic.begin(), s.periodic.end(), [](const PeriodicKernel& a, const PeriodicKernel& b) {
     return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
   });
   if (s.periodic.size() > 3) s.periodic.resize(3);
+}
 
-  // 6. The slowest steps, and the kernels whose time there most exceeds their mean per step.
+// 6. The slowest steps, and the kernels whose time there most exceeds their mean per step.
+void SlowestSteps(StepContext& c) {
+  const Trace& trace = c.trace;
+  StepStats& s = c.s;
+  const size_t m = s.steps.size();
   std::vector<size_t> order(m);
   for (size_t k = 0; k < m; ++k) order[k] = k;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -505,8 +605,8 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
   std::map<size_t, std::unordered_map<NameId, int64_t>> slow;
   for (size_t r = 0; r < order.size() && r < 3; ++r) slow[order[r]];
   trace.gpu_ops.ForEach([&](const GpuOp& op) {
-    if (!on_device(op)) return;
-    const int i = FindWindow(windows, IssueNs(op));
+    if (!c.OnDevice(op)) return;
+    const int i = FindWindow(c.windows, IssueNs(op));
     if (i < 0) return;
     auto it = slow.find(static_cast<size_t>(i));
     if (it != slow.end()) it->second[op.name] += op.dur_ns;
@@ -518,7 +618,7 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
     ss.wall_ns = s.steps[k].wall_ns;
     ss.ratio_to_median = median_wall > 0 ? static_cast<double>(ss.wall_ns) / median_wall : 0;
     for (const auto& [id, ns] : slow[k]) {
-      const double mean = static_cast<double>(by_name[id].total_ns) / static_cast<double>(m);
+      const double mean = static_cast<double>(c.by_name[id].total_ns) / static_cast<double>(m);
       // Only what explains a part of the step's time over the median (≥ 5%, ≥ 1 us): the
       // noise of every kernel is not a cause.
       const double floor = std::max(1000.0, 0.05 * (static_cast<double>(ss.wall_ns) - median_wall));
@@ -531,6 +631,28 @@ StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_
     if (ss.kernels.size() > 3) ss.kernels.resize(3);
     s.slowest.push_back(std::move(ss));
   }
+}
+
+}  // namespace
+
+StepStats ComputeSteps(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns) {
+  StepStats s;
+  if (trace.gpu_ops.empty()) {
+    s.detail = "no GPU ops";
+    return s;
+  }
+  StepContext c(trace, o, s);
+  PickDevice(c);
+  c.windows = RangeWindows(c);
+  if (c.windows.empty() && !CadenceWindows(c)) return s;
+  ScanOps(c);
+  if (!DropEmptySteps(c)) return s;
+  SetStepTimes(c, t0_ns);
+  ScanApiCalls(c);
+  HostBusy(c);
+  ColumnQuantiles(s);
+  PeriodicKernels(c);
+  SlowestSteps(c);
   return s;
 }
 

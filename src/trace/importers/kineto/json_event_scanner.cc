@@ -88,6 +88,8 @@ Status JsonEventScanner::Feed(std::string_view bytes) {
   return st;
 }
 
+// Long on purpose: the Kineto reader's hot byte loop, one state machine (a switch on state_)
+// over every byte of the trace; left whole.
 Status JsonEventScanner::Scan() {
   auto begin_value = [&] {
     value_start_ = pos_;
