@@ -24,6 +24,7 @@
 #include "base/strings.h"
 #include "trace/analysis/intervals.h"
 #include "trace/analysis/quantile.h"
+#include "trace/analysis/steps_internal.h"
 #include "trace/analysis/trace_analysis.h"
 
 namespace latdoc::trace {
@@ -48,75 +49,7 @@ std::optional<StepQuantile> StepStats::Quantile(std::string_view column) const {
 
 namespace {
 
-// When an op was issued: its launch call's start, or its GPU start without one.
-int64_t IssueNs(const GpuOp& op) { return op.linked() ? op.launch.start_ns : op.start_ns; }
-
-struct Window {
-  int64_t start_ns, end_ns;   // host clock; end INT64_MAX: open
-};
-
-// Index of the window holding `t`, or -1 (before the first, after the last, or in a hole).
-int FindWindow(const std::vector<Window>& w, int64_t t) {
-  auto it = std::upper_bound(w.begin(), w.end(), t, [](int64_t v, const Window& x) { return v < x.start_ns; });
-  if (it == w.begin()) return -1;
-  --it;
-  return t < it->end_ns ? static_cast<int>(it - w.begin()) : -1;
-}
-
-// Outermost ranges, by start: a range inside the one before is dropped (nested annotations).
-std::vector<Window> Outermost(std::vector<Window> v) {
-  std::sort(v.begin(), v.end(), [](const Window& a, const Window& b) {
-    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
-  });
-  std::vector<Window> out;
-  for (const Window& w : v) {
-    if (!out.empty() && w.start_ns < out.back().end_ns) continue;
-    out.push_back(w);
-  }
-  return out;
-}
-
-// Per kernel name, the steps it ran in (for periodic kernels) and its time in the steps.
-struct NameSteps {
-  int32_t first = -1, last = -1, stride = 0;
-  bool stride_ok = true;
-  int64_t steps = 0, count = 0, total_ns = 0;
-  GpuOpKind kind = GpuOpKind::kKernel;
-  void Add(int32_t step, int64_t dur_ns) {
-    ++count;
-    total_ns += dur_ns;
-    if (step == last) return;
-    if (first < 0) {
-      first = step;
-    } else if (stride == 0) {
-      stride = step - last;
-    } else if (step - last != stride) {
-      stride_ok = false;
-    }
-    last = step;
-    ++steps;
-  }
-};
-
-// What the passes of ComputeSteps share: the device, the step windows, and what the pass over
-// the ops gathers for the later ones.
-struct StepContext {
-  StepContext(const Trace& t, const AnalysisOptions& opt, StepStats& st)
-      : trace(t), o(opt), s(st) {}
-  const Trace& trace;
-  const AnalysisOptions& o;
-  StepStats& s;
-  std::vector<int64_t> name_count;  // per name, its ops on the device
-  int64_t device_ops = 0;
-  std::vector<Window> windows;       // the steps' host windows
-  int64_t cadence_ops_per_step = 0;  // cadence: ops a full step has (caps the open last step)
-  std::vector<int64_t> first_start, last_end, last_issue_end;  // per step
-  std::unordered_map<NameId, NameSteps> by_name;
-  std::unordered_map<NameId, int64_t> d2h_names;
-  std::map<std::tuple<int32_t, int32_t>, int64_t> launches_by_thread;
-
-  bool OnDevice(const GpuOp& op) const { return op.source == s.source && op.device == s.device; }
-};
+using namespace steps_internal;
 
 // 1. The device with the most ops, and how often each name ran there.
 void PickDevice(StepContext& c) {
@@ -140,126 +73,6 @@ void PickDevice(StepContext& c) {
 }
 
 // 2. Step windows: explicit ranges first (ProfilerStep#N, then execute_model); none when
-// neither kind has min_steps outermost ranges.
-std::vector<Window> RangeWindows(StepContext& c) {
-  const Trace& trace = c.trace;
-  StepStats& s = c.s;
-  std::vector<Window> windows;
-  std::vector<uint8_t> range_kind(trace.names.size(), 0);  // 1: ProfilerStep#, 2: execute_model
-  bool any = false;
-  for (NameId id = 0; id < trace.names.size(); ++id) {
-    const std::string_view n = trace.Name(id);
-    if (n.substr(0, 13) == "ProfilerStep#") {
-      range_kind[id] = 1;
-      any = true;
-    } else if (n.find("execute_model") != std::string_view::npos) {
-      range_kind[id] = 2;
-      any = true;
-    }
-  }
-  if (any) {
-    std::vector<Window> ranges[3];
-    trace.cpu_ops.ForEach([&](const CpuOp& cpu) {
-      if (cpu.source != s.source || cpu.name >= range_kind.size() || range_kind[cpu.name] == 0)
-        return;
-      ranges[range_kind[cpu.name]].push_back({cpu.start_ns, cpu.end_ns()});
-    });
-    for (int k : {1, 2}) {
-      std::vector<Window> w = Outermost(std::move(ranges[k]));
-      if (static_cast<int64_t>(w.size()) >= c.o.min_steps) {
-        windows = std::move(w);
-        s.method = k == 1 ? StepMethod::kProfilerStep : StepMethod::kVllmRange;
-        s.detail = k == 1 ? "ProfilerStep#N ranges" : "execute_model ranges";
-        break;
-      }
-    }
-  }
-  return windows;
-}
-
-// The cadence: the largest N (some name ran exactly N times) such that the names run a
-// multiple of N times hold ≥ cadence_coverage of the ops, unless too many names ran a
-// divisor of N times: a model's per-layer kernels hold most ops and run layers × steps
-// times, but the per-step ones (embedding, LM head, sampling) are several names run N/layers
-// times; one or two names that run every k-th step only do not make N a layer. 0: none.
-int64_t CadenceSteps(const StepContext& c) {
-  const AnalysisOptions& o = c.o;
-  std::vector<int64_t> counts;
-  int64_t names_seen = 0;
-  for (int64_t n : c.name_count) {
-    if (n >= o.min_steps) {
-      counts.push_back(n);
-      ++names_seen;
-    }
-  }
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  for (auto it = counts.rbegin(); it != counts.rend(); ++it) {
-    // A name "runs a multiple of N times" also when a few of its instances are one-offs (a
-    // prefill step that shares the decode step's elementwise kernels): at most
-    // cadence_extra_share of its count past a multiple of N.
-    int64_t covered = 0, divisor_names = 0;
-    for (int64_t n : c.name_count) {
-      if (n >= *it &&
-          static_cast<double>(n % *it) <= o.cadence_extra_share * static_cast<double>(n))
-        covered += n;
-      if (n >= o.min_steps && n < *it && *it % n == 0) ++divisor_names;
-    }
-    if (static_cast<double>(covered) >= o.cadence_coverage * static_cast<double>(c.device_ops) &&
-        static_cast<double>(divisor_names) <=
-            o.cadence_divisor_names_share * static_cast<double>(names_seen)) {
-      return *it;
-    }
-  }
-  return 0;
-}
-
-// 2, without ranges: the windows of the cadence's steps, each opened by a graph launch (when
-// the file has one per step) or by the anchor. False, with s.detail saying so, when the ops
-// have no cadence.
-bool CadenceWindows(StepContext& c) {
-  const Trace& trace = c.trace;
-  StepStats& s = c.s;
-  const int64_t steps = CadenceSteps(c);
-  if (steps == 0) {
-    s.detail = "no step ranges, graph launches or repeated launch sequence found";
-    return false;
-  }
-  // The anchor: the name run `steps` times whose first instance comes first.
-  NameId anchor = 0;
-  bool found = false;
-  std::vector<int64_t> anchor_issue;
-  trace.gpu_ops.ForEach([&](const GpuOp& op) {
-    if (!c.OnDevice(op)) return;
-    if (!found && c.name_count[op.name] == steps) {
-      anchor = op.name;
-      found = true;
-    }
-    if (found && op.name == anchor) anchor_issue.push_back(IssueNs(op));
-  });
-  // Graph launches of the file: one per step makes them the steps.
-  std::vector<int64_t> graph_starts;
-  trace.api_calls.ForEach([&](const ApiCall& a) {
-    if (a.source == s.source && a.kind == ApiKind::kGraphLaunch) graph_starts.push_back(a.start_ns);
-  });
-  std::vector<int64_t>& starts =
-      static_cast<int64_t>(graph_starts.size()) == steps ? graph_starts : anchor_issue;
-  std::sort(starts.begin(), starts.end());
-  if (&starts == &graph_starts) {
-    s.method = StepMethod::kGraphLaunch;
-    s.detail = "one graph launch per step";
-  } else {
-    s.method = StepMethod::kCadence;
-    s.detail =
-        "a repeated launch sequence, each step opened by " + ShortenMiddle(trace.Name(anchor), 80);
-    c.cadence_ops_per_step = c.device_ops / steps;
-  }
-  for (size_t i = 0; i < starts.size(); ++i) {
-    c.windows.push_back({starts[i], i + 1 < starts.size() ? starts[i + 1] : INT64_MAX});
-  }
-  return true;
-}
-
 // Sync calls of each thread, by start (API calls are sorted by start): the idle split looks
 // up whether the launching thread had just waited in one.
 using SyncsByThread = std::map<std::pair<int32_t, int32_t>, std::vector<Interval>>;
