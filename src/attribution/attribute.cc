@@ -116,9 +116,14 @@ class Tester {
         y = hi == v.end() ? &v.back() : &*hi;
       }
       if (y->t_ns <= x->t_ns) continue;
-      const double share = double(y->cpu_ns - x->cpu_ns) / double(y->t_ns - x->t_ns);
-      if (!e->thread_busy_share || share > *e->thread_busy_share) {
+      const double span = double(y->t_ns - x->t_ns);
+      const double share = double(y->cpu_ns - x->cpu_ns) / span;
+      std::optional<double> wait;
+      if (x->wait_ns >= 0 && y->wait_ns >= 0) wait = double(y->wait_ns - x->wait_ns) / span;
+      const double runnable = share + wait.value_or(0);
+      if (!e->thread_busy_share || runnable > *e->thread_busy_share + e->thread_wait_share.value_or(0)) {
         e->thread_busy_share = share;
+        e->thread_wait_share = wait;
         e->thread_comm = th.comm;
         e->thread_pid = th.pid;
         e->thread_tid = th.tid;
@@ -197,7 +202,8 @@ class Tester {
                (e.major_faults && *e.major_faults >= th_.major_faults_min) ||
                (e.psi_memory_share && *e.psi_memory_share >= th_.psi_share);
       case Cause::kHostCpu: {
-        const bool thread = e.thread_busy_share && *e.thread_busy_share >= th_.thread_busy_share;
+        const bool thread = e.thread_busy_share &&
+                            *e.thread_busy_share + e.thread_wait_share.value_or(0) >= th_.thread_busy_share;
         const int cpus = t_.server_cpu.online_cpus;
         const bool queue = e.run_queue && cpus > 0 && *e.run_queue > cpus && run_queue_mean_ &&
                            *e.run_queue >= th_.run_queue_vs_run * *run_queue_mean_;

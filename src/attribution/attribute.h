@@ -12,8 +12,10 @@
 //   preemption  the /metrics preemption counter stepped between the scrapes around the window
 //   swap        pswpin or >= major_faults_min major faults, or PSI memory "some" >= psi_share of
 //               the window
-//   host_cpu    one thread of the server (or of a process it started) on a CPU >= thread_busy_share
-//               of the stall (ServerCpu, --local); or the run queue (procs_running, less the
+//   host_cpu    one thread of the server (or of a process it started) runnable (on a CPU, or
+//               waiting on a run queue for one: schedstat) >= thread_busy_share of the stall
+//               (ServerCpu, --local): a spinning thread on a crowded host gets less than a whole
+//               CPU, and is as busy; or the run queue (procs_running, less the
 //               sampler) over the online CPUs and >= run_queue_vs_run times its run-wide mean; or
 //               PSI cpu "some" >= psi_cpu_share of the window and >= twice the run's average
 //               (host-wide run queue and PSI: other tenants count too)
@@ -71,7 +73,8 @@ struct Thresholds {
   int64_t major_faults_min = 100;
   double psi_share = 0.2;                // PSI memory "some" share of the window
   double psi_cpu_share = 0.8;            // PSI cpu "some" share of the window
-  double thread_busy_share = 0.9;        // one server thread's CPU time, of the stall's window
+  double thread_busy_share = 0.9;        // one server thread's runnable time (on a CPU or waiting
+                                         // for one), of the stall's window
   double run_queue_vs_run = 2.0;         // the window's run queue (over the online CPUs), this
                                          // many times the run's mean
   int prefill_tokens_min = 1024;
@@ -91,8 +94,11 @@ struct StallEvidence {
   std::optional<double> preemptions;         // counter step around the window
   std::optional<int64_t> swap_in_pages, major_faults;
   std::optional<double> psi_memory_share, psi_cpu_share;  // of the window
-  // The busiest server thread over the stall (ServerCpu): its share of a CPU, name and ids.
+  // The busiest server thread over the stall (ServerCpu): the one runnable the longest; its share
+  // of the window on a CPU, waiting on a run queue for one (nullopt: schedstat unreadable), name
+  // and ids.
   std::optional<double> thread_busy_share;
+  std::optional<double> thread_wait_share;
   std::string thread_comm;
   int64_t thread_pid = 0, thread_tid = 0;
   std::optional<double> run_queue;           // mean procs_running (less the sampler) in the window

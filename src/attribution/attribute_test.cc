@@ -213,6 +213,42 @@ TEST(AttributeTest, AThreadUnderTheBusyShareIsNotNamed) {
   EXPECT_TRUE(a.stalls[0].causes.empty());
 }
 
+// A thread that spins on a crowded host is on a CPU only part of the time and waits on a run
+// queue for the rest (schedstat's second field): runnable 95% of the pause (50% on a CPU, 45%
+// waiting) is host_cpu; the same 50% on a CPU without the wait (asleep) is not.
+TEST(AttributeTest, AThreadRunnableForThePauseIsNamedThoughOffACpuPartOfIt) {
+  for (const bool waiting : {true, false}) {
+    Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+    t.host = RunQueueSamples(2);
+    t.server_cpu.online_cpus = 2;
+    ServerThread th = ThreadAt(12, "sim", 0.3, {{400 * kMs, 520 * kMs}}, 0.5);
+    int64_t wait = 0;
+    for (size_t i = 0; i < th.cpu.size(); ++i) {
+      const int64_t at = th.cpu[i].t_ns;
+      if (waiting && i > 0 && at > 400 * kMs && at <= 520 * kMs) wait += int64_t(0.45 * 20 * kMs);
+      th.cpu[i].wait_ns = wait;
+    }
+    t.server_cpu.threads = {th};
+    Attribution a = Attribute(t);
+    ASSERT_EQ(a.stalls.size(), 1u);
+    const StallEvidence& e = a.stalls[0].evidence;
+    EXPECT_NEAR(*e.thread_busy_share, 0.5, 0.01);
+    ASSERT_TRUE(e.thread_wait_share.has_value());
+    EXPECT_NEAR(*e.thread_wait_share, waiting ? 0.45 : 0.0, 0.01);
+    EXPECT_EQ(a.stalls[0].causes, waiting ? std::vector<Cause>{Cause::kHostCpu} : std::vector<Cause>{})
+        << "waiting=" << waiting;
+    if (waiting) {
+      std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+      ASSERT_FALSE(fs.empty());
+      bool named = false;
+      for (const auto& ev : fs[0].evidence)
+        named |= ev.text.find("busiest server thread sim (tid 12) 50% of a CPU (+45% waiting for one)") !=
+                 std::string::npos;
+      EXPECT_TRUE(named);
+    }
+  }
+}
+
 // More runnable tasks than online CPUs in a pause, twice the run's usual queue: host_cpu. A
 // queue as long all the time (the host's steady state) names nothing.
 TEST(AttributeTest, ARunQueueOverTheCpusIsNamed) {

@@ -30,6 +30,7 @@ ordered_json EvidenceJson(const StallEvidence& e) {
           {"psi_memory_share", Opt(e.psi_memory_share)},
           {"psi_cpu_share", Opt(e.psi_cpu_share)},
           {"thread_busy_share", Opt(e.thread_busy_share)},
+          {"thread_wait_share", Opt(e.thread_wait_share)},
           {"thread", e.thread_busy_share ? ordered_json(e.thread_comm) : ordered_json(nullptr)},
           {"thread_tid", e.thread_busy_share ? ordered_json(e.thread_tid) : ordered_json(nullptr)},
           {"run_queue", Opt(e.run_queue)},

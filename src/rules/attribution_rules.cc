@@ -97,6 +97,9 @@ std::string EvidenceText(std::string out, const attribution::StallEvidence& e, c
   if (e.thread_busy_share)
     out += fmt::format("; busiest server thread {} (tid {}) {:.0f}% of a CPU", e.thread_comm, e.thread_tid,
                        *e.thread_busy_share * 100);
+  // Runnable but off a CPU: the thread spun while the host gave it less than a whole CPU.
+  if (e.thread_busy_share && e.thread_wait_share && *e.thread_wait_share >= 0.05)
+    out += fmt::format(" (+{:.0f}% waiting for one)", *e.thread_wait_share * 100);
   if (e.run_queue && t.server_cpu.online_cpus > 0)
     out += fmt::format("; run queue {:.1f} on {} CPUs", *e.run_queue, t.server_cpu.online_cpus);
   if (e.swap_in_pages) out += fmt::format("; swap-in {} pages", *e.swap_in_pages);
