@@ -387,6 +387,38 @@ TEST(AttributeTest, SeriesHaveTheLogWriteRateAndTheGpuKernelTime) {
   EXPECT_EQ(s["gpu_kernel_ms"][3], 0.0);
 }
 
+// attribution.series under --local: the output token rate per bin; PSI growth over the time
+// between samples, in percent; the run queue less the sampler; the busiest server thread's CPU
+// in percent of one CPU. Without host samples or threads, only the token rate.
+TEST(AttributeTest, SeriesHaveTheTokenRateHostCpuAndPsi) {
+  Timeline t = Steady(2, {});
+  nlohmann::ordered_json s = AttributionJson(Attribute(t), t, Thresholds{})["series"];
+  ASSERT_EQ(s["output_tok_s"].size(), 11u);
+  EXPECT_EQ(s["output_tok_s"][0], 200.0);  // 2 streams x 10 tokens in 0.1 s
+  EXPECT_EQ(s["output_tok_s"][10], 0.0);
+  for (const char* k : {"psi_cpu_pct", "psi_memory_pct", "psi_io_pct", "run_queue", "thread_busy_pct"})
+    EXPECT_FALSE(s.contains(k)) << k;
+  t.host = RunQueueSamples(3);  // procs_running 3 on every second sample: 2 less the sampler
+  int64_t psi = 0;
+  for (HostPoint& p : t.host) {
+    if (p.t_ns >= 100 * kMs && p.t_ns < 200 * kMs) psi += 5000;  // 5 ms of each 10 ms up to it
+    p.psi_memory_some_us = psi;
+  }
+  t.server_cpu.threads = {ThreadAt(11, "idle", 0.1), ThreadAt(12, "busy", 0.3, {{400 * kMs, 520 * kMs}})};
+  s = AttributionJson(Attribute(t), t, Thresholds{})["series"];
+  EXPECT_FALSE(s.contains("psi_cpu_pct"));  // never read
+  ASSERT_EQ(s["psi_memory_pct"].size(), 11u);
+  EXPECT_EQ(s["psi_memory_pct"][0], 0.0);
+  EXPECT_EQ(s["psi_memory_pct"][1], 50.0);
+  EXPECT_EQ(s["psi_memory_pct"][2], 0.0);
+  ASSERT_EQ(s["run_queue"].size(), 11u);
+  EXPECT_EQ(s["run_queue"][3], 2.0);
+  ASSERT_EQ(s["thread_busy_pct"].size(), 11u);
+  EXPECT_NEAR(s["thread_busy_pct"][0].get<double>(), 30.0, 1e-9);  // the busier of the two
+  EXPECT_NEAR(s["thread_busy_pct"][4].get<double>(), 86.0, 1e-9);  // 4 of its 5 intervals at 100%
+  EXPECT_NEAR(s["thread_busy_pct"][7].get<double>(), 30.0, 1e-9);
+}
+
 // No layer shows anything: the stall is reported unexplained.
 TEST(AttributeTest, NothingOnTheTimelineIsUnexplained) {
   Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
