@@ -16,6 +16,7 @@ std::string_view CauseName(Cause c) {
     case Cause::kHostCpu: return "host_cpu";
     case Cause::kSlowKernel: return "slow_kernel";
     case Cause::kPrefill: return "prefill";
+    case Cause::kHostGap: return "host_gap";
     case Cause::kClient: return "client";
   }
   return "?";
@@ -62,7 +63,14 @@ class Tester {
     for (const StreamSeries& s : t.streams)
       if (s.first_token_ns >= 0) first_tokens_.push_back({s.first_token_ns, s.prompt_tokens});
     std::sort(first_tokens_.begin(), first_tokens_.end());
-    for (const GpuKernel& k : t.gpu) max_kernel_ns_ = std::max(max_kernel_ns_, k.end_ns - k.start_ns);
+    int64_t gpu_end_ns = INT64_MIN;
+    for (const GpuKernel& k : t.gpu) {
+      max_kernel_ns_ = std::max(max_kernel_ns_, k.end_ns - k.start_ns);
+      gpu_end_ns = std::max(gpu_end_ns, k.end_ns);
+    }
+    if (!t.gpu.empty() && gpu_end_ns > t.gpu.front().start_ns)
+      run_gpu_busy_share_ = double(GpuBusyNs(t.gpu.front().start_ns, gpu_end_ns)) /
+                            double(gpu_end_ns - t.gpu.front().start_ns);
     if (t.host.size() >= 2) {
       auto d = Delta(t.host, t.host.front().t_ns, t.host.back().t_ns,
                      [](const HostPoint& p) { return p.psi_cpu_some_us; });
@@ -73,6 +81,7 @@ class Tester {
   }
 
   std::optional<double> run_queue_mean() const { return run_queue_mean_; }
+  std::optional<double> run_gpu_busy_share() const { return run_gpu_busy_share_; }
 
   // The mean of procs_running, less the sampler's own thread, over the samples in [a, b] (the
   // nearest before a when none is inside).
@@ -190,7 +199,31 @@ class Tester {
     }
     if (e.kernel_name && excess_ns > 0)
       e.kernel_excess_share = double(std::max<int64_t>(0, e.kernel_dur_ns - e.kernel_median_ns)) / double(excess_ns);
+    e.gpu_busy_share = GpuBusyShare(start, end);
     return e;
+  }
+
+  // The time in [start, end] some kernel of the trace ran (the union of the kernels, clipped).
+  int64_t GpuBusyNs(int64_t start, int64_t end) const {
+    int64_t busy_ns = 0, covered_to = start;  // the union so far reaches covered_to
+    auto k = std::lower_bound(t_.gpu.begin(), t_.gpu.end(), start - max_kernel_ns_,
+                              [](const GpuKernel& g, int64_t v) { return g.start_ns < v; });
+    for (; k != t_.gpu.end() && k->start_ns < end; ++k) {
+      const int64_t lo = std::max(k->start_ns, covered_to), hi = std::min(k->end_ns, end);
+      if (hi > lo) busy_ns += hi - lo;
+      covered_to = std::max(covered_to, hi);
+    }
+    return busy_ns;
+  }
+
+  // The share of [start, end] some kernel ran in, when the trace covers the window: a kernel
+  // ended at or before start and one started at or after end.
+  std::optional<double> GpuBusyShare(int64_t start, int64_t end) const {
+    if (end <= start || t_.gpu.empty()) return std::nullopt;
+    const bool before = std::any_of(t_.gpu.begin(), t_.gpu.end(), [&](const GpuKernel& g) { return g.end_ns <= start; });
+    const bool after = t_.gpu.back().start_ns >= end;  // by start
+    if (!before || !after) return std::nullopt;
+    return double(GpuBusyNs(start, end)) / double(end - start);
   }
 
   bool Present(Cause c, const StallEvidence& e) const {
@@ -217,6 +250,11 @@ class Tester {
                e.kernel_dur_ns - e.kernel_median_ns >= th_.slow_kernel_min_excess_ns &&
                e.kernel_excess_share >= th_.slow_kernel_excess_share;
       case Cause::kPrefill: return e.prefill_tokens >= th_.prefill_tokens_min;
+      case Cause::kHostGap:
+        return e.gpu_busy_share && run_gpu_busy_share_ &&
+               *e.gpu_busy_share <= th_.host_gap_busy_vs_run * *run_gpu_busy_share_ &&
+               !Present(Cause::kSlowKernel, e) && !Present(Cause::kLog, e) && !Present(Cause::kSwap, e) &&
+               !Present(Cause::kHostCpu, e);
       case Cause::kClient: return false;      // decided from the others (Causes)
     }
     return false;
@@ -236,6 +274,7 @@ class Tester {
   std::vector<std::pair<int64_t, int>> first_tokens_;  // (time, prompt tokens), sorted
   std::optional<double> run_psi_cpu_share_;
   std::optional<double> run_queue_mean_;
+  std::optional<double> run_gpu_busy_share_;  // over the trace's kernels' span in the load
   int64_t max_kernel_ns_ = 0;
 };
 
@@ -271,6 +310,7 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
 
   Tester tester(t, th);
   out.run_queue_mean = tester.run_queue_mean();
+  out.gpu_busy_share = tester.run_gpu_busy_share();
   const int64_t prefill_slack_ns = std::max<int64_t>(out.median_gap_ns / 2, 2'000'000);
   const int64_t cluster_ns = std::max<int64_t>(2 * out.median_gap_ns, th.stall_cluster_min_ns);
   for (size_t i = 0; i < big.size();) {

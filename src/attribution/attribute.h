@@ -28,6 +28,12 @@
 //               slow_kernel_excess_share of the excess of all the window's kernels over theirs:
 //               one kernel made the step slow, not a bigger batch (a long prefill makes every
 //               kernel of its step longer together)
+//   host_gap    a GPU trace covers the window (kernels before and after it) and its kernels kept
+//               the GPU busy in the stall's own window at most host_gap_busy_vs_run of their
+//               busy share over the whole trace, no kernel was slow, and no host cause (log,
+//               swap, host_cpu) holds: a long step whose kernels
+//               are all usual, the GPU idle inside it waiting for the host, for a reason the
+//               host's series do not show (a lock, an RPC, the GIL held elsewhere)
 //   client      none of the above, and a load thread of the client was saturated
 // A stall may have several causes; one with none is unexplained. A gap that hits too few streams
 // to be the engine's is a single-stream stall, tested for preemption only (at the gap's start).
@@ -54,10 +60,10 @@
 
 namespace latdoc::attribution {
 
-enum class Cause { kLog, kPreemption, kSwap, kHostCpu, kSlowKernel, kPrefill, kClient };
+enum class Cause { kLog, kPreemption, kSwap, kHostCpu, kSlowKernel, kPrefill, kHostGap, kClient };
 constexpr Cause kAllCauses[] = {Cause::kLog,     Cause::kPreemption, Cause::kSwap,
                                 Cause::kHostCpu, Cause::kSlowKernel, Cause::kPrefill,
-                                Cause::kClient};
+                                Cause::kHostGap, Cause::kClient};
 std::string_view CauseName(Cause c);  // "log", "preemption", ...
 
 // Every threshold of detection and attribution, in one place.
@@ -82,6 +88,7 @@ struct Thresholds {
   int64_t slow_kernel_min_excess_ns = 2'000'000;  // ...and this much over it
   int64_t slow_kernel_min_count = 5;    // kernels of a name needed for its median
   double slow_kernel_excess_share = 0.67;  // of the window's kernels' excess over their medians
+  double host_gap_busy_vs_run = 0.5;    // GPU busy in a stall under this share of its usual: a gap
   int64_t dip_bin_ns = 100'000'000;     // throughput is counted per bin of this width
   double dip_rate_share = 0.5;          // a bin under this share of the median rate is a dip's
   double dip_min_tokens = 8;            // ...judged only where at least this many were expected
@@ -108,6 +115,10 @@ struct StallEvidence {
   std::optional<std::string> kernel_name;
   int64_t kernel_start_ns = 0, kernel_dur_ns = 0, kernel_median_ns = 0;  // start: client clock
   double kernel_excess_share = 0;  // its excess over its median, of all the window's kernels'
+  // The share of the stall's own window (not widened) some kernel of the trace ran in (the union
+  // of the kernels, clipped to it); nullopt: no GPU trace covers the window (a kernel before and
+  // one after it). Its usual share over the trace is Attribution::gpu_busy_share.
+  std::optional<double> gpu_busy_share;
 };
 
 struct Stall {
@@ -149,6 +160,7 @@ struct Attribution {
   bool have_gpu = false;              // a GPU trace on the wall clock was placed on the timeline
   bool have_threads = false;          // the server's threads were sampled (ServerCpu)
   std::optional<double> run_queue_mean;  // over the load (procs_running less the sampler)
+  std::optional<double> gpu_busy_share;  // the trace's kernels' union over their span in the load
   std::vector<Stall> stalls;
   // Single-stream stalls (gaps hitting too few streams to be the engine's) that a preemption
   // explains: the preempted stream waits and is recomputed while the others decode on.

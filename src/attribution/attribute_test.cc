@@ -419,6 +419,52 @@ TEST(AttributeTest, SeriesHaveTheTokenRateHostCpuAndPsi) {
   EXPECT_NEAR(s["thread_busy_pct"][7].get<double>(), 30.0, 1e-9);
 }
 
+// A GPU trace of 9 ms kernels every 10 ms, none launched inside `idle` ([start, end)).
+void GpuEvery10Ms(Timeline* t, std::pair<int64_t, int64_t> idle) {
+  t->have_gpu = true;
+  t->gpu_names = {{"gemm", 9 * kMs, 100}};
+  for (int64_t at = 0; at + 9 * kMs <= 1000 * kMs; at += 10 * kMs)
+    if (at + 9 * kMs <= idle.first || at >= idle.second) t->gpu.push_back({at, at + 9 * kMs, 0});
+}
+
+// A pause whose kernels are all usual and the GPU idle through it, with no host cause on the
+// timeline: host_gap, with the GPU's busy share as evidence. The same pause with the log file
+// growing in it is the log's, not a host gap; one where the GPU stayed busy is not a host gap;
+// without a trace covering it (none after), nothing is said of the GPU.
+TEST(AttributeTest, AnIdleGpuInsideAPauseIsAHostGap) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  GpuEvery10Ms(&t, {400 * kMs, 510 * kMs});
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kHostGap});
+  ASSERT_TRUE(a.stalls[0].evidence.gpu_busy_share.has_value());
+  EXPECT_LT(*a.stalls[0].evidence.gpu_busy_share, 0.2);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_FALSE(fs.empty());
+  EXPECT_EQ(fs[0].id, "attribution.host_gap");
+  EXPECT_EQ(fs[0].layer, rules::Layer::kKernel);
+
+  Timeline logged = t;
+  logged.host = LogSamples(100, {450 * kMs}, 8192);
+  a = Attribute(logged);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kLog});
+
+  Timeline busy = Steady(8, {{400 * kMs, 520 * kMs}});
+  GpuEvery10Ms(&busy, {0, 0});
+  a = Attribute(busy);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_GT(*a.stalls[0].evidence.gpu_busy_share, 0.8);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+
+  Timeline cut = Steady(8, {{400 * kMs, 520 * kMs}});
+  GpuEvery10Ms(&cut, {400 * kMs, 2000 * kMs});
+  a = Attribute(cut);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_FALSE(a.stalls[0].evidence.gpu_busy_share.has_value());
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+}
+
 // No layer shows anything: the stall is reported unexplained.
 TEST(AttributeTest, NothingOnTheTimelineIsUnexplained) {
   Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});

@@ -40,7 +40,8 @@ ordered_json EvidenceJson(const StallEvidence& e) {
           {"kernel_median_ms",
            e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)},
           {"kernel_excess_share",
-           e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)}};
+           e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)},
+          {"gpu_busy_share", Opt(e.gpu_busy_share)}};
 }
 
 ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
@@ -301,12 +302,14 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"slow_kernel_min_excess_ms", NsToMs(th.slow_kernel_min_excess_ns)},
                      {"slow_kernel_min_count", th.slow_kernel_min_count},
                      {"slow_kernel_excess_share", th.slow_kernel_excess_share},
+                     {"host_gap_busy_vs_run", th.host_gap_busy_vs_run},
                      {"dip_bin_ms", NsToMs(th.dip_bin_ns)},
                      {"dip_rate_share", th.dip_rate_share},
                      {"dip_min_tokens", th.dip_min_tokens},
                      {"ttft_spike_factor", th.ttft_spike_factor},
                      {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
   j["median_gap_ms"] = NsToMs(a.median_gap_ns);
+  j["gpu_busy_share"] = Opt(a.gpu_busy_share);
   j["decode_ms"] = NsToMs(a.decode_ns);
   j["stalls"] = StallsJson(a.stalls, t);
   j["stream_stalls"] = StallsJson(a.stream_stalls, t);

@@ -116,6 +116,12 @@ Command RegisterSim(CLI::App& root) {
       ->check(CLI::NonNegativeNumber)->group(p);
   app->add_option("--sim-cpu-stall-ms", e.cpu_stall_ms, "...this long before the step runs")
       ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+  app->add_option("--sim-host-gap-every", e.host_gap_every_steps,
+                  "Host gap: every N steps the engine launches nothing for a while (no CPU, no log: "
+                  "the GPU idles inside the step)...")
+      ->check(CLI::NonNegativeNumber)->group(p);
+  app->add_option("--sim-host-gap-ms", e.host_gap_ms, "...this long")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
   app->add_option("--sim-tokens-per-chunk", e.spec_tokens,
                   "Tokens per decode step and SSE chunk (speculative decoding)")->group(p);
   app->add_option("--sim-spec-tokens", e.spec_draft_tokens,

@@ -166,7 +166,7 @@ StepPlan Engine::BeginStep(int64_t now_ns) {
   }
   // Host-side work is not sped up or slowed by the GPU: it adds after the kernel time.
   dur_ms += plan.num_running * c.host_overhead_per_seq_us / 1e3;
-  // Injected host stalls (log, swap, CPU): each kind comes due on its own schedule; the one due
+  // Injected host stalls (log, swap, CPU, host gap): each kind comes due on its own schedule; the one due
   // the longest starts, one per step, and one of another kind than the last waits until
   // kStepsBetweenInjectedStalls steps after it (EngineConfig).
   if (c.log_stall_every_steps > 0 && c.log_stall_ms > 0 &&
@@ -183,6 +183,9 @@ StepPlan Engine::BeginStep(int64_t now_ns) {
   if (c.cpu_stall_every_steps > 0 && c.cpu_stall_ms > 0 &&
       steps_ % static_cast<uint64_t>(c.cpu_stall_every_steps) == 0 && due_since_[kCpuStall] == 0)
     due_since_[kCpuStall] = steps_;
+  if (c.host_gap_every_steps > 0 && c.host_gap_ms > 0 &&
+      steps_ % static_cast<uint64_t>(c.host_gap_every_steps) == 0 && due_since_[kHostGap] == 0)
+    due_since_[kHostGap] = steps_;
   int kind = -1;
   for (int k = 0; k < kInjectedStallKinds; ++k)
     if (due_since_[k] > 0 && (kind < 0 || due_since_[k] < due_since_[kind])) kind = k;
@@ -191,16 +194,22 @@ StepPlan Engine::BeginStep(int64_t now_ns) {
     due_since_[kind] = 0;
     last_stall_kind_ = kind;
     last_stall_step_ = steps_;
+    double stall_ms = 0;
     if (kind == kLogStall) {
-      dur_ms += c.log_stall_ms;
+      stall_ms = c.log_stall_ms;
       plan.log_stall = true;
     } else if (kind == kSwapStall) {
-      dur_ms += c.swap_stall_ms;
+      stall_ms = c.swap_stall_ms;
       plan.swap_stall = true;
-    } else {
-      dur_ms += c.cpu_stall_ms;
+    } else if (kind == kCpuStall) {
+      stall_ms = c.cpu_stall_ms;
       plan.cpu_stall_ns = static_cast<int64_t>(c.cpu_stall_ms * 1e6);
+    } else {
+      stall_ms = c.host_gap_ms;
+      plan.host_gap = true;
     }
+    dur_ms += stall_ms;
+    plan.host_stall_ns = static_cast<int64_t>(stall_ms * 1e6);
   }
   plan.dur_ns = static_cast<int64_t>(dur_ms * 1e6);
   in_step_ = true;

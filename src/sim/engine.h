@@ -56,7 +56,12 @@ struct EngineConfig {
   // time) before the step's kernels run (a CPU-bound scheduler, detokenizer or GC pause).
   int cpu_stall_every_steps = 0;
   double cpu_stall_ms = 0;
-  // Log, swap and CPU stalls are host stalls of one step each: at most one starts per step, and
+  // A host gap: every N steps the host launches nothing for this long (model time) and leaves
+  // no trace on the host's counters (a wait on a lock, an RPC, the GIL held elsewhere): the
+  // step's kernels run at their usual speed after it, the GPU idle meanwhile.
+  int host_gap_every_steps = 0;
+  double host_gap_ms = 0;
+  // Log, swap, CPU stalls and host gaps are host stalls of one step each: at most one starts per step, and
   // one of another kind than the last waits until kStepsBetweenInjectedStalls steps after it, so
   // that each stall of the ground truth has one cause and two causes never meet within the host
   // sampler's resolution (a sample every 10 ms; attribution/host_sampler.h). A stall of the same
@@ -107,6 +112,10 @@ struct StepPlan {
   bool log_stall = false;
   bool swap_stall = false;
   int64_t cpu_stall_ns = 0;  // > 0: the driver spins this long (model time) first; in dur_ns
+  bool host_gap = false;
+  // Of dur_ns, the host stall's time (log, swap, CPU stall or host gap): the GPU waits for the
+  // host first, then runs the step's kernels (sim/profiler_trace.h).
+  int64_t host_stall_ns = 0;
 };
 
 struct StepOutput {
@@ -181,8 +190,8 @@ class Engine {
   uint64_t preemptions_total_ = 0;
   int64_t next_swap_stall_ns_ = -1;
   // Injected host stalls: the step each kind came due at (0: not due), the last one started.
-  enum { kLogStall, kSwapStall, kCpuStall, kInjectedStallKinds };
-  uint64_t due_since_[kInjectedStallKinds] = {0, 0, 0};
+  enum { kLogStall, kSwapStall, kCpuStall, kHostGap, kInjectedStallKinds };
+  uint64_t due_since_[kInjectedStallKinds] = {0, 0, 0, 0};
   int last_stall_kind_ = -1;
   uint64_t last_stall_step_ = 0;
   StepOutput step_out_;             // what BeginStep already knows (scheduled, preempted)

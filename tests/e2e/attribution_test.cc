@@ -291,6 +291,44 @@ TEST(AttributionE2eTest, SwapAndLogStallsAreToldApart) {
   ExpectAttributed(c, {"swap", "log"});
 }
 
+// A host gap: every 15th step the sim's engine launches nothing for 75 ms of wall time (150 ms
+// at --time-scale 0.5) and leaves no trace on the host (no CPU, no log, no counter); its Kineto
+// trace shows the step long, the GPU idle first, its kernels usual (sim/profiler_trace.h).
+// diagnose --profile-load names host_gap for >= 90% of them, on a GPU busy under half its usual
+// share there, and nowhere else.
+TEST(AttributionE2eTest, AHostGapInsideALongStepIsNamedFromTheTrace) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("host_gap", {"--sim-host-gap-every", "15", "--sim-host-gap-ms", "150"}, 32, kOneWave,
+                   kOneWave, kOneWaveTokens, /*profile_load=*/true);
+  EXPECT_EQ(c.attribution["layers"]["gpu_trace"], true);
+  ExpectAttributed(c, {"host_gap"});
+#ifndef LATDOC_SANITIZED
+  // The trace's busy share over the load counts the gaps too (the sim's kernels fill 90% of a
+  // usual step); in a gap of 75 ms before a step of about 4 ms, the GPU is busy under 15%.
+  const double usual = c.attribution["gpu_busy_share"].get<double>();
+  for (const json& s : c.attribution["stalls"])
+    if (Names(s, "host_gap")) {
+      EXPECT_LE(s["evidence"]["gpu_busy_share"].get<double>(), 0.5 * usual) << s.dump();
+      EXPECT_LT(s["evidence"]["gpu_busy_share"].get<double>(), 0.15) << s.dump();
+      EXPECT_TRUE(s["evidence"]["kernel"].is_string()) << s.dump();  // the trace covers it
+    }
+#endif
+}
+
+// Log stalls leave the same idle GPU in the trace, but the log file grew there: named log, not
+// host_gap; the host gaps, with nothing on the host, host_gap.
+TEST(AttributionE2eTest, HostGapsAndLogStallsAreToldApart) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("host_gap_log", {"--sim-host-gap-every", "15", "--sim-host-gap-ms", "150",
+                                    "--sim-log-stall-every", "40", "--sim-log-stall-ms", "150"},
+                   32, kOneWave, kOneWave, kOneWaveTokens, /*profile_load=*/true);
+  ExpectAttributed(c, {"host_gap", "log"});
+}
+
 // --host-counters-root is the host sampler's: without --local it is bad usage; a path that is
 // no directory is bad input.
 TEST(AttributionE2eTest, HostCountersRootNeedsLocalAndADirectory) {
