@@ -22,6 +22,11 @@ std::string_view CauseName(Cause c) {
   return "?";
 }
 
+double RunnableShare(double on_cpu, std::optional<double> wait, const Thresholds& th) {
+  if (!wait || on_cpu < th.thread_min_on_cpu_share) return on_cpu;
+  return on_cpu + std::clamp(*wait, 0.0, std::max(0.0, 1 - on_cpu));
+}
+
 namespace {
 
 struct Gap {
@@ -129,8 +134,8 @@ class Tester {
       const double share = double(y->cpu_ns - x->cpu_ns) / span;
       std::optional<double> wait;
       if (x->wait_ns >= 0 && y->wait_ns >= 0) wait = double(y->wait_ns - x->wait_ns) / span;
-      const double runnable = share + wait.value_or(0);
-      if (!e->thread_busy_share || runnable > *e->thread_busy_share + e->thread_wait_share.value_or(0)) {
+      if (!e->thread_busy_share ||
+          RunnableShare(share, wait, th_) > RunnableShare(*e->thread_busy_share, e->thread_wait_share, th_)) {
         e->thread_busy_share = share;
         e->thread_wait_share = wait;
         e->thread_comm = th.comm;
@@ -226,6 +231,14 @@ class Tester {
     return double(GpuBusyNs(start, end)) / double(end - start);
   }
 
+  // host_cpu's thread rule: a server thread on a CPU, or runnable, for the stall.
+  bool ThreadRule(const StallEvidence& e) const {
+    return e.thread_busy_share &&
+           (*e.thread_busy_share >= th_.thread_busy_share ||
+            (e.thread_wait_share &&  // without schedstat's wait, the time on a CPU alone
+             RunnableShare(*e.thread_busy_share, e.thread_wait_share, th_) >= th_.thread_runnable_share));
+  }
+
   bool Present(Cause c, const StallEvidence& e) const {
     switch (c) {
       case Cause::kLog: return e.log_bytes && *e.log_bytes >= th_.log_burst_bytes;
@@ -235,8 +248,7 @@ class Tester {
                (e.major_faults && *e.major_faults >= th_.major_faults_min) ||
                (e.psi_memory_share && *e.psi_memory_share >= th_.psi_share);
       case Cause::kHostCpu: {
-        const bool thread = e.thread_busy_share &&
-                            *e.thread_busy_share + e.thread_wait_share.value_or(0) >= th_.thread_busy_share;
+        const bool thread = ThreadRule(e);
         const int cpus = t_.server_cpu.online_cpus;
         const bool queue = e.run_queue && cpus > 0 && *e.run_queue > cpus && run_queue_mean_ &&
                            *e.run_queue >= th_.run_queue_vs_run * *run_queue_mean_;
@@ -254,7 +266,7 @@ class Tester {
         return e.gpu_busy_share && run_gpu_busy_share_ &&
                *e.gpu_busy_share <= th_.host_gap_busy_vs_run * *run_gpu_busy_share_ &&
                !Present(Cause::kSlowKernel, e) && !Present(Cause::kLog, e) && !Present(Cause::kSwap, e) &&
-               !Present(Cause::kHostCpu, e);
+               !ThreadRule(e);  // a host-wide run queue or PSI does not say the server's host waited
       case Cause::kClient: return false;      // decided from the others (Causes)
     }
     return false;

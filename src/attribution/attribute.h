@@ -12,10 +12,15 @@
 //   preemption  the /metrics preemption counter stepped between the scrapes around the window
 //   swap        pswpin or >= major_faults_min major faults, or PSI memory "some" >= psi_share of
 //               the window
-//   host_cpu    one thread of the server (or of a process it started) runnable (on a CPU, or
-//               waiting on a run queue for one: schedstat) >= thread_busy_share of the stall
-//               (ServerCpu, --local): a spinning thread on a crowded host gets less than a whole
-//               CPU, and is as busy; or the run queue (procs_running, less the
+//   host_cpu    one thread of the server (or of a process it started) on a CPU >=
+//               thread_busy_share of the stall, or on a CPU >= thread_min_on_cpu_share and
+//               runnable (on a CPU or waiting on a run queue for one: schedstat, the wait capped
+//               at the rest of the window) >= thread_runnable_share (ServerCpu, --local): a
+//               spinning thread on a crowded host gets less than a whole CPU and is as busy.
+//               The kernel credits a wait when it ends (the thread gets a CPU): a wait in
+//               progress at the window's last sample is not counted yet (hence the lower share),
+//               and a thread that slept through the window may show one that ended in it
+//               (hence the time on a CPU it needs); or the run queue (procs_running, less the
 //               sampler) over the online CPUs and >= run_queue_vs_run times its run-wide mean; or
 //               PSI cpu "some" >= psi_cpu_share of the window and >= twice the run's average
 //               (host-wide run queue and PSI: other tenants count too)
@@ -30,8 +35,9 @@
 //               kernel of its step longer together)
 //   host_gap    a GPU trace covers the window (kernels before and after it) and its kernels kept
 //               the GPU busy in the stall's own window at most host_gap_busy_vs_run of their
-//               busy share over the whole trace, no kernel was slow, and no host cause (log,
-//               swap, host_cpu) holds: a long step whose kernels
+//               busy share over the whole trace, no kernel was slow, and neither log, swap nor
+//               host_cpu's thread rule holds (a host-wide run queue or PSI may: it does not say
+//               the server's own host waited): a long step whose kernels
 //               are all usual, the GPU idle inside it waiting for the host, for a reason the
 //               host's series do not show (a lock, an RPC, the GIL held elsewhere)
 //   client      none of the above, and a load thread of the client was saturated
@@ -79,8 +85,9 @@ struct Thresholds {
   int64_t major_faults_min = 100;
   double psi_share = 0.2;                // PSI memory "some" share of the window
   double psi_cpu_share = 0.8;            // PSI cpu "some" share of the window
-  double thread_busy_share = 0.9;        // one server thread's runnable time (on a CPU or waiting
-                                         // for one), of the stall's window
+  double thread_busy_share = 0.9;        // one server thread's CPU time, of the stall's window
+  double thread_runnable_share = 0.8;    // ...or its runnable time (on a CPU or waiting for one)
+  double thread_min_on_cpu_share = 0.25; // ...when it was on a CPU at least this much
   double run_queue_vs_run = 2.0;         // the window's run queue (over the online CPUs), this
                                          // many times the run's mean
   int prefill_tokens_min = 1024;
@@ -101,9 +108,9 @@ struct StallEvidence {
   std::optional<double> preemptions;         // counter step around the window
   std::optional<int64_t> swap_in_pages, major_faults;
   std::optional<double> psi_memory_share, psi_cpu_share;  // of the window
-  // The busiest server thread over the stall (ServerCpu): the one runnable the longest; its share
-  // of the window on a CPU, waiting on a run queue for one (nullopt: schedstat unreadable), name
-  // and ids.
+  // The busiest server thread over the stall (ServerCpu): the one runnable the longest
+  // (RunnableShare); its share of the window on a CPU, waiting on a run queue for one (nullopt:
+  // schedstat unreadable), name and ids.
   std::optional<double> thread_busy_share;
   std::optional<double> thread_wait_share;
   std::string thread_comm;
@@ -180,5 +187,11 @@ struct Attribution {
 };
 
 Attribution Attribute(const Timeline& t, const Thresholds& th = Thresholds{});
+
+// A thread's runnable share of a window for the host_cpu rule: its time on a CPU, plus its wait
+// for one (capped at the rest of the window) when it was on a CPU at least
+// th.thread_min_on_cpu_share (a wait credited to a sleeping thread ended in the window but may
+// have begun long before it).
+double RunnableShare(double on_cpu, std::optional<double> wait, const Thresholds& th);
 
 }  // namespace latdoc::attribution

@@ -201,7 +201,8 @@ TEST(AttributeTest, AServerThreadAt100PercentIsNamed) {
   EXPECT_TRUE(named);
 }
 
-// Busy 85% of the pause is under thread_busy_share (90%): not named.
+// Busy 85% of the pause is under thread_busy_share (90%), and without schedstat's wait the
+// runnable rule does not apply: not named.
 TEST(AttributeTest, AThreadUnderTheBusyShareIsNotNamed) {
   Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
   t.host = RunQueueSamples(2);
@@ -211,6 +212,16 @@ TEST(AttributeTest, AThreadUnderTheBusyShareIsNotNamed) {
   ASSERT_EQ(a.stalls.size(), 1u);
   EXPECT_NEAR(*a.stalls[0].evidence.thread_busy_share, 0.85, 0.01);
   EXPECT_TRUE(a.stalls[0].causes.empty());
+}
+
+// RunnableShare: a wait counts only for a thread on a CPU at least 25% of the window, capped at
+// the rest of it.
+TEST(AttributeTest, RunnableShareCountsTheWaitOfAThreadThatRan) {
+  const Thresholds th;
+  EXPECT_DOUBLE_EQ(RunnableShare(0.5, 0.3, th), 0.8);
+  EXPECT_DOUBLE_EQ(RunnableShare(0.5, 0.9, th), 1.0);      // capped
+  EXPECT_DOUBLE_EQ(RunnableShare(0.01, 1.46, th), 0.01);   // asleep: a wait credited late
+  EXPECT_DOUBLE_EQ(RunnableShare(0.5, std::nullopt, th), 0.5);  // no schedstat
 }
 
 // A thread that spins on a crowded host is on a CPU only part of the time and waits on a run

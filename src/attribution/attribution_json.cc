@@ -296,6 +296,8 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"psi_share", th.psi_share},
                      {"psi_cpu_share", th.psi_cpu_share},
                      {"thread_busy_share", th.thread_busy_share},
+                     {"thread_runnable_share", th.thread_runnable_share},
+                     {"thread_min_on_cpu_share", th.thread_min_on_cpu_share},
                      {"run_queue_vs_run", th.run_queue_vs_run},
                      {"prefill_tokens_min", th.prefill_tokens_min},
                      {"slow_kernel_factor", th.slow_kernel_factor},

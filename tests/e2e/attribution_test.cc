@@ -33,6 +33,9 @@ struct Case {
   json doc;          // the whole diagnosis
   json attribution;
   std::vector<Injected> injected;  // during the load, after its first token
+  // Every injected stall of the sim's run (the baseline's and the load's start included): a
+  // cause named at the load's first bins may stand on one just before its first token.
+  std::vector<Injected> all_injected;
 };
 
 // A diagnose (--local, --logs the sim's log) of `requests` requests against a fresh sim with
@@ -89,8 +92,10 @@ Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra,
   while (std::getline(gt, line)) {
     json g = json::parse(line);
     const int64_t s = g["start_ns"].get<int64_t>();
+    const Injected one{s, s + g["dur_ns"].get<int64_t>(), g["cause"].get<std::string>()};
+    c.all_injected.push_back(one);
     if (s < lo || s > hi) continue;
-    c.injected.push_back({s, s + g["dur_ns"].get<int64_t>(), g["cause"].get<std::string>()});
+    c.injected.push_back(one);
   }
   return c;
 }
@@ -102,19 +107,33 @@ bool Overlap(const json& stall, const Injected& g) {
          stall["end_ns"].get<int64_t>() >= g.start_ns - kSlackNs;
 }
 
+// A cause named at a detected stall was injected there: an injected stall of that cause within
+// the reach of the rules' evidence beyond a stall's window (the 15 ms widening of
+// docs/attribution.md plus a sample interval: 10 ms host, 20 ms threads). A short stall the test
+// host's own contention makes right beside an injected one sees that one's counters; within
+// this reach the tool cannot tell the two apart, and says so in its docs.
+bool Near(const json& stall, const Injected& g) {
+  constexpr int64_t kReachNs = 35'000'000;
+  return stall["start_ns"].get<int64_t>() <= g.end_ns + kReachNs &&
+         stall["end_ns"].get<int64_t>() >= g.start_ns - kReachNs;
+}
+
 bool Names(const json& stall, const std::string& cause) {
   for (const auto& c : stall["causes"])
     if (c == cause) return true;
   return false;
 }
 
-// A server thread runnable (on a CPU, or waiting for one) for >= 90% of the stall: the evidence
-// host_cpu's thread rule stands on (docs/attribution.md).
+// A server thread on a CPU >= 90% of the stall, or on a CPU >= 25% and runnable (on a CPU, or
+// waiting for one, the wait capped at the rest) >= 80%: the evidence host_cpu's thread rule
+// stands on (docs/attribution.md).
 bool ThreadRunnable(const json& s) {
   const json& e = s["evidence"];
   if (!e["thread_busy_share"].is_number()) return false;
-  const double wait = e["thread_wait_share"].is_number() ? e["thread_wait_share"].get<double>() : 0;
-  return e["thread_busy_share"].get<double>() + wait >= 0.9;
+  const double busy = e["thread_busy_share"].get<double>();
+  if (busy >= 0.9) return true;
+  if (!e["thread_wait_share"].is_number() || busy < 0.25) return false;
+  return busy + std::min(e["thread_wait_share"].get<double>(), 1 - busy) >= 0.8;
 }
 
 // host_cpu stands on its evidence: a server thread runnable >= 90% of the window, a run queue
@@ -169,8 +188,8 @@ void ExpectAttributed(const Case& c, const std::set<std::string>& expected,
         continue;
       }
       EXPECT_TRUE(allowed.count(cause)) << "wrong cause " << cause << ": " << s.dump();
-      const bool injected_here = std::any_of(c.injected.begin(), c.injected.end(), [&](const Injected& g) {
-        return g.cause == cause && Overlap(s, g);
+      const bool injected_here = std::any_of(c.all_injected.begin(), c.all_injected.end(), [&](const Injected& g) {
+        return g.cause == cause && Near(s, g);
       });
       EXPECT_TRUE(injected_here) << cause << " named where none was injected: " << s.dump();
     }
@@ -203,8 +222,8 @@ void ExpectBusyThreadOnlyWhereInjected(const Case& c) {
   int at_injected = 0;
   for (const json& s : named) {
     if (!Names(s, "host_cpu")) continue;
-    const bool injected = std::any_of(c.injected.begin(), c.injected.end(), [&](const Injected& g) {
-      return g.cause == "host_cpu" && Overlap(s, g);
+    const bool injected = std::any_of(c.all_injected.begin(), c.all_injected.end(), [&](const Injected& g) {
+      return g.cause == "host_cpu" && Near(s, g);
     });
     if (!injected) {
       EXPECT_FALSE(ThreadRunnable(s)) << "a busy server thread where no CPU stall was injected: " << s.dump();
