@@ -225,7 +225,12 @@ class Tester {
   // ended at or before start and one started at or after end.
   std::optional<double> GpuBusyShare(int64_t start, int64_t end) const {
     if (end <= start || t_.gpu.empty()) return std::nullopt;
-    const bool before = std::any_of(t_.gpu.begin(), t_.gpu.end(), [&](const GpuKernel& g) { return g.end_ns <= start; });
+    // Kernels are by start and none is longer than max_kernel_ns_: one that started by
+    // start - max_kernel_ns_ ended by start; of the later ones, only those starting by start can.
+    auto k = std::lower_bound(t_.gpu.begin(), t_.gpu.end(), start - max_kernel_ns_,
+                              [](const GpuKernel& g, int64_t v) { return g.start_ns < v; });
+    bool before = k != t_.gpu.begin();
+    for (; !before && k != t_.gpu.end() && k->start_ns <= start; ++k) before = k->end_ns <= start;
     const bool after = t_.gpu.back().start_ns >= end;  // by start
     if (!before || !after) return std::nullopt;
     return double(GpuBusyNs(start, end)) / double(end - start);
