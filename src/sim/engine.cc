@@ -166,9 +166,9 @@ StepPlan Engine::BeginStep(int64_t now_ns) {
   }
   // Host-side work is not sped up or slowed by the GPU: it adds after the kernel time.
   dur_ms += plan.num_running * c.host_overhead_per_seq_us / 1e3;
-  // Injected host stalls (log, swap, CPU, host gap): each kind comes due on its own schedule; the one due
-  // the longest starts, one per step, and one of another kind than the last waits until
-  // kStepsBetweenInjectedStalls steps after it (EngineConfig).
+  // Injected host stalls (log, swap, CPU, host gap): each kind comes due on its own schedule;
+  // the one due the longest starts, one per step, and one of another kind than the last waits
+  // until kStepsBetweenInjectedStalls steps after it (EngineConfig).
   if (c.log_stall_every_steps > 0 && c.log_stall_ms > 0 &&
       steps_ % static_cast<uint64_t>(c.log_stall_every_steps) == 0 && due_since_[kLogStall] == 0)
     due_since_[kLogStall] = steps_;

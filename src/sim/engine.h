@@ -61,11 +61,12 @@ struct EngineConfig {
   // step's kernels run at their usual speed after it, the GPU idle meanwhile.
   int host_gap_every_steps = 0;
   double host_gap_ms = 0;
-  // Log, swap, CPU stalls and host gaps are host stalls of one step each: at most one starts per step, and
-  // one of another kind than the last waits until kStepsBetweenInjectedStalls steps after it, so
-  // that each stall of the ground truth has one cause and two causes never meet within the host
-  // sampler's resolution (a sample every 10 ms; attribution/host_sampler.h). A stall of the same
-  // kind as the last keeps its schedule.
+  // Log, swap, CPU stalls and host gaps are host stalls of one step each: at most one starts per
+  // step, and one of another kind than the last waits until kStepsBetweenInjectedStalls steps
+  // after it, so that each stall of the ground truth has one cause and two causes never meet
+  // within the host sampler's resolution (a sample every 10 ms; attribution/host_sampler.h). A
+  // stall of the same kind as the last keeps its schedule (one pending per kind: a kind that
+  // comes due again while it waits loses that one).
   int spec_tokens = 1;                   // tokens per decode step (speculative decoding)
   // Speculative decoding with acceptance (vLLM's --speculative-config num_speculative_tokens):
   // each decode step verifies spec_draft_tokens drafts; each is accepted with probability
