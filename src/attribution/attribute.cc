@@ -16,9 +16,15 @@ std::string_view CauseName(Cause c) {
     case Cause::kHostCpu: return "host_cpu";
     case Cause::kSlowKernel: return "slow_kernel";
     case Cause::kPrefill: return "prefill";
+    case Cause::kHostGap: return "host_gap";
     case Cause::kClient: return "client";
   }
   return "?";
+}
+
+double RunnableShare(double on_cpu, std::optional<double> wait, const Thresholds& th) {
+  if (!wait || on_cpu < th.thread_min_on_cpu_share) return on_cpu;
+  return on_cpu + std::clamp(*wait, 0.0, std::max(0.0, 1 - on_cpu));
 }
 
 namespace {
@@ -62,7 +68,14 @@ class Tester {
     for (const StreamSeries& s : t.streams)
       if (s.first_token_ns >= 0) first_tokens_.push_back({s.first_token_ns, s.prompt_tokens});
     std::sort(first_tokens_.begin(), first_tokens_.end());
-    for (const GpuKernel& k : t.gpu) max_kernel_ns_ = std::max(max_kernel_ns_, k.end_ns - k.start_ns);
+    int64_t gpu_end_ns = INT64_MIN;
+    for (const GpuKernel& k : t.gpu) {
+      max_kernel_ns_ = std::max(max_kernel_ns_, k.end_ns - k.start_ns);
+      gpu_end_ns = std::max(gpu_end_ns, k.end_ns);
+    }
+    if (!t.gpu.empty() && gpu_end_ns > t.gpu.front().start_ns)
+      run_gpu_busy_share_ = double(GpuBusyNs(t.gpu.front().start_ns, gpu_end_ns)) /
+                            double(gpu_end_ns - t.gpu.front().start_ns);
     if (t.host.size() >= 2) {
       auto d = Delta(t.host, t.host.front().t_ns, t.host.back().t_ns,
                      [](const HostPoint& p) { return p.psi_cpu_some_us; });
@@ -73,6 +86,7 @@ class Tester {
   }
 
   std::optional<double> run_queue_mean() const { return run_queue_mean_; }
+  std::optional<double> run_gpu_busy_share() const { return run_gpu_busy_share_; }
 
   // The mean of procs_running, less the sampler's own thread, over the samples in [a, b] (the
   // nearest before a when none is inside).
@@ -116,9 +130,14 @@ class Tester {
         y = hi == v.end() ? &v.back() : &*hi;
       }
       if (y->t_ns <= x->t_ns) continue;
-      const double share = double(y->cpu_ns - x->cpu_ns) / double(y->t_ns - x->t_ns);
-      if (!e->thread_busy_share || share > *e->thread_busy_share) {
+      const double span = double(y->t_ns - x->t_ns);
+      const double share = double(y->cpu_ns - x->cpu_ns) / span;
+      std::optional<double> wait;
+      if (x->wait_ns >= 0 && y->wait_ns >= 0) wait = double(y->wait_ns - x->wait_ns) / span;
+      if (!e->thread_busy_share ||
+          RunnableShare(share, wait, th_) > RunnableShare(*e->thread_busy_share, e->thread_wait_share, th_)) {
         e->thread_busy_share = share;
+        e->thread_wait_share = wait;
         e->thread_comm = th.comm;
         e->thread_pid = th.pid;
         e->thread_tid = th.tid;
@@ -185,7 +204,44 @@ class Tester {
     }
     if (e.kernel_name && excess_ns > 0)
       e.kernel_excess_share = double(std::max<int64_t>(0, e.kernel_dur_ns - e.kernel_median_ns)) / double(excess_ns);
+    e.gpu_busy_share = GpuBusyShare(start, end);
     return e;
+  }
+
+  // The time in [start, end] some kernel of the trace ran (the union of the kernels, clipped).
+  int64_t GpuBusyNs(int64_t start, int64_t end) const {
+    int64_t busy_ns = 0, covered_to = start;  // the union so far reaches covered_to
+    auto k = std::lower_bound(t_.gpu.begin(), t_.gpu.end(), start - max_kernel_ns_,
+                              [](const GpuKernel& g, int64_t v) { return g.start_ns < v; });
+    for (; k != t_.gpu.end() && k->start_ns < end; ++k) {
+      const int64_t lo = std::max(k->start_ns, covered_to), hi = std::min(k->end_ns, end);
+      if (hi > lo) busy_ns += hi - lo;
+      covered_to = std::max(covered_to, hi);
+    }
+    return busy_ns;
+  }
+
+  // The share of [start, end] some kernel ran in, when the trace covers the window: a kernel
+  // ended at or before start and one started at or after end.
+  std::optional<double> GpuBusyShare(int64_t start, int64_t end) const {
+    if (end <= start || t_.gpu.empty()) return std::nullopt;
+    // Kernels are by start and none is longer than max_kernel_ns_: one that started by
+    // start - max_kernel_ns_ ended by start; of the later ones, only those starting by start can.
+    auto k = std::lower_bound(t_.gpu.begin(), t_.gpu.end(), start - max_kernel_ns_,
+                              [](const GpuKernel& g, int64_t v) { return g.start_ns < v; });
+    bool before = k != t_.gpu.begin();
+    for (; !before && k != t_.gpu.end() && k->start_ns <= start; ++k) before = k->end_ns <= start;
+    const bool after = t_.gpu.back().start_ns >= end;  // by start
+    if (!before || !after) return std::nullopt;
+    return double(GpuBusyNs(start, end)) / double(end - start);
+  }
+
+  // host_cpu's thread rule: a server thread on a CPU, or runnable, for the stall.
+  bool ThreadRule(const StallEvidence& e) const {
+    return e.thread_busy_share &&
+           (*e.thread_busy_share >= th_.thread_busy_share ||
+            (e.thread_wait_share &&  // without schedstat's wait, the time on a CPU alone
+             RunnableShare(*e.thread_busy_share, e.thread_wait_share, th_) >= th_.thread_runnable_share));
   }
 
   bool Present(Cause c, const StallEvidence& e) const {
@@ -197,7 +253,7 @@ class Tester {
                (e.major_faults && *e.major_faults >= th_.major_faults_min) ||
                (e.psi_memory_share && *e.psi_memory_share >= th_.psi_share);
       case Cause::kHostCpu: {
-        const bool thread = e.thread_busy_share && *e.thread_busy_share >= th_.thread_busy_share;
+        const bool thread = ThreadRule(e);
         const int cpus = t_.server_cpu.online_cpus;
         const bool queue = e.run_queue && cpus > 0 && *e.run_queue > cpus && run_queue_mean_ &&
                            *e.run_queue >= th_.run_queue_vs_run * *run_queue_mean_;
@@ -211,6 +267,11 @@ class Tester {
                e.kernel_dur_ns - e.kernel_median_ns >= th_.slow_kernel_min_excess_ns &&
                e.kernel_excess_share >= th_.slow_kernel_excess_share;
       case Cause::kPrefill: return e.prefill_tokens >= th_.prefill_tokens_min;
+      case Cause::kHostGap:
+        return e.gpu_busy_share && run_gpu_busy_share_ &&
+               *e.gpu_busy_share <= th_.host_gap_busy_vs_run * *run_gpu_busy_share_ &&
+               !Present(Cause::kSlowKernel, e) && !Present(Cause::kLog, e) && !Present(Cause::kSwap, e) &&
+               !ThreadRule(e);  // a host-wide run queue or PSI does not say the server's host waited
       case Cause::kClient: return false;      // decided from the others (Causes)
     }
     return false;
@@ -230,6 +291,7 @@ class Tester {
   std::vector<std::pair<int64_t, int>> first_tokens_;  // (time, prompt tokens), sorted
   std::optional<double> run_psi_cpu_share_;
   std::optional<double> run_queue_mean_;
+  std::optional<double> run_gpu_busy_share_;  // over the trace's kernels' span in the load
   int64_t max_kernel_ns_ = 0;
 };
 
@@ -265,6 +327,7 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
 
   Tester tester(t, th);
   out.run_queue_mean = tester.run_queue_mean();
+  out.gpu_busy_share = tester.run_gpu_busy_share();
   const int64_t prefill_slack_ns = std::max<int64_t>(out.median_gap_ns / 2, 2'000'000);
   const int64_t cluster_ns = std::max<int64_t>(2 * out.median_gap_ns, th.stall_cluster_min_ns);
   for (size_t i = 0; i < big.size();) {

@@ -12,8 +12,15 @@
 //   preemption  the /metrics preemption counter stepped between the scrapes around the window
 //   swap        pswpin or >= major_faults_min major faults, or PSI memory "some" >= psi_share of
 //               the window
-//   host_cpu    one thread of the server (or of a process it started) on a CPU >= thread_busy_share
-//               of the stall (ServerCpu, --local); or the run queue (procs_running, less the
+//   host_cpu    one thread of the server (or of a process it started) on a CPU >=
+//               thread_busy_share of the stall, or on a CPU >= thread_min_on_cpu_share and
+//               runnable (on a CPU or waiting on a run queue for one: schedstat, the wait capped
+//               at the rest of the window) >= thread_runnable_share (ServerCpu, --local): a
+//               spinning thread on a crowded host gets less than a whole CPU and is as busy.
+//               The kernel credits a wait when it ends (the thread gets a CPU): a wait in
+//               progress at the window's last sample is not counted yet (hence the lower share),
+//               and a thread that slept through the window may show one that ended in it
+//               (hence the time on a CPU it needs); or the run queue (procs_running, less the
 //               sampler) over the online CPUs and >= run_queue_vs_run times its run-wide mean; or
 //               PSI cpu "some" >= psi_cpu_share of the window and >= twice the run's average
 //               (host-wide run queue and PSI: other tenants count too)
@@ -26,6 +33,13 @@
 //               slow_kernel_excess_share of the excess of all the window's kernels over theirs:
 //               one kernel made the step slow, not a bigger batch (a long prefill makes every
 //               kernel of its step longer together)
+//   host_gap    a GPU trace covers the window (kernels before and after it) and its kernels kept
+//               the GPU busy in the stall's own window at most host_gap_busy_vs_run of their
+//               busy share over the whole trace, no kernel was slow, and neither log, swap nor
+//               host_cpu's thread rule holds (a host-wide run queue or PSI may: it does not say
+//               the server's own host waited): a long step whose kernels
+//               are all usual, the GPU idle inside it waiting for the host, for a reason the
+//               host's series do not show (a lock, an RPC, the GIL held elsewhere)
 //   client      none of the above, and a load thread of the client was saturated
 // A stall may have several causes; one with none is unexplained. A gap that hits too few streams
 // to be the engine's is a single-stream stall, tested for preemption only (at the gap's start).
@@ -52,10 +66,10 @@
 
 namespace latdoc::attribution {
 
-enum class Cause { kLog, kPreemption, kSwap, kHostCpu, kSlowKernel, kPrefill, kClient };
+enum class Cause { kLog, kPreemption, kSwap, kHostCpu, kSlowKernel, kPrefill, kHostGap, kClient };
 constexpr Cause kAllCauses[] = {Cause::kLog,     Cause::kPreemption, Cause::kSwap,
                                 Cause::kHostCpu, Cause::kSlowKernel, Cause::kPrefill,
-                                Cause::kClient};
+                                Cause::kHostGap, Cause::kClient};
 std::string_view CauseName(Cause c);  // "log", "preemption", ...
 
 // Every threshold of detection and attribution, in one place.
@@ -72,6 +86,8 @@ struct Thresholds {
   double psi_share = 0.2;                // PSI memory "some" share of the window
   double psi_cpu_share = 0.8;            // PSI cpu "some" share of the window
   double thread_busy_share = 0.9;        // one server thread's CPU time, of the stall's window
+  double thread_runnable_share = 0.8;    // ...or its runnable time (on a CPU or waiting for one)
+  double thread_min_on_cpu_share = 0.25; // ...when it was on a CPU at least this much
   double run_queue_vs_run = 2.0;         // the window's run queue (over the online CPUs), this
                                          // many times the run's mean
   int prefill_tokens_min = 1024;
@@ -79,6 +95,7 @@ struct Thresholds {
   int64_t slow_kernel_min_excess_ns = 2'000'000;  // ...and this much over it
   int64_t slow_kernel_min_count = 5;    // kernels of a name needed for its median
   double slow_kernel_excess_share = 0.67;  // of the window's kernels' excess over their medians
+  double host_gap_busy_vs_run = 0.5;    // GPU busy in a stall under this share of its usual: a gap
   int64_t dip_bin_ns = 100'000'000;     // throughput is counted per bin of this width
   double dip_rate_share = 0.5;          // a bin under this share of the median rate is a dip's
   double dip_min_tokens = 8;            // ...judged only where at least this many were expected
@@ -91,8 +108,11 @@ struct StallEvidence {
   std::optional<double> preemptions;         // counter step around the window
   std::optional<int64_t> swap_in_pages, major_faults;
   std::optional<double> psi_memory_share, psi_cpu_share;  // of the window
-  // The busiest server thread over the stall (ServerCpu): its share of a CPU, name and ids.
+  // The busiest server thread over the stall (ServerCpu): the one runnable the longest
+  // (RunnableShare); its share of the window on a CPU, waiting on a run queue for one (nullopt:
+  // schedstat unreadable), name and ids.
   std::optional<double> thread_busy_share;
+  std::optional<double> thread_wait_share;
   std::string thread_comm;
   int64_t thread_pid = 0, thread_tid = 0;
   std::optional<double> run_queue;           // mean procs_running (less the sampler) in the window
@@ -102,6 +122,10 @@ struct StallEvidence {
   std::optional<std::string> kernel_name;
   int64_t kernel_start_ns = 0, kernel_dur_ns = 0, kernel_median_ns = 0;  // start: client clock
   double kernel_excess_share = 0;  // its excess over its median, of all the window's kernels'
+  // The share of the stall's own window (not widened) some kernel of the trace ran in (the union
+  // of the kernels, clipped to it); nullopt: no GPU trace covers the window (a kernel before and
+  // one after it). Its usual share over the trace is Attribution::gpu_busy_share.
+  std::optional<double> gpu_busy_share;
 };
 
 struct Stall {
@@ -143,6 +167,7 @@ struct Attribution {
   bool have_gpu = false;              // a GPU trace on the wall clock was placed on the timeline
   bool have_threads = false;          // the server's threads were sampled (ServerCpu)
   std::optional<double> run_queue_mean;  // over the load (procs_running less the sampler)
+  std::optional<double> gpu_busy_share;  // the trace's kernels' union over their span in the load
   std::vector<Stall> stalls;
   // Single-stream stalls (gaps hitting too few streams to be the engine's) that a preemption
   // explains: the preempted stream waits and is recomputed while the others decode on.
@@ -162,5 +187,11 @@ struct Attribution {
 };
 
 Attribution Attribute(const Timeline& t, const Thresholds& th = Thresholds{});
+
+// A thread's runnable share of a window for the host_cpu rule: its time on a CPU, plus its wait
+// for one (capped at the rest of the window) when it was on a CPU at least
+// th.thread_min_on_cpu_share (a wait credited to a sleeping thread ended in the window but may
+// have begun long before it).
+double RunnableShare(double on_cpu, std::optional<double> wait, const Thresholds& th);
 
 }  // namespace latdoc::attribution

@@ -201,7 +201,8 @@ TEST(AttributeTest, AServerThreadAt100PercentIsNamed) {
   EXPECT_TRUE(named);
 }
 
-// Busy 85% of the pause is under thread_busy_share (90%): not named.
+// Busy 85% of the pause is under thread_busy_share (90%), and without schedstat's wait the
+// runnable rule does not apply: not named.
 TEST(AttributeTest, AThreadUnderTheBusyShareIsNotNamed) {
   Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
   t.host = RunQueueSamples(2);
@@ -211,6 +212,52 @@ TEST(AttributeTest, AThreadUnderTheBusyShareIsNotNamed) {
   ASSERT_EQ(a.stalls.size(), 1u);
   EXPECT_NEAR(*a.stalls[0].evidence.thread_busy_share, 0.85, 0.01);
   EXPECT_TRUE(a.stalls[0].causes.empty());
+}
+
+// RunnableShare: a wait counts only for a thread on a CPU at least 25% of the window, capped at
+// the rest of it.
+TEST(AttributeTest, RunnableShareCountsTheWaitOfAThreadThatRan) {
+  const Thresholds th;
+  EXPECT_DOUBLE_EQ(RunnableShare(0.5, 0.3, th), 0.8);
+  EXPECT_DOUBLE_EQ(RunnableShare(0.5, 0.9, th), 1.0);      // capped
+  EXPECT_DOUBLE_EQ(RunnableShare(0.01, 1.46, th), 0.01);   // asleep: a wait credited late
+  EXPECT_DOUBLE_EQ(RunnableShare(0.5, std::nullopt, th), 0.5);  // no schedstat
+}
+
+// A thread that spins on a crowded host is on a CPU only part of the time and waits on a run
+// queue for the rest (schedstat's second field): runnable 95% of the pause (50% on a CPU, 45%
+// waiting) is host_cpu; the same 50% on a CPU without the wait (asleep) is not.
+TEST(AttributeTest, AThreadRunnableForThePauseIsNamedThoughOffACpuPartOfIt) {
+  for (const bool waiting : {true, false}) {
+    Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+    t.host = RunQueueSamples(2);
+    t.server_cpu.online_cpus = 2;
+    ServerThread th = ThreadAt(12, "sim", 0.3, {{400 * kMs, 520 * kMs}}, 0.5);
+    int64_t wait = 0;
+    for (size_t i = 0; i < th.cpu.size(); ++i) {
+      const int64_t at = th.cpu[i].t_ns;
+      if (waiting && i > 0 && at > 400 * kMs && at <= 520 * kMs) wait += int64_t(0.45 * 20 * kMs);
+      th.cpu[i].wait_ns = wait;
+    }
+    t.server_cpu.threads = {th};
+    Attribution a = Attribute(t);
+    ASSERT_EQ(a.stalls.size(), 1u);
+    const StallEvidence& e = a.stalls[0].evidence;
+    EXPECT_NEAR(*e.thread_busy_share, 0.5, 0.01);
+    ASSERT_TRUE(e.thread_wait_share.has_value());
+    EXPECT_NEAR(*e.thread_wait_share, waiting ? 0.45 : 0.0, 0.01);
+    EXPECT_EQ(a.stalls[0].causes, waiting ? std::vector<Cause>{Cause::kHostCpu} : std::vector<Cause>{})
+        << "waiting=" << waiting;
+    if (waiting) {
+      std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+      ASSERT_FALSE(fs.empty());
+      bool named = false;
+      for (const auto& ev : fs[0].evidence)
+        named |= ev.text.find("busiest server thread sim (tid 12) 50% of a CPU (+45% waiting for one)") !=
+                 std::string::npos;
+      EXPECT_TRUE(named);
+    }
+  }
 }
 
 // More runnable tasks than online CPUs in a pause, twice the run's usual queue: host_cpu. A
@@ -349,6 +396,84 @@ TEST(AttributeTest, SeriesHaveTheLogWriteRateAndTheGpuKernelTime) {
   EXPECT_EQ(s["gpu_kernel_ms"][1], 10.0);
   EXPECT_EQ(s["gpu_kernel_ms"][2], 30.0);
   EXPECT_EQ(s["gpu_kernel_ms"][3], 0.0);
+}
+
+// attribution.series under --local: the output token rate per bin; PSI growth over the time
+// between samples, in percent; the run queue less the sampler; the busiest server thread's CPU
+// in percent of one CPU. Without host samples or threads, only the token rate.
+TEST(AttributeTest, SeriesHaveTheTokenRateHostCpuAndPsi) {
+  Timeline t = Steady(2, {});
+  nlohmann::ordered_json s = AttributionJson(Attribute(t), t, Thresholds{})["series"];
+  ASSERT_EQ(s["output_tok_s"].size(), 11u);
+  EXPECT_EQ(s["output_tok_s"][0], 200.0);  // 2 streams x 10 tokens in 0.1 s
+  EXPECT_EQ(s["output_tok_s"][10], 0.0);
+  for (const char* k : {"psi_cpu_pct", "psi_memory_pct", "psi_io_pct", "run_queue", "thread_busy_pct"})
+    EXPECT_FALSE(s.contains(k)) << k;
+  t.host = RunQueueSamples(3);  // procs_running 3 on every second sample: 2 less the sampler
+  int64_t psi = 0;
+  for (HostPoint& p : t.host) {
+    if (p.t_ns >= 100 * kMs && p.t_ns < 200 * kMs) psi += 5000;  // 5 ms of each 10 ms up to it
+    p.psi_memory_some_us = psi;
+  }
+  t.server_cpu.threads = {ThreadAt(11, "idle", 0.1), ThreadAt(12, "busy", 0.3, {{400 * kMs, 520 * kMs}})};
+  s = AttributionJson(Attribute(t), t, Thresholds{})["series"];
+  EXPECT_FALSE(s.contains("psi_cpu_pct"));  // never read
+  ASSERT_EQ(s["psi_memory_pct"].size(), 11u);
+  EXPECT_EQ(s["psi_memory_pct"][0], 0.0);
+  EXPECT_EQ(s["psi_memory_pct"][1], 50.0);
+  EXPECT_EQ(s["psi_memory_pct"][2], 0.0);
+  ASSERT_EQ(s["run_queue"].size(), 11u);
+  EXPECT_EQ(s["run_queue"][3], 2.0);
+  ASSERT_EQ(s["thread_busy_pct"].size(), 11u);
+  EXPECT_NEAR(s["thread_busy_pct"][0].get<double>(), 30.0, 1e-9);  // the busier of the two
+  EXPECT_NEAR(s["thread_busy_pct"][4].get<double>(), 86.0, 1e-9);  // 4 of its 5 intervals at 100%
+  EXPECT_NEAR(s["thread_busy_pct"][7].get<double>(), 30.0, 1e-9);
+}
+
+// A GPU trace of 9 ms kernels every 10 ms, none launched inside `idle` ([start, end)).
+void GpuEvery10Ms(Timeline* t, std::pair<int64_t, int64_t> idle) {
+  t->have_gpu = true;
+  t->gpu_names = {{"gemm", 9 * kMs, 100}};
+  for (int64_t at = 0; at + 9 * kMs <= 1000 * kMs; at += 10 * kMs)
+    if (at + 9 * kMs <= idle.first || at >= idle.second) t->gpu.push_back({at, at + 9 * kMs, 0});
+}
+
+// A pause whose kernels are all usual and the GPU idle through it, with no host cause on the
+// timeline: host_gap, with the GPU's busy share as evidence. The same pause with the log file
+// growing in it is the log's, not a host gap; one where the GPU stayed busy is not a host gap;
+// without a trace covering it (none after), nothing is said of the GPU.
+TEST(AttributeTest, AnIdleGpuInsideAPauseIsAHostGap) {
+  Timeline t = Steady(8, {{400 * kMs, 520 * kMs}});
+  GpuEvery10Ms(&t, {400 * kMs, 510 * kMs});
+  Attribution a = Attribute(t);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kHostGap});
+  ASSERT_TRUE(a.stalls[0].evidence.gpu_busy_share.has_value());
+  EXPECT_LT(*a.stalls[0].evidence.gpu_busy_share, 0.2);
+  std::vector<rules::Finding> fs = rules::EvaluateAttributionRules(a, t);
+  ASSERT_FALSE(fs.empty());
+  EXPECT_EQ(fs[0].id, "attribution.host_gap");
+  EXPECT_EQ(fs[0].layer, rules::Layer::kKernel);
+
+  Timeline logged = t;
+  logged.host = LogSamples(100, {450 * kMs}, 8192);
+  a = Attribute(logged);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_EQ(a.stalls[0].causes, std::vector<Cause>{Cause::kLog});
+
+  Timeline busy = Steady(8, {{400 * kMs, 520 * kMs}});
+  GpuEvery10Ms(&busy, {0, 0});
+  a = Attribute(busy);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_GT(*a.stalls[0].evidence.gpu_busy_share, 0.8);
+  EXPECT_TRUE(a.stalls[0].causes.empty());
+
+  Timeline cut = Steady(8, {{400 * kMs, 520 * kMs}});
+  GpuEvery10Ms(&cut, {400 * kMs, 2000 * kMs});
+  a = Attribute(cut);
+  ASSERT_EQ(a.stalls.size(), 1u);
+  EXPECT_FALSE(a.stalls[0].evidence.gpu_busy_share.has_value());
+  EXPECT_TRUE(a.stalls[0].causes.empty());
 }
 
 // No layer shows anything: the stall is reported unexplained.

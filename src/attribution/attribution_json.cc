@@ -30,6 +30,7 @@ ordered_json EvidenceJson(const StallEvidence& e) {
           {"psi_memory_share", Opt(e.psi_memory_share)},
           {"psi_cpu_share", Opt(e.psi_cpu_share)},
           {"thread_busy_share", Opt(e.thread_busy_share)},
+          {"thread_wait_share", Opt(e.thread_wait_share)},
           {"thread", e.thread_busy_share ? ordered_json(e.thread_comm) : ordered_json(nullptr)},
           {"thread_tid", e.thread_busy_share ? ordered_json(e.thread_tid) : ordered_json(nullptr)},
           {"run_queue", Opt(e.run_queue)},
@@ -39,7 +40,8 @@ ordered_json EvidenceJson(const StallEvidence& e) {
           {"kernel_median_ms",
            e.kernel_name ? ordered_json(NsToMs(e.kernel_median_ns)) : ordered_json(nullptr)},
           {"kernel_excess_share",
-           e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)}};
+           e.kernel_name ? ordered_json(e.kernel_excess_share) : ordered_json(nullptr)},
+          {"gpu_busy_share", Opt(e.gpu_busy_share)}};
 }
 
 ordered_json StallsJson(const std::vector<Stall>& list, const Timeline& t) {
@@ -142,6 +144,86 @@ ordered_json SeriesJson(const Timeline& t) {
       rate.push_back(v ? ordered_json(double(*v) / 1024 / NsToSec(bin_ns)) : ordered_json(nullptr));
     out["log_write_kib_s"] = std::move(rate);
   }
+  // The output token rate of each bin (token arrivals across streams), under which the
+  // throughput dips are marked (attribution.dips).
+  {
+    std::vector<int64_t> tokens(bins, 0);
+    for (const StreamSeries& st : t.streams)
+      for (int64_t at : st.token_ns)
+        if (at >= t.start_ns && at <= t.end_ns) ++tokens[size_t(bin_of(at))];
+    ordered_json rate = ordered_json::array();
+    for (int64_t n : tokens) rate.push_back(double(n) / NsToSec(bin_ns));
+    out["output_tok_s"] = std::move(rate);
+  }
+  // Host CPU and pressure (--local): each pair of consecutive samples that both read a counter
+  // puts its growth, and the time between them, in the bin of the later sample; a bin's value is
+  // the growth over that time. Bins no pair ends in are null.
+  auto per_bin_share = [&](auto field, double unit_per_ns) {
+    std::vector<double> grow(bins, 0), span(bins, 0);
+    for (size_t i = 1; i < t.host.size(); ++i) {
+      const HostPoint &a = t.host[i - 1], &b = t.host[i];
+      const std::optional<int64_t> u = field(a), v = field(b);
+      if (!u || !v || b.t_ns <= a.t_ns || b.t_ns < t.start_ns || b.t_ns > t.end_ns) continue;
+      const size_t k = size_t(bin_of(b.t_ns));
+      grow[k] += double(std::max<int64_t>(0, *v - *u));
+      span[k] += double(b.t_ns - a.t_ns);
+    }
+    ordered_json col = ordered_json::array();
+    bool any = false;
+    for (size_t k = 0; k < bins; ++k) {
+      if (span[k] <= 0) {
+        col.push_back(nullptr);
+        continue;
+      }
+      any = true;
+      col.push_back(100 * grow[k] / (span[k] * unit_per_ns));
+    }
+    return any ? col : ordered_json(nullptr);
+  };
+  // PSI "some" totals are microseconds: a share of the time, in percent.
+  const std::pair<const char*, std::optional<int64_t> HostPoint::*> psi[] = {
+      {"psi_cpu_pct", &HostPoint::psi_cpu_some_us},
+      {"psi_memory_pct", &HostPoint::psi_memory_some_us},
+      {"psi_io_pct", &HostPoint::psi_io_some_us}};
+  for (const auto& [key, member] : psi) {
+    ordered_json col = per_bin_share([m = member](const HostPoint& p) { return p.*m; }, 1e-3);
+    if (!col.is_null()) out[key] = std::move(col);
+  }
+  // The run queue: the mean of procs_running (less the sampler's own thread) over the samples in
+  // the bin that read it.
+  if (std::any_of(t.host.begin(), t.host.end(), [](const HostPoint& p) { return p.procs_running.has_value(); })) {
+    std::vector<double> sum(bins, 0);
+    std::vector<int> n(bins, 0);
+    for (const HostPoint& p : t.host) {
+      if (!p.procs_running || p.t_ns < t.start_ns || p.t_ns > t.end_ns) continue;
+      const size_t k = size_t(bin_of(p.t_ns));
+      sum[k] += double(std::max<int64_t>(0, *p.procs_running - 1));
+      ++n[k];
+    }
+    ordered_json col = ordered_json::array();
+    for (size_t k = 0; k < bins; ++k) col.push_back(n[k] > 0 ? ordered_json(sum[k] / n[k]) : ordered_json(nullptr));
+    out["run_queue"] = std::move(col);
+  }
+  // The busiest server thread of each bin: per thread, its CPU time (on a CPU) over the time
+  // between its consecutive samples ending in the bin, in percent of one CPU; the most of any.
+  if (!t.server_cpu.threads.empty()) {
+    std::vector<std::optional<double>> best(bins);
+    for (const ServerThread& th : t.server_cpu.threads) {
+      std::vector<double> cpu(bins, 0), span(bins, 0);
+      for (size_t i = 1; i < th.cpu.size(); ++i) {
+        const ThreadCpuPoint &a = th.cpu[i - 1], &b = th.cpu[i];
+        if (b.t_ns <= a.t_ns || b.t_ns < t.start_ns || b.t_ns > t.end_ns) continue;
+        const size_t k = size_t(bin_of(b.t_ns));
+        cpu[k] += double(std::max<int64_t>(0, b.cpu_ns - a.cpu_ns));
+        span[k] += double(b.t_ns - a.t_ns);
+      }
+      for (size_t k = 0; k < bins; ++k)
+        if (span[k] > 0) best[k] = std::max(best[k].value_or(0), 100 * cpu[k] / span[k]);
+    }
+    ordered_json col = ordered_json::array();
+    for (const auto& v : best) col.push_back(Opt(v));
+    out["thread_busy_pct"] = std::move(col);
+  }
   // The GPU kernel time of each bin: every kernel of the placed trace, clipped to the bins it
   // overlaps (kernels on several streams at once add up: more than the bin is possible).
   if (t.have_gpu) {
@@ -214,18 +296,22 @@ ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thre
                      {"psi_share", th.psi_share},
                      {"psi_cpu_share", th.psi_cpu_share},
                      {"thread_busy_share", th.thread_busy_share},
+                     {"thread_runnable_share", th.thread_runnable_share},
+                     {"thread_min_on_cpu_share", th.thread_min_on_cpu_share},
                      {"run_queue_vs_run", th.run_queue_vs_run},
                      {"prefill_tokens_min", th.prefill_tokens_min},
                      {"slow_kernel_factor", th.slow_kernel_factor},
                      {"slow_kernel_min_excess_ms", NsToMs(th.slow_kernel_min_excess_ns)},
                      {"slow_kernel_min_count", th.slow_kernel_min_count},
                      {"slow_kernel_excess_share", th.slow_kernel_excess_share},
+                     {"host_gap_busy_vs_run", th.host_gap_busy_vs_run},
                      {"dip_bin_ms", NsToMs(th.dip_bin_ns)},
                      {"dip_rate_share", th.dip_rate_share},
                      {"dip_min_tokens", th.dip_min_tokens},
                      {"ttft_spike_factor", th.ttft_spike_factor},
                      {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
   j["median_gap_ms"] = NsToMs(a.median_gap_ns);
+  j["gpu_busy_share"] = Opt(a.gpu_busy_share);
   j["decode_ms"] = NsToMs(a.decode_ns);
   j["stalls"] = StallsJson(a.stalls, t);
   j["stream_stalls"] = StallsJson(a.stream_stalls, t);

@@ -60,8 +60,10 @@ int64_t ThreadCpuNowNs() {
 
 }  // namespace
 
-HostSampler::HostSampler(std::string sysroot, std::string log_file, std::string server_url)
+HostSampler::HostSampler(std::string sysroot, std::string log_file, std::string server_url,
+                         std::string counters_root)
     : sysroot_(std::move(sysroot)), log_file_(std::move(log_file)), server_url_(std::move(server_url)),
+      counters_root_(counters_root.empty() ? sysroot_ : std::move(counters_root)),
       fs_(sysroot_.empty() ? "/" : sysroot_) {}
 
 HostSampler::~HostSampler() { Stop(); }
@@ -115,12 +117,13 @@ void HostSampler::SampleThreads(int64_t t_ns) {
       auto tid = ParseInt64(t);
       if (!tid) continue;
       const std::string dir = base + "/" + t;
-      std::optional<int64_t> cpu_ns;
+      std::optional<int64_t> cpu_ns, wait_ns;
       if (schedstat_) {
         auto text = fs_.Read(dir + "/schedstat", 256);
         if (text.ok()) {
           auto w = SplitWhitespace(*text);
           if (!w.empty()) cpu_ns = ParseInt64(w[0]);
+          if (w.size() >= 2) wait_ns = ParseInt64(w[1]);
         } else if (fs_.Exists(dir)) {
           schedstat_ = false;  // no schedstat on this kernel: stat from now on
         }
@@ -139,7 +142,7 @@ void HostSampler::SampleThreads(int64_t t_ns) {
         if (auto comm = fs_.ReadTrimmed(dir + "/comm"); comm.ok()) th.comm = *comm;
         server_cpu_.threads.push_back(std::move(th));
       }
-      server_cpu_.threads[it->second].cpu.push_back({t_ns, *cpu_ns});
+      server_cpu_.threads[it->second].cpu.push_back({t_ns, *cpu_ns, wait_ns.value_or(-1)});
     }
   }
 }
@@ -151,11 +154,11 @@ HostPoint HostSampler::SampleOnce(bool threads) {
     struct stat st;
     if (::stat(log_file_.c_str(), &st) == 0) p.log_bytes = static_cast<int64_t>(st.st_size);
   }
-  p.psi_cpu_some_us = PsiSomeTotalUs(Join(sysroot_, "/proc/pressure/cpu"));
-  p.psi_io_some_us = PsiSomeTotalUs(Join(sysroot_, "/proc/pressure/io"));
-  p.psi_memory_some_us = PsiSomeTotalUs(Join(sysroot_, "/proc/pressure/memory"));
+  p.psi_cpu_some_us = PsiSomeTotalUs(Join(counters_root_, "/proc/pressure/cpu"));
+  p.psi_io_some_us = PsiSomeTotalUs(Join(counters_root_, "/proc/pressure/io"));
+  p.psi_memory_some_us = PsiSomeTotalUs(Join(counters_root_, "/proc/pressure/memory"));
   // /proc/vmstat: "name value" per line (mm/vmstat.c); the three counters we need.
-  if (FILE* f = std::fopen(Join(sysroot_, "/proc/vmstat").c_str(), "r")) {
+  if (FILE* f = std::fopen(Join(counters_root_, "/proc/vmstat").c_str(), "r")) {
     char name[64];
     long long v = 0;
     while (std::fscanf(f, "%63s %lld", name, &v) == 2) {

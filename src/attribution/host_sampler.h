@@ -6,7 +6,9 @@
 // every thread of the server's processes (ServerCpu), when the server is found: the process
 // listening on the port of `server_url`, else the server found by its command line
 // (host::FindServerProcess), with its descendants (vLLM's engine core and workers). A file that
-// cannot be read gives nullopt.
+// cannot be read gives nullopt. The PSI and vmstat files may come from another tree than the
+// rest (`counters_root`: a recorded or simulated /proc, for tests; sim/host_counters.h): the
+// server's threads, the run queue and the online CPUs always come from `sysroot`.
 //
 // Thread safety: Start and Stop from one thread; samples() and server_cpu() after Stop.
 #pragma once
@@ -32,8 +34,10 @@ constexpr int kThreadSampleEvery = 2;
 class HostSampler {
  public:
   // `sysroot`: "/" or a recorded tree (tests); `log_file`: empty for none; `server_url`: the
-  // URL under load ("" or no port: the server is looked for by its command line only).
-  HostSampler(std::string sysroot, std::string log_file, std::string server_url = "");
+  // URL under load ("" or no port: the server is looked for by its command line only);
+  // `counters_root`: where /proc/vmstat and /proc/pressure/* are read ("": `sysroot`).
+  HostSampler(std::string sysroot, std::string log_file, std::string server_url = "",
+              std::string counters_root = "");
   ~HostSampler();
   HostSampler(const HostSampler&) = delete;
   HostSampler& operator=(const HostSampler&) = delete;
@@ -54,7 +58,7 @@ class HostSampler {
  private:
   void SampleThreads(int64_t t_ns);
 
-  std::string sysroot_, log_file_, server_url_;
+  std::string sysroot_, log_file_, server_url_, counters_root_;
   host::SysRoot fs_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -101,6 +101,7 @@ TEST(HostSamplerTest, SamplesTheThreadsOfTheProcessListeningOnTheUrlsPort) {
   EXPECT_EQ(core->cpu[0].cpu_ns, 5'000'000'000);
   EXPECT_EQ(core->cpu[1].cpu_ns, 5'090'000'000);
   EXPECT_EQ(core->cpu[1].t_ns, q.t_ns);
+  EXPECT_EQ(core->cpu[1].wait_ns, 12345);  // schedstat's run-queue wait
   EXPECT_EQ(Thread(s.server_cpu(), 4250)->comm, "uvicorn");
   EXPECT_FALSE(s.SampleOnce(false).procs_running.has_value());
 }
@@ -168,6 +169,28 @@ TEST(HostSamplerTest, ReadsPsiVmstatAndTheLogSize) {
     EXPECT_GT(s.samples()[i].t_ns, s.samples()[i - 1].t_ns);
   EXPECT_GT(s.server_cpu().sampler_wall_ns, 0);
   std::remove((root + "/server.log").c_str());
+}
+
+// A counters root (sim/host_counters.h, diagnose --host-counters-root): PSI and vmstat come from
+// it, the server's threads, the run queue and the online CPUs from the sysroot.
+TEST(HostSamplerTest, ACountersRootGivesOnlyPsiAndVmstat) {
+  FakeServer f("host_sampler_counters");
+  const std::string counters = f.root + "/counters";
+  Write(counters + "/proc/pressure/memory",
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=333\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=9\n");
+  Write(counters + "/proc/vmstat", "pswpin 77\npswpout 1\npgmajfault 88\n");
+  Write(f.root + "/proc/vmstat", "pswpin 5\npswpout 5\npgmajfault 5\n");  // not read
+  HostSampler s(f.root, "", "http://127.0.0.1:8080/v1", counters);
+  s.FindServer();
+  EXPECT_EQ(s.server_cpu().pid, 4242);
+  EXPECT_EQ(s.server_cpu().online_cpus, 4);
+  HostPoint p = s.SampleOnce(true);
+  EXPECT_EQ(p.psi_memory_some_us, 333);
+  EXPECT_FALSE(p.psi_cpu_some_us.has_value());  // not in the counters root
+  EXPECT_EQ(p.swap_in_pages, 77);
+  EXPECT_EQ(p.major_faults, 88);
+  EXPECT_EQ(p.procs_running, 6);
+  EXPECT_EQ(s.server_cpu().threads.size(), 3u);
 }
 
 // On the live /proc: this test process, listening on a loopback port with 100 idle threads and

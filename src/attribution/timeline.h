@@ -56,6 +56,9 @@ struct HostPoint {
 struct ThreadCpuPoint {
   int64_t t_ns = 0;
   int64_t cpu_ns = 0;  // utime + stime since the thread started (schedstat's ns, else stat's ticks)
+  // Time it was runnable but waited for a CPU (schedstat's run-queue wait, ns); -1: unknown
+  // (no schedstat on this kernel: stat has no such field).
+  int64_t wait_ns = -1;
 };
 struct ServerThread {
   int64_t pid = 0, tid = 0;

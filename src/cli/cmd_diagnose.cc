@@ -228,6 +228,19 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
                        "server's VLLM_TORCH_PROFILER_DIR, on this host or mounted)\n");
     return kExitBadInput;
   }
+  // --host-counters-root (attribution/host_sampler.h): the host sampler's swap and PSI files from
+  // another tree; only with --local, where the sampler runs.
+  if (!d.host_counters_root.empty()) {
+    struct stat st;
+    if (!d.local) {
+      fmt::print(stderr, "latdoc diagnose: --host-counters-root needs --local\n");
+      return kExitBadInput;
+    }
+    if (::stat(d.host_counters_root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      fmt::print(stderr, "latdoc diagnose: --host-counters-root {}: not a directory\n", d.host_counters_root);
+      return kExitBadInput;
+    }
+  }
   if (d.concurrency < 1 || d.requests < 1 || d.baseline_requests < 1) {
     fmt::print(stderr, "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
     return kExitBadInput;
@@ -363,6 +376,11 @@ Command RegisterDiagnose(CLI::App& root) {
   app->add_option("--logs", d.logs, "Server log file(s)");
   app->add_option("--facts", d.facts_path, "Host facts from `latdoc doctor --collect`");
   app->add_flag("--local", d.local, "Check this host (run on the server machine)");
+  app->add_option("--host-counters-root", d.host_counters_root,
+                  "With --local: read /proc/vmstat and /proc/pressure/* under DIR instead of / (a "
+                  "recorded or simulated tree, e.g. latdoc sim --sim-host-counters-dir); the "
+                  "server's threads and the run queue still come from this host")
+      ->type_name("DIR");
   app->add_option("--profile-at", d.profile_at,
                   "Profile the server (vLLM's /start_profile) once the load reaches the knee "
                   "(implies --sweep) or N running requests, and analyse the trace in this run")

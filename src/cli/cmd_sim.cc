@@ -111,6 +111,17 @@ Command RegisterSim(CLI::App& root) {
       ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(p);
   app->add_option("--sim-swap-stall-ms", e.swap_stall_ms, "...of this length")
       ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+  app->add_option("--sim-cpu-stall-every", e.cpu_stall_every_steps,
+                  "Busy host thread: every N steps the engine's thread spins on a CPU...")
+      ->check(CLI::NonNegativeNumber)->group(p);
+  app->add_option("--sim-cpu-stall-ms", e.cpu_stall_ms, "...this long before the step runs")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+  app->add_option("--sim-host-gap-every", e.host_gap_every_steps,
+                  "Host gap: every N steps the engine launches nothing for a while (no CPU, no log: "
+                  "the GPU idles inside the step)...")
+      ->check(CLI::NonNegativeNumber)->group(p);
+  app->add_option("--sim-host-gap-ms", e.host_gap_ms, "...this long")
+      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
   app->add_option("--sim-tokens-per-chunk", e.spec_tokens,
                   "Tokens per decode step and SSE chunk (speculative decoding)")->group(p);
   app->add_option("--sim-spec-tokens", e.spec_draft_tokens,
@@ -160,6 +171,9 @@ Command RegisterSim(CLI::App& root) {
                   "Write each request's true timings as JSON lines here")->group(o);
   app->add_option("--sim-stall-record", cfg->stall_record_file,
                   "Write each step slowed on purpose, and why, as JSON lines here")->group(o);
+  app->add_option("--sim-host-counters-dir", cfg->host_counters_dir,
+                  "Keep DIR/proc/vmstat and DIR/proc/pressure/* that swap stalls grow (pswpin, "
+                  "PSI memory), for diagnose --local --host-counters-root DIR")->group(o);
   app->add_option("--keep-alive-timeout", cfg->keep_alive_timeout_s,
                   "Seconds an idle kept-alive connection stays open")
       ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();

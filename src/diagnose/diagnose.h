@@ -52,6 +52,10 @@ struct DiagnoseOptions {
   std::string facts_path;             // judge host facts collected elsewhere
   bool local = false;                 // collect host facts here
   std::string sysroot = "/";
+  // --host-counters-root DIR (with --local): the host sampler reads /proc/vmstat and
+  // /proc/pressure/* under DIR (a recorded or simulated tree: sim/host_counters.h); "" reads
+  // them under `sysroot`. The server's threads and the run queue still come from `sysroot`.
+  std::string host_counters_root;
   bool progress = false;              // say which layer runs, on standard error
   // --profile-at knee|N (diagnose/profile_at.h): "" none; "knee" (needs `sweep`) or a number of
   // running requests. The trace recorded goes to the kernel layer as the target's own.

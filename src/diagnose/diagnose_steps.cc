@@ -105,7 +105,8 @@ ordered_json LoadStep(const DiagnoseOptions& o, int concurrency, int requests, u
   if (capture) {
     b.scrape_interval_s = 0.1;
     capture->clock = {WallNowNs(), MonoNowNs()};
-    if (o.local) sampler.emplace(o.sysroot, o.logs.empty() ? std::string() : o.logs.front(), o.url);
+    if (o.local)
+      sampler.emplace(o.sysroot, o.logs.empty() ? std::string() : o.logs.front(), o.url, o.host_counters_root);
     if (sampler) sampler->Start();
     if (o.profile_load) capture->profile = StartLoadProfile(o.url, b, o.profile_dir);
   }

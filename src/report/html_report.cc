@@ -391,9 +391,11 @@ std::string ServerSection(const ordered_json& data) {
     out += Chart("attribution-timeline", "Stalls on one clock",
                  "The p99 of inter-token latency per time bin with each decode stall marked by its "
                  "attributed cause (the <code>attribution.*</code> findings; docs/attribution.md); "
-                 "under it, the server's running and waiting requests, and when they were sampled, "
-                 "the server log's write rate (<code>--local --logs</code>) and the GPU kernel time "
-                 "per bin (a trace of the load).",
+                 "under it, the server's running and waiting requests, the output token rate with "
+                 "each throughput dip marked by its cause, and when they were sampled, the run "
+                 "queue, the busiest server thread's CPU and PSI (<code>--local</code>), the server "
+                 "log's write rate (<code>--local --logs</code>) and the GPU kernel time per bin (a "
+                 "trace of the load).",
                  "tall", -1, "wide");
   }
   return out + "</section>\n";

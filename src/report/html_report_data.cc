@@ -418,8 +418,9 @@ ordered_json Steps(const ordered_json& facts) {
 }
 
 // The stall timeline (attribution.series, docs/attribution.md): the series as diagnose wrote
-// them (log_write_kib_s and gpu_kernel_ms only when present, of the same length), and each stall as {at_s, dur_ms, cause} ("unexplained" when none; the first cause when
-// several). Null when there is no series.
+// them (the optional ones, kOptionalSeries, only when present and of the same length), each
+// stall as {at_s, dur_ms, cause} ("unexplained" when none; the first cause when several), and
+// each throughput dip likewise. Null when there is no series.
 ordered_json AttributionTimeline(const ordered_json& a) {
   const ordered_json& s = Child(a, "series");
   const ordered_json& t = Child(s, "t_s");
@@ -432,8 +433,10 @@ ordered_json AttributionTimeline(const ordered_json& a) {
     for (const auto& v : col) clean.push_back(v.is_number() ? v : ordered_json(nullptr));
     out[k] = std::move(clean);
   }
-  // Drawn under the ITL when diagnose sampled them: the log's write rate, the GPU kernel time.
-  for (const char* k : {"log_write_kib_s", "gpu_kernel_ms"}) {
+  // Drawn under the ITL when diagnose sampled them: the output token rate, the log's write rate,
+  // the busiest server thread, the run queue, PSI, the GPU kernel time.
+  for (const char* k : {"output_tok_s", "log_write_kib_s", "thread_busy_pct", "run_queue", "psi_cpu_pct",
+                        "psi_memory_pct", "psi_io_pct", "gpu_kernel_ms"}) {
     const ordered_json& col = Child(s, k);
     if (!col.is_array() || col.size() != t.size()) continue;
     ordered_json clean = ordered_json::array();
@@ -454,6 +457,19 @@ ordered_json AttributionTimeline(const ordered_json& a) {
     }
   }
   out["stalls"] = std::move(stalls);
+  ordered_json dips = ordered_json::array();
+  if (const ordered_json& ds = Child(a, "dips"); ds.is_array()) {
+    for (const auto& x : ds) {
+      const std::optional<double> at = NumberAt(x, "at_s"), dur = NumberAt(x, "dur_ms"),
+                                  rate = NumberAt(x, "rate_tok_s");
+      if (!at || !dur || !rate) continue;
+      const ordered_json& causes = Child(x, "causes");
+      std::string cause = "unexplained";
+      if (causes.is_array() && !causes.empty() && causes[0].is_string()) cause = causes[0].get<std::string>();
+      dips.push_back({{"at_s", Round6(*at)}, {"dur_ms", Round6(*dur)}, {"rate_tok_s", Round6(*rate)}, {"cause", cause}});
+    }
+  }
+  out["dips"] = std::move(dips);
   return out;
 }
 

@@ -371,6 +371,32 @@ TEST(HtmlReportDataTest, AttributionTimelineTakesLogRateAndGpuTimeWhenPresent) {
   EXPECT_FALSE(a.contains("gpu_kernel_ms"));
 }
 
+// The host's series (--local) and the output token rate go under the ITL as diagnose wrote them,
+// each only when present and as long as t_s; each throughput dip with its first cause
+// ("unexplained" when none), and a dip without its rate is left out.
+TEST(HtmlReportDataTest, AttributionTimelineTakesHostSeriesAndDips) {
+  ordered_json d = {{"attribution",
+                     {{"series", {{"t_s", {0, 0.1}}, {"itl_p99_ms", {5.5, 6}}, {"running", {3, 4}},
+                                  {"waiting", {0, 0}}, {"output_tok_s", {900, 10}},
+                                  {"thread_busy_pct", {20, 99.5}}, {"run_queue", {1, nullptr}},
+                                  {"psi_cpu_pct", {0, 85}}, {"psi_memory_pct", {0, 62.5}},
+                                  {"psi_io_pct", {0}}}},
+                      {"stalls", ordered_json::array()},
+                      {"dips", {{{"at_s", 0.1}, {"dur_ms", 100}, {"rate_tok_s", 10}, {"causes", {"host_cpu", "log"}}},
+                                {{"at_s", 0.2}, {"dur_ms", 100}, {"rate_tok_s", 0}, {"causes", ordered_json::array()}},
+                                {{"at_s", 0.3}, {"dur_ms", 100}, {"causes", {"swap"}}}}}}}};
+  const ordered_json a = ReportData(d)["attribution"];
+  EXPECT_EQ(a["output_tok_s"], ordered_json({900, 10}));
+  EXPECT_EQ(a["thread_busy_pct"], ordered_json({20, 99.5}));
+  EXPECT_EQ(a["run_queue"], ordered_json({1, nullptr}));
+  EXPECT_EQ(a["psi_cpu_pct"], ordered_json({0, 85}));
+  EXPECT_EQ(a["psi_memory_pct"], ordered_json({0, 62.5}));
+  EXPECT_FALSE(a.contains("psi_io_pct"));  // one value for two bins
+  ASSERT_EQ(a["dips"].size(), 2u);
+  EXPECT_EQ(a["dips"][0], ordered_json({{"at_s", 0.1}, {"dur_ms", 100}, {"rate_tok_s", 10}, {"cause", "host_cpu"}}));
+  EXPECT_EQ(a["dips"][1]["cause"], "unexplained");
+}
+
 TEST(HtmlReportDataTest, IdleHistogramBinsTheListedGaps) {
   const ordered_json d = {{"trace", {{"facts", {{"span_ns", 2e9},
                                                 {"idle", {{"host_wait_ns", 1e6}, {"kernel_wait_ns", 0}, {"other_ns", 0},

@@ -26,6 +26,7 @@ const char* What(Cause c) {
     case Cause::kHostCpu: return "CPU contention on the host (a server thread at 100% or a long run queue)";
     case Cause::kSlowKernel: return "a GPU kernel far longer than its usual (slow kernel)";
     case Cause::kPrefill: return "long prefill batches (prefill interference)";
+    case Cause::kHostGap: return "a long step whose GPU kernels were all usual: the GPU idled, waiting for the host (host gap)";
     case Cause::kClient: return "the client's own saturated load thread, not the server";
   }
   return "?";
@@ -36,7 +37,8 @@ Layer LayerOf(Cause c) {
     case Cause::kLog: return Layer::kConfig;
     case Cause::kSwap:
     case Cause::kHostCpu: return Layer::kSystem;
-    case Cause::kSlowKernel: return Layer::kKernel;
+    case Cause::kSlowKernel:
+    case Cause::kHostGap: return Layer::kKernel;
     default: return Layer::kLoad;
   }
 }
@@ -62,6 +64,11 @@ const char* Advice(Cause c) {
     case Cause::kSlowKernel:
       return "The examples name the kernel that made the step slow; see the kernel layer's "
              "findings (`latdoc trace` on the same trace) for its shapes and roofline.";
+    case Cause::kHostGap:
+      return "The GPU waited for the host inside the step, and the host's series show no log "
+             "write, swap or busy thread there: look at what the engine's host thread waits on "
+             "(a lock, an RPC to its workers, the GIL held by another thread): py-spy dump of the "
+             "engine core during a stall, `latdoc trace` on the same trace for its host gaps.";
     case Cause::kPrefill:
       return "Lower `--max-num-batched-tokens` so chunked prefill splits long prompts into "
              "shorter steps, or serve long prompts on a separate prefill instance.";
@@ -97,10 +104,14 @@ std::string EvidenceText(std::string out, const attribution::StallEvidence& e, c
   if (e.thread_busy_share)
     out += fmt::format("; busiest server thread {} (tid {}) {:.0f}% of a CPU", e.thread_comm, e.thread_tid,
                        *e.thread_busy_share * 100);
+  // Runnable but off a CPU: the thread spun while the host gave it less than a whole CPU.
+  if (e.thread_busy_share && e.thread_wait_share && *e.thread_wait_share >= 0.05)
+    out += fmt::format(" (+{:.0f}% waiting for one)", *e.thread_wait_share * 100);
   if (e.run_queue && t.server_cpu.online_cpus > 0)
     out += fmt::format("; run queue {:.1f} on {} CPUs", *e.run_queue, t.server_cpu.online_cpus);
   if (e.swap_in_pages) out += fmt::format("; swap-in {} pages", *e.swap_in_pages);
   if (e.major_faults) out += fmt::format("; major faults {}", *e.major_faults);
+  if (e.gpu_busy_share) out += fmt::format("; GPU busy {:.0f}% of the stall", *e.gpu_busy_share * 100);
   if (e.kernel_name)
     out += fmt::format("; GPU kernel {} ran {:.1f} ms (its median {:.2f} ms; {:.0f}% of the window's "
                        "kernel time over their medians)", *e.kernel_name, NsToMs(e.kernel_dur_ns),

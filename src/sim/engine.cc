@@ -166,19 +166,50 @@ StepPlan Engine::BeginStep(int64_t now_ns) {
   }
   // Host-side work is not sped up or slowed by the GPU: it adds after the kernel time.
   dur_ms += plan.num_running * c.host_overhead_per_seq_us / 1e3;
+  // Injected host stalls (log, swap, CPU, host gap): each kind comes due on its own schedule;
+  // the one due the longest starts, one per step, and one of another kind than the last waits
+  // until kStepsBetweenInjectedStalls steps after it (EngineConfig).
   if (c.log_stall_every_steps > 0 && c.log_stall_ms > 0 &&
-      steps_ % static_cast<uint64_t>(c.log_stall_every_steps) == 0) {
-    dur_ms += c.log_stall_ms;
-    plan.log_stall = true;
-  }
+      steps_ % static_cast<uint64_t>(c.log_stall_every_steps) == 0 && due_since_[kLogStall] == 0)
+    due_since_[kLogStall] = steps_;
   if (c.swap_stall_every_s > 0 && c.swap_stall_ms > 0) {
     int64_t every_ns = static_cast<int64_t>(c.swap_stall_every_s * 1e9);
     if (next_swap_stall_ns_ < 0) next_swap_stall_ns_ = now_ns + every_ns;
     if (now_ns >= next_swap_stall_ns_) {
-      dur_ms += c.swap_stall_ms;
-      plan.swap_stall = true;
+      if (due_since_[kSwapStall] == 0) due_since_[kSwapStall] = steps_;
       while (next_swap_stall_ns_ <= now_ns) next_swap_stall_ns_ += every_ns;
     }
+  }
+  if (c.cpu_stall_every_steps > 0 && c.cpu_stall_ms > 0 &&
+      steps_ % static_cast<uint64_t>(c.cpu_stall_every_steps) == 0 && due_since_[kCpuStall] == 0)
+    due_since_[kCpuStall] = steps_;
+  if (c.host_gap_every_steps > 0 && c.host_gap_ms > 0 &&
+      steps_ % static_cast<uint64_t>(c.host_gap_every_steps) == 0 && due_since_[kHostGap] == 0)
+    due_since_[kHostGap] = steps_;
+  int kind = -1;
+  for (int k = 0; k < kInjectedStallKinds; ++k)
+    if (due_since_[k] > 0 && (kind < 0 || due_since_[k] < due_since_[kind])) kind = k;
+  if (kind >= 0 && (last_stall_kind_ < 0 || kind == last_stall_kind_ ||
+                    steps_ >= last_stall_step_ + kStepsBetweenInjectedStalls)) {
+    due_since_[kind] = 0;
+    last_stall_kind_ = kind;
+    last_stall_step_ = steps_;
+    double stall_ms = 0;
+    if (kind == kLogStall) {
+      stall_ms = c.log_stall_ms;
+      plan.log_stall = true;
+    } else if (kind == kSwapStall) {
+      stall_ms = c.swap_stall_ms;
+      plan.swap_stall = true;
+    } else if (kind == kCpuStall) {
+      stall_ms = c.cpu_stall_ms;
+      plan.cpu_stall_ns = static_cast<int64_t>(c.cpu_stall_ms * 1e6);
+    } else {
+      stall_ms = c.host_gap_ms;
+      plan.host_gap = true;
+    }
+    dur_ms += stall_ms;
+    plan.host_stall_ns = static_cast<int64_t>(stall_ms * 1e6);
   }
   plan.dur_ns = static_cast<int64_t>(dur_ms * 1e6);
   in_step_ = true;

@@ -52,6 +52,21 @@ struct EngineConfig {
   double log_stall_ms = 0;               // ...stalling the step this long
   double swap_stall_every_s = 0;         // periodic swap stall, every this many seconds...
   double swap_stall_ms = 0;              // ...of this length
+  // A busy host thread: every N steps the driver's own thread spins on a CPU this long (model
+  // time) before the step's kernels run (a CPU-bound scheduler, detokenizer or GC pause).
+  int cpu_stall_every_steps = 0;
+  double cpu_stall_ms = 0;
+  // A host gap: every N steps the host launches nothing for this long (model time) and leaves
+  // no trace on the host's counters (a wait on a lock, an RPC, the GIL held elsewhere): the
+  // step's kernels run at their usual speed after it, the GPU idle meanwhile.
+  int host_gap_every_steps = 0;
+  double host_gap_ms = 0;
+  // Log, swap, CPU stalls and host gaps are host stalls of one step each: at most one starts per
+  // step, and one of another kind than the last waits until kStepsBetweenInjectedStalls steps
+  // after it, so that each stall of the ground truth has one cause and two causes never meet
+  // within the host sampler's resolution (a sample every 10 ms; attribution/host_sampler.h). A
+  // stall of the same kind as the last keeps its schedule (one pending per kind: a kind that
+  // comes due again while it waits loses that one).
   int spec_tokens = 1;                   // tokens per decode step (speculative decoding)
   // Speculative decoding with acceptance (vLLM's --speculative-config num_speculative_tokens):
   // each decode step verifies spec_draft_tokens drafts; each is accepted with probability
@@ -61,6 +76,8 @@ struct EngineConfig {
   double spec_accept_rate = 0;
   uint64_t spec_seed = 0;
 };
+
+constexpr int kStepsBetweenInjectedStalls = 12;
 
 struct EngineRequest {
   uint64_t id = 0;
@@ -95,6 +112,11 @@ struct StepPlan {
   bool slow_kernel = false;
   bool log_stall = false;
   bool swap_stall = false;
+  int64_t cpu_stall_ns = 0;  // > 0: the driver spins this long (model time) first; in dur_ns
+  bool host_gap = false;
+  // Of dur_ns, the host stall's time (log, swap, CPU stall or host gap): the GPU waits for the
+  // host first, then runs the step's kernels (sim/profiler_trace.h).
+  int64_t host_stall_ns = 0;
 };
 
 struct StepOutput {
@@ -168,6 +190,11 @@ class Engine {
   uint64_t steps_ = 0;
   uint64_t preemptions_total_ = 0;
   int64_t next_swap_stall_ns_ = -1;
+  // Injected host stalls: the step each kind came due at (0: not due), the last one started.
+  enum { kLogStall, kSwapStall, kCpuStall, kHostGap, kInjectedStallKinds };
+  uint64_t due_since_[kInjectedStallKinds] = {0, 0, 0, 0};
+  int last_stall_kind_ = -1;
+  uint64_t last_stall_step_ = 0;
   StepOutput step_out_;             // what BeginStep already knows (scheduled, preempted)
   uint64_t spec_drafts_ = 0, spec_draft_tokens_ = 0, spec_accepted_tokens_ = 0;
   uint64_t spec_rng_ = 0;           // splitmix64 state of the acceptance draws

@@ -324,5 +324,49 @@ TEST(EngineTest, PathologiesLengthenSteps) {
   EXPECT_EQ(stalls, 3);  // at 1.2 s, 2.4 s, 3.0 s
 }
 
+// A CPU stall lengthens every N-th step by its length and says so (the driver spins that long).
+// With log stalls too, the one due the longest starts first, and one of another kind than the
+// last waits kStepsBetweenInjectedStalls steps after it: no step has both, none come closer.
+TEST(EngineTest, CpuStallsLengthenStepsAndKeepApartFromLogStalls) {
+  EngineConfig c = Small();
+  c.step_context_token_ns = 0;
+  auto plans = [](EngineConfig cfg) {
+    Engine e(cfg);
+    for (uint64_t i = 1; i <= 4; ++i) e.Add({i, 1, 100, 0});
+    std::vector<StepPlan> p;
+    for (int i = 0; i < 48; ++i) {
+      p.push_back(e.BeginStep(0));
+      StepOutput out;
+      e.FinishStep(&out);
+    }
+    return p;
+  };
+  const auto base = plans(c);
+  EngineConfig cpu = c;
+  cpu.cpu_stall_every_steps = 4;
+  cpu.cpu_stall_ms = 30;
+  const auto p = plans(cpu);
+  for (size_t i = 0; i < p.size(); ++i) {
+    const bool stalled = (i + 1) % 4 == 0;  // steps 4, 8, 12
+    EXPECT_EQ(p[i].cpu_stall_ns, stalled ? 30'000'000 : 0) << "step " << i + 1;
+    EXPECT_EQ(p[i].dur_ns - base[i].dur_ns, stalled ? 30'000'000 : 0) << "step " << i + 1;
+  }
+  EngineConfig both = cpu;
+  both.cpu_stall_every_steps = 10;
+  both.log_stall_every_steps = 16;
+  both.log_stall_ms = 40;
+  const auto q = plans(both);
+  std::vector<int> cpu_steps, log_steps;
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (q[i].cpu_stall_ns > 0) cpu_steps.push_back(int(i + 1));
+    if (q[i].log_stall) log_steps.push_back(int(i + 1));
+  }
+  // cpu 10; log due 16, waits for 22; cpu due 20 waits behind it, starts at 34 (22 + 12); cpu
+  // due 30 was already pending (one pending per kind); log due 32 starts at 46 (34 + 12); cpu
+  // due 40 waits.
+  EXPECT_EQ(log_steps, (std::vector<int>{22, 46}));
+  EXPECT_EQ(cpu_steps, (std::vector<int>{10, 34}));
+}
+
 }  // namespace
 }  // namespace latdoc::sim

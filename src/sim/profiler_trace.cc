@@ -89,9 +89,14 @@ std::string StepProfiler::TraceJson(const std::vector<Step>& steps, int64_t base
     const bool prefill = s.plan.prefill_tokens > 0;
     const auto& shapes = prefill ? kPrefill : kDecode;
     const size_t n = std::size(kDecode);
-    // The kernels fill 90% of the step after the first launch; the rest is launch gaps.
-    const int64_t gpu = std::max<int64_t>(n, (dur - kLaunchToKernelNs) * 9 / 10);
-    int64_t cpu_t = t0 + 2, gpu_t = t0 + kLaunchToKernelNs;
+    // A host stall first (its share of the step's model time, on the step's wall span): nothing
+    // is launched, the GPU idles.
+    const int64_t gap = s.plan.dur_ns > 0 && s.plan.host_stall_ns > 0
+                            ? int64_t(double(dur) * double(s.plan.host_stall_ns) / double(s.plan.dur_ns))
+                            : 0;
+    // The kernels fill 90% of the rest after the first launch; the rest is launch gaps.
+    const int64_t gpu = std::max<int64_t>(n, (dur - gap - kLaunchToKernelNs) * 9 / 10);
+    int64_t cpu_t = t0 + gap + 2, gpu_t = t0 + gap + kLaunchToKernelNs;
     for (size_t k = 0; k < n; ++k) {
       double share = shapes[k].share;
       if (s.plan.slow_kernel) share = k == 0 ? 0.9 : 0.1 / double(n - 1);

@@ -13,7 +13,10 @@
 //   GPU stream 7, both with the same args.correlation (and an "ac2g" flow pair);
 //   the kernels share the step: GEMMs, attention (flash prefill or paged decode), norms and
 //   activations, in proportions fixed per kind; a step with a slow kernel gets one GEMM that
-//   takes most of it. "baseTimeNanoseconds" is the Unix time of ts 0.
+//   takes most of it. A step with a host stall (StepPlan::host_stall_ns: a log, swap or CPU
+//   stall, a host gap) launches nothing for that share of its span first: its kernels keep
+//   their usual length after the gap and the GPU idles during it. "baseTimeNanoseconds" is the
+//   Unix time of ts 0.
 // Not thread-safe: the simulator's event loop thread calls it.
 #pragma once
 

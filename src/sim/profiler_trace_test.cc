@@ -59,6 +59,30 @@ TEST(StepProfilerTest, EachStepIsAnnotatedAndItsKernelsLieInsideItLinkedToTheirL
   EXPECT_NEAR(kernels[6]["dur"].get<double>() / sum, 0.9, 0.001);
 }
 
+// A step with a host stall (here 30 of its 40 ms of model time, on 20 ms of wall) launches
+// nothing for that share of its span: its kernels start after 15 ms and keep the length they have
+// in a step of the other 5 ms of wall alone, so the GPU idles 75% of the step.
+TEST(StepProfilerTest, AHostStallIsAnIdleGapBeforeUsualKernels) {
+  StepPlan usual;
+  usual.decode_seqs = 4;
+  usual.dur_ns = 10'000'000;
+  StepPlan stalled = usual;
+  stalled.dur_ns = 40'000'000;
+  stalled.host_stall_ns = 30'000'000;
+  stalled.host_gap = true;
+  std::vector<StepProfiler::Step> steps = {{kBase, kBase + 5'000'000, usual},
+                                           {kBase + 10'000'000, kBase + 30'000'000, stalled}};
+  json t = json::parse(StepProfiler::TraceJson(steps, kBase, 1'796'440'000'000'000'000, 42));
+  auto kernels = Events(t, "kernel");
+  auto launches = Events(t, "cuda_runtime");
+  ASSERT_EQ(kernels.size(), 12u);
+  EXPECT_GE(launches[6]["ts"].get<double>(), 10000 + 15000);
+  EXPECT_GE(kernels[6]["ts"].get<double>(), 10000 + 15000);
+  EXPECT_LE(kernels[11]["ts"].get<double>() + kernels[11]["dur"].get<double>(), 30000);
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_DOUBLE_EQ(kernels[6 + i]["dur"].get<double>(), kernels[i]["dur"].get<double>()) << i;
+}
+
 TEST(StepProfilerTest, WritesOnlyTheStepsBetweenStartAndStop) {
   const std::string dir = ::testing::TempDir() + "/step-profiler/sub";  // made when missing
   std::filesystem::remove_all(dir);

@@ -109,6 +109,15 @@ void SimServer::Impl::StartStep(int64_t start_ns) {
   step_due_ns = start_ns + Scaled(double(p.dur_ns));
   stalls.OnStep(p, start_ns, step_due_ns - start_ns);  // ground truth (sim/stall_record.h)
   if (p.log_stall) log.Line("INFO", "logger.py:71", LogStallMessage(engine.steps()));
+  if (p.swap_stall) host_counters.OnSwapStallStart(Scaled(cfg.engine.swap_stall_ms * 1e6) / 1000);
+  if (p.cpu_stall_ns > 0) {
+    // A busy host thread: this thread (the loop's, the one the engine runs on) spins on a CPU for
+    // the stall instead of waiting for the step's timer, as a CPU-bound scheduler would; the
+    // timer then fires for the rest of the step.
+    const int64_t until_ns = MonoNowNs() + Scaled(double(p.cpu_stall_ns));
+    volatile uint64_t spins = 0;
+    while (MonoNowNs() < until_ns) spins = spins + 1;
+  }
   step_timer.ExpireAtNs(step_due_ns, [this] { EndStep(); });
 }
 
@@ -116,6 +125,7 @@ void SimServer::Impl::EndStep() {
   int64_t now = MonoNowNs();
   metrics.step_overrun.Observe(double(std::max<int64_t>(0, now - step_due_ns)) / 1e9);
   engine.FinishStep(&step_out);
+  if (step_plan.swap_stall) host_counters.OnSwapStallEnd(Scaled(cfg.engine.swap_stall_ms * 1e6) / 1000);
   profiler.OnStep(step_start_ns, now, step_plan);
   for (uint64_t id : step_out.scheduled_first)
     if (auto it = active.find(id); it != active.end()) {
@@ -163,6 +173,7 @@ Status SimServer::Start() {
   RETURN_IF_ERROR(ValidateSimConfig(s.cfg));
   RETURN_IF_ERROR(s.log.Open(s.cfg.log_file));
   RETURN_IF_ERROR(s.stalls.Open(s.cfg.stall_record_file));
+  RETURN_IF_ERROR(s.host_counters.Open(s.cfg.host_counters_dir));
   s.log.Line("INFO", "utils.py:328", sim_server_internal::NonDefaultArgsMessage(s.cfg));
   RETURN_IF_ERROR(s.OpenTrace());
   http::ServerOptions o;

@@ -70,6 +70,8 @@ struct SimConfig {
   bool disable_uvicorn_access_log = false;
   std::string trace_requests_file;  // one JSON line per request with its true timings
   std::string stall_record_file;    // the steps slowed on purpose, and why (sim/stall_record.h)
+  // A /proc tree of swap counters that swap stalls grow (sim/host_counters.h); empty: none.
+  std::string host_counters_dir;
   // vLLM's VLLM_TORCH_PROFILER_DIR: enables POST /start_profile and /stop_profile, which write a
   // Kineto trace of the engine's steps here (sim/profiler_trace.h); empty: the routes are 404.
   std::string profiler_dir;

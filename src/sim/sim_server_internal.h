@@ -30,6 +30,7 @@
 #include "base/status.h"
 #include "http/server.h"
 #include "sim/engine.h"
+#include "sim/host_counters.h"
 #include "sim/metrics.h"
 #include "sim/prefix_cache.h"
 #include "sim/profiler_trace.h"
@@ -228,6 +229,7 @@ struct SimServer::Impl {
   std::unordered_map<uint64_t, std::unique_ptr<Active>> active;
   sim_server_internal::VllmLog log;
   StallRecorder stalls;
+  HostCounters host_counters;        // --sim-host-counters-dir
   std::shared_ptr<std::FILE> trace;  // --trace-requests
   std::string chunk_buf;             // scratch for formatting SSE chunks
   uint64_t next_id = 1;

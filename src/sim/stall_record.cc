@@ -25,6 +25,8 @@ void StallRecorder::OnStep(const StepPlan& p, int64_t start_ns, int64_t dur_ns) 
   };
   if (p.log_stall) line("log");
   if (p.swap_stall) line("swap");
+  if (p.cpu_stall_ns > 0) line("host_cpu");
+  if (p.host_gap) line("host_gap");
   if (p.slow_kernel) line("slow_kernel");
   if (p.new_preemptions > 0) line("preemption");
   if (p.prefill_tokens >= kGroundTruthPrefillTokens) line("prefill");

@@ -1,8 +1,8 @@
 // The simulator's ground truth for stall attribution (docs/attribution.md): every step it
 // slowed on purpose, with why, as one JSON line per step in a file (--sim-stall-record FILE).
 //
-// Line: {"start_ns":M,"dur_ns":D,"cause":"log"|"swap"|"slow_kernel"|"preemption"|"prefill",
-//        "prefill_tokens":N}
+// Line: {"start_ns":M,"dur_ns":D,"cause":"log"|"swap"|"host_cpu"|"host_gap"|"slow_kernel"|
+//        "preemption"|"prefill","prefill_tokens":N}
 // start_ns is CLOCK_MONOTONIC of this host (the clock latdoc's client stamps tokens with, so a
 // test on the same host compares the two directly); dur_ns is the step's wall duration. A step
 // with several causes gives one line per cause. "prefill" is a step that computed at least

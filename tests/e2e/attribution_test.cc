@@ -33,20 +33,29 @@ struct Case {
   json doc;          // the whole diagnosis
   json attribution;
   std::vector<Injected> injected;  // during the load, after its first token
+  // Every injected stall of the sim's run (the baseline's and the load's start included): a
+  // cause named at the load's first bins may stand on one just before its first token.
+  std::vector<Injected> all_injected;
 };
 
 // A diagnose (--local, --logs the sim's log) of `requests` requests against a fresh sim with
 // `sim_extra`; the injected stalls from the sim's record. `profile_load`: the sim serves vLLM's
 // profiler endpoints (--sim-profiler-dir) and diagnose profiles the target load with them
-// (--profile-load), so the sim's Kineto trace of its steps is on the timeline.
+// (--profile-load), so the sim's Kineto trace of its steps is on the timeline. `diagnose_extra`:
+// more diagnose arguments. "{dir}" in an argument of either stands for the case's directory.
 Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra, int input_len,
-             int requests, int concurrency = 16, int output_len = 64, bool profile_load = false) {
+             int requests, int concurrency = 16, int output_len = 64, bool profile_load = false,
+             const std::vector<std::string>& diagnose_extra = {}) {
   TempDir dir("attribution_" + name);
   const std::string log = dir.path() + "/sim.log", truth = dir.path() + "/stalls.jsonl",
                     out = dir.path() + "/d.json", prof = dir.path() + "/profiles";
+  auto in_dir = [&](std::string a) {
+    if (auto at = a.find("{dir}"); at != std::string::npos) a.replace(at, 5, dir.path());
+    return a;
+  };
   std::vector<std::string> sim_args = {"--time-scale", "0.5", "--seed", "3", "--log-file", log,
                                        "--sim-stall-record", truth};
-  sim_args.insert(sim_args.end(), sim_extra.begin(), sim_extra.end());
+  for (const std::string& a : sim_extra) sim_args.push_back(in_dir(a));
   if (profile_load) {
     std::filesystem::create_directories(prof);
     sim_args.insert(sim_args.end(), {"--sim-profiler-dir", prof});
@@ -58,6 +67,7 @@ Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra,
                                    std::to_string(input_len), "--output-len",
                                    std::to_string(output_len), "--local", "--logs", log, "--json", out};
   if (profile_load) args.insert(args.end(), {"--profile-load", "--profile-dir", prof});
+  for (const std::string& a : diagnose_extra) args.push_back(in_dir(a));
   RunResult r = RunLatdoc(args);
   sim.process().Signal(SIGTERM);
   Case c;
@@ -70,8 +80,10 @@ Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra,
     return c;
   }
   c.doc = doc;
-  if (const char* keep = std::getenv("LATDOC_KEEP_ATTRIBUTION"))
+  if (const char* keep = std::getenv("LATDOC_KEEP_ATTRIBUTION")) {
     std::ofstream(std::string(keep) + "/" + name + ".json") << doc.dump();
+    std::ofstream(std::string(keep) + "/" + name + ".stalls.jsonl") << std::ifstream(truth).rdbuf();
+  }
   c.attribution = doc["attribution"];
   const json& clock = c.attribution["clock"];
   const int64_t lo = clock["first_token_ns"].get<int64_t>(), hi = clock["load_end_ns"].get<int64_t>();
@@ -80,8 +92,10 @@ Case RunCase(const std::string& name, const std::vector<std::string>& sim_extra,
   while (std::getline(gt, line)) {
     json g = json::parse(line);
     const int64_t s = g["start_ns"].get<int64_t>();
+    const Injected one{s, s + g["dur_ns"].get<int64_t>(), g["cause"].get<std::string>()};
+    c.all_injected.push_back(one);
     if (s < lo || s > hi) continue;
-    c.injected.push_back({s, s + g["dur_ns"].get<int64_t>(), g["cause"].get<std::string>()});
+    c.injected.push_back(one);
   }
   return c;
 }
@@ -93,18 +107,41 @@ bool Overlap(const json& stall, const Injected& g) {
          stall["end_ns"].get<int64_t>() >= g.start_ns - kSlackNs;
 }
 
+// A cause named at a detected stall was injected there: an injected stall of that cause within
+// the reach of the rules' evidence beyond a stall's window (the 15 ms widening of
+// docs/attribution.md plus a sample interval: 10 ms host, 20 ms threads). A short stall the test
+// host's own contention makes right beside an injected one sees that one's counters; within
+// this reach the tool cannot tell the two apart, and says so in its docs.
+bool Near(const json& stall, const Injected& g) {
+  constexpr int64_t kReachNs = 35'000'000;
+  return stall["start_ns"].get<int64_t>() <= g.end_ns + kReachNs &&
+         stall["end_ns"].get<int64_t>() >= g.start_ns - kReachNs;
+}
+
 bool Names(const json& stall, const std::string& cause) {
   for (const auto& c : stall["causes"])
     if (c == cause) return true;
   return false;
 }
 
-// host_cpu stands on its evidence: a server thread busy >= 90% of the window, a run queue over
-// the online CPUs, or PSI cpu >= 80% (the thresholds of docs/attribution.md).
+// A server thread on a CPU >= 90% of the stall, or on a CPU >= 25% and runnable (on a CPU, or
+// waiting for one, the wait capped at the rest) >= 80%: the evidence host_cpu's thread rule
+// stands on (docs/attribution.md).
+bool ThreadRunnable(const json& s) {
+  const json& e = s["evidence"];
+  if (!e["thread_busy_share"].is_number()) return false;
+  const double busy = e["thread_busy_share"].get<double>();
+  if (busy >= 0.9) return true;
+  if (!e["thread_wait_share"].is_number() || busy < 0.25) return false;
+  return busy + std::min(e["thread_wait_share"].get<double>(), 1 - busy) >= 0.8;
+}
+
+// host_cpu stands on its evidence: a server thread runnable >= 90% of the window, a run queue
+// over the online CPUs, or PSI cpu >= 80% (the thresholds of docs/attribution.md).
 bool HostCpuMeasured(const Case& c, const json& s) {
   const json& e = s["evidence"];
   const json& cpus = c.attribution["host_sampler"]["online_cpus"];
-  return (e["thread_busy_share"].is_number() && e["thread_busy_share"].get<double>() >= 0.9) ||
+  return ThreadRunnable(s) ||
          (e["run_queue"].is_number() && cpus.is_number() && e["run_queue"].get<double>() > cpus.get<double>()) ||
          (e["psi_cpu_share"].is_number() && e["psi_cpu_share"].get<double>() >= 0.8);
 }
@@ -151,8 +188,8 @@ void ExpectAttributed(const Case& c, const std::set<std::string>& expected,
         continue;
       }
       EXPECT_TRUE(allowed.count(cause)) << "wrong cause " << cause << ": " << s.dump();
-      const bool injected_here = std::any_of(c.injected.begin(), c.injected.end(), [&](const Injected& g) {
-        return g.cause == cause && Overlap(s, g);
+      const bool injected_here = std::any_of(c.all_injected.begin(), c.all_injected.end(), [&](const Injected& g) {
+        return g.cause == cause && Near(s, g);
       });
       EXPECT_TRUE(injected_here) << cause << " named where none was injected: " << s.dump();
     }
@@ -171,6 +208,156 @@ TEST(AttributionE2eTest, LogStallsAreNamed) {
   EXPECT_EQ(c.attribution["layers"]["server_threads"], true);
   EXPECT_EQ(hs["thread_interval_ms"], 20.0);
   EXPECT_GT(hs["cpu_ms"].get<double>(), 0) << hs.dump();
+}
+
+// The sim spins only at the host_cpu stalls it injected: every stall or dip named host_cpu on a
+// busy server thread overlaps one, and those named at an injected one name the sim's own thread
+// (its loop runs on its main thread: tid == pid). host_cpu elsewhere may only rest on the test
+// host's own run queue or PSI (real, not injected).
+void ExpectBusyThreadOnlyWhereInjected(const Case& c) {
+#ifndef LATDOC_SANITIZED
+  json named = c.attribution["stalls"];
+  for (const json& d : c.attribution["dips"])
+    if (d["stall"].is_null()) named.push_back(d);
+  int at_injected = 0;
+  for (const json& s : named) {
+    if (!Names(s, "host_cpu")) continue;
+    const bool injected = std::any_of(c.all_injected.begin(), c.all_injected.end(), [&](const Injected& g) {
+      return g.cause == "host_cpu" && Near(s, g);
+    });
+    if (!injected) {
+      EXPECT_FALSE(ThreadRunnable(s)) << "a busy server thread where no CPU stall was injected: " << s.dump();
+      continue;
+    }
+    if (!ThreadRunnable(s)) continue;  // named on the run queue (the spin is runnable too)
+    ++at_injected;
+    EXPECT_EQ(s["evidence"]["thread_tid"], c.sim_pid) << s.dump();
+  }
+  EXPECT_GE(at_injected, 3);
+#else
+  (void)c;
+#endif
+}
+
+// The host-stall cases run one wave: 16 streams of 256 tokens, all at once. Waves of requests
+// that end and start together leave steps no stream decodes across (the last tokens of one wave,
+// then the next one's prefill): a stall injected there is seen by no client, and would count
+// against the 90% (it happened once in the swap-and-log case with 4 waves of 64 tokens).
+constexpr int kOneWave = 16, kOneWaveTokens = 256;
+
+// A busy host thread: every 30th step the sim's engine thread spins on a CPU for 75 ms of wall
+// time (150 ms at --time-scale 0.5) instead of sleeping until the step's end. diagnose --local
+// samples the sim's threads (found by its port) and names host_cpu for >= 90% of those stalls,
+// on the sim's own thread, and nothing else there. Small on purpose for a 2-core machine: about
+// 8 spins of 75 ms in a load of 1.6 s.
+TEST(AttributionE2eTest, ABusyServerThreadIsNamedHostCpu) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("cpu", {"--sim-cpu-stall-every", "30", "--sim-cpu-stall-ms", "150"}, 32, kOneWave,
+                   kOneWave, kOneWaveTokens);
+  ExpectAttributed(c, {"host_cpu"});
+  ExpectBusyThreadOnlyWhereInjected(c);
+  EXPECT_EQ(c.attribution["host_sampler"]["server_pid"], c.sim_pid);
+}
+
+// CPU stalls and log stalls in one run (a CPU stall due on a log stall's step moves to the next
+// step, so that each stall has one cause): each is named, the log never on a CPU stall, the busy
+// thread never on a log stall.
+TEST(AttributionE2eTest, ABusyServerThreadAndLogStallsAreToldApart) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("cpu_log", {"--sim-cpu-stall-every", "30", "--sim-cpu-stall-ms", "150",
+                               "--sim-log-stall-every", "50", "--sim-log-stall-ms", "150"},
+                   32, kOneWave, kOneWave, kOneWaveTokens);
+  ExpectAttributed(c, {"host_cpu", "log"});
+  ExpectBusyThreadOnlyWhereInjected(c);
+}
+
+// Swap the test can inject: the sim pauses for its swap stalls and grows pswpin, pgmajfault and
+// PSI memory in a /proc tree of its own (--sim-host-counters-dir); diagnose --local reads them
+// there (--host-counters-root), the sim's threads still from the real /proc. swap is named for
+// >= 90% of the swap stalls and nowhere else.
+TEST(AttributionE2eTest, SwapFromInjectedHostCountersIsNamed) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("swap", {"--sim-swap-stall-every-s", "0.3", "--sim-swap-stall-ms", "150",
+                            "--sim-host-counters-dir", "{dir}/counters"},
+                   32, kOneWave, kOneWave, kOneWaveTokens, false, {"--host-counters-root", "{dir}/counters"});
+  ExpectAttributed(c, {"swap"});
+  EXPECT_EQ(c.attribution["host_sampler"]["server_pid"], c.sim_pid);
+#ifndef LATDOC_SANITIZED
+  for (const json& s : c.attribution["stalls"])
+    if (Names(s, "swap")) {
+      // 75 ms of wall stall: 7500 pages at one per 10 us (sim/host_counters.h), PSI memory most of
+      // the widened window.
+      EXPECT_GE(s["evidence"]["swap_in_pages"].get<int64_t>(), 7500) << s.dump();
+      EXPECT_GE(s["evidence"]["psi_memory_share"].get<double>(), 0.2) << s.dump();
+    }
+#endif
+}
+
+TEST(AttributionE2eTest, SwapAndLogStallsAreToldApart) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("swap_log", {"--sim-swap-stall-every-s", "0.3", "--sim-swap-stall-ms", "150",
+                                "--sim-log-stall-every", "40", "--sim-log-stall-ms", "150",
+                                "--sim-host-counters-dir", "{dir}/counters"},
+                   32, kOneWave, kOneWave, kOneWaveTokens, false, {"--host-counters-root", "{dir}/counters"});
+  ExpectAttributed(c, {"swap", "log"});
+}
+
+// A host gap: every 15th step the sim's engine launches nothing for 75 ms of wall time (150 ms
+// at --time-scale 0.5) and leaves no trace on the host (no CPU, no log, no counter); its Kineto
+// trace shows the step long, the GPU idle first, its kernels usual (sim/profiler_trace.h).
+// diagnose --profile-load names host_gap for >= 90% of them, on a GPU busy under half its usual
+// share there, and nowhere else.
+TEST(AttributionE2eTest, AHostGapInsideALongStepIsNamedFromTheTrace) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("host_gap", {"--sim-host-gap-every", "15", "--sim-host-gap-ms", "150"}, 32, kOneWave,
+                   kOneWave, kOneWaveTokens, /*profile_load=*/true);
+  EXPECT_EQ(c.attribution["layers"]["gpu_trace"], true);
+  ExpectAttributed(c, {"host_gap"});
+#ifndef LATDOC_SANITIZED
+  // The trace's busy share over the load counts the gaps too (the sim's kernels fill 90% of a
+  // usual step); in a gap of 75 ms before a step of about 4 ms, the GPU is busy under 15%.
+  const double usual = c.attribution["gpu_busy_share"].get<double>();
+  for (const json& s : c.attribution["stalls"])
+    if (Names(s, "host_gap")) {
+      EXPECT_LE(s["evidence"]["gpu_busy_share"].get<double>(), 0.5 * usual) << s.dump();
+      EXPECT_LT(s["evidence"]["gpu_busy_share"].get<double>(), 0.15) << s.dump();
+      EXPECT_TRUE(s["evidence"]["kernel"].is_string()) << s.dump();  // the trace covers it
+    }
+#endif
+}
+
+// Log stalls leave the same idle GPU in the trace, but the log file grew there: named log, not
+// host_gap; the host gaps, with nothing on the host, host_gap.
+TEST(AttributionE2eTest, HostGapsAndLogStallsAreToldApart) {
+#ifdef LATDOC_SANITIZED
+  GTEST_SKIP() << "timing against the sim's ground truth is judged by the release build";
+#endif
+  Case c = RunCase("host_gap_log", {"--sim-host-gap-every", "15", "--sim-host-gap-ms", "150",
+                                    "--sim-log-stall-every", "40", "--sim-log-stall-ms", "150"},
+                   32, kOneWave, kOneWave, kOneWaveTokens, /*profile_load=*/true);
+  ExpectAttributed(c, {"host_gap", "log"});
+}
+
+// --host-counters-root is the host sampler's: without --local it is bad usage; a path that is
+// no directory is bad input.
+TEST(AttributionE2eTest, HostCountersRootNeedsLocalAndADirectory) {
+  RunResult r = RunLatdoc({"diagnose", "--url", "http://127.0.0.1:1", "--host-counters-root", "/"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "latdoc diagnose: --host-counters-root needs --local\n");
+  r = RunLatdoc({"diagnose", "--url", "http://127.0.0.1:1", "--local", "--host-counters-root",
+                 "/nonexistent-latdoc-dir"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "latdoc diagnose: --host-counters-root /nonexistent-latdoc-dir: not a directory\n");
 }
 
 TEST(AttributionE2eTest, PrefillInterferenceIsNamed) {

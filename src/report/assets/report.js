@@ -276,8 +276,10 @@
 
   // The stall timeline (docs/attribution.md): panels on one time axis, stacked top to bottom:
   // ITL p99 per bin with each stall a triangle at its start, as high as it lasted, coloured by
-  // its cause; the server's running and waiting; and, when diagnose sampled them, the server
-  // log's write rate and the GPU kernel time per bin.
+  // its cause; the server's running and waiting; the output token rate with each throughput dip
+  // a diamond at its start and rate; and, when diagnose sampled them, the run queue, the busiest
+  // server thread's CPU and PSI (--local), the server log's write rate and the GPU kernel time
+  // per bin.
   DRAW['attribution-timeline'] = function (cv) {
     var a = D.attribution;
     var xy = function (col) {
@@ -290,6 +292,12 @@
       { label: 'ITL p99 (ms)', data: xy(a.itl_p99_ms), borderColor: C.purple, backgroundColor: C.purple, yAxisID: 'y' },
       { label: 'running', data: xy(a.running), borderColor: C.blue, backgroundColor: C.blue, yAxisID: 'yq', stepped: true },
       { label: 'waiting', data: xy(a.waiting), borderColor: C.red, backgroundColor: C.red, yAxisID: 'yq', stepped: true },
+      { label: 'output tokens/s', data: xy(a.output_tok_s), borderColor: C.teal, backgroundColor: C.teal, yAxisID: 'ytok' },
+      { label: 'run queue (less the sampler)', data: xy(a.run_queue), borderColor: C.grey, backgroundColor: C.grey, yAxisID: 'yrq', stepped: true },
+      { label: 'busiest server thread (% of a CPU)', data: xy(a.thread_busy_pct), borderColor: C.orange, backgroundColor: C.orange, yAxisID: 'ycpu' },
+      { label: 'PSI cpu (%)', data: xy(a.psi_cpu_pct), borderColor: C.sky, backgroundColor: C.sky, yAxisID: 'ycpu' },
+      { label: 'PSI memory (%)', data: xy(a.psi_memory_pct), borderColor: C.red, backgroundColor: C.red, yAxisID: 'ycpu', borderDash: [4, 3] },
+      { label: 'PSI io (%)', data: xy(a.psi_io_pct), borderColor: C.purple, backgroundColor: C.purple, yAxisID: 'ycpu', borderDash: [2, 2] },
       { label: 'log writes (KiB/s)', data: xy(a.log_write_kib_s), borderColor: C.amber, backgroundColor: C.amber, yAxisID: 'ylog' },
       { label: 'GPU kernel time (ms per bin)', data: xy(a.gpu_kernel_ms), borderColor: C.green, backgroundColor: C.green, yAxisID: 'ygpu' }
     ].filter(function (d) { return d.data.length > 0; });
@@ -299,28 +307,39 @@
     var palette = [C.orange, C.teal, C.amber, C.green, C.sky];
     var causes = [];
     a.stalls.forEach(function (s) { if (causes.indexOf(s.cause) < 0) causes.push(s.cause); });
+    var dips = a.dips || [];
+    dips.forEach(function (d) { if (causes.indexOf(d.cause) < 0) causes.push(d.cause); });
     causes.forEach(function (c, i) {
       var col = c === 'unexplained' ? C.grey : palette[i % palette.length];
-      sets.push({ type: 'scatter', label: 'stall: ' + c, yAxisID: 'y', pointStyle: 'triangle', pointRadius: 6,
-                  borderColor: col, backgroundColor: col,
-                  data: a.stalls.filter(function (s) { return s.cause === c; })
-                    .map(function (s) { return { x: s.at_s, y: s.dur_ms }; }) });
+      var mine = a.stalls.filter(function (s) { return s.cause === c; });
+      if (mine.length > 0) {
+        sets.push({ type: 'scatter', label: 'stall: ' + c, yAxisID: 'y', pointStyle: 'triangle', pointRadius: 6,
+                    borderColor: col, backgroundColor: col,
+                    data: mine.map(function (s) { return { x: s.at_s, y: s.dur_ms }; }) });
+      }
+      var dipped = dips.filter(function (d) { return d.cause === c; });
+      if (dipped.length > 0 && used.ytok) {
+        sets.push({ type: 'scatter', label: 'dip: ' + c, yAxisID: 'ytok', pointStyle: 'rectRot', pointRadius: 6,
+                    borderColor: col, backgroundColor: col,
+                    data: dipped.map(function (d) { return { x: d.at_s, y: d.rate_tok_s }; }) });
+      }
     });
     // Chart.js stacks the axes of one stack bottom to top in the order given: the lowest panel
     // first. Panels without data are left out.
     var panels = [
-      ['ygpu', 1, 'GPU ms / bin'], ['ylog', 1, 'log KiB/s'], ['yq', 1, 'requests'], ['y', 3, 'ITL p99 / stall (ms)']
+      ['ygpu', 1, 'GPU ms / bin'], ['ylog', 1, 'log KiB/s'], ['ycpu', 1, 'host CPU, PSI (%)'],
+      ['yrq', 1, 'run queue'], ['ytok', 1, 'tokens/s'], ['yq', 1, 'requests'], ['y', 3, 'ITL p99 / stall (ms)']
     ];
     var scales = { x: { type: 'linear', min: 0, title: { display: true, text: 'time since the load began (s)' } } };
     panels.forEach(function (p) {
       if (p[0] !== 'y' && !used[p[0]]) return;
       scales[p[0]] = { stack: 'panels', stackWeight: p[1], offset: true, beginAtZero: true,
-                       ticks: p[0] === 'yq' ? { precision: 0, maxTicksLimit: 4 } : { maxTicksLimit: p[1] > 1 ? 8 : 4 },
+                       ticks: p[0] === 'yq' || p[0] === 'yrq' ? { precision: 0, maxTicksLimit: 4 } : { maxTicksLimit: p[1] > 1 ? 8 : 4 },
                        grace: p[1] > 1 ? 0 : '10%',
                        title: { display: true, text: p[2] } };
     });
     // Each panel under the queue's adds to the chart's height, so that none is squeezed.
-    var extra = (used.ylog ? 1 : 0) + (used.ygpu ? 1 : 0);
+    var extra = ['ylog', 'ygpu', 'ycpu', 'yrq', 'ytok'].filter(function (k) { return used[k]; }).length;
     if (extra > 0 && cv.parentNode) cv.parentNode.style.height = (360 + 110 * extra) + 'px';
     return new Chart(cv, {
       type: 'line', data: { datasets: sets },
