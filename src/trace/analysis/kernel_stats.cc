@@ -11,7 +11,7 @@
 
 #include "trace/analysis/quantile.h"
 #include "trace/analysis/trace_analysis.h"
-#include "trace/importers/common/gpu_names.h"
+#include "trace/model/gpu_names.h"
 
 namespace latdoc::trace {
 

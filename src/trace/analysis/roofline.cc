@@ -11,7 +11,7 @@
 
 #include "base/strings.h"
 
-#include "trace/importers/common/gpu_names.h"
+#include "trace/model/gpu_names.h"
 
 namespace latdoc::trace {
 namespace {

@@ -17,7 +17,7 @@
 namespace latdoc::trace {
 
 struct KernelStat {
-  std::string name;              // normalised (importers/common/gpu_names.h)
+  std::string name;              // normalised (model/gpu_names.h)
   GpuOpKind kind = GpuOpKind::kKernel;
   int64_t count = 0;
   int64_t total_ns = 0;

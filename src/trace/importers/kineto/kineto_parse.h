@@ -13,7 +13,7 @@
 #include <simdjson.h>
 
 #include "base/status.h"
-#include "trace/importers/common/gpu_names.h"
+#include "trace/model/gpu_names.h"
 #include "trace/importers/common/op_work.h"
 #include "trace/importers/kineto/json_event_scanner.h"
 #include "trace/importers/kineto/kineto_event.h"

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/importers/common/gpu_names.h"
+#include "trace/model/gpu_names.h"
 #include "trace/importers/common/sqlite_db.h"
 
 namespace latdoc::trace {

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "trace/importers/common/gpu_names.h"
+#include "trace/model/gpu_names.h"
 #include "trace/importers/common/sqlite_db.h"
 #include "trace/importers/rocpd/rocpd_internal.h"
 

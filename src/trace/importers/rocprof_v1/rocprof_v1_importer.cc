@@ -10,7 +10,7 @@
 #include "base/file_util.h"
 #include "base/strings.h"
 #include "trace/importers/common/csv_reader.h"
-#include "trace/importers/common/gpu_names.h"
+#include "trace/model/gpu_names.h"
 #include "trace/importers/kineto/json_event_scanner.h"
 
 namespace latdoc::trace {

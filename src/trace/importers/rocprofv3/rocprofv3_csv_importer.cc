@@ -6,7 +6,7 @@
 
 #include "base/strings.h"
 #include "trace/importers/common/csv_reader.h"
-#include "trace/importers/common/gpu_names.h"
+#include "trace/model/gpu_names.h"
 #include "trace/importers/rocprofv3/rocprofv3_importer.h"
 
 namespace latdoc::trace {

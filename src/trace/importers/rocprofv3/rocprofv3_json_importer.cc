@@ -9,7 +9,7 @@
 
 #include "base/file_util.h"
 #include "base/read_ahead.h"
-#include "trace/importers/common/gpu_names.h"
+#include "trace/model/gpu_names.h"
 #include "trace/importers/common/json_walker.h"
 #include "trace/importers/rocprofv3/rocprofv3_importer.h"
 

@@ -1,4 +1,4 @@
-#include "trace/importers/common/gpu_names.h"
+#include "trace/model/gpu_names.h"
 
 namespace latdoc::trace {
 namespace {

@@ -1,4 +1,4 @@
-// Name conventions shared by the importers: copy directions in names, ROCm runtime-internal
+// Name conventions shared by the importers and the analyses: copy directions in names, ROCm runtime-internal
 // copy/fill "kernels", GPU architecture from a compute capability.
 #pragma once
 
