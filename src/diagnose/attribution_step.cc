@@ -11,13 +11,14 @@
 
 namespace latdoc::diagnose {
 
-std::string PlaceGpuTraces(const std::vector<std::string>& files, const attribution::LogClock& clock,
+std::string PlaceGpuTraces(const std::vector<std::string>& files,
+                           const trace::ImportOptions& import, const attribution::LogClock& clock,
                            attribution::Timeline* t) {
   if (files.empty()) return "";
   std::string errors;
   try {
     trace::Trace tr;
-    auto results = trace::ImportFiles(files, trace::ImportOptions{}, tr);
+    auto results = trace::ImportFiles(files, import, tr);
     for (const auto& r : results)
       if (!r.status.ok()) errors += (errors.empty() ? "" : "; ") + r.status.message();
     auto on_wall_clock = [&](const trace::GpuOp& op) {
@@ -55,8 +56,8 @@ std::string PlaceGpuTraces(const std::vector<std::string>& files, const attribut
 }
 
 void AddAttribution(const LoadCapture& c, const std::string& log_file,
-                    const std::vector<std::string>& gpu_traces, nlohmann::ordered_json& doc,
-                    std::vector<rules::Finding>& all) {
+                    const std::vector<std::string>& gpu_traces, const trace::ImportOptions& import,
+                    nlohmann::ordered_json& doc, std::vector<rules::Finding>& all) {
   attribution::Timeline t = attribution::FromBenchRun(c.run);
   t.host = c.host;
   t.server_cpu = c.server_cpu;
@@ -70,7 +71,7 @@ void AddAttribution(const LoadCapture& c, const std::string& log_file,
     Status s = attribution::ReadLogEvents(log_file, c.clock, &t);
     if (!s.ok()) log_error = s.message();  // the logs layer says so too
   }
-  const std::string gpu_error = PlaceGpuTraces(gpu_traces, c.clock, &t);
+  const std::string gpu_error = PlaceGpuTraces(gpu_traces, import, c.clock, &t);
   const attribution::Thresholds th;
   attribution::Attribution a = attribution::Attribute(t, th);
   doc["attribution"] = attribution::AttributionJson(a, t, th);

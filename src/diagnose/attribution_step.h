@@ -15,6 +15,7 @@
 #include "diagnose/profile_at.h"
 #include "loadgen/runner.h"
 #include "rules/finding.h"
+#include "trace/importers/importer.h"
 
 namespace latdoc::diagnose {
 
@@ -27,18 +28,20 @@ struct LoadCapture {
 };
 
 // `log_file`: the server log named by --logs (the first), or empty. `gpu_traces`: profiler
-// traces (--trace, and --profile-load's files); the kernels of those that record their wall
-// clock (Kineto's baseTimeNanoseconds) go on the timeline (PlaceGpuTraces).
+// traces (--trace, and --profile-load's files), read with `import`; the kernels of those on the
+// wall clock (Kineto's baseTimeNanoseconds, an Nsight Systems export's session start, a rocpd
+// file of this host with import.local_boot_clock) go on the timeline (PlaceGpuTraces).
 void AddAttribution(const LoadCapture& capture, const std::string& log_file,
-                    const std::vector<std::string>& gpu_traces, nlohmann::ordered_json& doc,
-                    std::vector<rules::Finding>& all);
+                    const std::vector<std::string>& gpu_traces, const trace::ImportOptions& import,
+                    nlohmann::ordered_json& doc, std::vector<rules::Finding>& all);
 
 // The GPU kernels of `files` that record their wall clock, mapped to the client clock through
 // `clock` (attribution::WallToMono), those overlapping [t->start_ns, t->end_ns] into t->gpu (by
 // start), their names with the median duration of the trace's kernels of each into
 // t->gpu_names. Returns the import
 // errors ("" none); files without a wall clock are left out.
-std::string PlaceGpuTraces(const std::vector<std::string>& files, const attribution::LogClock& clock,
+std::string PlaceGpuTraces(const std::vector<std::string>& files,
+                           const trace::ImportOptions& import, const attribution::LogClock& clock,
                            attribution::Timeline* t);
 
 }  // namespace latdoc::diagnose

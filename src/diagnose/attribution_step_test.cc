@@ -1,15 +1,19 @@
 // PlaceGpuTraces: a Kineto trace's kernels on the client clock (docs/attribution.md, "One clock").
 #include "diagnose/attribution_step.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>
+
+#include "diagnose/diagnose_steps.h"
 
 namespace latdoc::diagnose {
 namespace {
@@ -46,7 +50,7 @@ TEST(PlaceGpuTracesTest, MapsTheTracesWallClockOntoTheClients) {
   t.start_ns = 10'400'000'000;
   t.end_ns = 11'000'000'000;
   const std::string path = WriteTemp("base.json", Trace(true));
-  EXPECT_EQ(PlaceGpuTraces({path}, clock, &t), "");
+  EXPECT_EQ(PlaceGpuTraces({path}, trace::ImportOptions{}, clock, &t), "");
   EXPECT_TRUE(t.have_gpu);
   EXPECT_EQ(t.gpu_files, std::vector<std::string>{path});
   // gemm from ts 0.9 s to 1.49 s: 60 kernels (the one at 0.89 s ends before the load); 5 norms.
@@ -83,13 +87,38 @@ TEST(PlaceGpuTracesTest, ATraceWithoutAWallClockIsLeftOff) {
   attribution::Timeline t;
   t.start_ns = 0;
   t.end_ns = INT64_MAX / 2;
-  EXPECT_EQ(PlaceGpuTraces({WriteTemp("nobase.json", Trace(false))}, clock, &t), "");
+  EXPECT_EQ(
+      PlaceGpuTraces({WriteTemp("nobase.json", Trace(false))}, trace::ImportOptions{}, clock, &t),
+      "");
   EXPECT_FALSE(t.have_gpu);
   EXPECT_TRUE(t.gpu.empty());
   EXPECT_TRUE(t.gpu_files.empty());
   attribution::Timeline missing;
-  EXPECT_NE(PlaceGpuTraces({WriteTemp("x", "") + ".none"}, clock, &missing), "");
+  EXPECT_NE(PlaceGpuTraces({WriteTemp("x", "") + ".none"}, trace::ImportOptions{}, clock, &missing),
+            "");
   EXPECT_FALSE(missing.have_gpu);
+}
+
+// With --local, traces are read knowing this host: its machine-id (under --sysroot) and the
+// offset of the wall clock from the boot clock, which rocpd files stamp with.
+TEST(TraceImportOptionsTest, LocalRunsKnowThisHostsBootClock) {
+  const std::string root = ::testing::TempDir() + "/boot_clock_" + std::to_string(::getpid());
+  ASSERT_EQ(std::system(("mkdir -p " + root + "/etc").c_str()), 0);
+  std::ofstream(root + "/etc/machine-id") << "0123456789abcdef0123456789abcdef\n";
+  DiagnoseOptions o;
+  o.sysroot = root;
+  EXPECT_FALSE(steps::TraceImportOptions(o).local_boot_clock) << "not without --local";
+  o.local = true;
+  const trace::ImportOptions io = steps::TraceImportOptions(o);
+  ASSERT_TRUE(io.local_boot_clock);
+  EXPECT_EQ(io.local_boot_clock->machine_id, "0123456789abcdef0123456789abcdef");
+  timespec r, b;
+  clock_gettime(CLOCK_REALTIME, &r);
+  clock_gettime(CLOCK_BOOTTIME, &b);
+  const int64_t offset = (int64_t(r.tv_sec) - b.tv_sec) * 1'000'000'000 + (r.tv_nsec - b.tv_nsec);
+  EXPECT_NEAR(double(io.local_boot_clock->realtime_minus_boottime_ns), double(offset), 50e6);
+  o.sysroot = root + "/none";  // no machine-id: no file is known to be this host's
+  EXPECT_FALSE(steps::TraceImportOptions(o).local_boot_clock);
 }
 
 }  // namespace

@@ -242,7 +242,8 @@ class DiagnoseRun {
                                          load_facts.ok() ? &*load_facts : nullptr));
     std::vector<std::string> gpu_traces = o.traces;
     gpu_traces.insert(gpu_traces.end(), capture.profile.files.begin(), capture.profile.files.end());
-    AddAttribution(capture, o.logs.empty() ? std::string() : o.logs.front(), gpu_traces, doc, all);
+    AddAttribution(capture, o.logs.empty() ? std::string() : o.logs.front(), gpu_traces,
+                   TraceImportOptions(o), doc, all);
   }
 
   void SweepLayer() {
@@ -359,7 +360,7 @@ class DiagnoseRun {
     Say(o, fmt::format("trace: {} file(s)", traces.size()));
     try {
       trace::Trace t;
-      auto results = trace::ImportFiles(traces, trace::ImportOptions{}, t);
+      auto results = trace::ImportFiles(traces, TraceImportOptions(o), t);
       std::string errors;
       for (const auto& r : results)
         if (!r.status.ok()) errors += (errors.empty() ? "" : "; ") + r.status.message();

@@ -4,6 +4,7 @@
 #include "diagnose/profile_at.h"
 
 #include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <fmt/core.h>
 
 #include "base/clock.h"
+#include "base/file_util.h"
 #include "base/json_text.h"
 #include "base/strings.h"
 #include "http/client.h"
@@ -352,6 +354,24 @@ std::string TraceRecordedFrom(const DiagnoseOptions& o, size_t profiled_files, c
   if (w && w->start_ns < load.end_ns && w->end_ns > load.start_ns)
     return "server under test (its GPU work overlaps this run's load on the wall clock)";
   return "";
+}
+
+trace::ImportOptions TraceImportOptions(const DiagnoseOptions& o) {
+  trace::ImportOptions io;
+  if (!o.local) return io;
+  const std::string root = o.sysroot.empty() || o.sysroot == "/" ? "" : o.sysroot;
+  auto id = ReadFileToString(root + "/etc/machine-id");
+  if (!id.ok()) return io;
+  std::string machine_id = std::string(Trim(*id));
+  if (machine_id.empty()) return io;
+  // The offset between the two clocks, read between two readings of the boot clock.
+  timespec b1, r, b2;
+  clock_gettime(CLOCK_BOOTTIME, &b1);
+  clock_gettime(CLOCK_REALTIME, &r);
+  clock_gettime(CLOCK_BOOTTIME, &b2);
+  auto ns = [](const timespec& t) { return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec; };
+  io.local_boot_clock = trace::LocalBootClock{std::move(machine_id), ns(r) - (ns(b1) + ns(b2)) / 2};
+  return io;
 }
 
 }  // namespace latdoc::diagnose::steps

@@ -18,6 +18,7 @@
 #include "net/net_facts.h"
 #include "rules/finding.h"
 #include "rules/load_rules.h"
+#include "trace/importers/importer.h"
 #include "trace/model/trace.h"
 
 namespace latdoc::diagnose::steps {
@@ -69,6 +70,11 @@ std::string TraceRecordedFrom(const DiagnoseOptions& o, size_t profiled_files, c
 // what was done written (diagnose_steps.cc says why).
 extern volatile sig_atomic_t g_signal;
 void CatchSignals();
+
+// How the diagnosis reads traces: with --local (latdoc on the server's host), a rocpd file
+// recorded on this host is placed on the wall clock from its boot clock
+// (trace::LocalBootClock: /etc/machine-id under o.sysroot, CLOCK_REALTIME - CLOCK_BOOTTIME).
+trace::ImportOptions TraceImportOptions(const DiagnoseOptions& o);
 
 // Catches the signals for a diagnosis's lifetime; restores the default actions after.
 struct SignalScope {

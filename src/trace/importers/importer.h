@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,8 +18,20 @@
 
 namespace latdoc::trace {
 
+// The host latdoc runs on, for traces whose timestamps are a host's boot clock: rocprofiler-sdk
+// (rocpd) stamps with CLOCK_BOOTTIME (ROCm/rocprofiler-sdk, source/lib/common/utility.hpp,
+// default_clock_id), and a rocpd file names its host's machine-id (rocpd_info_node). A file of
+// this host is placed on the wall clock with `realtime_minus_boottime_ns`.
+struct LocalBootClock {
+  std::string machine_id;                  // /etc/machine-id, 32 hex digits
+  int64_t realtime_minus_boottime_ns = 0;  // CLOCK_REALTIME - CLOCK_BOOTTIME, now
+};
+
 struct ImportOptions {
   size_t chunk_bytes = 1 << 20;   // read slice for streamed formats
+  // Set where latdoc runs on the host that recorded the traces (diagnose --local): a rocpd file
+  // of this host (same machine-id) gets SourceFile::wall_clock_base_ns from it.
+  std::optional<LocalBootClock> local_boot_clock;
   // A plain JSON trace of at least split_min_bytes is parsed in split_parts pieces on as many
   // threads (0: one per core, at most 8); the result is the same as one thread's. A compressed
   // one of at least split_min_bytes / 8 is inflated on one thread and cut into parts of about

@@ -64,6 +64,22 @@ using rocpd_internal::StageFacts;
 
 Status ReadDataViews(SqliteDb& db, uint16_t source, Trace& trace);
 
+// rocpd's times are its host's CLOCK_BOOTTIME: on the wall clock only when that host is this one
+// (options.local_boot_clock, one machine-id in rocpd_info_node, the same). A file of an earlier
+// boot of this host is placed as if of this boot; a diagnosis places only kernels that overlap
+// its own load, which such a file's rarely do.
+Status PlaceOnWallClock(SqliteDb& db, const ImportOptions& options, SourceFile& src) {
+  if (!options.local_boot_clock || !db.Has("rocpd_info_node")) return Status::Ok();
+  Status st;
+  ASSIGN_OR_RETURN(SqliteStmt q, db.Prepare("SELECT DISTINCT machine_id FROM rocpd_info_node"));
+  std::vector<std::string> hosts;
+  while (q.Step(&st)) hosts.emplace_back(q.Text(0));
+  RETURN_IF_ERROR(st);
+  if (hosts.size() == 1 && hosts[0] == options.local_boot_clock->machine_id)
+    src.wall_clock_base_ns = options.local_boot_clock->realtime_minus_boottime_ns;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status RocpdImporter::Import(const std::string& path, const ImportOptions& options, Trace& trace,
@@ -118,6 +134,7 @@ Status RocpdImporter::Import(const std::string& path, const ImportOptions& optio
     }
     RETURN_IF_ERROR(st.WithContext(path));
   }
+  RETURN_IF_ERROR(PlaceOnWallClock(dbr, options, trace.sources[source]).WithContext(path));
   if (tables != nullptr) {
     JoinStaged(*tables, staged, source, trace);
     return Status::Ok();

@@ -37,6 +37,28 @@ TEST(RocpdImporterTest, ReadsFixtureThroughViewsAndJoinsEveryDispatch) {
   EXPECT_EQ(trace.sources[0].issues.total(), 0);
 }
 
+// rocpd's times are its host's boot clock: a file is on the wall clock only when latdoc runs
+// on the host that recorded it (the same machine-id in rocpd_info_node).
+TEST(RocpdImporterTest, OnTheWallClockOnlyOnTheHostThatRecordedIt) {
+  const std::string recorded_on = "66a0384146474b3e96c75a0b6e9a9181";  // the fixture's node
+  constexpr int64_t kOffset = 1'764'900'000'000'000'000;
+  for (const char* path : {kFixture}) {
+    Trace here, elsewhere, unknown;
+    ImportOptions o;
+    o.local_boot_clock = LocalBootClock{recorded_on, kOffset};
+    ASSERT_TRUE(ImportFiles({path}, o, here)[0].status.ok());
+    EXPECT_EQ(here.sources[0].wall_clock_base_ns, kOffset);
+    ASSERT_TRUE(GpuWorkWallClockWindow(here).has_value());
+    // The first kernel's start (CLOCK_BOOTTIME 127395708304699 ns) plus the offset.
+    EXPECT_EQ(GpuWorkWallClockWindow(here)->start_ns, kOffset + 127395708304699);
+    o.local_boot_clock->machine_id = "00000000000000000000000000000000";
+    ASSERT_TRUE(ImportFiles({path}, o, elsewhere)[0].status.ok());
+    EXPECT_FALSE(elsewhere.sources[0].wall_clock_base_ns.has_value());
+    ASSERT_TRUE(ImportFiles({path}, ImportOptions{}, unknown)[0].status.ok());
+    EXPECT_FALSE(unknown.sources[0].wall_clock_base_ns.has_value());
+  }
+}
+
 TEST(RocpdImporterTest, LaunchDelayFromTheRegionJoin) {
   Trace trace;
   ImportFiles({kFixture}, ImportOptions{}, trace);
