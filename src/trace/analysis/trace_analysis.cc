@@ -27,16 +27,105 @@ int64_t TraceSpanNs(const Trace& trace) {
   return last == INT64_MIN ? 0 : last - TraceStartNs(trace);
 }
 
-TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
-  TraceReport r;
+namespace {
+
+// The trace's counts and span, and its formats (sorted, once each).
+void FillHeader(const Trace& trace, TraceReport& r) {
   std::set<std::string> formats;
   for (const SourceFile& s : trace.sources) formats.insert(s.format);
   r.formats.assign(formats.begin(), formats.end());
-  const int64_t t0 = TraceStartNs(trace);
   r.span_ns = TraceSpanNs(trace);
   r.gpu_ops = static_cast<int64_t>(trace.gpu_ops.size());
   r.api_calls = static_cast<int64_t>(trace.api_calls.size());
   r.cpu_ops = static_cast<int64_t>(trace.cpu_ops.size());
+}
+
+// Devices of all GPU ops; ops come in runs of one device, so a set lookup only on a change.
+// Fills r.devices (those with ops; all of them when no op names one) and r.idle_devices.
+std::set<std::pair<uint16_t, int32_t>> UsedDevices(const Trace& trace, TraceReport& r) {
+  std::set<std::pair<uint16_t, int32_t>> used;  // (source, device)
+  std::optional<std::pair<uint16_t, int32_t>> prev;
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
+    if (prev && prev->first == op.source && prev->second == op.device) return;
+    prev.emplace(op.source, op.device);
+    used.insert(*prev);
+  });
+  for (const DeviceInfo& d : trace.devices) {
+    if (used.empty() || used.count({d.source, d.device}) != 0) {
+      r.devices.push_back(d);
+    } else {
+      ++r.idle_devices;
+    }
+  }
+  return used;
+}
+
+// TraceLens's rule counts GPU ops with their launch in the trace. A file none of whose ops
+// has one (a kernel-only format) has all its ops counted, as when it is read alone.
+GpuTimelineOptions TimelineOptions(const Trace& trace, TraceReport& r) {
+  GpuTimelineOptions tl;
+  std::vector<bool> has_ops(trace.sources.size()), has_linked(trace.sources.size());
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
+    if (op.source >= has_ops.size()) {
+      has_ops.resize(size_t{op.source} + 1);
+      has_linked.resize(size_t{op.source} + 1);
+    }
+    has_ops[op.source] = true;
+    if (op.linked()) has_linked[op.source] = true;
+  });
+  tl.all_ops_of_source.resize(has_ops.size());
+  for (size_t s = 0; s < has_ops.size(); ++s) {
+    tl.all_ops_of_source[s] = has_ops[s] && !has_linked[s];
+    r.timeline_used_all_ops = r.timeline_used_all_ops || tl.all_ops_of_source[s];
+  }
+  return tl;
+}
+
+// With more than one device: r.per_device, one timeline per device, and r.devices_summed.
+void PerDeviceTimelines(const Trace& trace, const GpuTimelineOptions& tl,
+                        const std::set<std::pair<uint16_t, int32_t>>& used, TraceReport& r) {
+  if (used.size() <= 1) return;
+  GpuTimeline sum;
+  for (const auto& [source, device] : used) {
+    const GpuTimeline& d = r.per_device.emplace_back(ComputeGpuTimeline(trace, tl, SourceDevice{source, device}));
+    sum.ops += d.ops;
+    sum.ops_dropped_unlinked += d.ops_dropped_unlinked;
+    sum.total_ns += d.total_ns;
+    sum.busy_ns += d.busy_ns;
+    sum.idle_ns += d.idle_ns;
+    sum.computation_ns += d.computation_ns;
+    sum.exposed_comm_ns += d.exposed_comm_ns;
+    sum.exposed_memcpy_ns += d.exposed_memcpy_ns;
+    sum.total_comm_ns += d.total_comm_ns;
+    sum.total_memcpy_ns += d.total_memcpy_ns;
+    sum.total_ms += d.total_ms;
+    sum.busy_ms += d.busy_ms;
+    sum.idle_ms += d.idle_ms;
+    sum.computation_ms += d.computation_ms;
+    sum.exposed_comm_ms += d.exposed_comm_ms;
+    sum.exposed_memcpy_ms += d.exposed_memcpy_ms;
+    sum.total_comm_ms += d.total_comm_ms;
+    sum.total_memcpy_ms += d.total_memcpy_ms;
+  }
+  r.devices_summed = sum;
+}
+
+// The trace's own statistics tables (aggregate rows), longest total first.
+void StatsTables(const Trace& trace, TraceReport& r) {
+  for (const AggregateRow& a : trace.aggregates) {
+    r.stats_tables.push_back({std::string(trace.Name(a.name)), a.kind, a.calls, a.total_ns, a.min_ns, a.max_ns});
+  }
+  std::stable_sort(r.stats_tables.begin(), r.stats_tables.end(), [](const AggregateStat& a, const AggregateStat& b) {
+    return a.total_ns > b.total_ns;
+  });
+}
+
+}  // namespace
+
+TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
+  TraceReport r;
+  const int64_t t0 = TraceStartNs(trace);
+  FillHeader(trace, r);
 
   // The analyses only read `trace` (and its string table), so half of them run on a second
   // thread, each half writing its own results. The split balances the two on large traces.
@@ -63,69 +152,10 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
     return s;
   });
 
-  // Devices of all GPU ops; ops come in runs of one device, so a set lookup only on a change.
-  std::set<std::pair<uint16_t, int32_t>> used;  // (source, device)
-  {
-    std::optional<std::pair<uint16_t, int32_t>> prev;
-    trace.gpu_ops.ForEach([&](const GpuOp& op) {
-      if (prev && prev->first == op.source && prev->second == op.device) return;
-      prev.emplace(op.source, op.device);
-      used.insert(*prev);
-    });
-    for (const DeviceInfo& d : trace.devices) {
-      if (used.empty() || used.count({d.source, d.device}) != 0) {
-        r.devices.push_back(d);
-      } else {
-        ++r.idle_devices;
-      }
-    }
-  }
-
-  // TraceLens's rule counts GPU ops with their launch in the trace. A file none of whose ops
-  // has one (a kernel-only format) has all its ops counted, as when it is read alone.
-  GpuTimelineOptions tl;
-  {
-    std::vector<bool> has_ops(trace.sources.size()), has_linked(trace.sources.size());
-    trace.gpu_ops.ForEach([&](const GpuOp& op) {
-      if (op.source >= has_ops.size()) {
-        has_ops.resize(size_t{op.source} + 1);
-        has_linked.resize(size_t{op.source} + 1);
-      }
-      has_ops[op.source] = true;
-      if (op.linked()) has_linked[op.source] = true;
-    });
-    tl.all_ops_of_source.resize(has_ops.size());
-    for (size_t s = 0; s < has_ops.size(); ++s) {
-      tl.all_ops_of_source[s] = has_ops[s] && !has_linked[s];
-      r.timeline_used_all_ops = r.timeline_used_all_ops || tl.all_ops_of_source[s];
-    }
-  }
+  const std::set<std::pair<uint16_t, int32_t>> used = UsedDevices(trace, r);  // (source, device)
+  const GpuTimelineOptions tl = TimelineOptions(trace, r);
   r.timeline = ComputeGpuTimeline(trace, tl);
-  if (used.size() > 1) {
-    GpuTimeline sum;
-    for (const auto& [source, device] : used) {
-      const GpuTimeline& d = r.per_device.emplace_back(ComputeGpuTimeline(trace, tl, SourceDevice{source, device}));
-      sum.ops += d.ops;
-      sum.ops_dropped_unlinked += d.ops_dropped_unlinked;
-      sum.total_ns += d.total_ns;
-      sum.busy_ns += d.busy_ns;
-      sum.idle_ns += d.idle_ns;
-      sum.computation_ns += d.computation_ns;
-      sum.exposed_comm_ns += d.exposed_comm_ns;
-      sum.exposed_memcpy_ns += d.exposed_memcpy_ns;
-      sum.total_comm_ns += d.total_comm_ns;
-      sum.total_memcpy_ns += d.total_memcpy_ns;
-      sum.total_ms += d.total_ms;
-      sum.busy_ms += d.busy_ms;
-      sum.idle_ms += d.idle_ms;
-      sum.computation_ms += d.computation_ms;
-      sum.exposed_comm_ms += d.exposed_comm_ms;
-      sum.exposed_memcpy_ms += d.exposed_memcpy_ms;
-      sum.total_comm_ms += d.total_comm_ms;
-      sum.total_memcpy_ms += d.total_memcpy_ms;
-    }
-    r.devices_summed = sum;
-  }
+  PerDeviceTimelines(trace, tl, used, r);
   r.all_ops_busy_ns = BusyOfAllOps(trace);
   ComputeKernelStats(trace, o, r.all_ops_busy_ns, t0, r);
   r.roofline = ComputeRoofline(trace, r.all_ops_busy_ns);
@@ -137,12 +167,7 @@ TraceReport Analyze(const Trace& trace, const AnalysisOptions& o) {
   r.idle = std::move(side_results.idle);
   r.launch = std::move(side_results.launch);
   r.overlap = std::move(side_results.overlap);
-  for (const AggregateRow& a : trace.aggregates) {
-    r.stats_tables.push_back({std::string(trace.Name(a.name)), a.kind, a.calls, a.total_ns, a.min_ns, a.max_ns});
-  }
-  std::stable_sort(r.stats_tables.begin(), r.stats_tables.end(), [](const AggregateStat& a, const AggregateStat& b) {
-    return a.total_ns > b.total_ns;
-  });
+  StatsTables(trace, r);
   return r;
 }
 
