@@ -81,7 +81,8 @@ int64_t LogAnalyzer::State::StepFromPrev(EngineState& e, const Point& p, const s
   return dt;
 }
 
-void LogAnalyzer::State::AddStretches(EngineState& e, const Point& p, int64_t dt, const std::string& label) {
+void LogAnalyzer::State::AddStretches(EngineState& e, const Point& p, int64_t dt,
+                                      const std::string& label) {
   EngineFacts& ef = e.f;
   bool busy = p.running > 0 || p.waiting > 0;
   if (busy) {
@@ -95,7 +96,7 @@ void LogAnalyzer::State::AddStretches(EngineState& e, const Point& p, int64_t dt
   }
   auto label_of = [this](int64_t t) { return Label(t); };
   if (e.queue.Add(p.waiting > 0, p.t_ns, dt, static_cast<double>(p.waiting), label, label_of,
-                   &ef.longest_queue)) {
+                  &ef.longest_queue)) {
     ++ef.queue_stretches;
   }
   bool kv_high = p.kv_pct >= kKvHighPct;
@@ -110,14 +111,15 @@ void LogAnalyzer::State::AddStretches(EngineState& e, const Point& p, int64_t dt
   const bool stalled = p.running > 0 && p.prompt_tps == 0 && p.gen_tps == 0;
   if (stalled && !e.no_progress.cur) e.lines_before_stall = recent;
   e.no_progress.Add(stalled, p.t_ns, dt, static_cast<double>(p.running), label, label_of,
-                     &ef.longest_no_progress);
+                    &ef.longest_no_progress);
   if (stalled && ef.longest_no_progress &&
       ef.longest_no_progress->start_ns == e.no_progress.cur->start_ns) {
     ef.lines_before_no_progress = e.lines_before_stall;
   }
 }
 
-void LogAnalyzer::State::AddPeaks(EngineState& e, const Point& p, const VllmStats& st, const std::string& label) {
+void LogAnalyzer::State::AddPeaks(EngineState& e, const Point& p, const VllmStats& st,
+                                  const std::string& label) {
   EngineFacts& ef = e.f;
   if (p.preemptions > 0) {
     if (ef.preemption_points++ == 0) ef.first_preemption_label = label;
@@ -133,7 +135,7 @@ void LogAnalyzer::State::AddPeaks(EngineState& e, const Point& p, const VllmStat
 }
 
 void LogAnalyzer::State::AddStats(const VllmStats& st) {
-  if (!cur_ts) return;   // a stats line always has a time; guard anyway
+  if (!cur_ts) return;  // a stats line always has a time; guard anyway
   EngineState* e = Engine(st.engine, st.v0);
   if (!e) return;
   EngineFacts& ef = e->f;

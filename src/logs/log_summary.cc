@@ -222,9 +222,8 @@ void RenderBadInput(const LogFacts& f, std::string& out) {
 std::string RenderStatsRow(const LogFacts& f, const EngineFacts& e, size_t i) {
   const EngineSeries& s = e.series;
   std::string hit = s.prefix_hit_pct[i] ? fmt::format("{:.1f}", *s.prefix_hit_pct[i]) : "n/a";
-  return fmt::format("{:<15} {:>12.1f} {:>10.1f} {:>8} {:>8} {:>6.1f} {:>11}",
-                     f.Label(s.t_ns[i]), s.prompt_tps[i], s.gen_tps[i],
-                     s.running[i], s.waiting[i], s.kv_pct[i], hit);
+  return fmt::format("{:<15} {:>12.1f} {:>10.1f} {:>8} {:>8} {:>6.1f} {:>11}", f.Label(s.t_ns[i]),
+                     s.prompt_tps[i], s.gen_tps[i], s.running[i], s.waiting[i], s.kv_pct[i], hit);
 }
 
 std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {

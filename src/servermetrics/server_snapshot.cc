@@ -54,8 +54,8 @@ const ServerMetricTable* FindServer(const PrometheusPage& page) {
 }
 
 // The server's samples by name; with `filter`, only those of `model_name` (or of no model).
-SampleIndex IndexSamples(const PrometheusPage& page, const ServerMetricTable& t, std::string_view model_name,
-                         bool filter) {
+SampleIndex IndexSamples(const PrometheusPage& page, const ServerMetricTable& t,
+                         std::string_view model_name, bool filter) {
   SampleIndex index;
   for (const Sample& s : page.samples) {
     if (!StartsWith(s.name, t.prefix)) continue;

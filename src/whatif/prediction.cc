@@ -219,8 +219,8 @@ VirtualRunOptions RunOptions(const Calibration& c, const WhatifRequest& r, Predi
 
 // The bands: kDraws runs with the fitted parameters drawn from their covariance widen
 // [lo, hi] of each key (lo and hi start at the central run's values).
-Status DrawBands(const Calibration& c, const WhatifRequest& r, const Prediction& p, const VirtualRunOptions& o,
-                 std::vector<double>& lo, std::vector<double>& hi) {
+Status DrawBands(const Calibration& c, const WhatifRequest& r, const Prediction& p,
+                 const VirtualRunOptions& o, std::vector<double>& lo, std::vector<double>& hi) {
   const auto l = Cholesky(c.cov);
   const std::array<double, 4> x0 = {std::log(c.engine.step_base_ms), std::log(c.engine.step_decode_seq_us),
                                     std::log(std::max(1e-9, c.engine.step_prefill_token_us)), c.front_ms};
@@ -257,7 +257,6 @@ void FindMeasured(const Calibration& c, const WhatifRequest& r, Prediction& p) {
 
 }  // namespace
 
-
 StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!c.usable) return Unavailable("the calibration is not usable for prediction: " + c.refusal);
@@ -268,7 +267,8 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
   if (r.input_len) p.workload.input_len = *r.input_len;
   if (r.output_len) p.workload.output_len = *r.output_len;
   p.workload.seed = r.seed;
-  if (p.workload.input_len != c.workload.input_len || p.workload.output_len != c.workload.output_len) {
+  if (p.workload.input_len != c.workload.input_len ||
+      p.workload.output_len != c.workload.output_len) {
     p.notes.push_back(
         "the workload differs from the calibrated one: the per-sequence cost was fitted at "
         "its lengths (attention over longer contexts costs more than the model says)");
@@ -288,7 +288,8 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
     double e = FitErr(c, keys[i].first);
     p.metrics.push_back({keys[i].first, {keys[i].second, lo[i] * (1 - e), hi[i] * (1 + e)}});
   }
-  p.metrics.insert(p.metrics.begin(), {"duration", {central.duration_s, central.duration_s, central.duration_s}});
+  p.metrics.insert(p.metrics.begin(),
+                   {"duration", {central.duration_s, central.duration_s, central.duration_s}});
   p.metrics.insert(p.metrics.begin(), {keys::kCompleted,
                                        {double(central.completed), double(central.completed),
                                         double(central.completed)}});

@@ -41,7 +41,9 @@ double Mean(const std::vector<double>& v) {
 constexpr int kMaxIdleSteps = 1000;
 
 // The shortest and longest lengths drawn around `l` (--range-ratio).
-int LenLo(const Workload& w, int l) { return std::max(1, int(std::floor(l * (1 - w.range_ratio)))); }
+int LenLo(const Workload& w, int l) {
+  return std::max(1, int(std::floor(l * (1 - w.range_ratio))));
+}
 int LenHi(const Workload& w, int l) { return std::max(1, int(std::ceil(l * (1 + w.range_ratio)))); }
 
 // The options a run can start with: a positive load, lengths of at least 1, and a request of
@@ -80,8 +82,8 @@ struct Samples {
 // One step's token events at `now`: TTFT or ITL per token; E2EL, TPOT and output tokens per
 // finished request, counted in `done`; in a closed loop, a finished request's client sends again.
 template <typename Send>
-void RecordTokens(const std::vector<sim::TokenEvent>& events, int64_t now, bool rate_mode, std::vector<Req>& reqs,
-                  Samples& samples, size_t& done, Send send) {
+void RecordTokens(const std::vector<sim::TokenEvent>& events, int64_t now, bool rate_mode,
+                  std::vector<Req>& reqs, Samples& samples, size_t& done, Send send) {
   std::vector<double>& ttft = samples.ttft;
   std::vector<double>& tpot = samples.tpot;
   std::vector<double>& itl = samples.itl;

@@ -40,7 +40,9 @@ Fact<T> NvmlFact(int rc, const NvmlApi& api, const char* what, T v) {
 }
 
 // Fills `g` from NVML. REQUIRES: api bound and initialised.
-std::string Unsupported(const char* what) { return std::string(what) + ": not exported by this libnvidia-ml"; }
+std::string Unsupported(const char* what) {
+  return std::string(what) + ": not exported by this libnvidia-ml";
+}
 
 // The SM clock, its maximum and the reasons it is held down.
 void FillClocks(const NvmlApi& api, NvmlDevice dev, GpuFacts& g) {

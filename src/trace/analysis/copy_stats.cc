@@ -30,8 +30,9 @@ Spans SourceSpans(const Trace& trace) {
 
 // Small copies per second: per direction, the highest of any file's rate; overall, the highest
 // file's rate of all its small copies (0 where some file has a span but none).
-void SmallCopyRates(const std::map<std::pair<CopyDirection, uint16_t>, int64_t>& small_of_source, const Spans& spans,
-                    std::map<CopyDirection, CopyDirectionStat>& by_dir, CopyStats& s) {
+void SmallCopyRates(const std::map<std::pair<CopyDirection, uint16_t>, int64_t>& small_of_source,
+                    const Spans& spans, std::map<CopyDirection, CopyDirectionStat>& by_dir,
+                    CopyStats& s) {
   std::map<uint16_t, int64_t> small_per_source;
   for (const auto& [key, count] : small_of_source) {
     const auto& [first, last] = spans[key.second];
@@ -53,13 +54,15 @@ void SmallCopyRates(const std::map<std::pair<CopyDirection, uint16_t>, int64_t>&
 }
 
 // Each direction's bytes and achieved rate, into s.by_direction in direction order.
-void FinishDirections(std::map<CopyDirection, CopyDirectionStat>& by_dir, std::map<CopyDirection, int64_t>& bytes_sum,
-                      std::map<CopyDirection, int64_t>& rate_bytes, std::map<CopyDirection, int64_t>& rate_time_ns,
-                      CopyStats& s) {
+void FinishDirections(std::map<CopyDirection, CopyDirectionStat>& by_dir,
+                      std::map<CopyDirection, int64_t>& bytes_sum,
+                      std::map<CopyDirection, int64_t>& rate_bytes,
+                      std::map<CopyDirection, int64_t>& rate_time_ns, CopyStats& s) {
   for (auto& [dir, d] : by_dir) {
     if (bytes_sum.count(dir) != 0) d.bytes = bytes_sum[dir];
     if (rate_time_ns[dir] > 0) {
-      d.achieved_gbps = static_cast<double>(rate_bytes[dir]) / static_cast<double>(rate_time_ns[dir]);
+      d.achieved_gbps =
+          static_cast<double>(rate_bytes[dir]) / static_cast<double>(rate_time_ns[dir]);
     }
     s.by_direction.push_back(d);
   }

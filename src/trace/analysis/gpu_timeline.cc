@@ -240,8 +240,9 @@ bool IsComm(std::vector<int8_t>& cache, const Trace& trace, NameId name) {
 }
 
 // The in-order pass's sweeps closed and their lengths into t.
-void FinishInOrder(CategorySweep<Interval>& sweep, CategorySweep<DInterval>& dsweep, UnionLength<Interval>& all,
-                   UnionLength<DInterval>& dall, double total_us, GpuTimeline& t) {
+void FinishInOrder(CategorySweep<Interval>& sweep, CategorySweep<DInterval>& dsweep,
+                   UnionLength<Interval>& all, UnionLength<DInterval>& dall, double total_us,
+                   GpuTimeline& t) {
   sweep.Finish();
   dsweep.Finish();
   t.busy_ns = all.Finish();
@@ -263,8 +264,8 @@ void FinishInOrder(CategorySweep<Interval>& sweep, CategorySweep<DInterval>& dsw
 
 // Not finalized (out of start order): the sets themselves, held in memory.
 template <typename OnDevice, typename Dropped, typename Category>
-void OutOfOrderTimeline(const Trace& trace, OnDevice on_device, Dropped dropped, Category category, double total_us,
-                        GpuTimeline& t) {
+void OutOfOrderTimeline(const Trace& trace, OnDevice on_device, Dropped dropped, Category category,
+                        double total_us, GpuTimeline& t) {
   using IC = CategorySweep<Interval>;
   std::vector<Interval> ivs[3];
   std::vector<DInterval> divs[3];

@@ -231,8 +231,8 @@ struct StreamState {
 };
 
 // Each stream's span, into s.streams in key order, and the split summed over them.
-void SumStreams(const Slots<std::tuple<uint16_t, int32_t, int32_t>>& stream_slots, std::vector<StreamState>& streams,
-                IdleStats& s) {
+void SumStreams(const Slots<std::tuple<uint16_t, int32_t, int32_t>>& stream_slots,
+                std::vector<StreamState>& streams, IdleStats& s) {
   for (const auto& [key, si] : stream_slots.by_key()) {
     StreamState& ss = streams[si];
     ss.st.span_ns = ss.last_end - ss.first_start;
@@ -245,8 +245,8 @@ void SumStreams(const Slots<std::tuple<uint16_t, int32_t, int32_t>>& stream_slot
 
 // The gaps reported (the first `largest_gaps` of AllGapsSorted(): `best` when bounded), each
 // with the op after it, that op's launch, and what the launching thread did during the gap.
-void DescribeGaps(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns, bool bounded, BestGaps& best,
-                  IdleStats& s) {
+void DescribeGaps(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns, bool bounded,
+                  BestGaps& best, IdleStats& s) {
   const std::vector<GapCandidate> gaps = bounded ? best.Sorted() : AllGapsSorted(trace);
   const size_t keep =
       o.largest_gaps < 0 ? gaps.size() : std::min(gaps.size(), static_cast<size_t>(o.largest_gaps));

@@ -80,8 +80,9 @@ struct GroupDur {
 // The one pass over all ops: kernels grouped by interned raw name first (cheap), raw names
 // folded into normalised ones in the order of each name's first op; other ops summed by name;
 // the counters' bytes and time summed into r.
-void GroupKernels(const Trace& trace, std::vector<uint32_t>& group_of_raw, std::vector<Group>& groups,
-                  std::map<NameId, KernelStat>& others, SpillTable<GroupDur>& durs, TraceReport& r) {
+void GroupKernels(const Trace& trace, std::vector<uint32_t>& group_of_raw,
+                  std::vector<Group>& groups, std::map<NameId, KernelStat>& others,
+                  SpillTable<GroupDur>& durs, TraceReport& r) {
   std::unordered_map<std::string, uint32_t> group_by_name;
   auto group_of = [&](const GpuOp& op) {
     uint32_t& g = group_of_raw[op.name];
@@ -149,7 +150,8 @@ void GroupQuantiles(SpillTable<GroupDur>&& durs, std::vector<Group>& groups) {
     if (d.group != current) {
       close();
       current = d.group;
-      q.emplace(static_cast<size_t>(groups[current].count), std::initializer_list<double>{0.99, 0.5});
+      q.emplace(static_cast<size_t>(groups[current].count),
+                std::initializer_list<double>{0.99, 0.5});
       i = 0;
     }
     q->Feed(i++, d.dur_ns);
@@ -187,7 +189,8 @@ void HotKernels(std::vector<Group>& groups, int64_t busy_ns, TraceReport& r) {
 // then earlier; the rest of the key makes the order total, so which instances are kept does
 // not depend on the order they are met in.
 void Outliers(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns,
-              const std::vector<uint32_t>& group_of_raw, const std::vector<Group>& groups, TraceReport& r) {
+              const std::vector<uint32_t>& group_of_raw, const std::vector<Group>& groups,
+              TraceReport& r) {
   auto better = [&groups](const Outlier& a, const Outlier& b) {
     const double ea = a.excess(), eb = b.excess();
     if (ea != eb) return ea > eb;

@@ -38,7 +38,8 @@ struct GraphNode {
 };
 
 // Each graph launch's first node's delay after the launch, into graph_first.
-void GraphFirstNodes(SpillTable<GraphNode>&& graph_nodes, const AnalysisOptions& o, QuantileSample& graph_first) {
+void GraphFirstNodes(SpillTable<GraphNode>&& graph_nodes, const AnalysisOptions& o,
+                     QuantileSample& graph_first) {
   // Each graph launch's nodes together (by launch), for their first start.
   std::optional<GraphNode> first;  // of the launch being read: its earliest node
   auto close = [&] {
@@ -49,15 +50,16 @@ void GraphFirstNodes(SpillTable<GraphNode>&& graph_nodes, const AnalysisOptions&
     if (first->start_ns < first->launch_start_ns || delay > o.max_plausible_launch_delay_ns) return;
     graph_first.Add(std::max<int64_t>(0, delay));
   };
-  SortTable(std::move(graph_nodes), [](const GraphNode& a, const GraphNode& b) { return a.api < b.api; })
-      .ForEach([&](const GraphNode& n) {
-        if (first && first->api == n.api) {
-          first->start_ns = std::min(first->start_ns, n.start_ns);
-          return;
-        }
-        close();
-        first = n;
-      });
+  SortTable(std::move(graph_nodes), [](const GraphNode& a, const GraphNode& b) {
+    return a.api < b.api;
+  }).ForEach([&](const GraphNode& n) {
+    if (first && first->api == n.api) {
+      first->start_ns = std::min(first->start_ns, n.start_ns);
+      return;
+    }
+    close();
+    first = n;
+  });
   close();
 }
 

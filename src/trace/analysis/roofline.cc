@@ -64,9 +64,9 @@ void FamilyKernels(Families& families, int64_t busy_ns, RooflineStats& out) {
     k.busy_share = busy_ns > 0 ? static_cast<double>(k.total_ns) / static_cast<double>(busy_ns) : 0;
     out.kernels.push_back(std::move(k));
   }
-  std::stable_sort(out.kernels.begin(), out.kernels.end(), [](const RooflineKernel& a, const RooflineKernel& b) {
-    return a.total_ns > b.total_ns;
-  });
+  std::stable_sort(
+      out.kernels.begin(), out.kernels.end(),
+      [](const RooflineKernel& a, const RooflineKernel& b) { return a.total_ns > b.total_ns; });
   if (out.kernels.size() > kRooflineKernels) out.kernels.resize(kRooflineKernels);
 }
 

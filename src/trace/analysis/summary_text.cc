@@ -62,7 +62,8 @@ void InputsSection(const TraceReport& r, const std::vector<SourceFile>& sources,
 }
 
 // TraceLens's gpu_timeline over everything, then each device on its own window.
-void TimelineSection(const TraceReport& r, const std::vector<SourceFile>& sources, std::string& out) {
+void TimelineSection(const TraceReport& r, const std::vector<SourceFile>& sources,
+                     std::string& out) {
   auto line = [&](const std::string& s) { out += s + "\n"; };
   const GpuTimeline& t = r.timeline;
   line("");
@@ -117,7 +118,8 @@ void HotKernelsSection(const TraceReport& r, const AnalysisOptions& o, std::stri
   }
 }
 
-void OutliersSection(const TraceReport& r, const std::vector<SourceFile>& sources, const AnalysisOptions& o, std::string& out) {
+void OutliersSection(const TraceReport& r, const std::vector<SourceFile>& sources,
+                     const AnalysisOptions& o, std::string& out) {
   auto line = [&](const std::string& s) { out += s + "\n"; };
   line("");
   line(fmt::format("Outliers (> {:g}x the kernel's median and +{:.0f} us): {}", o.outlier_factor,
@@ -241,17 +243,22 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
   IdleSection(r, sources, out);
   LaunchSection(r, o, out);
   line("");
-  line(fmt::format("Steady state (from {:.3f} ms): {} syncs ({:.3f} ms), {} alloc/free calls ({:.3f} ms), {} sync copies",
-                   static_cast<double>(r.steady.steady_from_ns) / 1e6, r.steady.sync_count,
-                   static_cast<double>(r.steady.sync_ns) / 1e6, r.steady.alloc_count,
-                   static_cast<double>(r.steady.alloc_ns) / 1e6, r.steady.sync_copy_count));
+  line(
+      fmt::format("Steady state (from {:.3f} ms): {} syncs ({:.3f} ms), {} alloc/free calls "
+                  "({:.3f} ms), {} sync copies",
+                  static_cast<double>(r.steady.steady_from_ns) / 1e6, r.steady.sync_count,
+                  static_cast<double>(r.steady.sync_ns) / 1e6, r.steady.alloc_count,
+                  static_cast<double>(r.steady.alloc_ns) / 1e6, r.steady.sync_copy_count));
   out += RenderStepSummary(r.steps);
-  line(fmt::format("Overlap: long copies hidden under kernels {}; kernels on {} streams, concurrent {}",
-                   r.overlap.copy_hidden_share ? fmt::format("{:.1f}%", 100 * *r.overlap.copy_hidden_share) : "n/a",
-                   r.overlap.streams_with_kernels,
-                   r.overlap.concurrency_share
-                       ? fmt::format("{:.1f}% of the busy time of devices with 2 or more", 100 * *r.overlap.concurrency_share)
-                       : "n/a"));
+  line(fmt::format(
+      "Overlap: long copies hidden under kernels {}; kernels on {} streams, concurrent {}",
+      r.overlap.copy_hidden_share ? fmt::format("{:.1f}%", 100 * *r.overlap.copy_hidden_share)
+                                  : "n/a",
+      r.overlap.streams_with_kernels,
+      r.overlap.concurrency_share
+          ? fmt::format("{:.1f}% of the busy time of devices with 2 or more",
+                        100 * *r.overlap.concurrency_share)
+          : "n/a"));
   BandwidthSection(r, out);
   out += RenderRooflineText(r.roofline, static_cast<size_t>(o.hot_list));
   out += RenderRanksText(r.ranks);

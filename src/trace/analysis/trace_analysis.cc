@@ -87,7 +87,8 @@ void PerDeviceTimelines(const Trace& trace, const GpuTimelineOptions& tl,
   if (used.size() <= 1) return;
   GpuTimeline sum;
   for (const auto& [source, device] : used) {
-    const GpuTimeline& d = r.per_device.emplace_back(ComputeGpuTimeline(trace, tl, SourceDevice{source, device}));
+    const GpuTimeline& d =
+        r.per_device.emplace_back(ComputeGpuTimeline(trace, tl, SourceDevice{source, device}));
     sum.ops += d.ops;
     sum.ops_dropped_unlinked += d.ops_dropped_unlinked;
     sum.total_ns += d.total_ns;
@@ -113,11 +114,12 @@ void PerDeviceTimelines(const Trace& trace, const GpuTimelineOptions& tl,
 // The trace's own statistics tables (aggregate rows), longest total first.
 void StatsTables(const Trace& trace, TraceReport& r) {
   for (const AggregateRow& a : trace.aggregates) {
-    r.stats_tables.push_back({std::string(trace.Name(a.name)), a.kind, a.calls, a.total_ns, a.min_ns, a.max_ns});
+    r.stats_tables.push_back(
+        {std::string(trace.Name(a.name)), a.kind, a.calls, a.total_ns, a.min_ns, a.max_ns});
   }
-  std::stable_sort(r.stats_tables.begin(), r.stats_tables.end(), [](const AggregateStat& a, const AggregateStat& b) {
-    return a.total_ns > b.total_ns;
-  });
+  std::stable_sort(
+      r.stats_tables.begin(), r.stats_tables.end(),
+      [](const AggregateStat& a, const AggregateStat& b) { return a.total_ns > b.total_ns; });
 }
 
 }  // namespace
@@ -260,7 +262,9 @@ json StepsJson(const StepStats& s, Uses uses) {
 json DevicesJson(const std::vector<DeviceInfo>& devices) {
   json a = json::array();
   for (const DeviceInfo& d : devices) {
-    a.push_back({{"source", d.source}, {"device", d.device}, {"name", d.name},
+    a.push_back({{"source", d.source},
+                 {"device", d.device},
+                 {"name", d.name},
                  {"arch", d.arch.empty() ? json(nullptr) : json(d.arch)}});
   }
   return a;
@@ -271,8 +275,12 @@ json KernelsJson(const TraceReport& r) {
   json a = json::array();
   for (size_t i = 0; i < r.hot_kernels.size() && i < 100; ++i) {
     const KernelStat& k = r.hot_kernels[i];
-    a.push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.total_ns},
-                 {"mean_ns", k.mean_ns}, {"p50_ns", k.p50_ns}, {"p99_ns", k.p99_ns},
+    a.push_back({{"name", k.name},
+                 {"count", k.count},
+                 {"total_ns", k.total_ns},
+                 {"mean_ns", k.mean_ns},
+                 {"p50_ns", k.p50_ns},
+                 {"p99_ns", k.p99_ns},
                  {"max_ns", k.max_ns},
                  // No busy time (ops of no duration): no share, rather than 0%.
                  {"busy_share", r.all_ops_busy_ns > 0 ? json(k.busy_share) : json(nullptr)}});
@@ -281,10 +289,15 @@ json KernelsJson(const TraceReport& r) {
 }
 
 json OutliersJson(const TraceReport& r) {
-  json o = {{"count", r.outlier_count}, {"excess_ns", r.outlier_excess_ns}, {"instances", json::array()}};
+  json o = {
+      {"count", r.outlier_count}, {"excess_ns", r.outlier_excess_ns}, {"instances", json::array()}};
   for (const OutlierInstance& x : r.outliers) {
-    o["instances"].push_back({{"name", x.name}, {"source", x.source}, {"device", x.device}, {"stream", x.stream},
-                              {"at_ns", x.at_ns}, {"dur_ns", x.dur_ns},
+    o["instances"].push_back({{"name", x.name},
+                              {"source", x.source},
+                              {"device", x.device},
+                              {"stream", x.stream},
+                              {"at_ns", x.at_ns},
+                              {"dur_ns", x.dur_ns},
                               {"median_ns", x.median_ns}});
   }
   return o;
@@ -336,36 +349,52 @@ json IdleJson(const IdleStats& stats) {
 }
 
 json LaunchJson(const LaunchStats& l) {
-  return {{"kernels", l.kernels}, {"kernels_linked", l.kernels_linked},
-          {"launch_calls", l.launch_calls}, {"launches_per_s", Opt(l.launches_per_s)},
-          {"delay_p50_ns", Opt(l.delay_p50_ns)}, {"delay_p99_ns", Opt(l.delay_p99_ns)},
-          {"delay_max_ns", Opt(l.delay_max_ns)}, {"delays_rejected", l.delays_rejected},
-          {"tiny_kernels", l.tiny_kernels}, {"tiny_kernel_ns", l.tiny_kernel_ns_total},
-          {"tiny_share", l.tiny_share}, {"launch_bound_kernels", l.launch_bound_kernels},
-          {"graph_launches", l.graph_launches}, {"graph_kernels", l.graph_kernels},
+  return {{"kernels", l.kernels},
+          {"kernels_linked", l.kernels_linked},
+          {"launch_calls", l.launch_calls},
+          {"launches_per_s", Opt(l.launches_per_s)},
+          {"delay_p50_ns", Opt(l.delay_p50_ns)},
+          {"delay_p99_ns", Opt(l.delay_p99_ns)},
+          {"delay_max_ns", Opt(l.delay_max_ns)},
+          {"delays_rejected", l.delays_rejected},
+          {"tiny_kernels", l.tiny_kernels},
+          {"tiny_kernel_ns", l.tiny_kernel_ns_total},
+          {"tiny_share", l.tiny_share},
+          {"launch_bound_kernels", l.launch_bound_kernels},
+          {"graph_launches", l.graph_launches},
+          {"graph_kernels", l.graph_kernels},
           {"graph_first_node_p50_ns", Opt(l.graph_first_node_p50_ns)},
           {"launch_call_p50_ns", Opt(l.launch_call_p50_ns)}};
 }
 
 json UsesJson(const std::vector<ApiUse>& v) {
   json a = json::array();
-  for (const ApiUse& u : v) a.push_back({{"name", u.name}, {"count", u.count}, {"total_ns", u.total_ns}});
+  for (const ApiUse& u : v)
+    a.push_back({{"name", u.name}, {"count", u.count}, {"total_ns", u.total_ns}});
   return a;
 }
 
 json SteadyStateJson(const SteadyStateApi& s) {
-  return {{"from_ns", s.steady_from_ns}, {"span_ns", s.steady_span_ns},
+  return {{"from_ns", s.steady_from_ns},
+          {"span_ns", s.steady_span_ns},
           {"sync_count", s.sync_count},
-          {"sync_ns", s.sync_ns}, {"alloc_count", s.alloc_count},
-          {"alloc_ns", s.alloc_ns}, {"sync_copy_count", s.sync_copy_count},
-          {"syncs", UsesJson(s.syncs)}, {"allocs", UsesJson(s.allocs)},
-          {"to_ns", Opt(s.steady_to_ns)}, {"basis", s.basis}};
+          {"sync_ns", s.sync_ns},
+          {"alloc_count", s.alloc_count},
+          {"alloc_ns", s.alloc_ns},
+          {"sync_copy_count", s.sync_copy_count},
+          {"syncs", UsesJson(s.syncs)},
+          {"allocs", UsesJson(s.allocs)},
+          {"to_ns", Opt(s.steady_to_ns)},
+          {"basis", s.basis}};
 }
 
 json OverlapJson(const OverlapStats& ov) {
-  return {{"copy_ns", ov.copy_ns}, {"copy_hidden_ns", ov.copy_hidden_ns},
-          {"copy_hidden_share", Opt(ov.copy_hidden_share)}, {"kernel_busy_ns", ov.kernel_busy_ns},
-          {"multi_stream_ns", ov.multi_stream_ns}, {"multi_stream_busy_ns", ov.multi_stream_busy_ns},
+  return {{"copy_ns", ov.copy_ns},
+          {"copy_hidden_ns", ov.copy_hidden_ns},
+          {"copy_hidden_share", Opt(ov.copy_hidden_share)},
+          {"kernel_busy_ns", ov.kernel_busy_ns},
+          {"multi_stream_ns", ov.multi_stream_ns},
+          {"multi_stream_busy_ns", ov.multi_stream_busy_ns},
           {"concurrency_share", Opt(ov.concurrency_share)},
           {"streams_with_kernels", ov.streams_with_kernels},
           {"max_streams_per_device", ov.max_streams_per_device}};
@@ -374,9 +403,13 @@ json OverlapJson(const OverlapStats& ov) {
 json BandwidthJson(const std::vector<BandwidthCheck>& checks) {
   json a = json::array();
   for (const BandwidthCheck& b : checks) {
-    a.push_back({{"device", b.device}, {"gpu", b.gpu}, {"direction", CopyDirectionName(b.direction)},
-                 {"achieved_gbps", b.achieved_gbps}, {"peak_gbps", b.peak_gbps},
-                 {"peak_source", b.peak_source}, {"copies", b.copies}});
+    a.push_back({{"device", b.device},
+                 {"gpu", b.gpu},
+                 {"direction", CopyDirectionName(b.direction)},
+                 {"achieved_gbps", b.achieved_gbps},
+                 {"peak_gbps", b.peak_gbps},
+                 {"peak_source", b.peak_source},
+                 {"copies", b.copies}});
   }
   return a;
 }
@@ -385,8 +418,12 @@ json StatsTablesJson(const std::vector<AggregateStat>& tables) {
   json a = json::array();
   for (const AggregateStat& s : tables) {
     static constexpr const char* kKinds[] = {"kernel", "api", "copy"};
-    a.push_back({{"name", s.name}, {"kind", kKinds[static_cast<int>(s.kind)]}, {"calls", s.calls},
-                 {"total_ns", s.total_ns}, {"min_ns", Opt(s.min_ns)}, {"max_ns", Opt(s.max_ns)}});
+    a.push_back({{"name", s.name},
+                 {"kind", kKinds[static_cast<int>(s.kind)]},
+                 {"calls", s.calls},
+                 {"total_ns", s.total_ns},
+                 {"min_ns", Opt(s.min_ns)},
+                 {"max_ns", Opt(s.max_ns)}});
   }
   return a;
 }
@@ -394,8 +431,12 @@ json StatsTablesJson(const std::vector<AggregateStat>& tables) {
 json PatternsJson(const std::vector<PatternHit>& patterns) {
   json a = json::array();
   for (const PatternHit& p : patterns) {
-    a.push_back({{"pattern", p.pattern}, {"kernel", p.kernel}, {"count", p.count},
-                 {"total_ns", p.total_ns}, {"arch", p.arch}, {"advice", p.advice},
+    a.push_back({{"pattern", p.pattern},
+                 {"kernel", p.kernel},
+                 {"count", p.count},
+                 {"total_ns", p.total_ns},
+                 {"arch", p.arch},
+                 {"advice", p.advice},
                  {"source", p.source}});
   }
   return a;
@@ -414,7 +455,8 @@ json ReportToJson(const TraceReport& r) {
   j["gpu_timeline"] = TimelineJson(r.timeline);
   j["gpu_timeline"]["all_ops_counted"] = r.timeline_used_all_ops;
   // What the findings judge with several devices or files; null with one (then gpu_timeline is it).
-  j["gpu_timeline_devices_summed"] = r.devices_summed ? TimelineJson(*r.devices_summed) : json(nullptr);
+  j["gpu_timeline_devices_summed"] =
+      r.devices_summed ? TimelineJson(*r.devices_summed) : json(nullptr);
   j["gpu_timeline_per_device"] = json::array();
   for (const GpuTimeline& t : r.per_device) j["gpu_timeline_per_device"].push_back(TimelineJson(t));
   j["kernels"] = KernelsJson(r);

@@ -233,7 +233,8 @@ struct NsysRead {
 // (TARGET_INFO_SESSION_START_TIME.utcEpochNs, "UTC Epoch timestamp at start of the capture").
 void ReadSessionStart(SqliteDb& db, SourceFile& src) {
   if (db.Has("TARGET_INFO_SESSION_START_TIME")) {
-    const std::optional<int64_t> utc = db.QueryInt("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
+    const std::optional<int64_t> utc =
+        db.QueryInt("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
     if (utc && *utc > 0) src.wall_clock_base_ns = *utc;
     else src.issues.Add("bad TARGET_INFO_SESSION_START_TIME", "utcEpochNs", "not a positive integer");
   }
@@ -242,7 +243,9 @@ void ReadSessionStart(SqliteDb& db, SourceFile& src) {
 Status ReadDevices(const NsysRead& r) {
   if (!r.db.Has("TARGET_INFO_GPU")) return Status::Ok();
   Status st;
-  ASSIGN_OR_RETURN(SqliteStmt q, r.db.Prepare("SELECT id, name, computeMajor, computeMinor FROM TARGET_INFO_GPU"));
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      r.db.Prepare("SELECT id, name, computeMajor, computeMinor FROM TARGET_INFO_GPU"));
   while (q.Step(&st)) {
     DeviceInfo d;
     d.source = r.source;
@@ -258,9 +261,12 @@ Status ReadDevices(const NsysRead& r) {
 // right and caches the offsets).
 Status ReadKernels(const NsysRead& r) {
   Status st;
-  ASSIGN_OR_RETURN(SqliteStmt q, r.db.Prepare(fmt::format(
-      "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, demangledName, "
-      "shortName FROM CUPTI_ACTIVITY_KIND_KERNEL", PidColumn(r.db, "CUPTI_ACTIVITY_KIND_KERNEL"))));
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      r.db.Prepare(fmt::format(
+          "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, demangledName, "
+          "shortName FROM CUPTI_ACTIVITY_KIND_KERNEL",
+          PidColumn(r.db, "CUPTI_ACTIVITY_KIND_KERNEL"))));
   LazyName unknown{"unknown kernel"};
   while (q.Step(&st)) {
     const int64_t start = q.Int(1), end = q.Int(2);
@@ -285,10 +291,12 @@ Status ReadKernels(const NsysRead& r) {
 
 Status ReadMemcpys(const NsysRead& r) {
   Status st;
-  ASSIGN_OR_RETURN(SqliteStmt q, r.db.Prepare(fmt::format(
-      "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes, copyKind, "
-      "srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY",
-      PidColumn(r.db, "CUPTI_ACTIVITY_KIND_MEMCPY"))));
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      r.db.Prepare(fmt::format(
+          "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes, copyKind, "
+          "srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+          PidColumn(r.db, "CUPTI_ACTIVITY_KIND_MEMCPY"))));
   // Names per (direction, src kind, dst kind), made on first use.
   constexpr size_t kDirs = 6, kKinds = 6;
   std::vector<NameId> copy_names(kDirs * kKinds * kKinds, kUnset);
@@ -306,13 +314,15 @@ Status ReadMemcpys(const NsysRead& r) {
     op.direction = CopyKind(q.Int(8));
     op.src_kind = NsysMemKind(q.OptInt(9));
     op.dst_kind = NsysMemKind(q.OptInt(10));
-    NameId& name = copy_names[(static_cast<size_t>(op.direction) * kKinds +
-                               static_cast<size_t>(op.src_kind)) * kKinds +
-                              static_cast<size_t>(op.dst_kind)];
+    NameId& name =
+        copy_names[(static_cast<size_t>(op.direction) * kKinds + static_cast<size_t>(op.src_kind)) *
+                       kKinds +
+                   static_cast<size_t>(op.dst_kind)];
     if (name == kUnset) {
       // Named as Kineto names copies, so both formats group alike.
-      name = r.trace.names.Intern(fmt::format("Memcpy {} ({} -> {})", CopyDirectionName(op.direction),
-                                              MemKindLabel(op.src_kind), MemKindLabel(op.dst_kind)));
+      name =
+          r.trace.names.Intern(fmt::format("Memcpy {} ({} -> {})", CopyDirectionName(op.direction),
+                                           MemKindLabel(op.src_kind), MemKindLabel(op.dst_kind)));
     }
     op.name = name;
     op.source = r.source;
@@ -324,9 +334,12 @@ Status ReadMemcpys(const NsysRead& r) {
 
 Status ReadMemsets(const NsysRead& r) {
   Status st;
-  ASSIGN_OR_RETURN(SqliteStmt q, r.db.Prepare(fmt::format(
-      "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes FROM "
-      "CUPTI_ACTIVITY_KIND_MEMSET", PidColumn(r.db, "CUPTI_ACTIVITY_KIND_MEMSET"))));
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      r.db.Prepare(
+          fmt::format("SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes FROM "
+                      "CUPTI_ACTIVITY_KIND_MEMSET",
+                      PidColumn(r.db, "CUPTI_ACTIVITY_KIND_MEMSET"))));
   const NameId memset_name = r.trace.names.Intern("Memset (Device)");
   while (q.Step(&st)) {
     const int64_t start = q.Int(1), end = q.Int(2);
@@ -353,7 +366,8 @@ void AddRuntimeCalls(const NsysRead& r, SpillTable<ApiCall>& runtime_calls,
                      const std::vector<NegativeRow>& runtime_negatives) {
   // The rows read before an error are kept, as a one-thread read keeps them.
   for (const NegativeRow& n : runtime_negatives) {
-    r.src.issues.Add("negative duration", fmt::format("CUPTI_ACTIVITY_KIND_RUNTIME rowid={}", n.rowid),
+    r.src.issues.Add("negative duration",
+                     fmt::format("CUPTI_ACTIVITY_KIND_RUNTIME rowid={}", n.rowid),
                      fmt::format("end {} < start {}", n.end, n.start));
   }
   r.src.events_read += static_cast<int64_t>(runtime_calls.size());
@@ -366,8 +380,8 @@ void AddRuntimeCalls(const NsysRead& r, SpillTable<ApiCall>& runtime_calls,
 
 Status ReadNvtx(const NsysRead& r) {
   Status st;
-  ASSIGN_OR_RETURN(SqliteStmt q, r.db.Prepare(
-      "SELECT rowid, start, end, text, textId, globalTid FROM NVTX_EVENTS WHERE end IS NOT NULL"));
+  ASSIGN_OR_RETURN(SqliteStmt q, r.db.Prepare("SELECT rowid, start, end, text, textId, globalTid "
+                                              "FROM NVTX_EVENTS WHERE end IS NOT NULL"));
   LazyName nvtx{"nvtx"};
   while (q.Step(&st)) {
     const int64_t start = q.Int(1), end = q.Int(2);

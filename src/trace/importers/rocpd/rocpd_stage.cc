@@ -275,8 +275,8 @@ namespace {
 // (see the Stage*): the joins as the data view runs them, then (kernels) a NULL start or end,
 // then a negative duration.
 template <typename StagedTable, typename Row>
-bool Kept(SourceFile& src, std::string_view table, std::string_view data_view, const StagedTable& staged,
-          const Row& r, size_t row, size_t& next_failure) {
+bool Kept(SourceFile& src, std::string_view table, std::string_view data_view,
+          const StagedTable& staged, const Row& r, size_t row, size_t& next_failure) {
   const auto& e = r.event;
   if (next_failure == staged.failures.size() || staged.failures[next_failure].row != row) {
     return !Negative(src, data_view, r.id, e.start_ns, WrapAdd(e.start_ns, e.dur_ns));
