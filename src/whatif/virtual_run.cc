@@ -79,6 +79,25 @@ struct Samples {
   double step_ms_sum = 0;
 };
 
+// The round's first sends: open loop, every send time drawn up front (exponential gaps) until
+// `send` refuses one; closed loop, one request per client at the round's start. `sent` is the
+// count `send` keeps.
+template <typename Send>
+void SendRoundStart(const VirtualRunOptions& o, int64_t round_start, const int& sent, int per_round,
+                    Send send, std::exponential_distribution<double>& gap_s, std::mt19937_64& rng) {
+  if (o.rate_mode) {
+    double t_s = 0;
+    while (sent < per_round) {
+      int before = sent;
+      send(round_start + std::llround(t_s * 1e9));
+      if (sent == before) break;
+      t_s += gap_s(rng);
+    }
+  } else {
+    for (int i = 0; i < int(o.load); ++i) send(round_start);
+  }
+}
+
 // One step's token events at `now`: TTFT or ITL per token; E2EL, TPOT and output tokens per
 // finished request, counted in `done`; in a closed loop, a finished request's client sends again.
 template <typename Send>
@@ -175,17 +194,7 @@ StatusOr<RunMetrics> VirtualRun(const VirtualRunOptions& o) {
       arrivals.emplace(t + front_ns, reqs.size() - 1);
       ++sent;
     };
-    if (o.rate_mode) {
-      double t_s = 0;
-      while (sent < per_round) {
-        int before = sent;
-        send(round_start + std::llround(t_s * 1e9));
-        if (sent == before) break;
-        t_s += gap_s(rng);
-      }
-    } else {
-      for (int i = 0; i < int(o.load); ++i) send(round_start);
-    }
+    SendRoundStart(o, round_start, sent, per_round, send, gap_s, rng);
     size_t done = 0;
     int idle_steps = 0;
     sim::StepOutput out;
