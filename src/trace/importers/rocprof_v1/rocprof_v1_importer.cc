@@ -290,6 +290,67 @@ void LinkFlows(SpillTable<Span>&& call_spans, SpillTable<FlowPoint>&& starts,
   apply(ops, first_op, trace.gpu_ops);
 }
 
+// One event's fields (the args' BeginNs, EndNs, dev-id and stream-id among them); a field
+// that cannot be read ends the reading.
+V1Event ReadV1Event(od::object& obj) {
+  V1Event e;
+  for (auto f : obj) {
+    std::string_view k;
+    od::value v;
+    if (f.unescaped_key().get(k) || f.value().get(v)) break;
+    std::string_view sv;
+    if (k == "ph") {
+      if (!v.get_string().get(sv)) e.ph = std::string(sv);
+    } else if (k == "name") {
+      if (!v.get_string().get(sv)) e.name = std::string(sv);
+    } else if (k == "pid") {
+      e.pid = AsInt(v);
+    } else if (k == "tid") {
+      e.tid = AsInt(v);
+    } else if (k == "ts") {
+      e.ts = AsInt(v);
+    } else if (k == "id") {
+      e.id = AsInt(v);
+    } else if (k == "args") {
+      od::object args;
+      if (v.get_object().get(args)) continue;
+      for (auto a : args) {
+        std::string_view ak;
+        od::value av;
+        if (a.unescaped_key().get(ak) || a.value().get(av)) break;
+        if (ak == "BeginNs")
+          e.begin_ns = AsInt(av);
+        else if (ak == "EndNs")
+          e.end_ns = AsInt(av);
+        else if (ak == "dev-id")
+          e.dev = AsInt(av);
+        else if (ak == "stream-id")
+          e.stream = AsInt(av);
+      }
+    }
+  }
+  return e;
+}
+
+// The GPU op of a complete event on lane 1 (a copy) or 6 and up (a kernel; the device from
+// dev-id, else from the lane).
+GpuOp V1GpuOp(const V1Event& e, int64_t lane, NameId name, uint16_t source) {
+  GpuOp op;
+  op.start_ns = *e.begin_ns;
+  op.dur_ns = *e.end_ns - *e.begin_ns;
+  op.name = name;
+  op.source = source;
+  op.device = static_cast<int32_t>(e.dev ? *e.dev : (lane >= 6 ? (lane - 6) % 512 : 0));
+  op.stream = static_cast<int32_t>(e.stream.value_or(0));
+  if (lane == 1) {
+    op.kind = GpuOpKind::kMemcpy;
+    op.direction = ParseCopyDirection(e.name);
+  } else {
+    op.kind = ClassifyRocmInternalKernel(e.name).value_or(GpuOpKind::kKernel);
+  }
+  return op;
+}
+
 }  // namespace
 
 Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOptions& options,
@@ -316,38 +377,7 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
       src.issues.Add("malformed event", fmt::format("byte {}", offset));
       return;
     }
-    V1Event e;
-    for (auto f : obj) {
-      std::string_view k;
-      od::value v;
-      if (f.unescaped_key().get(k) || f.value().get(v)) break;
-      std::string_view sv;
-      if (k == "ph") {
-        if (!v.get_string().get(sv)) e.ph = std::string(sv);
-      } else if (k == "name") {
-        if (!v.get_string().get(sv)) e.name = std::string(sv);
-      } else if (k == "pid") {
-        e.pid = AsInt(v);
-      } else if (k == "tid") {
-        e.tid = AsInt(v);
-      } else if (k == "ts") {
-        e.ts = AsInt(v);
-      } else if (k == "id") {
-        e.id = AsInt(v);
-      } else if (k == "args") {
-        od::object args;
-        if (v.get_object().get(args)) continue;
-        for (auto a : args) {
-          std::string_view ak;
-          od::value av;
-          if (a.unescaped_key().get(ak) || a.value().get(av)) break;
-          if (ak == "BeginNs") e.begin_ns = AsInt(av);
-          else if (ak == "EndNs") e.end_ns = AsInt(av);
-          else if (ak == "dev-id") e.dev = AsInt(av);
-          else if (ak == "stream-id") e.stream = AsInt(av);
-        }
-      }
-    }
+    const V1Event e = ReadV1Event(obj);
     if ((e.ph == "s" || e.ph == "t" || e.ph == "f") && e.id && e.pid && e.tid && e.ts) {
       (e.ph == "s" ? starts : ends).push_back(FlowPoint{*e.id, *e.pid, *e.tid, *e.ts, points++});
       return;
@@ -377,19 +407,7 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
                                 e.ts.value_or(0) + a.dur_ns / 1000 + 1, calls++});
       trace.api_calls.push_back(a);
     } else if (lane == 1 || lane >= 6) {
-      GpuOp op;
-      op.start_ns = *e.begin_ns;
-      op.dur_ns = *e.end_ns - *e.begin_ns;
-      op.name = name;
-      op.source = source;
-      op.device = static_cast<int32_t>(e.dev ? *e.dev : (lane >= 6 ? (lane - 6) % 512 : 0));
-      op.stream = static_cast<int32_t>(e.stream.value_or(0));
-      if (lane == 1) {
-        op.kind = GpuOpKind::kMemcpy;
-        op.direction = ParseCopyDirection(e.name);
-      } else {
-        op.kind = ClassifyRocmInternalKernel(e.name).value_or(GpuOpKind::kKernel);
-      }
+      const GpuOp op = V1GpuOp(e, lane, name, source);
       op_spans.push_back(Span{lane, e.tid.value_or(0), e.ts.value_or(0),
                               e.ts.value_or(0) + op.dur_ns / 1000 + 1, ops++});
       trace.gpu_ops.push_back(op);
