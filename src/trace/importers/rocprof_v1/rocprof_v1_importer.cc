@@ -22,6 +22,24 @@ std::string HeadLine(std::string_view head) {
 
 bool Has(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
+// The header names the kernel and both its times (BeginNs and EndNs, or rocprofv3's names).
+Status CheckHeader(const std::string& path, int c_name, int c_begin, int c_end) {
+  if (c_name < 0) return InvalidArgument(path + ": line 1: no KernelName column");
+  if (c_begin < 0 && c_end < 0) {
+    return InvalidArgument(path +
+                           ": line 1: no BeginNs/EndNs columns (a counters-only file; "
+                           "profile with `rocprof --timestamp on` to get kernel times)");
+  }
+  // One of the two alone is a damaged header, not a counters-only file.
+  if (c_begin < 0 || c_end < 0) {
+    return InvalidArgument(
+        fmt::format("{}: line 1: missing column {} (the header has {} but not {})", path,
+                    c_begin < 0 ? "BeginNs" : "EndNs", c_begin < 0 ? "EndNs" : "BeginNs",
+                    c_begin < 0 ? "BeginNs" : "EndNs"));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 // results.csv (ROCm/rocprofiler@7fa8139 bin/tblextr.py dump_csv), header by name, quoted or not:
@@ -59,17 +77,7 @@ Status RocprofV1CsvImporter::Import(const std::string& path, const ImportOptions
   const int c_end = csv->Column({"EndNs", "End_Timestamp"});
   const int c_fetch = csv->Column({"FETCH_SIZE"});
   const int c_write = csv->Column({"WRITE_SIZE"});
-  if (c_name < 0) return InvalidArgument(path + ": line 1: no KernelName column");
-  if (c_begin < 0 && c_end < 0) {
-    return InvalidArgument(path + ": line 1: no BeginNs/EndNs columns (a counters-only file; "
-                                  "profile with `rocprof --timestamp on` to get kernel times)");
-  }
-  // One of the two alone is a damaged header, not a counters-only file.
-  if (c_begin < 0 || c_end < 0) {
-    return InvalidArgument(fmt::format("{}: line 1: missing column {} (the header has {} but not {})", path,
-                                       c_begin < 0 ? "BeginNs" : "EndNs", c_begin < 0 ? "EndNs" : "BeginNs",
-                                       c_begin < 0 ? "BeginNs" : "EndNs"));
-  }
+  RETURN_IF_ERROR(CheckHeader(path, c_name, c_begin, c_end));
   const uint16_t source = trace.AddSource(path, "rocprof_v1_csv");
   SourceFile& src = trace.sources[source];
   csv->OnBadRow([&src](int64_t line, std::string_view why) {
