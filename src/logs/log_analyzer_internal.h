@@ -206,6 +206,15 @@ struct LogAnalyzer::State {
   // Stats lines: each engine's series, stretches and gaps (log_analyzer_series.cc).
   log_analyzer_internal::EngineState* Engine(int engine, bool v0);
   void AddStats(const VllmStats& st);
+  // AddStats's steps: the time since the engine's previous point (and the gaps and saturation
+  // seen over it), returning the time the point covers; the stretches (busy, queued, KV high,
+  // no progress) the point extends; the peaks and firsts it raises.
+  int64_t StepFromPrev(log_analyzer_internal::EngineState& e, const log_analyzer_internal::Point& p,
+                       const std::string& label);
+  void AddStretches(log_analyzer_internal::EngineState& e, const log_analyzer_internal::Point& p,
+                    int64_t dt, const std::string& label);
+  void AddPeaks(log_analyzer_internal::EngineState& e, const log_analyzer_internal::Point& p,
+                const VllmStats& st, const std::string& label);
   // Lines other than stats lines (of any engine) logged since the engine's previous point, less
   // `this_line` (1: the current line is the engine's next stats line).
   uint64_t LinesSincePrev(const log_analyzer_internal::EngineState& e, uint64_t this_line) const {

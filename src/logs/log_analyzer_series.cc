@@ -52,8 +52,90 @@ EngineState* LogAnalyzer::State::Engine(int engine, bool v0) {
 // One stats line of an engine: its point, spacing and gap candidate, stretches, peaks and chart
 // series. Long on purpose: each step reads the point and the one before it, and writes the
 // same engine's facts.
+int64_t LogAnalyzer::State::StepFromPrev(EngineState& e, const Point& p, const std::string& label) {
+  EngineFacts& ef = e.f;
+  int64_t dt = 0;
+  if (e.prev) {
+    const Point& q = *e.prev;
+    int64_t delta = p.t_ns - q.t_ns;
+    dt = std::clamp<int64_t>(delta, 0, kMaxPointCoverNs);
+    if (delta >= 0) {
+      int64_t secs = std::min<int64_t>((delta + kSecNs / 2) / kSecNs, 3600);
+      ++e.delta_hist[secs];
+    }
+    if (Busy(q) && delta >= 2 * kSecNs) {
+      e.candidates.push_back({q.t_ns, p.t_ns, q.running, q.waiting, LinesSincePrev(e, 1)});
+      if (e.candidates.size() >= kMaxGapCandidates) {
+        // Keep the longer half; the short ones are ordinary spacing, not stalls.
+        std::sort(e.candidates.begin(), e.candidates.end(), [](const auto& a, const auto& b) {
+          return a.end_ns - a.start_ns > b.end_ns - b.start_ns;
+        });
+        e.candidates.resize(kMaxGapCandidates / 2);
+      }
+    }
+    // Throughput falling while the queue grows: the server is past its capacity.
+    if (p.waiting > q.waiting && p.gen_tps < q.gen_tps * 0.9) {
+      if (ef.saturation_points++ == 0) ef.first_saturation_label = label;
+    }
+  }
+  return dt;
+}
+
+void LogAnalyzer::State::AddStretches(EngineState& e, const Point& p, int64_t dt,
+                                      const std::string& label) {
+  EngineFacts& ef = e.f;
+  bool busy = p.running > 0 || p.waiting > 0;
+  if (busy) {
+    ef.busy_ns += dt;
+    e.gen_busy_sum += p.gen_tps;
+    ++e.gen_busy_n;
+  }
+  if (p.waiting > 0) {
+    ++ef.queued_points;
+    ef.queued_ns += dt;
+  }
+  auto label_of = [this](int64_t t) { return Label(t); };
+  if (e.queue.Add(p.waiting > 0, p.t_ns, dt, static_cast<double>(p.waiting), label, label_of,
+                  &ef.longest_queue)) {
+    ++ef.queue_stretches;
+  }
+  bool kv_high = p.kv_pct >= kKvHighPct;
+  if (kv_high) {
+    ++ef.kv_high_points;
+    ef.kv_high_ns += dt;
+  }
+  if (e.kv.Add(kv_high, p.t_ns, dt, p.kv_pct, label, label_of, &ef.longest_kv_high)) {
+    ++ef.kv_high_stretches;
+  }
+  // Requests running and not one token made in the interval: the engine did not step.
+  const bool stalled = p.running > 0 && p.prompt_tps == 0 && p.gen_tps == 0;
+  if (stalled && !e.no_progress.cur) e.lines_before_stall = recent;
+  e.no_progress.Add(stalled, p.t_ns, dt, static_cast<double>(p.running), label, label_of,
+                    &ef.longest_no_progress);
+  if (stalled && ef.longest_no_progress &&
+      ef.longest_no_progress->start_ns == e.no_progress.cur->start_ns) {
+    ef.lines_before_no_progress = e.lines_before_stall;
+  }
+}
+
+void LogAnalyzer::State::AddPeaks(EngineState& e, const Point& p, const VllmStats& st,
+                                  const std::string& label) {
+  EngineFacts& ef = e.f;
+  if (p.preemptions > 0) {
+    if (ef.preemption_points++ == 0) ef.first_preemption_label = label;
+    ef.preemptions += p.preemptions;
+  }
+  ef.max_running = std::max(ef.max_running, p.running);
+  ef.max_waiting = std::max(ef.max_waiting, p.waiting);
+  ef.peak_kv_pct = std::max(ef.peak_kv_pct, p.kv_pct);
+  ef.peak_gen_tps = std::max(ef.peak_gen_tps, p.gen_tps);
+  ef.peak_prompt_tps = std::max(ef.peak_prompt_tps, p.prompt_tps);
+  if (p.prefix_hit_pct) ef.last_prefix_hit_pct = p.prefix_hit_pct;
+  if (st.swapped) ef.max_swapped = std::max(ef.max_swapped.value_or(0), *st.swapped);
+}
+
 void LogAnalyzer::State::AddStats(const VllmStats& st) {
-  if (!cur_ts) return;   // a stats line always has a time; guard anyway
+  if (!cur_ts) return;  // a stats line always has a time; guard anyway
   EngineState* e = Engine(st.engine, st.v0);
   if (!e) return;
   EngineFacts& ef = e->f;
@@ -67,74 +149,10 @@ void LogAnalyzer::State::AddStats(const VllmStats& st) {
   p.preemptions = st.preemptions.value_or(0);
   p.prefix_hit_pct = st.prefix_hit_pct;
   std::string label = Label(p.t_ns);
-  int64_t dt = 0;
-  if (e->prev) {
-    const Point& q = *e->prev;
-    int64_t delta = p.t_ns - q.t_ns;
-    dt = std::clamp<int64_t>(delta, 0, kMaxPointCoverNs);
-    if (delta >= 0) {
-      int64_t secs = std::min<int64_t>((delta + kSecNs / 2) / kSecNs, 3600);
-      ++e->delta_hist[secs];
-    }
-    if (Busy(q) && delta >= 2 * kSecNs) {
-      e->candidates.push_back({q.t_ns, p.t_ns, q.running, q.waiting, LinesSincePrev(*e, 1)});
-      if (e->candidates.size() >= kMaxGapCandidates) {
-        // Keep the longer half; the short ones are ordinary spacing, not stalls.
-        std::sort(e->candidates.begin(), e->candidates.end(), [](const auto& a, const auto& b) {
-          return a.end_ns - a.start_ns > b.end_ns - b.start_ns;
-        });
-        e->candidates.resize(kMaxGapCandidates / 2);
-      }
-    }
-    // Throughput falling while the queue grows: the server is past its capacity.
-    if (p.waiting > q.waiting && p.gen_tps < q.gen_tps * 0.9) {
-      if (ef.saturation_points++ == 0) ef.first_saturation_label = label;
-    }
-  }
+  const int64_t dt = StepFromPrev(*e, p, label);
   ++ef.stats_lines;
-  bool busy = p.running > 0 || p.waiting > 0;
-  if (busy) {
-    ef.busy_ns += dt;
-    e->gen_busy_sum += p.gen_tps;
-    ++e->gen_busy_n;
-  }
-  if (p.waiting > 0) {
-    ++ef.queued_points;
-    ef.queued_ns += dt;
-  }
-  auto label_of = [this](int64_t t) { return Label(t); };
-  if (e->queue.Add(p.waiting > 0, p.t_ns, dt, static_cast<double>(p.waiting), label, label_of,
-                   &ef.longest_queue)) {
-    ++ef.queue_stretches;
-  }
-  bool kv_high = p.kv_pct >= kKvHighPct;
-  if (kv_high) {
-    ++ef.kv_high_points;
-    ef.kv_high_ns += dt;
-  }
-  if (e->kv.Add(kv_high, p.t_ns, dt, p.kv_pct, label, label_of, &ef.longest_kv_high)) {
-    ++ef.kv_high_stretches;
-  }
-  // Requests running and not one token made in the interval: the engine did not step.
-  const bool stalled = p.running > 0 && p.prompt_tps == 0 && p.gen_tps == 0;
-  if (stalled && !e->no_progress.cur) e->lines_before_stall = recent;
-  e->no_progress.Add(stalled, p.t_ns, dt, static_cast<double>(p.running), label, label_of,
-                     &ef.longest_no_progress);
-  if (stalled && ef.longest_no_progress &&
-      ef.longest_no_progress->start_ns == e->no_progress.cur->start_ns) {
-    ef.lines_before_no_progress = e->lines_before_stall;
-  }
-  if (p.preemptions > 0) {
-    if (ef.preemption_points++ == 0) ef.first_preemption_label = label;
-    ef.preemptions += p.preemptions;
-  }
-  ef.max_running = std::max(ef.max_running, p.running);
-  ef.max_waiting = std::max(ef.max_waiting, p.waiting);
-  ef.peak_kv_pct = std::max(ef.peak_kv_pct, p.kv_pct);
-  ef.peak_gen_tps = std::max(ef.peak_gen_tps, p.gen_tps);
-  ef.peak_prompt_tps = std::max(ef.peak_prompt_tps, p.prompt_tps);
-  if (p.prefix_hit_pct) ef.last_prefix_hit_pct = p.prefix_hit_pct;
-  if (st.swapped) ef.max_swapped = std::max(ef.max_swapped.value_or(0), *st.swapped);
+  AddStretches(*e, p, dt, label);
+  AddPeaks(*e, p, st, label);
   // Series for charts.
   e->pending.Add(p);
   if (e->pending.n >= ef.series.decimation) {

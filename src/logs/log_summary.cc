@@ -99,18 +99,8 @@ void RenderEngine(const LogFacts& f, const EngineFacts& e, const SummaryOptions&
   }
 }
 
-}  // namespace
-
-std::string RenderStatsRow(const LogFacts& f, const EngineFacts& e, size_t i) {
-  const EngineSeries& s = e.series;
-  std::string hit = s.prefix_hit_pct[i] ? fmt::format("{:.1f}", *s.prefix_hit_pct[i]) : "n/a";
-  return fmt::format("{:<15} {:>12.1f} {:>10.1f} {:>8} {:>8} {:>6.1f} {:>11}",
-                     f.Label(s.t_ns[i]), s.prompt_tps[i], s.gen_tps[i],
-                     s.running[i], s.waiting[i], s.kv_pct[i], hit);
-}
-
-std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {
-  std::string out;
+// The inputs, their time range and their lines by format.
+void RenderInputs(const LogFacts& f, std::string& out) {
   for (const InputInfo& in : f.inputs) {
     out += fmt::format("Input: {} ({}{}, {} lines)\n", in.path, FormatBytes(static_cast<double>(in.bytes)),
                        in.compression == "none" ? "" : ", " + in.compression,
@@ -126,16 +116,10 @@ std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {
     formats += fmt::format("{}{} {}", formats.empty() ? "" : ", ", name, Count(n));
   }
   out += fmt::format("Lines: {} ({})\n\n", Count(f.lines), formats.empty() ? "none" : formats);
+}
 
-  if (f.engines.empty()) {
-    out += "Stats series: no vLLM stats lines";
-    if (f.stats_disabled_warnings > 0) out += " (stats logging was disabled: api_server_count > 1)";
-    out += "\n\n";
-  }
-  for (const EngineFacts& e : f.engines) {
-    RenderEngine(f, e, o, out);
-    out += "\n";
-  }
+// One paragraph per other server whose lines were read: llama.cpp, SGLang, TGI.
+void RenderOtherServers(const LogFacts& f, std::string& out) {
   if (f.llama.prompt_timings + f.llama.eval_timings > 0) {
     const LlamaFacts& l = f.llama;
     out += fmt::format(
@@ -161,7 +145,10 @@ std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {
     out += fmt::format("TGI: {} requests finished; queue time mean {} ms, max {} ms\n\n",
                        Count(f.tgi.requests), Opt1(f.tgi.mean_queue_ms), Opt1(f.tgi.max_queue_ms));
   }
+}
 
+// Lines and bytes per kind of line, per second over the logs' time range.
+void RenderVolume(const LogFacts& f, std::string& out) {
   double dur_s = f.duration_ns ? static_cast<double>(*f.duration_ns) / 1e9 : 0;
   out += fmt::format("Volume{}\n", dur_s > 0 ? fmt::format(" (over {})", Dur(*f.duration_ns)) : "");
   out += fmt::format("  {:<12} {:>10} {:>10} {:>9} {:>10} {:>7}\n", "kind", "lines", "bytes",
@@ -177,7 +164,10 @@ std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {
                        Count(v.peak_lines_per_s));
   }
   out += "\n";
+}
 
+// Access and request-logging lines, and the busiest endpoints.
+void RenderRequests(const LogFacts& f, std::string& out) {
   if (f.access_lines + f.received_request_lines > 0) {
     out += fmt::format("Requests: {} access lines (2xx {}, 4xx {}, 5xx {}); request logging: {} "
                        "received, {} added, {} aborted\n",
@@ -192,7 +182,10 @@ std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {
     }
     out += "\n";
   }
+}
 
+// Warning and error lines grouped by message template, the most frequent first.
+void RenderMessages(const LogFacts& f, const SummaryOptions& o, std::string& out) {
   if (f.messages.empty()) {
     out += "Warnings and errors: none\n";
   } else {
@@ -212,6 +205,9 @@ std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {
       out += fmt::format("  ... {} more templates (see --json)\n", f.messages.size() - o.message_rows);
     }
   }
+}
+
+void RenderBadInput(const LogFacts& f, std::string& out) {
   if (f.unknown_lines + f.binary_lines + f.overlong_lines + f.unterminated_last_lines > 0) {
     out += fmt::format("\nBad input (counted, skipped): {} unknown lines, {} binary lines, {} "
                        "over-long lines, {} unterminated last lines\n",
@@ -219,6 +215,35 @@ std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {
                        Count(f.unterminated_last_lines));
     for (const std::string& ex : f.unknown_examples) out += "  " + ex + "\n";
   }
+}
+
+}  // namespace
+
+std::string RenderStatsRow(const LogFacts& f, const EngineFacts& e, size_t i) {
+  const EngineSeries& s = e.series;
+  std::string hit = s.prefix_hit_pct[i] ? fmt::format("{:.1f}", *s.prefix_hit_pct[i]) : "n/a";
+  return fmt::format("{:<15} {:>12.1f} {:>10.1f} {:>8} {:>8} {:>6.1f} {:>11}", f.Label(s.t_ns[i]),
+                     s.prompt_tps[i], s.gen_tps[i], s.running[i], s.waiting[i], s.kv_pct[i], hit);
+}
+
+std::string RenderLogSummary(const LogFacts& f, const SummaryOptions& o) {
+  std::string out;
+  RenderInputs(f, out);
+
+  if (f.engines.empty()) {
+    out += "Stats series: no vLLM stats lines";
+    if (f.stats_disabled_warnings > 0) out += " (stats logging was disabled: api_server_count > 1)";
+    out += "\n\n";
+  }
+  for (const EngineFacts& e : f.engines) {
+    RenderEngine(f, e, o, out);
+    out += "\n";
+  }
+  RenderOtherServers(f, out);
+  RenderVolume(f, out);
+  RenderRequests(f, out);
+  RenderMessages(f, o, out);
+  RenderBadInput(f, out);
   return out;
 }
 

@@ -19,26 +19,8 @@ std::string F(const std::optional<double>& v, int prec = 2) {
 
 std::string U(const std::optional<uint32_t>& v) { return v ? std::to_string(*v) : "n/a"; }
 
-void Probe(const ProbeFacts& p, std::string& out) {
-  out += fmt::format("{}  ({} samples, {:.1f} s)\n", p.url, p.loss.samples, p.wall_s);
-  out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>10} {:>4}\n", "phase", "p50 ms", "p99 ms",
-                     "jitter ms", "stddev ms", "n");
-  struct Row { const char* name; const PhaseStats* s; };
-  const Row rows[] = {{"dns", &p.dns},         {"connect", &p.connect},
-                      {"tls", &p.tls},         {"ttfb", &p.ttfb},
-                      {"ttft_new", &p.ttft_new}, {"ttft_reused", &p.ttft_reused}};
-  for (const auto& r : rows) {
-    out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>10} {:>4}\n", r.name, F(r.s->p50_ms),
-                       F(r.s->p99_ms), F(r.s->jitter_ms), F(r.s->stddev_ms), r.s->count);
-  }
-  out += fmt::format("  ttfb timed from the request's last byte written to the response's kernel "
-                     "receive stamp, on CLOCK_MONOTONIC (resolution {}){}\n",
-                     p.clock_resolution_ns > 0 ? fmt::format("{} ns", p.clock_resolution_ns) : "n/a",
-                     p.ttfb_unordered > 0
-                         ? fmt::format("; {} left out (response stamped before the request: a "
-                                       "clock step)", p.ttfb_unordered == 1 ? "1 sample"
-                                       : fmt::format("{} samples", p.ttfb_unordered))
-                         : "");
+// The failed samples, by reason, then each with its error.
+void Loss(const ProbeFacts& p, std::string& out) {
   const LossCounts& l = p.loss;
   out += fmt::format("  loss: {} of {} samples failed", l.failed, l.samples);
   if (l.failed > 0) {
@@ -62,6 +44,52 @@ void Probe(const ProbeFacts& p, std::string& out) {
     out += fmt::format("    sample {}: {} ({}): {}\n", s.index, FailureReasonName(s.failure),
                        s.failed_phase, s.error);
   }
+}
+
+// Bytes per token, the stream's rate, the link it needs and has, and a stall if the stream stopped.
+void Bandwidth(const BandwidthFacts& b, std::string& out) {
+  out += fmt::format("  bandwidth: {} bytes per token ({} bytes, {} tokens); stream {} tokens/s",
+                     F(b.bytes_per_token, 1), F(b.stream_bytes, 0), F(b.stream_tokens, 0),
+                     F(b.stream_tokens_per_s, 1));
+  if (b.peak_tokens_per_s)
+    out += fmt::format(", peak {} tokens/s given", F(b.peak_tokens_per_s, 0));
+  out += fmt::format("; needs {} Mbit/s; link {} Mbit/s{}{}\n", F(b.required_mbps, 3),
+                     F(b.link_mbps, 0), b.link_source.empty() ? "" : " (" + b.link_source + ")",
+                     b.headroom ? fmt::format("; headroom x{:.1f}", *b.headroom)
+                                : (b.link_note.empty() ? "" : " (" + b.link_note + ")"));
+  if (b.stalled)
+    out +=
+        fmt::format("  stream stalled: {} bytes ({} tokens of {}), then nothing for {} ms ({})\n",
+                    F(b.stall_bytes, 0), F(b.stall_tokens, 0), b.stream_tokens_requested,
+                    F(b.stall_quiet_ms, 0), b.stall_error);
+}
+
+void Probe(const ProbeFacts& p, std::string& out) {
+  out += fmt::format("{}  ({} samples, {:.1f} s)\n", p.url, p.loss.samples, p.wall_s);
+  out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>10} {:>4}\n", "phase", "p50 ms", "p99 ms",
+                     "jitter ms", "stddev ms", "n");
+  struct Row {
+    const char* name;
+    const PhaseStats* s;
+  };
+  const Row rows[] = {{"dns", &p.dns},           {"connect", &p.connect},
+                      {"tls", &p.tls},           {"ttfb", &p.ttfb},
+                      {"ttft_new", &p.ttft_new}, {"ttft_reused", &p.ttft_reused}};
+  for (const auto& r : rows) {
+    out += fmt::format("  {:<12} {:>9} {:>9} {:>10} {:>10} {:>4}\n", r.name, F(r.s->p50_ms),
+                       F(r.s->p99_ms), F(r.s->jitter_ms), F(r.s->stddev_ms), r.s->count);
+  }
+  out += fmt::format(
+      "  ttfb timed from the request's last byte written to the response's kernel "
+      "receive stamp, on CLOCK_MONOTONIC (resolution {}){}\n",
+      p.clock_resolution_ns > 0 ? fmt::format("{} ns", p.clock_resolution_ns) : "n/a",
+      p.ttfb_unordered > 0
+          ? fmt::format(
+                "; {} left out (response stamped before the request: a "
+                "clock step)",
+                p.ttfb_unordered == 1 ? "1 sample" : fmt::format("{} samples", p.ttfb_unordered))
+          : "");
+  Loss(p, out);
   const KeepAliveFacts& k = p.keepalive;
   out += fmt::format("  keep-alive: TTFT p50 {} ms on a new connection, {} ms kept alive: "
                      "handshake cost {} ms ({} of TTFT)\n",
@@ -87,19 +115,7 @@ void Probe(const ProbeFacts& p, std::string& out) {
     out += fmt::format("    sample {}: {} of {} segments retransmitted\n", s.index,
                        s.tcp.retrans_segs, s.tcp.segs_out);
   }
-  const BandwidthFacts& b = p.bandwidth;
-  out += fmt::format("  bandwidth: {} bytes per token ({} bytes, {} tokens); stream {} tokens/s",
-                     F(b.bytes_per_token, 1), F(b.stream_bytes, 0), F(b.stream_tokens, 0),
-                     F(b.stream_tokens_per_s, 1));
-  if (b.peak_tokens_per_s) out += fmt::format(", peak {} tokens/s given", F(b.peak_tokens_per_s, 0));
-  out += fmt::format("; needs {} Mbit/s; link {} Mbit/s{}{}\n", F(b.required_mbps, 3),
-                     F(b.link_mbps, 0), b.link_source.empty() ? "" : " (" + b.link_source + ")",
-                     b.headroom ? fmt::format("; headroom x{:.1f}", *b.headroom)
-                                : (b.link_note.empty() ? "" : " (" + b.link_note + ")"));
-  if (b.stalled)
-    out += fmt::format("  stream stalled: {} bytes ({} tokens of {}), then nothing for {} ms ({})\n",
-                       F(b.stall_bytes, 0), F(b.stall_tokens, 0), b.stream_tokens_requested,
-                       F(b.stall_quiet_ms, 0), b.stall_error);
+  Bandwidth(p.bandwidth, out);
 }
 
 }  // namespace

@@ -36,10 +36,10 @@ const std::vector<const Sample*>* Find(const SampleIndex& index, std::string_vie
 
 }  // namespace
 
-ServerSnapshot BuildSnapshot(const PrometheusPage& page, std::string_view model_name) {
-  ServerSnapshot snap;
-  snap.bad_line_count = page.bad_line_count;
+namespace {
 
+// The first known server whose prefix some sample carries; nullptr when none does.
+const ServerMetricTable* FindServer(const PrometheusPage& page) {
   const ServerMetricTable* table = nullptr;
   for (const ServerMetricTable& t : KnownServers()) {
     for (const Sample& s : page.samples) {
@@ -50,34 +50,27 @@ ServerSnapshot BuildSnapshot(const PrometheusPage& page, std::string_view model_
     }
     if (table) break;
   }
-  if (table == nullptr) return snap;
-  snap.server = std::string(table->server);
-  snap.kind = ServerKindFromId(snap.server);
+  return table;
+}
 
-  // The models seen. vLLM labels every series with the first served name only, so a request
-  // to an alias (--served-model-name a b) or a LoRA adapter names a model no series carries:
-  // when the page has one model, the filter then keeps everything (that engine serves them
-  // all); with several, which one serves it is unknown, and the filter keeps nothing.
-  std::set<std::string, std::less<>> models;
-  if (!table->model_label.empty()) {
-    for (const Sample& s : page.samples) {
-      if (!StartsWith(s.name, table->prefix)) continue;
-      if (std::optional<std::string_view> m = s.label(table->model_label)) models.emplace(*m);
-    }
-  }
-  snap.model_names.assign(models.begin(), models.end());
-  const bool filter = !model_name.empty() && (models.count(model_name) != 0 || models.size() > 1);
+// The server's samples by name; with `filter`, only those of `model_name` (or of no model).
+SampleIndex IndexSamples(const PrometheusPage& page, const ServerMetricTable& t,
+                         std::string_view model_name, bool filter) {
   SampleIndex index;
   for (const Sample& s : page.samples) {
-    if (!StartsWith(s.name, table->prefix)) continue;
+    if (!StartsWith(s.name, t.prefix)) continue;
     if (filter) {
-      std::optional<std::string_view> m = s.label(table->model_label);
+      std::optional<std::string_view> m = s.label(t.model_label);
       if (m && *m != model_name) continue;
     }
     index[s.name].push_back(&s);
   }
+  return index;
+}
 
-  for (const ScalarName& entry : table->scalars) {
+// Each scalar the table names, its samples combined (summed, or the largest).
+void FillScalars(const ServerMetricTable& t, const SampleIndex& index, ServerSnapshot& snap) {
+  for (const ScalarName& entry : t.scalars) {
     if ((snap.*entry.field).has_value()) continue;  // a preferred name already filled it
     const auto* samples = Find(index, entry.exposed);
     if (samples == nullptr) continue;
@@ -98,8 +91,11 @@ ServerSnapshot BuildSnapshot(const PrometheusPage& page, std::string_view model_
     }
     if (any) snap.*entry.field = total;
   }
+}
 
-  for (const HistogramName& entry : table->histograms) {
+// Each histogram the table names, its label sets summed bucket by bucket.
+void FillHistograms(const ServerMetricTable& t, const SampleIndex& index, ServerSnapshot& snap) {
+  for (const HistogramName& entry : t.histograms) {
     if ((snap.*entry.field).has_value()) continue;
     const std::string base(entry.exposed);
     const auto* buckets = Find(index, base + "_bucket");
@@ -125,6 +121,36 @@ ServerSnapshot BuildSnapshot(const PrometheusPage& page, std::string_view model_
     if (counts) for (const Sample* s : *counts) h.count += s->value;
     snap.*entry.field = std::move(h);
   }
+}
+
+}  // namespace
+
+ServerSnapshot BuildSnapshot(const PrometheusPage& page, std::string_view model_name) {
+  ServerSnapshot snap;
+  snap.bad_line_count = page.bad_line_count;
+
+  const ServerMetricTable* table = FindServer(page);
+  if (table == nullptr) return snap;
+  snap.server = std::string(table->server);
+  snap.kind = ServerKindFromId(snap.server);
+
+  // The models seen. vLLM labels every series with the first served name only, so a request
+  // to an alias (--served-model-name a b) or a LoRA adapter names a model no series carries:
+  // when the page has one model, the filter then keeps everything (that engine serves them
+  // all); with several, which one serves it is unknown, and the filter keeps nothing.
+  std::set<std::string, std::less<>> models;
+  if (!table->model_label.empty()) {
+    for (const Sample& s : page.samples) {
+      if (!StartsWith(s.name, table->prefix)) continue;
+      if (std::optional<std::string_view> m = s.label(table->model_label)) models.emplace(*m);
+    }
+  }
+  snap.model_names.assign(models.begin(), models.end());
+  const bool filter = !model_name.empty() && (models.count(model_name) != 0 || models.size() > 1);
+  const SampleIndex index = IndexSamples(page, *table, model_name, filter);
+
+  FillScalars(*table, index, snap);
+  FillHistograms(*table, index, snap);
   return snap;
 }
 

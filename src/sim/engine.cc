@@ -90,21 +90,11 @@ int Engine::Schedule(Seq& s, int budget) {
   return n;
 }
 
-// Plan of a step, following vLLM V1's scheduler (vllm/v1/core/sched/scheduler.py):
-//  1. Running requests first, in admission order: each gets its decode token(s) or the next
-//     chunk of its prefill within the token budget. When KV blocks run out, the newest running
-//     request is preempted (its blocks freed, its progress reset, back to the head of the
-//     queue) until the current one fits, or it is itself the newest.
-//  2. Only if nothing was preempted, waiting requests are admitted in FCFS order while
-//     running < max_num_seqs, budget remains and their blocks fit. Without chunked prefill a
-//     prompt larger than the remaining budget blocks the queue.
-//  3. The step's duration follows from the work scheduled (see EngineConfig).
-StepPlan Engine::BeginStep(int64_t now_ns) {
-  StepPlan plan;
-  step_out_ = StepOutput{};
-  ++steps_;
-  int budget = config_.max_num_batched_tokens;
-
+// 1. Running requests first, in admission order: each gets its decode token(s) or the next
+//    chunk of its prefill within the token budget. When KV blocks run out, the newest running
+//    request is preempted (its blocks freed, its progress reset, back to the head of the
+//    queue) until the current one fits, or it is itself the newest.
+int Engine::ScheduleRunning(int budget, StepPlan* plan) {
   for (size_t i = 0; i < running_.size(); ++i) {
     Seq& s = seqs_.at(running_[i]);
     s.scheduled_now = 0;
@@ -118,57 +108,74 @@ StepPlan Engine::BeginStep(int64_t now_ns) {
       }
       // Out of blocks: preempt the newest running request.
       bool self = running_.back() == s.req.id;
-      PreemptLast(&plan);
+      PreemptLast(plan);
       if (self) break;
     }
     if (i >= running_.size()) break;
   }
+  return budget;
+}
 
-  if (plan.new_preemptions == 0) {
-    while (!waiting_.empty() && static_cast<int>(running_.size()) < config_.max_num_seqs &&
-           budget > 0) {
-      Seq& s = seqs_.at(waiting_.front());
-      int need = PrefillTarget(s) - s.computed;
-      if (!config_.enable_chunked_prefill && need > budget) break;
-      int n = Schedule(s, budget);
-      if (n == 0) break;
-      s.scheduled_now = n;
-      budget -= n;
-      waiting_.pop_front();
-      running_.push_back(s.req.id);
-      if (!s.started) {
-        s.started = true;
-        step_out_.scheduled_first.push_back(s.req.id);
-      }
+// 2. Waiting requests are admitted in FCFS order while running < max_num_seqs, budget remains
+//    and their blocks fit. Without chunked prefill a prompt larger than the remaining budget
+//    blocks the queue.
+int Engine::AdmitWaiting(int budget) {
+  while (!waiting_.empty() && static_cast<int>(running_.size()) < config_.max_num_seqs &&
+         budget > 0) {
+    Seq& s = seqs_.at(waiting_.front());
+    int need = PrefillTarget(s) - s.computed;
+    if (!config_.enable_chunked_prefill && need > budget) break;
+    int n = Schedule(s, budget);
+    if (n == 0) break;
+    s.scheduled_now = n;
+    budget -= n;
+    waiting_.pop_front();
+    running_.push_back(s.req.id);
+    if (!s.started) {
+      s.started = true;
+      step_out_.scheduled_first.push_back(s.req.id);
     }
   }
+  return budget;
+}
 
+// The plan's work: decode sequences and their context, prefill tokens, running and waiting.
+void Engine::CountScheduled(StepPlan* plan) const {
   for (uint64_t id : running_) {
     const Seq& s = seqs_.at(id);
     if (s.scheduled_now == 0) continue;
     if (s.prefilled) {
-      ++plan.decode_seqs;
-      plan.context_tokens += s.req.prompt_tokens + s.generated;
+      ++plan->decode_seqs;
+      plan->context_tokens += s.req.prompt_tokens + s.generated;
     } else {
-      plan.prefill_tokens += s.scheduled_now;
+      plan->prefill_tokens += s.scheduled_now;
     }
   }
-  plan.num_running = static_cast<int>(running_.size());
-  plan.num_waiting = static_cast<int>(waiting_.size());
+  plan->num_running = static_cast<int>(running_.size());
+  plan->num_waiting = static_cast<int>(waiting_.size());
+}
 
+// 3. The step's duration from the work scheduled (see EngineConfig): kernel time, slowed on
+//    the slow-kernel steps, then the host's per-sequence work.
+double Engine::KernelAndHostMs(StepPlan* plan) const {
   const EngineConfig& c = config_;
-  double dur_ms = c.step_base_ms + plan.prefill_tokens * c.step_prefill_token_us / 1e3 +
-                  plan.decode_seqs * c.step_decode_seq_us / 1e3 +
-                  static_cast<double>(plan.context_tokens) * c.step_context_token_ns / 1e6;
+  double dur_ms = c.step_base_ms + plan->prefill_tokens * c.step_prefill_token_us / 1e3 +
+                  plan->decode_seqs * c.step_decode_seq_us / 1e3 +
+                  static_cast<double>(plan->context_tokens) * c.step_context_token_ns / 1e6;
   if (c.slow_kernel_factor != 1.0 && steps_ % static_cast<uint64_t>(c.slow_kernel_every) == 0) {
     dur_ms *= c.slow_kernel_factor;
-    plan.slow_kernel = true;
+    plan->slow_kernel = true;
   }
   // Host-side work is not sped up or slowed by the GPU: it adds after the kernel time.
-  dur_ms += plan.num_running * c.host_overhead_per_seq_us / 1e3;
-  // Injected host stalls (log, swap, CPU, host gap): each kind comes due on its own schedule;
-  // the one due the longest starts, one per step, and one of another kind than the last waits
-  // until kStepsBetweenInjectedStalls steps after it (EngineConfig).
+  dur_ms += plan->num_running * c.host_overhead_per_seq_us / 1e3;
+  return dur_ms;
+}
+
+// Injected host stalls (log, swap, CPU, host gap): each kind comes due on its own schedule;
+// the one due the longest starts, one per step, and one of another kind than the last waits
+// until kStepsBetweenInjectedStalls steps after it (EngineConfig). A stall adds to *dur_ms.
+void Engine::InjectHostStall(int64_t now_ns, StepPlan* plan, double* dur_ms) {
+  const EngineConfig& c = config_;
   if (c.log_stall_every_steps > 0 && c.log_stall_ms > 0 &&
       steps_ % static_cast<uint64_t>(c.log_stall_every_steps) == 0 && due_since_[kLogStall] == 0)
     due_since_[kLogStall] = steps_;
@@ -197,20 +204,35 @@ StepPlan Engine::BeginStep(int64_t now_ns) {
     double stall_ms = 0;
     if (kind == kLogStall) {
       stall_ms = c.log_stall_ms;
-      plan.log_stall = true;
+      plan->log_stall = true;
     } else if (kind == kSwapStall) {
       stall_ms = c.swap_stall_ms;
-      plan.swap_stall = true;
+      plan->swap_stall = true;
     } else if (kind == kCpuStall) {
       stall_ms = c.cpu_stall_ms;
-      plan.cpu_stall_ns = static_cast<int64_t>(c.cpu_stall_ms * 1e6);
+      plan->cpu_stall_ns = static_cast<int64_t>(c.cpu_stall_ms * 1e6);
     } else {
       stall_ms = c.host_gap_ms;
-      plan.host_gap = true;
+      plan->host_gap = true;
     }
-    dur_ms += stall_ms;
-    plan.host_stall_ns = static_cast<int64_t>(stall_ms * 1e6);
+    *dur_ms += stall_ms;
+    plan->host_stall_ns = static_cast<int64_t>(stall_ms * 1e6);
   }
+}
+
+// Plan of a step, following vLLM V1's scheduler (vllm/v1/core/sched/scheduler.py): running
+// requests first (ScheduleRunning); only if nothing was preempted, waiting ones admitted
+// (AdmitWaiting); the step's duration from the work scheduled, plus any injected host stall.
+StepPlan Engine::BeginStep(int64_t now_ns) {
+  StepPlan plan;
+  step_out_ = StepOutput{};
+  ++steps_;
+  int budget = config_.max_num_batched_tokens;
+  budget = ScheduleRunning(budget, &plan);
+  if (plan.new_preemptions == 0) AdmitWaiting(budget);
+  CountScheduled(&plan);
+  double dur_ms = KernelAndHostMs(&plan);
+  InjectHostStall(now_ns, &plan, &dur_ms);
   plan.dur_ns = static_cast<int64_t>(dur_ms * 1e6);
   in_step_ = true;
   return plan;

@@ -179,6 +179,13 @@ class Engine {
   void PreemptLast(StepPlan* plan);
   // Schedules up to `budget` tokens of `s`; returns the tokens scheduled (0: out of blocks).
   int Schedule(Seq& s, int budget);
+  // BeginStep's steps (engine.cc says what each follows of vLLM's scheduler). The schedulers
+  // take the token budget left and return what is left after them.
+  int ScheduleRunning(int budget, StepPlan* plan);
+  int AdmitWaiting(int budget);
+  void CountScheduled(StepPlan* plan) const;
+  double KernelAndHostMs(StepPlan* plan) const;
+  void InjectHostStall(int64_t now_ns, StepPlan* plan, double* dur_ms);
 
   EngineConfig config_;
   int total_blocks_ = 0;

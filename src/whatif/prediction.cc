@@ -175,23 +175,11 @@ const Interval* Prediction::Get(std::string_view key) const {
   return nullptr;
 }
 
-StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
-  const auto t0 = std::chrono::steady_clock::now();
-  if (!c.usable) return Unavailable("the calibration is not usable for prediction: " + c.refusal);
-  if (!(r.load > 0)) return InvalidArgument("--load: expected concurrency=N or rate=R (positive)");
-  Prediction p;
-  ASSIGN_OR_RETURN(p.engine, ApplySets(c, r.sets));
-  p.workload = c.workload;
-  if (r.input_len) p.workload.input_len = *r.input_len;
-  if (r.output_len) p.workload.output_len = *r.output_len;
-  p.workload.seed = r.seed;
-  if (p.workload.input_len != c.workload.input_len || p.workload.output_len != c.workload.output_len) {
-    p.notes.push_back(
-        "the workload differs from the calibrated one: the per-sequence cost was fitted at "
-        "its lengths (attention over longer contexts costs more than the model says)");
-  }
-  // llama.cpp splits --ctx-size evenly over its slots: a request longer than a slot's share is
-  // rejected, not queued.
+namespace {
+
+// llama.cpp splits --ctx-size evenly over its slots: a request longer than a slot's share is
+// rejected, not queued.
+Status CheckLlamaCppSlot(const Calibration& c, const WhatifRequest& r, const Prediction& p) {
   if (c.server == kServerLlamaCpp && (c.ctx_size || p.engine.num_gpu_blocks_override != c.engine.num_gpu_blocks_override)) {
     // The context as given (--set ctx-size, else the calibration's), else the model's blocks.
     int ctx = c.ctx_size.value_or(p.engine.num_gpu_blocks_override * p.engine.block_size);
@@ -205,6 +193,11 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
           "llama.cpp rejects it", need, slot, ctx, p.engine.max_num_seqs));
     }
   }
+  return Status::Ok();
+}
+
+// The central run's options; a note when the load is above the highest one swept.
+VirtualRunOptions RunOptions(const Calibration& c, const WhatifRequest& r, Prediction& p) {
   VirtualRunOptions o;
   o.engine = p.engine;
   o.workload = p.workload;
@@ -221,14 +214,13 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
       p.notes.push_back(fmt::format("{:g} concurrent is above the highest swept load ({:g}): an extrapolation", r.load, most));
     }
   }
-  ASSIGN_OR_RETURN(RunMetrics central, VirtualRun(o));
-  p.max_running = central.max_running;
-  p.max_kv_cache_usage = central.max_kv_cache_usage;
-  p.preemptions = central.preemptions;
-  std::vector<std::pair<std::string, double>> keys = Keys(central);
-  std::vector<double> lo(keys.size()), hi(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) lo[i] = hi[i] = keys[i].second;
+  return o;
+}
 
+// The bands: kDraws runs with the fitted parameters drawn from their covariance widen
+// [lo, hi] of each key (lo and hi start at the central run's values).
+Status DrawBands(const Calibration& c, const WhatifRequest& r, const Prediction& p,
+                 const VirtualRunOptions& o, std::vector<double>& lo, std::vector<double>& hi) {
   const auto l = Cholesky(c.cov);
   const std::array<double, 4> x0 = {std::log(c.engine.step_base_ms), std::log(c.engine.step_decode_seq_us),
                                     std::log(std::max(1e-9, c.engine.step_prefill_token_us)), c.front_ms};
@@ -246,16 +238,11 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
     auto k = Keys(m);
     for (size_t i = 0; i < k.size(); ++i) lo[i] = std::min(lo[i], k[i].second), hi[i] = std::max(hi[i], k[i].second);
   }
-  for (size_t i = 0; i < keys.size(); ++i) {
-    double e = FitErr(c, keys[i].first);
-    p.metrics.push_back({keys[i].first, {keys[i].second, lo[i] * (1 - e), hi[i] * (1 + e)}});
-  }
-  p.metrics.insert(p.metrics.begin(), {"duration", {central.duration_s, central.duration_s, central.duration_s}});
-  p.metrics.insert(p.metrics.begin(), {keys::kCompleted,
-                                       {double(central.completed), double(central.completed),
-                                        double(central.completed)}});
+  return Status::Ok();
+}
 
-  // A measured step at this load with the calibrated flags and workload: shown beside.
+// A measured step at this load with the calibrated flags and workload: shown beside.
+void FindMeasured(const Calibration& c, const WhatifRequest& r, Prediction& p) {
   const sim::EngineConfig& e = c.engine;
   bool same = p.engine.max_num_seqs == e.max_num_seqs && p.engine.max_num_batched_tokens == e.max_num_batched_tokens &&
               p.engine.enable_chunked_prefill == e.enable_chunked_prefill &&
@@ -266,6 +253,48 @@ StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
     for (const MeasuredPoint& m : c.points)
       if (!p.measured && std::fabs(m.load - r.load) <= 1e-6 * std::max(1.0, r.load)) p.measured = m;
   }
+}
+
+}  // namespace
+
+StatusOr<Prediction> Predict(const Calibration& c, const WhatifRequest& r) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!c.usable) return Unavailable("the calibration is not usable for prediction: " + c.refusal);
+  if (!(r.load > 0)) return InvalidArgument("--load: expected concurrency=N or rate=R (positive)");
+  Prediction p;
+  ASSIGN_OR_RETURN(p.engine, ApplySets(c, r.sets));
+  p.workload = c.workload;
+  if (r.input_len) p.workload.input_len = *r.input_len;
+  if (r.output_len) p.workload.output_len = *r.output_len;
+  p.workload.seed = r.seed;
+  if (p.workload.input_len != c.workload.input_len ||
+      p.workload.output_len != c.workload.output_len) {
+    p.notes.push_back(
+        "the workload differs from the calibrated one: the per-sequence cost was fitted at "
+        "its lengths (attention over longer contexts costs more than the model says)");
+  }
+  RETURN_IF_ERROR(CheckLlamaCppSlot(c, r, p));
+  const VirtualRunOptions o = RunOptions(c, r, p);
+  ASSIGN_OR_RETURN(RunMetrics central, VirtualRun(o));
+  p.max_running = central.max_running;
+  p.max_kv_cache_usage = central.max_kv_cache_usage;
+  p.preemptions = central.preemptions;
+  std::vector<std::pair<std::string, double>> keys = Keys(central);
+  std::vector<double> lo(keys.size()), hi(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) lo[i] = hi[i] = keys[i].second;
+
+  RETURN_IF_ERROR(DrawBands(c, r, p, o, lo, hi));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    double e = FitErr(c, keys[i].first);
+    p.metrics.push_back({keys[i].first, {keys[i].second, lo[i] * (1 - e), hi[i] * (1 + e)}});
+  }
+  p.metrics.insert(p.metrics.begin(),
+                   {"duration", {central.duration_s, central.duration_s, central.duration_s}});
+  p.metrics.insert(p.metrics.begin(), {keys::kCompleted,
+                                       {double(central.completed), double(central.completed),
+                                        double(central.completed)}});
+
+  FindMeasured(c, r, p);
   p.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }

@@ -40,29 +40,19 @@ Fact<T> NvmlFact(int rc, const NvmlApi& api, const char* what, T v) {
 }
 
 // Fills `g` from NVML. REQUIRES: api bound and initialised.
-void FillFromNvml(const NvmlApi& api, GpuFacts& g) {
-  NvmlDevice dev = nullptr;
-  int rc = api.get_handle_by_pci_bus_id(g.bdf.c_str(), &dev);
-  if (rc != kNvmlSuccess) {
-    g.name = Fact<std::string>::Unknown("nvmlDeviceGetHandleByPciBusId_v2(" + g.bdf +
-                                        "): " + api.ErrorText(rc));
-    return;
-  }
-  g.vendor_source = "nvml";
-  auto unsupported = [](const char* what) {
-    return std::string(what) + ": not exported by this libnvidia-ml";
-  };
-  if (api.get_name) {
-    char name[96] = {0};
-    rc = api.get_name(dev, name, sizeof(name));
-    g.name = NvmlFact<std::string>(rc, api, "nvmlDeviceGetName", std::string(name));
-  }
+std::string Unsupported(const char* what) {
+  return std::string(what) + ": not exported by this libnvidia-ml";
+}
+
+// The SM clock, its maximum and the reasons it is held down.
+void FillClocks(const NvmlApi& api, NvmlDevice dev, GpuFacts& g) {
+  int rc = 0;
   unsigned u = 0;
   if (api.get_clock_info) {
     rc = api.get_clock_info(dev, kNvmlClockSm, &u);
     g.sm_clock_mhz = NvmlFact<int64_t>(rc, api, "nvmlDeviceGetClockInfo(SM)", u);
   } else {
-    g.sm_clock_mhz = Fact<int64_t>::Unknown(unsupported("nvmlDeviceGetClockInfo"));
+    g.sm_clock_mhz = Fact<int64_t>::Unknown(Unsupported("nvmlDeviceGetClockInfo"));
   }
   if (api.get_max_clock_info) {
     rc = api.get_max_clock_info(dev, kNvmlClockSm, &u);
@@ -75,8 +65,14 @@ void FillFromNvml(const NvmlApi& api, GpuFacts& g) {
         NvmlFact<uint64_t>(rc, api, "nvmlDeviceGetCurrentClocksEventReasons", reasons);
   } else {
     g.clocks_event_reasons =
-        Fact<uint64_t>::Unknown(unsupported("nvmlDeviceGetCurrentClocksEventReasons"));
+        Fact<uint64_t>::Unknown(Unsupported("nvmlDeviceGetCurrentClocksEventReasons"));
   }
+}
+
+// Utilization, the power limits, persistence mode and the memory size.
+void FillPowerAndMemory(const NvmlApi& api, NvmlDevice dev, GpuFacts& g) {
+  int rc = 0;
+  unsigned u = 0;
   if (api.get_utilization_rates) {
     NvmlUtilization util{};
     rc = api.get_utilization_rates(dev, &util);
@@ -102,6 +98,12 @@ void FillFromNvml(const NvmlApi& api, GpuFacts& g) {
     g.memory_total_mib = NvmlFact<int64_t>(rc, api, "nvmlDeviceGetMemoryInfo",
                                            static_cast<int64_t>(mem.total >> 20));
   }
+}
+
+// The PCIe link's generation and width, current and maximum.
+void FillPcieLinks(const NvmlApi& api, NvmlDevice dev, GpuFacts& g) {
+  int rc = 0;
+  unsigned u = 0;
   struct {
     NvmlUnsignedFn fn;
     Fact<int64_t>* out;
@@ -114,12 +116,31 @@ void FillFromNvml(const NvmlApi& api, GpuFacts& g) {
   };
   for (auto& l : links) {
     if (!l.fn) {
-      *l.out = Fact<int64_t>::Unknown(unsupported(l.what));
+      *l.out = Fact<int64_t>::Unknown(Unsupported(l.what));
       continue;
     }
     rc = l.fn(dev, &u);
     *l.out = NvmlFact<int64_t>(rc, api, l.what, u);
   }
+}
+
+void FillFromNvml(const NvmlApi& api, GpuFacts& g) {
+  NvmlDevice dev = nullptr;
+  int rc = api.get_handle_by_pci_bus_id(g.bdf.c_str(), &dev);
+  if (rc != kNvmlSuccess) {
+    g.name = Fact<std::string>::Unknown("nvmlDeviceGetHandleByPciBusId_v2(" + g.bdf +
+                                        "): " + api.ErrorText(rc));
+    return;
+  }
+  g.vendor_source = "nvml";
+  if (api.get_name) {
+    char name[96] = {0};
+    rc = api.get_name(dev, name, sizeof(name));
+    g.name = NvmlFact<std::string>(rc, api, "nvmlDeviceGetName", std::string(name));
+  }
+  FillClocks(api, dev, g);
+  FillPowerAndMemory(api, dev, g);
+  FillPcieLinks(api, dev, g);
 }
 
 // One CSV field of nvidia-smi --format=csv,noheader,nounits. "[N/A]", "[Not Supported]" and

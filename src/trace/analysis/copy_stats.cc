@@ -10,11 +10,14 @@
 
 namespace latdoc::trace {
 
-CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
-  CopyStats s;
-  // Each file's span, host and GPU: rates are per file, over its own span (ranks may run on
-  // different clocks, or one after another).
-  std::vector<std::pair<int64_t, int64_t>> spans(trace.sources.size(), {INT64_MAX, INT64_MIN});
+namespace {
+
+using Spans = std::vector<std::pair<int64_t, int64_t>>;  // (first start, last end) per source
+
+// Each file's span, host and GPU: rates are per file, over its own span (ranks may run on
+// different clocks, or one after another).
+Spans SourceSpans(const Trace& trace) {
+  Spans spans(trace.sources.size(), {INT64_MAX, INT64_MIN});
   auto widen = [&spans](uint16_t source, int64_t start, int64_t end) {
     if (source >= spans.size()) spans.resize(size_t{source} + 1, {INT64_MAX, INT64_MIN});
     spans[source].first = std::min(spans[source].first, start);
@@ -22,6 +25,54 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
   };
   trace.gpu_ops.ForEach([&](const GpuOp& op) { widen(op.source, op.start_ns, op.end_ns()); });
   trace.api_calls.ForEach([&](const ApiCall& a) { widen(a.source, a.start_ns, a.end_ns()); });
+  return spans;
+}
+
+// Small copies per second: per direction, the highest of any file's rate; overall, the highest
+// file's rate of all its small copies (0 where some file has a span but none).
+void SmallCopyRates(const std::map<std::pair<CopyDirection, uint16_t>, int64_t>& small_of_source,
+                    const Spans& spans, std::map<CopyDirection, CopyDirectionStat>& by_dir,
+                    CopyStats& s) {
+  std::map<uint16_t, int64_t> small_per_source;
+  for (const auto& [key, count] : small_of_source) {
+    const auto& [first, last] = spans[key.second];
+    small_per_source[key.second] += count;
+    if (last <= first) continue;
+    const double rate = static_cast<double>(count) * 1e9 / static_cast<double>(last - first);
+    CopyDirectionStat& d = by_dir[key.first];
+    d.small_per_s = std::max(d.small_per_s.value_or(0), rate);
+  }
+  for (const auto& [first, last] : spans) {
+    if (last > first) s.small_copies_per_s = 0.0;  // none, over a span that exists
+  }
+  for (const auto& [source, count] : small_per_source) {
+    const auto& [first, last] = spans[source];
+    if (last <= first) continue;
+    const double rate = static_cast<double>(count) * 1e9 / static_cast<double>(last - first);
+    s.small_copies_per_s = std::max(s.small_copies_per_s.value_or(0), rate);
+  }
+}
+
+// Each direction's bytes and achieved rate, into s.by_direction in direction order.
+void FinishDirections(std::map<CopyDirection, CopyDirectionStat>& by_dir,
+                      std::map<CopyDirection, int64_t>& bytes_sum,
+                      std::map<CopyDirection, int64_t>& rate_bytes,
+                      std::map<CopyDirection, int64_t>& rate_time_ns, CopyStats& s) {
+  for (auto& [dir, d] : by_dir) {
+    if (bytes_sum.count(dir) != 0) d.bytes = bytes_sum[dir];
+    if (rate_time_ns[dir] > 0) {
+      d.achieved_gbps =
+          static_cast<double>(rate_bytes[dir]) / static_cast<double>(rate_time_ns[dir]);
+    }
+    s.by_direction.push_back(d);
+  }
+}
+
+}  // namespace
+
+CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
+  CopyStats s;
+  const Spans spans = SourceSpans(trace);
   std::map<std::pair<CopyDirection, uint16_t>, int64_t> small_of_source;
   std::map<CopyDirection, CopyDirectionStat> by_dir;
   std::map<CopyDirection, int64_t> bytes_sum;       // every copy that reported its size
@@ -92,31 +143,8 @@ CopyStats ComputeCopyStats(const Trace& trace, const AnalysisOptions& o) {
       d.pageable_ns += op.dur_ns;
     }
   });
-  std::map<uint16_t, int64_t> small_per_source;
-  for (const auto& [key, count] : small_of_source) {
-    const auto& [first, last] = spans[key.second];
-    small_per_source[key.second] += count;
-    if (last <= first) continue;
-    const double rate = static_cast<double>(count) * 1e9 / static_cast<double>(last - first);
-    CopyDirectionStat& d = by_dir[key.first];
-    d.small_per_s = std::max(d.small_per_s.value_or(0), rate);
-  }
-  for (const auto& [first, last] : spans) {
-    if (last > first) s.small_copies_per_s = 0.0;  // none, over a span that exists
-  }
-  for (const auto& [source, count] : small_per_source) {
-    const auto& [first, last] = spans[source];
-    if (last <= first) continue;
-    const double rate = static_cast<double>(count) * 1e9 / static_cast<double>(last - first);
-    s.small_copies_per_s = std::max(s.small_copies_per_s.value_or(0), rate);
-  }
-  for (auto& [dir, d] : by_dir) {
-    if (bytes_sum.count(dir) != 0) d.bytes = bytes_sum[dir];
-    if (rate_time_ns[dir] > 0) {
-      d.achieved_gbps = static_cast<double>(rate_bytes[dir]) / static_cast<double>(rate_time_ns[dir]);
-    }
-    s.by_direction.push_back(d);
-  }
+  SmallCopyRates(small_of_source, spans, by_dir, s);
+  FinishDirections(by_dir, bytes_sum, rate_bytes, rate_time_ns, s);
   return s;
 }
 

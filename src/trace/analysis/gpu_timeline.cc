@@ -239,6 +239,73 @@ bool IsComm(std::vector<int8_t>& cache, const Trace& trace, NameId name) {
   return cache[name] == 1;
 }
 
+// The in-order pass's sweeps closed and their lengths into t.
+void FinishInOrder(CategorySweep<Interval>& sweep, CategorySweep<DInterval>& dsweep,
+                   UnionLength<Interval>& all, UnionLength<DInterval>& dall, double total_us,
+                   GpuTimeline& t) {
+  sweep.Finish();
+  dsweep.Finish();
+  t.busy_ns = all.Finish();
+  t.computation_ns = sweep.comp_len;
+  t.exposed_comm_ns = sweep.exposed_comm;
+  t.exposed_memcpy_ns = sweep.exposed_mem;
+  t.total_comm_ns = sweep.comm_len;
+  t.total_memcpy_ns = sweep.mem_len;
+  const double busy_us = dall.Finish();
+  t.busy_ms = busy_us / 1000.0;
+  t.idle_ms = (total_us - busy_us) / 1000.0;
+  t.computation_ms = dsweep.comp_len / 1000.0;
+  t.exposed_comm_ms = dsweep.exposed_comm / 1000.0;
+  t.exposed_memcpy_ms = dsweep.exposed_mem / 1000.0;
+  t.total_comm_ms = dsweep.comm_len / 1000.0;
+  t.total_memcpy_ms = dsweep.mem_len / 1000.0;
+  t.idle_ns = t.total_ns - t.busy_ns;
+}
+
+// Not finalized (out of start order): the sets themselves, held in memory.
+template <typename OnDevice, typename Dropped, typename Category>
+void OutOfOrderTimeline(const Trace& trace, OnDevice on_device, Dropped dropped, Category category,
+                        double total_us, GpuTimeline& t) {
+  using IC = CategorySweep<Interval>;
+  std::vector<Interval> ivs[3];
+  std::vector<DInterval> divs[3];
+  std::vector<Interval> all_ivs;
+  std::vector<DInterval> all_divs;
+  trace.gpu_ops.ForEach([&](const GpuOp& op) {
+    if (!on_device(op) || dropped(op)) return;
+    const double ds = static_cast<double>(op.start_ns) / 1000.0;
+    const Interval iv{op.start_ns, op.end_ns()};
+    const DInterval div{ds, ds + static_cast<double>(op.dur_ns) / 1000.0};
+    const int c = category(op);
+    ivs[c].push_back(iv);
+    divs[c].push_back(div);
+    all_ivs.push_back(iv);
+    all_divs.push_back(div);
+  });
+  t.busy_ns = TotalLength(MergeIntervals(std::move(all_ivs)));
+  const double busy_us = LengthD(MergeD(std::move(all_divs)));
+  const IntervalSet comp_set = MergeIntervals(std::move(ivs[IC::kComp]));
+  const IntervalSet comm_set = MergeIntervals(std::move(ivs[IC::kComm]));
+  const IntervalSet memcpy_set = MergeIntervals(std::move(ivs[IC::kMem]));
+  t.idle_ns = t.total_ns - t.busy_ns;
+  t.computation_ns = TotalLength(comp_set);
+  t.exposed_comm_ns = TotalLength(Subtract(comm_set, comp_set));
+  t.exposed_memcpy_ns = TotalLength(Subtract(memcpy_set, Unite(comp_set, comm_set)));
+  t.total_comm_ns = TotalLength(comm_set);
+  t.total_memcpy_ns = TotalLength(memcpy_set);
+
+  const DSet dcomp_set = MergeD(std::move(divs[IC::kComp]));
+  const DSet dcomm_set = MergeD(std::move(divs[IC::kComm]));
+  const DSet dmemcpy_set = MergeD(std::move(divs[IC::kMem]));
+  t.busy_ms = busy_us / 1000.0;
+  t.idle_ms = (total_us - busy_us) / 1000.0;
+  t.computation_ms = LengthD(dcomp_set) / 1000.0;
+  t.exposed_comm_ms = LengthD(SubtractD(dcomm_set, dcomp_set)) / 1000.0;
+  t.exposed_memcpy_ms = LengthD(SubtractD(dmemcpy_set, UniteD(dcomp_set, dcomm_set))) / 1000.0;
+  t.total_comm_ms = LengthD(dcomm_set) / 1000.0;
+  t.total_memcpy_ms = LengthD(dmemcpy_set) / 1000.0;
+}
+
 }  // namespace
 
 GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& options,
@@ -300,63 +367,10 @@ GpuTimeline ComputeGpuTimeline(const Trace& trace, const GpuTimelineOptions& opt
   const double total_us = dlast - dfirst;
   t.total_ms = total_us / 1000.0;
   if (in_order) {
-    sweep.Finish();
-    dsweep.Finish();
-    t.busy_ns = all.Finish();
-    t.computation_ns = sweep.comp_len;
-    t.exposed_comm_ns = sweep.exposed_comm;
-    t.exposed_memcpy_ns = sweep.exposed_mem;
-    t.total_comm_ns = sweep.comm_len;
-    t.total_memcpy_ns = sweep.mem_len;
-    const double busy_us = dall.Finish();
-    t.busy_ms = busy_us / 1000.0;
-    t.idle_ms = (total_us - busy_us) / 1000.0;
-    t.computation_ms = dsweep.comp_len / 1000.0;
-    t.exposed_comm_ms = dsweep.exposed_comm / 1000.0;
-    t.exposed_memcpy_ms = dsweep.exposed_mem / 1000.0;
-    t.total_comm_ms = dsweep.comm_len / 1000.0;
-    t.total_memcpy_ms = dsweep.mem_len / 1000.0;
-    t.idle_ns = t.total_ns - t.busy_ns;
+    FinishInOrder(sweep, dsweep, all, dall, total_us, t);
     return t;
   }
-  // Not finalized (out of start order): the sets themselves, held in memory.
-  std::vector<Interval> ivs[3];
-  std::vector<DInterval> divs[3];
-  std::vector<Interval> all_ivs;
-  std::vector<DInterval> all_divs;
-  trace.gpu_ops.ForEach([&](const GpuOp& op) {
-    if (!on_device(op) || dropped(op)) return;
-    const double ds = static_cast<double>(op.start_ns) / 1000.0;
-    const Interval iv{op.start_ns, op.end_ns()};
-    const DInterval div{ds, ds + static_cast<double>(op.dur_ns) / 1000.0};
-    const int c = category(op);
-    ivs[c].push_back(iv);
-    divs[c].push_back(div);
-    all_ivs.push_back(iv);
-    all_divs.push_back(div);
-  });
-  t.busy_ns = TotalLength(MergeIntervals(std::move(all_ivs)));
-  const double busy_us = LengthD(MergeD(std::move(all_divs)));
-  const IntervalSet comp_set = MergeIntervals(std::move(ivs[IC::kComp]));
-  const IntervalSet comm_set = MergeIntervals(std::move(ivs[IC::kComm]));
-  const IntervalSet memcpy_set = MergeIntervals(std::move(ivs[IC::kMem]));
-  t.idle_ns = t.total_ns - t.busy_ns;
-  t.computation_ns = TotalLength(comp_set);
-  t.exposed_comm_ns = TotalLength(Subtract(comm_set, comp_set));
-  t.exposed_memcpy_ns = TotalLength(Subtract(memcpy_set, Unite(comp_set, comm_set)));
-  t.total_comm_ns = TotalLength(comm_set);
-  t.total_memcpy_ns = TotalLength(memcpy_set);
-
-  const DSet dcomp_set = MergeD(std::move(divs[IC::kComp]));
-  const DSet dcomm_set = MergeD(std::move(divs[IC::kComm]));
-  const DSet dmemcpy_set = MergeD(std::move(divs[IC::kMem]));
-  t.busy_ms = busy_us / 1000.0;
-  t.idle_ms = (total_us - busy_us) / 1000.0;
-  t.computation_ms = LengthD(dcomp_set) / 1000.0;
-  t.exposed_comm_ms = LengthD(SubtractD(dcomm_set, dcomp_set)) / 1000.0;
-  t.exposed_memcpy_ms = LengthD(SubtractD(dmemcpy_set, UniteD(dcomp_set, dcomm_set))) / 1000.0;
-  t.total_comm_ms = LengthD(dcomm_set) / 1000.0;
-  t.total_memcpy_ms = LengthD(dmemcpy_set) / 1000.0;
+  OutOfOrderTimeline(trace, on_device, dropped, category, total_us, t);
   return t;
 }
 

@@ -221,6 +221,55 @@ class Slots {
   uint32_t last_ = kNone;
 };
 
+// One stream's state in ComputeIdle's pass: its idle split so far and its last op.
+struct StreamState {
+  StreamIdle st;
+  bool seen = false;     // an op of the stream came before
+  int64_t prev_end = 0;  // the end of the one before
+  int64_t first_start = 0;
+  int64_t last_end = INT64_MIN;
+};
+
+// Each stream's span, into s.streams in key order, and the split summed over them.
+void SumStreams(const Slots<std::tuple<uint16_t, int32_t, int32_t>>& stream_slots,
+                std::vector<StreamState>& streams, IdleStats& s) {
+  for (const auto& [key, si] : stream_slots.by_key()) {
+    StreamState& ss = streams[si];
+    ss.st.span_ns = ss.last_end - ss.first_start;
+    s.host_wait_ns += ss.st.host_wait_ns;
+    s.kernel_wait_ns += ss.st.kernel_wait_ns;
+    s.other_ns += ss.st.other_ns;
+    s.streams.push_back(ss.st);
+  }
+}
+
+// The gaps reported (the first `largest_gaps` of AllGapsSorted(): `best` when bounded), each
+// with the op after it, that op's launch, and what the launching thread did during the gap.
+void DescribeGaps(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns, bool bounded,
+                  BestGaps& best, IdleStats& s) {
+  const std::vector<GapCandidate> gaps = bounded ? best.Sorted() : AllGapsSorted(trace);
+  const size_t keep =
+      o.largest_gaps < 0 ? gaps.size() : std::min(gaps.size(), static_cast<size_t>(o.largest_gaps));
+  s.largest_gaps.resize(keep);  // not to move again: HostDuringGaps points into it
+  HostDuringGaps host;
+  for (size_t k = 0; k < keep; ++k) {
+    const GapCandidate& c = gaps[k];
+    IdleGap& g = s.largest_gaps[k];
+    g.source = c.source;
+    g.device = c.device;
+    g.at_ns = c.start - t0_ns;
+    g.dur_ns = c.end - c.start;
+    g.next_op = std::string(trace.Name(c.next));
+    if (c.next_api == kNoLink) continue;
+    g.next_launch = std::string(trace.Name(c.launch.name));
+    g.launch_tid = c.launch.tid;
+    g.launch_wait_ns = c.launch.start_ns - c.start;
+    host.Add(&g, c.start, c.end, c.source, c.launch);
+  }
+  std::string error;
+  if (!host.Describe(trace, &error)) s.cpu_ops_error = std::move(error);
+}
+
 }  // namespace
 
 IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns) {
@@ -228,13 +277,6 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
   // gpu_ops are sorted by start: one pass in that order walks every stream's and every
   // device's ops in start order, with a little state per stream and per device. Streams are
   // reported in key order.
-  struct StreamState {
-    StreamIdle st;
-    bool seen = false;     // an op of the stream came before
-    int64_t prev_end = 0;  // the end of the one before
-    int64_t first_start = 0;
-    int64_t last_end = INT64_MIN;
-  };
   // The gaps reported are the first `largest_gaps` of AllGapsSorted(), kept here as they come
   // (all wanted, or very many: sorted after).
   const bool bounded = o.largest_gaps >= 0 && o.largest_gaps < 1024;
@@ -280,35 +322,8 @@ IdleStats ComputeIdle(const Trace& trace, const AnalysisOptions& o, int64_t t0_n
     }
     cover_end[di] = std::max(cover_end[di], op.end_ns());
   });
-  for (const auto& [key, si] : stream_slots.by_key()) {
-    StreamState& ss = streams[si];
-    ss.st.span_ns = ss.last_end - ss.first_start;
-    s.host_wait_ns += ss.st.host_wait_ns;
-    s.kernel_wait_ns += ss.st.kernel_wait_ns;
-    s.other_ns += ss.st.other_ns;
-    s.streams.push_back(ss.st);
-  }
-  const std::vector<GapCandidate> gaps = bounded ? best.Sorted() : AllGapsSorted(trace);
-  const size_t keep =
-      o.largest_gaps < 0 ? gaps.size() : std::min(gaps.size(), static_cast<size_t>(o.largest_gaps));
-  s.largest_gaps.resize(keep);  // not to move again: HostDuringGaps points into it
-  HostDuringGaps host;
-  for (size_t k = 0; k < keep; ++k) {
-    const GapCandidate& c = gaps[k];
-    IdleGap& g = s.largest_gaps[k];
-    g.source = c.source;
-    g.device = c.device;
-    g.at_ns = c.start - t0_ns;
-    g.dur_ns = c.end - c.start;
-    g.next_op = std::string(trace.Name(c.next));
-    if (c.next_api == kNoLink) continue;
-    g.next_launch = std::string(trace.Name(c.launch.name));
-    g.launch_tid = c.launch.tid;
-    g.launch_wait_ns = c.launch.start_ns - c.start;
-    host.Add(&g, c.start, c.end, c.source, c.launch);
-  }
-  std::string error;
-  if (!host.Describe(trace, &error)) s.cpu_ops_error = std::move(error);
+  SumStreams(stream_slots, streams, s);
+  DescribeGaps(trace, o, t0_ns, bounded, best, s);
   return s;
 }
 

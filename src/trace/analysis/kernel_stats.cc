@@ -68,24 +68,22 @@ struct Outlier {
   double excess() const { return static_cast<double>(dur_ns) - median_ns; }
 };
 
-}  // namespace
+constexpr uint32_t kNoGroup = UINT32_MAX;
 
-void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t busy_ns,
-                        int64_t t0_ns, TraceReport& r) {
-  // Group by interned raw name first (cheap), then fold raw names into normalised ones, in
-  // the order of each name's first op.
-  constexpr uint32_t kNoGroup = UINT32_MAX;
-  std::vector<uint32_t> group_of_raw(trace.names.size(), kNoGroup);
+// (group, duration) of every kernel: sorted, each group's durations come in order, for exact
+// quantiles in the memory of a few blocks.
+struct GroupDur {
+  uint32_t group;
+  int64_t dur_ns;
+};
+
+// The one pass over all ops: kernels grouped by interned raw name first (cheap), raw names
+// folded into normalised ones in the order of each name's first op; other ops summed by name;
+// the counters' bytes and time summed into r.
+void GroupKernels(const Trace& trace, std::vector<uint32_t>& group_of_raw,
+                  std::vector<Group>& groups, std::map<NameId, KernelStat>& others,
+                  SpillTable<GroupDur>& durs, TraceReport& r) {
   std::unordered_map<std::string, uint32_t> group_by_name;
-  std::vector<Group> groups;
-  std::map<NameId, KernelStat> others;
-  // (group, duration) of every kernel: sorted, each group's durations come in order, for exact
-  // quantiles in the memory of a few blocks.
-  struct GroupDur {
-    uint32_t group;
-    int64_t dur_ns;
-  };
-  SpillTable<GroupDur> durs(BlockRowsFor<GroupDur>(trace));
   auto group_of = [&](const GpuOp& op) {
     uint32_t& g = group_of_raw[op.name];
     if (g == kNoGroup) {
@@ -125,34 +123,44 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
     }
     durs.push_back({gi, op.dur_ns});
   });
+}
+
+void OtherOps(const Trace& trace, std::map<NameId, KernelStat>& others, TraceReport& r) {
   r.other_ops.clear();
   for (auto& [name, stat] : others) {
     stat.name = std::string(trace.Name(name));
     stat.mean_ns = static_cast<double>(stat.total_ns) / static_cast<double>(stat.count);
     r.other_ops.push_back(std::move(stat));
   }
-  {
-    std::optional<SortedQuantiles> q;
-    uint32_t current = kNoGroup;
-    size_t i = 0;
-    auto close = [&] {
-      if (current == kNoGroup) return;
-      groups[current].p99_ns = q->Get(0);
-      groups[current].p50_ns = q->Get(1);
-    };
-    SortTable(std::move(durs), [](const GroupDur& a, const GroupDur& b) {
-      return a.group != b.group ? a.group < b.group : a.dur_ns < b.dur_ns;
-    }).ForEach([&](const GroupDur& d) {
-      if (d.group != current) {
-        close();
-        current = d.group;
-        q.emplace(static_cast<size_t>(groups[current].count), std::initializer_list<double>{0.99, 0.5});
-        i = 0;
-      }
-      q->Feed(i++, d.dur_ns);
-    });
-    close();
-  }
+}
+
+// Each group's exact p50 and p99, from its durations sorted.
+void GroupQuantiles(SpillTable<GroupDur>&& durs, std::vector<Group>& groups) {
+  std::optional<SortedQuantiles> q;
+  uint32_t current = kNoGroup;
+  size_t i = 0;
+  auto close = [&] {
+    if (current == kNoGroup) return;
+    groups[current].p99_ns = q->Get(0);
+    groups[current].p50_ns = q->Get(1);
+  };
+  SortTable(std::move(durs), [](const GroupDur& a, const GroupDur& b) {
+    return a.group != b.group ? a.group < b.group : a.dur_ns < b.dur_ns;
+  }).ForEach([&](const GroupDur& d) {
+    if (d.group != current) {
+      close();
+      current = d.group;
+      q.emplace(static_cast<size_t>(groups[current].count),
+                std::initializer_list<double>{0.99, 0.5});
+      i = 0;
+    }
+    q->Feed(i++, d.dur_ns);
+  });
+  close();
+}
+
+// r.hot_kernels (longest total first, then by name) and the counters' achieved bandwidth.
+void HotKernels(std::vector<Group>& groups, int64_t busy_ns, TraceReport& r) {
   r.hot_kernels.reserve(groups.size());
   for (Group& g : groups) {
     for (const auto& [key, u] : g.open) {
@@ -175,10 +183,14 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
   if (r.counter_kernel_ns > 0) {
     r.counter_gbps = static_cast<double>(r.counter_bytes) / static_cast<double>(r.counter_kernel_ns);
   }
+}
 
-  // Outliers: a second pass, now that each kernel's median is known. Largest excess first,
-  // then earlier; the rest of the key makes the order total, so which instances are kept does
-  // not depend on the order they are met in.
+// Outliers: a second pass, now that each kernel's median is known. Largest excess first,
+// then earlier; the rest of the key makes the order total, so which instances are kept does
+// not depend on the order they are met in.
+void Outliers(const Trace& trace, const AnalysisOptions& o, int64_t t0_ns,
+              const std::vector<uint32_t>& group_of_raw, const std::vector<Group>& groups,
+              TraceReport& r) {
   auto better = [&groups](const Outlier& a, const Outlier& b) {
     const double ea = a.excess(), eb = b.excess();
     if (ea != eb) return ea > eb;
@@ -213,6 +225,21 @@ void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t bu
   for (const Outlier& x : kept) {
     r.outliers.push_back({groups[x.group].name, x.source, x.device, x.stream, x.at_ns, x.dur_ns, x.median_ns});
   }
+}
+
+}  // namespace
+
+void ComputeKernelStats(const Trace& trace, const AnalysisOptions& o, int64_t busy_ns,
+                        int64_t t0_ns, TraceReport& r) {
+  std::vector<uint32_t> group_of_raw(trace.names.size(), kNoGroup);
+  std::vector<Group> groups;
+  std::map<NameId, KernelStat> others;
+  SpillTable<GroupDur> durs(BlockRowsFor<GroupDur>(trace));
+  GroupKernels(trace, group_of_raw, groups, others, durs, r);
+  OtherOps(trace, others, r);
+  GroupQuantiles(std::move(durs), groups);
+  HotKernels(groups, busy_ns, r);
+  Outliers(trace, o, t0_ns, group_of_raw, groups, r);
 }
 
 }  // namespace latdoc::trace

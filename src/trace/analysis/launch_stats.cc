@@ -30,6 +30,39 @@ std::vector<SourceSpan> PerSourceSpans(const Trace& trace, Keep keep) {
   return spans;
 }
 
+// A graph's nodes, by launch: its first node's start is the graph's launch delay.
+struct GraphNode {
+  uint32_t api;
+  int64_t start_ns;
+  int64_t launch_start_ns, launch_end_ns;
+};
+
+// Each graph launch's first node's delay after the launch, into graph_first.
+void GraphFirstNodes(SpillTable<GraphNode>&& graph_nodes, const AnalysisOptions& o,
+                     QuantileSample& graph_first) {
+  // Each graph launch's nodes together (by launch), for their first start.
+  std::optional<GraphNode> first;  // of the launch being read: its earliest node
+  auto close = [&] {
+    // As a kernel's launch delay: a first node before its launch call began, or later than
+    // the plausible bound, is a clock mismatch and not counted.
+    if (!first) return;
+    const int64_t delay = first->start_ns - first->launch_end_ns;
+    if (first->start_ns < first->launch_start_ns || delay > o.max_plausible_launch_delay_ns) return;
+    graph_first.Add(std::max<int64_t>(0, delay));
+  };
+  SortTable(std::move(graph_nodes), [](const GraphNode& a, const GraphNode& b) {
+    return a.api < b.api;
+  }).ForEach([&](const GraphNode& n) {
+    if (first && first->api == n.api) {
+      first->start_ns = std::min(first->start_ns, n.start_ns);
+      return;
+    }
+    close();
+    first = n;
+  });
+  close();
+}
+
 }  // namespace
 
 LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
@@ -37,12 +70,6 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
   s.tiny_kernel_limit_ns = o.tiny_kernel_ns;
   QuantileSample delays(BlockRowsFor<int64_t>(trace)), call_durs(BlockRowsFor<int64_t>(trace)),
       graph_first(BlockRowsFor<int64_t>(trace));
-  // A graph's nodes, by launch: its first node's start is the graph's launch delay.
-  struct GraphNode {
-    uint32_t api;
-    int64_t start_ns;
-    int64_t launch_start_ns, launch_end_ns;
-  };
   SpillTable<GraphNode> graph_nodes(BlockRowsFor<GraphNode>(trace));
   int64_t delay_max = INT64_MIN;
   trace.gpu_ops.ForEach([&](const GpuOp& op) {
@@ -81,26 +108,7 @@ LaunchStats ComputeLaunch(const Trace& trace, const AnalysisOptions& o) {
     ++s.launch_calls;
     call_durs.Add(a.dur_ns);
   });
-  // Each graph launch's nodes together (by launch), for their first start.
-  std::optional<GraphNode> first;  // of the launch being read: its earliest node
-  auto close = [&] {
-    // As a kernel's launch delay: a first node before its launch call began, or later than
-    // the plausible bound, is a clock mismatch and not counted.
-    if (!first) return;
-    const int64_t delay = first->start_ns - first->launch_end_ns;
-    if (first->start_ns < first->launch_start_ns || delay > o.max_plausible_launch_delay_ns) return;
-    graph_first.Add(std::max<int64_t>(0, delay));
-  };
-  SortTable(std::move(graph_nodes), [](const GraphNode& a, const GraphNode& b) { return a.api < b.api; })
-      .ForEach([&](const GraphNode& n) {
-        if (first && first->api == n.api) {
-          first->start_ns = std::min(first->start_ns, n.start_ns);
-          return;
-        }
-        close();
-        first = n;
-      });
-  close();
+  GraphFirstNodes(std::move(graph_nodes), o, graph_first);
   for (const SourceSpan& f : launches) {
     if (f.calls < 2 || f.last <= f.first) continue;
     const double rate = static_cast<double>(f.calls) * 1e9 / static_cast<double>(f.last - f.first);

@@ -35,6 +35,55 @@ uint64_t Key(uint16_t source, int64_t external_id) {
   return (static_cast<uint64_t>(source) << 48) ^ static_cast<uint64_t>(external_id);
 }
 
+using Families = std::map<std::tuple<std::string, std::string, std::string, std::string>, Family>;
+
+// The ops' work by (source, External id): its index in trace.op_work.
+std::unordered_map<uint64_t, uint32_t> IndexWork(const Trace& trace) {
+  std::unordered_map<uint64_t, uint32_t> work_of;
+  work_of.reserve(trace.op_work.size());
+  for (uint32_t i = 0; i < trace.op_work.size(); ++i) {
+    const OpWork& w = trace.op_work[i];
+    if (w.external_id >= 0) work_of.emplace(Key(w.source, w.external_id), i);
+  }
+  return work_of;
+}
+
+// Each family's kernel row with its rates and share of busy time; the kRooflineKernels
+// longest kept.
+void FamilyKernels(Families& families, int64_t busy_ns, RooflineStats& out) {
+  for (auto& [key, f] : families) {
+    RooflineKernel k = std::move(f.k);
+    if (f.has_flops) k.flops = f.flops;
+    if (f.has_bytes) k.bytes = f.bytes;
+    if (k.total_ns > 0) {
+      const double secs = static_cast<double>(k.total_ns) / 1e9;
+      if (k.flops) k.achieved_tflops = *k.flops / secs / 1e12;
+      if (k.bytes) k.achieved_gbps = *k.bytes / secs / 1e9;
+    }
+    if (k.flops && k.bytes && *k.bytes > 0) k.intensity = *k.flops / *k.bytes;
+    k.busy_share = busy_ns > 0 ? static_cast<double>(k.total_ns) / static_cast<double>(busy_ns) : 0;
+    out.kernels.push_back(std::move(k));
+  }
+  std::stable_sort(
+      out.kernels.begin(), out.kernels.end(),
+      [](const RooflineKernel& a, const RooflineKernel& b) { return a.total_ns > b.total_ns; });
+  if (out.kernels.size() > kRooflineKernels) out.kernels.resize(kRooflineKernels);
+}
+
+// Each kept kernel's device name and arch: its own device's, else the first of its file's.
+void NameDevices(const Trace& trace, RooflineStats& out) {
+  for (RooflineKernel& k : out.kernels) {
+    const DeviceInfo* d = trace.FindDevice(k.source, k.device);
+    for (size_t i = 0; d == nullptr && i < trace.devices.size(); ++i) {
+      if (trace.devices[i].source == k.source) d = &trace.devices[i];
+    }
+    if (d != nullptr) {
+      k.device_name = d->name;
+      k.device_arch = d->arch;
+    }
+  }
+}
+
 }  // namespace
 
 RooflineStats ComputeRoofline(const Trace& trace, int64_t busy_ns) {
@@ -43,17 +92,12 @@ RooflineStats ComputeRoofline(const Trace& trace, int64_t busy_ns) {
   // Plan: index the ops' work by (source, External id); one pass over the kernels collects
   // those with work (and sums each op's kernel time) and folds counter kernels straight into
   // their family; then each matched kernel takes its duration's share of its op's work.
-  std::unordered_map<uint64_t, uint32_t> work_of;
-  work_of.reserve(trace.op_work.size());
-  for (uint32_t i = 0; i < trace.op_work.size(); ++i) {
-    const OpWork& w = trace.op_work[i];
-    if (w.external_id >= 0) work_of.emplace(Key(w.source, w.external_id), i);
-  }
+  const std::unordered_map<uint64_t, uint32_t> work_of = IndexWork(trace);
   std::vector<int64_t> op_kernel_ns(trace.op_work.size(), 0);
   std::vector<int64_t> op_kernels(trace.op_work.size(), 0);
   std::vector<Matched> matched;
   // Family by (normalised kernel name, op, kind, dtype).
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, Family> families;
+  Families families;
   std::unordered_map<NameId, std::string> normalised;
   auto norm = [&](NameId id) -> const std::string& {
     auto it = normalised.find(id);
@@ -113,33 +157,8 @@ RooflineStats ComputeRoofline(const Trace& trace, int64_t busy_ns) {
     ++out.kernels_with_work;
     out.kernel_ns_with_work += m.dur_ns;
   }
-  for (auto& [key, f] : families) {
-    RooflineKernel k = std::move(f.k);
-    if (f.has_flops) k.flops = f.flops;
-    if (f.has_bytes) k.bytes = f.bytes;
-    if (k.total_ns > 0) {
-      const double secs = static_cast<double>(k.total_ns) / 1e9;
-      if (k.flops) k.achieved_tflops = *k.flops / secs / 1e12;
-      if (k.bytes) k.achieved_gbps = *k.bytes / secs / 1e9;
-    }
-    if (k.flops && k.bytes && *k.bytes > 0) k.intensity = *k.flops / *k.bytes;
-    k.busy_share = busy_ns > 0 ? static_cast<double>(k.total_ns) / static_cast<double>(busy_ns) : 0;
-    out.kernels.push_back(std::move(k));
-  }
-  std::stable_sort(out.kernels.begin(), out.kernels.end(), [](const RooflineKernel& a, const RooflineKernel& b) {
-    return a.total_ns > b.total_ns;
-  });
-  if (out.kernels.size() > kRooflineKernels) out.kernels.resize(kRooflineKernels);
-  for (RooflineKernel& k : out.kernels) {
-    const DeviceInfo* d = trace.FindDevice(k.source, k.device);
-    for (size_t i = 0; d == nullptr && i < trace.devices.size(); ++i) {
-      if (trace.devices[i].source == k.source) d = &trace.devices[i];
-    }
-    if (d != nullptr) {
-      k.device_name = d->name;
-      k.device_arch = d->arch;
-    }
-  }
+  FamilyKernels(families, busy_ns, out);
+  NameDevices(trace, out);
   return out;
 }
 

@@ -35,11 +35,8 @@ std::string DeviceLabel(uint16_t source, int32_t device, const std::vector<Sourc
   return fmt::format("device {} of {}", device, slash == std::string::npos ? path : path.substr(slash + 1));
 }
 
-}  // namespace
-
-std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFile>& sources,
-                               const AnalysisOptions& o) {
-  std::string out;
+// The inputs: each file with its bad records, then the devices.
+void InputsSection(const TraceReport& r, const std::vector<SourceFile>& sources, std::string& out) {
   auto line = [&](const std::string& s) { out += s + "\n"; };
   line(fmt::format("Inputs: {} file(s); {} GPU ops, {} API calls, {} CPU ops over {:.3f} ms",
                    sources.size(), r.gpu_ops, r.api_calls, r.cpu_ops, static_cast<double>(r.span_ns) / 1e6));
@@ -62,6 +59,12 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                      d.arch.empty() ? "arch n/a" : d.arch));
   }
   if (r.idle_devices > 0) line(fmt::format("  ({} more devices in the trace ran no GPU work)", r.idle_devices));
+}
+
+// TraceLens's gpu_timeline over everything, then each device on its own window.
+void TimelineSection(const TraceReport& r, const std::vector<SourceFile>& sources,
+                     std::string& out) {
+  auto line = [&](const std::string& s) { out += s + "\n"; };
   const GpuTimeline& t = r.timeline;
   line("");
   line(fmt::format("GPU time (TraceLens gpu_timeline; {} ops{}, {} without a host launch dropped)",
@@ -87,6 +90,10 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                      DeviceLabel(d.source.value_or(0), d.device.value_or(-1), sources), d.total_ms,
                      d.busy_ms, d.idle_ms));
   }
+}
+
+void HotKernelsSection(const TraceReport& r, const AnalysisOptions& o, std::string& out) {
+  auto line = [&](const std::string& s) { out += s + "\n"; };
   if (!r.hot_kernels.empty()) {
     line("");
     // The rows shown, named in at least 30 columns and wider where two names would read the
@@ -109,6 +116,11 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                        k.p99_ns / 1e3, static_cast<double>(k.max_ns) / 1e3, 100 * k.busy_share));
     }
   }
+}
+
+void OutliersSection(const TraceReport& r, const std::vector<SourceFile>& sources,
+                     const AnalysisOptions& o, std::string& out) {
+  auto line = [&](const std::string& s) { out += s + "\n"; };
   line("");
   line(fmt::format("Outliers (> {:g}x the kernel's median and +{:.0f} us): {}", o.outlier_factor,
                    static_cast<double>(o.outlier_min_excess_ns) / 1e3, r.outlier_count));
@@ -118,6 +130,10 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                      static_cast<double>(x.dur_ns) / 1e3, x.median_ns / 1e3, static_cast<double>(x.at_ns) / 1e6,
                      DeviceLabel(x.source, x.device, sources), x.stream, Cut(x.name, 60)));
   }
+}
+
+void CopiesSection(const TraceReport& r, const AnalysisOptions& o, std::string& out) {
+  auto line = [&](const std::string& s) { out += s + "\n"; };
   line("");
   line(fmt::format("Copies: {} ({} with bytes), {} memsets; small (< {}) {}/s: {}", r.copies.copies,
                    r.copies.copies_with_bytes, r.copies.memsets, Bytes(o.small_copy_bytes),
@@ -133,6 +149,11 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     }
     if (r.copies.pageable_is_heuristic) line("  (pageable: heuristic, the trace records no memory kind)");
   }
+}
+
+// The idle split, then the largest gaps with what the host did in them.
+void IdleSection(const TraceReport& r, const std::vector<SourceFile>& sources, std::string& out) {
+  auto line = [&](const std::string& s) { out += s + "\n"; };
   line("");
   line(fmt::format("Idle gaps (HTA split): host wait {:.3f} ms, kernel wait {:.3f} ms, other {:.3f} ms",
                    static_cast<double>(r.idle.host_wait_ns) / 1e6, static_cast<double>(r.idle.kernel_wait_ns) / 1e6,
@@ -155,6 +176,10 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     }
   }
   if (r.idle.cpu_ops_error) line("  (no CPU side for the gaps: " + *r.idle.cpu_ops_error + ")");
+}
+
+void LaunchSection(const TraceReport& r, const AnalysisOptions& o, std::string& out) {
+  auto line = [&](const std::string& s) { out += s + "\n"; };
   const LaunchStats& l = r.launch;
   line("");
   line(fmt::format("Launch: {} kernels ({} with their launch), {} launch calls, {}/s; call p50 {}",
@@ -165,18 +190,11 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
   line(fmt::format("  tiny kernels launched one by one (< {:.0f} us): {} ({:.1f}%); launch-bound (HTA short): {}; graph launches: {} -> {} kernels, first node p50 {}",
                    static_cast<double>(o.tiny_kernel_ns) / 1e3, l.tiny_kernels, 100 * l.tiny_share,
                    l.launch_bound_kernels, l.graph_launches, l.graph_kernels, OptUs(l.graph_first_node_p50_ns)));
-  line("");
-  line(fmt::format("Steady state (from {:.3f} ms): {} syncs ({:.3f} ms), {} alloc/free calls ({:.3f} ms), {} sync copies",
-                   static_cast<double>(r.steady.steady_from_ns) / 1e6, r.steady.sync_count,
-                   static_cast<double>(r.steady.sync_ns) / 1e6, r.steady.alloc_count,
-                   static_cast<double>(r.steady.alloc_ns) / 1e6, r.steady.sync_copy_count));
-  out += RenderStepSummary(r.steps);
-  line(fmt::format("Overlap: long copies hidden under kernels {}; kernels on {} streams, concurrent {}",
-                   r.overlap.copy_hidden_share ? fmt::format("{:.1f}%", 100 * *r.overlap.copy_hidden_share) : "n/a",
-                   r.overlap.streams_with_kernels,
-                   r.overlap.concurrency_share
-                       ? fmt::format("{:.1f}% of the busy time of devices with 2 or more", 100 * *r.overlap.concurrency_share)
-                       : "n/a"));
+}
+
+// Kernel memory traffic, bandwidth against the peak, and known slow kernels.
+void BandwidthSection(const TraceReport& r, std::string& out) {
+  auto line = [&](const std::string& s) { out += s + "\n"; };
   if (r.counter_gbps) {
     line(fmt::format("Kernel memory traffic (FETCH_SIZE+WRITE_SIZE): {} kernels, {} over {:.3f} ms = {:.1f} GB/s",
                      r.counter_kernels, Bytes(r.counter_bytes), static_cast<double>(r.counter_kernel_ns) / 1e6,
@@ -194,8 +212,10 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
     line(fmt::format("Known slow kernel [{}]: {} x{} ({:.3f} ms)", p.pattern, Cut(p.kernel, 60), p.count,
                      static_cast<double>(p.total_ns) / 1e6));
   }
-  out += RenderRooflineText(r.roofline, static_cast<size_t>(o.hot_list));
-  out += RenderRanksText(r.ranks);
+}
+
+void StatsTablesSection(const TraceReport& r, const AnalysisOptions& o, std::string& out) {
+  auto line = [&](const std::string& s) { out += s + "\n"; };
   if (!r.stats_tables.empty()) {
     line("");
     line("From the profiler's stats tables      kind     calls     total ms    mean us");
@@ -207,6 +227,42 @@ std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFil
                        a.calls > 0 ? static_cast<double>(a.total_ns) / static_cast<double>(a.calls) / 1e3 : 0.0));
     }
   }
+}
+
+}  // namespace
+
+std::string RenderTraceSummary(const TraceReport& r, const std::vector<SourceFile>& sources,
+                               const AnalysisOptions& o) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  InputsSection(r, sources, out);
+  TimelineSection(r, sources, out);
+  HotKernelsSection(r, o, out);
+  OutliersSection(r, sources, o, out);
+  CopiesSection(r, o, out);
+  IdleSection(r, sources, out);
+  LaunchSection(r, o, out);
+  line("");
+  line(
+      fmt::format("Steady state (from {:.3f} ms): {} syncs ({:.3f} ms), {} alloc/free calls "
+                  "({:.3f} ms), {} sync copies",
+                  static_cast<double>(r.steady.steady_from_ns) / 1e6, r.steady.sync_count,
+                  static_cast<double>(r.steady.sync_ns) / 1e6, r.steady.alloc_count,
+                  static_cast<double>(r.steady.alloc_ns) / 1e6, r.steady.sync_copy_count));
+  out += RenderStepSummary(r.steps);
+  line(fmt::format(
+      "Overlap: long copies hidden under kernels {}; kernels on {} streams, concurrent {}",
+      r.overlap.copy_hidden_share ? fmt::format("{:.1f}%", 100 * *r.overlap.copy_hidden_share)
+                                  : "n/a",
+      r.overlap.streams_with_kernels,
+      r.overlap.concurrency_share
+          ? fmt::format("{:.1f}% of the busy time of devices with 2 or more",
+                        100 * *r.overlap.concurrency_share)
+          : "n/a"));
+  BandwidthSection(r, out);
+  out += RenderRooflineText(r.roofline, static_cast<size_t>(o.hot_list));
+  out += RenderRanksText(r.ranks);
+  StatsTablesSection(r, o, out);
   return out;
 }
 

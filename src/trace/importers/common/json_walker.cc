@@ -70,6 +70,8 @@ void JsonWalker::AfterValue() {
 
 bool JsonWalker::ScanValue() { return value_.Scan(buf_.data(), buf_.size(), &pos_, &end_); }
 
+// Long on purpose: the per-byte scanning loop, one state machine (a switch on state_) over every
+// byte of the buffer; split, the states would lose inlining on the hot path.
 Status JsonWalker::Scan() {
   while (pos_ < buf_.size()) {
     const char c = buf_[pos_];

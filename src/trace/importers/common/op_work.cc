@@ -246,6 +246,75 @@ std::optional<OpWork> Gemm(const Dims& a, const Dims& b, Dtype t, size_t batch_r
   return w;
 }
 
+// Scaled dot-product attention over q, k and v of rank 4: (B, H, L, D) when `bhld`, else
+// (B, L, H, D); t is q's type.
+std::optional<OpWork> Attention(bool bhld, const Dims& q, const Dims& k, const Dims& v, Dtype t) {
+  if (q.size() != 4 || k.size() != 4 || v.size() != 4 || t.bytes == 0) return std::nullopt;
+  const double b = static_cast<double>(q[0]);
+  const double h = static_cast<double>(bhld ? q[1] : q[2]);
+  const double lq = static_cast<double>(bhld ? q[2] : q[1]);
+  const double lk = static_cast<double>(bhld ? k[2] : k[1]);
+  const double d = static_cast<double>(q[3]), dv = static_cast<double>(v[3]);
+  if (k[3] != q[3] || k[0] != q[0] || v[0] != q[0]) return std::nullopt;
+  OpWork w;
+  w.kind = WorkKind::kAttention;
+  w.dtype = t.kind;
+  w.flops = 2 * b * h * lq * lk * (d + dv);
+  w.bytes = (Numel(q) + Numel(k) + Numel(v) + b * h * lq * dv) * t.bytes;
+  return w;
+}
+
+// The elementwise families (arithmetic, copy, reduction, softmax) over the tensors recorded
+// with a shape and a known type (at least one).
+std::optional<OpWork> Elementwise(Family family, std::string_view op_name,
+                                  const Inputs<Tensor>& tensors) {
+  OpWork w;
+  w.kind = WorkKind::kElementwise;
+  w.dtype = tensors[0].dtype.kind;
+  double read = 0;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    read += Numel(*tensors[i].dims) * tensors[i].dtype.bytes;
+  if (family == Family::kCopy) {
+    // copy_(self, src): reads src, writes self; both are recorded.
+    w.bytes = read;
+    w.flops = 0;
+    return w;
+  }
+  if (family == Family::kReduce) {
+    // The output (one value per reduced row) is small beside the input: not counted.
+    w.bytes = read;
+    w.flops = Numel(*tensors[0].dims);
+    return w;
+  }
+  if (family == Family::kSoftmax) {
+    w.bytes = 2 * Numel(*tensors[0].dims) * tensors[0].dtype.bytes;
+    w.flops = 5 * Numel(*tensors[0].dims);  // max, subtract, exp, sum, divide
+    return w;
+  }
+  // The output has the broadcast shape of the inputs (right-aligned), in the first
+  // tensor's type; an in-place op (name ending in '_') writes its first input.
+  double out_numel = 1;
+  if (op_name.ends_with("_")) {
+    out_numel = Numel(*tensors[0].dims);
+  } else {
+    size_t rank = 0;
+    for (size_t i = 0; i < tensors.size(); ++i) rank = std::max(rank, tensors[i].dims->size());
+    for (size_t j = 0; j < rank; ++j) {
+      int64_t size = 1;
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        const Dims& d = *tensors[i].dims;
+        if (j + d.size() < rank) continue;
+        const int64_t v = d[j + d.size() - rank];
+        if (v != 1) size = v;
+      }
+      out_numel *= static_cast<double>(size);
+    }
+  }
+  w.bytes = read + out_numel * tensors[0].dtype.bytes;
+  w.flops = out_numel;
+  return w;
+}
+
 }  // namespace
 
 bool WantsShapes(std::string_view op_name) {
@@ -284,22 +353,7 @@ std::optional<OpWork> EstimateOpWork(std::string_view op_name, std::string_view 
     case Family::kAttnBHLD:
     case Family::kAttnBLHD: {
       if (dims.size() < 3) return std::nullopt;
-      const Dims &q = dims[0], &k = dims[1], &v = dims[2];
-      const Dtype t = dtype(0);
-      if (q.size() != 4 || k.size() != 4 || v.size() != 4 || t.bytes == 0) return std::nullopt;
-      const bool bhld = family == Family::kAttnBHLD;
-      const double b = static_cast<double>(q[0]);
-      const double h = static_cast<double>(bhld ? q[1] : q[2]);
-      const double lq = static_cast<double>(bhld ? q[2] : q[1]);
-      const double lk = static_cast<double>(bhld ? k[2] : k[1]);
-      const double d = static_cast<double>(q[3]), dv = static_cast<double>(v[3]);
-      if (k[3] != q[3] || k[0] != q[0] || v[0] != q[0]) return std::nullopt;
-      OpWork w;
-      w.kind = WorkKind::kAttention;
-      w.dtype = t.kind;
-      w.flops = 2 * b * h * lq * lk * (d + dv);
-      w.bytes = (Numel(q) + Numel(k) + Numel(v) + b * h * lq * dv) * t.bytes;
-      return w;
+      return Attention(family == Family::kAttnBHLD, dims[0], dims[1], dims[2], dtype(0));
     }
     case Family::kArith:
     case Family::kCopy:
@@ -311,50 +365,7 @@ std::optional<OpWork> EstimateOpWork(std::string_view op_name, std::string_view 
         if (!dims[i].empty() && t.bytes > 0) tensors.push_back({&dims[i], t});
       }
       if (tensors.size() == 0) return std::nullopt;
-      OpWork w;
-      w.kind = WorkKind::kElementwise;
-      w.dtype = tensors[0].dtype.kind;
-      double read = 0;
-      for (size_t i = 0; i < tensors.size(); ++i) read += Numel(*tensors[i].dims) * tensors[i].dtype.bytes;
-      if (family == Family::kCopy) {
-        // copy_(self, src): reads src, writes self; both are recorded.
-        w.bytes = read;
-        w.flops = 0;
-        return w;
-      }
-      if (family == Family::kReduce) {
-        // The output (one value per reduced row) is small beside the input: not counted.
-        w.bytes = read;
-        w.flops = Numel(*tensors[0].dims);
-        return w;
-      }
-      if (family == Family::kSoftmax) {
-        w.bytes = 2 * Numel(*tensors[0].dims) * tensors[0].dtype.bytes;
-        w.flops = 5 * Numel(*tensors[0].dims);  // max, subtract, exp, sum, divide
-        return w;
-      }
-      // The output has the broadcast shape of the inputs (right-aligned), in the first
-      // tensor's type; an in-place op (name ending in '_') writes its first input.
-      double out_numel = 1;
-      if (op_name.ends_with("_")) {
-        out_numel = Numel(*tensors[0].dims);
-      } else {
-        size_t rank = 0;
-        for (size_t i = 0; i < tensors.size(); ++i) rank = std::max(rank, tensors[i].dims->size());
-        for (size_t j = 0; j < rank; ++j) {
-          int64_t size = 1;
-          for (size_t i = 0; i < tensors.size(); ++i) {
-            const Dims& d = *tensors[i].dims;
-            if (j + d.size() < rank) continue;
-            const int64_t v = d[j + d.size() - rank];
-            if (v != 1) size = v;
-          }
-          out_numel *= static_cast<double>(size);
-        }
-      }
-      w.bytes = read + out_numel * tensors[0].dtype.bytes;
-      w.flops = out_numel;
-      return w;
+      return Elementwise(family, op_name, tensors);
     }
     case Family::kNone:
       break;

@@ -278,6 +278,46 @@ std::optional<Status> ImportSplit(const std::string& path, const ImportOptions& 
   return chain.Close(status, fed, events);
 }
 
+namespace {
+
+// The first slices say whether traceEvents opened (and in which form) before the split.
+// Small ones: while this thread parses them alone, the other cores wait. Returns the bytes
+// read (or the read's error); `status` gets the parse's.
+StatusOr<size_t> FeedFirstSlices(InputStream& in, KinetoParse& main, size_t chunk, Status& status) {
+  StatusOr<size_t> got = size_t{0};
+  const size_t first_slice = std::min<size_t>(chunk, size_t{64} << 10);
+  const auto first = std::make_unique_for_overwrite<char[]>(first_slice);
+  size_t total = 0;
+  while (status.ok() && !main.scanner().saw_trace_events() && total < chunk) {
+    auto n = in.Read(first.get(), first_slice);
+    if (!n.ok()) {
+      got = n;
+      break;
+    }
+    if (*n == 0) break;
+    total += *n;
+    got = total;
+    status = main.Feed(std::string_view(first.get(), *n));
+  }
+  return got;
+}
+
+// No split (the first slices failed, or traceEvents did not open in them): the rest of the
+// stream goes to `main` on this thread.
+Status FeedUnsplit(std::unique_ptr<InputStream> in, KinetoParse& main, size_t chunk, Status status,
+                   uint64_t* fed, uint64_t* events) {
+  if (status.ok()) {
+    in = ReadAhead(std::move(in), chunk);
+    status = ForEachSlice(*in, chunk, [&](std::string_view bytes) { return main.Feed(bytes); });
+  }
+  if (status.ok()) status = main.scanner().Finish();
+  *fed = main.fed();
+  *events = main.scanner().events();
+  return status;
+}
+
+}  // namespace
+
 // Long on purpose: retire, fresh and dispatch are lambdas over the one stream's state (the
 // parts in flight, the spare buffers, the chain); split apart they would share it by pointer.
 std::optional<Status> ImportSplitStream(const std::string& path, const ImportOptions& options, Trace& trace,
@@ -299,36 +339,11 @@ std::optional<Status> ImportSplitStream(const std::string& path, const ImportOpt
   const size_t in_flight = 2 * static_cast<size_t>(workers);
   const size_t read = std::min(chunk, std::max<size_t>(part_bytes, 4096));  // after the first slice
 
-  // The first slices say whether traceEvents opened (and in which form) before the split.
-  // Small ones: while this thread parses them alone, the other cores wait.
   Status status;
-  StatusOr<size_t> got = size_t{0};
-  {
-    const size_t first_slice = std::min<size_t>(chunk, size_t{64} << 10);
-    const auto first = std::make_unique_for_overwrite<char[]>(first_slice);
-    size_t total = 0;
-    while (status.ok() && !main.scanner().saw_trace_events() && total < chunk) {
-      auto n = in->Read(first.get(), first_slice);
-      if (!n.ok()) {
-        got = n;
-        break;
-      }
-      if (*n == 0) break;
-      total += *n;
-      got = total;
-      status = main.Feed(std::string_view(first.get(), *n));
-    }
-  }
+  StatusOr<size_t> got = FeedFirstSlices(*in, main, chunk, status);
   if (!got.ok()) status = got.status();
   if (!status.ok() || !main.scanner().saw_trace_events()) {
-    if (status.ok()) {
-      in = ReadAhead(std::move(in), chunk);
-      status = ForEachSlice(*in, chunk, [&](std::string_view bytes) { return main.Feed(bytes); });
-    }
-    if (status.ok()) status = main.scanner().Finish();
-    *fed = main.fed();
-    *events = main.scanner().events();
-    return status;
+    return FeedUnsplit(std::move(in), main, chunk, status, fed, events);
   }
   const bool bare = main.scanner().bare_array();
   PartChain chain(trace, source, main);

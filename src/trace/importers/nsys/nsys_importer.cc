@@ -197,6 +197,215 @@ void NameRuntimeCall(NsysStrings& strings, Trace& trace, ApiCall& a) {
   }
 }
 
+// The export schema's major version must be 3 (a file without META_DATA_EXPORT passes).
+Status CheckSchema(SqliteDb& db, const std::string& path) {
+  if (db.Has("META_DATA_EXPORT")) {
+    const std::string major =
+        db.QueryText("SELECT value FROM META_DATA_EXPORT WHERE name='EXPORT_SCHEMA_VERSION_MAJOR'")
+            .value_or("3");
+    if (major != "3") {
+      return Unimplemented(fmt::format("{}: Nsight Systems export schema major version {} is not "
+                                       "supported (3 is)", path, major));
+    }
+  }
+  return Status::Ok();
+}
+
+// What every table reader below works on: the export, the trace and this file's source.
+struct NsysRead {
+  SqliteDb& db;
+  const std::string& path;
+  Trace& trace;
+  SourceFile& src;
+  uint16_t source;
+  NsysStrings& strings;
+
+  // Returns true (and counts the row) when end < start; the rowid is read only then.
+  bool Negative(std::string_view table, const SqliteStmt& q, int64_t start, int64_t end) const {
+    if (end >= start) return false;
+    src.issues.Add("negative duration", fmt::format("{} rowid={}", table, q.Int(0)),
+                   fmt::format("end {} < start {}", end, start));
+    return true;
+  }
+};
+
+// The capture's times are ns after its start, whose wall clock the export records
+// (TARGET_INFO_SESSION_START_TIME.utcEpochNs, "UTC Epoch timestamp at start of the capture").
+void ReadSessionStart(SqliteDb& db, SourceFile& src) {
+  if (db.Has("TARGET_INFO_SESSION_START_TIME")) {
+    const std::optional<int64_t> utc =
+        db.QueryInt("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
+    if (utc && *utc > 0) src.wall_clock_base_ns = *utc;
+    else src.issues.Add("bad TARGET_INFO_SESSION_START_TIME", "utcEpochNs", "not a positive integer");
+  }
+}
+
+Status ReadDevices(const NsysRead& r) {
+  if (!r.db.Has("TARGET_INFO_GPU")) return Status::Ok();
+  Status st;
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      r.db.Prepare("SELECT id, name, computeMajor, computeMinor FROM TARGET_INFO_GPU"));
+  while (q.Step(&st)) {
+    DeviceInfo d;
+    d.source = r.source;
+    d.device = static_cast<int32_t>(q.Int(0));
+    d.name = std::string(q.Text(1));
+    d.arch = ArchFromComputeCapability(false, q.OptInt(2).value_or(-1), q.OptInt(3).value_or(-1));
+    r.trace.devices.push_back(std::move(d));
+  }
+  return st.WithContext(r.path);
+}
+
+// Every reader below reads each column once, in column order (SQLite decodes a record left to
+// right and caches the offsets).
+Status ReadKernels(const NsysRead& r) {
+  Status st;
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      r.db.Prepare(fmt::format(
+          "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, demangledName, "
+          "shortName FROM CUPTI_ACTIVITY_KIND_KERNEL",
+          PidColumn(r.db, "CUPTI_ACTIVITY_KIND_KERNEL"))));
+  LazyName unknown{"unknown kernel"};
+  while (q.Step(&st)) {
+    const int64_t start = q.Int(1), end = q.Int(2);
+    if (r.Negative("CUPTI_ACTIVITY_KIND_KERNEL", q, start, end)) continue;
+    GpuOp op;
+    op.start_ns = start;
+    op.dur_ns = end - start;
+    op.device = static_cast<int32_t>(q.Int(3));
+    op.stream = static_cast<int32_t>(q.Int(4));
+    op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
+    // demangledName, else shortName, else "unknown kernel" (an empty demangled name counts
+    // as missing).
+    NsysStrings::Entry* e = r.strings.Find(q.OptInt(7));
+    if (e == nullptr || e->value.empty()) e = r.strings.Find(q.OptInt(8));
+    op.name = e != nullptr ? r.strings.Name(*e, r.trace) : unknown.Get(r.trace);
+    op.source = r.source;
+    r.trace.gpu_ops.push_back(op);
+    ++r.src.events_read;
+  }
+  return st.WithContext(r.path);
+}
+
+Status ReadMemcpys(const NsysRead& r) {
+  Status st;
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      r.db.Prepare(fmt::format(
+          "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes, copyKind, "
+          "srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+          PidColumn(r.db, "CUPTI_ACTIVITY_KIND_MEMCPY"))));
+  // Names per (direction, src kind, dst kind), made on first use.
+  constexpr size_t kDirs = 6, kKinds = 6;
+  std::vector<NameId> copy_names(kDirs * kKinds * kKinds, kUnset);
+  while (q.Step(&st)) {
+    const int64_t start = q.Int(1), end = q.Int(2);
+    if (r.Negative("CUPTI_ACTIVITY_KIND_MEMCPY", q, start, end)) continue;
+    GpuOp op;
+    op.kind = GpuOpKind::kMemcpy;
+    op.start_ns = start;
+    op.dur_ns = end - start;
+    op.device = static_cast<int32_t>(q.Int(3));
+    op.stream = static_cast<int32_t>(q.Int(4));
+    op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
+    op.bytes = q.OptInt(7).value_or(-1);
+    op.direction = CopyKind(q.Int(8));
+    op.src_kind = NsysMemKind(q.OptInt(9));
+    op.dst_kind = NsysMemKind(q.OptInt(10));
+    NameId& name =
+        copy_names[(static_cast<size_t>(op.direction) * kKinds + static_cast<size_t>(op.src_kind)) *
+                       kKinds +
+                   static_cast<size_t>(op.dst_kind)];
+    if (name == kUnset) {
+      // Named as Kineto names copies, so both formats group alike.
+      name =
+          r.trace.names.Intern(fmt::format("Memcpy {} ({} -> {})", CopyDirectionName(op.direction),
+                                           MemKindLabel(op.src_kind), MemKindLabel(op.dst_kind)));
+    }
+    op.name = name;
+    op.source = r.source;
+    r.trace.gpu_ops.push_back(op);
+    ++r.src.events_read;
+  }
+  return st.WithContext(r.path);
+}
+
+Status ReadMemsets(const NsysRead& r) {
+  Status st;
+  ASSIGN_OR_RETURN(
+      SqliteStmt q,
+      r.db.Prepare(
+          fmt::format("SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes FROM "
+                      "CUPTI_ACTIVITY_KIND_MEMSET",
+                      PidColumn(r.db, "CUPTI_ACTIVITY_KIND_MEMSET"))));
+  const NameId memset_name = r.trace.names.Intern("Memset (Device)");
+  while (q.Step(&st)) {
+    const int64_t start = q.Int(1), end = q.Int(2);
+    if (r.Negative("CUPTI_ACTIVITY_KIND_MEMSET", q, start, end)) continue;
+    GpuOp op;
+    op.kind = GpuOpKind::kMemset;
+    op.start_ns = start;
+    op.dur_ns = end - start;
+    op.device = static_cast<int32_t>(q.Int(3));
+    op.stream = static_cast<int32_t>(q.Int(4));
+    op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
+    op.bytes = q.OptInt(7).value_or(-1);
+    op.name = memset_name;
+    op.source = r.source;
+    r.trace.gpu_ops.push_back(op);
+    ++r.src.events_read;
+  }
+  return st.WithContext(r.path);
+}
+
+// The runtime calls the second thread read: their negative rows counted, their names made,
+// then moved into the trace.
+void AddRuntimeCalls(const NsysRead& r, SpillTable<ApiCall>& runtime_calls,
+                     const std::vector<NegativeRow>& runtime_negatives) {
+  // The rows read before an error are kept, as a one-thread read keeps them.
+  for (const NegativeRow& n : runtime_negatives) {
+    r.src.issues.Add("negative duration",
+                     fmt::format("CUPTI_ACTIVITY_KIND_RUNTIME rowid={}", n.rowid),
+                     fmt::format("end {} < start {}", n.end, n.start));
+  }
+  r.src.events_read += static_cast<int64_t>(runtime_calls.size());
+  runtime_calls.ForEach([&](ApiCall a) {
+    NameRuntimeCall(r.strings, r.trace, a);
+    r.trace.api_calls.push_back(a);
+  });
+  runtime_calls.clear();
+}
+
+Status ReadNvtx(const NsysRead& r) {
+  Status st;
+  ASSIGN_OR_RETURN(SqliteStmt q, r.db.Prepare("SELECT rowid, start, end, text, textId, globalTid "
+                                              "FROM NVTX_EVENTS WHERE end IS NOT NULL"));
+  LazyName nvtx{"nvtx"};
+  while (q.Step(&st)) {
+    const int64_t start = q.Int(1), end = q.Int(2);
+    if (r.Negative("NVTX_EVENTS", q, start, end)) continue;
+    CpuOp c;
+    c.start_ns = start;
+    c.dur_ns = end - start;
+    if (const std::optional<std::string_view> text = q.OptText(3)) {
+      c.name = r.trace.names.Intern(*text);
+    } else {
+      NsysStrings::Entry* e = r.strings.Find(q.OptInt(4));
+      c.name = e != nullptr ? r.strings.Name(*e, r.trace) : nvtx.Get(r.trace);
+    }
+    const int64_t g = q.Int(5);
+    c.pid = static_cast<int32_t>((g >> 24) & 0xFFFFFF);
+    c.tid = static_cast<int32_t>(g & 0xFFFFFF);
+    c.kind = CpuOpKind::kMarker;
+    c.source = r.source;
+    r.trace.cpu_ops.push_back(c);
+    ++r.src.events_read;
+  }
+  return st.WithContext(r.path);
+}
+
 }  // namespace
 
 Status NsysImporter::Import(const std::string& path, const ImportOptions& options, Trace& trace,
@@ -204,34 +413,12 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
   (void)options;
   (void)consumed;
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
-  if (db->Has("META_DATA_EXPORT")) {
-    const std::string major =
-        db->QueryText("SELECT value FROM META_DATA_EXPORT WHERE name='EXPORT_SCHEMA_VERSION_MAJOR'")
-            .value_or("3");
-    if (major != "3") {
-      return Unimplemented(fmt::format("{}: Nsight Systems export schema major version {} is not "
-                                       "supported (3 is)", path, major));
-    }
-  }
+  RETURN_IF_ERROR(CheckSchema(*db, path));
   const uint16_t source = trace.AddSource(path, "nsys");
   SourceFile& src = trace.sources[source];
-  // The capture's times are ns after its start, whose wall clock the export records
-  // (TARGET_INFO_SESSION_START_TIME.utcEpochNs, "UTC Epoch timestamp at start of the capture").
-  if (db->Has("TARGET_INFO_SESSION_START_TIME")) {
-    const std::optional<int64_t> utc = db->QueryInt("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME");
-    if (utc && *utc > 0) src.wall_clock_base_ns = *utc;
-    else src.issues.Add("bad TARGET_INFO_SESSION_START_TIME", "utcEpochNs", "not a positive integer");
-  }
-  Status st;
+  ReadSessionStart(*db, src);
   NsysStrings strings;
   RETURN_IF_ERROR(strings.Load(*db).WithContext(path));
-  // Returns true (and counts the row) when end < start; the rowid is read only then.
-  auto negative = [&](std::string_view table, const SqliteStmt& q, int64_t start, int64_t end) {
-    if (end >= start) return false;
-    src.issues.Add("negative duration", fmt::format("{} rowid={}", table, q.Int(0)),
-                   fmt::format("end {} < start {}", end, start));
-    return true;
-  };
   const bool has_kernel = db->Has("CUPTI_ACTIVITY_KIND_KERNEL");
   const bool has_memcpy = db->Has("CUPTI_ACTIVITY_KIND_MEMCPY");
   const bool has_memset = db->Has("CUPTI_ACTIVITY_KIND_MEMSET");
@@ -249,146 +436,17 @@ Status NsysImporter::Import(const std::string& path, const ImportOptions& option
                               : own.status();
   });
 
-  if (db->Has("TARGET_INFO_GPU")) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare("SELECT id, name, computeMajor, computeMinor FROM TARGET_INFO_GPU"));
-    while (q.Step(&st)) {
-      DeviceInfo d;
-      d.source = source;
-      d.device = static_cast<int32_t>(q.Int(0));
-      d.name = std::string(q.Text(1));
-      d.arch = ArchFromComputeCapability(false, q.OptInt(2).value_or(-1), q.OptInt(3).value_or(-1));
-      trace.devices.push_back(std::move(d));
-    }
-    RETURN_IF_ERROR(st.WithContext(path));
-  }
-  // Every loop below reads each column once, in column order (SQLite decodes a record left to
-  // right and caches the offsets).
-  if (has_kernel) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(fmt::format(
-        "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, demangledName, "
-        "shortName FROM CUPTI_ACTIVITY_KIND_KERNEL", PidColumn(*db, "CUPTI_ACTIVITY_KIND_KERNEL"))));
-    LazyName unknown{"unknown kernel"};
-    while (q.Step(&st)) {
-      const int64_t start = q.Int(1), end = q.Int(2);
-      if (negative("CUPTI_ACTIVITY_KIND_KERNEL", q, start, end)) continue;
-      GpuOp op;
-      op.start_ns = start;
-      op.dur_ns = end - start;
-      op.device = static_cast<int32_t>(q.Int(3));
-      op.stream = static_cast<int32_t>(q.Int(4));
-      op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
-      // demangledName, else shortName, else "unknown kernel" (an empty demangled name counts
-      // as missing).
-      NsysStrings::Entry* e = strings.Find(q.OptInt(7));
-      if (e == nullptr || e->value.empty()) e = strings.Find(q.OptInt(8));
-      op.name = e != nullptr ? strings.Name(*e, trace) : unknown.Get(trace);
-      op.source = source;
-      trace.gpu_ops.push_back(op);
-      ++src.events_read;
-    }
-    RETURN_IF_ERROR(st.WithContext(path));
-  }
-  if (has_memcpy) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(fmt::format(
-        "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes, copyKind, "
-        "srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY",
-        PidColumn(*db, "CUPTI_ACTIVITY_KIND_MEMCPY"))));
-    // Names per (direction, src kind, dst kind), made on first use.
-    constexpr size_t kDirs = 6, kKinds = 6;
-    std::vector<NameId> copy_names(kDirs * kKinds * kKinds, kUnset);
-    while (q.Step(&st)) {
-      const int64_t start = q.Int(1), end = q.Int(2);
-      if (negative("CUPTI_ACTIVITY_KIND_MEMCPY", q, start, end)) continue;
-      GpuOp op;
-      op.kind = GpuOpKind::kMemcpy;
-      op.start_ns = start;
-      op.dur_ns = end - start;
-      op.device = static_cast<int32_t>(q.Int(3));
-      op.stream = static_cast<int32_t>(q.Int(4));
-      op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
-      op.bytes = q.OptInt(7).value_or(-1);
-      op.direction = CopyKind(q.Int(8));
-      op.src_kind = NsysMemKind(q.OptInt(9));
-      op.dst_kind = NsysMemKind(q.OptInt(10));
-      NameId& name = copy_names[(static_cast<size_t>(op.direction) * kKinds +
-                                 static_cast<size_t>(op.src_kind)) * kKinds +
-                                static_cast<size_t>(op.dst_kind)];
-      if (name == kUnset) {
-        // Named as Kineto names copies, so both formats group alike.
-        name = trace.names.Intern(fmt::format("Memcpy {} ({} -> {})", CopyDirectionName(op.direction),
-                                              MemKindLabel(op.src_kind), MemKindLabel(op.dst_kind)));
-      }
-      op.name = name;
-      op.source = source;
-      trace.gpu_ops.push_back(op);
-      ++src.events_read;
-    }
-    RETURN_IF_ERROR(st.WithContext(path));
-  }
-  if (has_memset) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(fmt::format(
-        "SELECT rowid, start, end, deviceId, streamId, correlationId, {}, bytes FROM "
-        "CUPTI_ACTIVITY_KIND_MEMSET", PidColumn(*db, "CUPTI_ACTIVITY_KIND_MEMSET"))));
-    const NameId memset_name = trace.names.Intern("Memset (Device)");
-    while (q.Step(&st)) {
-      const int64_t start = q.Int(1), end = q.Int(2);
-      if (negative("CUPTI_ACTIVITY_KIND_MEMSET", q, start, end)) continue;
-      GpuOp op;
-      op.kind = GpuOpKind::kMemset;
-      op.start_ns = start;
-      op.dur_ns = end - start;
-      op.device = static_cast<int32_t>(q.Int(3));
-      op.stream = static_cast<int32_t>(q.Int(4));
-      op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
-      op.bytes = q.OptInt(7).value_or(-1);
-      op.name = memset_name;
-      op.source = source;
-      trace.gpu_ops.push_back(op);
-      ++src.events_read;
-    }
-    RETURN_IF_ERROR(st.WithContext(path));
-  }
+  const NsysRead r{*db, path, trace, src, source, strings};
+  RETURN_IF_ERROR(ReadDevices(r));
+  if (has_kernel) RETURN_IF_ERROR(ReadKernels(r));
+  if (has_memcpy) RETURN_IF_ERROR(ReadMemcpys(r));
+  if (has_memset) RETURN_IF_ERROR(ReadMemsets(r));
   if (has_runtime) {
     runtime.Join();
-    // The rows read before an error are kept, as a one-thread read keeps them.
-    for (const NegativeRow& n : runtime_negatives) {
-      src.issues.Add("negative duration", fmt::format("CUPTI_ACTIVITY_KIND_RUNTIME rowid={}", n.rowid),
-                     fmt::format("end {} < start {}", n.end, n.start));
-    }
-    src.events_read += static_cast<int64_t>(runtime_calls.size());
-    runtime_calls.ForEach([&](ApiCall a) {
-      NameRuntimeCall(strings, trace, a);
-      trace.api_calls.push_back(a);
-    });
-    runtime_calls.clear();
+    AddRuntimeCalls(r, runtime_calls, runtime_negatives);
     RETURN_IF_ERROR(runtime_status.WithContext(path));
   }
-  if (db->Has("NVTX_EVENTS")) {
-    ASSIGN_OR_RETURN(SqliteStmt q, db->Prepare(
-        "SELECT rowid, start, end, text, textId, globalTid FROM NVTX_EVENTS WHERE end IS NOT NULL"));
-    LazyName nvtx{"nvtx"};
-    while (q.Step(&st)) {
-      const int64_t start = q.Int(1), end = q.Int(2);
-      if (negative("NVTX_EVENTS", q, start, end)) continue;
-      CpuOp c;
-      c.start_ns = start;
-      c.dur_ns = end - start;
-      if (const std::optional<std::string_view> text = q.OptText(3)) {
-        c.name = trace.names.Intern(*text);
-      } else {
-        NsysStrings::Entry* e = strings.Find(q.OptInt(4));
-        c.name = e != nullptr ? strings.Name(*e, trace) : nvtx.Get(trace);
-      }
-      const int64_t g = q.Int(5);
-      c.pid = static_cast<int32_t>((g >> 24) & 0xFFFFFF);
-      c.tid = static_cast<int32_t>(g & 0xFFFFFF);
-      c.kind = CpuOpKind::kMarker;
-      c.source = source;
-      trace.cpu_ops.push_back(c);
-      ++src.events_read;
-    }
-    RETURN_IF_ERROR(st.WithContext(path));
-  }
+  if (db->Has("NVTX_EVENTS")) RETURN_IF_ERROR(ReadNvtx(r));
   return Status::Ok();
 }
 

@@ -269,30 +269,34 @@ Status StageFacts(SqliteDb& db, const RocpdTables& t, StagedFacts& s, bool* repe
   return Status::Ok();
 }
 
-void JoinStaged(RocpdTables& t, const StagedFacts& s, uint16_t source, Trace& trace) {
-  SourceFile& src = trace.sources[source];
-  // Whether row `row` becomes an event; if not, it is counted as an issue, in a fixed order
-  // (see the Stage*): the joins as the data view runs them, then (kernels) a NULL start or end,
-  // then a negative duration.
-  auto kept = [&](std::string_view table, std::string_view data_view, const auto& staged,
-                  const auto& r, size_t row, size_t& next_failure) -> bool {
-    const auto& e = r.event;
-    if (next_failure == staged.failures.size() || staged.failures[next_failure].row != row) {
-      return !Negative(src, data_view, r.id, e.start_ns, WrapAdd(e.start_ns, e.dur_ns));
-    }
-    const StagedFailure& f = staged.failures[next_failure++];
-    if (f.missing_time) {
-      src.issues.Add("missing start or end", fmt::format("kernels row id={}", r.id));
-    } else {
-      src.issues.Add("unresolved reference", fmt::format("{} row id={}", table, r.id),
-                     fmt::format("{} (the {} view leaves the row out)", f.what, data_view));
-    }
-    return false;
-  };
+namespace {
 
+// Whether row `row` becomes an event; if not, it is counted as an issue, in a fixed order
+// (see the Stage*): the joins as the data view runs them, then (kernels) a NULL start or end,
+// then a negative duration.
+template <typename StagedTable, typename Row>
+bool Kept(SourceFile& src, std::string_view table, std::string_view data_view,
+          const StagedTable& staged, const Row& r, size_t row, size_t& next_failure) {
+  const auto& e = r.event;
+  if (next_failure == staged.failures.size() || staged.failures[next_failure].row != row) {
+    return !Negative(src, data_view, r.id, e.start_ns, WrapAdd(e.start_ns, e.dur_ns));
+  }
+  const StagedFailure& f = staged.failures[next_failure++];
+  if (f.missing_time) {
+    src.issues.Add("missing start or end", fmt::format("kernels row id={}", r.id));
+  } else {
+    src.issues.Add("unresolved reference", fmt::format("{} row id={}", table, r.id),
+                   fmt::format("{} (the {} view leaves the row out)", f.what, data_view));
+  }
+  return false;
+}
+
+// The kernels in row order, named (and classified) once per symbol.
+void JoinKernels(RocpdTables& t, const StagedFacts& s, uint16_t source, Trace& trace) {
+  SourceFile& src = trace.sources[source];
   size_t row = 0, next_failure = 0;
   s.kernels.rows.ForEach([&](const Staged<GpuOp>::Row& r) {
-    if (!kept("rocpd_kernel_dispatch", "kernels", s.kernels, r, row++, next_failure)) return;
+    if (!Kept(src, "rocpd_kernel_dispatch", "kernels", s.kernels, r, row++, next_failure)) return;
     GpuOp op = r.event;
     RocpdTables::Symbol& sym = t.symbols[op.name];
     if (sym.name == kUnset) {
@@ -305,10 +309,14 @@ void JoinStaged(RocpdTables& t, const StagedFacts& s, uint16_t source, Trace& tr
     trace.gpu_ops.push_back(op);
     ++src.events_read;
   });
+}
 
-  row = next_failure = 0;
+// The copies in row order, their direction parsed once per name.
+void JoinCopies(RocpdTables& t, const StagedFacts& s, uint16_t source, Trace& trace) {
+  SourceFile& src = trace.sources[source];
+  size_t row = 0, next_failure = 0;
   s.copies.rows.ForEach([&](const Staged<GpuOp>::Row& r) {
-    if (!kept("rocpd_memory_copy", "memory_copies", s.copies, r, row++, next_failure)) return;
+    if (!Kept(src, "rocpd_memory_copy", "memory_copies", s.copies, r, row++, next_failure)) return;
     GpuOp op = r.event;
     RocpdTables::String& name = t.strings[op.name];
     op.name = t.Name(name, trace);
@@ -321,10 +329,14 @@ void JoinStaged(RocpdTables& t, const StagedFacts& s, uint16_t source, Trace& tr
     trace.gpu_ops.push_back(op);
     ++src.events_read;
   });
+}
 
-  row = next_failure = 0;
+// The regions in row order: markers become CPU ops, the rest API calls classified once per name.
+void JoinRegions(RocpdTables& t, const StagedFacts& s, uint16_t source, Trace& trace) {
+  SourceFile& src = trace.sources[source];
+  size_t row = 0, next_failure = 0;
   s.regions.rows.ForEach([&](const Staged<ApiCall>::Row& r) {
-    if (!kept("rocpd_region", "regions", s.regions, r, row++, next_failure)) return;
+    if (!Kept(src, "rocpd_region", "regions", s.regions, r, row++, next_failure)) return;
     ++src.events_read;
     ApiCall a = r.event;
     RocpdTables::String& name = t.strings[a.name];
@@ -349,6 +361,14 @@ void JoinStaged(RocpdTables& t, const StagedFacts& s, uint16_t source, Trace& tr
     a.kind = name.api_kind;
     trace.api_calls.push_back(a);
   });
+}
+
+}  // namespace
+
+void JoinStaged(RocpdTables& t, const StagedFacts& s, uint16_t source, Trace& trace) {
+  JoinKernels(t, s, source, trace);
+  JoinCopies(t, s, source, trace);
+  JoinRegions(t, s, source, trace);
 }
 
 }  // namespace latdoc::trace::rocpd_internal

@@ -22,6 +22,24 @@ std::string HeadLine(std::string_view head) {
 
 bool Has(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
+// The header names the kernel and both its times (BeginNs and EndNs, or rocprofv3's names).
+Status CheckHeader(const std::string& path, int c_name, int c_begin, int c_end) {
+  if (c_name < 0) return InvalidArgument(path + ": line 1: no KernelName column");
+  if (c_begin < 0 && c_end < 0) {
+    return InvalidArgument(path +
+                           ": line 1: no BeginNs/EndNs columns (a counters-only file; "
+                           "profile with `rocprof --timestamp on` to get kernel times)");
+  }
+  // One of the two alone is a damaged header, not a counters-only file.
+  if (c_begin < 0 || c_end < 0) {
+    return InvalidArgument(
+        fmt::format("{}: line 1: missing column {} (the header has {} but not {})", path,
+                    c_begin < 0 ? "BeginNs" : "EndNs", c_begin < 0 ? "EndNs" : "BeginNs",
+                    c_begin < 0 ? "BeginNs" : "EndNs"));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 // results.csv (ROCm/rocprofiler@7fa8139 bin/tblextr.py dump_csv), header by name, quoted or not:
@@ -59,17 +77,7 @@ Status RocprofV1CsvImporter::Import(const std::string& path, const ImportOptions
   const int c_end = csv->Column({"EndNs", "End_Timestamp"});
   const int c_fetch = csv->Column({"FETCH_SIZE"});
   const int c_write = csv->Column({"WRITE_SIZE"});
-  if (c_name < 0) return InvalidArgument(path + ": line 1: no KernelName column");
-  if (c_begin < 0 && c_end < 0) {
-    return InvalidArgument(path + ": line 1: no BeginNs/EndNs columns (a counters-only file; "
-                                  "profile with `rocprof --timestamp on` to get kernel times)");
-  }
-  // One of the two alone is a damaged header, not a counters-only file.
-  if (c_begin < 0 || c_end < 0) {
-    return InvalidArgument(fmt::format("{}: line 1: missing column {} (the header has {} but not {})", path,
-                                       c_begin < 0 ? "BeginNs" : "EndNs", c_begin < 0 ? "EndNs" : "BeginNs",
-                                       c_begin < 0 ? "BeginNs" : "EndNs"));
-  }
+  RETURN_IF_ERROR(CheckHeader(path, c_name, c_begin, c_end));
   const uint16_t source = trace.AddSource(path, "rocprof_v1_csv");
   SourceFile& src = trace.sources[source];
   csv->OnBadRow([&src](int64_t line, std::string_view why) {
@@ -290,6 +298,67 @@ void LinkFlows(SpillTable<Span>&& call_spans, SpillTable<FlowPoint>&& starts,
   apply(ops, first_op, trace.gpu_ops);
 }
 
+// One event's fields (the args' BeginNs, EndNs, dev-id and stream-id among them); a field
+// that cannot be read ends the reading.
+V1Event ReadV1Event(od::object& obj) {
+  V1Event e;
+  for (auto f : obj) {
+    std::string_view k;
+    od::value v;
+    if (f.unescaped_key().get(k) || f.value().get(v)) break;
+    std::string_view sv;
+    if (k == "ph") {
+      if (!v.get_string().get(sv)) e.ph = std::string(sv);
+    } else if (k == "name") {
+      if (!v.get_string().get(sv)) e.name = std::string(sv);
+    } else if (k == "pid") {
+      e.pid = AsInt(v);
+    } else if (k == "tid") {
+      e.tid = AsInt(v);
+    } else if (k == "ts") {
+      e.ts = AsInt(v);
+    } else if (k == "id") {
+      e.id = AsInt(v);
+    } else if (k == "args") {
+      od::object args;
+      if (v.get_object().get(args)) continue;
+      for (auto a : args) {
+        std::string_view ak;
+        od::value av;
+        if (a.unescaped_key().get(ak) || a.value().get(av)) break;
+        if (ak == "BeginNs")
+          e.begin_ns = AsInt(av);
+        else if (ak == "EndNs")
+          e.end_ns = AsInt(av);
+        else if (ak == "dev-id")
+          e.dev = AsInt(av);
+        else if (ak == "stream-id")
+          e.stream = AsInt(av);
+      }
+    }
+  }
+  return e;
+}
+
+// The GPU op of a complete event on lane 1 (a copy) or 6 and up (a kernel; the device from
+// dev-id, else from the lane).
+GpuOp V1GpuOp(const V1Event& e, int64_t lane, NameId name, uint16_t source) {
+  GpuOp op;
+  op.start_ns = *e.begin_ns;
+  op.dur_ns = *e.end_ns - *e.begin_ns;
+  op.name = name;
+  op.source = source;
+  op.device = static_cast<int32_t>(e.dev ? *e.dev : (lane >= 6 ? (lane - 6) % 512 : 0));
+  op.stream = static_cast<int32_t>(e.stream.value_or(0));
+  if (lane == 1) {
+    op.kind = GpuOpKind::kMemcpy;
+    op.direction = ParseCopyDirection(e.name);
+  } else {
+    op.kind = ClassifyRocmInternalKernel(e.name).value_or(GpuOpKind::kKernel);
+  }
+  return op;
+}
+
 }  // namespace
 
 Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOptions& options,
@@ -316,38 +385,7 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
       src.issues.Add("malformed event", fmt::format("byte {}", offset));
       return;
     }
-    V1Event e;
-    for (auto f : obj) {
-      std::string_view k;
-      od::value v;
-      if (f.unescaped_key().get(k) || f.value().get(v)) break;
-      std::string_view sv;
-      if (k == "ph") {
-        if (!v.get_string().get(sv)) e.ph = std::string(sv);
-      } else if (k == "name") {
-        if (!v.get_string().get(sv)) e.name = std::string(sv);
-      } else if (k == "pid") {
-        e.pid = AsInt(v);
-      } else if (k == "tid") {
-        e.tid = AsInt(v);
-      } else if (k == "ts") {
-        e.ts = AsInt(v);
-      } else if (k == "id") {
-        e.id = AsInt(v);
-      } else if (k == "args") {
-        od::object args;
-        if (v.get_object().get(args)) continue;
-        for (auto a : args) {
-          std::string_view ak;
-          od::value av;
-          if (a.unescaped_key().get(ak) || a.value().get(av)) break;
-          if (ak == "BeginNs") e.begin_ns = AsInt(av);
-          else if (ak == "EndNs") e.end_ns = AsInt(av);
-          else if (ak == "dev-id") e.dev = AsInt(av);
-          else if (ak == "stream-id") e.stream = AsInt(av);
-        }
-      }
-    }
+    const V1Event e = ReadV1Event(obj);
     if ((e.ph == "s" || e.ph == "t" || e.ph == "f") && e.id && e.pid && e.tid && e.ts) {
       (e.ph == "s" ? starts : ends).push_back(FlowPoint{*e.id, *e.pid, *e.tid, *e.ts, points++});
       return;
@@ -377,19 +415,7 @@ Status RocprofV1JsonImporter::Import(const std::string& path, const ImportOption
                                 e.ts.value_or(0) + a.dur_ns / 1000 + 1, calls++});
       trace.api_calls.push_back(a);
     } else if (lane == 1 || lane >= 6) {
-      GpuOp op;
-      op.start_ns = *e.begin_ns;
-      op.dur_ns = *e.end_ns - *e.begin_ns;
-      op.name = name;
-      op.source = source;
-      op.device = static_cast<int32_t>(e.dev ? *e.dev : (lane >= 6 ? (lane - 6) % 512 : 0));
-      op.stream = static_cast<int32_t>(e.stream.value_or(0));
-      if (lane == 1) {
-        op.kind = GpuOpKind::kMemcpy;
-        op.direction = ParseCopyDirection(e.name);
-      } else {
-        op.kind = ClassifyRocmInternalKernel(e.name).value_or(GpuOpKind::kKernel);
-      }
+      const GpuOp op = V1GpuOp(e, lane, name, source);
       op_spans.push_back(Span{lane, e.tid.value_or(0), e.ts.value_or(0),
                               e.ts.value_or(0) + op.dur_ns / 1000 + 1, ops++});
       trace.gpu_ops.push_back(op);

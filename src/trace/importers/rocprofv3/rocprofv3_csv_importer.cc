@@ -93,6 +93,33 @@ Status ReadCounterKilobytes(const std::string& path, SourceFile& src,
   return Status::Ok();
 }
 
+// A host-side row: a marker (marker_api_trace.csv) as a CPU op, else an API call.
+void AddHostRow(const CsvReader& csv, bool marker, std::string_view name, int64_t start,
+                int64_t end, int64_t corr, int c_pid, int c_tid, uint16_t source, Trace& trace) {
+  if (marker) {
+    CpuOp m;
+    m.start_ns = start;
+    m.dur_ns = end - start;
+    m.name = trace.names.Intern(name);
+    m.pid = static_cast<int32_t>(ParseInt64(csv.Field(c_pid)).value_or(0));
+    m.tid = static_cast<int32_t>(ParseInt64(csv.Field(c_tid)).value_or(0));
+    m.kind = CpuOpKind::kMarker;
+    m.source = source;
+    trace.cpu_ops.push_back(m);
+  } else {
+    ApiCall a;
+    a.start_ns = start;
+    a.dur_ns = end - start;
+    a.correlation = corr;
+    a.name = trace.names.Intern(name);
+    a.kind = ClassifyApi(name);
+    a.pid = static_cast<int32_t>(ParseInt64(csv.Field(c_pid)).value_or(0));
+    a.tid = static_cast<int32_t>(ParseInt64(csv.Field(c_tid)).value_or(0));
+    a.source = source;
+    trace.api_calls.push_back(a);
+  }
+}
+
 Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uint16_t source,
                const std::unordered_map<int64_t, double>& counter_kb) {
   ASSIGN_OR_RETURN(std::unique_ptr<CsvReader> csv, CsvReader::Open(path));
@@ -156,27 +183,8 @@ Status ReadOne(const std::string& path, std::string_view stem, Trace& trace, uin
         op.device = AgentNumber(csv->Field(op.direction == CopyDirection::kDtoH ? c_src_agent : c_dst_agent));
       }
       trace.gpu_ops.push_back(op);
-    } else if (marker) {
-      CpuOp m;
-      m.start_ns = *start;
-      m.dur_ns = *end - *start;
-      m.name = trace.names.Intern(name);
-      m.pid = static_cast<int32_t>(ParseInt64(csv->Field(c_pid)).value_or(0));
-      m.tid = static_cast<int32_t>(ParseInt64(csv->Field(c_tid)).value_or(0));
-      m.kind = CpuOpKind::kMarker;
-      m.source = source;
-      trace.cpu_ops.push_back(m);
     } else {
-      ApiCall a;
-      a.start_ns = *start;
-      a.dur_ns = *end - *start;
-      a.correlation = corr;
-      a.name = trace.names.Intern(name);
-      a.kind = ClassifyApi(name);
-      a.pid = static_cast<int32_t>(ParseInt64(csv->Field(c_pid)).value_or(0));
-      a.tid = static_cast<int32_t>(ParseInt64(csv->Field(c_tid)).value_or(0));
-      a.source = source;
-      trace.api_calls.push_back(a);
+      AddHostRow(*csv, marker, name, *start, *end, corr, c_pid, c_tid, source, trace);
     }
   }
   return Status::Ok();
