@@ -269,25 +269,14 @@ std::map<std::string, std::vector<std::optional<double>>> Rows(const std::vector
   return out;
 }
 
-}  // namespace
+using Answers = std::vector<std::vector<PromSeries>>;
+using ReplicaMap = std::map<std::string, rules::ReplicaFacts>;
 
-StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
-                                   const std::vector<PromQuery>& queries,
-                                   const std::vector<std::vector<PromSeries>>& a) {
-  if (a.size() != size_t(kQCount)) return Internal("AssembleFleet: wrong number of answers");
+// The replicas: every one seen in the window, and the targets down (when a selector names
+// the replicas' targets; without one, `up` lists every target Prometheus has).
+ReplicaMap SeenReplicas(const FleetOptions& o, const PromQuery& seen, const Answers& a) {
   const std::string& r = o.replica_label;
-  FleetFacts facts;
-  facts.prometheus = o.prometheus_url;
-  facts.selector = o.selector.empty() ? "{}" : o.selector;
-  facts.replica_label = r;
-  facts.window_ns = o.window_ns;
-  facts.at_unix_s = at_unix_s;
-  facts.queries = queries.size();
-
-  // The replicas: every one seen in the window, and the targets down (when a selector names
-  // the replicas' targets; without one, `up` lists every target Prometheus has).
-  std::map<std::string, rules::ReplicaFacts> replicas;
-  const PromQuery& seen = queries[kQSeen];
+  ReplicaMap replicas;
   for (const PromSeries& s : a[kQSeen]) {
     auto it = s.labels.find(r);
     if (it == s.labels.end() || s.samples.empty()) continue;
@@ -310,22 +299,14 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     }
     it->second.up = up != 0;
   }
-  if (replicas.empty()) {
-    return InvalidArgument(fmt::format(
-        "no vLLM, SGLang or TGI series match {} at {} in the last {} (is Prometheus scraping "
-        "the replicas' /metrics? the query {} lists the targets)",
-        facts.selector, o.prometheus_url, WindowText(o.window_ns),
-        WithMatchers("up", m)));
-  }
+  return replicas;
+}
 
-  const auto rate = ByLabel(a[kQRate], r), t50 = ByLabel(a[kQTtft50], r),
-             t99 = ByLabel(a[kQTtft99], r), i50 = ByLabel(a[kQItl50], r),
-             i99 = ByLabel(a[kQItl99], r), qs = ByLabel(a[kQQueueShare], r),
-             run = ByLabel(a[kQRunning], r), wait = ByLabel(a[kQWaiting], r),
-             kv = ByLabel(a[kQKv], r), pre = ByLabel(a[kQPreemptions], r);
-  // Exporters: exporter instance -> the replica its target names.
+// Exporters: exporter instance -> the replica its target names.
+std::map<std::string, std::string> ExporterOf(const std::vector<PromSeries>& info,
+                                              const std::string& r) {
   std::map<std::string, std::string> exporter_of;
-  for (const PromSeries& s : a[kQExporterInfo]) {
+  for (const PromSeries& s : info) {
     auto inst = s.labels.find("instance");
     auto target = s.labels.find("target");
     if (inst == s.labels.end() || target == s.labels.end()) continue;
@@ -334,6 +315,19 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     auto same = r == "instance" ? s.labels.end() : s.labels.find(r);
     exporter_of[inst->second] = same != s.labels.end() ? same->second : HostPortOf(target->second);
   }
+  return exporter_of;
+}
+
+// Each replica's instant values: rates, latency quantiles, queue, KV cache, preemptions, and
+// whether an exporter watches it.
+void FillInstantValues(const Answers& a, const std::string& r,
+                       const std::map<std::string, std::string>& exporter_of,
+                       ReplicaMap& replicas) {
+  const auto rate = ByLabel(a[kQRate], r), t50 = ByLabel(a[kQTtft50], r),
+             t99 = ByLabel(a[kQTtft99], r), i50 = ByLabel(a[kQItl50], r),
+             i99 = ByLabel(a[kQItl99], r), qs = ByLabel(a[kQQueueShare], r),
+             run = ByLabel(a[kQRunning], r), wait = ByLabel(a[kQWaiting], r),
+             kv = ByLabel(a[kQKv], r), pre = ByLabel(a[kQPreemptions], r);
   for (auto& [name, f] : replicas) {
     f.request_rate_per_s = Get(rate, name);
     f.ttft_p50_s = Get(t50, name);
@@ -349,7 +343,13 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     for (const auto& [exp, target] : exporter_of)
       if (target == name) f.has_exporter = true;
   }
-  for (const PromSeries& s : a[kQExporterFindings]) {
+}
+
+// The warn and fail findings each replica's exporter raised in the window (unsorted).
+void AddExporterFindings(const std::vector<PromSeries>& findings,
+                         const std::map<std::string, std::string>& exporter_of,
+                         ReplicaMap& replicas) {
+  for (const PromSeries& s : findings) {
     auto inst = s.labels.find("instance");
     auto rule = s.labels.find("rule");
     auto sev = s.labels.find("severity");
@@ -362,6 +362,13 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     if (!severity) continue;
     replica->second.exporter_findings.push_back({rule->second, *severity});
   }
+}
+
+// The heat map (--over-time): the steps' times and each replica's p99 TTFT and ITL per step.
+void AddHeatRows(const FleetOptions& o, const std::vector<PromQuery>& queries, const Answers& a,
+                 const ReplicaMap& replicas, FleetFacts& facts) {
+  const std::string& r = o.replica_label;
+  const PromQuery& seen = queries[kQSeen];
   const size_t steps =
       o.over_time ? size_t(std::llround((seen.end_s - seen.start_s) / seen.step_s)) + 1 : 0;
   for (size_t k = 0; k < steps; ++k) facts.times_unix_s.push_back(seen.start_s + double(k) * seen.step_s);
@@ -376,19 +383,54 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     facts.itl_p99_over_time_s[name] =
         i != itl_rows.end() ? i->second : std::vector<std::optional<double>>(steps);
   }
+}
+
+// Worst first; a rule seen at two severities within the window counts at its worst.
+void SortAndDedupExporterFindings(rules::ReplicaFacts& f) {
+  std::sort(f.exporter_findings.begin(), f.exporter_findings.end(),
+            [](const rules::ExporterFinding& x, const rules::ExporterFinding& y) {
+              return x.severity != y.severity ? x.severity > y.severity : x.rule < y.rule;
+            });
+  std::vector<rules::ExporterFinding> unique;
+  for (const rules::ExporterFinding& x : f.exporter_findings) {
+    bool seen = false;
+    for (const rules::ExporterFinding& u : unique) seen = seen || u.rule == x.rule;
+    if (!seen) unique.push_back(x);
+  }
+  f.exporter_findings = std::move(unique);
+}
+
+}  // namespace
+
+StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
+                                   const std::vector<PromQuery>& queries,
+                                   const std::vector<std::vector<PromSeries>>& a) {
+  if (a.size() != size_t(kQCount)) return Internal("AssembleFleet: wrong number of answers");
+  const std::string& r = o.replica_label;
+  FleetFacts facts;
+  facts.prometheus = o.prometheus_url;
+  facts.selector = o.selector.empty() ? "{}" : o.selector;
+  facts.replica_label = r;
+  facts.window_ns = o.window_ns;
+  facts.at_unix_s = at_unix_s;
+  facts.queries = queries.size();
+
+  ReplicaMap replicas = SeenReplicas(o, queries[kQSeen], a);
+  if (replicas.empty()) {
+    StatusOr<std::string> matchers = SelectorMatchers("--selector", o.selector);
+    const std::string m = matchers.ok() ? *matchers : "";
+    return InvalidArgument(fmt::format(
+        "no vLLM, SGLang or TGI series match {} at {} in the last {} (is Prometheus scraping "
+        "the replicas' /metrics? the query {} lists the targets)",
+        facts.selector, o.prometheus_url, WindowText(o.window_ns),
+        WithMatchers("up", m)));
+  }
+  const std::map<std::string, std::string> exporter_of = ExporterOf(a[kQExporterInfo], r);
+  FillInstantValues(a, r, exporter_of, replicas);
+  AddExporterFindings(a[kQExporterFindings], exporter_of, replicas);
+  AddHeatRows(o, queries, a, replicas, facts);
   for (auto& [name, f] : replicas) {
-    // Worst first; a rule seen at two severities within the window counts at its worst.
-    std::sort(f.exporter_findings.begin(), f.exporter_findings.end(),
-              [](const rules::ExporterFinding& x, const rules::ExporterFinding& y) {
-                return x.severity != y.severity ? x.severity > y.severity : x.rule < y.rule;
-              });
-    std::vector<rules::ExporterFinding> unique;
-    for (const rules::ExporterFinding& x : f.exporter_findings) {
-      bool seen = false;
-      for (const rules::ExporterFinding& u : unique) seen = seen || u.rule == x.rule;
-      if (!seen) unique.push_back(x);
-    }
-    f.exporter_findings = std::move(unique);
+    SortAndDedupExporterFindings(f);
     facts.replicas.push_back(std::move(f));
   }
   return facts;
