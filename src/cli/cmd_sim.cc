@@ -35,7 +35,7 @@ int RunSim(const sim::SimConfig& cfg) {
 }
 
 // Where it listens, what it serves, and how fast its clock runs.
-void AddServerFlags(CLI::App* app, sim::SimConfig& cfg) {
+void AddListenFlags(CLI::App* app, sim::SimConfig& cfg) {
   app->add_option("--host", cfg.host, "Address to listen on")->capture_default_str();
   app->add_option("--port", cfg.port, "Port (0: any free port)")->capture_default_str();
   app->add_option("--api-key", cfg.api_key, "Require 'Authorization: Bearer KEY' on /v1 (as vLLM)");
@@ -203,7 +203,7 @@ Command RegisterSim(CLI::App& root) {
       "Run a simulated OpenAI-compatible inference server that behaves like vLLM\n"
       "(continuous batching, KV cache, /metrics, logs, injectable pathologies).");
   auto cfg = std::make_shared<sim::SimConfig>();
-  AddServerFlags(app, *cfg);
+  AddListenFlags(app, *cfg);
   AddEngineFlags(app, *cfg);
   AddModelFlags(app, *cfg);
   AddStallFlags(app, *cfg);
