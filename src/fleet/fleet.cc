@@ -145,6 +145,61 @@ uint32_t DialectsSeen(const std::vector<PromSeries>& seen) {
   return mask;
 }
 
+namespace {
+
+// The PromQL of the fleet's queries: per replica (label `r`), over the window `w`, on the
+// series the selector's matchers `m` name, in the dialects whose bit `dialects` sets.
+struct Promql {
+  std::string r, w, m;
+  uint32_t dialects;
+
+  std::string Sel(std::string_view metric) const { return WithMatchers(metric, m); }
+  bool Asked(const Dialect& d) const { return (dialects >> (&d - kDialects)) & 1u; }
+  // {__name__=~"a|b",S}: several names in one selector (the aggregation drops the name).
+  std::string Names(const std::vector<const char*>& list) const {
+    if (list.empty()) return std::string();
+    std::string re;
+    for (const char* n : list) re += (re.empty() ? "" : "|") + std::string(n);
+    return fmt::format("{{__name__=~\"{}\"{}}}", re, m.empty() ? "" : "," + m);
+  }
+  // One expression per dialect that has the metric, joined by `or` (a replica speaks one).
+  template <typename PerDialect, typename Field>
+  std::string Any(PerDialect per_dialect, Field field) const {
+    std::string out;
+    for (const Dialect& d : kDialects) {
+      if (!Asked(d)) continue;
+      for (const char* metric : d.*field) {
+        if (!metric) continue;
+        out += (out.empty() ? "" : " or ") + per_dialect(metric);
+      }
+    }
+    return out;
+  }
+  std::string RateOf(std::string_view metric, const std::string& win) const {
+    return fmt::format("sum by ({}) (rate({}{}))", r, Sel(metric), win);
+  }
+  template <typename Field>
+  std::string Quantile(double q, Field field, const std::string& win) const {
+    const std::string parts = Any(
+        [&](const char* hist) {
+          return fmt::format("sum by ({}, le) (rate({}{}))", r, Sel(std::string(hist) + "_bucket"), win);
+        },
+        field);
+    return parts.empty() ? parts : fmt::format("histogram_quantile({}, {})", q, parts);
+  }
+  template <typename Field>
+  std::string Avg(Field field) const {
+    return Any([&](const char* g) { return fmt::format("sum by ({}) (avg_over_time({}{}))", r, Sel(g), w); },
+               field);
+  }
+  std::string Mean(const char* hist) const {
+    return fmt::format("({} / {})", RateOf(std::string(hist) + "_sum", w),
+                       RateOf(std::string(hist) + "_count", w));
+  }
+};
+
+}  // namespace
+
 StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s,
                                               uint32_t dialects) {
   ASSIGN_OR_RETURN(std::string m, SelectorMatchers("--selector", o.selector));
@@ -155,57 +210,17 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
     return InvalidArgument("--window: must be at least 1s");
   const std::string r = o.replica_label;
   const std::string w = fmt::format("[{}ms]", o.window_ns / 1'000'000);
-  const auto sel = [&](std::string_view metric) { return WithMatchers(metric, m); };
-  const auto asked = [&](const Dialect& d) { return (dialects >> (&d - kDialects)) & 1u; };
-  // {__name__=~"a|b",S}: several names in one selector (the aggregation drops the name).
-  const auto names = [&](const std::vector<const char*>& list) {
-    if (list.empty()) return std::string();
-    std::string re;
-    for (const char* n : list) re += (re.empty() ? "" : "|") + std::string(n);
-    return fmt::format("{{__name__=~\"{}\"{}}}", re, m.empty() ? "" : "," + m);
-  };
-  // One expression per dialect that has the metric, joined by `or` (a replica speaks one).
-  const auto any = [&](auto per_dialect, auto field) {
-    std::string out;
-    for (const Dialect& d : kDialects) {
-      if (!asked(d)) continue;
-      for (const char* metric : d.*field) {
-        if (!metric) continue;
-        out += (out.empty() ? "" : " or ") + per_dialect(metric);
-      }
-    }
-    return out;
-  };
-  const auto rate_of = [&](std::string_view metric, const std::string& win) {
-    return fmt::format("sum by ({}) (rate({}{}))", r, sel(metric), win);
-  };
-  const auto buckets = [&](const std::string& win) {
-    return [&, win](const char* hist) {
-      return fmt::format("sum by ({}, le) (rate({}{}))", r, sel(std::string(hist) + "_bucket"), win);
-    };
-  };
-  const auto quantile = [&](double q, auto field, const std::string& win) {
-    const std::string parts = any(buckets(win), field);
-    return parts.empty() ? parts : fmt::format("histogram_quantile({}, {})", q, parts);
-  };
-  const auto avg = [&](auto field) {
-    return any([&](const char* g) { return fmt::format("sum by ({}) (avg_over_time({}{}))", r, sel(g), w); },
-               field);
-  };
-  const auto mean = [&](const char* hist) {
-    return fmt::format("({} / {})", rate_of(std::string(hist) + "_sum", w),
-                       rate_of(std::string(hist) + "_count", w));
-  };
+  const Promql p{r, w, m, dialects};
   std::vector<const char*> seen, kv, preempt;
   std::string queue_share;
   for (const Dialect& d : kDialects) {
     seen.push_back(d.running[0]);
-    if (!asked(d)) continue;
+    if (!p.Asked(d)) continue;
     for (const char* n : d.kv) if (n) kv.push_back(n);
     for (const char* n : d.preemptions) if (n) preempt.push_back(n);
     if (d.queue[0] && d.ttft[0])
       queue_share += (queue_share.empty() ? "" : " or ") +
-                     fmt::format("{} / {}", mean(d.queue[0]), mean(d.ttft[0]));
+                     fmt::format("{} / {}", p.Mean(d.queue[0]), p.Mean(d.ttft[0]));
   }
 
   std::vector<PromQuery> q(kQCount);
@@ -215,24 +230,24 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   const double window_s = double(o.window_ns) / 1e9;
   const double step_s = std::max(1.0, std::floor(window_s / 60));
   // By name too: which dialects the fleet speaks (DialectsSeen).
-  q[kQSeen].promql = fmt::format("count by ({}, __name__) ({})", r, names(seen));
+  q[kQSeen].promql = fmt::format("count by ({}, __name__) ({})", r, p.Names(seen));
   q[kQSeen].range = true;
   q[kQSeen].end_s = at_unix_s;
   q[kQSeen].start_s = at_unix_s - std::floor(window_s / step_s) * step_s;
   q[kQSeen].step_s = step_s;
-  q[kQUp].promql = sel("up");
-  q[kQRate].promql = any([&](const char* c) { return rate_of(c, w); }, &Dialect::requests);
-  q[kQTtft50].promql = quantile(0.5, &Dialect::ttft, w);
-  q[kQTtft99].promql = quantile(0.99, &Dialect::ttft, w);
-  q[kQItl50].promql = quantile(0.5, &Dialect::itl, w);
-  q[kQItl99].promql = quantile(0.99, &Dialect::itl, w);
+  q[kQUp].promql = p.Sel("up");
+  q[kQRate].promql = p.Any([&](const char* c) { return p.RateOf(c, w); }, &Dialect::requests);
+  q[kQTtft50].promql = p.Quantile(0.5, &Dialect::ttft, w);
+  q[kQTtft99].promql = p.Quantile(0.99, &Dialect::ttft, w);
+  q[kQItl50].promql = p.Quantile(0.5, &Dialect::itl, w);
+  q[kQItl99].promql = p.Quantile(0.99, &Dialect::itl, w);
   q[kQQueueShare].promql = queue_share;
-  q[kQRunning].promql = avg(&Dialect::running);
-  q[kQWaiting].promql = avg(&Dialect::waiting);
+  q[kQRunning].promql = p.Avg(&Dialect::running);
+  q[kQWaiting].promql = p.Avg(&Dialect::waiting);
   if (!kv.empty())
-    q[kQKv].promql = fmt::format("max by ({}) (avg_over_time({}{}))", r, names(kv), w);
+    q[kQKv].promql = fmt::format("max by ({}) (avg_over_time({}{}))", r, p.Names(kv), w);
   if (!preempt.empty())
-    q[kQPreemptions].promql = fmt::format("sum by ({}) (increase({}{}))", r, names(preempt), w);
+    q[kQPreemptions].promql = fmt::format("sum by ({}) (increase({}{}))", r, p.Names(preempt), w);
   q[kQExporterInfo].promql = WithMatchers("latdoc_exporter_info", e);
   q[kQExporterFindings].promql = fmt::format(
       "max by (instance, rule, severity) (max_over_time(latdoc_finding{{severity=~\"warn|fail\"{}}}{})) > 0",
@@ -241,9 +256,9 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   const std::string hw =
       fmt::format("[{}ms]", int64_t(HeatRateWindowS(window_s, step_s) * 1000));
   q[kQTtft99Range] = q[kQSeen];
-  q[kQTtft99Range].promql = quantile(0.99, &Dialect::ttft, hw);
+  q[kQTtft99Range].promql = p.Quantile(0.99, &Dialect::ttft, hw);
   q[kQItl99Range] = q[kQSeen];
-  q[kQItl99Range].promql = quantile(0.99, &Dialect::itl, hw);
+  q[kQItl99Range].promql = p.Quantile(0.99, &Dialect::itl, hw);
   if (!o.over_time) q[kQTtft99Range].promql = q[kQItl99Range].promql = "";
   return q;
 }
