@@ -425,13 +425,8 @@ void ConcurrencyRule(const TraceReport& r, const TraceRuleOptions& o, std::vecto
   }
 }
 
-}  // namespace
-
-void AddKnowledgeFacts(TraceReport& r) {
-  r.bandwidth.clear();
-  r.patterns.clear();
-  const std::string arch = Arch(r);
-  // Bandwidth: per copy direction with bytes, against the first known device's spec.
+// Bandwidth: per copy direction with bytes, against the first known device's spec.
+void AddBandwidthChecks(TraceReport& r) {
   const trace::DeviceInfo* dev = nullptr;
   const GpuSpec* spec = nullptr;
   for (const auto& d : r.devices) {
@@ -482,7 +477,10 @@ void AddKnowledgeFacts(TraceReport& r) {
       r.bandwidth.push_back(std::move(b));
     }
   }
-  AddRooflineFacts(r);
+}
+
+// The known kernel patterns the trace's kernels and ops match, on `arch`.
+void AddPatternHits(TraceReport& r, const std::string& arch) {
   for (const auto& p : KernelPatterns()) {
     trace::PatternHit hit;
     for (const auto* list : {&r.hot_kernels, &r.other_ops}) {
@@ -507,6 +505,17 @@ void AddKnowledgeFacts(TraceReport& r) {
     hit.arch = arch;
     r.patterns.push_back(std::move(hit));
   }
+}
+
+}  // namespace
+
+void AddKnowledgeFacts(TraceReport& r) {
+  r.bandwidth.clear();
+  r.patterns.clear();
+  const std::string arch = Arch(r);
+  AddBandwidthChecks(r);
+  AddRooflineFacts(r);
+  AddPatternHits(r, arch);
 }
 
 std::vector<Finding> EvaluateTraceRules(const TraceReport& r, const TraceRuleOptions& o) {
