@@ -194,6 +194,48 @@ void Jitter(const ProbeFacts& p, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// What to do about the failures `l` counts, by the first kind that occurred (`http_status`: of
+// the first HTTP error answer).
+std::string LossAdvice(const net::LossCounts& l, int http_status) {
+  if (l.dns > 0) {
+    return "Check the name: `getent hosts NAME` on the client; fix the URL or DNS.";
+  } else if (l.refused > 0) {
+    return "Nothing listens there: check the server is up and bound to that address "
+               "(vLLM `--host 0.0.0.0 --port PORT`) and that the URL's port matches.";
+  } else if (l.tls > 0) {
+    return "Fix the certificate (expired, self-signed or wrong name), or pass --insecure to "
+               "measure anyway; clients must trust the server's CA.";
+  } else if (l.timeout > 0) {
+    return "Something accepts but does not answer: a hung proxy, a full listen backlog or a "
+               "firewall dropping packets; compare with --compare against the server directly.";
+  } else if (l.http_status > 0) {
+    switch (net::ClassifyHttpError(http_status)) {
+      case net::HttpErrorCause::kCredentials:
+        return fmt::format(
+            "The server refused the request's credentials (HTTP {}): give the API key in "
+            "$OPENAI_API_KEY, or name the variable that holds it with --api-key-env (sent as a "
+            "Bearer token; vLLM checks it against its --api-key).", http_status);
+      case net::HttpErrorCause::kOverload:
+        return "The server or a gateway shed load (HTTP 429): it is rate-limited or "
+                   "overloaded. Measure again at a quieter time or with a higher limit, and look "
+                   "at the gateway's rate-limit settings and the server's queue (`latdoc logs`).";
+      case net::HttpErrorCause::kServer:
+        return fmt::format(
+            "The server or a gateway failed the request (HTTP {}): look at their logs at the "
+            "failure times (`latdoc logs`): an engine error or restart, out of memory, or a "
+            "gateway with no healthy upstream (502, 503, 504).", http_status);
+      case net::HttpErrorCause::kRequest:
+        return "The server answered with an HTTP error: check the model name (--model; GET "
+                   "/v1/models lists the server's), the cheap request's path (--cheap-path) and the "
+                   "URL's path prefix; the body of the error says more (`curl -i URL/v1/models`).";
+    }
+    return std::string();
+  } else {
+    return "Look at the server's and the gateway's logs at the failure times "
+               "(`latdoc logs`), and retry with more --samples.";
+  }
+}
+
 void Loss(const ProbeFacts& p, std::vector<Finding>& out) {
   const net::LossCounts& l = p.loss;
   if (l.samples == 0) return;
@@ -232,46 +274,7 @@ void Loss(const ProbeFacts& p, std::vector<Finding>& out) {
   add("http_status", l.http_status);
   add("protocol", l.protocol);
   if (!first_error.empty()) f.evidence.push_back(Text("first_failure", first_error));
-  if (l.dns > 0) {
-    f.advice = "Check the name: `getent hosts NAME` on the client; fix the URL or DNS.";
-  } else if (l.refused > 0) {
-    f.advice = "Nothing listens there: check the server is up and bound to that address "
-               "(vLLM `--host 0.0.0.0 --port PORT`) and that the URL's port matches.";
-  } else if (l.tls > 0) {
-    f.advice = "Fix the certificate (expired, self-signed or wrong name), or pass --insecure to "
-               "measure anyway; clients must trust the server's CA.";
-  } else if (l.timeout > 0) {
-    f.advice = "Something accepts but does not answer: a hung proxy, a full listen backlog or a "
-               "firewall dropping packets; compare with --compare against the server directly.";
-  } else if (l.http_status > 0) {
-    switch (net::ClassifyHttpError(http_status)) {
-      case net::HttpErrorCause::kCredentials:
-        f.advice = fmt::format(
-            "The server refused the request's credentials (HTTP {}): give the API key in "
-            "$OPENAI_API_KEY, or name the variable that holds it with --api-key-env (sent as a "
-            "Bearer token; vLLM checks it against its --api-key).", http_status);
-        break;
-      case net::HttpErrorCause::kOverload:
-        f.advice = "The server or a gateway shed load (HTTP 429): it is rate-limited or "
-                   "overloaded. Measure again at a quieter time or with a higher limit, and look "
-                   "at the gateway's rate-limit settings and the server's queue (`latdoc logs`).";
-        break;
-      case net::HttpErrorCause::kServer:
-        f.advice = fmt::format(
-            "The server or a gateway failed the request (HTTP {}): look at their logs at the "
-            "failure times (`latdoc logs`): an engine error or restart, out of memory, or a "
-            "gateway with no healthy upstream (502, 503, 504).", http_status);
-        break;
-      case net::HttpErrorCause::kRequest:
-        f.advice = "The server answered with an HTTP error: check the model name (--model; GET "
-                   "/v1/models lists the server's), the cheap request's path (--cheap-path) and the "
-                   "URL's path prefix; the body of the error says more (`curl -i URL/v1/models`).";
-        break;
-    }
-  } else {
-    f.advice = "Look at the server's and the gateway's logs at the failure times "
-               "(`latdoc logs`), and retry with more --samples.";
-  }
+  f.advice = LossAdvice(l, http_status);
   if (sev == Severity::kOk) f.advice.clear();
   out.push_back(std::move(f));
 }
