@@ -81,30 +81,17 @@ std::string_view PhaseWhere(std::string_view phase) {
   return "to TTFT on a new connection";
 }
 
-void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
-  if (!nf.compare) return;
-  const net::CompareFacts& c = *nf.compare;
-  auto diff = [&](std::string_view phase) -> const net::PhaseDiff* {
-    for (const auto& d : c.phases)
-      if (d.phase == phase && d.p50_diff_ms) return &d;
-    return nullptr;
-  };
-  // The first byte needs an answered request on both sides; without one the other phases would
-  // compare a failure (a refused connect still has a name lookup).
-  if (!diff("ttfb")) {
-    Finding f = Make("net.gateway_delay", Severity::kSkip,
-                     "Direct vs gateway not compared: one side has no successful sample");
-    f.evidence = {Text("url_a", c.url_a), Text("url_b", c.url_b)};
-    out.push_back(std::move(f));
-    return;
-  }
-  // The verdict is the phase where B adds the most. Phases nest (TTFT on a new connection holds
-  // the handshakes; first byte and kept-alive TTFT both hold a request's trip through the
-  // gateway), so one delay shows in several: it is named at the first phase, in this order from
-  // the most specific, within kGatewayTieMs of the extreme.
-  std::vector<const net::PhaseDiff*> known;
-  for (std::string_view phase : {"dns", "connect", "tls", "ttfb", "ttft_reused", "ttft_new"})
-    if (const net::PhaseDiff* d = diff(phase)) known.push_back(d);
+// The phases B adds to (or saves in) over A: the verdict, the phase named and the one with the
+// largest difference. REQUIRES: `known` not empty, each with p50_diff_ms.
+struct GatewayVerdict {
+  Severity sev;
+  bool faster;                  // B adds nothing that matters and saves more somewhere
+  double add;                   // the most B adds, ms
+  const net::PhaseDiff* named;  // the phase the title names
+  const net::PhaseDiff* top;    // the phase with the largest difference in the same direction
+};
+
+GatewayVerdict JudgeGatewayPhases(const std::vector<const net::PhaseDiff*>& known) {
   // The verdict and the figure are the extreme's own; the tie only picks the phase named.
   auto most = [&](double sign) {
     double m = sign * *known.front()->p50_diff_ms;
@@ -135,6 +122,34 @@ void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
     return l;
   };
   const net::PhaseDiff* top = faster ? largest(-1) : largest(1);
+  return {sev, faster, add, named, top};
+}
+
+void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
+  if (!nf.compare) return;
+  const net::CompareFacts& c = *nf.compare;
+  auto diff = [&](std::string_view phase) -> const net::PhaseDiff* {
+    for (const auto& d : c.phases)
+      if (d.phase == phase && d.p50_diff_ms) return &d;
+    return nullptr;
+  };
+  // The first byte needs an answered request on both sides; without one the other phases would
+  // compare a failure (a refused connect still has a name lookup).
+  if (!diff("ttfb")) {
+    Finding f = Make("net.gateway_delay", Severity::kSkip,
+                     "Direct vs gateway not compared: one side has no successful sample");
+    f.evidence = {Text("url_a", c.url_a), Text("url_b", c.url_b)};
+    out.push_back(std::move(f));
+    return;
+  }
+  // The verdict is the phase where B adds the most. Phases nest (TTFT on a new connection holds
+  // the handshakes; first byte and kept-alive TTFT both hold a request's trip through the
+  // gateway), so one delay shows in several: it is named at the first phase, in this order from
+  // the most specific, within kGatewayTieMs of the extreme.
+  std::vector<const net::PhaseDiff*> known;
+  for (std::string_view phase : {"dns", "connect", "tls", "ttfb", "ttft_reused", "ttft_new"})
+    if (const net::PhaseDiff* d = diff(phase)) known.push_back(d);
+  const auto [sev, faster, add, named, top] = JudgeGatewayPhases(known);
   const double figure = std::abs(*named->p50_diff_ms), top_figure = std::abs(*top->p50_diff_ms);
   const std::string up_to = top_figure - figure >= 0.05
                                 ? fmt::format(" (up to {:.1f} ms {})", top_figure, PhaseWhere(top->phase))
