@@ -451,7 +451,9 @@ void FindDips(const Timeline& t, const Thresholds& th, const Tester& tester,
   const double per_s = double(kNsPerSec) / double(bin_ns);
   const double median_tok_s = double(Median(rates)) * per_s;
   const double median_live = double(Median(lives));
-  auto expected = [&](size_t b) { return median_tok_s * std::min(1.0, double(live[b]) / median_live); };
+  auto expected = [&](size_t b) {
+    return median_tok_s * std::min(1.0, double(live[b]) / median_live);
+  };
   auto dip = [&](size_t b) {
     return live[b] > 0 && expected(b) / per_s >= th.dip_min_tokens &&
            double(tokens[b]) * per_s < th.dip_rate_share * expected(b);
@@ -520,18 +522,21 @@ void MeasureBaselines(const Timeline& t, const Thresholds& th, const Tester& tes
   if (lens.empty())  // dips only
     for (const Dip& d : out.dips) lens.push_back(d.end_ns - d.start_ns);
   const int64_t len_ns = Median(lens);
-  for (const StreamSeries& st : t.streams) arrivals.insert(arrivals.end(), st.token_ns.begin(), st.token_ns.end());
+  for (const StreamSeries& st : t.streams)
+    arrivals.insert(arrivals.end(), st.token_ns.begin(), st.token_ns.end());
   std::sort(arrivals.begin(), arrivals.end());
   constexpr size_t kBaselineWindows = 200;
   const size_t step = std::max<size_t>(1, arrivals.size() / kBaselineWindows);
   const int64_t guard_ns = 2 * th.window_slack_ns;
   for (size_t k = 0; k < arrivals.size(); k += step) {
     const int64_t e = arrivals[k], b = e - len_ns;
-    bool near = std::any_of(out.stalls.begin(), out.stalls.end(), [&](const Stall& s) {
-      return b < s.end_ns + guard_ns && e > s.start_ns - guard_ns;
-    }) || std::any_of(out.dips.begin(), out.dips.end(), [&](const Dip& d) {
-      return b < d.end_ns + guard_ns && e > d.start_ns - guard_ns;
-    });
+    bool near = std::any_of(out.stalls.begin(), out.stalls.end(),
+                            [&](const Stall& s) {
+                              return b < s.end_ns + guard_ns && e > s.start_ns - guard_ns;
+                            }) ||
+                std::any_of(out.dips.begin(), out.dips.end(), [&](const Dip& d) {
+                  return b < d.end_ns + guard_ns && e > d.start_ns - guard_ns;
+                });
     if (near) continue;
     StallEvidence ev = tester.Measure(b, e, prefill_slack_ns);
     for (auto& [c, cs] : by_cause) {

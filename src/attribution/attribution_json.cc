@@ -98,7 +98,8 @@ struct SeriesBins {
   size_t bins;
   // The bin holding `at_ns`, clamped to the first and last.
   int64_t Of(int64_t at_ns) const {
-    return std::min<int64_t>(int64_t(bins) - 1, std::max<int64_t>(0, (at_ns - t.start_ns) / bin_ns));
+    return std::min<int64_t>(int64_t(bins) - 1,
+                             std::max<int64_t>(0, (at_ns - t.start_ns) / bin_ns));
   }
 };
 
@@ -136,7 +137,11 @@ ordered_json GapAndQueueSeries(const SeriesBins& sb) {
     run.push_back(Opt(running));
     wait.push_back(Opt(waiting));
   }
-  return {{"bin_ms", NsToMs(bin_ns)}, {"t_s", ts}, {"itl_p99_ms", p99}, {"running", run}, {"waiting", wait}};
+  return {{"bin_ms", NsToMs(bin_ns)},
+          {"t_s", ts},
+          {"itl_p99_ms", p99},
+          {"running", run},
+          {"waiting", wait}};
 }
 
 // The server log's write rate: each pair of consecutive host samples that read the log file's
@@ -152,7 +157,8 @@ ordered_json LogWriteSeries(const SeriesBins& sb) {
   }
   ordered_json rate = ordered_json::array();
   for (const auto& v : bytes)
-    rate.push_back(v ? ordered_json(double(*v) / 1024 / NsToSec(sb.bin_ns)) : ordered_json(nullptr));
+    rate.push_back(v ? ordered_json(double(*v) / 1024 / NsToSec(sb.bin_ns))
+                     : ordered_json(nullptr));
   return rate;
 }
 
@@ -211,7 +217,8 @@ ordered_json RunQueueSeries(const SeriesBins& sb) {
     ++n[k];
   }
   ordered_json col = ordered_json::array();
-  for (size_t k = 0; k < sb.bins; ++k) col.push_back(n[k] > 0 ? ordered_json(sum[k] / n[k]) : ordered_json(nullptr));
+  for (size_t k = 0; k < sb.bins; ++k)
+    col.push_back(n[k] > 0 ? ordered_json(sum[k] / n[k]) : ordered_json(nullptr));
   return col;
 }
 
@@ -258,10 +265,12 @@ ordered_json GpuKernelSeries(const SeriesBins& sb) {
 ordered_json SeriesJson(const Timeline& t) {
   if (t.end_ns <= t.start_ns) return nullptr;
   const int64_t span_ns = t.end_ns - t.start_ns;
-  const int64_t bin_ns = std::max<int64_t>(kBinNs, (span_ns + int64_t(kMaxBins) - 1) / int64_t(kMaxBins));
+  const int64_t bin_ns =
+      std::max<int64_t>(kBinNs, (span_ns + int64_t(kMaxBins) - 1) / int64_t(kMaxBins));
   const SeriesBins sb{t, bin_ns, static_cast<size_t>(span_ns / bin_ns + 1)};
   ordered_json out = GapAndQueueSeries(sb);
-  if (std::any_of(t.host.begin(), t.host.end(), [](const HostPoint& p) { return p.log_bytes.has_value(); }))
+  if (std::any_of(t.host.begin(), t.host.end(),
+                  [](const HostPoint& p) { return p.log_bytes.has_value(); }))
     out["log_write_kib_s"] = LogWriteSeries(sb);
   out["output_tok_s"] = OutputTokenSeries(sb);
   // PSI "some" totals are microseconds: a share of the time, in percent.
@@ -270,10 +279,12 @@ ordered_json SeriesJson(const Timeline& t) {
       {"psi_memory_pct", &HostPoint::psi_memory_some_us},
       {"psi_io_pct", &HostPoint::psi_io_some_us}};
   for (const auto& [key, member] : psi) {
-    ordered_json col = PerBinShare(sb, [m = member](const HostPoint& p) { return p.*m; }, 1e-3);
+    ordered_json col = PerBinShare(
+        sb, [m = member](const HostPoint& p) { return p.*m; }, 1e-3);
     if (!col.is_null()) out[key] = std::move(col);
   }
-  if (std::any_of(t.host.begin(), t.host.end(), [](const HostPoint& p) { return p.procs_running.has_value(); }))
+  if (std::any_of(t.host.begin(), t.host.end(),
+                  [](const HostPoint& p) { return p.procs_running.has_value(); }))
     out["run_queue"] = RunQueueSeries(sb);
   if (!t.server_cpu.threads.empty()) out["thread_busy_pct"] = ThreadBusySeries(sb);
   if (t.have_gpu) out["gpu_kernel_ms"] = GpuKernelSeries(sb);
@@ -287,22 +298,25 @@ ordered_json ClockJson(const Attribution& a, const Timeline& t) {
       {"load_start_ns", t.start_ns},
       {"load_end_ns", t.end_ns},
       {"first_token_ns", FirstToken(t)},
-      {"log_uncertainty_ms", a.have_log ? ordered_json(NsToMs(t.log_uncertainty_ns)) : ordered_json(nullptr)},
-      {"log_mapping", a.have_log ? "the log's local 'MM-DD HH:MM:SS' through the client's wall/monotonic "
-                                   "pair; +-0.5 s (whole seconds; access lines carry no time)"
-                                 : ""},
-      {"gpu_mapping", a.have_gpu ? "the trace's baseTimeNanoseconds + ts (Unix ns) through the client's "
-                                   "wall/monotonic pair: exact to the microsecond when the server and the "
-                                   "client share a host's wall clock; across hosts, off by their clocks' "
-                                   "offset (not measured)"
-                                 : ""},
+      {"log_uncertainty_ms",
+       a.have_log ? ordered_json(NsToMs(t.log_uncertainty_ns)) : ordered_json(nullptr)},
+      {"log_mapping", a.have_log
+                          ? "the log's local 'MM-DD HH:MM:SS' through the client's wall/monotonic "
+                            "pair; +-0.5 s (whole seconds; access lines carry no time)"
+                          : ""},
+      {"gpu_mapping", a.have_gpu
+                          ? "the trace's baseTimeNanoseconds + ts (Unix ns) through the client's "
+                            "wall/monotonic pair: exact to the microsecond when the server and the "
+                            "client share a host's wall clock; across hosts, off by their clocks' "
+                            "offset (not measured)"
+                          : ""},
       {"gpu_files", t.gpu_files},
   };
 }
 
 // The host sampler: what it found of the server and what it cost.
 ordered_json HostSamplerJson(const Attribution& a, const ServerCpu& sc) {
-return {
+  return {
       {"interval_ms", NsToMs(kHostSampleIntervalNs)},
       {"thread_interval_ms", NsToMs(kHostSampleIntervalNs * kThreadSampleEvery)},
       {"server_pid", sc.pid > 0 ? ordered_json(sc.pid) : ordered_json(nullptr)},
@@ -313,37 +327,38 @@ return {
       {"online_cpus", sc.online_cpus > 0 ? ordered_json(sc.online_cpus) : ordered_json(nullptr)},
       {"run_queue_mean", Opt(a.run_queue_mean)},
       {"cpu_ms", NsToMs(sc.sampler_cpu_ns)},
-      {"cpu_share", sc.sampler_wall_ns > 0 ? ordered_json(double(sc.sampler_cpu_ns) / double(sc.sampler_wall_ns))
-                                           : ordered_json(nullptr)}};
+      {"cpu_share", sc.sampler_wall_ns > 0
+                        ? ordered_json(double(sc.sampler_cpu_ns) / double(sc.sampler_wall_ns))
+                        : ordered_json(nullptr)}};
 }
 
 // The thresholds the attribution ran with, in the JSON's units.
 ordered_json ThresholdsJson(const Thresholds& th) {
   return {{"stall_gap_factor", th.stall_gap_factor},
-                     {"stall_gap_min_excess_ms", NsToMs(th.stall_gap_min_excess_ns)},
-                     {"stall_cluster_min_ms", NsToMs(th.stall_cluster_min_ns)},
-                     {"stall_min_streams", th.stall_min_streams},
-                     {"stall_wide_share", th.stall_wide_share},
-                     {"window_slack_ms", NsToMs(th.window_slack_ns)},
-                     {"log_burst_bytes", th.log_burst_bytes},
-                     {"major_faults_min", th.major_faults_min},
-                     {"psi_share", th.psi_share},
-                     {"psi_cpu_share", th.psi_cpu_share},
-                     {"thread_busy_share", th.thread_busy_share},
-                     {"thread_runnable_share", th.thread_runnable_share},
-                     {"thread_min_on_cpu_share", th.thread_min_on_cpu_share},
-                     {"run_queue_vs_run", th.run_queue_vs_run},
-                     {"prefill_tokens_min", th.prefill_tokens_min},
-                     {"slow_kernel_factor", th.slow_kernel_factor},
-                     {"slow_kernel_min_excess_ms", NsToMs(th.slow_kernel_min_excess_ns)},
-                     {"slow_kernel_min_count", th.slow_kernel_min_count},
-                     {"slow_kernel_excess_share", th.slow_kernel_excess_share},
-                     {"host_gap_busy_vs_run", th.host_gap_busy_vs_run},
-                     {"dip_bin_ms", NsToMs(th.dip_bin_ns)},
-                     {"dip_rate_share", th.dip_rate_share},
-                     {"dip_min_tokens", th.dip_min_tokens},
-                     {"ttft_spike_factor", th.ttft_spike_factor},
-                     {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
+          {"stall_gap_min_excess_ms", NsToMs(th.stall_gap_min_excess_ns)},
+          {"stall_cluster_min_ms", NsToMs(th.stall_cluster_min_ns)},
+          {"stall_min_streams", th.stall_min_streams},
+          {"stall_wide_share", th.stall_wide_share},
+          {"window_slack_ms", NsToMs(th.window_slack_ns)},
+          {"log_burst_bytes", th.log_burst_bytes},
+          {"major_faults_min", th.major_faults_min},
+          {"psi_share", th.psi_share},
+          {"psi_cpu_share", th.psi_cpu_share},
+          {"thread_busy_share", th.thread_busy_share},
+          {"thread_runnable_share", th.thread_runnable_share},
+          {"thread_min_on_cpu_share", th.thread_min_on_cpu_share},
+          {"run_queue_vs_run", th.run_queue_vs_run},
+          {"prefill_tokens_min", th.prefill_tokens_min},
+          {"slow_kernel_factor", th.slow_kernel_factor},
+          {"slow_kernel_min_excess_ms", NsToMs(th.slow_kernel_min_excess_ns)},
+          {"slow_kernel_min_count", th.slow_kernel_min_count},
+          {"slow_kernel_excess_share", th.slow_kernel_excess_share},
+          {"host_gap_busy_vs_run", th.host_gap_busy_vs_run},
+          {"dip_bin_ms", NsToMs(th.dip_bin_ns)},
+          {"dip_rate_share", th.dip_rate_share},
+          {"dip_min_tokens", th.dip_min_tokens},
+          {"ttft_spike_factor", th.ttft_spike_factor},
+          {"ttft_spike_min_excess_ms", NsToMs(th.ttft_spike_min_excess_ns)}};
 }
 
 // Per cause: its stalls, their cost and share of the decode time, and its base rate.
@@ -368,12 +383,9 @@ ordered_json CausesJson(const Attribution& a) {
 ordered_json AttributionJson(const Attribution& a, const Timeline& t, const Thresholds& th) {
   ordered_json j;
   j["clock"] = ClockJson(a, t);
-  j["layers"] = {{"client_tokens", true},
-                 {"server_metrics", a.have_server},
-                 {"host_samples", a.have_host},
-                 {"log_file_size", a.have_log_file_size},
-                 {"server_log", a.have_log},
-                 {"gpu_trace", a.have_gpu},
+  j["layers"] = {{"client_tokens", true},           {"server_metrics", a.have_server},
+                 {"host_samples", a.have_host},     {"log_file_size", a.have_log_file_size},
+                 {"server_log", a.have_log},        {"gpu_trace", a.have_gpu},
                  {"server_threads", a.have_threads}};
   if (a.have_host) j["host_sampler"] = HostSamplerJson(a, t.server_cpu);
   j["thresholds"] = ThresholdsJson(th);

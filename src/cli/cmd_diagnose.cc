@@ -277,14 +277,18 @@ bool CheckInputsExist(const diagnose::DiagnoseOptions& d) {
 int RunDiagnoseCommand(DiagnoseArgs& a) {
   diagnose::DiagnoseOptions& d = a.d;
   if (d.url.empty() && d.traces.empty() && d.logs.empty() && d.facts_path.empty() && !d.local) {
-    fmt::print(stderr, "latdoc diagnose: nothing to diagnose: give --url, --trace, --logs, --facts or --local\n");
+    fmt::print(
+        stderr,
+        "latdoc diagnose: nothing to diagnose: give --url, --trace, --logs, --facts or --local\n");
     return kExitBadInput;
   }
   if (!ApplyLoadFlags(a)) return kExitBadInput;
   if (!CheckProfileFlags(d)) return kExitBadInput;
   if (!CheckHostCountersRoot(d)) return kExitBadInput;
   if (d.concurrency < 1 || d.requests < 1 || d.baseline_requests < 1) {
-    fmt::print(stderr, "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
+    fmt::print(
+        stderr,
+        "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
     return kExitBadInput;
   }
   if (!CheckInputsExist(d)) return kExitBadInput;
@@ -349,8 +353,11 @@ void AddDiagnoseLoadFlags(CLI::App* app, DiagnoseArgs& a) {
   app->add_option("--metrics-url", d.bench.metrics_url, "Where /metrics is (default: --url)");
   app->add_option("--net-samples", d.net_samples, "Network probe samples (0: no probe)")
       ->check(Number(Bound::kNonNegative))->capture_default_str();
-  app->add_option("--net-timeout", a.net_timeout_s, "Bound of each probe exchange: seconds, or 500ms")
-      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->capture_default_str();
+  app->add_option("--net-timeout", a.net_timeout_s,
+                  "Bound of each probe exchange: seconds, or 500ms")
+      ->type_name("DURATION")
+      ->transform(Seconds(Bound::kPositive))
+      ->capture_default_str();
   app->add_option("--direct-url", d.direct_url,
                   "The same server bypassing the gateway --url goes through: measures the gateway's delay");
   app->add_option("--concurrency,-c", d.concurrency, "Target load")
@@ -383,7 +390,9 @@ void AddDiagnoseLoadFlags(CLI::App* app, DiagnoseArgs& a) {
   app->add_option("--slo", a.slo, "ttft:MS,tpot:MS,e2el:MS");
   app->add_option("--max-error-rate", a.out.max_error_rate,
                   "Fraction of failed load-test requests allowed (exit 1 above; 0: any failure)")
-      ->check(Number(Bound::kNonNegative))->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(Number(Bound::kNonNegative))
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
 }
 
 // The evidence beside the load: traces, logs, host facts, the host itself and the profiler.
@@ -427,7 +436,8 @@ Command RegisterDiagnose(CLI::App& root) {
   server->url = &d.url;
   server->endpoint = &a->endpoint;
   server->api_key_env = &a->api_key_env;
-  AddServerFlags(app, *server, {.url_help = "Base URL of the server (omit to judge files and host only)"});
+  AddServerFlags(app, *server,
+                 {.url_help = "Base URL of the server (omit to judge files and host only)"});
   AddDiagnoseLoadFlags(app, *a);
   AddDiagnoseEvidenceFlags(app, d);
   AddOutputs(app, a->out);

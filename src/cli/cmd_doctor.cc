@@ -41,8 +41,9 @@ struct DoctorArgs {
 // The flags that cannot go together or name no usable tree; OK when none.
 Status CheckDoctorArgs(const DoctorArgs& a) {
   if (!a.facts_path.empty() && (a.sysroot != "/" || a.pid != 0 || !a.collect_path.empty())) {
-    return InvalidArgument("--facts judges recorded facts; it cannot be combined with "
-                                "--sysroot, --pid or --collect");
+    return InvalidArgument(
+        "--facts judges recorded facts; it cannot be combined with "
+        "--sysroot, --pid or --collect");
   }
   if (a.interval_ms < 0 || a.interval_ms > 10000) {
     return InvalidArgument("--interval-ms must be 0..10000");
@@ -55,7 +56,7 @@ Status CheckDoctorArgs(const DoctorArgs& a) {
     }
     if (::access((a.sysroot + "/proc").c_str(), F_OK) != 0 && ::access((a.sysroot + "/sys").c_str(), F_OK) != 0) {
       return InvalidArgument("--sysroot " + a.sysroot +
-                                            ": holds neither proc/ nor sys/ (a recorded tree is OUT/tree)");
+                             ": holds neither proc/ nor sys/ (a recorded tree is OUT/tree)");
     }
   }
   return Status::Ok();

@@ -132,19 +132,23 @@ int RunExporterOnce(const ExporterArgs& a, const exporter::ExporterOptions& o,
   const bool canary_failed = canary.failed > 0 && canary.rate() > a.max_error_rate;
   if (canary.failed > 0) {
     std::string line = canary.Text("canary requests");
-    if (!state.canary_last_error.empty()) line += "; last: " + state.canary_last_error.substr(0, 200);
-    if (!canary_failed) line += fmt::format(" (tolerated: --max-error-rate {:g}%)", 100 * a.max_error_rate);
+    if (!state.canary_last_error.empty())
+      line += "; last: " + state.canary_last_error.substr(0, 200);
+    if (!canary_failed)
+      line += fmt::format(" (tolerated: --max-error-rate {:g}%)", 100 * a.max_error_rate);
     std::fprintf(stderr, "latdoc exporter: %s\n", line.c_str());
   }
   const bool canary_ok = state.canary_last_ok.value_or(false);
   if (!o.target.empty() && !canary_ok && !state.server_up.value_or(false)) {
-    std::fprintf(stderr, "latdoc exporter: the target %s answered neither the canary nor the "
-                         "/metrics scrape\n", state.target.c_str());
+    std::fprintf(stderr,
+                 "latdoc exporter: the target %s answered neither the canary nor the "
+                 "/metrics scrape\n",
+                 state.target.c_str());
     return kExitCannotRun;
   }
-  const bool failing = std::any_of(state.findings.begin(), state.findings.end(), [](const rules::Finding& f) {
-    return f.severity == rules::Severity::kFail;
-  });
+  const bool failing =
+      std::any_of(state.findings.begin(), state.findings.end(),
+                  [](const rules::Finding& f) { return f.severity == rules::Severity::kFail; });
   return failing || canary_failed ? kExitFindings : kExitOk;
 }
 

@@ -63,7 +63,8 @@ void AddEngineFlags(CLI::App* app, sim::SimConfig& cfg) {
       ->group(g);
   app->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", cfg.enable_prefix_caching,
                 "Prefix caching, as vLLM: a prompt's blocks seen before skip prefill (default: off "
-                "in the simulator)")->group(g);
+                "in the simulator)")
+      ->group(g);
   app->add_option("--block-size", e.block_size, "KV block size in tokens")->group(g)->capture_default_str();
   app->add_option("--max-model-len", e.max_model_len, "Max prompt + output tokens")->group(g)->capture_default_str();
   app->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
@@ -71,10 +72,12 @@ void AddEngineFlags(CLI::App* app, sim::SimConfig& cfg) {
       ->group(g)->capture_default_str();
   app->add_option("--num-gpu-blocks-override", e.num_gpu_blocks_override,
                   "KV blocks (overrides the memory model)")->group(g)->capture_default_str();
-  app->add_flag("--enable-log-requests", cfg.enable_log_requests, "Log each request (INFO)")->group(g);
+  app->add_flag("--enable-log-requests", cfg.enable_log_requests, "Log each request (INFO)")
+      ->group(g);
   app->add_flag("--disable-log-stats", cfg.disable_log_stats, "No periodic stats line")->group(g);
   app->add_flag("--disable-uvicorn-access-log", cfg.disable_uvicorn_access_log,
-                "No access line per request")->group(g);
+                "No access line per request")
+      ->group(g);
 }
 
 // The simulated GPU and the step-time model.
@@ -94,7 +97,9 @@ void AddModelFlags(CLI::App* app, sim::SimConfig& cfg) {
   app->add_option("--sim-context-token-ns", e.step_context_token_ns, "Cost per attended KV token")
       ->group(m)->capture_default_str();
   app->add_option("--sim-mean-output-tokens", cfg.mean_output_tokens,
-                  "Mean tokens before EOS when ignore_eos is off (0: never)")->group(m)->capture_default_str();
+                  "Mean tokens before EOS when ignore_eos is off (0: never)")
+      ->group(m)
+      ->capture_default_str();
 }
 
 // Pathologies that slow steps: host overhead, slow kernels, log, swap and CPU stalls,
@@ -142,20 +147,27 @@ void AddStreamFaultFlags(CLI::App* app, sim::SimConfig& cfg) {
   app->add_option("--sim-spec-accept", e.spec_accept_rate,
                   "...each draft accepted with this probability, up to the first rejection")
       ->check(CLI::Range(0.0, 1.0))->group(p)->capture_default_str();
-  app->add_flag("--sim-think-tags", cfg.think_tags,
-                "The reasoning goes out in delta.content inside <think>...</think> (no reasoning parser)")
+  app->add_flag(
+         "--sim-think-tags", cfg.think_tags,
+         "The reasoning goes out in delta.content inside <think>...</think> (no reasoning parser)")
       ->group(p);
   app->add_option("--sim-reasoning-tokens", cfg.reasoning_tokens,
                   "Chat: the first N generated tokens stream as delta.reasoning_content (a "
                   "reasoning model); a request with tools gets its answer as a tool call")
-      ->check(CLI::NonNegativeNumber)->group(p)->capture_default_str();
+      ->check(CLI::NonNegativeNumber)
+      ->group(p)
+      ->capture_default_str();
   app->add_flag("--sim-event-per-token", cfg.event_per_token,
                 "Send a step's tokens as one SSE event each, in one write (as TGI and llama.cpp)")
       ->group(p);
   app->add_option("--sim-network-delay-ms", cfg.network_delay_ms, "Delay on every write")
-      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+      ->type_name("DURATION")
+      ->transform(Milliseconds(Bound::kAny))
+      ->group(p);
   app->add_option("--sim-network-jitter-ms", cfg.network_jitter_ms, "Plus uniform jitter")
-      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+      ->type_name("DURATION")
+      ->transform(Milliseconds(Bound::kAny))
+      ->group(p);
   app->add_option("--sim-fault-429", f.http_429, "Rate of HTTP 429 answers")->group(p);
   app->add_option("--sim-fault-500", f.http_500, "Rate of HTTP 500 answers")->group(p);
   app->add_option("--sim-fault-503", f.http_503, "Rate of HTTP 503 answers")->group(p);
@@ -174,25 +186,38 @@ void AddStreamFaultFlags(CLI::App* app, sim::SimConfig& cfg) {
 // Logs, traces and records it writes; connection limits.
 void AddOutputFlags(CLI::App* app, sim::SimConfig& cfg) {
   auto* o = "Output";
-  app->add_option("--log-file", cfg.log_file, "Write logs here instead of standard error")->group(o);
+  app->add_option("--log-file", cfg.log_file, "Write logs here instead of standard error")
+      ->group(o);
   app->add_option("--log-stats-interval", cfg.log_stats_interval_s,
                   "Seconds between stats lines (VLLM_LOG_STATS_INTERVAL)")
-      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();
-  app->add_option("--sim-profiler-dir", cfg.profiler_dir,
-                  "As VLLM_TORCH_PROFILER_DIR: serve POST /start_profile and /stop_profile, writing "
-                  "a Kineto trace of the engine's steps here")->group(o);
+      ->type_name("DURATION")
+      ->transform(Seconds(Bound::kAny))
+      ->group(o)
+      ->capture_default_str();
+  app->add_option(
+         "--sim-profiler-dir", cfg.profiler_dir,
+         "As VLLM_TORCH_PROFILER_DIR: serve POST /start_profile and /stop_profile, writing "
+         "a Kineto trace of the engine's steps here")
+      ->group(o);
   app->add_option("--trace-requests", cfg.trace_requests_file,
-                  "Write each request's true timings as JSON lines here")->group(o);
+                  "Write each request's true timings as JSON lines here")
+      ->group(o);
   app->add_option("--sim-stall-record", cfg.stall_record_file,
-                  "Write each step slowed on purpose, and why, as JSON lines here")->group(o);
+                  "Write each step slowed on purpose, and why, as JSON lines here")
+      ->group(o);
   app->add_option("--sim-host-counters-dir", cfg.host_counters_dir,
                   "Keep DIR/proc/vmstat and DIR/proc/pressure/* that swap stalls grow (pswpin, "
-                  "PSI memory), for diagnose --local --host-counters-root DIR")->group(o);
+                  "PSI memory), for diagnose --local --host-counters-root DIR")
+      ->group(o);
   app->add_option("--keep-alive-timeout", cfg.keep_alive_timeout_s,
                   "Seconds an idle kept-alive connection stays open")
-      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();
+      ->type_name("DURATION")
+      ->transform(Seconds(Bound::kAny))
+      ->group(o)
+      ->capture_default_str();
   app->add_option("--max-body-bytes", cfg.max_body_bytes, "Larger request bodies get 413")
-      ->group(o)->capture_default_str();
+      ->group(o)
+      ->capture_default_str();
 }
 
 }  // namespace

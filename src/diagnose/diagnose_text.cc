@@ -47,7 +47,8 @@ std::string SubjectLines(const report::Diagnosis& r) {
 std::string TtftLine(const ordered_json& w) {
   std::string out;
   auto ms = [&](const char* k) {
-    return w.contains(k) && w[k].is_number() ? fmt::format("{:.1f} ms", w[k].get<double>()) : std::string("n/a");
+    return w.contains(k) && w[k].is_number() ? fmt::format("{:.1f} ms", w[k].get<double>())
+                                             : std::string("n/a");
   };
   if (w.contains("unsplit_ms")) {
     // A server whose metrics time only some parts (llama.cpp, TGI): what they do not time

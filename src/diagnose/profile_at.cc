@@ -182,10 +182,13 @@ std::optional<std::string> WaitForRunning(const ProfileRequest& r, const std::st
     SleepMs(kPollMs);
   }
   if (reached) return std::nullopt;
-  return !metrics_ok ? std::string("skipped: the server's /metrics could not be read, so the load "
-                                   "reached is unknown")
-                     : fmt::format("skipped: the load never reached {} running requests (at most "
-                                   "{:g} seen on /metrics)", r.running_at, max_running);
+  return !metrics_ok ? std::string(
+                           "skipped: the server's /metrics could not be read, so the load "
+                           "reached is unknown")
+                     : fmt::format(
+                           "skipped: the load never reached {} running requests (at most "
+                           "{:g} seen on /metrics)",
+                           r.running_at, max_running);
 }
 
 // Starts the profiler, keeps it on r.seconds (or until the load ends), stops it; the times
@@ -198,9 +201,11 @@ std::optional<std::string> RunProfiler(const ProfileRequest& r, const loadgen::B
   if (!s.error.empty()) {
     skip = "failed: POST /start_profile: " + s.error;
   } else if (s.status == 404 || s.status == 405) {
-    skip = fmt::format("skipped: the server has no profiler endpoint (POST /start_profile answered "
-                       "{}): start vLLM with VLLM_TORCH_PROFILER_DIR={} (or --profiler-config) to "
-                       "profile under load", s.status, r.dir);
+    skip = fmt::format(
+        "skipped: the server has no profiler endpoint (POST /start_profile answered "
+        "{}): start vLLM with VLLM_TORCH_PROFILER_DIR={} (or --profiler-config) to "
+        "profile under load",
+        s.status, r.dir);
   } else if (s.status != 200) {
     skip = fmt::format("failed: POST /start_profile answered {}", s.status);
   } else {
@@ -211,8 +216,10 @@ std::optional<std::string> RunProfiler(const ProfileRequest& r, const loadgen::B
     // long VLLM_RPC_TIMEOUT for it).
     Answer e = Exchange(r.url, b, "POST", "/stop_profile", int64_t(kStopTimeoutS * 1e9));
     stopped_ns = MonoNowNs();
-    if (!e.error.empty()) skip = "failed: POST /stop_profile: " + e.error;
-    else if (e.status != 200) skip = fmt::format("failed: POST /stop_profile answered {}", e.status);
+    if (!e.error.empty())
+      skip = "failed: POST /stop_profile: " + e.error;
+    else if (e.status != 200)
+      skip = fmt::format("failed: POST /stop_profile answered {}", e.status);
   }
   return skip;
 }
@@ -246,8 +253,10 @@ ProfileCapture CaptureProfile(const ProfileRequest& r) {
   const std::string metrics_base = r.metrics_url.empty() ? r.url : r.metrics_url;
   std::error_code ec;
   if (!std::filesystem::is_directory(r.dir, ec)) {
-    out.status = fmt::format("skipped: --profile-dir {} is not a directory (the server's "
-                             "VLLM_TORCH_PROFILER_DIR, here or mounted)", r.dir);
+    out.status = fmt::format(
+        "skipped: --profile-dir {} is not a directory (the server's "
+        "VLLM_TORCH_PROFILER_DIR, here or mounted)",
+        r.dir);
     return out;
   }
   const std::set<std::string> before = [&] {

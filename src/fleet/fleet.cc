@@ -182,15 +182,19 @@ struct Promql {
   std::string Quantile(double q, Field field, const std::string& win) const {
     const std::string parts = Any(
         [&](const char* hist) {
-          return fmt::format("sum by ({}, le) (rate({}{}))", r, Sel(std::string(hist) + "_bucket"), win);
+          return fmt::format("sum by ({}, le) (rate({}{}))", r, Sel(std::string(hist) + "_bucket"),
+                             win);
         },
         field);
     return parts.empty() ? parts : fmt::format("histogram_quantile({}, {})", q, parts);
   }
   template <typename Field>
   std::string Avg(Field field) const {
-    return Any([&](const char* g) { return fmt::format("sum by ({}) (avg_over_time({}{}))", r, Sel(g), w); },
-               field);
+    return Any(
+        [&](const char* g) {
+          return fmt::format("sum by ({}) (avg_over_time({}{}))", r, Sel(g), w);
+        },
+        field);
   }
   std::string Mean(const char* hist) const {
     return fmt::format("({} / {})", RateOf(std::string(hist) + "_sum", w),
@@ -206,8 +210,7 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   ASSIGN_OR_RETURN(std::string e, SelectorMatchers("--exporter-selector", o.exporter_selector));
   if (!IsLabelName(o.replica_label))
     return InvalidArgument(fmt::format("--by '{}': not a Prometheus label name", o.replica_label));
-  if (o.window_ns < 1'000'000'000)
-    return InvalidArgument("--window: must be at least 1s");
+  if (o.window_ns < 1'000'000'000) return InvalidArgument("--window: must be at least 1s");
   const std::string r = o.replica_label;
   const std::string w = fmt::format("[{}ms]", o.window_ns / 1'000'000);
   const Promql p{r, w, m, dialects};
@@ -437,8 +440,7 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     return InvalidArgument(fmt::format(
         "no vLLM, SGLang or TGI series match {} at {} in the last {} (is Prometheus scraping "
         "the replicas' /metrics? the query {} lists the targets)",
-        facts.selector, o.prometheus_url, WindowText(o.window_ns),
-        WithMatchers("up", m)));
+        facts.selector, o.prometheus_url, WindowText(o.window_ns), WithMatchers("up", m)));
   }
   const std::map<std::string, std::string> exporter_of = ExporterOf(a[kQExporterInfo], r);
   FillInstantValues(a, r, exporter_of, replicas);

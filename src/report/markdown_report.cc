@@ -63,7 +63,8 @@ std::string ChangeFirstSection(const Diagnosis& diagnosis) {
 std::string FindingsSection(const Diagnosis& diagnosis) {
   std::string out;
   out += "## Findings checklist\n\nProblems (fail, warn) first, ranked by the estimated share of the mean end-to-end latency each explains (a trace's only when it was recorded from the server under test), then severity; then the rest.\n\n";
-  out += diagnosis.findings.empty() ? std::string("No findings.\n") : RenderFindingsMarkdown(diagnosis.findings);
+  out += diagnosis.findings.empty() ? std::string("No findings.\n")
+                                    : RenderFindingsMarkdown(diagnosis.findings);
   if (diagnosis.unreadable_findings > 0)
     out += fmt::format("\n{} unreadable findings not shown.\n", diagnosis.unreadable_findings);
   return out;

@@ -67,7 +67,9 @@ struct Plot {
                      : (x - xmin) / (xmax - xmin);
     return ml + t * pw;
   }
-  double fy(int ax, double y) const { return mt + ph - (y - ya[ax].lo) / (ya[ax].hi - ya[ax].lo) * ph; }
+  double fy(int ax, double y) const {
+    return mt + ph - (y - ya[ax].lo) / (ya[ax].hi - ya[ax].lo) * ph;
+  }
 };
 
 // The x range (log or linear) over the series and markers, and one nice range per y axis.
@@ -169,12 +171,13 @@ void DrawSeries(const LineChart& c, const Plot& p, std::string& o) {
     std::sort(pts.begin(), pts.end());
     if (pts.empty()) continue;
     std::string poly;
-    for (auto [x, y] : pts) poly += fmt::format("{}{:.1f},{:.1f}", poly.empty() ? "" : " ", p.fx(x), p.fy(ax, y));
+    for (auto [x, y] : pts)
+      poly += fmt::format("{}{:.1f},{:.1f}", poly.empty() ? "" : " ", p.fx(x), p.fy(ax, y));
     o += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
                      Escape(s.color), poly);
     for (auto [x, y] : pts)
-      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", p.fx(x), p.fy(ax, y),
-                       Escape(s.color));
+      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", p.fx(x),
+                       p.fy(ax, y), Escape(s.color));
   }
 }
 

@@ -213,32 +213,29 @@ void JudgeFleetOutliers(const std::vector<const ReplicaFacts*>& live, const Flee
 }
 
 // The finding for replica `r`, over-loaded at `x` of `signal` ("request_rate" or "running").
-Finding OverloadedFinding(const ReplicaFacts& r, double x, const std::string& signal,
-                          double median, double cv, double ref,
-                          const std::vector<std::string>& under,
+Finding OverloadedFinding(const ReplicaFacts& r, double x, const std::string& signal, double median,
+                          double cv, double ref, const std::vector<std::string>& under,
                           const std::optional<double>& ttft_median) {
   const char* what = signal == "running" ? "running sequences" : "requests/s";
   const char* per = signal == "running" ? " on average" : "";
   std::vector<Evidence> ev = {ReplicaEv(r.replica), Ev(signal, x, ""),
                               Ev("fleet_median", median, ""), Ev("fleet_cv", cv, "")};
-  if (signal == "request_rate" && r.running_mean)
-    ev.push_back(Ev("running", *r.running_mean, ""));
+  if (signal == "request_rate" && r.running_mean) ev.push_back(Ev("running", *r.running_mean, ""));
   if (signal == "running" && r.request_rate_per_s)
     ev.push_back(Ev("request_rate", *r.request_rate_per_s, "/s"));
   if (!under.empty()) ev.push_back(Ev("least_loaded", {}, "", JoinNames(under)));
   std::optional<double> share;
   if (r.ttft_p99_s && ttft_median && *r.ttft_p99_s > *ttft_median)
     share = (*r.ttft_p99_s - *ttft_median) / *r.ttft_p99_s;
-  return Make(
-      "fleet.load_imbalance", Layer::kLoad, Severity::kWarn,
-      fmt::format("replica {}: over-loaded, {:.2f} {}{}, {:.1f}x the fleet's median "
-                  "{:.2f} (CV {:.2f})",
-                  r.replica, x, what, per, x / ref, median, cv),
-      std::move(ev),
-      "the balancer sends it more than its share: use least-outstanding-requests (or "
-      "prefix-aware) balancing rather than round-robin or sticky sessions, and check "
-      "its weight",
-      share);
+  return Make("fleet.load_imbalance", Layer::kLoad, Severity::kWarn,
+              fmt::format("replica {}: over-loaded, {:.2f} {}{}, {:.1f}x the fleet's median "
+                          "{:.2f} (CV {:.2f})",
+                          r.replica, x, what, per, x / ref, median, cv),
+              std::move(ev),
+              "the balancer sends it more than its share: use least-outstanding-requests (or "
+              "prefix-aware) balancing rather than round-robin or sticky sessions, and check "
+              "its weight",
+              share);
 }
 
 // Load imbalance: the request rate the balancer gives each replica, else (no rates) the
@@ -299,10 +296,10 @@ void JudgeLoadBalance(const std::vector<const ReplicaFacts*>& live, const FleetR
       }
     }
     if (flagged == 0)
-      out.push_back(Make("fleet.load_balance", Layer::kLoad, Severity::kOk,
-                         fmt::format("load spread evenly: CV of {} {:.2f} (bound {})", what, cv,
-                                     o.imbalance_cv),
-                         {Ev("fleet_cv", cv, ""), Ev("fleet_median", median, "")}, ""));
+      out.push_back(Make(
+          "fleet.load_balance", Layer::kLoad, Severity::kOk,
+          fmt::format("load spread evenly: CV of {} {:.2f} (bound {})", what, cv, o.imbalance_cv),
+          {Ev("fleet_cv", cv, ""), Ev("fleet_median", median, "")}, ""));
   }
 }
 
@@ -326,8 +323,8 @@ void JudgeCapacity(const std::vector<const ReplicaFacts*>& live, const FleetRule
     // queue, so the fleet needs about n * t / (t - q) replicas (a rough, first-order guess).
     const double share = std::min(Median(shares).value_or(o.queueing_share), 0.9);
     const int add = std::max(1, int(std::ceil(double(known) * share / (1 - share))));
-    const Severity sev = queueing.size() == known && share >= 0.5 ? Severity::kFail
-                                                                    : Severity::kWarn;
+    const Severity sev =
+        queueing.size() == known && share >= 0.5 ? Severity::kFail : Severity::kWarn;
     out.push_back(Make("fleet.past_knee", Layer::kLoad, sev,
                        fmt::format("fleet past its knee: {} of {} replicas queue (median queue "
                                    "share of TTFT {:.0f}%); add about {} replica{}",
@@ -340,10 +337,10 @@ void JudgeCapacity(const std::vector<const ReplicaFacts*>& live, const FleetRule
                                    add, add == 1 ? "" : "s"),
                        share));
   } else {
-    out.push_back(Make("fleet.capacity", Layer::kLoad, Severity::kOk,
-                       fmt::format("{} of {} replicas queue: the fleet has headroom",
-                                   queueing.size(), known),
-                       {Ev("queueing", double(queueing.size()), "", JoinNames(queueing))}, ""));
+    out.push_back(
+        Make("fleet.capacity", Layer::kLoad, Severity::kOk,
+             fmt::format("{} of {} replicas queue: the fleet has headroom", queueing.size(), known),
+             {Ev("queueing", double(queueing.size()), "", JoinNames(queueing))}, ""));
   }
 }
 

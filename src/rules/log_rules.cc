@@ -59,8 +59,8 @@ std::string QueueingAdvice(const std::vector<Finding>& out, double peak_kv, int6
   });
   if (not_admitting) {
     return "Requests waited because the scheduler was not admitting them, not for lack of "
-                "batch room: see logs.admission_stalled / logs.no_progress (raising "
-                "--max-num-seqs will not help)";
+           "batch room: see logs.admission_stalled / logs.no_progress (raising "
+           "--max-num-seqs will not help)";
   } else if (peak_kv >= logs::kKvHighPct) {
     return fmt::format(
         "The KV cache was full ({:.1f}%) while requests waited: give it more memory "

@@ -238,8 +238,7 @@ std::optional<Run> GenerationFall(const EngineSeries& s, double& base) {
     if (before.size() < 2) continue;
     base = Median(before);
     auto low = [&](size_t k) {
-      return s.running[k] > 0 && s.gen_tps[k] > 0 &&
-             s.gen_tps[k] < kCollapseGenShare * base &&
+      return s.running[k] > 0 && s.gen_tps[k] > 0 && s.gen_tps[k] < kCollapseGenShare * base &&
              static_cast<double>(s.running[k]) >= 0.75 * static_cast<double>(run_ref);
     };
     size_t j = i;
@@ -293,33 +292,38 @@ Finding CollapseFinding(const LogFacts& f, const EngineFacts& e, const Run& fall
   fi.evidence.push_back(Text("last_low", PointText(f, s, fall.last)));
   if (stormy) {
     fi.evidence.push_back(Num("preemptions_in_collapse", static_cast<double>(preempted), ""));
-    fi.evidence.push_back(Num("consecutive_intervals_with_preemptions",
-                              static_cast<double>(storm->points()), ""));
+    fi.evidence.push_back(
+        Num("consecutive_intervals_with_preemptions", static_cast<double>(storm->points()), ""));
   }
   if (hit_fall) {
-    fi.evidence.push_back(Text("prefix_cache_hit_rate",
-                               fmt::format("fell from {:.1f}% to {:.1f}% at {}", hit_best,
-                                           *s.prefix_hit_pct[*hit_fall], f.Label(s.t_ns[*hit_fall]))));
+    fi.evidence.push_back(
+        Text("prefix_cache_hit_rate",
+             fmt::format("fell from {:.1f}% to {:.1f}% at {}", hit_best,
+                         *s.prefix_hit_pct[*hit_fall], f.Label(s.t_ns[*hit_fall]))));
   }
   std::string why;
   if (stormy) {
-    why = "A preemption storm: the running batch no longer fits the KV cache, so requests are "
-          "evicted and recomputed every interval. Admit fewer (--max-num-seqs lower, e.g. to the "
-          "running count before the collapse) or give the cache more memory "
-          "(--gpu-memory-utilization, --kv-cache-dtype fp8)";
+    why =
+        "A preemption storm: the running batch no longer fits the KV cache, so requests are "
+        "evicted and recomputed every interval. Admit fewer (--max-num-seqs lower, e.g. to the "
+        "running count before the collapse) or give the cache more memory "
+        "(--gpu-memory-utilization, --kv-cache-dtype fp8)";
   } else if (hit_fall) {
-    why = "The prefix cache stopped hitting: shared prefixes were evicted by new traffic (KV "
-          "cache too small for the working set) or the prompts changed; each request now "
-          "prefills in full. Give the cache more room or route requests of one prefix to one "
-          "replica";
+    why =
+        "The prefix cache stopped hitting: shared prefixes were evicted by new traffic (KV "
+        "cache too small for the working set) or the prompts changed; each request now "
+        "prefills in full. Give the cache more room or route requests of one prefix to one "
+        "replica";
   } else {
-    why = "The same batch makes fewer tokens per second: longer contexts (attention cost grows "
-          "with tokens held: see KV usage), GPU clocks throttled (latdoc doctor: gpu.throttle), "
-          "or another process on the GPU";
+    why =
+        "The same batch makes fewer tokens per second: longer contexts (attention cost grows "
+        "with tokens held: see KV usage), GPU clocks throttled (latdoc doctor: gpu.throttle), "
+        "or another process on the GPU";
   }
-  fi.advice = why + ". Confirm with /metrics: vllm:num_preemptions_total rising, "
-                    "vllm:prefix_cache_hits_total / queries_total falling, and "
-                    "vllm:generation_tokens_total's rate over the same minutes";
+  fi.advice = why +
+              ". Confirm with /metrics: vllm:num_preemptions_total rising, "
+              "vllm:prefix_cache_hits_total / queries_total falling, and "
+              "vllm:generation_tokens_total's rate over the same minutes";
   return fi;
 }
 
@@ -333,7 +337,8 @@ void ThroughputCollapse(const LogFacts& f, std::vector<Finding>& out) {
     std::optional<Run> fall = GenerationFall(s, base);
     // Preemption storm: preemptions in consecutive intervals.
     int64_t storm_dur = 0;
-    auto storm = LongestRun(*e, [&](size_t k) { return s.preemptions[k] > 0; }, &storm_dur);
+    auto storm = LongestRun(
+        *e, [&](size_t k) { return s.preemptions[k] > 0; }, &storm_dur);
     double hit_best = 0;
     std::optional<size_t> hit_fall = HitRateFall(s, hit_best);
     if (!fall) continue;

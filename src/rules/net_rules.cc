@@ -216,38 +216,40 @@ std::string LossAdvice(const net::LossCounts& l, int http_status) {
     return "Check the name: `getent hosts NAME` on the client; fix the URL or DNS.";
   } else if (l.refused > 0) {
     return "Nothing listens there: check the server is up and bound to that address "
-               "(vLLM `--host 0.0.0.0 --port PORT`) and that the URL's port matches.";
+           "(vLLM `--host 0.0.0.0 --port PORT`) and that the URL's port matches.";
   } else if (l.tls > 0) {
     return "Fix the certificate (expired, self-signed or wrong name), or pass --insecure to "
-               "measure anyway; clients must trust the server's CA.";
+           "measure anyway; clients must trust the server's CA.";
   } else if (l.timeout > 0) {
     return "Something accepts but does not answer: a hung proxy, a full listen backlog or a "
-               "firewall dropping packets; compare with --compare against the server directly.";
+           "firewall dropping packets; compare with --compare against the server directly.";
   } else if (l.http_status > 0) {
     switch (net::ClassifyHttpError(http_status)) {
       case net::HttpErrorCause::kCredentials:
         return fmt::format(
             "The server refused the request's credentials (HTTP {}): give the API key in "
             "$OPENAI_API_KEY, or name the variable that holds it with --api-key-env (sent as a "
-            "Bearer token; vLLM checks it against its --api-key).", http_status);
+            "Bearer token; vLLM checks it against its --api-key).",
+            http_status);
       case net::HttpErrorCause::kOverload:
         return "The server or a gateway shed load (HTTP 429): it is rate-limited or "
-                   "overloaded. Measure again at a quieter time or with a higher limit, and look "
-                   "at the gateway's rate-limit settings and the server's queue (`latdoc logs`).";
+               "overloaded. Measure again at a quieter time or with a higher limit, and look "
+               "at the gateway's rate-limit settings and the server's queue (`latdoc logs`).";
       case net::HttpErrorCause::kServer:
         return fmt::format(
             "The server or a gateway failed the request (HTTP {}): look at their logs at the "
             "failure times (`latdoc logs`): an engine error or restart, out of memory, or a "
-            "gateway with no healthy upstream (502, 503, 504).", http_status);
+            "gateway with no healthy upstream (502, 503, 504).",
+            http_status);
       case net::HttpErrorCause::kRequest:
         return "The server answered with an HTTP error: check the model name (--model; GET "
-                   "/v1/models lists the server's), the cheap request's path (--cheap-path) and the "
-                   "URL's path prefix; the body of the error says more (`curl -i URL/v1/models`).";
+               "/v1/models lists the server's), the cheap request's path (--cheap-path) and the "
+               "URL's path prefix; the body of the error says more (`curl -i URL/v1/models`).";
     }
     return std::string();
   } else {
     return "Look at the server's and the gateway's logs at the failure times "
-               "(`latdoc logs`), and retry with more --samples.";
+           "(`latdoc logs`), and retry with more --samples.";
   }
 }
 

@@ -32,8 +32,8 @@ void RankFilesMismatchRule(const trace::TraceReport& r, std::vector<Finding>& ou
 
 // The rank the others wait for in collectives: one usual straggler, or waits spread over all.
 // `window_ns`: the ranks' GPU windows summed.
-void RankStragglerRule(const trace::TraceReport& r, std::vector<Finding>& out, const RankRuleOptions& o,
-                       int64_t window_ns) {
+void RankStragglerRule(const trace::TraceReport& r, std::vector<Finding>& out,
+                       const RankRuleOptions& o, int64_t window_ns) {
   const trace::RankStats& rs = r.ranks;
   if (rs.usual_straggler) {
     const trace::RankInfo& s = rs.ranks[*rs.usual_straggler];
@@ -78,7 +78,8 @@ void RankStragglerRule(const trace::TraceReport& r, std::vector<Finding>& out, c
 }
 
 // The rank with the most communication not hidden under compute, waits for a straggler excluded.
-void RankExposedCommRule(const trace::TraceReport& r, std::vector<Finding>& out, const RankRuleOptions& o) {
+void RankExposedCommRule(const trace::TraceReport& r, std::vector<Finding>& out,
+                         const RankRuleOptions& o) {
   const trace::RankStats& rs = r.ranks;
   // Communication not hidden: its part that is waiting for a straggler is the straggler's
   // finding; what is left is the transfer itself.

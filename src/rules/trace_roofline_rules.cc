@@ -125,36 +125,43 @@ void AddRooflineFacts(TraceReport& r, const RooflineRuleOptions& o) {
 namespace {
 
 // Impossible rates: kernel families and copy/counter bandwidth checks.
-void RateAbovePeakRule(const TraceReport& r, std::vector<Finding>& out, const RooflineRuleOptions& o) {
+void RateAbovePeakRule(const TraceReport& r, std::vector<Finding>& out,
+                       const RooflineRuleOptions& o) {
   const auto& rf = r.roofline;
-  Finding f = Make("kernel.rate_above_peak", Severity::kWarn, "",
-                   "treat these numbers as a data problem: check the profiler's timestamps (clock domains, "
-                   "a kernel whose time was cut short), the counters' units (rocprof v1 FETCH_SIZE/WRITE_SIZE "
-                   "are KB), the recorded shapes, and that the GPU named in the trace is the one that ran");
+  Finding f = Make(
+      "kernel.rate_above_peak", Severity::kWarn, "",
+      "treat these numbers as a data problem: check the profiler's timestamps (clock domains, "
+      "a kernel whose time was cut short), the counters' units (rocprof v1 FETCH_SIZE/WRITE_SIZE "
+      "are KB), the recorded shapes, and that the GPU named in the trace is the one that ran");
   bool only_cache = true;
   for (const RooflineKernel& k : rf.kernels) {
     if (!k.impossible) continue;
-    const bool cache = k.kind != "counters" && !(k.achieved_tflops && k.peak_tflops &&
-                                                 *k.achieved_tflops > *k.peak_tflops * o.impossible_margin);
+    const bool cache =
+        k.kind != "counters" && !(k.achieved_tflops && k.peak_tflops &&
+                                  *k.achieved_tflops > *k.peak_tflops * o.impossible_margin);
     only_cache = only_cache && cache;
-    f.evidence.push_back(Num(ShortenMiddle(k.name, 60), k.roof_share ? std::optional<double>(100 * *k.roof_share) : std::nullopt,
-                             "% of roof", k.note));
+    f.evidence.push_back(
+        Num(ShortenMiddle(k.name, 60),
+            k.roof_share ? std::optional<double>(100 * *k.roof_share) : std::nullopt, "% of roof",
+            k.note));
   }
   for (const auto& b : r.bandwidth) {
     if (b.peak_gbps <= 0 || b.achieved_gbps <= b.peak_gbps * o.impossible_margin) continue;
     only_cache = false;
-    const std::string what = b.copies < 0 ? "kernel memory traffic (counters)"
-                                          : fmt::format("{} copies", trace::CopyDirectionName(b.direction));
-    f.evidence.push_back(Num(what, b.achieved_gbps, "GB/s",
-                             fmt::format("above the {:.0f} GB/s peak of the {}'s link", b.peak_gbps, b.gpu)));
+    const std::string what = b.copies < 0
+                                 ? "kernel memory traffic (counters)"
+                                 : fmt::format("{} copies", trace::CopyDirectionName(b.direction));
+    f.evidence.push_back(
+        Num(what, b.achieved_gbps, "GB/s",
+            fmt::format("above the {:.0f} GB/s peak of the {}'s link", b.peak_gbps, b.gpu)));
   }
   if (!f.evidence.empty()) {
     if (only_cache) {
       // Bytes counted from shapes above the HBM peak can be cache hits: worth a look, no more.
       f.severity = Severity::kInfo;
     }
-    f.title = fmt::format("{} rate{} above the GPU's datasheet peak: a data problem, not a result", f.evidence.size(),
-                          f.evidence.size() == 1 ? "" : "s");
+    f.title = fmt::format("{} rate{} above the GPU's datasheet peak: a data problem, not a result",
+                          f.evidence.size(), f.evidence.size() == 1 ? "" : "s");
     out.push_back(std::move(f));
   }
 }
@@ -210,7 +217,8 @@ void HottestRooflineRule(const TraceReport& r, std::vector<Finding>& out) {
 }
 
 // Each hot kernel family far under its roof.
-void LowRooflineRule(const TraceReport& r, std::vector<Finding>& out, const RooflineRuleOptions& o) {
+void LowRooflineRule(const TraceReport& r, std::vector<Finding>& out,
+                     const RooflineRuleOptions& o) {
   const auto& rf = r.roofline;
   for (const RooflineKernel& k : rf.kernels) {
     if (!k.roof_share || k.impossible || k.count == 0) continue;

@@ -82,31 +82,37 @@ IdleNaming NameIdleCause(const TraceReport& r, const TraceRuleOptions& o, bool h
     case Cause::kHost:
       if (named) {
         n.id = "kernel.gpu_idle_host_bound";
-        n.suffix = fmt::format("; {:.0f}% of stream idle time is the host launching late", 100 * host_share);
+        n.suffix = fmt::format("; {:.0f}% of stream idle time is the host launching late",
+                               100 * host_share);
       }
-      n.advice = "the host is the bottleneck: capture the step in CUDA/HIP graphs (vLLM: drop "
-               "--enforce-eager), cut Python work per step (torch.compile), and pin the server to the "
-               "GPU's NUMA node with a performance CPU governor (latdoc numa-exec)";
+      n.advice =
+          "the host is the bottleneck: capture the step in CUDA/HIP graphs (vLLM: drop "
+          "--enforce-eager), cut Python work per step (torch.compile), and pin the server to the "
+          "GPU's NUMA node with a performance CPU governor (latdoc numa-exec)";
       break;
     case Cause::kKernelGaps:
       if (named) {
         n.id = "kernel.gpu_idle_kernel_gaps";
-        n.suffix = fmt::format("; {:.0f}% of it is short gaps between ops already launched", 100 * gap_share);
+        n.suffix = fmt::format("; {:.0f}% of it is short gaps between ops already launched",
+                               100 * gap_share);
       }
-      n.advice = "the gaps are the GPU's own between back-to-back ops (launch already done): only "
-               "fewer, larger kernels remove them (fusion, torch.compile)";
+      n.advice =
+          "the gaps are the GPU's own between back-to-back ops (launch already done): only "
+          "fewer, larger kernels remove them (fusion, torch.compile)";
       break;
     case Cause::kOther:
-      n.advice = several_streams
-                   ? "the GPU waits without the host being late: look for synchronisations and "
-                     "dependencies between streams (see kernel.steady_state_sync)"
-                   : "the GPU waits without the host being late: look for synchronisations and long "
-                     "copies in the step (see kernel.steady_state_sync)";
+      n.advice =
+          several_streams
+              ? "the GPU waits without the host being late: look for synchronisations and "
+                "dependencies between streams (see kernel.steady_state_sync)"
+              : "the GPU waits without the host being late: look for synchronisations and long "
+                "copies in the step (see kernel.steady_state_sync)";
       break;
     case Cause::kUnknown:
-      n.advice = "the trace has no host API records, so whether the host launched late cannot be "
-               "told: trace the runtime API too (rocprofv3 --hip-trace, nsys --trace=cuda, "
-               "torch.profiler with CUDA activities)";
+      n.advice =
+          "the trace has no host API records, so whether the host launched late cannot be "
+          "told: trace the runtime API too (rocprofv3 --hip-trace, nsys --trace=cuda, "
+          "torch.profiler with CUDA activities)";
       break;
   }
   return n;
@@ -132,7 +138,8 @@ void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Findi
   const GpuTime t = DeviceSum(r);
   if (t.total_ns <= 0) return;
   const double idle = Share(static_cast<double>(t.idle_ns), static_cast<double>(t.total_ns));
-  const double stream_idle = static_cast<double>(r.idle.host_wait_ns + r.idle.kernel_wait_ns + r.idle.other_ns);
+  const double stream_idle =
+      static_cast<double>(r.idle.host_wait_ns + r.idle.kernel_wait_ns + r.idle.other_ns);
   const double host_share = Share(static_cast<double>(r.idle.host_wait_ns), stream_idle);
   const double gap_share = Share(static_cast<double>(r.idle.kernel_wait_ns), stream_idle);
   const bool host_records = HasHostRecords(r);
@@ -143,16 +150,18 @@ void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Findi
     sev = Severity::kWarn;
   }
   const IdleNaming n = NameIdleCause(r, o, host_records, host_share, gap_share, sev);
-  Finding f = Make(n.id, sev,
-                   fmt::format("GPU idle {:.1f}% of {} {:.2f} ms window{}", 100 * idle,
-                               t.devices > 1 ? fmt::format("{} devices'", t.devices) : std::string("its"),
-                               Ms(static_cast<double>(t.total_ns)), n.suffix),
-                   n.advice);
+  Finding f =
+      Make(n.id, sev,
+           fmt::format("GPU idle {:.1f}% of {} {:.2f} ms window{}", 100 * idle,
+                       t.devices > 1 ? fmt::format("{} devices'", t.devices) : std::string("its"),
+                       Ms(static_cast<double>(t.total_ns)), n.suffix),
+           n.advice);
   f.evidence.push_back(Num("gpu_idle", Ms(static_cast<double>(t.idle_ns)), "ms"));
   f.evidence.push_back(Num("gpu_idle_share", 100 * idle, "%"));
-  f.evidence.push_back(Num("host_wait_share_of_stream_idle",
-                           host_records && stream_idle > 0 ? std::optional<double>(100 * host_share) : std::nullopt, "%",
-                           host_records ? "" : "no host records"));
+  f.evidence.push_back(
+      Num("host_wait_share_of_stream_idle",
+          host_records && stream_idle > 0 ? std::optional<double>(100 * host_share) : std::nullopt,
+          "%", host_records ? "" : "no host records"));
   f.evidence.push_back(Num("kernel_wait", Ms(static_cast<double>(r.idle.kernel_wait_ns)), "ms"));
   AddLargestGapEvidence(r, f);
   AddStepIdleEvidence(r, f);
@@ -286,7 +295,8 @@ void ExposedMemcpyRule(const TraceReport& r, const TraceRuleOptions& o, std::vec
 }
 
 // Large copies far under the peak bandwidth of their direction.
-void LowCopyBandwidthRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+void LowCopyBandwidthRule(const TraceReport& r, const TraceRuleOptions& o,
+                          std::vector<Finding>& out) {
   for (const auto& b : r.bandwidth) {
     if (b.copies < 0) continue;   // kernel counters: low traffic may just be compute-bound
     const auto it = std::find_if(r.copies.by_direction.begin(), r.copies.by_direction.end(),

@@ -22,9 +22,11 @@ void AddTurnEvidence(const MultiTurnFacts& f, const TurnSummary& c, Finding& x) 
   x.evidence.push_back({"prompt_tokens_first_turn", c.first->mean_prompt_tokens, "", ""});
   x.evidence.push_back({"prompt_tokens_last_turn", c.last->mean_prompt_tokens, "", ""});
   x.evidence.push_back({"resent_share", 100 * c.reusable_share, "%", ""});
-  x.evidence.push_back({"prefix_cache_hit_rate", c.hit_rate ? std::optional(100 * *c.hit_rate) : std::nullopt, "%", ""});
+  x.evidence.push_back({"prefix_cache_hit_rate",
+                        c.hit_rate ? std::optional(100 * *c.hit_rate) : std::nullopt, "%", ""});
   if (f.queue_mean_ms) x.evidence.push_back({"server_queue_mean", *f.queue_mean_ms, "ms", ""});
-  if (f.prefill_mean_ms) x.evidence.push_back({"server_prefill_mean", *f.prefill_mean_ms, "ms", ""});
+  if (f.prefill_mean_ms)
+    x.evidence.push_back({"server_prefill_mean", *f.prefill_mean_ms, "ms", ""});
 }
 
 // The server's prefix cache missed much of the history the sessions resent.
@@ -38,8 +40,8 @@ Finding PrefixCacheMissFinding(const MultiTurnFacts& f, const TurnSummary& c) {
       "Prefix-cache misses: the sessions resent {:.0f}% of their prompt tokens but the server's "
       "prefix cache hit {:.1f}%; about {:.0f} tokens of history were prefilled again (TTFT turn "
       "{} {:.1f} ms -> turn {} {:.1f} ms)",
-      100 * c.reusable_share, 100 * *c.hit_rate, missed, c.first->turn, c.first->mean_ttft_ms, c.last->turn,
-      c.last->mean_ttft_ms);
+      100 * c.reusable_share, 100 * *c.hit_rate, missed, c.first->turn, c.first->mean_ttft_ms,
+      c.last->turn, c.last->mean_ttft_ms);
   AddTurnEvidence(f, c, x);
   x.evidence.push_back({"history_tokens_prefilled_again", missed, "", ""});
   x.advice =
@@ -49,7 +51,8 @@ Finding PrefixCacheMissFinding(const MultiTurnFacts& f, const TurnSummary& c) {
       "session's turns to one replica (session affinity at the balancer: hash on a session or "
       "user id); and bound the prefill of long histories per step with --max-num-batched-tokens "
       "so that decodes do not stall behind it.";
-  x.latency_share = c.last->mean_ttft_ms > 0 && c.growth > 1 ? std::optional(1 - 1 / c.growth) : std::nullopt;
+  x.latency_share =
+      c.last->mean_ttft_ms > 0 && c.growth > 1 ? std::optional(1 - 1 / c.growth) : std::nullopt;
   return x;
 }
 
@@ -70,12 +73,14 @@ Finding TtftGrowthFinding(const MultiTurnFacts& f, const TurnSummary& c) {
       "from {:.0f} to {:.0f} tokens: {}{}",
       c.growth, c.first->turn, c.first->mean_ttft_ms, c.last->turn, c.last->mean_ttft_ms,
       c.first->mean_prompt_tokens, c.last->mean_prompt_tokens, why,
-      c.hit_rate ? fmt::format("; the prefix cache hit {:.1f}% of prompt tokens", 100 * *c.hit_rate)
-               : "; the server's /metrics gave no prefix-cache counters, so misses cannot be ruled out");
+      c.hit_rate
+          ? fmt::format("; the prefix cache hit {:.1f}% of prompt tokens", 100 * *c.hit_rate)
+          : "; the server's /metrics gave no prefix-cache counters, so misses cannot be ruled out");
   AddTurnEvidence(f, c, x);
-  x.advice = "Queueing: fewer sessions per replica or more replicas; prefill compute: a larger "
-             "--max-num-batched-tokens (or chunked prefill) to prefill new tokens in fewer "
-             "steps, and shorter histories (summarise or truncate old turns).";
+  x.advice =
+      "Queueing: fewer sessions per replica or more replicas; prefill compute: a larger "
+      "--max-num-batched-tokens (or chunked prefill) to prefill new tokens in fewer "
+      "steps, and shorter histories (summarise or truncate old turns).";
   x.latency_share = std::optional(1 - 1 / c.growth);
   return x;
 }
