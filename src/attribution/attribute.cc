@@ -295,10 +295,8 @@ class Tester {
   int64_t max_kernel_ns_ = 0;
 };
 
-}  // namespace
-
-Attribution Attribute(const Timeline& t, const Thresholds& th) {
-  Attribution out;
+// What the timeline holds: which sources the attribution can test causes against.
+void NoteCoverage(const Timeline& t, Attribution& out) {
   out.have_server = !t.server.empty();
   out.have_host = !t.host.empty();
   out.have_log = !t.log.empty();
@@ -306,9 +304,11 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
   out.have_threads = !t.server_cpu.threads.empty();
   out.have_log_file_size = std::any_of(t.host.begin(), t.host.end(),
                                        [](const HostPoint& p) { return p.log_bytes.has_value(); });
+}
 
-  // Plan: the median token gap of the run; the gaps far above it; clusters of those that
-  // overlap in time; a cluster hitting enough of the live streams is a stall.
+// The median token gap of the run (into `out`, with the decode time) and the gaps far above
+// it, sorted by start.
+std::vector<Gap> BigGaps(const Timeline& t, const Thresholds& th, Attribution& out) {
   std::vector<int64_t> gaps_ns;
   for (const StreamSeries& s : t.streams) {
     for (size_t i = 1; i < s.token_ns.size(); ++i) gaps_ns.push_back(s.token_ns[i] - s.token_ns[i - 1]);
@@ -324,11 +324,34 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
       if (ts[i] - ts[i - 1] > limit_ns) big.push_back({ts[i - 1], ts[i], k});
   }
   std::sort(big.begin(), big.end(), [](const Gap& a, const Gap& b) { return a.start_ns < b.start_ns; });
+  return big;
+}
 
-  Tester tester(t, th);
-  out.run_queue_mean = tester.run_queue_mean();
-  out.gpu_busy_share = tester.run_gpu_busy_share();
-  const int64_t prefill_slack_ns = std::max<int64_t>(out.median_gap_ns / 2, 2'000'000);
+// A cluster too narrow to be the whole engine's: each gap big[i0, j) is one stream's stall. The
+// one cause that stalls single streams is preemption (the stream waits, then is recomputed):
+// tested at the gap's start, where the stream lost its place; the preempted gaps go to
+// out.stream_stalls.
+void AddStreamStalls(const std::vector<Gap>& big, size_t i0, size_t j, int live_streams,
+                     const Tester& tester, int64_t prefill_slack_ns, Attribution& out) {
+  for (size_t k = i0; k < j; ++k) {
+    StallEvidence e = tester.Measure(big[k].start_ns, big[k].start_ns, prefill_slack_ns);
+    if (!tester.Present(Cause::kPreemption, e)) continue;
+    Stall one;
+    one.start_ns = big[k].start_ns;
+    one.end_ns = big[k].end_ns;
+    one.streams = 1;
+    one.live_streams = live_streams;
+    one.cost_ns = big[k].end_ns - big[k].start_ns - out.median_gap_ns;
+    one.causes = {Cause::kPreemption};
+    one.evidence = e;
+    out.stream_stalls.push_back(std::move(one));
+  }
+}
+
+// Clusters of the big gaps that overlap in time; a cluster hitting enough of the live streams
+// is a stall (into out.stalls, with its causes), else its gaps are tested one by one.
+void DetectStalls(const Timeline& t, const Thresholds& th, const std::vector<Gap>& big,
+                  const Tester& tester, int64_t prefill_slack_ns, Attribution& out) {
   const int64_t cluster_ns = std::max<int64_t>(2 * out.median_gap_ns, th.stall_cluster_min_ns);
   for (size_t i = 0; i < big.size();) {
     // A cluster: gaps that start together (within cluster_ns of the first): the streams a paused
@@ -358,22 +381,7 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
     s.streams = hit;
     s.live_streams = std::max(live, hit);
     if (hit < th.stall_min_streams || double(hit) < th.stall_wide_share * double(s.live_streams)) {
-      // Not the whole engine: each gap is one stream's stall. The one cause that stalls single
-      // streams is preemption (the stream waits, then is recomputed): tested at the gap's start,
-      // where the stream lost its place.
-      for (size_t k = i0; k < j; ++k) {
-        StallEvidence e = tester.Measure(big[k].start_ns, big[k].start_ns, prefill_slack_ns);
-        if (!tester.Present(Cause::kPreemption, e)) continue;
-        Stall one;
-        one.start_ns = big[k].start_ns;
-        one.end_ns = big[k].end_ns;
-        one.streams = 1;
-        one.live_streams = s.live_streams;
-        one.cost_ns = big[k].end_ns - big[k].start_ns - out.median_gap_ns;
-        one.causes = {Cause::kPreemption};
-        one.evidence = e;
-        out.stream_stalls.push_back(std::move(one));
-      }
+      AddStreamStalls(big, i0, j, s.live_streams, tester, prefill_slack_ns, out);
       continue;
     }
     s.cost_ns = cost_ns;
@@ -381,92 +389,104 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
     s.causes = tester.Causes(s.evidence);
     out.stalls.push_back(std::move(s));
   }
+}
 
-  // Throughput dips. Plan: bins of dip_bin_ns from the first token; in each, the token arrivals
-  // and the streams decoding across it (first token at or before its start, last at or after its
-  // end); the median rate and stream count over bins with streams decoding; a bin far under the
-  // median rate (scaled by its streams) is a dip's; consecutive dip bins are one dip.
-  {
-    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-    for (const StreamSeries& st : t.streams)
-      if (!st.token_ns.empty()) {
-        t0 = std::min(t0, st.token_ns.front());
-        t1 = std::max(t1, st.token_ns.back());
-      }
-    const int64_t bin_ns = th.dip_bin_ns;
-    if (t0 < t1 && bin_ns > 0) {
-      const size_t bins = size_t((t1 - t0) / bin_ns + 1);
-      std::vector<int64_t> tokens(bins, 0);
-      std::vector<int> live(bins, 0);
-      std::vector<int64_t> live_step(bins + 1, 0);
-      for (const StreamSeries& st : t.streams) {
-        if (st.token_ns.empty()) continue;
-        for (int64_t at : st.token_ns) ++tokens[size_t((at - t0) / bin_ns)];
-        // The bins [first, last] it spans whole: first token <= the bin's start, last >= its end.
-        const int64_t first = (st.token_ns.front() - t0 + bin_ns - 1) / bin_ns;
-        const int64_t last = (st.token_ns.back() - t0) / bin_ns - 1;
-        if (first > last) continue;
-        ++live_step[size_t(first)];
-        --live_step[size_t(last + 1)];
-      }
-      int64_t running = 0;
-      for (size_t b = 0; b < bins; ++b) live[b] = int(running += live_step[b]);
-      std::vector<int64_t> rates, lives;
-      for (size_t b = 0; b < bins; ++b)
-        if (live[b] > 0) {
-          rates.push_back(tokens[b]);
-          lives.push_back(live[b]);
-        }
-      const double per_s = double(kNsPerSec) / double(bin_ns);
-      const double median_tok_s = double(Median(rates)) * per_s;
-      const double median_live = double(Median(lives));
-      auto expected = [&](size_t b) { return median_tok_s * std::min(1.0, double(live[b]) / median_live); };
-      auto dip = [&](size_t b) {
-        return live[b] > 0 && expected(b) / per_s >= th.dip_min_tokens &&
-               double(tokens[b]) * per_s < th.dip_rate_share * expected(b);
-      };
-      for (size_t b = 0; b < bins;) {
-        if (!dip(b)) {
-          ++b;
-          continue;
-        }
-        size_t e = b;
-        int64_t n = 0;
-        double exp_sum = 0;
-        while (e < bins && dip(e)) {
-          n += tokens[e];
-          exp_sum += expected(e);
-          ++e;
-        }
-        Dip d;
-        d.start_ns = t0 + int64_t(b) * bin_ns;
-        d.end_ns = t0 + int64_t(e) * bin_ns;
-        d.rate_tok_s = double(n) * double(kNsPerSec) / double(d.end_ns - d.start_ns);
-        d.median_tok_s = median_tok_s;
-        d.expected_tok_s = exp_sum / double(e - b);
-        d.live_streams = live[b];
-        for (size_t k = 0; k < out.stalls.size(); ++k) {
-          const Stall& s = out.stalls[k];
-          if (s.start_ns >= d.end_ns || s.end_ns <= d.start_ns) continue;
-          if (d.stall < 0) {
-            d.stall = int(k);
-            d.evidence = s.evidence;
-          }
-          for (Cause c : s.causes)
-            if (std::find(d.causes.begin(), d.causes.end(), c) == d.causes.end()) d.causes.push_back(c);
-        }
-        if (d.stall < 0) {
-          d.evidence = tester.Measure(d.start_ns, d.end_ns, prefill_slack_ns);
-          d.causes = tester.Causes(d.evidence);
-          if (d.causes.empty()) ++out.unexplained_dips;
-        }
-        out.dips.push_back(std::move(d));
-        b = e;
-      }
+// A dip's causes: those of the first stall it overlaps (and the evidence of that stall), with
+// the causes of every other stall it overlaps; with none, the causes tested over the dip itself.
+void ExplainDip(const Tester& tester, int64_t prefill_slack_ns, Dip& d, Attribution& out) {
+  for (size_t k = 0; k < out.stalls.size(); ++k) {
+    const Stall& s = out.stalls[k];
+    if (s.start_ns >= d.end_ns || s.end_ns <= d.start_ns) continue;
+    if (d.stall < 0) {
+      d.stall = int(k);
+      d.evidence = s.evidence;
     }
+    for (Cause c : s.causes)
+      if (std::find(d.causes.begin(), d.causes.end(), c) == d.causes.end()) d.causes.push_back(c);
   }
+  if (d.stall < 0) {
+    d.evidence = tester.Measure(d.start_ns, d.end_ns, prefill_slack_ns);
+    d.causes = tester.Causes(d.evidence);
+    if (d.causes.empty()) ++out.unexplained_dips;
+  }
+}
 
-  // Base rates: windows as long as the median stall, ending at token arrivals away from stalls.
+// Throughput dips. Plan: bins of dip_bin_ns from the first token; in each, the token arrivals
+// and the streams decoding across it (first token at or before its start, last at or after its
+// end); the median rate and stream count over bins with streams decoding; a bin far under the
+// median rate (scaled by its streams) is a dip's; consecutive dip bins are one dip.
+// REQUIRES: out.stalls found (a dip inside a stall is explained by it).
+void FindDips(const Timeline& t, const Thresholds& th, const Tester& tester,
+              int64_t prefill_slack_ns, Attribution& out) {
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  for (const StreamSeries& st : t.streams)
+    if (!st.token_ns.empty()) {
+      t0 = std::min(t0, st.token_ns.front());
+      t1 = std::max(t1, st.token_ns.back());
+    }
+  const int64_t bin_ns = th.dip_bin_ns;
+  if (!(t0 < t1 && bin_ns > 0)) return;
+  const size_t bins = size_t((t1 - t0) / bin_ns + 1);
+  std::vector<int64_t> tokens(bins, 0);
+  std::vector<int> live(bins, 0);
+  std::vector<int64_t> live_step(bins + 1, 0);
+  for (const StreamSeries& st : t.streams) {
+    if (st.token_ns.empty()) continue;
+    for (int64_t at : st.token_ns) ++tokens[size_t((at - t0) / bin_ns)];
+    // The bins [first, last] it spans whole: first token <= the bin's start, last >= its end.
+    const int64_t first = (st.token_ns.front() - t0 + bin_ns - 1) / bin_ns;
+    const int64_t last = (st.token_ns.back() - t0) / bin_ns - 1;
+    if (first > last) continue;
+    ++live_step[size_t(first)];
+    --live_step[size_t(last + 1)];
+  }
+  int64_t running = 0;
+  for (size_t b = 0; b < bins; ++b) live[b] = int(running += live_step[b]);
+  std::vector<int64_t> rates, lives;
+  for (size_t b = 0; b < bins; ++b)
+    if (live[b] > 0) {
+      rates.push_back(tokens[b]);
+      lives.push_back(live[b]);
+    }
+  const double per_s = double(kNsPerSec) / double(bin_ns);
+  const double median_tok_s = double(Median(rates)) * per_s;
+  const double median_live = double(Median(lives));
+  auto expected = [&](size_t b) {
+    return median_tok_s * std::min(1.0, double(live[b]) / median_live);
+  };
+  auto dip = [&](size_t b) {
+    return live[b] > 0 && expected(b) / per_s >= th.dip_min_tokens &&
+           double(tokens[b]) * per_s < th.dip_rate_share * expected(b);
+  };
+  for (size_t b = 0; b < bins;) {
+    if (!dip(b)) {
+      ++b;
+      continue;
+    }
+    size_t e = b;
+    int64_t n = 0;
+    double exp_sum = 0;
+    while (e < bins && dip(e)) {
+      n += tokens[e];
+      exp_sum += expected(e);
+      ++e;
+    }
+    Dip d;
+    d.start_ns = t0 + int64_t(b) * bin_ns;
+    d.end_ns = t0 + int64_t(e) * bin_ns;
+    d.rate_tok_s = double(n) * double(kNsPerSec) / double(d.end_ns - d.start_ns);
+    d.median_tok_s = median_tok_s;
+    d.expected_tok_s = exp_sum / double(e - b);
+    d.live_streams = live[b];
+    ExplainDip(tester, prefill_slack_ns, d, out);
+    out.dips.push_back(std::move(d));
+    b = e;
+  }
+}
+
+// Per cause: the stalls, their cost, the dips no stall explains and the streams' own stalls
+// it was found in; unexplained stalls counted into `out`.
+std::map<Cause, CauseSummary> SummariseCauses(Attribution& out) {
   std::map<Cause, CauseSummary> by_cause;
   for (const Stall& s : out.stalls) {
     if (s.causes.empty()) {
@@ -488,33 +508,48 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
     ++cs.stream_stalls;
     cs.stream_cost_ns += s.cost_ns;
   }
-  if (!by_cause.empty()) {
-    std::vector<int64_t> lens, arrivals;
-    for (const Stall& s : out.stalls) lens.push_back(s.end_ns - s.start_ns);
-    if (lens.empty())  // dips only
-      for (const Dip& d : out.dips) lens.push_back(d.end_ns - d.start_ns);
-    const int64_t len_ns = Median(lens);
-    for (const StreamSeries& st : t.streams) arrivals.insert(arrivals.end(), st.token_ns.begin(), st.token_ns.end());
-    std::sort(arrivals.begin(), arrivals.end());
-    constexpr size_t kBaselineWindows = 200;
-    const size_t step = std::max<size_t>(1, arrivals.size() / kBaselineWindows);
-    const int64_t guard_ns = 2 * th.window_slack_ns;
-    for (size_t k = 0; k < arrivals.size(); k += step) {
-      const int64_t e = arrivals[k], b = e - len_ns;
-      bool near = std::any_of(out.stalls.begin(), out.stalls.end(), [&](const Stall& s) {
-        return b < s.end_ns + guard_ns && e > s.start_ns - guard_ns;
-      }) || std::any_of(out.dips.begin(), out.dips.end(), [&](const Dip& d) {
-        return b < d.end_ns + guard_ns && e > d.start_ns - guard_ns;
-      });
-      if (near) continue;
-      StallEvidence ev = tester.Measure(b, e, prefill_slack_ns);
-      for (auto& [c, cs] : by_cause) {
-        ++cs.baseline_windows;
-        if (c == Cause::kClient ? t.client_saturated : tester.Present(c, ev)) ++cs.baseline_present;
-      }
+  return by_cause;
+}
+
+// Base rates: windows as long as the median stall, ending at token arrivals away from stalls;
+// how often each cause of `by_cause` is present in them.
+void MeasureBaselines(const Timeline& t, const Thresholds& th, const Tester& tester,
+                      int64_t prefill_slack_ns, const Attribution& out,
+                      std::map<Cause, CauseSummary>& by_cause) {
+  if (by_cause.empty()) return;
+  std::vector<int64_t> lens, arrivals;
+  for (const Stall& s : out.stalls) lens.push_back(s.end_ns - s.start_ns);
+  if (lens.empty())  // dips only
+    for (const Dip& d : out.dips) lens.push_back(d.end_ns - d.start_ns);
+  const int64_t len_ns = Median(lens);
+  for (const StreamSeries& st : t.streams)
+    arrivals.insert(arrivals.end(), st.token_ns.begin(), st.token_ns.end());
+  std::sort(arrivals.begin(), arrivals.end());
+  constexpr size_t kBaselineWindows = 200;
+  const size_t step = std::max<size_t>(1, arrivals.size() / kBaselineWindows);
+  const int64_t guard_ns = 2 * th.window_slack_ns;
+  for (size_t k = 0; k < arrivals.size(); k += step) {
+    const int64_t e = arrivals[k], b = e - len_ns;
+    bool near = std::any_of(out.stalls.begin(), out.stalls.end(),
+                            [&](const Stall& s) {
+                              return b < s.end_ns + guard_ns && e > s.start_ns - guard_ns;
+                            }) ||
+                std::any_of(out.dips.begin(), out.dips.end(), [&](const Dip& d) {
+                  return b < d.end_ns + guard_ns && e > d.start_ns - guard_ns;
+                });
+    if (near) continue;
+    StallEvidence ev = tester.Measure(b, e, prefill_slack_ns);
+    for (auto& [c, cs] : by_cause) {
+      ++cs.baseline_windows;
+      if (c == Cause::kClient ? t.client_saturated : tester.Present(c, ev)) ++cs.baseline_present;
     }
   }
-  // TTFT spikes, explained by the causes of the stalls their wait overlapped.
+}
+
+// TTFT spikes, explained by the causes of the stalls their wait overlapped.
+// REQUIRES: out.stalls and out.stream_stalls found.
+void CountTtftSpikes(const Timeline& t, const Thresholds& th, Attribution& out,
+                     std::map<Cause, CauseSummary>& by_cause) {
   std::vector<int64_t> ttfts;
   for (const StreamSeries& st : t.streams)
     if (st.first_token_ns >= 0 && st.sent_ns >= 0) ttfts.push_back(st.first_token_ns - st.sent_ns);
@@ -536,6 +571,25 @@ Attribution Attribute(const Timeline& t, const Thresholds& th) {
     for (Cause c : why)
       if (auto it = by_cause.find(c); it != by_cause.end()) ++it->second.ttft_spikes;
   }
+}
+
+}  // namespace
+
+Attribution Attribute(const Timeline& t, const Thresholds& th) {
+  Attribution out;
+  NoteCoverage(t, out);
+  // Plan: the median token gap of the run; the gaps far above it; clusters of those that
+  // overlap in time; a cluster hitting enough of the live streams is a stall.
+  const std::vector<Gap> big = BigGaps(t, th, out);
+  Tester tester(t, th);
+  out.run_queue_mean = tester.run_queue_mean();
+  out.gpu_busy_share = tester.run_gpu_busy_share();
+  const int64_t prefill_slack_ns = std::max<int64_t>(out.median_gap_ns / 2, 2'000'000);
+  DetectStalls(t, th, big, tester, prefill_slack_ns, out);
+  FindDips(t, th, tester, prefill_slack_ns, out);
+  std::map<Cause, CauseSummary> by_cause = SummariseCauses(out);
+  MeasureBaselines(t, th, tester, prefill_slack_ns, out, by_cause);
+  CountTtftSpikes(t, th, out, by_cause);
   for (auto& [c, cs] : by_cause) out.causes.push_back(cs);
   std::stable_sort(out.causes.begin(), out.causes.end(),
                    [](const CauseSummary& a, const CauseSummary& b) { return a.stalls > b.stalls; });

@@ -169,39 +169,43 @@ struct DiagnoseArgs {
   double net_timeout_s = 5;
 };
 
-int RunDiagnoseCommand(DiagnoseArgs& a) {
+// The load flags: --slo, --endpoint, the API key, keep-alive, the workload, the network probe
+// and the sweep; false (after saying why) when one is bad.
+bool ApplyLoadFlags(DiagnoseArgs& a) {
   diagnose::DiagnoseOptions& d = a.d;
-  if (d.url.empty() && d.traces.empty() && d.logs.empty() && d.facts_path.empty() && !d.local) {
-    fmt::print(stderr, "latdoc diagnose: nothing to diagnose: give --url, --trace, --logs, --facts or --local\n");
-    return kExitBadInput;
-  }
   auto slo = loadgen::ParseSlo(a.slo);
   if (!slo.ok()) {
     fmt::print(stderr, "latdoc diagnose: {}\n", slo.status().message());
-    return kExitBadInput;
+    return false;
   }
   d.slo = *slo;
   if (a.endpoint == "chat") d.bench.endpoint = loadgen::Endpoint::kChat;
   else if (a.endpoint != "completions") {
     fmt::print(stderr, "latdoc diagnose: --endpoint must be completions or chat\n");
-    return kExitBadInput;
+    return false;
   }
   if (const char* key = std::getenv(a.api_key_env.c_str())) d.bench.api_key = key;
   d.bench.client.keep_alive = !a.no_keepalive;
   d.workload.token_ids = d.workload.token_ids && d.bench.endpoint == loadgen::Endpoint::kCompletions;
   if (Status st = loadgen::ValidateRandomOptions(d.workload); !st.ok()) {
     fmt::print(stderr, "latdoc diagnose: {}\n", st.message());
-    return kExitBadInput;
+    return false;
   }
   if (a.net_timeout_s <= 0 || d.net_samples < 0) {
     fmt::print(stderr, "latdoc diagnose: --net-samples must be 0 or more and --net-timeout positive\n");
-    return kExitBadInput;
+    return false;
   }
   d.net_timeout_ns = int64_t(a.net_timeout_s * 1e9);
   if (d.sweep_max < 2) {
     fmt::print(stderr, "latdoc diagnose: --sweep-max must be at least 2\n");
-    return kExitBadInput;
+    return false;
   }
+  return true;
+}
+
+// --profile-at and --profile-load: their values and the flags they need; false (after saying
+// why) when one is bad.
+bool CheckProfileFlags(diagnose::DiagnoseOptions& d) {
   // --profile-at knee|N (diagnose/profile_at.h): knee implies the sweep that finds it.
   if (!d.profile_at.empty()) {
     char* end = nullptr;
@@ -209,16 +213,16 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
     if (d.profile_at != "knee" && (end == d.profile_at.c_str() || *end != '\0' || n < 1 || n > 100000)) {
       fmt::print(stderr, "latdoc diagnose: --profile-at {}: give knee or a number of running "
                          "requests (1 or more)\n", d.profile_at);
-      return kExitBadInput;
+      return false;
     }
     if (d.profile_dir.empty() || d.url.empty()) {
       fmt::print(stderr, "latdoc diagnose: --profile-at needs --url and --profile-dir (the "
                          "server's VLLM_TORCH_PROFILER_DIR, on this host or mounted)\n");
-      return kExitBadInput;
+      return false;
     }
     if (!(d.profile_seconds > 0 && d.profile_seconds <= 600)) {
       fmt::print(stderr, "latdoc diagnose: --profile-seconds must be in (0, 600]\n");
-      return kExitBadInput;
+      return false;
     }
     if (d.profile_at == "knee") d.sweep = true;
   }
@@ -226,27 +230,31 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
   if (d.profile_load && (d.profile_dir.empty() || d.url.empty())) {
     fmt::print(stderr, "latdoc diagnose: --profile-load needs --url and --profile-dir (the "
                        "server's VLLM_TORCH_PROFILER_DIR, on this host or mounted)\n");
-    return kExitBadInput;
+    return false;
   }
-  // --host-counters-root (attribution/host_sampler.h): the host sampler's swap and PSI files from
-  // another tree; only with --local, where the sampler runs.
+  return true;
+}
+
+// --host-counters-root (attribution/host_sampler.h): the host sampler's swap and PSI files from
+// another tree; only with --local, where the sampler runs. False (after saying why) when bad.
+bool CheckHostCountersRoot(const diagnose::DiagnoseOptions& d) {
   if (!d.host_counters_root.empty()) {
     struct stat st;
     if (!d.local) {
       fmt::print(stderr, "latdoc diagnose: --host-counters-root needs --local\n");
-      return kExitBadInput;
+      return false;
     }
     if (::stat(d.host_counters_root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       fmt::print(stderr, "latdoc diagnose: --host-counters-root {}: not a directory\n", d.host_counters_root);
-      return kExitBadInput;
+      return false;
     }
   }
-  if (d.concurrency < 1 || d.requests < 1 || d.baseline_requests < 1) {
-    fmt::print(stderr, "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
-    return kExitBadInput;
-  }
-  // Inputs the user named must exist: a misspelt --trace is bad input, not a layer that
-  // quietly failed under an otherwise clean report.
+  return true;
+}
+
+// Inputs the user named must exist: a misspelt --trace is bad input, not a layer that
+// quietly failed under an otherwise clean report. False (after saying why) when one is missing.
+bool CheckInputsExist(const diagnose::DiagnoseOptions& d) {
   std::vector<std::pair<const char*, std::string>> inputs;
   for (const auto& t : d.traces) inputs.push_back({"--trace", t});
   for (const auto& l : d.logs)
@@ -255,14 +263,35 @@ int RunDiagnoseCommand(DiagnoseArgs& a) {
   for (const auto& [flag, path] : inputs) {
     if (::access(path.c_str(), R_OK) != 0) {
       fmt::print(stderr, "latdoc diagnose: {} {}: {}\n", flag, path, std::strerror(errno));
-      return kExitBadInput;
+      return false;
     }
     struct stat st;
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       fmt::print(stderr, "latdoc diagnose: {} {}: is a directory, not a file\n", flag, path);
-      return kExitBadInput;
+      return false;
     }
   }
+  return true;
+}
+
+int RunDiagnoseCommand(DiagnoseArgs& a) {
+  diagnose::DiagnoseOptions& d = a.d;
+  if (d.url.empty() && d.traces.empty() && d.logs.empty() && d.facts_path.empty() && !d.local) {
+    fmt::print(
+        stderr,
+        "latdoc diagnose: nothing to diagnose: give --url, --trace, --logs, --facts or --local\n");
+    return kExitBadInput;
+  }
+  if (!ApplyLoadFlags(a)) return kExitBadInput;
+  if (!CheckProfileFlags(d)) return kExitBadInput;
+  if (!CheckHostCountersRoot(d)) return kExitBadInput;
+  if (d.concurrency < 1 || d.requests < 1 || d.baseline_requests < 1) {
+    fmt::print(
+        stderr,
+        "latdoc diagnose: --concurrency, --requests and --baseline-requests must be at least 1\n");
+    return kExitBadInput;
+  }
+  if (!CheckInputsExist(d)) return kExitBadInput;
   if (Status st = CheckOutputs(a.out); !st.ok()) {
     fmt::print(stderr, "latdoc diagnose: {}\n", st.message());
     return kExitBadInput;
@@ -316,26 +345,19 @@ int RunDemoCommand(DemoArgs& a) {
   return code == kExitFindings ? kExitOk : code;
 }
 
-}  // namespace
-
-Command RegisterDiagnose(CLI::App& root) {
-  auto* app = root.add_subcommand(
-      "diagnose",
-      "Run every layer that applies (load with /metrics, traces, logs, host and server\n"
-      "configuration) and rank what they find, with evidence and the change to try.");
-  auto a = std::make_shared<DiagnoseArgs>();
-  diagnose::DiagnoseOptions& d = a->d;
-  auto server = std::make_shared<ServerFlags>();
-  server->url = &d.url;
-  server->endpoint = &a->endpoint;
-  server->api_key_env = &a->api_key_env;
-  AddServerFlags(app, *server, {.url_help = "Base URL of the server (omit to judge files and host only)"});
+// The load: the model, the network probe, the gateway, the load and the sweep, the workload,
+// the client, the SLO and the failures allowed.
+void AddDiagnoseLoadFlags(CLI::App* app, DiagnoseArgs& a) {
+  diagnose::DiagnoseOptions& d = a.d;
   app->add_option("--model", d.bench.model, "Model name (default: the first of /v1/models)");
   app->add_option("--metrics-url", d.bench.metrics_url, "Where /metrics is (default: --url)");
   app->add_option("--net-samples", d.net_samples, "Network probe samples (0: no probe)")
       ->check(Number(Bound::kNonNegative))->capture_default_str();
-  app->add_option("--net-timeout", a->net_timeout_s, "Bound of each probe exchange: seconds, or 500ms")
-      ->type_name("DURATION")->transform(Seconds(Bound::kPositive))->capture_default_str();
+  app->add_option("--net-timeout", a.net_timeout_s,
+                  "Bound of each probe exchange: seconds, or 500ms")
+      ->type_name("DURATION")
+      ->transform(Seconds(Bound::kPositive))
+      ->capture_default_str();
   app->add_option("--direct-url", d.direct_url,
                   "The same server bypassing the gateway --url goes through: measures the gateway's delay");
   app->add_option("--concurrency,-c", d.concurrency, "Target load")
@@ -362,13 +384,19 @@ Command RegisterDiagnose(CLI::App& root) {
       ->check(CLI::NonNegativeNumber);
   app->add_option("--prefix-len", d.workload.prefix_len, "Shared prefix tokens (the sessions' system prompt)")
       ->check(CLI::NonNegativeNumber);
-  app->add_flag("--no-keepalive", a->no_keepalive, "A new connection per request");
+  app->add_flag("--no-keepalive", a.no_keepalive, "A new connection per request");
   app->add_flag("--insecure", d.bench.client.insecure, "Skip TLS certificate verification");
   AddThreadsFlag(app, d.bench.threads, nullptr);
-  app->add_option("--slo", a->slo, "ttft:MS,tpot:MS,e2el:MS");
-  app->add_option("--max-error-rate", a->out.max_error_rate,
+  app->add_option("--slo", a.slo, "ttft:MS,tpot:MS,e2el:MS");
+  app->add_option("--max-error-rate", a.out.max_error_rate,
                   "Fraction of failed load-test requests allowed (exit 1 above; 0: any failure)")
-      ->check(Number(Bound::kNonNegative))->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(Number(Bound::kNonNegative))
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+}
+
+// The evidence beside the load: traces, logs, host facts, the host itself and the profiler.
+void AddDiagnoseEvidenceFlags(CLI::App* app, diagnose::DiagnoseOptions& d) {
   app->add_option("--trace", d.traces, "Profiler trace(s): Kineto JSON, rocprof, rocpd, nsys SQLite");
   app->add_flag("--trace-of-server", d.trace_of_target,
                 "The --trace files were recorded from the --url server: their findings claim "
@@ -393,6 +421,25 @@ Command RegisterDiagnose(CLI::App& root) {
                   "Where the server writes its traces (its VLLM_TORCH_PROFILER_DIR, here or mounted)");
   app->add_option("--profile-seconds", d.profile_seconds, "How long the profiler records at most")
       ->capture_default_str();
+}
+
+}  // namespace
+
+Command RegisterDiagnose(CLI::App& root) {
+  auto* app = root.add_subcommand(
+      "diagnose",
+      "Run every layer that applies (load with /metrics, traces, logs, host and server\n"
+      "configuration) and rank what they find, with evidence and the change to try.");
+  auto a = std::make_shared<DiagnoseArgs>();
+  diagnose::DiagnoseOptions& d = a->d;
+  auto server = std::make_shared<ServerFlags>();
+  server->url = &d.url;
+  server->endpoint = &a->endpoint;
+  server->api_key_env = &a->api_key_env;
+  AddServerFlags(app, *server,
+                 {.url_help = "Base URL of the server (omit to judge files and host only)"});
+  AddDiagnoseLoadFlags(app, *a);
+  AddDiagnoseEvidenceFlags(app, d);
   AddOutputs(app, a->out);
   return {app, [a, server] {
             if (auto rc = ResolveServerFlags("diagnose", *server, /*required=*/false)) return *rc;

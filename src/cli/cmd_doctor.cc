@@ -38,25 +38,76 @@ struct DoctorArgs {
   bool no_color = false;
 };
 
-int RunDoctor(const DoctorArgs& a) {
+// The flags that cannot go together or name no usable tree; OK when none.
+Status CheckDoctorArgs(const DoctorArgs& a) {
   if (!a.facts_path.empty() && (a.sysroot != "/" || a.pid != 0 || !a.collect_path.empty())) {
-    return Fail("doctor", InvalidArgument("--facts judges recorded facts; it cannot be combined with "
-                                "--sysroot, --pid or --collect"));
+    return InvalidArgument(
+        "--facts judges recorded facts; it cannot be combined with "
+        "--sysroot, --pid or --collect");
   }
   if (a.interval_ms < 0 || a.interval_ms > 10000) {
-    return Fail("doctor", InvalidArgument("--interval-ms must be 0..10000"));
+    return InvalidArgument("--interval-ms must be 0..10000");
   }
   if (a.facts_path.empty()) {
     // A wrong --sysroot would read nothing and report every check skipped, as a clean host.
     struct stat st;
     if (::stat(a.sysroot.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return Fail("doctor", InvalidArgument("--sysroot " + a.sysroot + ": not a directory"));
+      return InvalidArgument("--sysroot " + a.sysroot + ": not a directory");
     }
     if (::access((a.sysroot + "/proc").c_str(), F_OK) != 0 && ::access((a.sysroot + "/sys").c_str(), F_OK) != 0) {
-      return Fail("doctor", InvalidArgument("--sysroot " + a.sysroot +
-                                            ": holds neither proc/ nor sys/ (a recorded tree is OUT/tree)"));
+      return InvalidArgument("--sysroot " + a.sysroot +
+                             ": holds neither proc/ nor sys/ (a recorded tree is OUT/tree)");
     }
   }
+  return Status::Ok();
+}
+
+// --json: the facts and the findings, written atomically to `path`.
+Status WriteDoctorJson(const std::string& path, const host::HostFacts& facts,
+                       const std::vector<rules::Finding>& findings) {
+  nlohmann::json doc;
+  doc["schema"] = "latdoc.doctor/1";
+  doc["facts"] = nlohmann::json::parse(host::FactsToJson(facts));
+  nlohmann::json fj = nlohmann::json::array();
+  for (const auto& f : findings) fj.push_back(rules::ToJson(f));
+  doc["findings"] = std::move(fj);
+  return WriteFileAtomic(path, JsonText(doc, 2) + "\n");
+}
+
+// The terminal text: the GPUs and the server found, then the findings.
+std::string DoctorText(const DoctorArgs& a, const host::HostFacts& facts,
+                       const std::vector<rules::Finding>& findings) {
+  std::string out;
+  for (const auto& g : facts.gpus) {
+    out += "GPU " + std::to_string(g.index) + "  " + g.bdf + "  " +
+           (g.name.known() ? *g.name : g.vendor + " (name n/a)") + "  [" +
+           (g.vendor_source.empty() ? std::string("sysfs only") : g.vendor_source) + "]\n";
+  }
+  for (const auto& n : facts.gpu_notes) out += "note: " + n + "\n";
+  if (facts.server) {
+    out += "server: pid " + std::to_string(facts.server->pid) + " (" + facts.server->kind + ")\n";
+  } else {
+    out += "server: none found (" + facts.server_note + ")\n";
+  }
+  out += "\n";
+  report::TextOptions to;
+  to.color = !a.no_color && report::StdoutWantsColor();
+  to.show_ok = a.show_all;
+  out += report::RenderFindingsText(findings, to);
+  if (!a.show_all) {
+    int hidden = 0, skipped = 0;
+    for (const auto& f : findings) {
+      hidden += f.severity == rules::Severity::kOk;
+      skipped += f.severity == rules::Severity::kSkip;
+    }
+    out += "(" + std::to_string(hidden) + " checks ok, " + std::to_string(skipped) +
+           " skipped; --show-ok shows them)\n";
+  }
+  return out;
+}
+
+int RunDoctor(const DoctorArgs& a) {
+  if (Status st = CheckDoctorArgs(a); !st.ok()) return Fail("doctor", st);
   rules::HostRuleOptions opts;
   if (!a.sweep_path.empty()) {
     auto text = ReadFileToString(a.sweep_path);
@@ -92,42 +143,11 @@ int RunDoctor(const DoctorArgs& a) {
 
   std::vector<rules::Finding> findings = rules::JudgeHost(facts, opts);
   if (!a.json_path.empty()) {
-    nlohmann::json doc;
-    doc["schema"] = "latdoc.doctor/1";
-    doc["facts"] = nlohmann::json::parse(host::FactsToJson(facts));
-    nlohmann::json fj = nlohmann::json::array();
-    for (const auto& f : findings) fj.push_back(rules::ToJson(f));
-    doc["findings"] = std::move(fj);
-    Status st = WriteFileAtomic(a.json_path, JsonText(doc, 2) + "\n");
+    Status st = WriteDoctorJson(a.json_path, facts, findings);
     if (!st.ok()) return Fail("doctor", st);
   }
 
-  std::string out;
-  for (const auto& g : facts.gpus) {
-    out += "GPU " + std::to_string(g.index) + "  " + g.bdf + "  " +
-           (g.name.known() ? *g.name : g.vendor + " (name n/a)") + "  [" +
-           (g.vendor_source.empty() ? std::string("sysfs only") : g.vendor_source) + "]\n";
-  }
-  for (const auto& n : facts.gpu_notes) out += "note: " + n + "\n";
-  if (facts.server) {
-    out += "server: pid " + std::to_string(facts.server->pid) + " (" + facts.server->kind + ")\n";
-  } else {
-    out += "server: none found (" + facts.server_note + ")\n";
-  }
-  out += "\n";
-  report::TextOptions to;
-  to.color = !a.no_color && report::StdoutWantsColor();
-  to.show_ok = a.show_all;
-  out += report::RenderFindingsText(findings, to);
-  if (!a.show_all) {
-    int hidden = 0, skipped = 0;
-    for (const auto& f : findings) {
-      hidden += f.severity == rules::Severity::kOk;
-      skipped += f.severity == rules::Severity::kSkip;
-    }
-    out += "(" + std::to_string(hidden) + " checks ok, " + std::to_string(skipped) +
-           " skipped; --show-ok shows them)\n";
-  }
+  const std::string out = DoctorText(a, facts, findings);
   if (!QuietRequested()) std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   return rules::WorstSeverity(findings) == rules::Severity::kFail ? kExitFindings : kExitOk;

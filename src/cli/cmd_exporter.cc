@@ -72,36 +72,36 @@ StatusOr<int64_t> Duration(const std::string& flag, const std::string& text) {
   return DurationNs(flag, text);
 }
 
-int RunExporter(const ExporterArgs& a) {
-  exporter::ExporterOptions o;
+// The exporter's options from the flags; an InvalidArgument naming the flag when one is bad.
+Status ExporterOptionsFrom(const ExporterArgs& a, exporter::ExporterOptions& o) {
   if (Status st = ParseListen(a.listen, &o.listen_host, &o.listen_port); !st.ok()) {
-    return Fail("exporter", st);
+    return st;
   }
   auto interval = Duration("--interval", a.interval);
-  if (!interval.ok()) return Fail("exporter", interval.status());
+  if (!interval.ok()) return interval.status();
   // The canary's rate bound: one request per interval, so at most 1 request/s.
-  if (*interval < kNsPerSec) return Fail("exporter", InvalidArgument("--interval must be at least 1s"));
+  if (*interval < kNsPerSec) return InvalidArgument("--interval must be at least 1s");
   o.interval_ns = *interval;
   auto host_interval = Duration("--host-interval", a.host_interval);
-  if (!host_interval.ok()) return Fail("exporter", host_interval.status());
+  if (!host_interval.ok()) return host_interval.status();
   if (*host_interval != 0 && *host_interval < o.interval_ns)
-    return Fail("exporter", InvalidArgument("--host-interval must be 0 (off) or at least --interval"));
+    return InvalidArgument("--host-interval must be 0 (off) or at least --interval");
   o.host_period_ns = a.no_host ? 0 : *host_interval;
   o.collector_timeout_ns = std::min<int64_t>(10 * kNsPerSec, o.interval_ns);
   if (!a.timeout.empty()) {
     auto t = Duration("--timeout", a.timeout);
-    if (!t.ok()) return Fail("exporter", t.status());
-    if (*t <= 0) return Fail("exporter", InvalidArgument("--timeout must be positive"));
+    if (!t.ok()) return t.status();
+    if (*t <= 0) return InvalidArgument("--timeout must be positive");
     o.collector_timeout_ns = *t;
   }
   o.target = a.target;
   if (const char* key = std::getenv(a.api_key_env.c_str())) o.api_key = key;
   if (!o.target.empty()) {
     if (auto u = http::ParseUrl(o.target); !u.ok())
-      return Fail("exporter", InvalidArgument("--target " + u.status().message()));
+      return InvalidArgument("--target " + u.status().message());
   }
   if (a.canary_tokens < 1 || a.canary_tokens > 256)
-    return Fail("exporter", InvalidArgument("--canary-tokens must be between 1 and 256"));
+    return InvalidArgument("--canary-tokens must be between 1 and 256");
   o.canary_output_tokens = a.canary_tokens;
   o.canary = !a.no_canary;
   o.model = a.model;
@@ -109,41 +109,55 @@ int RunExporter(const ExporterArgs& a) {
   if (a.pid != 0) o.pid = a.pid;
   o.version = LATDOC_VERSION;
   if (o.target.empty() && o.host_period_ns == 0)
-    return Fail("exporter", InvalidArgument("nothing to do: give --target or leave the host checks on"));
+    return InvalidArgument("nothing to do: give --target or leave the host checks on");
+  return Status::Ok();
+}
+
+// --once: one cycle, its page on standard output, the exit code for what it found.
+int RunExporterOnce(const ExporterArgs& a, const exporter::ExporterOptions& o,
+                    exporter::Exporter& e) {
+  e.RunCycle(MonoNowNs());
+  std::fputs(e.page()->c_str(), stdout);
+  // As the other commands: a failed canary request is said by reason, as bench says its
+  // failures; 3 when the target answered neither the canary nor the scrape, else 1 when the
+  // canary failed or a finding fails.
+  const exporter::ExporterState& state = e.state();
+  std::map<std::string, uint64_t> failed;
+  uint64_t sent = 0;
+  for (const auto& [outcome, n] : state.canary_outcomes) {
+    sent += n;
+    if (outcome != loadgen::OutcomeName(loadgen::Outcome::kOk)) failed[outcome] += n;
+  }
+  loadgen::FailureTally canary = loadgen::TallyFailures(failed, sent);
+  const bool canary_failed = canary.failed > 0 && canary.rate() > a.max_error_rate;
+  if (canary.failed > 0) {
+    std::string line = canary.Text("canary requests");
+    if (!state.canary_last_error.empty())
+      line += "; last: " + state.canary_last_error.substr(0, 200);
+    if (!canary_failed)
+      line += fmt::format(" (tolerated: --max-error-rate {:g}%)", 100 * a.max_error_rate);
+    std::fprintf(stderr, "latdoc exporter: %s\n", line.c_str());
+  }
+  const bool canary_ok = state.canary_last_ok.value_or(false);
+  if (!o.target.empty() && !canary_ok && !state.server_up.value_or(false)) {
+    std::fprintf(stderr,
+                 "latdoc exporter: the target %s answered neither the canary nor the "
+                 "/metrics scrape\n",
+                 state.target.c_str());
+    return kExitCannotRun;
+  }
+  const bool failing =
+      std::any_of(state.findings.begin(), state.findings.end(),
+                  [](const rules::Finding& f) { return f.severity == rules::Severity::kFail; });
+  return failing || canary_failed ? kExitFindings : kExitOk;
+}
+
+int RunExporter(const ExporterArgs& a) {
+  exporter::ExporterOptions o;
+  if (Status st = ExporterOptionsFrom(a, o); !st.ok()) return Fail("exporter", st);
 
   exporter::Exporter e(o, exporter::DefaultCollectors(o));
-  if (a.once) {
-    e.RunCycle(MonoNowNs());
-    std::fputs(e.page()->c_str(), stdout);
-    // As the other commands: a failed canary request is said by reason, as bench says its
-    // failures; 3 when the target answered neither the canary nor the scrape, else 1 when the
-    // canary failed or a finding fails.
-    const exporter::ExporterState& state = e.state();
-    std::map<std::string, uint64_t> failed;
-    uint64_t sent = 0;
-    for (const auto& [outcome, n] : state.canary_outcomes) {
-      sent += n;
-      if (outcome != loadgen::OutcomeName(loadgen::Outcome::kOk)) failed[outcome] += n;
-    }
-    loadgen::FailureTally canary = loadgen::TallyFailures(failed, sent);
-    const bool canary_failed = canary.failed > 0 && canary.rate() > a.max_error_rate;
-    if (canary.failed > 0) {
-      std::string line = canary.Text("canary requests");
-      if (!state.canary_last_error.empty()) line += "; last: " + state.canary_last_error.substr(0, 200);
-      if (!canary_failed) line += fmt::format(" (tolerated: --max-error-rate {:g}%)", 100 * a.max_error_rate);
-      std::fprintf(stderr, "latdoc exporter: %s\n", line.c_str());
-    }
-    const bool canary_ok = state.canary_last_ok.value_or(false);
-    if (!o.target.empty() && !canary_ok && !state.server_up.value_or(false)) {
-      std::fprintf(stderr, "latdoc exporter: the target %s answered neither the canary nor the "
-                           "/metrics scrape\n", state.target.c_str());
-      return kExitCannotRun;
-    }
-    const bool failing = std::any_of(state.findings.begin(), state.findings.end(), [](const rules::Finding& f) {
-      return f.severity == rules::Severity::kFail;
-    });
-    return failing || canary_failed ? kExitFindings : kExitOk;
-  }
+  if (a.once) return RunExporterOnce(a, o, e);
   if (Status st = e.Start(); !st.ok()) {
     std::fprintf(stderr, "latdoc exporter: %s\n", st.message().c_str());
     return ExitCodeFor(st) == kExitBadInput ? kExitBadInput : kExitCannotRun;

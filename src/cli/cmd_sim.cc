@@ -34,29 +34,23 @@ int RunSim(const sim::SimConfig& cfg) {
   return kExitOk;
 }
 
-}  // namespace
-
-Command RegisterSim(CLI::App& root) {
-  auto* app = root.add_subcommand(
-      "sim",
-      "Run a simulated OpenAI-compatible inference server that behaves like vLLM\n"
-      "(continuous batching, KV cache, /metrics, logs, injectable pathologies).");
-  auto cfg = std::make_shared<sim::SimConfig>();
-  sim::EngineConfig& e = cfg->engine;
-  sim::FaultRates& f = cfg->faults;
-
-  app->add_option("--host", cfg->host, "Address to listen on")->capture_default_str();
-  app->add_option("--port", cfg->port, "Port (0: any free port)")->capture_default_str();
-  app->add_option("--api-key", cfg->api_key, "Require 'Authorization: Bearer KEY' on /v1 (as vLLM)");
-  app->add_option("--served-model-name,--model", cfg->served_model_name, "Model name served")
+// Where it listens, what it serves, and how fast its clock runs.
+void AddListenFlags(CLI::App* app, sim::SimConfig& cfg) {
+  app->add_option("--host", cfg.host, "Address to listen on")->capture_default_str();
+  app->add_option("--port", cfg.port, "Port (0: any free port)")->capture_default_str();
+  app->add_option("--api-key", cfg.api_key, "Require 'Authorization: Bearer KEY' on /v1 (as vLLM)");
+  app->add_option("--served-model-name,--model", cfg.served_model_name, "Model name served")
       ->capture_default_str();
-  app->add_option("--seed", cfg->seed, "Seed for generated text, EOS positions and faults")
+  app->add_option("--seed", cfg.seed, "Seed for generated text, EOS positions and faults")
       ->capture_default_str();
-  app->add_option("--time-scale", cfg->time_scale,
+  app->add_option("--time-scale", cfg.time_scale,
                   "Wall time per unit of model time (0.1: ten times faster)")
       ->capture_default_str();
+}
 
-  // vLLM's own flags.
+// vLLM's own flags.
+void AddEngineFlags(CLI::App* app, sim::SimConfig& cfg) {
+  sim::EngineConfig& e = cfg.engine;
   auto* g = "vLLM engine flags";
   app->add_option("--max-num-seqs", e.max_num_seqs, "Max running requests")->group(g)->capture_default_str();
   app->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "Token budget per step")
@@ -67,9 +61,10 @@ Command RegisterSim(CLI::App& root) {
                 "Split long prompts over steps (default: on)")
       ->expected(0, 1)
       ->group(g);
-  app->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", cfg->enable_prefix_caching,
+  app->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", cfg.enable_prefix_caching,
                 "Prefix caching, as vLLM: a prompt's blocks seen before skip prefill (default: off "
-                "in the simulator)")->group(g);
+                "in the simulator)")
+      ->group(g);
   app->add_option("--block-size", e.block_size, "KV block size in tokens")->group(g)->capture_default_str();
   app->add_option("--max-model-len", e.max_model_len, "Max prompt + output tokens")->group(g)->capture_default_str();
   app->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
@@ -77,11 +72,17 @@ Command RegisterSim(CLI::App& root) {
       ->group(g)->capture_default_str();
   app->add_option("--num-gpu-blocks-override", e.num_gpu_blocks_override,
                   "KV blocks (overrides the memory model)")->group(g)->capture_default_str();
-  app->add_flag("--enable-log-requests", cfg->enable_log_requests, "Log each request (INFO)")->group(g);
-  app->add_flag("--disable-log-stats", cfg->disable_log_stats, "No periodic stats line")->group(g);
-  app->add_flag("--disable-uvicorn-access-log", cfg->disable_uvicorn_access_log,
-                "No access line per request")->group(g);
+  app->add_flag("--enable-log-requests", cfg.enable_log_requests, "Log each request (INFO)")
+      ->group(g);
+  app->add_flag("--disable-log-stats", cfg.disable_log_stats, "No periodic stats line")->group(g);
+  app->add_flag("--disable-uvicorn-access-log", cfg.disable_uvicorn_access_log,
+                "No access line per request")
+      ->group(g);
+}
 
+// The simulated GPU and the step-time model.
+void AddModelFlags(CLI::App* app, sim::SimConfig& cfg) {
+  sim::EngineConfig& e = cfg.engine;
   auto* m = "Simulated GPU and step-time model";
   app->add_option("--sim-gpu-memory-gib", e.gpu_memory_gib, "GPU memory")->group(m)->capture_default_str();
   app->add_option("--sim-weights-gib", e.weights_gib, "Model weights")->group(m)->capture_default_str();
@@ -95,9 +96,16 @@ Command RegisterSim(CLI::App& root) {
       ->group(m)->capture_default_str();
   app->add_option("--sim-context-token-ns", e.step_context_token_ns, "Cost per attended KV token")
       ->group(m)->capture_default_str();
-  app->add_option("--sim-mean-output-tokens", cfg->mean_output_tokens,
-                  "Mean tokens before EOS when ignore_eos is off (0: never)")->group(m)->capture_default_str();
+  app->add_option("--sim-mean-output-tokens", cfg.mean_output_tokens,
+                  "Mean tokens before EOS when ignore_eos is off (0: never)")
+      ->group(m)
+      ->capture_default_str();
+}
 
+// Pathologies that slow steps: host overhead, slow kernels, log, swap and CPU stalls,
+// host gaps.
+void AddStallFlags(CLI::App* app, sim::SimConfig& cfg) {
+  sim::EngineConfig& e = cfg.engine;
   auto* p = "Pathologies";
   app->add_option("--sim-host-overhead-us", e.host_overhead_per_seq_us,
                   "Host time per running sequence per step (GIL-bound scheduler)")->group(p);
@@ -122,6 +130,14 @@ Command RegisterSim(CLI::App& root) {
       ->check(CLI::NonNegativeNumber)->group(p);
   app->add_option("--sim-host-gap-ms", e.host_gap_ms, "...this long")
       ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+}
+
+// Pathologies of the stream and the front end: chunking, speculative decoding, reasoning,
+// network delay, faults.
+void AddStreamFaultFlags(CLI::App* app, sim::SimConfig& cfg) {
+  sim::EngineConfig& e = cfg.engine;
+  sim::FaultRates& f = cfg.faults;
+  auto* p = "Pathologies";
   app->add_option("--sim-tokens-per-chunk", e.spec_tokens,
                   "Tokens per decode step and SSE chunk (speculative decoding)")->group(p);
   app->add_option("--sim-spec-tokens", e.spec_draft_tokens,
@@ -131,20 +147,27 @@ Command RegisterSim(CLI::App& root) {
   app->add_option("--sim-spec-accept", e.spec_accept_rate,
                   "...each draft accepted with this probability, up to the first rejection")
       ->check(CLI::Range(0.0, 1.0))->group(p)->capture_default_str();
-  app->add_flag("--sim-think-tags", cfg->think_tags,
-                "The reasoning goes out in delta.content inside <think>...</think> (no reasoning parser)")
+  app->add_flag(
+         "--sim-think-tags", cfg.think_tags,
+         "The reasoning goes out in delta.content inside <think>...</think> (no reasoning parser)")
       ->group(p);
-  app->add_option("--sim-reasoning-tokens", cfg->reasoning_tokens,
+  app->add_option("--sim-reasoning-tokens", cfg.reasoning_tokens,
                   "Chat: the first N generated tokens stream as delta.reasoning_content (a "
                   "reasoning model); a request with tools gets its answer as a tool call")
-      ->check(CLI::NonNegativeNumber)->group(p)->capture_default_str();
-  app->add_flag("--sim-event-per-token", cfg->event_per_token,
+      ->check(CLI::NonNegativeNumber)
+      ->group(p)
+      ->capture_default_str();
+  app->add_flag("--sim-event-per-token", cfg.event_per_token,
                 "Send a step's tokens as one SSE event each, in one write (as TGI and llama.cpp)")
       ->group(p);
-  app->add_option("--sim-network-delay-ms", cfg->network_delay_ms, "Delay on every write")
-      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
-  app->add_option("--sim-network-jitter-ms", cfg->network_jitter_ms, "Plus uniform jitter")
-      ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+  app->add_option("--sim-network-delay-ms", cfg.network_delay_ms, "Delay on every write")
+      ->type_name("DURATION")
+      ->transform(Milliseconds(Bound::kAny))
+      ->group(p);
+  app->add_option("--sim-network-jitter-ms", cfg.network_jitter_ms, "Plus uniform jitter")
+      ->type_name("DURATION")
+      ->transform(Milliseconds(Bound::kAny))
+      ->group(p);
   app->add_option("--sim-fault-429", f.http_429, "Rate of HTTP 429 answers")->group(p);
   app->add_option("--sim-fault-500", f.http_500, "Rate of HTTP 500 answers")->group(p);
   app->add_option("--sim-fault-503", f.http_503, "Rate of HTTP 503 answers")->group(p);
@@ -158,28 +181,59 @@ Command RegisterSim(CLI::App& root) {
                   "Rate of requests held by the front end")->group(p);
   app->add_option("--sim-slow-first-byte-ms", f.slow_first_byte_ms, "...for this long")
       ->type_name("DURATION")->transform(Milliseconds(Bound::kAny))->group(p);
+}
 
+// Logs, traces and records it writes; connection limits.
+void AddOutputFlags(CLI::App* app, sim::SimConfig& cfg) {
   auto* o = "Output";
-  app->add_option("--log-file", cfg->log_file, "Write logs here instead of standard error")->group(o);
-  app->add_option("--log-stats-interval", cfg->log_stats_interval_s,
+  app->add_option("--log-file", cfg.log_file, "Write logs here instead of standard error")
+      ->group(o);
+  app->add_option("--log-stats-interval", cfg.log_stats_interval_s,
                   "Seconds between stats lines (VLLM_LOG_STATS_INTERVAL)")
-      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();
-  app->add_option("--sim-profiler-dir", cfg->profiler_dir,
-                  "As VLLM_TORCH_PROFILER_DIR: serve POST /start_profile and /stop_profile, writing "
-                  "a Kineto trace of the engine's steps here")->group(o);
-  app->add_option("--trace-requests", cfg->trace_requests_file,
-                  "Write each request's true timings as JSON lines here")->group(o);
-  app->add_option("--sim-stall-record", cfg->stall_record_file,
-                  "Write each step slowed on purpose, and why, as JSON lines here")->group(o);
-  app->add_option("--sim-host-counters-dir", cfg->host_counters_dir,
+      ->type_name("DURATION")
+      ->transform(Seconds(Bound::kAny))
+      ->group(o)
+      ->capture_default_str();
+  app->add_option(
+         "--sim-profiler-dir", cfg.profiler_dir,
+         "As VLLM_TORCH_PROFILER_DIR: serve POST /start_profile and /stop_profile, writing "
+         "a Kineto trace of the engine's steps here")
+      ->group(o);
+  app->add_option("--trace-requests", cfg.trace_requests_file,
+                  "Write each request's true timings as JSON lines here")
+      ->group(o);
+  app->add_option("--sim-stall-record", cfg.stall_record_file,
+                  "Write each step slowed on purpose, and why, as JSON lines here")
+      ->group(o);
+  app->add_option("--sim-host-counters-dir", cfg.host_counters_dir,
                   "Keep DIR/proc/vmstat and DIR/proc/pressure/* that swap stalls grow (pswpin, "
-                  "PSI memory), for diagnose --local --host-counters-root DIR")->group(o);
-  app->add_option("--keep-alive-timeout", cfg->keep_alive_timeout_s,
+                  "PSI memory), for diagnose --local --host-counters-root DIR")
+      ->group(o);
+  app->add_option("--keep-alive-timeout", cfg.keep_alive_timeout_s,
                   "Seconds an idle kept-alive connection stays open")
-      ->type_name("DURATION")->transform(Seconds(Bound::kAny))->group(o)->capture_default_str();
-  app->add_option("--max-body-bytes", cfg->max_body_bytes, "Larger request bodies get 413")
-      ->group(o)->capture_default_str();
+      ->type_name("DURATION")
+      ->transform(Seconds(Bound::kAny))
+      ->group(o)
+      ->capture_default_str();
+  app->add_option("--max-body-bytes", cfg.max_body_bytes, "Larger request bodies get 413")
+      ->group(o)
+      ->capture_default_str();
+}
 
+}  // namespace
+
+Command RegisterSim(CLI::App& root) {
+  auto* app = root.add_subcommand(
+      "sim",
+      "Run a simulated OpenAI-compatible inference server that behaves like vLLM\n"
+      "(continuous batching, KV cache, /metrics, logs, injectable pathologies).");
+  auto cfg = std::make_shared<sim::SimConfig>();
+  AddListenFlags(app, *cfg);
+  AddEngineFlags(app, *cfg);
+  AddModelFlags(app, *cfg);
+  AddStallFlags(app, *cfg);
+  AddStreamFaultFlags(app, *cfg);
+  AddOutputFlags(app, *cfg);
   return {app, [cfg] { return RunSim(*cfg); }};
 }
 

@@ -12,9 +12,13 @@ namespace latdoc::diagnose {
 
 using nlohmann::ordered_json;
 
-std::string RenderDiagnoseText(const report::Diagnosis& r, bool color, bool show_ok) {
+namespace {
+
+// The model and the server, where the load run or the log named them, and whether the run
+// stopped early.
+std::string SubjectLines(const report::Diagnosis& r) {
   const ordered_json& d = r.sections;
-  std::string out = fmt::format("latdoc diagnose: {}\n", r.target.value_or("(no live target)"));
+  std::string out;
   // The model and the server, where the load run or the log named them.
   const std::string model = r.Model();
   const ordered_json* version = nullptr;
@@ -36,52 +40,59 @@ std::string RenderDiagnoseText(const report::Diagnosis& r, bool color, bool show
         "skipped.\n",
         r.partial_reason.empty() ? "interrupted" : r.partial_reason);
   }
-  out += "\n";
-  out += "Layers:\n";
-  for (const report::LayerStatus& l : r.layers)
-    out += fmt::format("  {:<8} {}\n", l.layer, l.status);
-  if (d.contains("ttft_waterfall")) {
-    const ordered_json& w = d["ttft_waterfall"];
-    auto ms = [&](const char* k) {
-      return w.contains(k) && w[k].is_number() ? fmt::format("{:.1f} ms", w[k].get<double>()) : std::string("n/a");
-    };
-    if (w.contains("unsplit_ms")) {
-      // A server whose metrics time only some parts (llama.cpp, TGI): what they do not time
-      // stays one inferred rest, and the line says what is not measurable there.
-      out += fmt::format(
-          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + rest {} "
-          "(inferred, not split)\n",
-          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("unsplit_ms"));
-      if (w.contains("not_measurable") && w["not_measurable"].is_string() &&
-          !w["not_measurable"].get<std::string>().empty())
-        out += "  " + w["not_measurable"].get<std::string>() + "\n";
-    } else if (w.contains("network_ms")) {
-      out += fmt::format(
-          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network {} "
-          "(measured by the probe) + front end {} (inferred)\n",
-          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_ms"),
-          ms("front_end_ms"));
-    } else {
-      out += fmt::format(
-          "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network and "
-          "front end {} (inferred)\n",
-          ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_and_front_end_ms"));
-    }
-  }
-  if (r.bench) {
-    const loadgen::LoadFacts& b = *r.bench;
-    auto v = [](std::optional<double> x) {
-      return x ? fmt::format("{:.1f}", *x) : std::string("n/a");
-    };
-    auto stat = [&](const std::optional<loadgen::LatencyStats>& m, bool p99) {
-      return v(!m ? std::nullopt : p99 ? m->p99_ms() : m->median_ms);
-    };
+  return out;
+}
+
+// Where TTFT goes: the waterfall's parts, measured and inferred.
+std::string TtftLine(const ordered_json& w) {
+  std::string out;
+  auto ms = [&](const char* k) {
+    return w.contains(k) && w[k].is_number() ? fmt::format("{:.1f} ms", w[k].get<double>())
+                                             : std::string("n/a");
+  };
+  if (w.contains("unsplit_ms")) {
+    // A server whose metrics time only some parts (llama.cpp, TGI): what they do not time
+    // stays one inferred rest, and the line says what is not measurable there.
     out += fmt::format(
-        "At concurrency {}: TTFT p50 {} / p99 {} ms, ITL p50 {} / p99 {} ms, {} output tok/s\n",
-        b.max_concurrency.value_or(0), stat(b.ttft, false), stat(b.ttft, true), stat(b.itl, false),
-        stat(b.itl, true), v(b.output_throughput));
+        "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + rest {} "
+        "(inferred, not split)\n",
+        ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("unsplit_ms"));
+    if (w.contains("not_measurable") && w["not_measurable"].is_string() &&
+        !w["not_measurable"].get<std::string>().empty())
+      out += "  " + w["not_measurable"].get<std::string>() + "\n";
+  } else if (w.contains("network_ms")) {
+    out += fmt::format(
+        "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network {} "
+        "(measured by the probe) + front end {} (inferred)\n",
+        ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_ms"),
+        ms("front_end_ms"));
+  } else {
+    out += fmt::format(
+        "\nWhere TTFT goes (mean {}): queue {} (measured) + prefill {} (measured) + network and "
+        "front end {} (inferred)\n",
+        ms("client_ttft_ms"), ms("queue_ms"), ms("prefill_ms"), ms("network_and_front_end_ms"));
   }
-  out += "\nFindings, most important first:\n";
+  return out;
+}
+
+// The load run's latency percentiles and throughput.
+std::string LoadLine(const loadgen::LoadFacts& b) {
+  std::string out;
+  auto v = [](std::optional<double> x) {
+    return x ? fmt::format("{:.1f}", *x) : std::string("n/a");
+  };
+  auto stat = [&](const std::optional<loadgen::LatencyStats>& m, bool p99) {
+    return v(!m ? std::nullopt : p99 ? m->p99_ms() : m->median_ms);
+  };
+  out += fmt::format(
+      "At concurrency {}: TTFT p50 {} / p99 {} ms, ITL p50 {} / p99 {} ms, {} output tok/s\n",
+      b.max_concurrency.value_or(0), stat(b.ttft, false), stat(b.ttft, true), stat(b.itl, false),
+      stat(b.itl, true), v(b.output_throughput));
+  return out;
+}
+
+// The findings' text, or why there are none: nothing measured, or stopped early.
+std::string FindingsText(const report::Diagnosis& r, bool color, bool show_ok) {
   report::TextOptions to;
   to.color = color;
   to.show_ok = show_ok;
@@ -98,7 +109,23 @@ std::string RenderDiagnoseText(const report::Diagnosis& r, bool color, bool show
     const std::string none = "No problems found.\n";
     if (findings == none) findings = "No problems found in the layers run before the stop.\n";
   }
-  out += findings;
+  return findings;
+}
+
+}  // namespace
+
+std::string RenderDiagnoseText(const report::Diagnosis& r, bool color, bool show_ok) {
+  const ordered_json& d = r.sections;
+  std::string out = fmt::format("latdoc diagnose: {}\n", r.target.value_or("(no live target)"));
+  out += SubjectLines(r);
+  out += "\n";
+  out += "Layers:\n";
+  for (const report::LayerStatus& l : r.layers)
+    out += fmt::format("  {:<8} {}\n", l.layer, l.status);
+  if (d.contains("ttft_waterfall")) out += TtftLine(d["ttft_waterfall"]);
+  if (r.bench) out += LoadLine(*r.bench);
+  out += "\nFindings, most important first:\n";
+  out += FindingsText(r, color, show_ok);
   if (const rules::Finding* it = r.ChangeFirst()) {
     out += fmt::format("\nChange first: {}\n  {}\n", it->title, it->advice);
     if (it->latency_share)

@@ -141,21 +141,10 @@ nlohmann::ordered_json ProfileCapture::Json() const {
   return j;
 }
 
-ProfileCapture CaptureProfile(const ProfileRequest& r) {
-  ProfileCapture out;
-  const std::string metrics_base = r.metrics_url.empty() ? r.url : r.metrics_url;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(r.dir, ec)) {
-    out.status = fmt::format("skipped: --profile-dir {} is not a directory (the server's "
-                             "VLLM_TORCH_PROFILER_DIR, here or mounted)", r.dir);
-    return out;
-  }
-  const std::set<std::string> before = [&] {
-    auto v = TraceFilesIn(r.dir);
-    return std::set<std::string>(v.begin(), v.end());
-  }();
+namespace {
 
-  // The load, on its own thread; this thread watches /metrics and drives the profiler.
+// The load CaptureProfile runs: closed-loop at r.concurrency, r.requests requests, quiet.
+loadgen::BenchOptions ProfileLoad(const ProfileRequest& r) {
   loadgen::BenchOptions b = r.bench;
   b.url = r.url;
   b.command = "diagnose";
@@ -165,14 +154,14 @@ ProfileCapture CaptureProfile(const ProfileRequest& r) {
   b.duration_s = 0;
   b.progress = false;
   b.scrape_metrics = false;
-  std::atomic<bool> load_done{false};
-  std::string load_error;
-  std::thread load([&] {
-    auto run = loadgen::RunBench(b);
-    if (!run.ok()) load_error = run.status().message();
-    load_done.store(true);
-  });
+  return b;
+}
 
+// Polls /metrics until the server runs r.running_at requests (into out.running_at_start), the
+// load ends or two minutes pass; nullopt when reached, else why the profile is skipped.
+std::optional<std::string> WaitForRunning(const ProfileRequest& r, const std::string& metrics_base,
+                                          const loadgen::BenchOptions& b,
+                                          const std::atomic<bool>& load_done, ProfileCapture& out) {
   double max_running = 0;
   bool reached = false, metrics_ok = false;
   const int64_t give_up_ns = MonoNowNs() + 120'000'000'000;
@@ -192,42 +181,54 @@ ProfileCapture CaptureProfile(const ProfileRequest& r) {
     }
     SleepMs(kPollMs);
   }
+  if (reached) return std::nullopt;
+  return !metrics_ok ? std::string(
+                           "skipped: the server's /metrics could not be read, so the load "
+                           "reached is unknown")
+                     : fmt::format(
+                           "skipped: the load never reached {} running requests (at most "
+                           "{:g} seen on /metrics)",
+                           r.running_at, max_running);
+}
+
+// Starts the profiler, keeps it on r.seconds (or until the load ends), stops it; the times
+// into started_ns and stopped_ns; nullopt when both answered 200, else why not.
+std::optional<std::string> RunProfiler(const ProfileRequest& r, const loadgen::BenchOptions& b,
+                                       const std::atomic<bool>& load_done, int64_t& started_ns,
+                                       int64_t& stopped_ns) {
   std::optional<std::string> skip;
-  int64_t started_ns = 0, stopped_ns = 0;
-  if (!reached) {
-    skip = !metrics_ok ? std::string("skipped: the server's /metrics could not be read, so the load "
-                                     "reached is unknown")
-                       : fmt::format("skipped: the load never reached {} running requests (at most "
-                                     "{:g} seen on /metrics)", r.running_at, max_running);
+  Answer s = Exchange(r.url, b, "POST", "/start_profile");
+  if (!s.error.empty()) {
+    skip = "failed: POST /start_profile: " + s.error;
+  } else if (s.status == 404 || s.status == 405) {
+    skip = fmt::format(
+        "skipped: the server has no profiler endpoint (POST /start_profile answered "
+        "{}): start vLLM with VLLM_TORCH_PROFILER_DIR={} (or --profiler-config) to "
+        "profile under load",
+        s.status, r.dir);
+  } else if (s.status != 200) {
+    skip = fmt::format("failed: POST /start_profile answered {}", s.status);
   } else {
-    Answer s = Exchange(r.url, b, "POST", "/start_profile");
-    if (!s.error.empty()) {
-      skip = "failed: POST /start_profile: " + s.error;
-    } else if (s.status == 404 || s.status == 405) {
-      skip = fmt::format("skipped: the server has no profiler endpoint (POST /start_profile answered "
-                         "{}): start vLLM with VLLM_TORCH_PROFILER_DIR={} (or --profiler-config) to "
-                         "profile under load", s.status, r.dir);
-    } else if (s.status != 200) {
-      skip = fmt::format("failed: POST /start_profile answered {}", s.status);
-    } else {
-      started_ns = MonoNowNs();
-      const int64_t until = started_ns + int64_t(r.seconds * 1e9);
-      while (!load_done.load() && MonoNowNs() < until) SleepMs(kPollMs);
-      // vLLM answers once the trace is flushed: minutes for a large model (its docs advise a
-      // long VLLM_RPC_TIMEOUT for it).
-      Answer e = Exchange(r.url, b, "POST", "/stop_profile", int64_t(kStopTimeoutS * 1e9));
-      stopped_ns = MonoNowNs();
-      if (!e.error.empty()) skip = "failed: POST /stop_profile: " + e.error;
-      else if (e.status != 200) skip = fmt::format("failed: POST /stop_profile answered {}", e.status);
-    }
+    started_ns = MonoNowNs();
+    const int64_t until = started_ns + int64_t(r.seconds * 1e9);
+    while (!load_done.load() && MonoNowNs() < until) SleepMs(kPollMs);
+    // vLLM answers once the trace is flushed: minutes for a large model (its docs advise a
+    // long VLLM_RPC_TIMEOUT for it).
+    Answer e = Exchange(r.url, b, "POST", "/stop_profile", int64_t(kStopTimeoutS * 1e9));
+    stopped_ns = MonoNowNs();
+    if (!e.error.empty())
+      skip = "failed: POST /stop_profile: " + e.error;
+    else if (e.status != 200)
+      skip = fmt::format("failed: POST /stop_profile answered {}", e.status);
   }
-  load.join();
-  if (skip) {
-    out.status = *skip;
-    return out;
-  }
-  out.profiled_s = double(stopped_ns - started_ns) / 1e9;
-  // The new files, once their sizes held between two looks (the server may still be writing).
+  return skip;
+}
+
+// The trace files new in r.dir since `before`, once their sizes held between two looks (the
+// server may still be writing); empty when none held within kFileWaitS.
+std::vector<std::string> WaitForNewFiles(const ProfileRequest& r,
+                                         const std::set<std::string>& before) {
+  std::vector<std::string> files;
   std::map<std::string, uintmax_t> last;
   const int64_t wait_until = MonoNowNs() + int64_t(kFileWaitS * 1e9);
   while (MonoNowNs() < wait_until) {
@@ -236,12 +237,53 @@ ProfileCapture CaptureProfile(const ProfileRequest& r) {
       if (!before.count(f)) fresh.push_back(f);
     auto sizes = Sizes(fresh);
     if (!sizes.empty() && sizes == last) {
-      out.files = fresh;
+      files = fresh;
       break;
     }
     last = std::move(sizes);
     SleepMs(200);
   }
+  return files;
+}
+
+}  // namespace
+
+ProfileCapture CaptureProfile(const ProfileRequest& r) {
+  ProfileCapture out;
+  const std::string metrics_base = r.metrics_url.empty() ? r.url : r.metrics_url;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(r.dir, ec)) {
+    out.status = fmt::format(
+        "skipped: --profile-dir {} is not a directory (the server's "
+        "VLLM_TORCH_PROFILER_DIR, here or mounted)",
+        r.dir);
+    return out;
+  }
+  const std::set<std::string> before = [&] {
+    auto v = TraceFilesIn(r.dir);
+    return std::set<std::string>(v.begin(), v.end());
+  }();
+
+  // The load, on its own thread; this thread watches /metrics and drives the profiler.
+  const loadgen::BenchOptions b = ProfileLoad(r);
+  std::atomic<bool> load_done{false};
+  std::string load_error;
+  std::thread load([&] {
+    auto run = loadgen::RunBench(b);
+    if (!run.ok()) load_error = run.status().message();
+    load_done.store(true);
+  });
+
+  std::optional<std::string> skip = WaitForRunning(r, metrics_base, b, load_done, out);
+  int64_t started_ns = 0, stopped_ns = 0;
+  if (!skip) skip = RunProfiler(r, b, load_done, started_ns, stopped_ns);
+  load.join();
+  if (skip) {
+    out.status = *skip;
+    return out;
+  }
+  out.profiled_s = double(stopped_ns - started_ns) / 1e9;
+  out.files = WaitForNewFiles(r, before);
   if (out.files.empty()) {
     out.status = fmt::format("failed: the profiler ran {:.1f} s but no new trace file appeared in {} "
                              "within {:g} s (is --profile-dir the server's VLLM_TORCH_PROFILER_DIR, "

@@ -224,12 +224,11 @@ void FixedHistogram::Record(double v) {
 
 ExporterState::ExporterState() : canary_ttft_s(kTtftBounds), canary_itl_s(kItlBounds) {}
 
-std::string RenderMetrics(const ExporterState& s) {
-  MetricText m;
-  using K = MetricKind;
-  m.Family("latdoc_exporter_info", K::kGauge, "latdoc exporter version and target (always 1).");
-  m.Add("latdoc_exporter_info", {{"version", s.version}, {"target", s.target}}, 1);
+namespace {
 
+// The findings of the latest run of each rule.
+void AddFindingMetrics(const ExporterState& s, MetricText& m) {
+  using K = MetricKind;
   // Findings: one series per rule, layer and severity; the value counts the rule's findings
   // at that severity (one per GPU or NIC for per-subject rules).
   m.Family("latdoc_finding", K::kGauge,
@@ -245,7 +244,11 @@ std::string RenderMetrics(const ExporterState& s) {
           {{"rule", std::get<0>(k)}, {"layer", std::get<1>(k)}, {"severity", std::get<2>(k)}},
           n);
   }
+}
 
+// The canary's requests, outcomes and latency histograms.
+void AddCanaryMetrics(const ExporterState& s, MetricText& m) {
+  using K = MetricKind;
   m.Family("latdoc_canary_requests_total", K::kCounter,
            "Canary requests sent, by outcome (ok, connect, timeout, http_status, reset, ...).");
   for (const auto& [outcome, n] : s.canary_outcomes)
@@ -267,7 +270,11 @@ std::string RenderMetrics(const ExporterState& s) {
        s.canary_ttft_s);
   hist("latdoc_canary_itl_seconds", "Inter-token latency of the canary's stream.",
        s.canary_itl_s);
+}
 
+// The server's /metrics as scraped: up, restarts, queue and KV cache.
+void AddServerMetrics(const ExporterState& s, MetricText& m) {
+  using K = MetricKind;
   m.Family("latdoc_server_up", K::kGauge,
            "1 when the latest scrape of the server's /metrics worked.");
   if (s.server_up) m.Add("latdoc_server_up", {}, *s.server_up ? 1 : 0);
@@ -281,7 +288,11 @@ std::string RenderMetrics(const ExporterState& s) {
   m.Family("latdoc_server_kv_cache_usage_ratio", K::kGauge,
            "KV cache in use, 0..1 (the fullest engine).");
   if (s.server_kv_usage) m.Add("latdoc_server_kv_cache_usage_ratio", {}, *s.server_kv_usage);
+}
 
+// The mean TTFT on each side and its decomposition.
+void AddTtftMetrics(const ExporterState& s, MetricText& m) {
+  using K = MetricKind;
   m.Family("latdoc_ttft_mean_seconds", K::kGauge,
            "Mean TTFT in the latest interval: side=client (the canary) or server (its histogram).");
   if (s.ttft.client_s) m.Add("latdoc_ttft_mean_seconds", {{"side", "client"}}, *s.ttft.client_s);
@@ -296,7 +307,11 @@ std::string RenderMetrics(const ExporterState& s) {
   part("prefill", s.ttft.prefill_s);
   part("server_other", s.ttft.server_other_s);
   part("network_front_end", s.ttft.network_front_end_s);
+}
 
+// The net collector's TCP counters and MTUs.
+void AddNetMetrics(const ExporterState& s, MetricText& m) {
+  using K = MetricKind;
   m.Family("latdoc_net_tcp_segments_sent_total", K::kCounter,
            "TCP segments the net collector's probe connections sent (TCP_INFO segs_out).");
   m.Add("latdoc_net_tcp_segments_sent_total", {}, double(s.net_tcp_segments_sent));
@@ -313,7 +328,11 @@ std::string RenderMetrics(const ExporterState& s) {
   m.Family("latdoc_net_interface_mtu_bytes", K::kGauge,
            "MTU of the interface the route to the target leaves by.");
   if (s.net_interface_mtu_bytes) m.Add("latdoc_net_interface_mtu_bytes", {}, *s.net_interface_mtu_bytes);
+}
 
+// Per collector: runs, errors, timeouts, skips, and the latest run.
+void AddCollectorMetrics(const ExporterState& s, MetricText& m) {
+  using K = MetricKind;
   m.Family("latdoc_collector_runs_total", K::kCounter, "Collector runs started.");
   m.Family("latdoc_collector_errors_total", K::kCounter, "Collector runs that failed.");
   m.Family("latdoc_collector_timeouts_total", K::kCounter,
@@ -335,7 +354,11 @@ std::string RenderMetrics(const ExporterState& s) {
     m.Add("latdoc_collector_period_seconds", l,
           c.period_ns > 0 ? NsToSec(c.period_ns) : s.interval_s);
   }
+}
 
+// The exporter's own cycles and resources.
+void AddExporterSelfMetrics(const ExporterState& s, MetricText& m) {
+  using K = MetricKind;
   m.Family("latdoc_exporter_cycles_total", K::kCounter, "Collection cycles completed.");
   m.Add("latdoc_exporter_cycles_total", {}, double(s.cycles));
   m.Family("latdoc_exporter_skipped_cycles_total", K::kCounter,
@@ -355,6 +378,22 @@ std::string RenderMetrics(const ExporterState& s) {
   m.Family("latdoc_exporter_resident_memory_bytes", K::kGauge,
            "Resident memory of the exporter process.");
   if (s.rss_bytes) m.Add("latdoc_exporter_resident_memory_bytes", {}, *s.rss_bytes);
+}
+
+}  // namespace
+
+std::string RenderMetrics(const ExporterState& s) {
+  MetricText m;
+  m.Family("latdoc_exporter_info", MetricKind::kGauge,
+           "latdoc exporter version and target (always 1).");
+  m.Add("latdoc_exporter_info", {{"version", s.version}, {"target", s.target}}, 1);
+  AddFindingMetrics(s, m);
+  AddCanaryMetrics(s, m);
+  AddServerMetrics(s, m);
+  AddTtftMetrics(s, m);
+  AddNetMetrics(s, m);
+  AddCollectorMetrics(s, m);
+  AddExporterSelfMetrics(s, m);
   return m.Render();
 }
 

@@ -145,67 +145,85 @@ uint32_t DialectsSeen(const std::vector<PromSeries>& seen) {
   return mask;
 }
 
-StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s,
-                                              uint32_t dialects) {
-  ASSIGN_OR_RETURN(std::string m, SelectorMatchers("--selector", o.selector));
-  ASSIGN_OR_RETURN(std::string e, SelectorMatchers("--exporter-selector", o.exporter_selector));
-  if (!IsLabelName(o.replica_label))
-    return InvalidArgument(fmt::format("--by '{}': not a Prometheus label name", o.replica_label));
-  if (o.window_ns < 1'000'000'000)
-    return InvalidArgument("--window: must be at least 1s");
-  const std::string r = o.replica_label;
-  const std::string w = fmt::format("[{}ms]", o.window_ns / 1'000'000);
-  const auto sel = [&](std::string_view metric) { return WithMatchers(metric, m); };
-  const auto asked = [&](const Dialect& d) { return (dialects >> (&d - kDialects)) & 1u; };
+namespace {
+
+// The PromQL of the fleet's queries: per replica (label `r`), over the window `w`, on the
+// series the selector's matchers `m` name, in the dialects whose bit `dialects` sets.
+struct Promql {
+  std::string r, w, m;
+  uint32_t dialects;
+
+  std::string Sel(std::string_view metric) const { return WithMatchers(metric, m); }
+  bool Asked(const Dialect& d) const { return (dialects >> (&d - kDialects)) & 1u; }
   // {__name__=~"a|b",S}: several names in one selector (the aggregation drops the name).
-  const auto names = [&](const std::vector<const char*>& list) {
+  std::string Names(const std::vector<const char*>& list) const {
     if (list.empty()) return std::string();
     std::string re;
     for (const char* n : list) re += (re.empty() ? "" : "|") + std::string(n);
     return fmt::format("{{__name__=~\"{}\"{}}}", re, m.empty() ? "" : "," + m);
-  };
+  }
   // One expression per dialect that has the metric, joined by `or` (a replica speaks one).
-  const auto any = [&](auto per_dialect, auto field) {
+  template <typename PerDialect, typename Field>
+  std::string Any(PerDialect per_dialect, Field field) const {
     std::string out;
     for (const Dialect& d : kDialects) {
-      if (!asked(d)) continue;
+      if (!Asked(d)) continue;
       for (const char* metric : d.*field) {
         if (!metric) continue;
         out += (out.empty() ? "" : " or ") + per_dialect(metric);
       }
     }
     return out;
-  };
-  const auto rate_of = [&](std::string_view metric, const std::string& win) {
-    return fmt::format("sum by ({}) (rate({}{}))", r, sel(metric), win);
-  };
-  const auto buckets = [&](const std::string& win) {
-    return [&, win](const char* hist) {
-      return fmt::format("sum by ({}, le) (rate({}{}))", r, sel(std::string(hist) + "_bucket"), win);
-    };
-  };
-  const auto quantile = [&](double q, auto field, const std::string& win) {
-    const std::string parts = any(buckets(win), field);
+  }
+  std::string RateOf(std::string_view metric, const std::string& win) const {
+    return fmt::format("sum by ({}) (rate({}{}))", r, Sel(metric), win);
+  }
+  template <typename Field>
+  std::string Quantile(double q, Field field, const std::string& win) const {
+    const std::string parts = Any(
+        [&](const char* hist) {
+          return fmt::format("sum by ({}, le) (rate({}{}))", r, Sel(std::string(hist) + "_bucket"),
+                             win);
+        },
+        field);
     return parts.empty() ? parts : fmt::format("histogram_quantile({}, {})", q, parts);
-  };
-  const auto avg = [&](auto field) {
-    return any([&](const char* g) { return fmt::format("sum by ({}) (avg_over_time({}{}))", r, sel(g), w); },
-               field);
-  };
-  const auto mean = [&](const char* hist) {
-    return fmt::format("({} / {})", rate_of(std::string(hist) + "_sum", w),
-                       rate_of(std::string(hist) + "_count", w));
-  };
+  }
+  template <typename Field>
+  std::string Avg(Field field) const {
+    return Any(
+        [&](const char* g) {
+          return fmt::format("sum by ({}) (avg_over_time({}{}))", r, Sel(g), w);
+        },
+        field);
+  }
+  std::string Mean(const char* hist) const {
+    return fmt::format("({} / {})", RateOf(std::string(hist) + "_sum", w),
+                       RateOf(std::string(hist) + "_count", w));
+  }
+};
+
+}  // namespace
+
+StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_unix_s,
+                                              uint32_t dialects) {
+  ASSIGN_OR_RETURN(std::string m, SelectorMatchers("--selector", o.selector));
+  ASSIGN_OR_RETURN(std::string e, SelectorMatchers("--exporter-selector", o.exporter_selector));
+  if (!IsLabelName(o.replica_label))
+    return InvalidArgument(fmt::format("--by '{}': not a Prometheus label name", o.replica_label));
+  if (o.window_ns < 1'000'000'000) return InvalidArgument("--window: must be at least 1s");
+  const std::string r = o.replica_label;
+  const std::string w = fmt::format("[{}ms]", o.window_ns / 1'000'000);
+  const Promql p{r, w, m, dialects};
   std::vector<const char*> seen, kv, preempt;
   std::string queue_share;
   for (const Dialect& d : kDialects) {
     seen.push_back(d.running[0]);
-    if (!asked(d)) continue;
+    if (!p.Asked(d)) continue;
     for (const char* n : d.kv) if (n) kv.push_back(n);
     for (const char* n : d.preemptions) if (n) preempt.push_back(n);
     if (d.queue[0] && d.ttft[0])
       queue_share += (queue_share.empty() ? "" : " or ") +
-                     fmt::format("{} / {}", mean(d.queue[0]), mean(d.ttft[0]));
+                     fmt::format("{} / {}", p.Mean(d.queue[0]), p.Mean(d.ttft[0]));
   }
 
   std::vector<PromQuery> q(kQCount);
@@ -215,24 +233,24 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   const double window_s = double(o.window_ns) / 1e9;
   const double step_s = std::max(1.0, std::floor(window_s / 60));
   // By name too: which dialects the fleet speaks (DialectsSeen).
-  q[kQSeen].promql = fmt::format("count by ({}, __name__) ({})", r, names(seen));
+  q[kQSeen].promql = fmt::format("count by ({}, __name__) ({})", r, p.Names(seen));
   q[kQSeen].range = true;
   q[kQSeen].end_s = at_unix_s;
   q[kQSeen].start_s = at_unix_s - std::floor(window_s / step_s) * step_s;
   q[kQSeen].step_s = step_s;
-  q[kQUp].promql = sel("up");
-  q[kQRate].promql = any([&](const char* c) { return rate_of(c, w); }, &Dialect::requests);
-  q[kQTtft50].promql = quantile(0.5, &Dialect::ttft, w);
-  q[kQTtft99].promql = quantile(0.99, &Dialect::ttft, w);
-  q[kQItl50].promql = quantile(0.5, &Dialect::itl, w);
-  q[kQItl99].promql = quantile(0.99, &Dialect::itl, w);
+  q[kQUp].promql = p.Sel("up");
+  q[kQRate].promql = p.Any([&](const char* c) { return p.RateOf(c, w); }, &Dialect::requests);
+  q[kQTtft50].promql = p.Quantile(0.5, &Dialect::ttft, w);
+  q[kQTtft99].promql = p.Quantile(0.99, &Dialect::ttft, w);
+  q[kQItl50].promql = p.Quantile(0.5, &Dialect::itl, w);
+  q[kQItl99].promql = p.Quantile(0.99, &Dialect::itl, w);
   q[kQQueueShare].promql = queue_share;
-  q[kQRunning].promql = avg(&Dialect::running);
-  q[kQWaiting].promql = avg(&Dialect::waiting);
+  q[kQRunning].promql = p.Avg(&Dialect::running);
+  q[kQWaiting].promql = p.Avg(&Dialect::waiting);
   if (!kv.empty())
-    q[kQKv].promql = fmt::format("max by ({}) (avg_over_time({}{}))", r, names(kv), w);
+    q[kQKv].promql = fmt::format("max by ({}) (avg_over_time({}{}))", r, p.Names(kv), w);
   if (!preempt.empty())
-    q[kQPreemptions].promql = fmt::format("sum by ({}) (increase({}{}))", r, names(preempt), w);
+    q[kQPreemptions].promql = fmt::format("sum by ({}) (increase({}{}))", r, p.Names(preempt), w);
   q[kQExporterInfo].promql = WithMatchers("latdoc_exporter_info", e);
   q[kQExporterFindings].promql = fmt::format(
       "max by (instance, rule, severity) (max_over_time(latdoc_finding{{severity=~\"warn|fail\"{}}}{})) > 0",
@@ -241,9 +259,9 @@ StatusOr<std::vector<PromQuery>> FleetQueries(const FleetOptions& o, double at_u
   const std::string hw =
       fmt::format("[{}ms]", int64_t(HeatRateWindowS(window_s, step_s) * 1000));
   q[kQTtft99Range] = q[kQSeen];
-  q[kQTtft99Range].promql = quantile(0.99, &Dialect::ttft, hw);
+  q[kQTtft99Range].promql = p.Quantile(0.99, &Dialect::ttft, hw);
   q[kQItl99Range] = q[kQSeen];
-  q[kQItl99Range].promql = quantile(0.99, &Dialect::itl, hw);
+  q[kQItl99Range].promql = p.Quantile(0.99, &Dialect::itl, hw);
   if (!o.over_time) q[kQTtft99Range].promql = q[kQItl99Range].promql = "";
   return q;
 }
@@ -269,25 +287,14 @@ std::map<std::string, std::vector<std::optional<double>>> Rows(const std::vector
   return out;
 }
 
-}  // namespace
+using Answers = std::vector<std::vector<PromSeries>>;
+using ReplicaMap = std::map<std::string, rules::ReplicaFacts>;
 
-StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
-                                   const std::vector<PromQuery>& queries,
-                                   const std::vector<std::vector<PromSeries>>& a) {
-  if (a.size() != size_t(kQCount)) return Internal("AssembleFleet: wrong number of answers");
+// The replicas: every one seen in the window, and the targets down (when a selector names
+// the replicas' targets; without one, `up` lists every target Prometheus has).
+ReplicaMap SeenReplicas(const FleetOptions& o, const PromQuery& seen, const Answers& a) {
   const std::string& r = o.replica_label;
-  FleetFacts facts;
-  facts.prometheus = o.prometheus_url;
-  facts.selector = o.selector.empty() ? "{}" : o.selector;
-  facts.replica_label = r;
-  facts.window_ns = o.window_ns;
-  facts.at_unix_s = at_unix_s;
-  facts.queries = queries.size();
-
-  // The replicas: every one seen in the window, and the targets down (when a selector names
-  // the replicas' targets; without one, `up` lists every target Prometheus has).
-  std::map<std::string, rules::ReplicaFacts> replicas;
-  const PromQuery& seen = queries[kQSeen];
+  ReplicaMap replicas;
   for (const PromSeries& s : a[kQSeen]) {
     auto it = s.labels.find(r);
     if (it == s.labels.end() || s.samples.empty()) continue;
@@ -310,22 +317,14 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     }
     it->second.up = up != 0;
   }
-  if (replicas.empty()) {
-    return InvalidArgument(fmt::format(
-        "no vLLM, SGLang or TGI series match {} at {} in the last {} (is Prometheus scraping "
-        "the replicas' /metrics? the query {} lists the targets)",
-        facts.selector, o.prometheus_url, WindowText(o.window_ns),
-        WithMatchers("up", m)));
-  }
+  return replicas;
+}
 
-  const auto rate = ByLabel(a[kQRate], r), t50 = ByLabel(a[kQTtft50], r),
-             t99 = ByLabel(a[kQTtft99], r), i50 = ByLabel(a[kQItl50], r),
-             i99 = ByLabel(a[kQItl99], r), qs = ByLabel(a[kQQueueShare], r),
-             run = ByLabel(a[kQRunning], r), wait = ByLabel(a[kQWaiting], r),
-             kv = ByLabel(a[kQKv], r), pre = ByLabel(a[kQPreemptions], r);
-  // Exporters: exporter instance -> the replica its target names.
+// Exporters: exporter instance -> the replica its target names.
+std::map<std::string, std::string> ExporterOf(const std::vector<PromSeries>& info,
+                                              const std::string& r) {
   std::map<std::string, std::string> exporter_of;
-  for (const PromSeries& s : a[kQExporterInfo]) {
+  for (const PromSeries& s : info) {
     auto inst = s.labels.find("instance");
     auto target = s.labels.find("target");
     if (inst == s.labels.end() || target == s.labels.end()) continue;
@@ -334,6 +333,19 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     auto same = r == "instance" ? s.labels.end() : s.labels.find(r);
     exporter_of[inst->second] = same != s.labels.end() ? same->second : HostPortOf(target->second);
   }
+  return exporter_of;
+}
+
+// Each replica's instant values: rates, latency quantiles, queue, KV cache, preemptions, and
+// whether an exporter watches it.
+void FillInstantValues(const Answers& a, const std::string& r,
+                       const std::map<std::string, std::string>& exporter_of,
+                       ReplicaMap& replicas) {
+  const auto rate = ByLabel(a[kQRate], r), t50 = ByLabel(a[kQTtft50], r),
+             t99 = ByLabel(a[kQTtft99], r), i50 = ByLabel(a[kQItl50], r),
+             i99 = ByLabel(a[kQItl99], r), qs = ByLabel(a[kQQueueShare], r),
+             run = ByLabel(a[kQRunning], r), wait = ByLabel(a[kQWaiting], r),
+             kv = ByLabel(a[kQKv], r), pre = ByLabel(a[kQPreemptions], r);
   for (auto& [name, f] : replicas) {
     f.request_rate_per_s = Get(rate, name);
     f.ttft_p50_s = Get(t50, name);
@@ -349,7 +361,13 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     for (const auto& [exp, target] : exporter_of)
       if (target == name) f.has_exporter = true;
   }
-  for (const PromSeries& s : a[kQExporterFindings]) {
+}
+
+// The warn and fail findings each replica's exporter raised in the window (unsorted).
+void AddExporterFindings(const std::vector<PromSeries>& findings,
+                         const std::map<std::string, std::string>& exporter_of,
+                         ReplicaMap& replicas) {
+  for (const PromSeries& s : findings) {
     auto inst = s.labels.find("instance");
     auto rule = s.labels.find("rule");
     auto sev = s.labels.find("severity");
@@ -362,6 +380,13 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     if (!severity) continue;
     replica->second.exporter_findings.push_back({rule->second, *severity});
   }
+}
+
+// The heat map (--over-time): the steps' times and each replica's p99 TTFT and ITL per step.
+void AddHeatRows(const FleetOptions& o, const std::vector<PromQuery>& queries, const Answers& a,
+                 const ReplicaMap& replicas, FleetFacts& facts) {
+  const std::string& r = o.replica_label;
+  const PromQuery& seen = queries[kQSeen];
   const size_t steps =
       o.over_time ? size_t(std::llround((seen.end_s - seen.start_s) / seen.step_s)) + 1 : 0;
   for (size_t k = 0; k < steps; ++k) facts.times_unix_s.push_back(seen.start_s + double(k) * seen.step_s);
@@ -376,19 +401,53 @@ StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
     facts.itl_p99_over_time_s[name] =
         i != itl_rows.end() ? i->second : std::vector<std::optional<double>>(steps);
   }
+}
+
+// Worst first; a rule seen at two severities within the window counts at its worst.
+void SortAndDedupExporterFindings(rules::ReplicaFacts& f) {
+  std::sort(f.exporter_findings.begin(), f.exporter_findings.end(),
+            [](const rules::ExporterFinding& x, const rules::ExporterFinding& y) {
+              return x.severity != y.severity ? x.severity > y.severity : x.rule < y.rule;
+            });
+  std::vector<rules::ExporterFinding> unique;
+  for (const rules::ExporterFinding& x : f.exporter_findings) {
+    bool seen = false;
+    for (const rules::ExporterFinding& u : unique) seen = seen || u.rule == x.rule;
+    if (!seen) unique.push_back(x);
+  }
+  f.exporter_findings = std::move(unique);
+}
+
+}  // namespace
+
+StatusOr<FleetFacts> AssembleFleet(const FleetOptions& o, double at_unix_s,
+                                   const std::vector<PromQuery>& queries,
+                                   const std::vector<std::vector<PromSeries>>& a) {
+  if (a.size() != size_t(kQCount)) return Internal("AssembleFleet: wrong number of answers");
+  const std::string& r = o.replica_label;
+  FleetFacts facts;
+  facts.prometheus = o.prometheus_url;
+  facts.selector = o.selector.empty() ? "{}" : o.selector;
+  facts.replica_label = r;
+  facts.window_ns = o.window_ns;
+  facts.at_unix_s = at_unix_s;
+  facts.queries = queries.size();
+
+  ReplicaMap replicas = SeenReplicas(o, queries[kQSeen], a);
+  if (replicas.empty()) {
+    StatusOr<std::string> matchers = SelectorMatchers("--selector", o.selector);
+    const std::string m = matchers.ok() ? *matchers : "";
+    return InvalidArgument(fmt::format(
+        "no vLLM, SGLang or TGI series match {} at {} in the last {} (is Prometheus scraping "
+        "the replicas' /metrics? the query {} lists the targets)",
+        facts.selector, o.prometheus_url, WindowText(o.window_ns), WithMatchers("up", m)));
+  }
+  const std::map<std::string, std::string> exporter_of = ExporterOf(a[kQExporterInfo], r);
+  FillInstantValues(a, r, exporter_of, replicas);
+  AddExporterFindings(a[kQExporterFindings], exporter_of, replicas);
+  AddHeatRows(o, queries, a, replicas, facts);
   for (auto& [name, f] : replicas) {
-    // Worst first; a rule seen at two severities within the window counts at its worst.
-    std::sort(f.exporter_findings.begin(), f.exporter_findings.end(),
-              [](const rules::ExporterFinding& x, const rules::ExporterFinding& y) {
-                return x.severity != y.severity ? x.severity > y.severity : x.rule < y.rule;
-              });
-    std::vector<rules::ExporterFinding> unique;
-    for (const rules::ExporterFinding& x : f.exporter_findings) {
-      bool seen = false;
-      for (const rules::ExporterFinding& u : unique) seen = seen || u.rule == x.rule;
-      if (!seen) unique.push_back(x);
-    }
-    f.exporter_findings = std::move(unique);
+    SortAndDedupExporterFindings(f);
     facts.replicas.push_back(std::move(f));
   }
   return facts;

@@ -192,6 +192,68 @@ std::string LayersSection(const ordered_json& data) {
   return out + "</tbody></table></section>\n";
 }
 
+// The TTFT decomposition's table: each part's mean and share of the client's TTFT.
+std::string TtftTable(const ordered_json& w) {
+  std::string out;
+  out +=
+      "<h3>TTFT decomposition (means)</h3><table><thead><tr><th>part</th><th class=\"num\">ms</th>"
+      "<th class=\"num\">share of TTFT</th></tr></thead><tbody>\n";
+  const double client = w["client_ttft_ms"].get<double>();
+  for (const auto& s : w["segments"]) {
+    std::string share = "n/a";
+    if (s["ms"].is_number() && client > 0) share = SharePercent(s["ms"].get<double>(), client);
+    out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                       E(s["label"].get<std::string>()), Num(s["ms"]), share);
+  }
+  out += fmt::format(
+      "<tr><th>client TTFT</th><th class=\"num\">{}</th><th class=\"num\">100%</th></tr>\n",
+      Num(w["client_ttft_ms"]));
+  out += "</tbody></table>\n";
+  return out;
+}
+
+// The load run's table: mean, median and p99 of each latency, then the counts and rates.
+std::string LoadRunTable(const ordered_json& b) {
+  std::string out;
+  out +=
+      "<h3>Load run (client side)</h3><table><thead><tr><th>metric</th><th class=\"num\">mean</th>"
+      "<th class=\"num\">median</th><th class=\"num\">p99</th></tr></thead><tbody>\n";
+  for (auto [m, label] : {std::pair{"ttft", "TTFT (ms)"}, std::pair{"tpot", "TPOT (ms)"},
+                          std::pair{"itl", "ITL (ms)"}, std::pair{"e2el", "E2E latency (ms)"}}) {
+    out += fmt::format(
+        "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td></tr>\n",
+        label, Num(b[fmt::format("mean_{}_ms", m)]), Num(b[fmt::format("median_{}_ms", m)]),
+        Num(b[fmt::format("p99_{}_ms", m)]));
+  }
+  out += fmt::format(
+      "</tbody></table><p class=\"lead\" style=\"margin-top:8px\">{} requests completed, {} "
+      "failed, concurrency {}; {} req/s, {} output tokens/s.</p>\n",
+      Count(b["completed"]), Count(b["failed"]), Count(b["max_concurrency"]),
+      Num(b["request_throughput"]), Num(b["output_throughput"]));
+  return out;
+}
+
+// The sweep's steps, folded: p99 latencies and throughput per step.
+std::string SweepStepsTable(const ordered_json& sweep) {
+  std::string out;
+  out += fmt::format(
+      "<details><summary>Sweep steps ({})</summary><table><thead><tr><th class=\"num\">{}</th>"
+      "<th class=\"num\">p99 TTFT (ms)</th><th class=\"num\">p99 ITL (ms)</th>"
+      "<th class=\"num\">p99 E2EL (ms)</th><th class=\"num\">output tok/s</th></tr></thead>"
+      "<tbody>\n",
+      sweep["steps"].size(), E(sweep["x_name"].get<std::string>()));
+  for (const auto& s : sweep["steps"]) {
+    out += fmt::format(
+        "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+        Num(s["x"]), Num(s[loadgen::keys::kP99TtftMs]), Num(s[loadgen::keys::kP99ItlMs]),
+        Num(s[loadgen::keys::kP99E2elMs]), Num(s[loadgen::keys::kOutputThroughput]));
+  }
+  out += "</tbody></table></details>\n";
+  return out;
+}
+
 std::string LatencySection(const ordered_json& data) {
   std::string out = "<section id=\"latency\"><h2>Latency</h2>\n<div class=\"grid\">\n";
   const ordered_json& sweep = data["sweep"];
@@ -225,52 +287,10 @@ std::string LatencySection(const ordered_json& data) {
   }
   out += "</div>\n";
 
-  if (w.is_object()) {
-    out += "<h3>TTFT decomposition (means)</h3><table><thead><tr><th>part</th><th class=\"num\">ms</th>"
-           "<th class=\"num\">share of TTFT</th></tr></thead><tbody>\n";
-    const double client = w["client_ttft_ms"].get<double>();
-    for (const auto& s : w["segments"]) {
-      std::string share = "n/a";
-      if (s["ms"].is_number() && client > 0)
-        share = SharePercent(s["ms"].get<double>(), client);
-      out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-                         E(s["label"].get<std::string>()), Num(s["ms"]), share);
-    }
-    out += fmt::format("<tr><th>client TTFT</th><th class=\"num\">{}</th><th class=\"num\">100%</th></tr>\n",
-                       Num(w["client_ttft_ms"]));
-    out += "</tbody></table>\n";
-  }
+  if (w.is_object()) out += TtftTable(w);
   const ordered_json& b = data["bench"];
-  if (b.is_object()) {
-    out += "<h3>Load run (client side)</h3><table><thead><tr><th>metric</th><th class=\"num\">mean</th>"
-           "<th class=\"num\">median</th><th class=\"num\">p99</th></tr></thead><tbody>\n";
-    for (auto [m, label] : {std::pair{"ttft", "TTFT (ms)"}, std::pair{"tpot", "TPOT (ms)"},
-                            std::pair{"itl", "ITL (ms)"}, std::pair{"e2el", "E2E latency (ms)"}}) {
-      out += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-                         "<td class=\"num\">{}</td></tr>\n",
-                         label, Num(b[fmt::format("mean_{}_ms", m)]), Num(b[fmt::format("median_{}_ms", m)]),
-                         Num(b[fmt::format("p99_{}_ms", m)]));
-    }
-    out += fmt::format("</tbody></table><p class=\"lead\" style=\"margin-top:8px\">{} requests completed, {} "
-                       "failed, concurrency {}; {} req/s, {} output tokens/s.</p>\n",
-                       Count(b["completed"]), Count(b["failed"]), Count(b["max_concurrency"]),
-                       Num(b["request_throughput"]), Num(b["output_throughput"]));
-  }
-  if (sweep.is_object()) {
-    out += fmt::format("<details><summary>Sweep steps ({})</summary><table><thead><tr><th class=\"num\">{}</th>"
-                       "<th class=\"num\">p99 TTFT (ms)</th><th class=\"num\">p99 ITL (ms)</th>"
-                       "<th class=\"num\">p99 E2EL (ms)</th><th class=\"num\">output tok/s</th></tr></thead>"
-                       "<tbody>\n",
-                       sweep["steps"].size(), E(sweep["x_name"].get<std::string>()));
-    for (const auto& s : sweep["steps"]) {
-      out += fmt::format(
-          "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-          "<td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
-          Num(s["x"]), Num(s[loadgen::keys::kP99TtftMs]), Num(s[loadgen::keys::kP99ItlMs]),
-          Num(s[loadgen::keys::kP99E2elMs]), Num(s[loadgen::keys::kOutputThroughput]));
-    }
-    out += "</tbody></table></details>\n";
-  }
+  if (b.is_object()) out += LoadRunTable(b);
+  if (sweep.is_object()) out += SweepStepsTable(sweep);
   return out + "</section>\n";
 }
 

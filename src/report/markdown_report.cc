@@ -31,11 +31,8 @@ std::optional<double> Peak(const ordered_json& col) {
   return m;
 }
 
-}  // namespace
-
-std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
-  const Diagnosis& df = diagnosis;
-  const ordered_json d = ReportData(diagnosis);
+// The title, what was diagnosed, and the count of findings by severity.
+std::string HeaderSection(const Diagnosis& diagnosis) {
   std::string out = "# latdoc diagnosis\n\n";
   const ReportSubject subject = SubjectOf(diagnosis);
   out += fmt::format("- target: {}\n", subject.target.empty() ? "n/a" : MarkdownCode(subject.target));
@@ -44,26 +41,48 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
   const std::string& generated = diagnosis.generated_at;
   if (!generated.empty()) out += "- generated: " + MarkdownText(generated) + "\n";
   int counts[5] = {0, 0, 0, 0, 0};
-  for (const auto& f : df.findings) ++counts[static_cast<int>(f.severity)];
+  for (const auto& f : diagnosis.findings) ++counts[static_cast<int>(f.severity)];
   out += fmt::format("- findings: {} fail, {} warn, {} info, {} ok, {} skipped\n\n", counts[4], counts[3],
                      counts[2], counts[1], counts[0]);
+  return out;
+}
 
+// The one change to make first, when a finding explains a share of the latency.
+std::string ChangeFirstSection(const Diagnosis& diagnosis) {
+  std::string out;
   if (const rules::Finding* first = diagnosis.ChangeFirst()) {
     out += fmt::format("## Change first\n\n**{}** ({})", MarkdownText(first->title), MarkdownCode(first->id));
     if (first->latency_share)
       out += fmt::format(": about {:.0f}% of the {}", *first->latency_share * 100, rules::ShareOf(*first));
     out += "\n\n" + MarkdownAdvice(first->advice) + "\n\n";
   }
-  out += "## Findings checklist\n\nProblems (fail, warn) first, ranked by the estimated share of the mean end-to-end latency each explains (a trace's only when it was recorded from the server under test), then severity; then the rest.\n\n";
-  out += df.findings.empty() ? std::string("No findings.\n") : RenderFindingsMarkdown(df.findings);
-  if (df.unreadable_findings > 0)
-    out += fmt::format("\n{} unreadable findings not shown.\n", df.unreadable_findings);
+  return out;
+}
 
+// Every finding, problems first.
+std::string FindingsSection(const Diagnosis& diagnosis) {
+  std::string out;
+  out += "## Findings checklist\n\nProblems (fail, warn) first, ranked by the estimated share of the mean end-to-end latency each explains (a trace's only when it was recorded from the server under test), then severity; then the rest.\n\n";
+  out += diagnosis.findings.empty() ? std::string("No findings.\n")
+                                    : RenderFindingsMarkdown(diagnosis.findings);
+  if (diagnosis.unreadable_findings > 0)
+    out += fmt::format("\n{} unreadable findings not shown.\n", diagnosis.unreadable_findings);
+  return out;
+}
+
+// What each layer of the stack yielded.
+std::string LayersSection(const ordered_json& d) {
+  std::string out;
   out += "\n## Layers checked\n\n| layer | status |\n|---|---|\n";
   for (const auto& l : d["layers"]) {
     out += fmt::format("| {} | {} |\n", l["layer"].get<std::string>(), MarkdownText(l["status"].get<std::string>()));
   }
+  return out;
+}
 
+// The client's TTFT split into its parts.
+std::string TtftSection(const ordered_json& d) {
+  std::string out;
   out += "\n## TTFT decomposition\n\n";
   if (const ordered_json& w = d["waterfall"]; w.is_object()) {
     out += "| part | ms | share of TTFT |\n|---|---:|---:|\n";
@@ -77,7 +96,12 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
   } else {
     out += NotMeasured("TTFT waterfall");
   }
+  return out;
+}
 
+// The load run's latency percentiles and throughput.
+std::string LoadRunSection(const ordered_json& d) {
+  std::string out;
   out += "## Load run\n\n";
   if (const ordered_json& b = d["bench"]; b.is_object()) {
     out += "| metric | mean | median | p99 |\n|---|---:|---:|---:|\n";
@@ -92,7 +116,12 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
   } else {
     out += NotMeasured("Load run");
   }
+  return out;
+}
 
+// The sweep: p99 latencies and throughput per step, and the knee.
+std::string SweepSection(const ordered_json& d) {
+  std::string out;
   out += "## Latency curve (sweep)\n\n";
   if (const ordered_json& s = d["sweep"]; s.is_object()) {
     out += fmt::format("| {} | p99 TTFT (ms) | p99 ITL (ms) | p99 E2EL (ms) | output tok/s |\n"
@@ -112,7 +141,12 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
   } else {
     out += NotMeasured("Latency curve");
   }
+  return out;
+}
 
+// The trace's GPU time by part.
+std::string GpuTimeSection(const ordered_json& d) {
+  std::string out;
   out += "## GPU time (trace)\n\n";
   if (const ordered_json& g = d["gpu_time"]; g.is_object()) {
     out += "| part | ms | share |\n|---|---:|---:|\n";
@@ -125,6 +159,12 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
   } else {
     out += NotMeasured("GPU timeline");
   }
+  return out;
+}
+
+// The kernels that took the most GPU time.
+std::string KernelsSection(const ordered_json& d) {
+  std::string out;
   if (const ordered_json& k = d["kernels"]; k.is_object()) {
     out += fmt::format("Top {} of {} kernels by GPU time:\n\n| kernel | calls | total (ms) | mean (us) | % of busy |\n"
                        "|---|---:|---:|---:|---:|\n",
@@ -138,7 +178,12 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
   } else {
     out += NotMeasured("Kernel time breakdown");
   }
+  return out;
+}
 
+// The trace's GPU idle time by cause, and the longest gaps.
+std::string IdleSection(const ordered_json& d) {
+  std::string out;
   out += "## GPU idle gaps (trace)\n\n";
   if (const ordered_json& g = d["idle"]; g.is_object()) {
     if (!g["split"].empty()) {
@@ -157,7 +202,12 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
   } else {
     out += NotMeasured("GPU idle gaps");
   }
+  return out;
+}
 
+// The server's running and waiting requests and KV cache use, per source.
+std::string ServerQueueSection(const ordered_json& d) {
+  std::string out;
   out += "## Server queue and KV cache\n\n";
   if (const ordered_json& s = d["server_series"]; s.is_array()) {
     out += "| source | points | duration (s) | max running | max waiting | max KV (%) |\n|---|---:|---:|---:|---:|---:|\n";
@@ -173,6 +223,24 @@ std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
   } else {
     out += NotMeasured("Queue and KV-cache series");
   }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderMarkdownReport(const Diagnosis& diagnosis) {
+  const ordered_json d = ReportData(diagnosis);
+  std::string out = HeaderSection(diagnosis);
+  out += ChangeFirstSection(diagnosis);
+  out += FindingsSection(diagnosis);
+  out += LayersSection(d);
+  out += TtftSection(d);
+  out += LoadRunSection(d);
+  out += SweepSection(d);
+  out += GpuTimeSection(d);
+  out += KernelsSection(d);
+  out += IdleSection(d);
+  out += ServerQueueSection(d);
   return out;
 }
 

@@ -53,19 +53,35 @@ std::string Tick(double v) {
   return fmt::format("{:.2g}", v);
 }
 
-}  // namespace
+// The plot's geometry: margins, plot area, the x range and the two y axes.
+struct Plot {
+  double W, H;
+  double ml = 64, mr = 64, mt = 56, mb = 48;
+  double pw, ph;
+  bool log_x;
+  double xmin, xmax;
+  bool has_axis[2] = {false, false};
+  Axis ya[2];
+  double fx(double x) const {
+    double t = log_x ? (std::log(x) - std::log(xmin)) / (std::log(xmax) - std::log(xmin))
+                     : (x - xmin) / (xmax - xmin);
+    return ml + t * pw;
+  }
+  double fy(int ax, double y) const {
+    return mt + ph - (y - ya[ax].lo) / (ya[ax].hi - ya[ax].lo) * ph;
+  }
+};
 
-// Plan: compute the x range (log or linear) and one nice range per y axis, draw the frame,
-// grid and ticks, each series as a polyline with dots, the markers as dashed verticals, then
-// the legend under the title.
-std::string RenderSvg(const LineChart& c) {
-  const double W = c.width_px, H = c.height_px;
-  const double ml = 64, mr = 64, mt = 56, mb = 48;
-  const double pw = W - ml - mr, ph = H - mt - mb;
-
+// The x range (log or linear) over the series and markers, and one nice range per y axis.
+Plot Layout(const LineChart& c) {
+  Plot p;
+  p.W = c.width_px;
+  p.H = c.height_px;
+  p.pw = p.W - p.ml - p.mr;
+  p.ph = p.H - p.mt - p.mb;
+  p.log_x = c.log_x;
   double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin;
   double ymax[2] = {0, 0}, ymin[2] = {0, 0};
-  bool has_axis[2] = {false, false};
   for (const auto& s : c.series) {
     for (auto [x, y] : s.points) {
       if (c.log_x && !(x > 0)) continue;
@@ -74,7 +90,7 @@ std::string RenderSvg(const LineChart& c) {
       int ax = s.right_axis ? 1 : 0;
       ymax[ax] = std::max(ymax[ax], y);
       ymin[ax] = std::min(ymin[ax], y);
-      has_axis[ax] = true;
+      p.has_axis[ax] = true;
     }
   }
   for (const auto& m : c.markers) {
@@ -84,15 +100,19 @@ std::string RenderSvg(const LineChart& c) {
   }
   if (!(xmin <= xmax)) xmin = c.log_x ? 1 : 0, xmax = xmin + 1;
   if (xmax == xmin) xmax = c.log_x ? xmin * 2 : xmin + 1;
-  auto fx = [&](double x) {
-    double t = c.log_x ? (std::log(x) - std::log(xmin)) / (std::log(xmax) - std::log(xmin))
-                       : (x - xmin) / (xmax - xmin);
-    return ml + t * pw;
-  };
-  Axis ya[2] = {NiceAxis(ymin[0], ymax[0]), NiceAxis(ymin[1], ymax[1])};
-  auto fy = [&](int ax, double y) { return mt + ph - (y - ya[ax].lo) / (ya[ax].hi - ya[ax].lo) * ph; };
+  p.xmin = xmin;
+  p.xmax = xmax;
+  p.ya[0] = NiceAxis(ymin[0], ymax[0]);
+  p.ya[1] = NiceAxis(ymin[1], ymax[1]);
+  return p;
+}
 
-  std::string o;
+// The background, title, grid with the y ticks of each axis, x ticks, frame and axis labels.
+void DrawFrame(const LineChart& c, const Plot& p, std::string& o) {
+  const double W = p.W, H = p.H, ml = p.ml, mt = p.mt, pw = p.pw, ph = p.ph;
+  const double xmin = p.xmin, xmax = p.xmax;
+  const bool* has_axis = p.has_axis;
+  const Axis* ya = p.ya;
   o += fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "font-family=\"sans-serif\" font-size=\"11\">\n",
@@ -124,7 +144,7 @@ std::string RenderSvg(const LineChart& c) {
     for (int i = 0; i <= 5; ++i) xt.push_back(xmin + i * (xmax - xmin) / 5);
   }
   for (double v : xt) {
-    double x = fx(v);
+    double x = p.fx(v);
     o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#999999\"/>\n",
                      x, mt + ph, mt + ph + 4);
     o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n", x,
@@ -138,6 +158,10 @@ std::string RenderSvg(const LineChart& c) {
                    mt + ph / 2, Escape(c.left_label));
   o += fmt::format("<text x=\"{0:.1f}\" y=\"{1:.1f}\" text-anchor=\"middle\" transform=\"rotate(90 {0:.1f} {1:.1f})\">{2}</text>\n",
                    W - 14, mt + ph / 2, Escape(c.right_label));
+}
+
+// Each series as a polyline with dots.
+void DrawSeries(const LineChart& c, const Plot& p, std::string& o) {
   // Series.
   for (const auto& s : c.series) {
     int ax = s.right_axis ? 1 : 0;
@@ -147,24 +171,34 @@ std::string RenderSvg(const LineChart& c) {
     std::sort(pts.begin(), pts.end());
     if (pts.empty()) continue;
     std::string poly;
-    for (auto [x, y] : pts) poly += fmt::format("{}{:.1f},{:.1f}", poly.empty() ? "" : " ", fx(x), fy(ax, y));
+    for (auto [x, y] : pts)
+      poly += fmt::format("{}{:.1f},{:.1f}", poly.empty() ? "" : " ", p.fx(x), p.fy(ax, y));
     o += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
                      Escape(s.color), poly);
     for (auto [x, y] : pts)
-      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", fx(x), fy(ax, y),
-                       Escape(s.color));
+      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", p.fx(x),
+                       p.fy(ax, y), Escape(s.color));
   }
+}
+
+// The markers as dashed verticals with their labels.
+void DrawMarkers(const LineChart& c, const Plot& p, std::string& o) {
+  const double mt = p.mt, ph = p.ph;
   // Markers.
   for (const auto& m : c.markers) {
     if (c.log_x && !(m.x > 0)) continue;
-    double x = fx(m.x);
+    double x = p.fx(m.x);
     o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#000000\" "
                      "stroke-dasharray=\"5,4\"/>\n", x, mt, mt + ph);
     o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"start\" font-weight=\"bold\">{}</text>\n",
                      x + 4, mt + 12, Escape(m.label));
   }
+}
+
+// The legend under the title.
+void DrawLegend(const LineChart& c, const Plot& p, std::string& o) {
+  double lx = p.ml;
   // Legend.
-  double lx = ml;
   for (const auto& s : c.series) {
     std::string name = s.name + (s.points.empty() ? " (n/a)" : "") + (s.right_axis ? " [right]" : "");
     o += fmt::format("<rect x=\"{:.1f}\" y=\"30\" width=\"12\" height=\"4\" fill=\"{}\"/>\n", lx,
@@ -172,6 +206,20 @@ std::string RenderSvg(const LineChart& c) {
     o += fmt::format("<text x=\"{:.1f}\" y=\"36\">{}</text>\n", lx + 16, Escape(name));
     lx += 16 + 6.5 * double(name.size()) + 18;
   }
+}
+
+}  // namespace
+
+// Plan: compute the x range (log or linear) and one nice range per y axis, draw the frame,
+// grid and ticks, each series as a polyline with dots, the markers as dashed verticals, then
+// the legend under the title.
+std::string RenderSvg(const LineChart& c) {
+  const Plot p = Layout(c);
+  std::string o;
+  DrawFrame(c, p, o);
+  DrawSeries(c, p, o);
+  DrawMarkers(c, p, o);
+  DrawLegend(c, p, o);
   o += "</svg>\n";
   return o;
 }

@@ -119,93 +119,115 @@ std::string EvidenceText(std::string out, const attribution::StallEvidence& e, c
   return out;
 }
 
+// The share of decode time `cost_ns` is; nullopt without decode time.
+std::optional<double> DecodeShare(const Attribution& a, int64_t cost_ns) {
+  return a.decode_ns > 0 ? std::optional<double>(double(cost_ns) / double(a.decode_ns))
+                         : std::nullopt;
+}
+
+// The finding of one cause: the stalls, dips and TTFT spikes it explains, its base rate, and
+// up to three examples. `total`: the stalls of the run.
+Finding CauseFinding(const Attribution& a, const attribution::Timeline& t,
+                     const attribution::CauseSummary& cs, int total) {
+  Finding f;
+  f.id = fmt::format("attribution.{}", attribution::CauseName(cs.cause));
+  f.layer = LayerOf(cs.cause);
+  const std::optional<double> sh = DecodeShare(a, cs.cost_ns + cs.stream_cost_ns);
+  const double base =
+      cs.baseline_windows > 0 ? double(cs.baseline_present) / cs.baseline_windows : 0;
+  const bool background = cs.baseline_windows >= kMinBaselineWindows && base >= kBackgroundShare;
+  f.severity = background || sh.value_or(0) < kWarnDecodeShare ? Severity::kInfo : Severity::kWarn;
+  f.title =
+      fmt::format("{} of {} decode stalls coincide with {}", cs.stalls, total, What(cs.cause));
+  if (cs.stream_stalls > 0)
+    f.title +=
+        fmt::format("{} {} single-stream stall{} began at one", cs.stalls > 0 ? "; and" : ":",
+                    cs.stream_stalls, cs.stream_stalls == 1 ? "" : "s");
+  const bool dips_only = cs.stalls == 0 && cs.stream_stalls == 0;
+  if (dips_only)  // a slower rate costs no stall time: no share of decode time to give
+    f.title =
+        fmt::format("{} throughput dip{} in the output token rate coincide{} with {}", cs.dips,
+                    cs.dips == 1 ? "" : "s", cs.dips == 1 ? "s" : "", What(cs.cause));
+  else if (cs.dips > 0)
+    f.title += fmt::format("; and {} throughput dip{} outside the stalls", cs.dips,
+                           cs.dips == 1 ? "" : "s");
+  if (sh && !dips_only) f.title += fmt::format(": {:.1f}% of decode time", *sh * 100);
+  if (background)
+    f.title += fmt::format(
+        " (but it is present in {:.0f}% of other windows too: background, not "
+        "a proven cause)",
+        base * 100);
+  f.evidence.push_back({"stalls_explained", double(cs.stalls), "", ""});
+  f.evidence.push_back({"stalls_total", double(total), "", ""});
+  f.evidence.push_back({"single_stream_stalls_explained", double(cs.stream_stalls), "", ""});
+  f.evidence.push_back({"throughput_dips_explained", double(cs.dips), "",
+                        "dips in the output token rate that are no stall's"});
+  f.evidence.push_back(
+      {"ttft_spikes_explained", double(cs.ttft_spikes), "",
+       fmt::format("of {} requests with TTFT over {:.1f} ms (median {:.1f} ms)", a.ttft_spikes,
+                   NsToMs(a.ttft_spike_ns), NsToMs(a.median_ttft_ns))});
+  f.evidence.push_back({"stall_cost", NsToMs(cs.cost_ns + cs.stream_cost_ns), "ms", ""});
+  f.evidence.push_back(
+      {"decode_time_share", sh ? std::optional<double>(*sh * 100) : std::nullopt, "%", ""});
+  f.evidence.push_back({"confidence", std::nullopt, "",
+                        fmt::format("present in {} of {} stalls; in {} of {} windows of the same "
+                                    "length away from stalls",
+                                    cs.stalls, total, cs.baseline_present, cs.baseline_windows)});
+  int shown = 0;
+  for (const std::vector<Stall>* list : {&a.stalls, &a.stream_stalls}) {
+    for (const Stall& s : *list) {
+      if (shown == 3) break;
+      if (std::find(s.causes.begin(), s.causes.end(), cs.cause) == s.causes.end()) continue;
+      f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", Example(s, t)});
+    }
+  }
+  for (const attribution::Dip& d : a.dips) {
+    if (shown == 3) break;
+    if (d.stall >= 0 || std::find(d.causes.begin(), d.causes.end(), cs.cause) == d.causes.end())
+      continue;
+    f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", DipExample(d, t)});
+  }
+  f.advice = Advice(cs.cause);
+  f.latency_share = sh;
+  return f;
+}
+
+// The stalls no cause explains, with the layers that were on the timeline and examples.
+Finding UnexplainedFinding(const Attribution& a, const attribution::Timeline& t, int total) {
+  Finding f;
+  f.id = "attribution.unexplained";
+  f.layer = Layer::kLoad;
+  f.severity = Severity::kInfo;
+  const std::optional<double> sh = DecodeShare(a, a.unexplained_cost_ns);
+  f.title = fmt::format("{} of {} decode stalls have no cause on the timeline{}", a.unexplained,
+                        total, sh ? fmt::format(" ({:.1f}% of decode time)", *sh * 100) : "");
+  std::string layers = "client tokens";
+  if (a.have_server) layers += ", /metrics";
+  if (a.have_host) layers += ", host samples";
+  if (a.have_threads) layers += ", server threads";
+  if (a.have_log) layers += ", server log";
+  f.evidence.push_back({"stalls_unexplained", double(a.unexplained), "", ""});
+  f.evidence.push_back({"layers_on_the_timeline", std::nullopt, "", layers});
+  int shown = 0;
+  for (const Stall& s : a.stalls) {
+    if (shown == 3) break;
+    if (!s.causes.empty()) continue;
+    f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", Example(s, t)});
+  }
+  f.advice =
+      "Put more layers on the timeline: run diagnose with --local on the server host and "
+      "--logs with its log; a GPU trace of the same load (`latdoc trace`) shows slow steps.";
+  return f;
+}
+
 }  // namespace
 
 std::vector<Finding> EvaluateAttributionRules(const Attribution& a, const attribution::Timeline& t) {
   std::vector<Finding> out;
   if (a.stalls.empty() && a.stream_stalls.empty() && a.causes.empty()) return out;
   const int total = static_cast<int>(a.stalls.size());
-  auto share = [&](int64_t cost_ns) {
-    return a.decode_ns > 0 ? std::optional<double>(double(cost_ns) / double(a.decode_ns)) : std::nullopt;
-  };
-  for (const attribution::CauseSummary& cs : a.causes) {
-    Finding f;
-    f.id = fmt::format("attribution.{}", attribution::CauseName(cs.cause));
-    f.layer = LayerOf(cs.cause);
-    const std::optional<double> sh = share(cs.cost_ns + cs.stream_cost_ns);
-    const double base = cs.baseline_windows > 0 ? double(cs.baseline_present) / cs.baseline_windows : 0;
-    const bool background = cs.baseline_windows >= kMinBaselineWindows && base >= kBackgroundShare;
-    f.severity = background || sh.value_or(0) < kWarnDecodeShare ? Severity::kInfo : Severity::kWarn;
-    f.title = fmt::format("{} of {} decode stalls coincide with {}", cs.stalls, total, What(cs.cause));
-    if (cs.stream_stalls > 0)
-      f.title += fmt::format("{} {} single-stream stall{} began at one", cs.stalls > 0 ? "; and" : ":",
-                             cs.stream_stalls, cs.stream_stalls == 1 ? "" : "s");
-    const bool dips_only = cs.stalls == 0 && cs.stream_stalls == 0;
-    if (dips_only)  // a slower rate costs no stall time: no share of decode time to give
-      f.title = fmt::format("{} throughput dip{} in the output token rate coincide{} with {}", cs.dips,
-                            cs.dips == 1 ? "" : "s", cs.dips == 1 ? "s" : "", What(cs.cause));
-    else if (cs.dips > 0)
-      f.title += fmt::format("; and {} throughput dip{} outside the stalls", cs.dips, cs.dips == 1 ? "" : "s");
-    if (sh && !dips_only) f.title += fmt::format(": {:.1f}% of decode time", *sh * 100);
-    if (background)
-      f.title += fmt::format(" (but it is present in {:.0f}% of other windows too: background, not "
-                             "a proven cause)", base * 100);
-    f.evidence.push_back({"stalls_explained", double(cs.stalls), "", ""});
-    f.evidence.push_back({"stalls_total", double(total), "", ""});
-    f.evidence.push_back({"single_stream_stalls_explained", double(cs.stream_stalls), "", ""});
-    f.evidence.push_back({"throughput_dips_explained", double(cs.dips), "",
-                          "dips in the output token rate that are no stall's"});
-    f.evidence.push_back({"ttft_spikes_explained", double(cs.ttft_spikes), "",
-                          fmt::format("of {} requests with TTFT over {:.1f} ms (median {:.1f} ms)",
-                                      a.ttft_spikes, NsToMs(a.ttft_spike_ns), NsToMs(a.median_ttft_ns))});
-    f.evidence.push_back({"stall_cost", NsToMs(cs.cost_ns + cs.stream_cost_ns), "ms", ""});
-    f.evidence.push_back({"decode_time_share", sh ? std::optional<double>(*sh * 100) : std::nullopt, "%", ""});
-    f.evidence.push_back({"confidence", std::nullopt, "",
-                          fmt::format("present in {} of {} stalls; in {} of {} windows of the same "
-                                      "length away from stalls", cs.stalls, total, cs.baseline_present,
-                                      cs.baseline_windows)});
-    int shown = 0;
-    for (const std::vector<Stall>* list : {&a.stalls, &a.stream_stalls}) {
-      for (const Stall& s : *list) {
-        if (shown == 3) break;
-        if (std::find(s.causes.begin(), s.causes.end(), cs.cause) == s.causes.end()) continue;
-        f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", Example(s, t)});
-      }
-    }
-    for (const attribution::Dip& d : a.dips) {
-      if (shown == 3) break;
-      if (d.stall >= 0 || std::find(d.causes.begin(), d.causes.end(), cs.cause) == d.causes.end()) continue;
-      f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", DipExample(d, t)});
-    }
-    f.advice = Advice(cs.cause);
-    f.latency_share = sh;
-    out.push_back(std::move(f));
-  }
-  if (a.unexplained > 0) {
-    Finding f;
-    f.id = "attribution.unexplained";
-    f.layer = Layer::kLoad;
-    f.severity = Severity::kInfo;
-    const std::optional<double> sh = share(a.unexplained_cost_ns);
-    f.title = fmt::format("{} of {} decode stalls have no cause on the timeline{}", a.unexplained, total,
-                          sh ? fmt::format(" ({:.1f}% of decode time)", *sh * 100) : "");
-    std::string layers = "client tokens";
-    if (a.have_server) layers += ", /metrics";
-    if (a.have_host) layers += ", host samples";
-    if (a.have_threads) layers += ", server threads";
-    if (a.have_log) layers += ", server log";
-    f.evidence.push_back({"stalls_unexplained", double(a.unexplained), "", ""});
-    f.evidence.push_back({"layers_on_the_timeline", std::nullopt, "", layers});
-    int shown = 0;
-    for (const Stall& s : a.stalls) {
-      if (shown == 3) break;
-      if (!s.causes.empty()) continue;
-      f.evidence.push_back({fmt::format("example_{}", ++shown), std::nullopt, "", Example(s, t)});
-    }
-    f.advice = "Put more layers on the timeline: run diagnose with --local on the server host and "
-               "--logs with its log; a GPU trace of the same load (`latdoc trace`) shows slow steps.";
-    out.push_back(std::move(f));
-  }
+  for (const attribution::CauseSummary& cs : a.causes) out.push_back(CauseFinding(a, t, cs, total));
+  if (a.unexplained > 0) out.push_back(UnexplainedFinding(a, t, total));
   return out;
 }
 

@@ -166,11 +166,10 @@ std::string_view ReplicaOf(const Finding& f) {
   return {};
 }
 
-std::vector<Finding> JudgeFleet(const std::vector<ReplicaFacts>& replicas,
-                                const FleetRuleOptions& o) {
-  std::vector<Finding> out;
+namespace {
 
-  // Targets: down or stale replicas first; they take no part in the checks below.
+// Down or stale replicas (they take no part in the other checks): a finding each; how many.
+size_t JudgeTargets(const std::vector<ReplicaFacts>& replicas, std::vector<Finding>& out) {
   size_t bad_targets = 0;
   for (const ReplicaFacts& r : replicas) {
     if (r.up && !*r.up) {
@@ -191,20 +190,12 @@ std::vector<Finding> JudgeFleet(const std::vector<ReplicaFacts>& replicas,
                          "name; if it should serve, check the service discovery and the pod"));
     }
   }
-  if (replicas.empty()) {
-    out.push_back(Skip("fleet.targets", Layer::kSystem, "no replica"));
-    return out;
-  }
-  if (bad_targets == 0)
-    out.push_back(Make("fleet.targets", Layer::kSystem, Severity::kOk,
-                       fmt::format("all {} replicas up, none stopped reporting", replicas.size()),
-                       {Ev("replicas", double(replicas.size()), "")}, ""));
+  return bad_targets;
+}
 
-  std::vector<const ReplicaFacts*> live;
-  for (const ReplicaFacts& r : replicas)
-    if (Live(r)) live.push_back(&r);
-
-  // Outliers.
+// Replicas whose p99 TTFT or ITL lies far above the fleet's.
+void JudgeFleetOutliers(const std::vector<const ReplicaFacts*>& live, const FleetRuleOptions& o,
+                        std::vector<Finding>& out) {
   const size_t before = out.size();
   int judged = 0;
   JudgeOutliers(live, o, "fleet.outlier_ttft", "ttft_p99", &ReplicaFacts::ttft_p99_s, out, judged);
@@ -219,130 +210,164 @@ std::vector<Finding> JudgeFleet(const std::vector<ReplicaFacts>& replicas,
                                    o.outlier_k, o.outlier_min_ratio),
                        {Ev("replicas", double(live.size()), "")}, ""));
   }
+}
 
-  // Load imbalance: the request rate the balancer gives each replica, else (no rates) the
-  // running sequences.
-  {
-    std::vector<std::pair<const ReplicaFacts*, double>> load;
-    std::string signal = "request_rate";
-    for (const ReplicaFacts* r : live)
-      if (r->request_rate_per_s) load.push_back({r, *r->request_rate_per_s});
-    double total = 0;
-    for (const auto& [r, x] : load) total += x;
-    if (load.size() < 2 || total <= 0) {
-      load.clear();
-      signal = "running";
-      for (const ReplicaFacts* r : live)
-        if (r->running_mean) load.push_back({r, *r->running_mean});
-      total = 0;
-      for (const auto& [r, x] : load) total += x;
-    }
-    std::vector<double> running;
-    for (const ReplicaFacts* r : live)
-      if (r->running_mean) running.push_back(*r->running_mean);
-    const std::optional<double> running_median = Median(running);
-    if (load.size() < 2 || total <= 0) {
-      out.push_back(Skip("fleet.load_balance", Layer::kLoad,
-                         "fewer than 2 live replicas with requests or running sequences"));
-    } else {
-      const double mean = total / double(load.size());
-      double var = 0;
-      std::vector<double> xs;
-      for (const auto& [r, x] : load) {
-        var += (x - mean) * (x - mean);
-        xs.push_back(x);
-      }
-      const double cv = std::sqrt(var / double(load.size())) / mean;
-      const double median = *Median(xs);
-      const double ref = median > 0 ? median : mean;
-      std::vector<std::string> under;
-      for (const auto& [r, x] : load)
-        if (x < ref / o.overloaded_ratio) under.push_back(r->replica);
-      std::vector<double> ttft;
-      for (const ReplicaFacts* r : live)
-        if (r->ttft_p99_s) ttft.push_back(*r->ttft_p99_s);
-      const std::optional<double> ttft_median = Median(ttft);
-      const char* what = signal == "running" ? "running sequences" : "requests/s";
-      const char* per = signal == "running" ? " on average" : "";
-      size_t flagged = 0;
-      if (cv > o.imbalance_cv) {
-        for (const auto& [r, x] : load) {
-          if (x < ref * o.overloaded_ratio) continue;
-          // More requests but fewer sequences in flight than most: a fast replica, not a
-          // loaded one.
-          if (signal == "request_rate" && r->running_mean && running_median &&
-              *r->running_mean < *running_median)
-            continue;
-          ++flagged;
-          std::vector<Evidence> ev = {ReplicaEv(r->replica), Ev(signal, x, ""),
-                                      Ev("fleet_median", median, ""), Ev("fleet_cv", cv, "")};
-          if (signal == "request_rate" && r->running_mean)
-            ev.push_back(Ev("running", *r->running_mean, ""));
-          if (signal == "running" && r->request_rate_per_s)
-            ev.push_back(Ev("request_rate", *r->request_rate_per_s, "/s"));
-          if (!under.empty()) ev.push_back(Ev("least_loaded", {}, "", JoinNames(under)));
-          std::optional<double> share;
-          if (r->ttft_p99_s && ttft_median && *r->ttft_p99_s > *ttft_median)
-            share = (*r->ttft_p99_s - *ttft_median) / *r->ttft_p99_s;
-          out.push_back(Make(
-              "fleet.load_imbalance", Layer::kLoad, Severity::kWarn,
+// The finding for replica `r`, over-loaded at `x` of `signal` ("request_rate" or "running").
+Finding OverloadedFinding(const ReplicaFacts& r, double x, const std::string& signal, double median,
+                          double cv, double ref, const std::vector<std::string>& under,
+                          const std::optional<double>& ttft_median) {
+  const char* what = signal == "running" ? "running sequences" : "requests/s";
+  const char* per = signal == "running" ? " on average" : "";
+  std::vector<Evidence> ev = {ReplicaEv(r.replica), Ev(signal, x, ""),
+                              Ev("fleet_median", median, ""), Ev("fleet_cv", cv, "")};
+  if (signal == "request_rate" && r.running_mean) ev.push_back(Ev("running", *r.running_mean, ""));
+  if (signal == "running" && r.request_rate_per_s)
+    ev.push_back(Ev("request_rate", *r.request_rate_per_s, "/s"));
+  if (!under.empty()) ev.push_back(Ev("least_loaded", {}, "", JoinNames(under)));
+  std::optional<double> share;
+  if (r.ttft_p99_s && ttft_median && *r.ttft_p99_s > *ttft_median)
+    share = (*r.ttft_p99_s - *ttft_median) / *r.ttft_p99_s;
+  return Make("fleet.load_imbalance", Layer::kLoad, Severity::kWarn,
               fmt::format("replica {}: over-loaded, {:.2f} {}{}, {:.1f}x the fleet's median "
                           "{:.2f} (CV {:.2f})",
-                          r->replica, x, what, per, x / ref, median, cv),
+                          r.replica, x, what, per, x / ref, median, cv),
               std::move(ev),
               "the balancer sends it more than its share: use least-outstanding-requests (or "
               "prefix-aware) balancing rather than round-robin or sticky sessions, and check "
               "its weight",
-              share));
-        }
-      }
-      if (flagged == 0)
-        out.push_back(Make("fleet.load_balance", Layer::kLoad, Severity::kOk,
-                           fmt::format("load spread evenly: CV of {} {:.2f} (bound {})", what, cv,
-                                       o.imbalance_cv),
-                           {Ev("fleet_cv", cv, ""), Ev("fleet_median", median, "")}, ""));
-    }
-  }
+              share);
+}
 
-  // Past the knee: most replicas queueing.
-  {
-    std::vector<std::string> queueing;
-    std::vector<double> shares;
-    size_t known = 0;
-    for (const ReplicaFacts* r : live) {
-      if (!r->waiting_mean && !r->queue_share) continue;
-      ++known;
-      if (Queueing(*r, o)) queueing.push_back(r->replica);
-      if (r->queue_share) shares.push_back(*r->queue_share);
-    }
-    if (known < 2) {
-      out.push_back(Skip("fleet.capacity", Layer::kLoad,
-                         "fewer than 2 live replicas report waiting requests or queue time"));
-    } else if (double(queueing.size()) > o.knee_fraction * double(known)) {
-      // Queue time q of TTFT t: the replicas serve (t - q) / t of the demand without a
-      // queue, so the fleet needs about n * t / (t - q) replicas (a rough, first-order guess).
-      const double share = std::min(Median(shares).value_or(o.queueing_share), 0.9);
-      const int add = std::max(1, int(std::ceil(double(known) * share / (1 - share))));
-      const Severity sev = queueing.size() == known && share >= 0.5 ? Severity::kFail
-                                                                      : Severity::kWarn;
-      out.push_back(Make("fleet.past_knee", Layer::kLoad, sev,
-                         fmt::format("fleet past its knee: {} of {} replicas queue (median queue "
-                                     "share of TTFT {:.0f}%); add about {} replica{}",
-                                     queueing.size(), known, share * 100, add, add == 1 ? "" : "s"),
-                         {Ev("queueing", double(queueing.size()), "", JoinNames(queueing)),
-                          Ev("replicas", double(known), ""), Ev("queue_share", share * 100, "%"),
-                          Ev("replicas_to_add", double(add), "")},
-                         fmt::format("add about {} replica{} (or shed load); balancing alone "
-                                     "cannot help when most replicas queue",
-                                     add, add == 1 ? "" : "s"),
-                         share));
-    } else {
-      out.push_back(Make("fleet.capacity", Layer::kLoad, Severity::kOk,
-                         fmt::format("{} of {} replicas queue: the fleet has headroom",
-                                     queueing.size(), known),
-                         {Ev("queueing", double(queueing.size()), "", JoinNames(queueing))}, ""));
-    }
+// Load imbalance: the request rate the balancer gives each replica, else (no rates) the
+// running sequences.
+void JudgeLoadBalance(const std::vector<const ReplicaFacts*>& live, const FleetRuleOptions& o,
+                      std::vector<Finding>& out) {
+  std::vector<std::pair<const ReplicaFacts*, double>> load;
+  std::string signal = "request_rate";
+  for (const ReplicaFacts* r : live)
+    if (r->request_rate_per_s) load.push_back({r, *r->request_rate_per_s});
+  double total = 0;
+  for (const auto& [r, x] : load) total += x;
+  if (load.size() < 2 || total <= 0) {
+    load.clear();
+    signal = "running";
+    for (const ReplicaFacts* r : live)
+      if (r->running_mean) load.push_back({r, *r->running_mean});
+    total = 0;
+    for (const auto& [r, x] : load) total += x;
   }
+  std::vector<double> running;
+  for (const ReplicaFacts* r : live)
+    if (r->running_mean) running.push_back(*r->running_mean);
+  const std::optional<double> running_median = Median(running);
+  if (load.size() < 2 || total <= 0) {
+    out.push_back(Skip("fleet.load_balance", Layer::kLoad,
+                       "fewer than 2 live replicas with requests or running sequences"));
+  } else {
+    const double mean = total / double(load.size());
+    double var = 0;
+    std::vector<double> xs;
+    for (const auto& [r, x] : load) {
+      var += (x - mean) * (x - mean);
+      xs.push_back(x);
+    }
+    const double cv = std::sqrt(var / double(load.size())) / mean;
+    const double median = *Median(xs);
+    const double ref = median > 0 ? median : mean;
+    std::vector<std::string> under;
+    for (const auto& [r, x] : load)
+      if (x < ref / o.overloaded_ratio) under.push_back(r->replica);
+    std::vector<double> ttft;
+    for (const ReplicaFacts* r : live)
+      if (r->ttft_p99_s) ttft.push_back(*r->ttft_p99_s);
+    const std::optional<double> ttft_median = Median(ttft);
+    const char* what = signal == "running" ? "running sequences" : "requests/s";
+    size_t flagged = 0;
+    if (cv > o.imbalance_cv) {
+      for (const auto& [r, x] : load) {
+        if (x < ref * o.overloaded_ratio) continue;
+        // More requests but fewer sequences in flight than most: a fast replica, not a
+        // loaded one.
+        if (signal == "request_rate" && r->running_mean && running_median &&
+            *r->running_mean < *running_median)
+          continue;
+        ++flagged;
+        out.push_back(OverloadedFinding(*r, x, signal, median, cv, ref, under, ttft_median));
+      }
+    }
+    if (flagged == 0)
+      out.push_back(Make(
+          "fleet.load_balance", Layer::kLoad, Severity::kOk,
+          fmt::format("load spread evenly: CV of {} {:.2f} (bound {})", what, cv, o.imbalance_cv),
+          {Ev("fleet_cv", cv, ""), Ev("fleet_median", median, "")}, ""));
+  }
+}
+
+// Past the knee: most replicas queueing.
+void JudgeCapacity(const std::vector<const ReplicaFacts*>& live, const FleetRuleOptions& o,
+                   std::vector<Finding>& out) {
+  std::vector<std::string> queueing;
+  std::vector<double> shares;
+  size_t known = 0;
+  for (const ReplicaFacts* r : live) {
+    if (!r->waiting_mean && !r->queue_share) continue;
+    ++known;
+    if (Queueing(*r, o)) queueing.push_back(r->replica);
+    if (r->queue_share) shares.push_back(*r->queue_share);
+  }
+  if (known < 2) {
+    out.push_back(Skip("fleet.capacity", Layer::kLoad,
+                       "fewer than 2 live replicas report waiting requests or queue time"));
+  } else if (double(queueing.size()) > o.knee_fraction * double(known)) {
+    // Queue time q of TTFT t: the replicas serve (t - q) / t of the demand without a
+    // queue, so the fleet needs about n * t / (t - q) replicas (a rough, first-order guess).
+    const double share = std::min(Median(shares).value_or(o.queueing_share), 0.9);
+    const int add = std::max(1, int(std::ceil(double(known) * share / (1 - share))));
+    const Severity sev =
+        queueing.size() == known && share >= 0.5 ? Severity::kFail : Severity::kWarn;
+    out.push_back(Make("fleet.past_knee", Layer::kLoad, sev,
+                       fmt::format("fleet past its knee: {} of {} replicas queue (median queue "
+                                   "share of TTFT {:.0f}%); add about {} replica{}",
+                                   queueing.size(), known, share * 100, add, add == 1 ? "" : "s"),
+                       {Ev("queueing", double(queueing.size()), "", JoinNames(queueing)),
+                        Ev("replicas", double(known), ""), Ev("queue_share", share * 100, "%"),
+                        Ev("replicas_to_add", double(add), "")},
+                       fmt::format("add about {} replica{} (or shed load); balancing alone "
+                                   "cannot help when most replicas queue",
+                                   add, add == 1 ? "" : "s"),
+                       share));
+  } else {
+    out.push_back(
+        Make("fleet.capacity", Layer::kLoad, Severity::kOk,
+             fmt::format("{} of {} replicas queue: the fleet has headroom", queueing.size(), known),
+             {Ev("queueing", double(queueing.size()), "", JoinNames(queueing))}, ""));
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> JudgeFleet(const std::vector<ReplicaFacts>& replicas,
+                                const FleetRuleOptions& o) {
+  std::vector<Finding> out;
+
+  // Targets: down or stale replicas first; they take no part in the checks below.
+  const size_t bad_targets = JudgeTargets(replicas, out);
+  if (replicas.empty()) {
+    out.push_back(Skip("fleet.targets", Layer::kSystem, "no replica"));
+    return out;
+  }
+  if (bad_targets == 0)
+    out.push_back(Make("fleet.targets", Layer::kSystem, Severity::kOk,
+                       fmt::format("all {} replicas up, none stopped reporting", replicas.size()),
+                       {Ev("replicas", double(replicas.size()), "")}, ""));
+
+  std::vector<const ReplicaFacts*> live;
+  for (const ReplicaFacts& r : replicas)
+    if (Live(r)) live.push_back(&r);
+
+  JudgeFleetOutliers(live, o, out);
+  JudgeLoadBalance(live, o, out);
+  JudgeCapacity(live, o, out);
   return out;
 }
 

@@ -2,6 +2,8 @@
 
 namespace latdoc::rules {
 
+// A data table, one entry per GPU: kept whole (over 80 lines) so that each row sits beside
+// the others it is compared with.
 const std::vector<GpuSpec>& GpuSpecs() {
   // PCIe: Gen4 x16 = 16 GT/s x 16 lanes x 128/130 ≈ 31.5 GB/s per direction; Gen5 x16 ≈ 63 GB/s
   // (PCI-SIG PCIe 4.0/5.0 base specifications). Peer links: NVLink 900 GB/s (H100/H200 SXM) and

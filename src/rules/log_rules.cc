@@ -51,6 +51,31 @@ std::string EngineName(const EngineFacts& e) {
   return e.engine < 0 ? std::string("aggregated engines") : fmt::format("engine {}", e.engine);
 }
 
+// Why requests waited, and what to change: the scheduler not admitting (a finding in `out`
+// says so), the KV cache full at `peak_kv` percent, or the batch at `max_running`.
+std::string QueueingAdvice(const std::vector<Finding>& out, double peak_kv, int64_t max_running) {
+  const bool not_admitting = std::any_of(out.begin(), out.end(), [](const Finding& x) {
+    return x.id == "logs.admission_stalled" || x.id == "logs.no_progress";
+  });
+  if (not_admitting) {
+    return "Requests waited because the scheduler was not admitting them, not for lack of "
+           "batch room: see logs.admission_stalled / logs.no_progress (raising "
+           "--max-num-seqs will not help)";
+  } else if (peak_kv >= logs::kKvHighPct) {
+    return fmt::format(
+        "The KV cache was full ({:.1f}%) while requests waited: give it more memory "
+        "(--gpu-memory-utilization 0.95, --kv-cache-dtype fp8) or admit fewer sequences "
+        "(--max-num-seqs); see logs.kv_pressure",
+        peak_kv);
+  } else {
+    return fmt::format(
+        "Requests waited while the KV cache had room: if {} running is your --max-num-seqs, "
+        "raise it (e.g. --max-num-seqs {}); otherwise the server is past its capacity: add "
+        "replicas or lower the request rate (latdoc sweep finds the knee)",
+        max_running, std::max<int64_t>(2 * max_running, 1));
+  }
+}
+
 void Queueing(const LogFacts& f, std::vector<Finding>& out) {
   auto engines = Engines(f);
   if (engines.empty()) return;
@@ -110,26 +135,7 @@ void Queueing(const LogFacts& f, std::vector<Finding>& out) {
     fi.evidence.push_back(Num("throughput_fell_while_queue_grew", static_cast<double>(saturation),
                               "intervals"));
   }
-  const bool not_admitting = std::any_of(out.begin(), out.end(), [](const Finding& x) {
-    return x.id == "logs.admission_stalled" || x.id == "logs.no_progress";
-  });
-  if (not_admitting) {
-    fi.advice = "Requests waited because the scheduler was not admitting them, not for lack of "
-                "batch room: see logs.admission_stalled / logs.no_progress (raising "
-                "--max-num-seqs will not help)";
-  } else if (peak_kv >= logs::kKvHighPct) {
-    fi.advice = fmt::format(
-        "The KV cache was full ({:.1f}%) while requests waited: give it more memory "
-        "(--gpu-memory-utilization 0.95, --kv-cache-dtype fp8) or admit fewer sequences "
-        "(--max-num-seqs); see logs.kv_pressure",
-        peak_kv);
-  } else {
-    fi.advice = fmt::format(
-        "Requests waited while the KV cache had room: if {} running is your --max-num-seqs, "
-        "raise it (e.g. --max-num-seqs {}); otherwise the server is past its capacity: add "
-        "replicas or lower the request rate (latdoc sweep finds the knee)",
-        max_running, std::max<int64_t>(2 * max_running, 1));
-  }
+  fi.advice = QueueingAdvice(out, peak_kv, max_running);
   out.push_back(std::move(fi));
 }
 

@@ -221,101 +221,128 @@ void NoProgress(const LogFacts& f, std::vector<Finding>& out) {
   out.push_back(std::move(fi));
 }
 
+// Baseline: the median generation rate of the busy points before the run examined; the first
+// run of kCollapseMinIntervals points far under it with the batch as large, and its baseline
+// (into `base`).
+std::optional<Run> GenerationFall(const EngineSeries& s, double& base) {
+  std::optional<Run> fall;
+  for (size_t i = 2; i < s.size() && !fall; ++i) {
+    std::vector<double> before;
+    int64_t run_ref = 0;
+    for (size_t k = 0; k < i; ++k) {
+      if (s.running[k] > 0 && s.gen_tps[k] > 0) {
+        before.push_back(s.gen_tps[k]);
+        run_ref = std::max(run_ref, s.running[k]);
+      }
+    }
+    if (before.size() < 2) continue;
+    base = Median(before);
+    auto low = [&](size_t k) {
+      return s.running[k] > 0 && s.gen_tps[k] > 0 && s.gen_tps[k] < kCollapseGenShare * base &&
+             static_cast<double>(s.running[k]) >= 0.75 * static_cast<double>(run_ref);
+    };
+    size_t j = i;
+    while (j < s.size() && low(j)) ++j;
+    if (j - i >= kCollapseMinIntervals) fall = Run{i, j - 1};
+  }
+  return fall;
+}
+
+// Prefix-cache hit rate collapse: from >= 20% to under half of its best while busy; the point
+// where it fell, and the best before it (into `hit_best`).
+std::optional<size_t> HitRateFall(const EngineSeries& s, double& hit_best) {
+  std::optional<size_t> hit_fall;
+  for (size_t k = 0; k < s.size(); ++k) {
+    if (!s.prefix_hit_pct[k]) continue;
+    const double h = *s.prefix_hit_pct[k];
+    if (hit_best >= 20 && h < 0.5 * hit_best && s.running[k] > 0) {
+      hit_fall = k;
+      break;
+    }
+    hit_best = std::max(hit_best, h);
+  }
+  return hit_fall;
+}
+
+// The finding for a collapse over `fall` from `base` tok/s; `storm` and `hit_fall` (with its
+// `hit_best`) name the cause when set.
+Finding CollapseFinding(const LogFacts& f, const EngineFacts& e, const Run& fall, double base,
+                        const std::optional<Run>& storm, std::optional<size_t> hit_fall,
+                        double hit_best) {
+  const EngineSeries& s = e.series;
+  const bool stormy = storm && storm->points() >= kCollapseMinIntervals;
+  int64_t preempted = 0;
+  double low_gen = s.gen_tps[fall.first];
+  for (size_t k = fall.first; k <= fall.last; ++k) {
+    preempted += s.preemptions[k];
+    low_gen = std::min(low_gen, s.gen_tps[k]);
+  }
+  Finding fi;
+  fi.id = "logs.throughput_collapse";
+  fi.layer = Layer::kConfig;
+  fi.severity = low_gen < 0.5 * base ? Severity::kFail : Severity::kWarn;
+  fi.title = fmt::format(
+      "Generation throughput collapsed from {:.0f} to {:.0f} tok/s while the batch stayed at "
+      "{} running, {} stats lines from {} ({}){}",
+      base, low_gen, s.running[fall.first], fall.points(), f.Label(s.t_ns[fall.first]),
+      EngineName(e), stormy ? ", with preemptions in every interval" : "");
+  fi.evidence.push_back(Num("baseline_generation_throughput", base, "tok/s"));
+  fi.evidence.push_back(Num("lowest_generation_throughput", low_gen, "tok/s"));
+  fi.evidence.push_back(Text("first_low", PointText(f, s, fall.first)));
+  fi.evidence.push_back(Text("last_low", PointText(f, s, fall.last)));
+  if (stormy) {
+    fi.evidence.push_back(Num("preemptions_in_collapse", static_cast<double>(preempted), ""));
+    fi.evidence.push_back(
+        Num("consecutive_intervals_with_preemptions", static_cast<double>(storm->points()), ""));
+  }
+  if (hit_fall) {
+    fi.evidence.push_back(
+        Text("prefix_cache_hit_rate",
+             fmt::format("fell from {:.1f}% to {:.1f}% at {}", hit_best,
+                         *s.prefix_hit_pct[*hit_fall], f.Label(s.t_ns[*hit_fall]))));
+  }
+  std::string why;
+  if (stormy) {
+    why =
+        "A preemption storm: the running batch no longer fits the KV cache, so requests are "
+        "evicted and recomputed every interval. Admit fewer (--max-num-seqs lower, e.g. to the "
+        "running count before the collapse) or give the cache more memory "
+        "(--gpu-memory-utilization, --kv-cache-dtype fp8)";
+  } else if (hit_fall) {
+    why =
+        "The prefix cache stopped hitting: shared prefixes were evicted by new traffic (KV "
+        "cache too small for the working set) or the prompts changed; each request now "
+        "prefills in full. Give the cache more room or route requests of one prefix to one "
+        "replica";
+  } else {
+    why =
+        "The same batch makes fewer tokens per second: longer contexts (attention cost grows "
+        "with tokens held: see KV usage), GPU clocks throttled (latdoc doctor: gpu.throttle), "
+        "or another process on the GPU";
+  }
+  fi.advice = why +
+              ". Confirm with /metrics: vllm:num_preemptions_total rising, "
+              "vllm:prefix_cache_hits_total / queries_total falling, and "
+              "vllm:generation_tokens_total's rate over the same minutes";
+  return fi;
+}
+
 // Throughput collapse: generation throughput falls and stays down while the batch stays as large;
 // with it, preemptions in interval after interval, or the prefix-cache hit rate falling.
 void ThroughputCollapse(const LogFacts& f, std::vector<Finding>& out) {
   for (const EngineFacts* e : Engines(f)) {
     const EngineSeries& s = e->series;
     if (s.size() < 4) continue;
-    // Baseline: the median generation rate of the busy points before the run examined.
-    std::optional<Run> fall;
     double base = 0;
-    for (size_t i = 2; i < s.size() && !fall; ++i) {
-      std::vector<double> before;
-      int64_t run_ref = 0;
-      for (size_t k = 0; k < i; ++k) {
-        if (s.running[k] > 0 && s.gen_tps[k] > 0) {
-          before.push_back(s.gen_tps[k]);
-          run_ref = std::max(run_ref, s.running[k]);
-        }
-      }
-      if (before.size() < 2) continue;
-      base = Median(before);
-      auto low = [&](size_t k) {
-        return s.running[k] > 0 && s.gen_tps[k] > 0 &&
-               s.gen_tps[k] < kCollapseGenShare * base &&
-               static_cast<double>(s.running[k]) >= 0.75 * static_cast<double>(run_ref);
-      };
-      size_t j = i;
-      while (j < s.size() && low(j)) ++j;
-      if (j - i >= kCollapseMinIntervals) fall = Run{i, j - 1};
-    }
+    std::optional<Run> fall = GenerationFall(s, base);
     // Preemption storm: preemptions in consecutive intervals.
     int64_t storm_dur = 0;
-    auto storm = LongestRun(*e, [&](size_t k) { return s.preemptions[k] > 0; }, &storm_dur);
-    const bool stormy = storm && storm->points() >= kCollapseMinIntervals;
-    // Prefix-cache hit rate collapse: from >= 20% to under half of its best while busy.
-    std::optional<size_t> hit_fall;
+    auto storm = LongestRun(
+        *e, [&](size_t k) { return s.preemptions[k] > 0; }, &storm_dur);
     double hit_best = 0;
-    for (size_t k = 0; k < s.size(); ++k) {
-      if (!s.prefix_hit_pct[k]) continue;
-      const double h = *s.prefix_hit_pct[k];
-      if (hit_best >= 20 && h < 0.5 * hit_best && s.running[k] > 0) {
-        hit_fall = k;
-        break;
-      }
-      hit_best = std::max(hit_best, h);
-    }
+    std::optional<size_t> hit_fall = HitRateFall(s, hit_best);
     if (!fall) continue;
-    int64_t preempted = 0;
-    double low_gen = s.gen_tps[fall->first];
-    for (size_t k = fall->first; k <= fall->last; ++k) {
-      preempted += s.preemptions[k];
-      low_gen = std::min(low_gen, s.gen_tps[k]);
-    }
-    Finding fi;
-    fi.id = "logs.throughput_collapse";
-    fi.layer = Layer::kConfig;
-    fi.severity = low_gen < 0.5 * base ? Severity::kFail : Severity::kWarn;
-    fi.title = fmt::format(
-        "Generation throughput collapsed from {:.0f} to {:.0f} tok/s while the batch stayed at "
-        "{} running, {} stats lines from {} ({}){}",
-        base, low_gen, s.running[fall->first], fall->points(), f.Label(s.t_ns[fall->first]),
-        EngineName(*e), stormy ? ", with preemptions in every interval" : "");
-    fi.evidence.push_back(Num("baseline_generation_throughput", base, "tok/s"));
-    fi.evidence.push_back(Num("lowest_generation_throughput", low_gen, "tok/s"));
-    fi.evidence.push_back(Text("first_low", PointText(f, s, fall->first)));
-    fi.evidence.push_back(Text("last_low", PointText(f, s, fall->last)));
-    if (stormy) {
-      fi.evidence.push_back(Num("preemptions_in_collapse", static_cast<double>(preempted), ""));
-      fi.evidence.push_back(Num("consecutive_intervals_with_preemptions",
-                                static_cast<double>(storm->points()), ""));
-    }
-    if (hit_fall) {
-      fi.evidence.push_back(Text("prefix_cache_hit_rate",
-                                 fmt::format("fell from {:.1f}% to {:.1f}% at {}", hit_best,
-                                             *s.prefix_hit_pct[*hit_fall], f.Label(s.t_ns[*hit_fall]))));
-    }
-    std::string why;
-    if (stormy) {
-      why = "A preemption storm: the running batch no longer fits the KV cache, so requests are "
-            "evicted and recomputed every interval. Admit fewer (--max-num-seqs lower, e.g. to the "
-            "running count before the collapse) or give the cache more memory "
-            "(--gpu-memory-utilization, --kv-cache-dtype fp8)";
-    } else if (hit_fall) {
-      why = "The prefix cache stopped hitting: shared prefixes were evicted by new traffic (KV "
-            "cache too small for the working set) or the prompts changed; each request now "
-            "prefills in full. Give the cache more room or route requests of one prefix to one "
-            "replica";
-    } else {
-      why = "The same batch makes fewer tokens per second: longer contexts (attention cost grows "
-            "with tokens held: see KV usage), GPU clocks throttled (latdoc doctor: gpu.throttle), "
-            "or another process on the GPU";
-    }
-    fi.advice = why + ". Confirm with /metrics: vllm:num_preemptions_total rising, "
-                      "vllm:prefix_cache_hits_total / queries_total falling, and "
-                      "vllm:generation_tokens_total's rate over the same minutes";
-    out.push_back(std::move(fi));
+    out.push_back(CollapseFinding(f, *e, *fall, base, storm, hit_fall, hit_best));
     return;   // one engine is enough to say it
   }
 }

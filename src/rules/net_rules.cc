@@ -81,30 +81,17 @@ std::string_view PhaseWhere(std::string_view phase) {
   return "to TTFT on a new connection";
 }
 
-void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
-  if (!nf.compare) return;
-  const net::CompareFacts& c = *nf.compare;
-  auto diff = [&](std::string_view phase) -> const net::PhaseDiff* {
-    for (const auto& d : c.phases)
-      if (d.phase == phase && d.p50_diff_ms) return &d;
-    return nullptr;
-  };
-  // The first byte needs an answered request on both sides; without one the other phases would
-  // compare a failure (a refused connect still has a name lookup).
-  if (!diff("ttfb")) {
-    Finding f = Make("net.gateway_delay", Severity::kSkip,
-                     "Direct vs gateway not compared: one side has no successful sample");
-    f.evidence = {Text("url_a", c.url_a), Text("url_b", c.url_b)};
-    out.push_back(std::move(f));
-    return;
-  }
-  // The verdict is the phase where B adds the most. Phases nest (TTFT on a new connection holds
-  // the handshakes; first byte and kept-alive TTFT both hold a request's trip through the
-  // gateway), so one delay shows in several: it is named at the first phase, in this order from
-  // the most specific, within kGatewayTieMs of the extreme.
-  std::vector<const net::PhaseDiff*> known;
-  for (std::string_view phase : {"dns", "connect", "tls", "ttfb", "ttft_reused", "ttft_new"})
-    if (const net::PhaseDiff* d = diff(phase)) known.push_back(d);
+// The phases B adds to (or saves in) over A: the verdict, the phase named and the one with the
+// largest difference. REQUIRES: `known` not empty, each with p50_diff_ms.
+struct GatewayVerdict {
+  Severity sev;
+  bool faster;                  // B adds nothing that matters and saves more somewhere
+  double add;                   // the most B adds, ms
+  const net::PhaseDiff* named;  // the phase the title names
+  const net::PhaseDiff* top;    // the phase with the largest difference in the same direction
+};
+
+GatewayVerdict JudgeGatewayPhases(const std::vector<const net::PhaseDiff*>& known) {
   // The verdict and the figure are the extreme's own; the tie only picks the phase named.
   auto most = [&](double sign) {
     double m = sign * *known.front()->p50_diff_ms;
@@ -135,6 +122,34 @@ void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
     return l;
   };
   const net::PhaseDiff* top = faster ? largest(-1) : largest(1);
+  return {sev, faster, add, named, top};
+}
+
+void GatewayDelay(const NetFacts& nf, std::vector<Finding>& out) {
+  if (!nf.compare) return;
+  const net::CompareFacts& c = *nf.compare;
+  auto diff = [&](std::string_view phase) -> const net::PhaseDiff* {
+    for (const auto& d : c.phases)
+      if (d.phase == phase && d.p50_diff_ms) return &d;
+    return nullptr;
+  };
+  // The first byte needs an answered request on both sides; without one the other phases would
+  // compare a failure (a refused connect still has a name lookup).
+  if (!diff("ttfb")) {
+    Finding f = Make("net.gateway_delay", Severity::kSkip,
+                     "Direct vs gateway not compared: one side has no successful sample");
+    f.evidence = {Text("url_a", c.url_a), Text("url_b", c.url_b)};
+    out.push_back(std::move(f));
+    return;
+  }
+  // The verdict is the phase where B adds the most. Phases nest (TTFT on a new connection holds
+  // the handshakes; first byte and kept-alive TTFT both hold a request's trip through the
+  // gateway), so one delay shows in several: it is named at the first phase, in this order from
+  // the most specific, within kGatewayTieMs of the extreme.
+  std::vector<const net::PhaseDiff*> known;
+  for (std::string_view phase : {"dns", "connect", "tls", "ttfb", "ttft_reused", "ttft_new"})
+    if (const net::PhaseDiff* d = diff(phase)) known.push_back(d);
+  const auto [sev, faster, add, named, top] = JudgeGatewayPhases(known);
   const double figure = std::abs(*named->p50_diff_ms), top_figure = std::abs(*top->p50_diff_ms);
   const std::string up_to = top_figure - figure >= 0.05
                                 ? fmt::format(" (up to {:.1f} ms {})", top_figure, PhaseWhere(top->phase))
@@ -194,6 +209,50 @@ void Jitter(const ProbeFacts& p, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// What to do about the failures `l` counts, by the first kind that occurred (`http_status`: of
+// the first HTTP error answer).
+std::string LossAdvice(const net::LossCounts& l, int http_status) {
+  if (l.dns > 0) {
+    return "Check the name: `getent hosts NAME` on the client; fix the URL or DNS.";
+  } else if (l.refused > 0) {
+    return "Nothing listens there: check the server is up and bound to that address "
+           "(vLLM `--host 0.0.0.0 --port PORT`) and that the URL's port matches.";
+  } else if (l.tls > 0) {
+    return "Fix the certificate (expired, self-signed or wrong name), or pass --insecure to "
+           "measure anyway; clients must trust the server's CA.";
+  } else if (l.timeout > 0) {
+    return "Something accepts but does not answer: a hung proxy, a full listen backlog or a "
+           "firewall dropping packets; compare with --compare against the server directly.";
+  } else if (l.http_status > 0) {
+    switch (net::ClassifyHttpError(http_status)) {
+      case net::HttpErrorCause::kCredentials:
+        return fmt::format(
+            "The server refused the request's credentials (HTTP {}): give the API key in "
+            "$OPENAI_API_KEY, or name the variable that holds it with --api-key-env (sent as a "
+            "Bearer token; vLLM checks it against its --api-key).",
+            http_status);
+      case net::HttpErrorCause::kOverload:
+        return "The server or a gateway shed load (HTTP 429): it is rate-limited or "
+               "overloaded. Measure again at a quieter time or with a higher limit, and look "
+               "at the gateway's rate-limit settings and the server's queue (`latdoc logs`).";
+      case net::HttpErrorCause::kServer:
+        return fmt::format(
+            "The server or a gateway failed the request (HTTP {}): look at their logs at the "
+            "failure times (`latdoc logs`): an engine error or restart, out of memory, or a "
+            "gateway with no healthy upstream (502, 503, 504).",
+            http_status);
+      case net::HttpErrorCause::kRequest:
+        return "The server answered with an HTTP error: check the model name (--model; GET "
+               "/v1/models lists the server's), the cheap request's path (--cheap-path) and the "
+               "URL's path prefix; the body of the error says more (`curl -i URL/v1/models`).";
+    }
+    return std::string();
+  } else {
+    return "Look at the server's and the gateway's logs at the failure times "
+           "(`latdoc logs`), and retry with more --samples.";
+  }
+}
+
 void Loss(const ProbeFacts& p, std::vector<Finding>& out) {
   const net::LossCounts& l = p.loss;
   if (l.samples == 0) return;
@@ -232,46 +291,7 @@ void Loss(const ProbeFacts& p, std::vector<Finding>& out) {
   add("http_status", l.http_status);
   add("protocol", l.protocol);
   if (!first_error.empty()) f.evidence.push_back(Text("first_failure", first_error));
-  if (l.dns > 0) {
-    f.advice = "Check the name: `getent hosts NAME` on the client; fix the URL or DNS.";
-  } else if (l.refused > 0) {
-    f.advice = "Nothing listens there: check the server is up and bound to that address "
-               "(vLLM `--host 0.0.0.0 --port PORT`) and that the URL's port matches.";
-  } else if (l.tls > 0) {
-    f.advice = "Fix the certificate (expired, self-signed or wrong name), or pass --insecure to "
-               "measure anyway; clients must trust the server's CA.";
-  } else if (l.timeout > 0) {
-    f.advice = "Something accepts but does not answer: a hung proxy, a full listen backlog or a "
-               "firewall dropping packets; compare with --compare against the server directly.";
-  } else if (l.http_status > 0) {
-    switch (net::ClassifyHttpError(http_status)) {
-      case net::HttpErrorCause::kCredentials:
-        f.advice = fmt::format(
-            "The server refused the request's credentials (HTTP {}): give the API key in "
-            "$OPENAI_API_KEY, or name the variable that holds it with --api-key-env (sent as a "
-            "Bearer token; vLLM checks it against its --api-key).", http_status);
-        break;
-      case net::HttpErrorCause::kOverload:
-        f.advice = "The server or a gateway shed load (HTTP 429): it is rate-limited or "
-                   "overloaded. Measure again at a quieter time or with a higher limit, and look "
-                   "at the gateway's rate-limit settings and the server's queue (`latdoc logs`).";
-        break;
-      case net::HttpErrorCause::kServer:
-        f.advice = fmt::format(
-            "The server or a gateway failed the request (HTTP {}): look at their logs at the "
-            "failure times (`latdoc logs`): an engine error or restart, out of memory, or a "
-            "gateway with no healthy upstream (502, 503, 504).", http_status);
-        break;
-      case net::HttpErrorCause::kRequest:
-        f.advice = "The server answered with an HTTP error: check the model name (--model; GET "
-                   "/v1/models lists the server's), the cheap request's path (--cheap-path) and the "
-                   "URL's path prefix; the body of the error says more (`curl -i URL/v1/models`).";
-        break;
-    }
-  } else {
-    f.advice = "Look at the server's and the gateway's logs at the failure times "
-               "(`latdoc logs`), and retry with more --samples.";
-  }
+  f.advice = LossAdvice(l, http_status);
   if (sev == Severity::kOk) f.advice.clear();
   out.push_back(std::move(f));
 }

@@ -15,11 +15,9 @@ using trace_internal::Num;
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
-}  // namespace
-
-void RankRules(const trace::TraceReport& r, std::vector<Finding>& out, const RankRuleOptions& o) {
+// Rank files that do not fit together (different runs or steps).
+void RankFilesMismatchRule(const trace::TraceReport& r, std::vector<Finding>& out) {
   const trace::RankStats& rs = r.ranks;
-  if (rs.ranks.empty()) return;
   if (!rs.problems.empty()) {
     Finding f = Make("kernel.rank_files_mismatch", Severity::kWarn,
                      fmt::format("The rank files do not fit together: {}", rs.problems.front()),
@@ -30,8 +28,13 @@ void RankRules(const trace::TraceReport& r, std::vector<Finding>& out, const Ran
     }
     out.push_back(std::move(f));
   }
-  int64_t window_ns = 0;
-  for (const auto& x : rs.ranks) window_ns += x.total_ns;
+}
+
+// The rank the others wait for in collectives: one usual straggler, or waits spread over all.
+// `window_ns`: the ranks' GPU windows summed.
+void RankStragglerRule(const trace::TraceReport& r, std::vector<Finding>& out,
+                       const RankRuleOptions& o, int64_t window_ns) {
+  const trace::RankStats& rs = r.ranks;
   if (rs.usual_straggler) {
     const trace::RankInfo& s = rs.ranks[*rs.usual_straggler];
     int64_t others_window = 0;
@@ -72,6 +75,12 @@ void RankRules(const trace::TraceReport& r, std::vector<Finding>& out, const Ran
     f.evidence.push_back(Num("total_wait", Ms(rs.total_wait_ns), "ms"));
     out.push_back(std::move(f));
   }
+}
+
+// The rank with the most communication not hidden under compute, waits for a straggler excluded.
+void RankExposedCommRule(const trace::TraceReport& r, std::vector<Finding>& out,
+                         const RankRuleOptions& o) {
+  const trace::RankStats& rs = r.ranks;
   // Communication not hidden: its part that is waiting for a straggler is the straggler's
   // finding; what is left is the transfer itself.
   const trace::RankInfo* worst = nullptr;
@@ -100,6 +109,18 @@ void RankRules(const trace::TraceReport& r, std::vector<Finding>& out, const Ran
     f.latency_share = worst_share;
     out.push_back(std::move(f));
   }
+}
+
+}  // namespace
+
+void RankRules(const trace::TraceReport& r, std::vector<Finding>& out, const RankRuleOptions& o) {
+  const trace::RankStats& rs = r.ranks;
+  if (rs.ranks.empty()) return;
+  RankFilesMismatchRule(r, out);
+  int64_t window_ns = 0;
+  for (const auto& x : rs.ranks) window_ns += x.total_ns;
+  RankStragglerRule(r, out, o, window_ns);
+  RankExposedCommRule(r, out, o);
 }
 
 }  // namespace latdoc::rules

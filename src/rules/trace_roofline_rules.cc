@@ -122,42 +122,53 @@ void AddRooflineFacts(TraceReport& r, const RooflineRuleOptions& o) {
   }
 }
 
-void RooflineRules(const TraceReport& r, std::vector<Finding>& out, const RooflineRuleOptions& o) {
+namespace {
+
+// Impossible rates: kernel families and copy/counter bandwidth checks.
+void RateAbovePeakRule(const TraceReport& r, std::vector<Finding>& out,
+                       const RooflineRuleOptions& o) {
   const auto& rf = r.roofline;
-  // Impossible rates: kernel families and copy/counter bandwidth checks.
-  {
-    Finding f = Make("kernel.rate_above_peak", Severity::kWarn, "",
-                     "treat these numbers as a data problem: check the profiler's timestamps (clock domains, "
-                     "a kernel whose time was cut short), the counters' units (rocprof v1 FETCH_SIZE/WRITE_SIZE "
-                     "are KB), the recorded shapes, and that the GPU named in the trace is the one that ran");
-    bool only_cache = true;
-    for (const RooflineKernel& k : rf.kernels) {
-      if (!k.impossible) continue;
-      const bool cache = k.kind != "counters" && !(k.achieved_tflops && k.peak_tflops &&
-                                                   *k.achieved_tflops > *k.peak_tflops * o.impossible_margin);
-      only_cache = only_cache && cache;
-      f.evidence.push_back(Num(ShortenMiddle(k.name, 60), k.roof_share ? std::optional<double>(100 * *k.roof_share) : std::nullopt,
-                               "% of roof", k.note));
-    }
-    for (const auto& b : r.bandwidth) {
-      if (b.peak_gbps <= 0 || b.achieved_gbps <= b.peak_gbps * o.impossible_margin) continue;
-      only_cache = false;
-      const std::string what = b.copies < 0 ? "kernel memory traffic (counters)"
-                                            : fmt::format("{} copies", trace::CopyDirectionName(b.direction));
-      f.evidence.push_back(Num(what, b.achieved_gbps, "GB/s",
-                               fmt::format("above the {:.0f} GB/s peak of the {}'s link", b.peak_gbps, b.gpu)));
-    }
-    if (!f.evidence.empty()) {
-      if (only_cache) {
-        // Bytes counted from shapes above the HBM peak can be cache hits: worth a look, no more.
-        f.severity = Severity::kInfo;
-      }
-      f.title = fmt::format("{} rate{} above the GPU's datasheet peak: a data problem, not a result", f.evidence.size(),
-                            f.evidence.size() == 1 ? "" : "s");
-      out.push_back(std::move(f));
-    }
+  Finding f = Make(
+      "kernel.rate_above_peak", Severity::kWarn, "",
+      "treat these numbers as a data problem: check the profiler's timestamps (clock domains, "
+      "a kernel whose time was cut short), the counters' units (rocprof v1 FETCH_SIZE/WRITE_SIZE "
+      "are KB), the recorded shapes, and that the GPU named in the trace is the one that ran");
+  bool only_cache = true;
+  for (const RooflineKernel& k : rf.kernels) {
+    if (!k.impossible) continue;
+    const bool cache =
+        k.kind != "counters" && !(k.achieved_tflops && k.peak_tflops &&
+                                  *k.achieved_tflops > *k.peak_tflops * o.impossible_margin);
+    only_cache = only_cache && cache;
+    f.evidence.push_back(
+        Num(ShortenMiddle(k.name, 60),
+            k.roof_share ? std::optional<double>(100 * *k.roof_share) : std::nullopt, "% of roof",
+            k.note));
   }
-  if (rf.kernels.empty()) return;
+  for (const auto& b : r.bandwidth) {
+    if (b.peak_gbps <= 0 || b.achieved_gbps <= b.peak_gbps * o.impossible_margin) continue;
+    only_cache = false;
+    const std::string what = b.copies < 0
+                                 ? "kernel memory traffic (counters)"
+                                 : fmt::format("{} copies", trace::CopyDirectionName(b.direction));
+    f.evidence.push_back(
+        Num(what, b.achieved_gbps, "GB/s",
+            fmt::format("above the {:.0f} GB/s peak of the {}'s link", b.peak_gbps, b.gpu)));
+  }
+  if (!f.evidence.empty()) {
+    if (only_cache) {
+      // Bytes counted from shapes above the HBM peak can be cache hits: worth a look, no more.
+      f.severity = Severity::kInfo;
+    }
+    f.title = fmt::format("{} rate{} above the GPU's datasheet peak: a data problem, not a result",
+                          f.evidence.size(), f.evidence.size() == 1 ? "" : "s");
+    out.push_back(std::move(f));
+  }
+}
+
+// No roofline when the trace's GPU is not in the peak table.
+void RooflineGpuUnknownRule(const TraceReport& r, std::vector<Finding>& out) {
+  const auto& rf = r.roofline;
   if (!rf.gpu_not_in_table.empty()) {
     Finding f = Make("kernel.roofline_gpu_unknown", Severity::kSkip,
                      rf.gpu_not_in_table.starts_with("(")
@@ -168,6 +179,11 @@ void RooflineRules(const TraceReport& r, std::vector<Finding>& out, const Roofli
     f.evidence.push_back(Num("gpu", std::nullopt, "", rf.gpu_not_in_table));
     out.push_back(std::move(f));
   }
+}
+
+// The hottest kernel families with known work, against their roofs.
+void HottestRooflineRule(const TraceReport& r, std::vector<Finding>& out) {
+  const auto& rf = r.roofline;
   const double covered = rf.kernel_ns > 0 ? static_cast<double>(rf.kernel_ns_with_work) / static_cast<double>(rf.kernel_ns) : 0;
   // Below this share of kernel time with known work (a graph-replayed loop: its kernels carry no
   // op id) or of GPU busy time per family, a roofline says nothing about where the time goes.
@@ -198,6 +214,12 @@ void RooflineRules(const TraceReport& r, std::vector<Finding>& out, const Roofli
     }
     out.push_back(std::move(f));
   }
+}
+
+// Each hot kernel family far under its roof.
+void LowRooflineRule(const TraceReport& r, std::vector<Finding>& out,
+                     const RooflineRuleOptions& o) {
+  const auto& rf = r.roofline;
   for (const RooflineKernel& k : rf.kernels) {
     if (!k.roof_share || k.impossible || k.count == 0) continue;
     if (k.busy_share < o.hot_share || *k.roof_share >= o.low_roof_share) continue;
@@ -219,6 +241,16 @@ void RooflineRules(const TraceReport& r, std::vector<Finding>& out, const Roofli
     f.latency_share = k.busy_share * (1 - *k.roof_share);
     out.push_back(std::move(f));
   }
+}
+
+}  // namespace
+
+void RooflineRules(const TraceReport& r, std::vector<Finding>& out, const RooflineRuleOptions& o) {
+  RateAbovePeakRule(r, out, o);
+  if (r.roofline.kernels.empty()) return;
+  RooflineGpuUnknownRule(r, out);
+  HottestRooflineRule(r, out);
+  LowRooflineRule(r, out, o);
 }
 
 }  // namespace latdoc::rules

@@ -54,20 +54,15 @@ std::string Arch(const TraceReport& r) {
   return "";
 }
 
-void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
-  const GpuTime t = DeviceSum(r);
-  if (t.total_ns <= 0) return;
-  const double idle = Share(static_cast<double>(t.idle_ns), static_cast<double>(t.total_ns));
-  const double stream_idle = static_cast<double>(r.idle.host_wait_ns + r.idle.kernel_wait_ns + r.idle.other_ns);
-  const double host_share = Share(static_cast<double>(r.idle.host_wait_ns), stream_idle);
-  const double gap_share = Share(static_cast<double>(r.idle.kernel_wait_ns), stream_idle);
-  const bool host_records = HasHostRecords(r);
-  Severity sev = Severity::kOk;
-  if (idle >= o.idle_fail_share) {
-    sev = Severity::kFail;
-  } else if (idle >= o.idle_warn_share) {
-    sev = Severity::kWarn;
-  }
+// How the GPU-idle finding is named: its id, the title's suffix and the advice.
+struct IdleNaming {
+  std::string id, suffix, advice;
+};
+
+// The naming for the idle time's cause; lowers `sev` to info when the cause is the GPU's own
+// gaps.
+IdleNaming NameIdleCause(const TraceReport& r, const TraceRuleOptions& o, bool host_records,
+                         double host_share, double gap_share, Severity& sev) {
   // Which of three causes the idle time has, named only when the trace shows it: the host
   // launching late; the GPU's own gaps between ops already launched (short, back to back: only
   // fusion removes them, so info at most); or neither (syncs, waits between streams).
@@ -82,49 +77,49 @@ void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Findi
   }
   const bool named = sev != Severity::kOk;
   const bool several_streams = r.overlap.streams_with_kernels >= 2;
-  std::string id = "kernel.gpu_idle", suffix, advice;
+  IdleNaming n{"kernel.gpu_idle", "", ""};
   switch (cause) {
     case Cause::kHost:
       if (named) {
-        id = "kernel.gpu_idle_host_bound";
-        suffix = fmt::format("; {:.0f}% of stream idle time is the host launching late", 100 * host_share);
+        n.id = "kernel.gpu_idle_host_bound";
+        n.suffix = fmt::format("; {:.0f}% of stream idle time is the host launching late",
+                               100 * host_share);
       }
-      advice = "the host is the bottleneck: capture the step in CUDA/HIP graphs (vLLM: drop "
-               "--enforce-eager), cut Python work per step (torch.compile), and pin the server to the "
-               "GPU's NUMA node with a performance CPU governor (latdoc numa-exec)";
+      n.advice =
+          "the host is the bottleneck: capture the step in CUDA/HIP graphs (vLLM: drop "
+          "--enforce-eager), cut Python work per step (torch.compile), and pin the server to the "
+          "GPU's NUMA node with a performance CPU governor (latdoc numa-exec)";
       break;
     case Cause::kKernelGaps:
       if (named) {
-        id = "kernel.gpu_idle_kernel_gaps";
-        suffix = fmt::format("; {:.0f}% of it is short gaps between ops already launched", 100 * gap_share);
+        n.id = "kernel.gpu_idle_kernel_gaps";
+        n.suffix = fmt::format("; {:.0f}% of it is short gaps between ops already launched",
+                               100 * gap_share);
       }
-      advice = "the gaps are the GPU's own between back-to-back ops (launch already done): only "
-               "fewer, larger kernels remove them (fusion, torch.compile)";
+      n.advice =
+          "the gaps are the GPU's own between back-to-back ops (launch already done): only "
+          "fewer, larger kernels remove them (fusion, torch.compile)";
       break;
     case Cause::kOther:
-      advice = several_streams
-                   ? "the GPU waits without the host being late: look for synchronisations and "
-                     "dependencies between streams (see kernel.steady_state_sync)"
-                   : "the GPU waits without the host being late: look for synchronisations and long "
-                     "copies in the step (see kernel.steady_state_sync)";
+      n.advice =
+          several_streams
+              ? "the GPU waits without the host being late: look for synchronisations and "
+                "dependencies between streams (see kernel.steady_state_sync)"
+              : "the GPU waits without the host being late: look for synchronisations and long "
+                "copies in the step (see kernel.steady_state_sync)";
       break;
     case Cause::kUnknown:
-      advice = "the trace has no host API records, so whether the host launched late cannot be "
-               "told: trace the runtime API too (rocprofv3 --hip-trace, nsys --trace=cuda, "
-               "torch.profiler with CUDA activities)";
+      n.advice =
+          "the trace has no host API records, so whether the host launched late cannot be "
+          "told: trace the runtime API too (rocprofv3 --hip-trace, nsys --trace=cuda, "
+          "torch.profiler with CUDA activities)";
       break;
   }
-  Finding f = Make(id, sev,
-                   fmt::format("GPU idle {:.1f}% of {} {:.2f} ms window{}", 100 * idle,
-                               t.devices > 1 ? fmt::format("{} devices'", t.devices) : std::string("its"),
-                               Ms(static_cast<double>(t.total_ns)), suffix),
-                   advice);
-  f.evidence.push_back(Num("gpu_idle", Ms(static_cast<double>(t.idle_ns)), "ms"));
-  f.evidence.push_back(Num("gpu_idle_share", 100 * idle, "%"));
-  f.evidence.push_back(Num("host_wait_share_of_stream_idle",
-                           host_records && stream_idle > 0 ? std::optional<double>(100 * host_share) : std::nullopt, "%",
-                           host_records ? "" : "no host records"));
-  f.evidence.push_back(Num("kernel_wait", Ms(static_cast<double>(r.idle.kernel_wait_ns)), "ms"));
+  return n;
+}
+
+// The largest idle gap: its length, where, before which op, and what the CPU did meanwhile.
+void AddLargestGapEvidence(const TraceReport& r, Finding& f) {
   if (!r.idle.largest_gaps.empty()) {
     const auto& g = r.idle.largest_gaps.front();
     std::string cpu;
@@ -137,6 +132,38 @@ void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Findi
                                          g.cpu_busy_ns ? fmt::format("; launching thread busy {:.1f} us", Us(static_cast<double>(*g.cpu_busy_ns))) : "",
                                          cpu.empty() ? "" : "; CPU (outermost ops): " + cpu)));
   }
+}
+
+void IdleRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  const GpuTime t = DeviceSum(r);
+  if (t.total_ns <= 0) return;
+  const double idle = Share(static_cast<double>(t.idle_ns), static_cast<double>(t.total_ns));
+  const double stream_idle =
+      static_cast<double>(r.idle.host_wait_ns + r.idle.kernel_wait_ns + r.idle.other_ns);
+  const double host_share = Share(static_cast<double>(r.idle.host_wait_ns), stream_idle);
+  const double gap_share = Share(static_cast<double>(r.idle.kernel_wait_ns), stream_idle);
+  const bool host_records = HasHostRecords(r);
+  Severity sev = Severity::kOk;
+  if (idle >= o.idle_fail_share) {
+    sev = Severity::kFail;
+  } else if (idle >= o.idle_warn_share) {
+    sev = Severity::kWarn;
+  }
+  const IdleNaming n = NameIdleCause(r, o, host_records, host_share, gap_share, sev);
+  Finding f =
+      Make(n.id, sev,
+           fmt::format("GPU idle {:.1f}% of {} {:.2f} ms window{}", 100 * idle,
+                       t.devices > 1 ? fmt::format("{} devices'", t.devices) : std::string("its"),
+                       Ms(static_cast<double>(t.total_ns)), n.suffix),
+           n.advice);
+  f.evidence.push_back(Num("gpu_idle", Ms(static_cast<double>(t.idle_ns)), "ms"));
+  f.evidence.push_back(Num("gpu_idle_share", 100 * idle, "%"));
+  f.evidence.push_back(
+      Num("host_wait_share_of_stream_idle",
+          host_records && stream_idle > 0 ? std::optional<double>(100 * host_share) : std::nullopt,
+          "%", host_records ? "" : "no host records"));
+  f.evidence.push_back(Num("kernel_wait", Ms(static_cast<double>(r.idle.kernel_wait_ns)), "ms"));
+  AddLargestGapEvidence(r, f);
   AddStepIdleEvidence(r, f);
   f.latency_share = idle;
   out.push_back(std::move(f));
@@ -179,7 +206,8 @@ void OutlierRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Fi
   out.push_back(std::move(f));
 }
 
-void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+// Many small host-to-device copies (a storm, or a high rate).
+void SmallH2DCopyRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   for (const auto& d : r.copies.by_direction) {
     if (d.direction == CopyDirection::kHtoD && d.small_count >= o.small_h2d_min_count) {
       const double rate = d.small_per_s.value_or(0);   // the busiest file, over its own span
@@ -201,11 +229,14 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
       }
     }
   }
-  int64_t pageable = 0, pageable_ns = 0, sync = 0;
+}
+
+// Copies from or to pageable host memory.
+void PageableCopyRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  int64_t pageable = 0, pageable_ns = 0;
   for (const auto& d : r.copies.by_direction) {
     pageable += d.pageable_count;
     pageable_ns += d.pageable_ns;
-    sync += d.sync_count;
   }
   if (pageable > 0) {
     const GpuTime window = DeviceSum(r);
@@ -229,6 +260,12 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
     if (per_step) AddPageableStepEvidence(*per_step, f);
     out.push_back(std::move(f));
   }
+}
+
+// Synchronous copy calls after warm-up.
+void SyncCopyRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  int64_t sync = 0;
+  for (const auto& d : r.copies.by_direction) sync += d.sync_count;
   if (r.steady.sync_copy_count > 0) {   // warm-up copies (loading the model) are fine
     Finding f = Make("kernel.sync_copies",
                      r.steady.sync_copy_count >= o.copy_warn_count ? Severity::kWarn : Severity::kInfo,
@@ -240,6 +277,10 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
                              "whole trace, warm-up included"));
     out.push_back(std::move(f));
   }
+}
+
+// Copies not hidden under compute.
+void ExposedMemcpyRule(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
   const GpuTime t = DeviceSum(r);
   const double exposed = Share(static_cast<double>(t.exposed_memcpy_ns), static_cast<double>(t.total_ns));
   if (exposed >= o.exposed_memcpy_share) {
@@ -251,6 +292,11 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
     f.latency_share = exposed;
     out.push_back(std::move(f));
   }
+}
+
+// Large copies far under the peak bandwidth of their direction.
+void LowCopyBandwidthRule(const TraceReport& r, const TraceRuleOptions& o,
+                          std::vector<Finding>& out) {
   for (const auto& b : r.bandwidth) {
     if (b.copies < 0) continue;   // kernel counters: low traffic may just be compute-bound
     const auto it = std::find_if(r.copies.by_direction.begin(), r.copies.by_direction.end(),
@@ -276,6 +322,14 @@ void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Find
     f.evidence.push_back(Num("avg_copy", avg / 1e6, "MB"));
     out.push_back(std::move(f));
   }
+}
+
+void CopyRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
+  SmallH2DCopyRule(r, o, out);
+  PageableCopyRule(r, o, out);
+  SyncCopyRule(r, o, out);
+  ExposedMemcpyRule(r, o, out);
+  LowCopyBandwidthRule(r, o, out);
 }
 
 void LaunchRules(const TraceReport& r, const TraceRuleOptions& o, std::vector<Finding>& out) {
@@ -381,13 +435,8 @@ void ConcurrencyRule(const TraceReport& r, const TraceRuleOptions& o, std::vecto
   }
 }
 
-}  // namespace
-
-void AddKnowledgeFacts(TraceReport& r) {
-  r.bandwidth.clear();
-  r.patterns.clear();
-  const std::string arch = Arch(r);
-  // Bandwidth: per copy direction with bytes, against the first known device's spec.
+// Bandwidth: per copy direction with bytes, against the first known device's spec.
+void AddBandwidthChecks(TraceReport& r) {
   const trace::DeviceInfo* dev = nullptr;
   const GpuSpec* spec = nullptr;
   for (const auto& d : r.devices) {
@@ -438,7 +487,10 @@ void AddKnowledgeFacts(TraceReport& r) {
       r.bandwidth.push_back(std::move(b));
     }
   }
-  AddRooflineFacts(r);
+}
+
+// The known kernel patterns the trace's kernels and ops match, on `arch`.
+void AddPatternHits(TraceReport& r, const std::string& arch) {
   for (const auto& p : KernelPatterns()) {
     trace::PatternHit hit;
     for (const auto* list : {&r.hot_kernels, &r.other_ops}) {
@@ -463,6 +515,17 @@ void AddKnowledgeFacts(TraceReport& r) {
     hit.arch = arch;
     r.patterns.push_back(std::move(hit));
   }
+}
+
+}  // namespace
+
+void AddKnowledgeFacts(TraceReport& r) {
+  r.bandwidth.clear();
+  r.patterns.clear();
+  const std::string arch = Arch(r);
+  AddBandwidthChecks(r);
+  AddRooflineFacts(r);
+  AddPatternHits(r, arch);
 }
 
 std::vector<Finding> EvaluateTraceRules(const TraceReport& r, const TraceRuleOptions& o) {
