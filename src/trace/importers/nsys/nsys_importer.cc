@@ -259,6 +259,22 @@ Status ReadDevices(const NsysRead& r) {
 
 // Every reader below reads each column once, in column order (SQLite decodes a record left to
 // right and caches the offsets).
+// The columns every activity query starts with (rowid, start, end, deviceId, streamId,
+// correlationId, the process id) into `op` of `kind`. False for a negative duration (counted by
+// Negative): the row is skipped.
+bool ReadActivity(const NsysRead& r, const char* table, SqliteStmt& q, GpuOpKind kind, GpuOp& op) {
+  const int64_t start = q.Int(1), end = q.Int(2);
+  if (r.Negative(table, q, start, end)) return false;
+  op.kind = kind;
+  op.start_ns = start;
+  op.dur_ns = end - start;
+  op.device = static_cast<int32_t>(q.Int(3));
+  op.stream = static_cast<int32_t>(q.Int(4));
+  op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
+  op.source = r.source;
+  return true;
+}
+
 Status ReadKernels(const NsysRead& r) {
   Status st;
   ASSIGN_OR_RETURN(
@@ -269,14 +285,8 @@ Status ReadKernels(const NsysRead& r) {
           PidColumn(r.db, "CUPTI_ACTIVITY_KIND_KERNEL"))));
   LazyName unknown{"unknown kernel"};
   while (q.Step(&st)) {
-    const int64_t start = q.Int(1), end = q.Int(2);
-    if (r.Negative("CUPTI_ACTIVITY_KIND_KERNEL", q, start, end)) continue;
     GpuOp op;
-    op.start_ns = start;
-    op.dur_ns = end - start;
-    op.device = static_cast<int32_t>(q.Int(3));
-    op.stream = static_cast<int32_t>(q.Int(4));
-    op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
+    if (!ReadActivity(r, "CUPTI_ACTIVITY_KIND_KERNEL", q, GpuOpKind::kKernel, op)) continue;
     // demangledName, else shortName, else "unknown kernel" (an empty demangled name counts
     // as missing).
     NsysStrings::Entry* e = r.strings.Find(q.OptInt(7));
@@ -301,15 +311,8 @@ Status ReadMemcpys(const NsysRead& r) {
   constexpr size_t kDirs = 6, kKinds = 6;
   std::vector<NameId> copy_names(kDirs * kKinds * kKinds, kUnset);
   while (q.Step(&st)) {
-    const int64_t start = q.Int(1), end = q.Int(2);
-    if (r.Negative("CUPTI_ACTIVITY_KIND_MEMCPY", q, start, end)) continue;
     GpuOp op;
-    op.kind = GpuOpKind::kMemcpy;
-    op.start_ns = start;
-    op.dur_ns = end - start;
-    op.device = static_cast<int32_t>(q.Int(3));
-    op.stream = static_cast<int32_t>(q.Int(4));
-    op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
+    if (!ReadActivity(r, "CUPTI_ACTIVITY_KIND_MEMCPY", q, GpuOpKind::kMemcpy, op)) continue;
     op.bytes = q.OptInt(7).value_or(-1);
     op.direction = CopyKind(q.Int(8));
     op.src_kind = NsysMemKind(q.OptInt(9));
@@ -342,15 +345,8 @@ Status ReadMemsets(const NsysRead& r) {
                       PidColumn(r.db, "CUPTI_ACTIVITY_KIND_MEMSET"))));
   const NameId memset_name = r.trace.names.Intern("Memset (Device)");
   while (q.Step(&st)) {
-    const int64_t start = q.Int(1), end = q.Int(2);
-    if (r.Negative("CUPTI_ACTIVITY_KIND_MEMSET", q, start, end)) continue;
     GpuOp op;
-    op.kind = GpuOpKind::kMemset;
-    op.start_ns = start;
-    op.dur_ns = end - start;
-    op.device = static_cast<int32_t>(q.Int(3));
-    op.stream = static_cast<int32_t>(q.Int(4));
-    op.correlation = ProcessCorrelation(q.OptInt(6), q.OptInt(5));
+    if (!ReadActivity(r, "CUPTI_ACTIVITY_KIND_MEMSET", q, GpuOpKind::kMemset, op)) continue;
     op.bytes = q.OptInt(7).value_or(-1);
     op.name = memset_name;
     op.source = r.source;
