@@ -218,12 +218,16 @@ TEST(HostSamplerTest, SamplesALiveProcessFoundByItsPort) {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return done; });
     });
-  std::atomic<bool> stop_spin{false};
+  std::atomic<bool> stop_spin{false}, named{false};
   std::thread spin([&] {
     pthread_setname_np(pthread_self(), "spin");
+    named = true;
     volatile uint64_t x = 0;
     while (!stop_spin.load(std::memory_order_relaxed)) x = x + 1;
   });
+  // The sampler reads a thread's name when it first sees the thread: start it once the spinner
+  // has its name (on a loaded machine the thread may not have run yet).
+  while (!named) std::this_thread::yield();
 
   HostSampler s("/", "", "http://127.0.0.1:" + std::to_string(port) + "/");
   s.Start();
